@@ -1,0 +1,1 @@
+"""Shared code of the example agent; reached only through imports."""

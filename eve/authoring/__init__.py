@@ -1,0 +1,1 @@
+"""What agent authors write with; re-exported from ``eve`` and ``eve.tools``."""

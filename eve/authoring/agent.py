@@ -1,0 +1,76 @@
+"""``define_agent``: the configuration an ``agent.py`` exposes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pydantic
+
+from eve._format import pydantic_problems
+from eve.errors import AuthoringError
+
+BUILTIN_TOOL_NAMES = ("bash", "list_files", "read_file", "write_file")
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class LimitsConfig(_Strict):
+    """Bounds on a session. ``max_turns`` caps model requests in one turn."""
+
+    max_turns: int | None = pydantic.Field(default=None, ge=1)
+    max_input_tokens_per_session: int | None = pydantic.Field(default=None, ge=1)
+    max_output_tokens_per_session: int | None = pydantic.Field(default=None, ge=1)
+    session_timeout_seconds: float | None = pydantic.Field(default=None, gt=0)
+
+
+class CompactionConfig(_Strict):
+    """When the history passes ``threshold_percent`` of the context window, summarize it."""
+
+    threshold_percent: int = pydantic.Field(default=80, ge=1, le=100)
+    model: str | None = None
+
+
+class AgentConfigModel(_Strict):
+    model: str | None = None
+    description: str | None = None
+    reasoning: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    limits: LimitsConfig = LimitsConfig()
+    compaction: CompactionConfig | None = None
+    model_context_window_tokens: int | None = pydantic.Field(default=None, ge=1)
+    builtin_tools: tuple[Literal["bash", "list_files", "read_file", "write_file"], ...] = ()
+    workspace: str | None = None
+
+    @pydantic.field_validator("model")
+    @classmethod
+    def _model_id(cls, value: str | None) -> str | None:
+        if value is not None and "/" not in value:
+            raise ValueError(
+                f"model id {value!r} needs a provider prefix, e.g. 'anthropic/claude-sonnet-4-5', "
+                "'openai/gpt-4o-mini' or 'offline/test'"
+            )
+        return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentDefinition:
+    """A validated ``define_agent`` call."""
+
+    config: AgentConfigModel
+
+
+def define_agent(**options: Any) -> AgentDefinition:
+    """Configure an agent node.
+
+    Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``), ``description``
+    (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
+    ``compaction``, ``model_context_window_tokens``, ``builtin_tools`` and ``workspace``.
+    Unknown keys are rejected.
+    """
+    try:
+        return AgentDefinition(config=AgentConfigModel.model_validate(options))
+    except pydantic.ValidationError as error:
+        problems = pydantic_problems(error, top="define_agent")
+        raise AuthoringError(f"define_agent: {problems}") from None

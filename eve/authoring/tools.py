@@ -1,0 +1,280 @@
+"""Tool definitions: ``define_tool``, the ``@tool`` decorator, provider and workflow tools."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_type_hints, overload
+
+import pydantic
+
+from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normalize_approval
+from eve.authoring.context import ToolContext
+from eve.errors import AuthoringError
+
+InputSchema = type[pydantic.BaseModel] | dict[str, Any]
+Execute = Callable[[Any, ToolContext], Any]
+ToolKind = Literal["dispatch", "provider-tool", "workflow-tool"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec:
+    provider: str
+    type: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDefinition:
+    """A tool as authored. The file name under ``tools/`` is its name.
+
+    ``execute(input, ctx)`` receives the validated input: an instance of ``input_model`` when
+    the schema is a pydantic model, otherwise a dict checked against ``input_json_schema``.
+    """
+
+    kind: ToolKind
+    description: str
+    input_model: type[pydantic.BaseModel] | None = None
+    input_json_schema: dict[str, Any] | None = None
+    execute: Execute | None = None
+    workflow: Execute | None = None
+    output_schema: dict[str, Any] | None = None
+    approval: ApprovalRule = NEVER
+    to_model_output: Callable[[Any], Any] | None = None
+    deferred: bool = False
+    available_in_subagents: bool = True
+    ends_turn: bool = False
+    provider: ProviderSpec | None = None
+
+    def json_schema(self) -> dict[str, Any] | None:
+        """The input schema as the model sees it."""
+        if self.input_model is not None:
+            return self.input_model.model_json_schema()
+        return self.input_json_schema
+
+
+def _split_schema(
+    schema: InputSchema | None,
+) -> tuple[type[pydantic.BaseModel] | None, dict[str, Any] | None]:
+    if schema is None:
+        return None, {"type": "object", "properties": {}}
+    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+        return schema, None
+    if isinstance(schema, dict):
+        if schema.get("type", "object") != "object":
+            raise AuthoringError('input_schema must describe an object ("type": "object")')
+        return None, schema
+    raise AuthoringError(
+        "input_schema takes a pydantic model class or a JSON Schema dict, "
+        f"not {type(schema).__name__}"
+    )
+
+
+def _output_schema(schema: InputSchema | None) -> dict[str, Any] | None:
+    if schema is None or isinstance(schema, dict):
+        return schema
+    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+        return schema.model_json_schema()
+    raise AuthoringError("output_schema takes a pydantic model class or a JSON Schema dict")
+
+
+def _require_description(description: str | None, where: str) -> str:
+    text = inspect.cleandoc(description or "")
+    if not text:
+        raise AuthoringError(f"{where} needs a description: the model reads it to choose tools")
+    return text
+
+
+def define_tool(
+    *,
+    description: str,
+    execute: Execute,
+    input_schema: InputSchema | None = None,
+    output_schema: InputSchema | None = None,
+    approval: ApprovalRule | ApprovalPolicy | None = None,
+    to_model_output: Callable[[Any], Any] | None = None,
+    deferred: bool = False,
+    available_in_subagents: bool = True,
+    ends_turn: bool = False,
+) -> ToolDefinition:
+    """Define a tool whose ``execute(input, ctx)`` runs in this process.
+
+    ``execute`` may be sync, async or an async generator (each yield is a partial snapshot,
+    the last one the result).
+    """
+    if not callable(execute):
+        raise AuthoringError("define_tool(execute=...) must be a function")
+    model, schema = _split_schema(input_schema)
+    return ToolDefinition(
+        kind="dispatch",
+        description=_require_description(description, "define_tool"),
+        input_model=model,
+        input_json_schema=schema,
+        execute=execute,
+        output_schema=_output_schema(output_schema),
+        approval=normalize_approval(approval),
+        to_model_output=to_model_output,
+        deferred=deferred,
+        available_in_subagents=available_in_subagents,
+        ends_turn=ends_turn,
+    )
+
+
+def define_workflow_tool(
+    *,
+    description: str,
+    run: Execute,
+    input_schema: InputSchema | None = None,
+    output_schema: InputSchema | None = None,
+    approval: ApprovalRule | ApprovalPolicy | None = None,
+    deferred: bool = False,
+    available_in_subagents: bool = True,
+) -> ToolDefinition:
+    """Define a tool whose body runs as a durable workflow; it has no plain ``execute``."""
+    if not callable(run):
+        raise AuthoringError("define_workflow_tool(run=...) must be a function")
+    model, schema = _split_schema(input_schema)
+    return ToolDefinition(
+        kind="workflow-tool",
+        description=_require_description(description, "define_workflow_tool"),
+        input_model=model,
+        input_json_schema=schema,
+        workflow=run,
+        output_schema=_output_schema(output_schema),
+        approval=normalize_approval(approval),
+        deferred=deferred,
+        available_in_subagents=available_in_subagents,
+    )
+
+
+def provider_tool(
+    *,
+    provider: str,
+    type: str,
+    description: str,
+    config: dict[str, Any] | None = None,
+    available_in_subagents: bool = True,
+) -> ToolDefinition:
+    """Declare a tool the model provider executes (web search and the like).
+
+    It has no local execute: its module is read at compile time and never imported at run time.
+    """
+    if not provider or not type:
+        raise AuthoringError("provider_tool needs provider= and type= (e.g. 'anthropic')")
+    return ToolDefinition(
+        kind="provider-tool",
+        description=_require_description(description, "provider_tool"),
+        input_json_schema=None,
+        provider=ProviderSpec(provider=provider, type=type, config=dict(config or {})),
+        available_in_subagents=available_in_subagents,
+    )
+
+
+# --- the decorator form --------------------------------------------------------------------
+
+
+def _context_parameter(fn: Callable[..., Any], hints: dict[str, Any]) -> str | None:
+    for name in inspect.signature(fn).parameters:
+        if hints.get(name) is ToolContext:
+            return name
+    return None
+
+
+def _signature_model(fn: Callable[..., Any], skip: str | None) -> type[pydantic.BaseModel]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for name, param in inspect.signature(fn).parameters.items():
+        if name == skip:
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise AuthoringError(f"@tool {fn.__name__}: *args and **kwargs cannot be schema fields")
+        if name not in hints:
+            raise AuthoringError(f"@tool {fn.__name__}: parameter '{name}' needs a type annotation")
+        default = ... if param.default is param.empty else param.default
+        fields[name] = (hints[name], default)
+    title = "".join(part.capitalize() for part in fn.__name__.split("_")) + "Input"
+    model: type[pydantic.BaseModel] = pydantic.create_model(
+        title, __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+def _keyword_execute(fn: Callable[..., Any], ctx_name: str | None) -> Execute:
+    """Adapt ``fn(**fields[, ctx])`` to ``execute(input, ctx)``, keeping sync/async/generator."""
+
+    def arguments(data: pydantic.BaseModel, ctx: ToolContext) -> dict[str, Any]:
+        kwargs = {name: getattr(data, name) for name in type(data).model_fields}
+        if ctx_name is not None:
+            kwargs[ctx_name] = ctx
+        return kwargs
+
+    if inspect.isasyncgenfunction(fn):
+
+        async def generator(data: Any, ctx: ToolContext) -> Any:
+            async for item in fn(**arguments(data, ctx)):
+                yield item
+
+        return generator
+    if inspect.iscoroutinefunction(fn):
+
+        async def coroutine(data: Any, ctx: ToolContext) -> Any:
+            return await fn(**arguments(data, ctx))
+
+        return coroutine
+
+    def plain(data: Any, ctx: ToolContext) -> Any:
+        return fn(**arguments(data, ctx))
+
+    return plain
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+@overload
+def tool(
+    *,
+    description: str | None = None,
+    approval: ApprovalRule | ApprovalPolicy | None = None,
+    output_schema: InputSchema | None = None,
+    to_model_output: Callable[[Any], Any] | None = None,
+    deferred: bool = False,
+    available_in_subagents: bool = True,
+    ends_turn: bool = False,
+) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    description: str | None = None,
+    approval: ApprovalRule | ApprovalPolicy | None = None,
+    output_schema: InputSchema | None = None,
+    to_model_output: Callable[[Any], Any] | None = None,
+    deferred: bool = False,
+    available_in_subagents: bool = True,
+    ends_turn: bool = False,
+) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
+    """Make a typed function a tool: its signature is the schema, its docstring the description.
+
+    A parameter annotated ``ToolContext`` receives the call context and is not in the schema.
+    """
+
+    def build(function: Callable[..., Any]) -> ToolDefinition:
+        hints = get_type_hints(function, include_extras=True)
+        ctx_name = _context_parameter(function, hints)
+        return ToolDefinition(
+            kind="dispatch",
+            description=_require_description(
+                description or function.__doc__, f"@tool {function.__name__}"
+            ),
+            input_model=_signature_model(function, ctx_name),
+            execute=_keyword_execute(function, ctx_name),
+            output_schema=_output_schema(output_schema),
+            approval=normalize_approval(approval),
+            to_model_output=to_model_output,
+            deferred=deferred,
+            available_in_subagents=available_in_subagents,
+            ends_turn=ends_turn,
+        )
+
+    return build if fn is None else build(fn)

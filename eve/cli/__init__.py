@@ -1,0 +1,5 @@
+"""The ``eve`` command line."""
+
+from eve.cli.main import main
+
+__all__ = ["main"]

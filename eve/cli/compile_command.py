@@ -1,0 +1,68 @@
+"""``eve compile [--check]``."""
+
+from __future__ import annotations
+
+import click
+
+from eve.cli.errors import translate_errors
+from eve.cli.main import app_root_of
+from eve.compiler import check_artifacts, compile_agent
+from eve.compiler.diagnostics import format_diagnostic
+from eve.compiler.emit import write_artifacts
+from eve.compiler.pipeline import CompileResult
+
+
+def _summary(result: CompileResult) -> str:
+    manifest = result.manifest
+    assert manifest is not None
+    tools = sum(len(node.tools) for node in manifest.nodes.values())
+    skills = sum(len(node.skills) for node in manifest.nodes.values())
+    sink = result.diagnostics
+    return (
+        f"eve: compiled agent/ → .eve/ ({len(manifest.nodes)} node(s), {tools} tool(s), "
+        f"{skills} skill(s); {sink.count('error')} error(s), {sink.count('warning')} warning(s))"
+    )
+
+
+def _check(ctx: click.Context) -> None:
+    report = check_artifacts(app_root_of(ctx))
+    if report.fresh:
+        click.echo("eve: artifacts are fresh")
+        return
+    click.echo("eve: artifacts are stale:", err=True)
+    for label, paths in (
+        ("added", report.added),
+        ("removed", report.removed),
+        ("changed", report.changed),
+        ("problem", report.problems),
+    ):
+        for path in paths:
+            click.echo(f"  {label}: {path}", err=True)
+    click.echo("Run `eve compile` and commit .eve/.", err=True)
+    raise SystemExit(1)
+
+
+@click.command("compile")
+@click.option(
+    "--check", is_flag=True, help="Exit 1 if .eve/ is stale; imports nothing, writes nothing."
+)
+@click.pass_context
+@translate_errors
+def compile_command(ctx: click.Context, check: bool) -> None:
+    """Compile agent/ into the artifacts under .eve/."""
+    if check:
+        _check(ctx)
+        return
+    root = app_root_of(ctx)
+    result = compile_agent(root)
+    for diagnostic in result.diagnostics.items:
+        click.echo(format_diagnostic(diagnostic), err=True)
+    if result.manifest is None:
+        click.echo(
+            f"eve: compile failed with {result.diagnostics.count('error')} error(s); "
+            "the previous artifacts were left in place",
+            err=True,
+        )
+        raise SystemExit(1)
+    write_artifacts(root, result.artifacts)
+    click.echo(_summary(result))

@@ -1,0 +1,88 @@
+"""Module bindings of a node: usage flags from compile loads and the runtime-entry closure."""
+
+from __future__ import annotations
+
+import posixpath
+
+from eve._authored import module_id_for
+from eve.compiler.diagnostics import DiagnosticSink
+from eve.compiler.imports import ModuleGraph
+from eve.manifest import FilesystemBacking, ModuleBinding, Owner, Usage
+
+
+def source_id_for(path: str, node_root: str, agent_root: str) -> str:
+    """Stable id of a source in a node: relative to the node root, or ``@agent/…`` for a
+    module of an enclosing agent (a subagent importing the root's ``lib/``)."""
+    if path.startswith(node_root + "/"):
+        return path[len(node_root) + 1 :]
+    return "@agent/" + posixpath.relpath(path, agent_root)
+
+
+def node_bindings(
+    *,
+    graph: ModuleGraph,
+    sources: dict[str, str],
+    node_root: str,
+    agent_root: str,
+    compile_reads: set[str],
+    runtime_roots: set[str],
+    sink: DiagnosticSink,
+    node_id: str,
+) -> dict[str, ModuleBinding]:
+    """Bindings for every module the node's compile reads or runtime entries reach.
+
+    ``compile: true`` marks modules the compiler reads for their definitions, and whatever the
+    compile-only ones (``agent.py``, provider tools) import: their values live on only in the
+    manifest. ``runtime_entry: true`` marks runtime roots and everything they import.
+    """
+    compile_only = compile_reads - runtime_roots
+    compile_closure = graph.closure(compile_only) | compile_reads
+    runtime_closure = graph.closure(runtime_roots)
+    bindings: dict[str, ModuleBinding] = {}
+    for path in sorted(compile_closure | runtime_closure):
+        usage = Usage(compile=path in compile_closure, runtime_entry=path in runtime_closure)
+        binding = make_binding(
+            path=path,
+            source_id=source_id_for(path, node_root, agent_root),
+            fingerprint=sources.get(path, ""),
+            dependencies=[
+                source_id_for(dep, node_root, agent_root) for dep in graph.modules[path].imports
+            ]
+            if path in graph.modules
+            else [],
+            usage=usage,
+            sink=sink,
+            node_id=node_id,
+        )
+        if binding is not None:
+            bindings[binding.source_id] = binding
+    return bindings
+
+
+def make_binding(
+    *,
+    path: str,
+    source_id: str,
+    fingerprint: str,
+    dependencies: list[str],
+    usage: Usage,
+    sink: DiagnosticSink,
+    node_id: str,
+) -> ModuleBinding | None:
+    """The one constructor of filesystem bindings; refuses a binding nothing uses."""
+    if not (usage.compile or usage.runtime_entry):
+        sink.error(
+            "compile/binding-unused",
+            f'Selected module binding "{source_id}" has no compile or runtime usage',
+            source_path=path,
+            node_id=node_id,
+        )
+        return None
+    return ModuleBinding(
+        source_id=source_id,
+        logical_path=path,
+        backing=FilesystemBacking(module_id=module_id_for(path), dependencies=sorted(dependencies)),
+        owner=Owner(kind="application"),
+        usage=usage,
+        fingerprint=fingerprint,
+    )

@@ -1,0 +1,344 @@
+"""Discovery: walk ``agent/`` in alphabetical order and apply the naming rules. Imports nothing.
+
+The walk reads files (to hash them and to parse skill front matter) but never executes authored
+code, so ``eve compile --check`` can run it on untrusted or broken sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eve.compiler.diagnostics import DiagnosticSink
+from eve.compiler.frontmatter import FrontMatterError, parse_front_matter
+from eve.manifest import ROOT_NODE_ID, DiscoveredNode, DiscoveryManifest, SourceFile
+
+AGENT_DIR = "agent"
+TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
+KNOWN_DIRS = frozenset({"tools", "skills", "subagents", "lib"})
+#: directories eve knows of (the TypeScript eve supports them) but this version does not run
+UNSUPPORTED_DIRS = frozenset(
+    {
+        "channels",
+        "connections",
+        "extensions",
+        "hooks",
+        "instructions",
+        "memory",
+        "sandbox",
+        "schedules",
+    }
+)
+ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
+IGNORED_NAMES = frozenset({"__pycache__", "__tests__", "tests", ".DS_Store"})
+
+
+def is_ignored(path: Path) -> bool:
+    """Caches, dotfiles and tests are never part of an agent."""
+    name = path.name
+    return (
+        name in IGNORED_NAMES
+        or name.startswith(".")
+        or name.endswith((".pyc", ".pyo"))
+        or (name.startswith("test_") and name.endswith(".py"))
+        or name.endswith(("_test.py", ".test.py"))
+    )
+
+
+@dataclass(kw_only=True)
+class SkillFile:
+    name: str
+    path: str
+    description: str
+
+
+@dataclass(kw_only=True)
+class NodeFiles:
+    """What one node directory holds, as app-root-relative paths."""
+
+    node_id: str
+    root: str
+    agent_module: str | None = None
+    instructions: str | None = None
+    tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, path)
+    skills: list[SkillFile] = field(default_factory=list)
+    subagents: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Discovery:
+    """The result of the walk: nodes in discovery order plus every source file's hash."""
+
+    app_root: Path
+    nodes: dict[str, NodeFiles]
+    sources: dict[str, str]  # path → sha256
+
+    def manifest(self) -> DiscoveryManifest:
+        return DiscoveryManifest(
+            nodes={
+                node_id: DiscoveredNode(
+                    node_id=node_id,
+                    root=node.root,
+                    agent_module=node.agent_module,
+                    instructions=node.instructions,
+                    tools=[path for _, path in node.tools],
+                    skills=[skill.path for skill in node.skills],
+                    subagents=node.subagents,
+                )
+                for node_id, node in self.nodes.items()
+            },
+            sources=[SourceFile(path=p, sha256=h) for p, h in sorted(self.sources.items())],
+        )
+
+
+def hash_sources(app_root: Path) -> dict[str, str]:
+    """sha256 of every authored file under ``agent/``, by app-root-relative path."""
+    out: dict[str, str] = {}
+    stack = [app_root / AGENT_DIR]
+    while stack:
+        directory = stack.pop()
+        for entry in directory.iterdir():
+            if is_ignored(entry):
+                continue
+            if entry.is_dir():
+                stack.append(entry)
+            elif entry.is_file():
+                rel = entry.relative_to(app_root).as_posix()
+                out[rel] = hashlib.sha256(entry.read_bytes()).hexdigest()
+    return out
+
+
+class _Walker:
+    def __init__(self, app_root: Path, sink: DiagnosticSink) -> None:
+        self.app_root = app_root
+        self.sink = sink
+        self.nodes: dict[str, NodeFiles] = {}
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.app_root).as_posix()
+
+    def walk_node(self, directory: Path, node_id: str) -> None:
+        node = NodeFiles(node_id=node_id, root=self.rel(directory))
+        self.nodes[node_id] = node
+        for entry in _sorted_entries(directory):
+            if entry.is_dir():
+                self.node_dir(node, entry)
+            else:
+                self.node_file(node, entry)
+        if node_id == ROOT_NODE_ID and node.instructions is None:
+            self.sink.error(
+                "discover/required-instructions-missing",
+                "the agent has no instructions.md: write the system prompt there",
+                source_path=node.root,
+                node_id=node_id,
+            )
+        if node_id != ROOT_NODE_ID and node.agent_module is None:
+            self.sink.error(
+                "discover/required-subagent-config-module-missing",
+                f"subagent '{node_id}' needs an agent.py with define_agent(description=...)",
+                source_path=node.root,
+                node_id=node_id,
+            )
+        tool_names = {name for name, _ in node.tools}
+        for child in node.subagents:
+            child_name = child.rsplit("/", 1)[-1]
+            if child_name in tool_names:
+                self.sink.error(
+                    "discover/slot-collision",
+                    f"subagent '{child_name}' and tool '{child_name}' share a name; the model "
+                    "sees subagents as tools, so rename one",
+                    source_path=self.nodes[child].root,
+                    node_id=node_id,
+                )
+
+    def node_file(self, node: NodeFiles, entry: Path) -> None:
+        rel = self.rel(entry)
+        if entry.name == "agent.py":
+            node.agent_module = rel
+        elif entry.name == "instructions.md":
+            node.instructions = rel
+        elif entry.name not in ROOT_FILES:
+            self.sink.warning(
+                "discover/unknown-file",
+                f"{entry.name} is not part of an agent (expected agent.py, instructions.md "
+                "and the directories tools/, skills/, subagents/, lib/); it is ignored",
+                source_path=rel,
+                node_id=node.node_id,
+            )
+
+    def node_dir(self, node: NodeFiles, entry: Path) -> None:
+        rel = self.rel(entry)
+        if entry.name == "tools":
+            self.tools(node, entry)
+        elif entry.name == "skills":
+            self.skills(node, entry)
+        elif entry.name == "subagents":
+            self.subagents(node, entry)
+        elif entry.name == "lib":
+            return  # reached only through imports
+        elif entry.name in UNSUPPORTED_DIRS:
+            self.sink.warning(
+                "discover/unsupported-directory",
+                f"{entry.name}/ is not supported by this version of eve; it is ignored",
+                source_path=rel,
+                node_id=node.node_id,
+            )
+        else:
+            self.sink.warning(
+                "discover/unknown-directory",
+                f"{entry.name}/ is not an agent directory (tools, skills, subagents, lib); "
+                "it is ignored",
+                source_path=rel,
+                node_id=node.node_id,
+            )
+
+    def tools(self, node: NodeFiles, directory: Path) -> None:
+        for entry in _sorted_entries(directory):
+            rel = self.rel(entry)
+            stem = entry.name.removesuffix(".py")
+            if entry.name == "__init__.py":
+                continue
+            if entry.suffix == ".md" and _has_front_matter(entry):
+                self.sink.error(
+                    "discover/wrong-definition-kind",
+                    f"{entry.name} looks like a skill (it has front matter) but is in tools/; "
+                    "move it to skills/",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif entry.is_dir() or entry.suffix != ".py":
+                self.sink.warning(
+                    "discover/unknown-file",
+                    "tools/ holds one tool per .py file; this entry is ignored",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif not (stem.isascii() and TOOL_NAME.match(stem)):
+                self.sink.error(
+                    "discover/tool-name-invalid",
+                    f"tool file '{entry.name}' must be a snake_case ASCII name ending in .py "
+                    f"(e.g. '{_suggest_snake(stem)}.py'); the file name is the tool name",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif stem.startswith("eve"):
+                self.sink.error(
+                    "discover/tool-name-reserved",
+                    f"tool names starting with 'eve' are reserved for built-ins; rename {rel}",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            else:
+                node.tools.append((stem, rel))
+
+    def skills(self, node: NodeFiles, directory: Path) -> None:
+        for entry in _sorted_entries(directory):
+            rel = self.rel(entry)
+            stem = entry.name.removesuffix(".md")
+            if entry.suffix == ".py":
+                self.sink.error(
+                    "discover/wrong-definition-kind",
+                    "skills/ holds markdown skills; Python modules belong in tools/ or lib/",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif entry.is_dir() or entry.suffix != ".md":
+                self.sink.warning(
+                    "discover/unknown-file",
+                    "skills/ holds one skill per .md file; this entry is ignored",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif not SKILL_NAME.match(stem):
+                self.sink.error(
+                    "discover/skill-name-invalid",
+                    f"skill file '{entry.name}' must be lowercase letters, digits, - or _",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            else:
+                self.skill(node, entry, stem, rel)
+
+    def skill(self, node: NodeFiles, entry: Path, stem: str, rel: str) -> None:
+        try:
+            meta, _ = parse_front_matter(entry.read_text(encoding="utf-8"))
+        except (FrontMatterError, UnicodeDecodeError) as error:
+            self.sink.error(
+                "discover/skill-frontmatter-invalid",
+                f"{error}; a skill starts with '---', a 'description: …' line and '---'",
+                source_path=rel,
+                node_id=node.node_id,
+            )
+            return
+        description = meta.get("description", "").strip()
+        if not description:
+            self.sink.error(
+                "discover/skill-frontmatter-invalid",
+                "the skill's front matter has no description: the model reads it to decide "
+                "when to load the skill",
+                source_path=rel,
+                node_id=node.node_id,
+            )
+            return
+        node.skills.append(SkillFile(name=stem, path=rel, description=description))
+
+    def subagents(self, node: NodeFiles, directory: Path) -> None:
+        for entry in _sorted_entries(directory):
+            rel = self.rel(entry)
+            if not entry.is_dir():
+                self.sink.warning(
+                    "discover/unknown-file",
+                    "subagents/ holds one directory per subagent; this file is ignored",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+                continue
+            if entry.name == "agent" or not SUBAGENT_ID.match(entry.name):
+                self.sink.error(
+                    "discover/subagent-id-invalid",
+                    f"subagent id '{entry.name}' must be lowercase letters, digits, - or _ "
+                    "and not 'agent' (reserved)",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+                continue
+            child_id = (
+                entry.name if node.node_id == ROOT_NODE_ID else f"{node.node_id}/{entry.name}"
+            )
+            node.subagents.append(child_id)
+            self.walk_node(entry, child_id)
+
+
+def _sorted_entries(directory: Path) -> list[Path]:
+    return sorted((e for e in directory.iterdir() if not is_ignored(e)), key=lambda e: e.name)
+
+
+def _has_front_matter(path: Path) -> bool:
+    try:
+        return path.read_text(encoding="utf-8").startswith("---")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _suggest_snake(stem: str) -> str:
+    spaced = re.sub(r"(?<!^)(?=[A-Z])", "_", stem)
+    return re.sub(r"[^a-z0-9_]+", "_", spaced.lower()).strip("_") or "my_tool"
+
+
+def discover(app_root: Path, sink: DiagnosticSink) -> Discovery:
+    """Walk ``app_root/agent`` and report what it holds; problems go to ``sink``."""
+    agent_root = app_root / AGENT_DIR
+    if not agent_root.is_dir():
+        sink.error(
+            "discover/agent-directory-missing",
+            f"no {AGENT_DIR}/ directory in {app_root}: run eve from the app root, "
+            "the directory that contains agent/",
+        )
+        return Discovery(app_root=app_root, nodes={}, sources={})
+    walker = _Walker(app_root, sink)
+    walker.walk_node(agent_root, ROOT_NODE_ID)
+    return Discovery(app_root=app_root, nodes=walker.nodes, sources=hash_sources(app_root))

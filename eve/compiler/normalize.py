@@ -1,0 +1,97 @@
+"""Normalize live definitions into manifest entries (pure: definitions in, Structs out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import msgspec
+
+from eve.authoring.agent import AgentConfigModel
+from eve.authoring.tools import ToolDefinition
+from eve.compiler.load import LoadFailure
+from eve.manifest import (
+    AgentConfig,
+    Approval,
+    Behavior,
+    Compaction,
+    Handling,
+    Limits,
+    ProviderToolSpec,
+    ToolEntry,
+)
+
+
+def _json_ready(schema: dict[str, Any] | None, what: str, path: str) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    try:
+        plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(schema))
+        jsonschema.validators.validator_for(plain).check_schema(plain)
+    except (TypeError, msgspec.EncodeError) as error:
+        raise LoadFailure(
+            "compile/schema-invalid", f"{path}: {what} is not JSON: {error}", path=path
+        ) from error
+    except jsonschema.SchemaError as error:
+        raise LoadFailure(
+            "compile/schema-invalid",
+            f"{path}: {what} is not a valid JSON Schema: {error.message}",
+            path=path,
+        ) from error
+    return plain
+
+
+def tool_entry(
+    definition: ToolDefinition,
+    *,
+    name: str,
+    logical_path: str,
+    source_id: str,
+    export_name: str,
+    factory: bool,
+) -> ToolEntry:
+    """The manifest entry for one tool definition."""
+    provider = definition.provider
+    return ToolEntry(
+        name=name,
+        description=definition.description,
+        logical_path=logical_path,
+        source_id=source_id,
+        export_name=export_name,
+        factory=factory,
+        has_execute=definition.execute is not None,
+        has_model_output_projection=definition.to_model_output is not None,
+        input_schema=_json_ready(definition.json_schema(), "input_schema", logical_path),
+        schema_source=(
+            None
+            if definition.kind == "provider-tool"
+            else "pydantic"
+            if definition.input_model is not None
+            else "json-schema"
+        ),
+        output_schema=_json_ready(definition.output_schema, "output_schema", logical_path),
+        approval=Approval(kind=definition.approval.kind),
+        deferred=definition.deferred,
+        available_in_subagents=definition.available_in_subagents,
+        ends_turn=definition.ends_turn,
+        behavior=Behavior(handling=Handling(kind=definition.kind)),
+        provider=(
+            ProviderToolSpec(provider=provider.provider, type=provider.type, config=provider.config)
+            if provider is not None
+            else None
+        ),
+    )
+
+
+def agent_config(config: AgentConfigModel) -> AgentConfig:
+    """The manifest form of a validated ``define_agent`` call."""
+    return AgentConfig(
+        model=config.model,
+        description=config.description,
+        reasoning=config.reasoning,
+        limits=Limits(**config.limits.model_dump()),
+        compaction=Compaction(**config.compaction.model_dump()) if config.compaction else None,
+        model_context_window_tokens=config.model_context_window_tokens,
+        builtin_tools=sorted(config.builtin_tools),
+        workspace=config.workspace,
+    )

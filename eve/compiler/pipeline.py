@@ -1,0 +1,245 @@
+"""``compile_agent``: discovery → import analysis → compile loads → manifest → artifact bytes.
+
+Everything here computes; only ``compile_to_disk`` writes, and only when there are no errors,
+so a failed compile leaves the last good artifacts in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from eve._authored import module_id_for, prepare_authored_imports
+from eve._version import __version__
+from eve.authoring.agent import AgentConfigModel, AgentDefinition
+from eve.authoring.tools import ToolDefinition
+from eve.compiler.bindings import node_bindings, source_id_for
+from eve.compiler.diagnostics import DiagnosticSink
+from eve.compiler.discover import AGENT_DIR, Discovery, NodeFiles, discover
+from eve.compiler.emit import write_artifacts
+from eve.compiler.imports import ModuleGraph, analyze
+from eve.compiler.load import LoadFailure, find_definition, import_authored
+from eve.compiler.module_map_source import render_module_map
+from eve.compiler.mutation import find_module_state_mutations
+from eve.compiler.normalize import agent_config, tool_entry
+from eve.errors import CompileFailed
+from eve.manifest import (
+    DIAGNOSTICS_PATH,
+    DISCOVERY_MANIFEST_PATH,
+    MANIFEST_PATH,
+    METADATA_PATH,
+    MODULE_MAP_PATH,
+    ROOT_NODE_ID,
+    SCHEMA_VERSION,
+    AgentNode,
+    CompiledManifest,
+    CompileMetadata,
+    DiagnosticsFile,
+    Generator,
+    Instructions,
+    SkillEntry,
+    ToolEntry,
+    encode,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileResult:
+    discovery: Discovery
+    diagnostics: DiagnosticSink
+    manifest: CompiledManifest | None
+    #: app-root-relative path → bytes, empty when there were errors
+    artifacts: dict[str, bytes]
+
+
+def source_fingerprint(sources: dict[str, str]) -> str:
+    """One hash over every source path and content hash, and the artifact schema version."""
+    blob = msgspec.json.encode(
+        {"schema_version": SCHEMA_VERSION, "sources": sorted(sources.items())}
+    )
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+class _NodeCompiler:
+    def __init__(self, discovery: Discovery, graph: ModuleGraph, sink: DiagnosticSink) -> None:
+        self.discovery = discovery
+        self.graph = graph
+        self.sink = sink
+        self.app_root = discovery.app_root
+
+    def failure(self, failure: LoadFailure, node_id: str) -> None:
+        self.sink.error(failure.code, failure.message, source_path=failure.path,
+                        line=failure.line, node_id=node_id)  # fmt: skip
+
+    def load(self, path: str, expected: type, node_id: str) -> tuple[object, str, bool] | None:
+        try:
+            module = import_authored(module_id_for(path), path, self.app_root)
+            found = find_definition(module, expected, path)
+        except LoadFailure as failure:
+            self.failure(failure, node_id)
+            return None
+        return found.value, found.export_name, found.factory
+
+    def config(self, node: NodeFiles) -> AgentConfigModel:
+        config = AgentConfigModel()
+        if node.agent_module is not None:
+            loaded = self.load(node.agent_module, AgentDefinition, node.node_id)
+            if loaded is not None and isinstance(loaded[0], AgentDefinition):
+                config = loaded[0].config
+        if node.node_id != ROOT_NODE_ID and node.agent_module and not config.description:
+            self.sink.error(
+                "compile/subagent-description-missing",
+                f"subagent '{node.node_id}' needs define_agent(description=...): the parent "
+                "model reads it to decide when to delegate",
+                source_path=node.agent_module,
+                node_id=node.node_id,
+            )
+        return config
+
+    def tool(self, node: NodeFiles, name: str, path: str) -> ToolEntry | None:
+        loaded = self.load(path, ToolDefinition, node.node_id)
+        if loaded is None:
+            return None
+        definition, export_name, factory = loaded
+        assert isinstance(definition, ToolDefinition)
+        try:
+            entry = tool_entry(
+                definition,
+                name=name,
+                logical_path=path,
+                source_id=source_id_for(path, node.root, AGENT_DIR),
+                export_name=export_name,
+                factory=factory,
+            )
+        except LoadFailure as failure:
+            self.failure(failure, node.node_id)
+            return None
+        if entry.has_execute:
+            self.lint_state(path, node.node_id)
+        return entry
+
+    def lint_state(self, path: str, node_id: str) -> None:
+        module = self.graph.modules.get(path)
+        if module is None or module.tree is None:
+            return
+        for mutation in find_module_state_mutations(module.tree):
+            self.sink.warning(
+                "compile/module-state-mutation",
+                f"`{mutation.name}` is module-level state changed inside the tool "
+                f"({mutation.how}); one process serves every session, so all of them share "
+                "it. Keep per-session values in eve.context.define_state(...)",
+                source_path=path,
+                line=mutation.line,
+                node_id=node_id,
+            )
+
+    def node(self, node: NodeFiles) -> AgentNode:
+        config = self.config(node)
+        tools = [e for name, path in node.tools if (e := self.tool(node, name, path)) is not None]
+        compile_reads = {path for _, path in node.tools}
+        if node.agent_module:
+            compile_reads.add(node.agent_module)
+        runtime_roots = {
+            e.logical_path for e in tools if e.behavior.handling.kind != "provider-tool"
+        }
+        return AgentNode(
+            node_id=node.node_id,
+            root=node.root,
+            config=agent_config(config),
+            instructions=self.instructions(node),
+            tools=tools,
+            skills=[
+                SkillEntry(
+                    name=skill.name,
+                    description=skill.description,
+                    logical_path=skill.path,
+                    source_id=source_id_for(skill.path, node.root, AGENT_DIR),
+                )
+                for skill in node.skills
+            ],
+            subagents=node.subagents,
+            bindings=node_bindings(
+                graph=self.graph,
+                sources=self.discovery.sources,
+                node_root=node.root,
+                agent_root=AGENT_DIR,
+                compile_reads=compile_reads,
+                runtime_roots=runtime_roots,
+                sink=self.sink,
+                node_id=node.node_id,
+            ),
+        )
+
+    def instructions(self, node: NodeFiles) -> Instructions:
+        if node.instructions is None:
+            return Instructions(logical_path=None, text="")
+        text = (self.app_root / node.instructions).read_text(encoding="utf-8")
+        return Instructions(logical_path=node.instructions, text=text.strip() + "\n")
+
+
+def _check_cycles(graph: ModuleGraph, sink: DiagnosticSink) -> None:
+    cycle = graph.find_cycle()
+    if cycle:
+        sink.error(
+            "compile/import-cycle",
+            f'Compiled module dependency cycle includes "{cycle[0]}": '
+            + " → ".join(cycle)
+            + ". Move what both need into a third module under lib/",
+            source_path=cycle[0],
+        )
+
+
+def compile_agent(app_root: Path) -> CompileResult:
+    """Compile ``app_root/agent`` in memory; errors are in ``diagnostics``, never raised."""
+    sink = DiagnosticSink()
+    discovery = discover(app_root, sink)
+    if not discovery.nodes:
+        return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
+    graph = analyze(app_root, discovery.sources)
+    _check_cycles(graph, sink)
+    prepare_authored_imports(app_root)
+    compiler = _NodeCompiler(discovery, graph, sink)
+    nodes = {node_id: compiler.node(files) for node_id, files in discovery.nodes.items()}
+    if sink.has_errors:
+        return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
+    manifest = CompiledManifest(fingerprint=source_fingerprint(discovery.sources), nodes=nodes)
+    return CompileResult(
+        discovery=discovery,
+        diagnostics=sink,
+        manifest=manifest,
+        artifacts=render_artifacts(discovery, sink, manifest),
+    )
+
+
+def render_artifacts(
+    discovery: Discovery, sink: DiagnosticSink, manifest: CompiledManifest
+) -> dict[str, bytes]:
+    artifacts = {
+        DISCOVERY_MANIFEST_PATH: encode(discovery.manifest()),
+        DIAGNOSTICS_PATH: encode(DiagnosticsFile(diagnostics=sink.items)),
+        MANIFEST_PATH: encode(manifest),
+        MODULE_MAP_PATH: render_module_map(manifest),
+    }
+    metadata = CompileMetadata(
+        status="ready",
+        generator=Generator(name="eve", version=__version__),
+        fingerprint=manifest.fingerprint,
+        artifacts={path: hashlib.sha256(data).hexdigest() for path, data in artifacts.items()},
+    )
+    artifacts[METADATA_PATH] = encode(metadata)
+    return artifacts
+
+
+def compile_to_disk(app_root: Path) -> CompileResult:
+    """Compile and write the artifacts; raise ``CompileFailed`` (with diagnostics) on errors."""
+    result = compile_agent(app_root)
+    if result.manifest is None:
+        raise CompileFailed(
+            f"compile failed with {result.diagnostics.count('error')} error(s)",
+            diagnostics=result.diagnostics.items,
+        )
+    write_artifacts(app_root, result.artifacts)
+    return result

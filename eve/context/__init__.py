@@ -1,0 +1,16 @@
+"""Context keys and per-session state: ``from eve.context import ContextKey, define_state``."""
+
+from eve.context.active import EveContext, active_context, use_context
+from eve.context.keys import JSON_CODEC, Codec, ContextKey
+from eve.context.state import StateSlot, define_state
+
+__all__ = [
+    "JSON_CODEC",
+    "Codec",
+    "ContextKey",
+    "EveContext",
+    "StateSlot",
+    "active_context",
+    "define_state",
+    "use_context",
+]

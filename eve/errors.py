@@ -1,0 +1,197 @@
+"""The one error tree of eve: every failure a user can cause is a named subclass here.
+
+::
+
+    EveError
+    ├── AuthoringError            a definition built with impossible arguments
+    ├── CompileError              eve compile could not produce artifacts
+    │   └── CompileFailed         diagnostics with errors (carries them)
+    ├── ResolveAgentError         artifacts could not be turned into a live agent
+    │   ├── ArtifactsMissing      .eve/compile is absent: run eve compile
+    │   ├── StaleArtifacts        module map and manifest disagree
+    │   ├── ManifestVersionError  artifacts written by an incompatible eve
+    │   ├── MissingCompiledModuleNamespace
+    │   └── InvalidModuleExport   an export is not the definition it should be
+    └── ContextError
+        ├── ContextKeyCollision   same name, different codec presence
+        └── NoActiveContext       state used outside an eve context
+
+Each class carries the fields a caller needs (paths, names), an ``exit_code`` for the CLI
+and an ``http_status`` for the server, so each edge translates errors in one place.
+Errors pickle with their fields (DBOS records step failures).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class EveError(Exception):
+    """Base of every error eve raises on purpose."""
+
+    exit_code: int = 1
+    http_status: int = 500
+    code: str = "eve_error"
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self._fields = fields
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self._fields))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild(cls: type[EveError], message: str, fields: dict[str, Any]) -> EveError:
+    error = cls.__new__(cls)
+    EveError.__init__(error, message, **fields)
+    return error
+
+
+class AuthoringError(EveError, TypeError):
+    """A ``define_*`` call was given arguments that cannot make a valid definition."""
+
+    code = "authoring_error"
+
+
+class CompileError(EveError):
+    """``eve compile`` could not produce artifacts."""
+
+    code = "compile_error"
+
+
+class CompileFailed(CompileError):
+    """Compilation found error diagnostics; ``diagnostics`` lists all of them."""
+
+    code = "compile_failed"
+
+
+class ResolveAgentError(EveError):
+    """Compiled artifacts could not be resolved into a live agent."""
+
+    code = "resolve_error"
+
+
+class ArtifactsMissing(ResolveAgentError):
+    """No compiled artifacts where they were expected."""
+
+    code = "artifacts_missing"
+
+
+class StaleArtifacts(ResolveAgentError):
+    """The artifacts do not belong together or no longer match the sources."""
+
+    code = "stale_artifacts"
+
+
+class ManifestVersionError(ResolveAgentError):
+    """The manifest was written by an eve with another schema version."""
+
+    code = "manifest_version"
+
+
+class MissingCompiledModuleNamespace(ResolveAgentError):
+    """The module map has no loader for a source the manifest declares.
+
+    Attributes:
+        kind: what the source is (``tool``, ``hook`` …).
+        source_id: the stable id of the source (``tools/get_weather.py``).
+        logical_path: the path of the source under the app root.
+        node_id: the agent node that was searched.
+    """
+
+    code = "missing_module_namespace"
+
+    def __init__(self, *, kind: str, source_id: str, logical_path: str, node_id: str) -> None:
+        super().__init__(
+            f'Missing compiled module namespace for {kind} source "{source_id}" in node '
+            f'"{node_id}" ({logical_path}). The compiled artifacts are stale: run `eve compile`.',
+            kind=kind,
+            source_id=source_id,
+            logical_path=logical_path,
+            node_id=node_id,
+        )
+
+
+class InvalidModuleExport(ResolveAgentError):
+    """A module's export is not the kind of definition the manifest declares."""
+
+    code = "invalid_module_export"
+
+
+class ContextError(EveError):
+    """Misuse of context keys or state."""
+
+    code = "context_error"
+
+
+class ContextKeyCollision(ContextError):
+    """A context key name was registered again with a different codec presence."""
+
+    code = "context_key_collision"
+
+
+class NoActiveContext(ContextError):
+    """State or a context key was used outside an active eve context."""
+
+    code = "no_active_context"
+
+
+class ModelError(EveError):
+    """A model provider call failed. Messages never contain credentials."""
+
+    code = "model_error"
+
+
+class ModelCredentialsMissing(ModelError):
+    """No API key for the configured provider."""
+
+    code = "model_credentials_missing"
+
+
+class UnknownModel(ModelError):
+    """A model id whose provider prefix eve does not know."""
+
+    code = "unknown_model"
+
+
+class ModelProtocolError(ModelError):
+    """The provider's stream broke the protocol (bad index, unclosed block, bad JSON …)."""
+
+    code = "model_protocol_error"
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an error status; ``status`` is the HTTP status."""
+
+    code = "model_http_error"
+
+
+class ModelAuthError(ModelHTTPError):
+    """401/403: the API key was refused."""
+
+    code = "model_auth_error"
+
+
+class ModelRateLimited(ModelHTTPError):
+    """429: slow down or raise the provider's limits."""
+
+    code = "model_rate_limited"
+
+
+class ModelConnectionError(ModelError):
+    """The provider could not be reached or the stream was cut off."""
+
+    code = "model_connection_error"
+
+
+class ToolInputInvalid(EveError):
+    """A tool call's input does not match the tool's schema; the model sees the message."""
+
+    code = "tool_input_invalid"
+    http_status = 400

@@ -1,0 +1,290 @@
+"""The artifact contract: the msgspec types both the compiler and the runtime import.
+
+Every JSON file under ``.eve/`` is one of the top-level Structs here, with a ``kind`` and a
+``schema_version``. The compiler writes them, the runtime reads them, and neither imports the
+other. Paths inside are relative to the app root, so artifacts are relocatable, and encoding
+is canonical (sorted keys, 2-space indent, trailing newline) so the same sources give the same
+bytes in any directory. Evolve the format by adding defaulted fields and bumping
+``SCHEMA_VERSION`` when an old reader could misread a new file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+SCHEMA_VERSION = 1
+ROOT_NODE_ID = "__root__"
+
+# Where each artifact lives, relative to the app root.
+DISCOVERY_MANIFEST_PATH = ".eve/discovery/agent-discovery-manifest.json"
+DIAGNOSTICS_PATH = ".eve/discovery/diagnostics.json"
+MANIFEST_PATH = ".eve/compile/compiled-agent-manifest.json"
+MODULE_MAP_PATH = ".eve/compile/module_map.py"
+METADATA_PATH = ".eve/compile/compile-metadata.json"
+
+ReasoningLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+Severity = Literal["error", "warning"]
+HandlingKind = Literal["dispatch", "provider-tool", "workflow-tool"]
+ApprovalKind = Literal["never", "always", "once", "policy"]
+SchemaSource = Literal["pydantic", "json-schema"]
+
+
+class Base(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Shared settings of every artifact type."""
+
+
+# --- module bindings -----------------------------------------------------------------------
+
+
+class Usage(Base, frozen=True, kw_only=True):
+    """When a module is needed: read by the compiler, importable at run time, or both."""
+
+    compile: bool
+    runtime_entry: bool
+
+
+class FilesystemBacking(Base, frozen=True, kw_only=True, tag="filesystem", tag_field="kind"):
+    """A module authored as a file under the app root."""
+
+    module_id: str
+    #: source ids of the authored modules this one imports (its direct dependencies)
+    dependencies: list[str] = []
+
+
+class ProgrammaticBacking(Base, frozen=True, kw_only=True, tag="programmatic", tag_field="kind"):
+    """A module the framework provides (a built-in tool)."""
+
+    registry_id: str
+    module_id: str
+    dependencies: list[str] = []
+
+
+Backing = FilesystemBacking | ProgrammaticBacking
+
+
+class Owner(Base, frozen=True, kw_only=True):
+    """Who a module belongs to."""
+
+    kind: Literal["application", "framework", "extension"]
+
+
+class ModuleBinding(Base, frozen=True, kw_only=True):
+    """One module an agent node needs, keyed by ``source_id`` in ``AgentNode.bindings``."""
+
+    source_id: str
+    #: path under the app root (``agent/tools/get_weather.py``); empty for framework modules
+    logical_path: str
+    backing: Backing
+    owner: Owner
+    usage: Usage
+    #: sha256 of the module's bytes ("" for framework modules)
+    fingerprint: str = ""
+
+
+# --- tools, skills, instructions -----------------------------------------------------------
+
+
+class Approval(Base, frozen=True, kw_only=True):
+    """Normalized approval rule: ``policy`` means a function of the input decides."""
+
+    kind: ApprovalKind
+
+
+class Handling(Base, frozen=True, kw_only=True):
+    """How the loop runs a tool: call its execute, leave it to the provider, or a workflow."""
+
+    kind: HandlingKind
+
+
+class Behavior(Base, frozen=True, kw_only=True):
+    handling: Handling
+
+
+class ProviderToolSpec(Base, frozen=True, kw_only=True):
+    """What the model provider needs to run a provider-executed tool."""
+
+    provider: str
+    type: str
+    config: dict[str, Any] = {}
+
+
+class ToolEntry(Base, frozen=True, kw_only=True):
+    """A tool as declared: everything about it that JSON can hold."""
+
+    name: str
+    description: str
+    logical_path: str
+    source_id: str
+    #: ``default`` or the module-level name the definition was found under
+    export_name: str
+    #: ``default`` was a factory, evaluated again at resolve time
+    factory: bool = False
+    has_execute: bool
+    has_model_output_projection: bool = False
+    #: the JSON Schema sent to the model (``None`` for provider tools)
+    input_schema: dict[str, Any] | None
+    #: where the input schema came from; the resolver prefers a live pydantic model
+    schema_source: SchemaSource | None = None
+    output_schema: dict[str, Any] | None = None
+    approval: Approval = Approval(kind="never")
+    deferred: bool = False
+    available_in_subagents: bool = True
+    ends_turn: bool = False
+    behavior: Behavior
+    provider: ProviderToolSpec | None = None
+
+
+class SkillEntry(Base, frozen=True, kw_only=True):
+    """A skill's metadata; its body is read on demand from ``logical_path``."""
+
+    name: str
+    description: str
+    logical_path: str
+    source_id: str
+
+
+class Instructions(Base, frozen=True, kw_only=True):
+    """The always-on system prompt of a node."""
+
+    logical_path: str | None
+    text: str
+
+
+# --- agent config --------------------------------------------------------------------------
+
+
+class Limits(Base, frozen=True, kw_only=True):
+    max_turns: int | None = None
+    max_input_tokens_per_session: int | None = None
+    max_output_tokens_per_session: int | None = None
+    session_timeout_seconds: float | None = None
+
+
+class Compaction(Base, frozen=True, kw_only=True):
+    threshold_percent: int = 80
+    model: str | None = None
+
+
+class AgentConfig(Base, frozen=True, kw_only=True):
+    """The normalized ``define_agent`` call of a node."""
+
+    model: str | None = None
+    description: str | None = None
+    reasoning: ReasoningLevel | None = None
+    limits: Limits = Limits()
+    compaction: Compaction | None = None
+    model_context_window_tokens: int | None = None
+    builtin_tools: list[str] = []
+    workspace: str | None = None
+
+
+class AgentNode(Base, frozen=True, kw_only=True):
+    """One agent scope: the root or a subagent, with its own tools and module bindings."""
+
+    node_id: str
+    #: the node's directory under the app root (``agent``, ``agent/subagents/researcher``)
+    root: str
+    config: AgentConfig
+    instructions: Instructions
+    tools: list[ToolEntry] = []
+    skills: list[SkillEntry] = []
+    #: node ids of direct subagents, in discovery order
+    subagents: list[str] = []
+    bindings: dict[str, ModuleBinding] = {}
+
+
+class CompiledManifest(Base, frozen=True, kw_only=True):
+    """``.eve/compile/compiled-agent-manifest.json``."""
+
+    kind: Literal["eve-agent-compiled-manifest"] = "eve-agent-compiled-manifest"
+    schema_version: int = SCHEMA_VERSION
+    #: the agent directory under the app root
+    agent_root: str = "agent"
+    #: hash of every source path and content; the module map carries the same value
+    fingerprint: str
+    nodes: dict[str, AgentNode]
+
+
+# --- discovery -----------------------------------------------------------------------------
+
+
+class Diagnostic(Base, frozen=True, kw_only=True):
+    """One finding of discovery or compilation."""
+
+    code: str
+    severity: Severity
+    message: str
+    #: app-root-relative path of the file concerned, if any
+    source_path: str | None = None
+    line: int | None = None
+    node_id: str | None = None
+
+
+class DiscoveredNode(Base, frozen=True, kw_only=True):
+    """What the filesystem walk found for one node, before any import."""
+
+    node_id: str
+    root: str
+    agent_module: str | None
+    instructions: str | None
+    tools: list[str] = []
+    skills: list[str] = []
+    subagents: list[str] = []
+
+
+class SourceFile(Base, frozen=True, kw_only=True):
+    path: str
+    sha256: str
+
+
+class DiscoveryManifest(Base, frozen=True, kw_only=True):
+    """``.eve/discovery/agent-discovery-manifest.json``."""
+
+    kind: Literal["eve-agent-discovery-manifest"] = "eve-agent-discovery-manifest"
+    schema_version: int = SCHEMA_VERSION
+    agent_root: str = "agent"
+    nodes: dict[str, DiscoveredNode]
+    #: every authored file with its content hash, sorted by path: what ``--check`` compares
+    sources: list[SourceFile]
+
+
+class DiagnosticsFile(Base, frozen=True, kw_only=True):
+    """``.eve/discovery/diagnostics.json``."""
+
+    kind: Literal["eve-compiler-diagnostics"] = "eve-compiler-diagnostics"
+    schema_version: int = SCHEMA_VERSION
+    diagnostics: list[Diagnostic]
+
+
+class Generator(Base, frozen=True, kw_only=True):
+    name: str
+    version: str
+
+
+class CompileMetadata(Base, frozen=True, kw_only=True):
+    """``.eve/compile/compile-metadata.json``: what was compiled from what."""
+
+    kind: Literal["eve-compile-metadata"] = "eve-compile-metadata"
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["ready", "failed"]
+    generator: Generator
+    fingerprint: str
+    #: sha256 of each other artifact's bytes, by app-root-relative path
+    artifacts: dict[str, str]
+
+
+# --- encoding ------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def encode(value: msgspec.Struct) -> bytes:
+    """Canonical JSON: sorted keys, 2-space indent, trailing newline."""
+    return msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=2) + b"\n"
+
+
+def decode(data: bytes, kind: type[T]) -> T:
+    """Decode and validate one artifact, raising ``msgspec.ValidationError`` with a JSON path."""
+    return msgspec.json.decode(data, type=kind)

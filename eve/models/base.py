@@ -1,0 +1,50 @@
+"""The ``ModelClient`` protocol and the request it takes; the loop knows nothing else of models."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from eve.cancellation import CancelSignal
+from eve.messages import Message
+from eve.models.events import ModelEvent
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDeclaration:
+    """A tool as the model sees it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderToolDeclaration:
+    """A tool the provider runs itself (``type`` is the provider's tool type)."""
+
+    name: str
+    provider: str
+    type: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    system: str
+    messages: list[Message]
+    tools: list[ToolDeclaration] = field(default_factory=list)
+    provider_tools: list[ProviderToolDeclaration] = field(default_factory=list)
+    max_output_tokens: int = 4096
+    reasoning: str | None = None
+    signal: CancelSignal = field(default_factory=CancelSignal)
+
+
+class ModelClient(Protocol):
+    """Streams one model response as ``ModelEvent`` values, the last one ``Done``."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...

@@ -1,0 +1,52 @@
+"""``resolve_agent``: manifest + module map (+ node id) → ``ResolvedAgent``."""
+
+from __future__ import annotations
+
+import asyncio
+
+from eve.errors import ResolveAgentError, StaleArtifacts
+from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
+from eve.runtime.module_map import ModuleMap
+from eve.runtime.resolve_tool import resolve_tool_definition
+from eve.runtime.resolved import ResolvedAgent, ResolvedSkill, ResolvedTool
+
+
+def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> None:
+    """Refuse a module map from another compile before any authored code can run."""
+    if module_map.fingerprint != manifest.fingerprint or module_map.schema_version != (
+        SCHEMA_VERSION
+    ):
+        raise StaleArtifacts(
+            f"the module map (fingerprint {module_map.fingerprint[:19]}…) does not belong to the "
+            f"manifest ({manifest.fingerprint[:19]}…): the artifacts are from different "
+            "compiles. Run `eve compile`.",
+            manifest_fingerprint=manifest.fingerprint,
+            module_map_fingerprint=module_map.fingerprint,
+        )
+
+
+async def resolve_agent(
+    manifest: CompiledManifest, module_map: ModuleMap, node_id: str | None = None
+) -> ResolvedAgent:
+    """Resolve one node; kinds resolve concurrently, each kind keeps manifest order."""
+    check_artifacts_match(manifest, module_map)
+    node_key = node_id or ROOT_NODE_ID
+    node = manifest.nodes.get(node_key)
+    if node is None:
+        known = ", ".join(sorted(manifest.nodes))
+        raise ResolveAgentError(
+            f'no agent node "{node_key}" in the manifest (known: {known})', node_id=node_key
+        )
+    tools: list[ResolvedTool] = list(
+        await asyncio.gather(
+            *(resolve_tool_definition(entry, module_map, node_key) for entry in node.tools)
+        )
+    )
+    return ResolvedAgent(
+        node_id=node_key,
+        config=node.config,
+        instructions=node.instructions.text,
+        tools=tools,
+        skills=[ResolvedSkill(entry=skill) for skill in node.skills],
+        subagents=list(node.subagents),
+    )

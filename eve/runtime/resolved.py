@@ -1,0 +1,63 @@
+"""The live agent: what resolving the manifest against the module map produces."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eve.authoring.approval import ApprovalRule
+from eve.authoring.tools import Execute
+from eve.manifest import AgentConfig, HandlingKind, SkillEntry, ToolEntry
+from eve.runtime.validation import InputValidator
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedTool:
+    """A tool with its live parts re-attached to its declaration.
+
+    ``execute`` is ``None`` for provider tools (the provider runs them) and, by design, for
+    workflow tools, whose body is ``workflow`` and which the loop dispatches to the workflow
+    registry.
+    """
+
+    entry: ToolEntry
+    execute: Execute | None
+    validator: InputValidator | None
+    approval: ApprovalRule
+    to_model_output: Callable[[Any], Any] | None = None
+    workflow: Execute | None = None
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def description(self) -> str:
+        return self.entry.description
+
+    @property
+    def handling(self) -> HandlingKind:
+        return self.entry.behavior.handling.kind
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedSkill:
+    entry: SkillEntry
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedAgent:
+    node_id: str
+    config: AgentConfig
+    instructions: str
+    tools: list[ResolvedTool] = field(default_factory=list)
+    skills: list[ResolvedSkill] = field(default_factory=list)
+    subagents: list[str] = field(default_factory=list)
+
+    def tool(self, name: str) -> ResolvedTool | None:
+        return next((t for t in self.tools if t.name == name), None)

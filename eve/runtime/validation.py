@@ -1,0 +1,42 @@
+"""Tool input validation: the live pydantic model when there is one, else the JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import jsonschema
+import pydantic
+
+from eve._format import join_problems, pydantic_problems
+from eve.errors import ToolInputInvalid
+
+
+class InputValidator(Protocol):
+    def validate(self, data: dict[str, Any]) -> Any:
+        """Return the value ``execute`` receives, or raise ``ToolInputInvalid``."""
+        ...
+
+
+class PydanticValidator:
+    def __init__(self, model: type[pydantic.BaseModel]) -> None:
+        self.model = model
+
+    def validate(self, data: dict[str, Any]) -> Any:
+        try:
+            return self.model.model_validate(data)
+        except pydantic.ValidationError as error:
+            problems = pydantic_problems(error, top="(input)")
+            raise ToolInputInvalid(f"invalid input: {problems}") from None
+
+
+class JsonSchemaValidator:
+    def __init__(self, schema: dict[str, Any]) -> None:
+        cls = jsonschema.validators.validator_for(schema)
+        self.validator = cls(schema)
+
+    def validate(self, data: dict[str, Any]) -> Any:
+        errors = sorted(self.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if errors:
+            problems = join_problems(((e.absolute_path, e.message) for e in errors), top="(input)")
+            raise ToolInputInvalid(f"invalid input: {problems}")
+        return data

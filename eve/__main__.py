@@ -1,0 +1,5 @@
+"""``python -m eve`` is the ``eve`` command."""
+
+from eve.cli import main
+
+main()

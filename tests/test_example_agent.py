@@ -1,0 +1,65 @@
+"""The example agent this repo ships: fresh artifacts, and the counter lesson from DESIGN.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eve.authoring.context import ToolContext
+from eve.compiler import check_artifacts
+from eve.context import EveContext, use_context
+from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from tests.conftest import REPO_ROOT
+
+
+async def example_agent() -> ResolvedAgent:
+    loaded = load_compiled_agent(REPO_ROOT)
+    return await resolve_agent(loaded.manifest, loaded.module_map)
+
+
+def call(agent: ResolvedAgent, name: str, data: dict[str, Any], session: str) -> Any:
+    tool = agent.tool(name)
+    assert tool is not None and tool.execute is not None and tool.validator is not None
+    return tool.execute(
+        tool.validator.validate(data), ToolContext(session_id=session, call_id="c", tool_name=name)
+    )
+
+
+def test_committed_artifacts_are_fresh() -> None:
+    report = check_artifacts(REPO_ROOT)
+    assert report.fresh, report
+
+
+async def test_example_has_every_required_part() -> None:
+    loaded = load_compiled_agent(REPO_ROOT)
+    root = loaded.manifest.nodes["__root__"]
+    kinds = {t.name: t.behavior.handling.kind for t in root.tools}
+    assert kinds["web_search"] == "provider-tool"
+    assert [s.name for s in root.skills] == ["returns-policy"]
+    assert root.subagents == ["researcher"]
+    bindings = root.bindings
+    assert (
+        bindings["lib/catalog.py"].usage.compile,
+        bindings["lib/catalog.py"].usage.runtime_entry,
+    ) == (False, True)
+    researcher = await resolve_agent(loaded.manifest, loaded.module_map, "researcher")
+    agent = await example_agent()
+    assert call(agent, "get_price", {"item": "hammer"}, "s") == {
+        "item": "hammer",
+        "price": 12.5,
+        "currency": "EUR",
+    }
+    assert call(researcher, "get_price", {"item": "hammer"}, "s")["price"] == 11.25
+
+
+async def test_module_counter_leaks_across_sessions_but_state_does_not() -> None:
+    agent = await example_agent()
+    first, second = EveContext(session_id="first"), EveContext(session_id="second")
+    with use_context(first):
+        for _ in range(2):
+            call(agent, "count_visits", {}, "first")
+            call(agent, "count_session_visits", {}, "first")
+    with use_context(second):
+        leaked = call(agent, "count_visits", {}, "second")
+        kept = call(agent, "count_session_visits", {}, "second")
+    assert leaked == {"count": 3}  # the second session's first call sees the first's calls
+    assert kept == {"count": 1}

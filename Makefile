@@ -23,7 +23,7 @@ $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 
 run: $(VENV)/.installed
 	$(BIN)/eve compile
-	$(BIN)/eve info
+	$(BIN)/eve run "What does a hammer cost, and in dollars?"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check eve tests bench agent

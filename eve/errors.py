@@ -69,6 +69,8 @@ class CompileFailed(CompileError):
     """Compilation found error diagnostics; ``diagnostics`` lists all of them."""
 
     code = "compile_failed"
+    #: every diagnostic of the failed compile (``eve.manifest.Diagnostic`` values)
+    diagnostics: list[Any]
 
 
 class ResolveAgentError(EveError):
@@ -195,3 +197,52 @@ class ToolInputInvalid(EveError):
 
     code = "tool_input_invalid"
     http_status = 400
+
+
+class WorkspaceViolation(EveError):
+    """A built-in file tool was asked for a path outside its workspace."""
+
+    code = "workspace_violation"
+    http_status = 403
+
+
+class ExecutionError(EveError):
+    """The agent loop could not continue."""
+
+    code = "execution_error"
+
+
+class EmptyModelResponse(ExecutionError):
+    """The model answered with neither text nor tool calls; nothing was recorded."""
+
+    code = "empty_model_response"
+
+
+class ApprovalFailed(ExecutionError):
+    """The approval hook itself raised; the pending calls were closed before re-raising."""
+
+    code = "approval_failed"
+
+
+class TranscriptError(EveError):
+    """A session transcript could not be read or written."""
+
+    code = "transcript_error"
+
+
+class TranscriptCorrupt(TranscriptError):
+    """A transcript line is not a message; ``path`` and ``line`` say where."""
+
+    code = "transcript_corrupt"
+
+
+class TranscriptWriteFailed(TranscriptError):
+    """A message could not be appended; the run stops rather than continue unsaved."""
+
+    code = "transcript_write_failed"
+
+
+class OfflineScriptError(ModelError):
+    """An ``offline/script:`` file is missing, malformed or has no response left."""
+
+    code = "offline_script_error"

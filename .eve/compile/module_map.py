@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 1
-FINGERPRINT = "sha256:92ceb6ae2a9e227e3d1b8015be4e1ea0315fba6bfe04ad87d5ae3ecc048563be"
+FINGERPRINT = "sha256:049f5c11e70f200883be54989f0f457de5dab09f80d52a0a41760ad45466655f"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from eve.cancellation import CancelSignal
 
@@ -17,6 +18,8 @@ class ToolContext:
         tool_name: the name the model called.
         node_id: the agent node whose tool this is.
         signal: set when the turn is cancelled; long tools should check it.
+        workspace: the directory file tools are confined to (``workspace`` in agent.py,
+            relative to the app root; the app root itself by default).
     """
 
     session_id: str
@@ -24,3 +27,4 @@ class ToolContext:
     tool_name: str
     node_id: str = "__root__"
     signal: CancelSignal = field(default_factory=CancelSignal)
+    workspace: Path = field(default_factory=Path.cwd)

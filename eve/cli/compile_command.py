@@ -6,10 +6,10 @@ import click
 
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
-from eve.compiler import check_artifacts, compile_agent
+from eve.compiler import check_artifacts, compile_to_disk
 from eve.compiler.diagnostics import format_diagnostic
-from eve.compiler.emit import write_artifacts
 from eve.compiler.pipeline import CompileResult
+from eve.errors import CompileFailed
 
 
 def _summary(result: CompileResult) -> str:
@@ -46,23 +46,21 @@ def _check(ctx: click.Context) -> None:
 @click.option(
     "--check", is_flag=True, help="Exit 1 if .eve/ is stale; imports nothing, writes nothing."
 )
+@click.option("--no-cache", is_flag=True, help="Ignore .eve/cache/ and redo every step.")
 @click.pass_context
 @translate_errors
-def compile_command(ctx: click.Context, check: bool) -> None:
+def compile_command(ctx: click.Context, check: bool, no_cache: bool) -> None:
     """Compile agent/ into the artifacts under .eve/."""
     if check:
         _check(ctx)
         return
-    root = app_root_of(ctx)
-    result = compile_agent(root)
+    try:
+        result = compile_to_disk(app_root_of(ctx), use_cache=not no_cache)
+    except CompileFailed as failure:
+        for diagnostic in failure.diagnostics:
+            click.echo(format_diagnostic(diagnostic), err=True)
+        click.echo(f"eve: {failure}; the previous artifacts were left in place", err=True)
+        raise SystemExit(1) from None
     for diagnostic in result.diagnostics.items:
         click.echo(format_diagnostic(diagnostic), err=True)
-    if result.manifest is None:
-        click.echo(
-            f"eve: compile failed with {result.diagnostics.count('error')} error(s); "
-            "the previous artifacts were left in place",
-            err=True,
-        )
-        raise SystemExit(1)
-    write_artifacts(root, result.artifacts)
     click.echo(_summary(result))

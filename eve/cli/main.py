@@ -11,6 +11,8 @@ import click
 _COMMANDS = {
     "compile": ("eve.cli.compile_command", "compile_command"),
     "info": ("eve.cli.info_command", "info_command"),
+    "run": ("eve.cli.run_command", "run_command"),
+    "dev": ("eve.cli.dev_command", "dev_command"),
 }
 
 

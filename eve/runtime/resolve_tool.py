@@ -53,6 +53,11 @@ async def resolve_tool_definition(
             source_id=entry.source_id,
             logical_path=entry.logical_path,
         )
+    return bind_tool(entry, definition)
+
+
+def bind_tool(entry: ToolEntry, definition: ToolDefinition) -> ResolvedTool:
+    """Join a declaration with its live definition (refusing a definition of another kind)."""
     if definition.kind != entry.behavior.handling.kind:
         raise InvalidModuleExport(
             f"{entry.logical_path} now defines a {definition.kind} tool but was compiled as "

@@ -1,0 +1,132 @@
+"""``eve run "PROMPT"``: one turn, the final text on stdout, an honest exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import click
+import msgspec
+
+from eve.cancellation import CancelSignal
+from eve.cli.agent_setup import prepare
+from eve.cli.console import ConsoleRenderer
+from eve.cli.errors import translate_errors
+from eve.cli.main import app_root_of
+from eve.execution.events import SessionEvent
+from eve.execution.loop import RunResult, run_agent
+from eve.execution.tool_calls import ApprovalRequest
+from eve.execution.transcript import load_transcript
+
+EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": 130}
+
+
+def exit_code_for(result: RunResult) -> int:
+    return EXIT_CODES[result.stop_reason]
+
+
+def _json_sink(event: SessionEvent) -> None:
+    sys.stdout.write(msgspec.json.encode(event).decode() + "\n")
+    sys.stdout.flush()
+
+
+def approval_hook(auto_yes: bool):  # type: ignore[no-untyped-def]
+    async def approve(request: ApprovalRequest) -> bool:
+        if auto_yes:
+            return True
+        if not sys.stdin.isatty():
+            click.echo(f"  ⊘ {request.tool_name} needs approval; pass --yes to allow", err=True)
+            return False
+        question = f"Allow {request.tool_name}({request.input})?"
+        return await asyncio.to_thread(click.confirm, question, default=False, err=True)
+
+    return approve
+
+
+def install_interrupt(cancel: CancelSignal) -> None:
+    """First Ctrl-C cancels the turn cooperatively; a second one exits at once."""
+    loop = asyncio.get_running_loop()
+
+    def interrupted() -> None:
+        if cancel.cancelled:
+            raise SystemExit(130)
+        click.echo("\neve: cancelling (Ctrl-C again to quit now)", err=True)
+        cancel.cancel("interrupted")
+
+    loop.add_signal_handler(signal.SIGINT, interrupted)
+
+
+async def _run(
+    app_root: Path,
+    prompt: str,
+    *,
+    model: str | None,
+    session: Path | None,
+    max_turns: int | None,
+    as_json: bool,
+    yes: bool,
+) -> int:
+    setup = await prepare(app_root, model=model, max_turns=max_turns)
+    cancel = CancelSignal()
+    install_interrupt(cancel)
+    renderer = ConsoleRenderer(stream_text=False)
+    result = await run_agent(
+        client=setup.client,
+        system=setup.agent.instructions,
+        tools=setup.agent.tools,
+        user_message=prompt,
+        messages=load_transcript(session) if session else (),
+        max_turns=setup.max_turns,
+        approve=approval_hook(yes),
+        signal=cancel,
+        transcript=session,
+        on_event=_json_sink if as_json else renderer,
+        workspace=setup.workspace,
+        context_budget_tokens=setup.context_budget_tokens,
+    )
+    if not as_json and result.final_text and result.stop_reason != "aborted":
+        click.echo(result.final_text)
+    if result.stop_reason == "max_turns":
+        click.echo(f"eve: stopped after {setup.max_turns} model request(s) (max turns)", err=True)
+    elif result.stop_reason == "aborted":
+        click.echo("eve: turn cancelled", err=True)
+    return exit_code_for(result)
+
+
+@click.command("run")
+@click.argument("prompt")
+@click.option("--model", help="Model id to use instead of agent.py's (e.g. offline/test).")
+@click.option(
+    "--session",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSONL transcript to continue and append to.",
+)
+@click.option("--max-turns", type=click.IntRange(min=1), help="Cap on model requests this turn.")
+@click.option("--json", "as_json", is_flag=True, help="Print the event stream as NDJSON.")
+@click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
+@click.pass_context
+@translate_errors
+def run_command(
+    ctx: click.Context,
+    prompt: str,
+    model: str | None,
+    session: Path | None,
+    max_turns: int | None,
+    as_json: bool,
+    yes: bool,
+) -> None:
+    """Run one turn of the agent and print its answer."""
+    code = asyncio.run(
+        _run(
+            app_root_of(ctx),
+            prompt,
+            model=model,
+            session=session,
+            max_turns=max_turns,
+            as_json=as_json,
+            yes=yes,
+        )
+    )
+    raise SystemExit(code)

@@ -1,0 +1,83 @@
+"""Session events: one envelope type for everything the loop publishes, in eve's vocabulary."""
+
+from __future__ import annotations
+
+import inspect
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+EventType = Literal[
+    "session.started",
+    "turn.started",
+    "message.received",
+    "step.started",
+    "reasoning.appended",
+    "message.appended",
+    "message.completed",
+    "actions.requested",
+    "input.requested",
+    "input.resolved",
+    "action.partial",
+    "action.result",
+    "step.completed",
+    "step.failed",
+    "turn.completed",
+    "turn.failed",
+    "turn.cancelled",
+    "turn.waiting",
+    "session.waiting",
+    "session.completed",
+    "session.failed",
+]
+
+
+class EventMeta(msgspec.Struct, frozen=True, kw_only=True):
+    #: ``evt_`` + a time-ordered unique suffix
+    id: str
+    #: ISO-8601 UTC timestamp
+    at: str
+    #: position in the session's event log, from 0
+    index: int
+
+
+class SessionEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """``{type, data, meta}``; ``data`` always carries ``session_id``, ``turn_id`` and, inside a
+    step, ``step_index``."""
+
+    type: EventType
+    data: dict[str, Any]
+    meta: EventMeta
+
+
+EventSink = Callable[[SessionEvent], Awaitable[None] | None]
+
+
+def new_event_id() -> str:
+    return f"evt_{time.time_ns():016x}{secrets.token_hex(5)}"
+
+
+class EventEmitter:
+    """Numbers events and hands them to the sink; one per session."""
+
+    def __init__(self, sink: EventSink | None, *, session_id: str, start_index: int = 0) -> None:
+        self.sink = sink
+        self.session_id = session_id
+        self.index = start_index
+
+    async def emit(self, type: EventType, **data: Any) -> SessionEvent:
+        event = SessionEvent(
+            type=type,
+            data={"session_id": self.session_id, **data},
+            meta=EventMeta(id=new_event_id(), at=datetime.now(UTC).isoformat(), index=self.index),
+        )
+        self.index += 1
+        if self.sink is not None:
+            outcome = self.sink(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+        return event

@@ -1,0 +1,274 @@
+"""``run_agent``: one turn of the agent loop — model stream → tool calls → results → next step.
+
+The loop knows the ``ModelClient`` protocol and resolved tools, nothing of providers or of
+durability. Cancellation is cooperative and checked wherever control returns here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from eve.cancellation import CancelSignal
+from eve.context.active import EveContext, use_context
+from eve.errors import EmptyModelResponse, ModelProtocolError
+from eve.execution.events import EventEmitter, EventSink
+from eve.execution.tool_calls import (
+    ABORTED_BEFORE_EXECUTION,
+    ApprovalHook,
+    CallOutcome,
+    ToolRunner,
+    outcome,
+)
+from eve.execution.transcript import TranscriptWriter
+from eve.execution.trim import trim_history
+from eve.messages import AssistantMessage, Message, ToolCall, UserMessage
+from eve.models.base import ModelClient, ModelRequest, ProviderToolDeclaration, ToolDeclaration
+from eve.models.events import (
+    Done,
+    ReasoningDelta,
+    StopReason,
+    TextDelta,
+    TokenUsage,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from eve.redact import redact
+from eve.runtime.resolved import ResolvedTool
+
+StopKind = Literal["complete", "max_turns", "aborted"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    stop_reason: StopKind
+    #: the whole history: prior messages, the new user message and everything recorded after
+    messages: list[Message]
+    usage: TokenUsage
+
+    @property
+    def final_text(self) -> str:
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage) and message.text:
+                return message.text
+        return ""
+
+
+class _Aborted(Exception):
+    pass
+
+
+@dataclass(kw_only=True)
+class _Turn:
+    client: ModelClient
+    system: str
+    tools: Sequence[ResolvedTool]
+    history: list[Message]
+    signal: CancelSignal
+    emitter: EventEmitter
+    runner: ToolRunner
+    transcript: TranscriptWriter | None
+    turn_id: str
+    context_budget_tokens: int | None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+
+    def record(self, message: Message) -> None:
+        if self.transcript is not None:
+            self.transcript.append(message)
+        self.history.append(message)
+
+    def check(self) -> None:
+        if self.signal.cancelled:
+            raise _Aborted
+
+    def request(self) -> ModelRequest:
+        visible = [t for t in self.tools if not t.entry.deferred]
+        return ModelRequest(
+            system=self.system,
+            messages=trim_history(self.history, self.context_budget_tokens),
+            tools=[
+                ToolDeclaration(
+                    name=t.name, description=t.description, input_schema=t.entry.input_schema
+                )
+                for t in visible
+                if t.entry.input_schema is not None and t.handling != "provider-tool"
+            ],
+            provider_tools=[
+                ProviderToolDeclaration(
+                    name=t.name,
+                    provider=t.entry.provider.provider,
+                    type=t.entry.provider.type,
+                    config=t.entry.provider.config,
+                )
+                for t in visible
+                if t.entry.provider is not None
+            ],
+            signal=self.signal,
+        )
+
+    async def stream(self, step: int) -> tuple[str, list[ToolCall], StopReason]:
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        done: Done | None = None
+        self.check()
+        async for event in self.client.stream(self.request()):
+            self.check()
+            match event:
+                case TextDelta(text=delta):
+                    text.append(delta)
+                    await self.emit("message.appended", step, message_delta=delta)
+                case ReasoningDelta(text=delta):
+                    await self.emit("reasoning.appended", step, reasoning_delta=delta)
+                case ToolCallEnd(id=call_id, name=name, input=data):
+                    calls.append(ToolCall(id=call_id, name=name, input=data))
+                case Done():
+                    done = event
+                case ToolCallStart() | ToolCallDelta():
+                    pass
+        self.check()
+        if done is None:
+            raise ModelProtocolError(
+                f"{self.client.model_id}: the stream ended without a done event"
+            )
+        self.usage = self.usage + done.usage
+        return "".join(text), calls, done.stop_reason
+
+    async def emit(self, type: str, step: int | None = None, **data: object) -> None:
+        extra = {} if step is None else {"step_index": step}
+        await self.emitter.emit(type, turn_id=self.turn_id, **extra, **data)  # type: ignore[arg-type]
+
+    async def run_calls(self, calls: list[ToolCall], step: int) -> bool:
+        """Run each call in order; True when a successful ``ends_turn`` tool ends the turn."""
+        ends = False
+        for position, call in enumerate(calls):
+            if self.signal.cancelled:
+                self.close(calls[position:], ABORTED_BEFORE_EXECUTION)
+                raise _Aborted
+            try:
+                result = await self.runner.run(call, step)
+            except BaseException as error:
+                self.close(calls[position:], f"not run: approval failed ({type(error).__name__})")
+                raise
+            self.record(result.result)
+            await self.result_event(call, result, step)
+            ends = ends or result.ends_turn
+        return ends
+
+    def close(self, calls: list[ToolCall], reason: str) -> None:
+        for call in calls:
+            self.record(outcome(call, reason, "failed").result)
+
+    async def result_event(self, call: ToolCall, result: CallOutcome, step: int) -> None:
+        await self.emit(
+            "action.result",
+            step,
+            call_id=call.id,
+            name=call.name,
+            status=result.status,
+            output=result.result.content,
+        )
+
+    async def step(self, step: int) -> bool:
+        """One model call and its tool calls; True when the turn is complete."""
+        await self.emit("step.started", step)
+        text, calls, finish = await self.stream(step)
+        if not text and not calls:
+            raise EmptyModelResponse(
+                f"{self.client.model_id} answered with neither text nor tool calls "
+                f"(finish reason {finish}); nothing was recorded"
+            )
+        self.record(AssistantMessage(text=text, tool_calls=calls))
+        if text:
+            await self.emit("message.completed", step, message=text, finish_reason=finish)
+        if not calls:
+            await self.emit("step.completed", step, finish_reason=finish, usage=self.usage_dict())
+            return True
+        await self.emit(
+            "actions.requested",
+            step,
+            actions=[{"call_id": c.id, "name": c.name, "input": c.input} for c in calls],
+        )
+        ends = await self.run_calls(calls, step)
+        await self.emit("step.completed", step, finish_reason=finish, usage=self.usage_dict())
+        return ends
+
+    def usage_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens}
+
+
+async def run_agent(
+    *,
+    client: ModelClient,
+    system: str,
+    tools: Sequence[ResolvedTool],
+    user_message: str,
+    messages: Sequence[Message] = (),
+    max_turns: int = 10,
+    approve: ApprovalHook | None = None,
+    signal: CancelSignal | None = None,
+    transcript: Path | None = None,
+    on_event: EventSink | None = None,
+    session_id: str = "local",
+    turn_id: str = "turn_0",
+    node_id: str = "__root__",
+    workspace: Path | None = None,
+    context_budget_tokens: int | None = None,
+    approved_once: set[str] | None = None,
+    emitter: EventEmitter | None = None,
+    context: EveContext | None = None,
+) -> RunResult:
+    """Run one turn and return how it stopped, the whole history and the tokens used.
+
+    ``max_turns`` caps model requests in this turn. Tool failures of every kind become
+    ``is_error`` results the model sees; an approval hook that raises closes the pending calls
+    and re-raises; cancellation through ``signal`` stops with ``aborted``. Tools run inside
+    ``context`` (a fresh one for ``session_id`` if not given), where ``define_state`` lives.
+    """
+    signal = signal or CancelSignal()
+    emitter = emitter or EventEmitter(on_event, session_id=session_id)
+    turn = _Turn(
+        client=client,
+        system=system,
+        tools=tools,
+        history=list(messages),
+        signal=signal,
+        emitter=emitter,
+        runner=ToolRunner(
+            tools={t.name: t for t in tools},
+            approve=approve,
+            emitter=emitter,
+            signal=signal,
+            session_id=session_id,
+            node_id=node_id,
+            workspace=workspace or Path.cwd(),
+            approved_once=approved_once if approved_once is not None else set(),
+        ),
+        transcript=TranscriptWriter(transcript) if transcript else None,
+        turn_id=turn_id,
+        context_budget_tokens=context_budget_tokens,
+    )
+    with use_context(context or EveContext(session_id=session_id)):
+        return await _run(turn, user_message, max_turns)
+
+
+async def _run(turn: _Turn, user_message: str, max_turns: int) -> RunResult:
+    await turn.emit("turn.started")
+    try:
+        turn.record(UserMessage(text=user_message))
+        await turn.emit("message.received", message=user_message)
+        stop: StopKind = "max_turns"
+        for step in range(max_turns):
+            if await turn.step(step):
+                stop = "complete"
+                break
+    except _Aborted:
+        await turn.emit("turn.cancelled", reason=turn.signal.reason or "cancelled")
+        return RunResult(stop_reason="aborted", messages=turn.history, usage=turn.usage)
+    except BaseException as error:
+        await turn.emit("turn.failed", error=redact(f"{type(error).__name__}: {error}"))
+        raise
+    await turn.emit("turn.completed", stop_reason=stop, usage=turn.usage_dict())
+    return RunResult(stop_reason=stop, messages=turn.history, usage=turn.usage)

@@ -1,0 +1,177 @@
+"""Running one tool call: validate, approve, execute, project — always exactly one result."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import pydantic
+
+from eve.authoring.context import ToolContext
+from eve.cancellation import CancelSignal
+from eve.errors import EveError
+from eve.execution.events import EventEmitter
+from eve.messages import ToolCall, ToolResultMessage
+from eve.redact import redact
+from eve.runtime.resolved import ResolvedTool
+
+ResultStatus = Literal["completed", "failed", "rejected"]
+ABORTED_BEFORE_EXECUTION = "aborted before execution"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """What an approval hook is asked: may this call run?"""
+
+    tool_name: str
+    call_id: str
+    input: dict[str, Any]
+    #: ``always``, ``once`` or ``policy`` (a policy that answered needs-user-approval)
+    rule: str
+
+
+ApprovalHook = Callable[[ApprovalRequest], Awaitable[bool] | bool]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallOutcome:
+    result: ToolResultMessage
+    status: ResultStatus
+    ends_turn: bool = False
+
+
+def _encode_default(value: Any) -> Any:
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    return str(value)
+
+
+def render_content(value: Any) -> str:
+    """What the model reads: strings as they are, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return msgspec.json.encode(value, enc_hook=_encode_default).decode()
+
+
+def outcome(call: ToolCall, content: str, status: ResultStatus) -> CallOutcome:
+    return CallOutcome(
+        result=ToolResultMessage(
+            tool_call_id=call.id, content=redact(content), is_error=status != "completed"
+        ),
+        status=status,
+    )
+
+
+@dataclass(kw_only=True)
+class ToolRunner:
+    """Runs calls for one turn; ``approved_once`` remembers ``once()`` approvals per session."""
+
+    tools: dict[str, ResolvedTool]
+    approve: ApprovalHook | None
+    emitter: EventEmitter
+    signal: CancelSignal
+    session_id: str
+    node_id: str
+    workspace: Path
+    approved_once: set[str]
+
+    async def needs_person(self, tool: ResolvedTool, data: Any) -> str | None:
+        """The rule that requires asking a person, ``"denied"`` for a policy refusal, or None."""
+        rule = tool.approval
+        if rule.kind == "never" or (rule.kind == "once" and tool.name in self.approved_once):
+            return None
+        if rule.kind == "policy" and rule.policy is not None:
+            decision = rule.policy(data)
+            if inspect.isawaitable(decision):
+                decision = await decision
+            if decision in (True, "approved"):
+                return None
+            if decision in (False, "denied"):
+                return "denied"
+        return rule.kind
+
+    async def ask(self, call: ToolCall, rule: str) -> bool:
+        if self.approve is None:
+            return False
+        answer = self.approve(
+            ApprovalRequest(tool_name=call.name, call_id=call.id, input=call.input, rule=rule)
+        )
+        return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+
+    async def gate(self, call: ToolCall, tool: ResolvedTool, data: Any) -> CallOutcome | None:
+        """None when the call may run, else the result that replaces running it."""
+        rule = await self.needs_person(tool, data)
+        if rule is None:
+            return None
+        if rule == "denied":
+            return outcome(call, f"the approval policy of {call.name} denied this call", "rejected")
+        if not await self.ask(call, rule):
+            who = "a person denied" if self.approve else "no one can approve here, so eve denied"
+            return outcome(call, f"{call.name} needs approval and {who} this call", "rejected")
+        if rule == "once":
+            self.approved_once.add(tool.name)
+        if self.signal.cancelled:
+            return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
+        return None
+
+    async def run(self, call: ToolCall, step_index: int) -> CallOutcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(sorted(self.tools)) or "none"
+            return outcome(call, f"unknown tool '{call.name}' (available: {names})", "failed")
+        if tool.validator is None or (tool.execute is None and tool.workflow is None):
+            return outcome(call, f"{call.name} is run by the model provider, not by eve", "failed")
+        try:
+            data = tool.validator.validate(call.input)
+        except EveError as error:
+            return outcome(call, str(error), "failed")
+        blocked = await self.gate(call, tool, data)
+        if blocked is not None:
+            return blocked
+        try:
+            value = await self.execute(tool, call, data, step_index)
+            if tool.to_model_output is not None:
+                value = tool.to_model_output(value)
+        except Exception as error:
+            return outcome(call, f"{type(error).__name__}: {error}", "failed")
+        done = outcome(call, render_content(value), "completed")
+        return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
+
+    async def execute(self, tool: ResolvedTool, call: ToolCall, data: Any, step: int) -> Any:
+        ctx = ToolContext(
+            session_id=self.session_id,
+            call_id=call.id,
+            tool_name=call.name,
+            node_id=self.node_id,
+            signal=self.signal,
+            workspace=self.workspace,
+        )
+        # A workflow tool runs inline here; durable sessions dispatch it as a child workflow.
+        fn = tool.execute or tool.workflow
+        assert fn is not None
+        if inspect.isasyncgenfunction(fn):
+            last: Any = None
+            async for last in fn(data, ctx):
+                await self.emitter.emit(
+                    "action.partial",
+                    step_index=step,
+                    call_id=call.id,
+                    name=call.name,
+                    partial=msgspec.json.decode(render_content(last).encode())
+                    if not isinstance(last, str)
+                    else last,
+                )
+            return last
+        if inspect.iscoroutinefunction(fn):
+            return await fn(data, ctx)
+        # Sync tools run in a thread so a slow one cannot stall other sessions; the context
+        # (define_state) travels with it.
+        result = await asyncio.to_thread(fn, data, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result

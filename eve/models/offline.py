@@ -1,0 +1,129 @@
+"""Models that need no network: ``offline/test`` and ``offline/script:<path>``.
+
+``offline/test`` calls each available tool once with arguments synthesized from its schema,
+then summarizes the results; ``offline/script`` replays a JSON list of responses, the n-th
+model request of a session (counted by the assistant messages already in its history)
+getting the n-th response, so a resumed session continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eve.errors import OfflineScriptError
+from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from eve.models.base import ModelRequest
+from eve.models.events import (
+    Done,
+    ModelEvent,
+    TextDelta,
+    TokenUsage,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from eve.models.schema_sample import sample
+
+
+class ScriptedCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    input: dict[str, Any] = {}
+
+
+class ScriptedResponse(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    text: str = ""
+    tool_calls: list[ScriptedCall] = []
+
+
+def _words(text: str) -> list[str]:
+    parts = text.split(" ")
+    return [p + (" " if i < len(parts) - 1 else "") for i, p in enumerate(parts)]
+
+
+def _usage(request: ModelRequest, text: str) -> TokenUsage:
+    prompt = len(request.system) + sum(len(msgspec.json.encode(m)) for m in request.messages)
+    return TokenUsage(input_tokens=prompt // 4 + 1, output_tokens=len(text) // 4 + 1)
+
+
+async def respond(
+    request: ModelRequest, text: str, calls: list[tuple[str, str, dict[str, Any]]]
+) -> AsyncIterator[ModelEvent]:
+    """Stream a response the way a provider would: text in word deltas, then each call."""
+    for word in _words(text) if text else []:
+        yield TextDelta(text=word)
+    for call_id, name, data in calls:
+        yield ToolCallStart(id=call_id, name=name)
+        yield ToolCallDelta(id=call_id, json_delta=json.dumps(data))
+        yield ToolCallEnd(id=call_id, name=name, input=data)
+    yield Done(stop_reason="tool_use" if calls else "end_turn", usage=_usage(request, text))
+
+
+def _current_turn(messages: list[Message]) -> list[Message]:
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], UserMessage):
+            return messages[index:]
+    return messages
+
+
+class OfflineTestModel:
+    """``offline/test``: exercise every tool once, then report what came back."""
+
+    model_id = "offline/test"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        turn = _current_turn(request.messages)
+        results = [m for m in turn if isinstance(m, ToolResultMessage)]
+        if results or not request.tools:
+            return respond(request, self.summary(turn, results), [])
+        step = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        calls = [
+            (f"call_{step}_{i}", tool.name, sample(tool.input_schema))
+            for i, tool in enumerate(request.tools)
+        ]
+        return respond(request, "", calls)
+
+    def summary(self, turn: list[Message], results: list[ToolResultMessage]) -> str:
+        asked = turn[0].text if turn and isinstance(turn[0], UserMessage) else ""
+        if not results:
+            return f"(offline/test) You said: {asked}"
+        names = {
+            c.id: c.name for m in turn if isinstance(m, AssistantMessage) for c in m.tool_calls
+        }
+        lines = [
+            f"- {names.get(r.tool_call_id, '?')}: "
+            f"{'error: ' if r.is_error else ''}{r.content[:120]}"
+            for r in results
+        ]
+        return f"(offline/test) I called {len(results)} tool(s):\n" + "\n".join(lines)
+
+
+class OfflineScriptModel:
+    """``offline/script:<path>``: replay scripted responses in order."""
+
+    def __init__(self, path: Path, *, label: str) -> None:
+        self.path = path
+        self.model_id = f"offline/script:{label}"
+        try:
+            self.responses = msgspec.json.decode(path.read_bytes(), type=list[ScriptedResponse])
+        except FileNotFoundError:
+            raise OfflineScriptError(f"offline script {label} not found at {path}") from None
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise OfflineScriptError(
+                f"offline script {label} is not a list of {{text, tool_calls}} responses: {error}"
+            ) from error
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        index = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        if index >= len(self.responses):
+            raise OfflineScriptError(
+                f"offline script {self.model_id.split(':', 1)[1]} has {len(self.responses)} "
+                f"response(s) and request {index + 1} asked for another; add responses to it"
+            )
+        response = self.responses[index]
+        calls = [(f"call_{index}_{i}", c.name, c.input) for i, c in enumerate(response.tool_calls)]
+        return respond(request, response.text, calls)

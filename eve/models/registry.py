@@ -1,0 +1,74 @@
+"""Choose a model client from a model id; fall back to the offline model without credentials."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from eve.errors import UnknownModel
+from eve.models.base import ModelClient
+
+CREDENTIALS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+OFFLINE_DEFAULT = "offline/test"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelChoice:
+    client: ModelClient
+    #: a line to show the person when eve chose something other than what was configured
+    notice: str | None = None
+
+
+def create_client(model_id: str, *, app_root: Path, env: Mapping[str, str]) -> ModelClient:
+    """The client for ``provider/name``; providers' SDKs are imported only when chosen."""
+    provider, _, name = model_id.partition("/")
+    if provider == "offline":
+        from eve.models.offline import OfflineScriptModel, OfflineTestModel
+
+        if name == "test":
+            return OfflineTestModel()
+        if name.startswith("script:"):
+            label = name.removeprefix("script:")
+            return OfflineScriptModel(app_root / label, label=label)
+    elif provider == "anthropic" and name:
+        from eve.models.anthropic import AnthropicModel
+
+        return AnthropicModel(
+            name, api_key=env.get("ANTHROPIC_API_KEY"), base_url=env.get("ANTHROPIC_BASE_URL")
+        )
+    elif provider == "openai" and name:
+        from eve.models.openai import OpenAIModel
+
+        return OpenAIModel(
+            name, api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL")
+        )
+    raise UnknownModel(
+        f"unknown model id {model_id!r}: use anthropic/<model>, openai/<model>, offline/test "
+        "or offline/script:<path>",
+        model_id=model_id,
+    )
+
+
+def choose_model(
+    configured: str | None, *, app_root: Path, env: Mapping[str, str] | None = None
+) -> ModelChoice:
+    """The configured model, or ``offline/test`` with a notice when its key is missing."""
+    env = os.environ if env is None else env
+    model_id = configured or OFFLINE_DEFAULT
+    provider = model_id.partition("/")[0]
+    variable = CREDENTIALS.get(provider)
+    base_url = env.get(f"{variable.split('_')[0]}_BASE_URL") if variable else None
+    if variable and not env.get(variable) and not (provider == "openai" and base_url):
+        return ModelChoice(
+            client=create_client(OFFLINE_DEFAULT, app_root=app_root, env=env),
+            notice=f"eve: {variable} is not set, so {model_id} is unavailable; using the "
+            "offline model offline/test (no network; it calls each tool once with sample input)",
+        )
+    if configured is None:
+        return ModelChoice(
+            client=create_client(OFFLINE_DEFAULT, app_root=app_root, env=env),
+            notice="eve: no model configured in agent.py; using the offline model offline/test",
+        )
+    return ModelChoice(client=create_client(model_id, app_root=app_root, env=env))

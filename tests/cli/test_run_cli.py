@@ -1,0 +1,161 @@
+"""eve run as a subprocess: exit codes, SIGINT, transcripts, JSON events, the offline fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import AppFactory
+
+SCRIPTED = {
+    "agent/agent.py": """
+        from eve import define_agent
+        default = define_agent(model="offline/script:script.json", limits={"max_turns": 3})
+    """,
+    "agent/tools/wait_a_bit.py": """
+        import asyncio
+        from pathlib import Path
+        from eve.tools import ToolContext, tool
+
+        @tool
+        async def wait_a_bit(seconds: float, ctx: ToolContext) -> str:
+            '''Wait, unless the turn is cancelled.'''
+            Path("tool.started").write_text("yes")
+            try:
+                await asyncio.wait_for(ctx.signal.wait(), seconds)
+                return "stopped early"
+            except TimeoutError:
+                return "waited"
+    """,
+}
+
+
+def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "eve", *args],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def eve_run(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    process = eve_process(root, "run", *args, env=env)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def scripted_app(make_app: AppFactory, responses: list[dict[str, object]]) -> Path:
+    root = make_app(SCRIPTED)
+    (root / "script.json").write_text(json.dumps(responses))
+    return root
+
+
+def test_complete_prints_the_final_text_and_exits_0(make_app: AppFactory) -> None:
+    root = scripted_app(
+        make_app,
+        [
+            {"tool_calls": [{"name": "wait_a_bit", "input": {"seconds": 0.01}}]},
+            {"text": "all done"},
+        ],
+    )
+    done = eve_run(root, "go", "--session", "s.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "all done\n"
+    assert "→ wait_a_bit(seconds=0.01)" in done.stderr and "← wait_a_bit: waited" in done.stderr
+    lines = [json.loads(line) for line in (root / "s.jsonl").read_text().splitlines()]
+    assert [m["role"] for m in lines] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_max_turns_exits_2(make_app: AppFactory) -> None:
+    call = {"tool_calls": [{"name": "wait_a_bit", "input": {"seconds": 0}}]}
+    root = scripted_app(make_app, [call, call, call])
+    done = eve_run(root, "go", "--max-turns", "2")
+    assert done.returncode == 2
+    assert "stopped after 2 model request(s)" in done.stderr
+
+
+def test_failure_exits_1_with_one_line(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [])
+    done = eve_run(root, "go")
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("eve: offline script script.json has 0 response(s)")
+    )
+
+
+def test_sigint_during_a_slow_tool_cancels_and_exits_130(make_app: AppFactory) -> None:
+    root = scripted_app(
+        make_app,
+        [
+            {
+                "tool_calls": [
+                    {"name": "wait_a_bit", "input": {"seconds": 60}},
+                    {"name": "wait_a_bit", "input": {"seconds": 60}},
+                ]
+            },
+            {"text": "never reached"},
+        ],
+    )
+    process = eve_process(root, "run", "go", "--session", "s.jsonl")
+    deadline = time.monotonic() + 30
+    while not (root / "tool.started").exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "turn cancelled" in err and "never reached" not in out
+    messages = [json.loads(line) for line in (root / "s.jsonl").read_text().splitlines()]
+    results = [m for m in messages if m["role"] == "tool"]
+    assert [(r["content"], r["is_error"]) for r in results] == [
+        ("stopped early", False),
+        ("aborted before execution", True),
+    ]
+
+
+def test_json_prints_the_event_stream(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [{"text": "hello there"}])
+    done = eve_run(root, "hi", "--json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events][:3] == ["turn.started", "message.received", "step.started"]
+    assert events[-1]["type"] == "turn.completed"
+    assert [e["meta"]["index"] for e in events] == list(range(len(events)))
+
+
+def test_without_credentials_the_offline_model_runs(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/agent.py": "from eve import define_agent\ndefault = define_agent(model='openai/gpt-4o-mini')\n",
+            "agent/tools/greet.py": "from eve.tools import tool\n@tool\ndef greet(name: str) -> str:\n    'Greet.'\n    return 'hi ' + name\n",
+        }
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+    process = subprocess.run(
+        [sys.executable, "-m", "eve", "run", "hello"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr
+    assert (
+        "OPENAI_API_KEY is not set, so openai/gpt-4o-mini is unavailable; using the offline model"
+        in process.stderr
+    )
+    assert "- greet: hi example" in process.stdout
+    assert "recompiled" in process.stderr  # it compiled the never-compiled agent first

@@ -1,0 +1,47 @@
+"""Transcript loading errors and context trimming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eve.errors import TranscriptCorrupt
+from eve.execution.transcript import TranscriptWriter, load_transcript
+from eve.execution.trim import trim_history
+from eve.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+
+
+def test_missing_transcript_is_empty(tmp_path: Path) -> None:
+    assert load_transcript(tmp_path / "none.jsonl") == []
+
+
+def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    writer = TranscriptWriter(path)
+    writer.append(UserMessage(text="hi"))
+    with path.open("a") as handle:
+        handle.write('{"role": "robot"}\n')
+    with pytest.raises(TranscriptCorrupt) as raised:
+        load_transcript(path)
+    assert raised.value.line == 2
+    assert str(raised.value).startswith(f"{path}:2: not a transcript message")
+
+
+def test_trim_keeps_tool_calls_with_their_results() -> None:
+    call = ToolCall(id="1", name="t", input={"q": "x" * 40})
+    history = [
+        UserMessage(text="a" * 400),
+        AssistantMessage(tool_calls=[call]),
+        ToolResultMessage(tool_call_id="1", content="r" * 200),
+        UserMessage(text="latest"),
+    ]
+    kept = trim_history(history, budget_tokens=80)
+    assert kept == history[1:]  # the call and its result move together; the long opener goes
+    assert trim_history(history, budget_tokens=5) == [history[-1]]  # the newest always stays
+    assert trim_history(history, None) == history
+
+
+def test_trim_never_starts_with_an_orphaned_result() -> None:
+    history = [ToolResultMessage(tool_call_id="x", content="old"), UserMessage(text="hi")]
+    assert trim_history(history, budget_tokens=1000) == [UserMessage(text="hi")]

@@ -1,0 +1,95 @@
+"""The pure OpenAI translator over hand-built SDK chunk objects: assembly and checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai.types.chat import ChatCompletionChunk
+
+from eve.errors import ModelConnectionError, ModelProtocolError
+from eve.models.events import (
+    Done,
+    ModelEvent,
+    StopReason,
+    TextDelta,
+    TokenUsage,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from eve.models.openai import translate_openai_chunks
+from tests.models.openai_script import call, chunk, text, usage
+
+
+def translate(*dicts: dict[str, Any]) -> list[ModelEvent]:
+    return list(translate_openai_chunks(ChatCompletionChunk.model_validate(d) for d in dicts))
+
+
+def test_invalid_tool_arguments_are_a_protocol_error() -> None:
+    with pytest.raises(ModelProtocolError, match="'weather' has invalid input JSON"):
+        translate(
+            call(0, call_id="c", name="weather", args='{"city": Paris}'), chunk(finish="tool_calls")
+        )
+
+
+def test_empty_tool_arguments_are_an_empty_object() -> None:
+    events = translate(call(0, call_id="c", name="now"), chunk(finish="tool_calls"))
+    assert events == [
+        ToolCallStart(id="c", name="now"),
+        ToolCallEnd(id="c", name="now", input={}),
+        Done(stop_reason="tool_use"),
+    ]
+
+
+def test_delta_for_an_index_without_id_and_name_is_a_protocol_error() -> None:
+    with pytest.raises(ModelProtocolError, match="index 1, which has no id and name"):
+        translate(call(0, call_id="c", name="now"), call(1, args="{}"))
+
+
+def test_tool_calls_finish_without_calls_is_a_protocol_error() -> None:
+    with pytest.raises(ModelProtocolError, match="no tool call was sent"):
+        translate(text("hi"), chunk(finish="tool_calls"))
+
+
+def test_second_finish_reason_is_a_protocol_error() -> None:
+    with pytest.raises(ModelProtocolError, match="second finish_reason"):
+        translate(text("hi"), chunk(finish="stop"), chunk(finish="stop"))
+
+
+def test_a_new_id_on_a_used_index_starts_a_new_call() -> None:
+    events = translate(
+        call(0, call_id="a", name="now", args="{}"),
+        call(0, call_id="b", name="later", args='{"x": 1}'),
+        chunk(finish="tool_calls"),
+    )
+    assert [e for e in events if isinstance(e, ToolCallEnd)] == [
+        ToolCallEnd(id="a", name="now", input={}),
+        ToolCallEnd(id="b", name="later", input={"x": 1}),
+    ]
+
+
+def test_tool_calls_with_finish_stop_are_tool_use() -> None:
+    events = translate(call(0, call_id="c", name="now", args="{}"), chunk(finish="stop"))
+    assert events[-1] == Done(stop_reason="tool_use")
+
+
+def test_missing_finish_reason_is_a_connection_error() -> None:
+    with pytest.raises(ModelConnectionError):
+        translate(text("hi"), usage(1, 1))
+
+
+@pytest.mark.parametrize(
+    ("finish", "eve_reason"),
+    [("stop", "end_turn"), ("length", "max_tokens"), ("content_filter", "refusal")],
+)
+def test_finish_reasons_map_onto_eve(finish: str, eve_reason: StopReason) -> None:
+    events = translate(text("hi"), chunk(finish=finish), usage(3, 2))
+    assert events == [
+        TextDelta(text="hi"),
+        Done(stop_reason=eve_reason, usage=TokenUsage(input_tokens=3, output_tokens=2)),
+    ]
+
+
+def test_refusal_text_is_shown_and_the_stop_is_a_refusal() -> None:
+    events = translate(chunk({"refusal": "I can't help with that."}), chunk(finish="stop"))
+    assert events == [TextDelta(text="I can't help with that."), Done(stop_reason="refusal")]

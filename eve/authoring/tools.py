@@ -40,6 +40,8 @@ class ToolDefinition:
     execute: Execute | None = None
     workflow: Execute | None = None
     output_schema: dict[str, Any] | None = None
+    #: ``output_schema`` came from a pydantic model (so it needs no meta-schema check)
+    output_schema_generated: bool = False
     approval: ApprovalRule = NEVER
     to_model_output: Callable[[Any], Any] | None = None
     deferred: bool = False
@@ -69,6 +71,10 @@ def _split_schema(
         "input_schema takes a pydantic model class or a JSON Schema dict, "
         f"not {type(schema).__name__}"
     )
+
+
+def _is_model(schema: object) -> bool:
+    return isinstance(schema, type) and issubclass(schema, pydantic.BaseModel)
 
 
 def _output_schema(schema: InputSchema | None) -> dict[str, Any] | None:
@@ -105,15 +111,13 @@ def define_tool(
     """
     if not callable(execute):
         raise AuthoringError("define_tool(execute=...) must be a function")
-    model, schema = _split_schema(input_schema)
-    return ToolDefinition(
-        kind="dispatch",
+    return _local_tool(
+        "dispatch",
         description=_require_description(description, "define_tool"),
-        input_model=model,
-        input_json_schema=schema,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        approval=approval,
         execute=execute,
-        output_schema=_output_schema(output_schema),
-        approval=normalize_approval(approval),
         to_model_output=to_model_output,
         deferred=deferred,
         available_in_subagents=available_in_subagents,
@@ -134,17 +138,37 @@ def define_workflow_tool(
     """Define a tool whose body runs as a durable workflow; it has no plain ``execute``."""
     if not callable(run):
         raise AuthoringError("define_workflow_tool(run=...) must be a function")
-    model, schema = _split_schema(input_schema)
-    return ToolDefinition(
-        kind="workflow-tool",
+    return _local_tool(
+        "workflow-tool",
         description=_require_description(description, "define_workflow_tool"),
-        input_model=model,
-        input_json_schema=schema,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        approval=approval,
         workflow=run,
-        output_schema=_output_schema(output_schema),
-        approval=normalize_approval(approval),
         deferred=deferred,
         available_in_subagents=available_in_subagents,
+    )
+
+
+def _local_tool(
+    kind: ToolKind,
+    *,
+    description: str,
+    input_schema: InputSchema | None,
+    output_schema: InputSchema | None,
+    approval: ApprovalRule | ApprovalPolicy | None,
+    **rest: Any,
+) -> ToolDefinition:
+    model, schema = _split_schema(input_schema)
+    return ToolDefinition(
+        kind=kind,
+        description=description,
+        input_model=model,
+        input_json_schema=schema,
+        output_schema=_output_schema(output_schema),
+        output_schema_generated=_is_model(output_schema),
+        approval=normalize_approval(approval),
+        **rest,
     )
 
 
@@ -270,6 +294,7 @@ def tool(
             input_model=_signature_model(function, ctx_name),
             execute=_keyword_execute(function, ctx_name),
             output_schema=_output_schema(output_schema),
+            output_schema_generated=_is_model(output_schema),
             approval=normalize_approval(approval),
             to_model_output=to_model_output,
             deferred=deferred,

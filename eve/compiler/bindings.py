@@ -7,7 +7,7 @@ import posixpath
 from eve._authored import module_id_for
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.compiler.imports import ModuleGraph
-from eve.manifest import FilesystemBacking, ModuleBinding, Owner, Usage
+from eve.manifest import FilesystemBacking, ModuleBinding, Owner, ProgrammaticBacking, Usage
 
 
 def source_id_for(path: str, node_root: str, agent_root: str) -> str:
@@ -85,4 +85,25 @@ def make_binding(
         owner=Owner(kind="application"),
         usage=usage,
         fingerprint=fingerprint,
+    )
+
+
+BUILTIN_REGISTRY = "eve.builtins"
+
+
+def builtin_source_id(name: str) -> str:
+    return f"eve:builtins/{name}"
+
+
+def builtin_binding(name: str) -> ModuleBinding:
+    """A framework tool module (``builtin_tools`` in agent.py): read at compile time for its
+    schema and imported at run time for its execute."""
+    return ModuleBinding(
+        source_id=builtin_source_id(name),
+        logical_path="",
+        backing=ProgrammaticBacking(
+            registry_id=BUILTIN_REGISTRY, module_id=f"{BUILTIN_REGISTRY}.{name}"
+        ),
+        owner=Owner(kind="framework"),
+        usage=Usage(compile=True, runtime_entry=True),
     )

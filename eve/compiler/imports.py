@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eve._authored import AUTHORED_PACKAGE, module_id_for
+from eve.compiler.cache import CompileCache
+from eve.compiler.mutation import Mutation, find_module_state_mutations
 
 
 @dataclass(kw_only=True)
@@ -20,9 +22,12 @@ class AuthoredModule:
     path: str
     module_id: str
     is_package: bool
-    tree: ast.Module | None
+    #: the file parses (a syntax error is reported when the module is imported)
+    parsed: bool
     #: paths of authored modules named by this module's import statements
     imports: list[str] = field(default_factory=list)
+    #: module-level state changed inside functions, found in the same walk
+    mutations: list[Mutation] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -112,25 +117,48 @@ def _resolve(names: list[str], by_id: dict[str, str]) -> list[str]:
     return out
 
 
-def analyze(app_root: Path, paths: Iterable[str]) -> ModuleGraph:
-    """Parse every authored ``.py`` file and record the authored modules it imports."""
+def _scan(module: AuthoredModule, tree: ast.Module) -> list[str]:
+    """One walk: the dotted names imported, and the module-state mutations."""
+    names: list[str] = []
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.extend(_targets(module, node))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.append(node)
+    module.mutations = find_module_state_mutations(tree, functions)
+    return names
+
+
+def analyze(app_root: Path, paths: Iterable[str], cache: CompileCache | None = None) -> ModuleGraph:
+    """Parse every authored ``.py`` file and record the authored modules it imports.
+
+    Trees are dropped as soon as they are read: a thousand kept ASTs make every garbage
+    collection in the rest of the compile scan millions of nodes.
+    """
     modules: dict[str, AuthoredModule] = {}
+    imported: dict[str, list[str]] = {}
     for path in sorted(p for p in paths if p.endswith(".py")):
         source = (app_root / path).read_bytes()
-        try:
-            tree: ast.Module | None = ast.parse(source, filename=path)
-        except SyntaxError:
-            tree = None  # importing it reports the error with its line
-        modules[path] = AuthoredModule(
+        module = AuthoredModule(
             path=path,
             module_id=module_id_for(path),
             is_package=path.endswith("/__init__.py"),
-            tree=tree,
+            parsed=True,
         )
+        cached = cache.scan(path, source) if cache else None
+        if cached is not None:
+            imported[path], module.mutations = cached
+        else:
+            try:
+                imported[path] = _scan(module, ast.parse(source, filename=path))
+            except SyntaxError:
+                module.parsed = False  # importing it reports the error with its line
+            else:
+                if cache:
+                    cache.record_scan(path, source, imported[path], module.mutations)
+        modules[path] = module
     by_id = {m.module_id: m.path for m in modules.values()}
-    for module in modules.values():
-        if module.tree is None:
-            continue
-        names = [t for node in ast.walk(module.tree) for t in _targets(module, node)]
-        module.imports = [p for p in _resolve(names, by_id) if p != module.path]
+    for path, names in imported.items():
+        modules[path].imports = [p for p in _resolve(names, by_id) if p != path]
     return ModuleGraph(modules=modules)

@@ -67,14 +67,10 @@ def _module_level_mutables(tree: ast.Module) -> set[str]:
     return names
 
 
-def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     args = fn.args
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    names = {a.arg for a in params if a is not None}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
+    return {a.arg for a in params if a is not None}
 
 
 def _root_name(node: ast.expr) -> str | None:
@@ -86,35 +82,58 @@ def _root_name(node: ast.expr) -> str | None:
 def _function_mutations(
     fn: ast.FunctionDef | ast.AsyncFunctionDef, mutables: set[str]
 ) -> list[Mutation]:
-    declared_global = {n for s in ast.walk(fn) if isinstance(s, ast.Global) for n in s.names}
-    shadowed = _local_names(fn) - declared_global
-    watched = (mutables - shadowed) | declared_global
-    found: list[Mutation] = []
+    # One walk collects everything; the decision needs all of it (a later `global` or a
+    # local assignment changes what an earlier line means).
+    declared_global: set[str] = set()
+    stored = _params(fn)
+    rebinds: list[tuple[str, int]] = []  # `name = …` (matters only for globals)
+    changes: list[tuple[str, int, str]] = []  # in-place changes of `name`
     for node in ast.walk(fn):
+        if isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored.add(node.id)
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 name = _root_name(target)
-                if name in declared_global and isinstance(target, ast.Name):
-                    found.append(Mutation(name=name, line=node.lineno, how="global assignment"))
-                elif name in watched and not isinstance(target, ast.Name):
-                    found.append(Mutation(name=name, line=node.lineno, how="item assignment"))
+                if name is None:
+                    continue
+                if isinstance(target, ast.Name):
+                    rebinds.append((name, node.lineno))
+                else:
+                    changes.append((name, node.lineno, "item assignment"))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in _MUTATING_METHODS
-            and (name := _root_name(node.func.value)) in watched
+            and (name := _root_name(node.func.value)) is not None
         ):
-            found.append(Mutation(name=name, line=node.lineno, how=f".{node.func.attr}()"))
+            changes.append((name, node.lineno, f".{node.func.attr}()"))
+    watched = (mutables - (stored - declared_global)) | declared_global
+    found = [
+        Mutation(name=n, line=line, how="global assignment")
+        for n, line in rebinds
+        if n in declared_global
+    ]
+    found += [Mutation(name=n, line=line, how=how) for n, line, how in changes if n in watched]
     return found
 
 
-def find_module_state_mutations(tree: ast.Module) -> list[Mutation]:
-    """Mutations of module-level state inside any function of the module, by line."""
+def find_module_state_mutations(
+    tree: ast.Module, functions: list[ast.FunctionDef | ast.AsyncFunctionDef] | None = None
+) -> list[Mutation]:
+    """Mutations of module-level state inside any function of the module, by line.
+
+    ``functions`` (every function node of ``tree``) saves a walk when the caller has them.
+    """
     mutables = _module_level_mutables(tree)
+    if functions is None:
+        functions = [
+            n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
     found: list[Mutation] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            found.extend(_function_mutations(node, mutables))
+    for node in functions:
+        found.extend(_function_mutations(node, mutables))
     unique = {(m.line, m.name): m for m in found}
     return [unique[k] for k in sorted(unique)]

@@ -9,6 +9,7 @@ import msgspec
 
 from eve.authoring.agent import AgentConfigModel
 from eve.authoring.tools import ToolDefinition
+from eve.compiler.cache import CompileCache
 from eve.compiler.load import LoadFailure
 from eve.manifest import (
     AgentConfig,
@@ -22,12 +23,17 @@ from eve.manifest import (
 )
 
 
-def _json_ready(schema: dict[str, Any] | None, what: str, path: str) -> dict[str, Any] | None:
+def _json_ready(
+    schema: dict[str, Any] | None, what: str, path: str, *, generated: bool
+) -> dict[str, Any] | None:
+    """The schema as plain JSON data; hand-written schemas are checked against the JSON Schema
+    meta-schema (pydantic's are valid by construction, and checking costs more than making)."""
     if schema is None:
         return None
     try:
         plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(schema))
-        jsonschema.validators.validator_for(plain).check_schema(plain)
+        if not generated:
+            jsonschema.validators.validator_for(plain).check_schema(plain)
     except (TypeError, msgspec.EncodeError) as error:
         raise LoadFailure(
             "compile/schema-invalid", f"{path}: {what} is not JSON: {error}", path=path
@@ -49,9 +55,12 @@ def tool_entry(
     source_id: str,
     export_name: str,
     factory: bool,
+    cache: CompileCache | None = None,
 ) -> ToolEntry:
     """The manifest entry for one tool definition."""
     provider = definition.provider
+    model = definition.input_model
+    schema = cache.json_schema(model) if cache and model else definition.json_schema()
     return ToolEntry(
         name=name,
         description=definition.description,
@@ -61,7 +70,12 @@ def tool_entry(
         factory=factory,
         has_execute=definition.execute is not None,
         has_model_output_projection=definition.to_model_output is not None,
-        input_schema=_json_ready(definition.json_schema(), "input_schema", logical_path),
+        input_schema=_json_ready(
+            schema,
+            "input_schema",
+            logical_path,
+            generated=definition.input_model is not None,
+        ),
         schema_source=(
             None
             if definition.kind == "provider-tool"
@@ -69,7 +83,12 @@ def tool_entry(
             if definition.input_model is not None
             else "json-schema"
         ),
-        output_schema=_json_ready(definition.output_schema, "output_schema", logical_path),
+        output_schema=_json_ready(
+            definition.output_schema,
+            "output_schema",
+            logical_path,
+            generated=definition.output_schema_generated,
+        ),
         approval=Approval(kind=definition.approval.kind),
         deferred=definition.deferred,
         available_in_subagents=definition.available_in_subagents,

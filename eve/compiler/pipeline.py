@@ -7,6 +7,7 @@ so a failed compile leaves the last good artifacts in place.
 from __future__ import annotations
 
 import hashlib
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,14 +17,20 @@ from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
 from eve.authoring.agent import AgentConfigModel, AgentDefinition
 from eve.authoring.tools import ToolDefinition
-from eve.compiler.bindings import node_bindings, source_id_for
+from eve.compiler.bindings import (
+    BUILTIN_REGISTRY,
+    builtin_binding,
+    builtin_source_id,
+    node_bindings,
+    source_id_for,
+)
+from eve.compiler.cache import CompileCache
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.compiler.discover import AGENT_DIR, Discovery, NodeFiles, discover
 from eve.compiler.emit import write_artifacts
 from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.module_map_source import render_module_map
-from eve.compiler.mutation import find_module_state_mutations
 from eve.compiler.normalize import agent_config, tool_entry
 from eve.errors import CompileFailed
 from eve.manifest import (
@@ -64,15 +71,27 @@ def source_fingerprint(sources: dict[str, str]) -> str:
 
 
 class _NodeCompiler:
-    def __init__(self, discovery: Discovery, graph: ModuleGraph, sink: DiagnosticSink) -> None:
+    def __init__(
+        self,
+        discovery: Discovery,
+        graph: ModuleGraph,
+        sink: DiagnosticSink,
+        cache: CompileCache | None,
+    ) -> None:
+        self.cache = cache
         self.discovery = discovery
         self.graph = graph
         self.sink = sink
         self.app_root = discovery.app_root
 
     def failure(self, failure: LoadFailure, node_id: str) -> None:
-        self.sink.error(failure.code, failure.message, source_path=failure.path,
-                        line=failure.line, node_id=node_id)  # fmt: skip
+        self.sink.error(
+            failure.code,
+            failure.message,
+            source_path=failure.path,
+            line=failure.line,
+            node_id=node_id,
+        )
 
     def load(self, path: str, expected: type, node_id: str) -> tuple[object, str, bool] | None:
         try:
@@ -113,6 +132,7 @@ class _NodeCompiler:
                 source_id=source_id_for(path, node.root, AGENT_DIR),
                 export_name=export_name,
                 factory=factory,
+                cache=self.cache,
             )
         except LoadFailure as failure:
             self.failure(failure, node.node_id)
@@ -121,11 +141,31 @@ class _NodeCompiler:
             self.lint_state(path, node.node_id)
         return entry
 
+    def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
+        if any(tool_name == name for tool_name, _ in node.tools):
+            self.sink.error(
+                "compile/slot-collision",
+                f"tools/{name}.py and the built-in tool '{name}' (builtin_tools in agent.py) "
+                "share a name; rename the file or drop the built-in",
+                source_path=node.agent_module,
+                node_id=node.node_id,
+            )
+            return None
+        module = importlib.import_module(f"{BUILTIN_REGISTRY}.{name}")
+        found = find_definition(module, ToolDefinition, f"eve built-in {name}")
+        assert isinstance(found.value, ToolDefinition)
+        return tool_entry(
+            found.value,
+            name=name,
+            logical_path="",
+            source_id=builtin_source_id(name),
+            export_name=found.export_name,
+            factory=found.factory,
+        )
+
     def lint_state(self, path: str, node_id: str) -> None:
         module = self.graph.modules.get(path)
-        if module is None or module.tree is None:
-            return
-        for mutation in find_module_state_mutations(module.tree):
+        for mutation in module.mutations if module else []:
             self.sink.warning(
                 "compile/module-state-mutation",
                 f"`{mutation.name}` is module-level state changed inside the tool "
@@ -139,18 +179,30 @@ class _NodeCompiler:
     def node(self, node: NodeFiles) -> AgentNode:
         config = self.config(node)
         tools = [e for name, path in node.tools if (e := self.tool(node, name, path)) is not None]
+        builtins = [e for n in config.builtin_tools if (e := self.builtin(node, n)) is not None]
         compile_reads = {path for _, path in node.tools}
         if node.agent_module:
             compile_reads.add(node.agent_module)
         runtime_roots = {
             e.logical_path for e in tools if e.behavior.handling.kind != "provider-tool"
         }
+        bindings = node_bindings(
+            graph=self.graph,
+            sources=self.discovery.sources,
+            node_root=node.root,
+            agent_root=AGENT_DIR,
+            compile_reads=compile_reads,
+            runtime_roots=runtime_roots,
+            sink=self.sink,
+            node_id=node.node_id,
+        )
+        bindings.update({e.source_id: builtin_binding(e.name) for e in builtins})
         return AgentNode(
             node_id=node.node_id,
             root=node.root,
             config=agent_config(config),
             instructions=self.instructions(node),
-            tools=tools,
+            tools=tools + builtins,
             skills=[
                 SkillEntry(
                     name=skill.name,
@@ -161,16 +213,15 @@ class _NodeCompiler:
                 for skill in node.skills
             ],
             subagents=node.subagents,
-            bindings=node_bindings(
-                graph=self.graph,
-                sources=self.discovery.sources,
-                node_root=node.root,
-                agent_root=AGENT_DIR,
-                compile_reads=compile_reads,
-                runtime_roots=runtime_roots,
-                sink=self.sink,
-                node_id=node.node_id,
-            ),
+            compile_loads=sorted(
+                source_id_for(path, node.root, AGENT_DIR) for path in compile_reads
+            )
+            + [e.source_id for e in builtins],
+            runtime_roots=sorted(
+                source_id_for(path, node.root, AGENT_DIR) for path in runtime_roots
+            )
+            + [e.source_id for e in builtins],
+            bindings=bindings,
         )
 
     def instructions(self, node: NodeFiles) -> Instructions:
@@ -192,16 +243,27 @@ def _check_cycles(graph: ModuleGraph, sink: DiagnosticSink) -> None:
         )
 
 
-def compile_agent(app_root: Path) -> CompileResult:
-    """Compile ``app_root/agent`` in memory; errors are in ``diagnostics``, never raised."""
+def compile_agent(app_root: Path, *, cache: CompileCache | None = None) -> CompileResult:
+    """Compile ``app_root/agent`` in memory; errors are in ``diagnostics``, never raised.
+
+    ``cache`` lets unchanged sources and schemas skip their work (see ``compiler.cache``).
+    """
     sink = DiagnosticSink()
     discovery = discover(app_root, sink)
     if not discovery.nodes:
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
-    graph = analyze(app_root, discovery.sources)
+    graph = analyze(app_root, discovery.sources, cache)
     _check_cycles(graph, sink)
-    prepare_authored_imports(app_root)
-    compiler = _NodeCompiler(discovery, graph, sink)
+    try:
+        prepare_authored_imports(app_root)
+    except Exception as error:
+        sink.error(
+            "compile/import-failed",
+            f"importing agent/__init__.py failed: {type(error).__name__}: {error}",
+            source_path=f"{AGENT_DIR}/__init__.py",
+        )
+        return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
+    compiler = _NodeCompiler(discovery, graph, sink, cache)
     nodes = {node_id: compiler.node(files) for node_id, files in discovery.nodes.items()}
     if sink.has_errors:
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
@@ -233,9 +295,12 @@ def render_artifacts(
     return artifacts
 
 
-def compile_to_disk(app_root: Path) -> CompileResult:
+def compile_to_disk(app_root: Path, *, use_cache: bool = True) -> CompileResult:
     """Compile and write the artifacts; raise ``CompileFailed`` (with diagnostics) on errors."""
-    result = compile_agent(app_root)
+    cache = CompileCache.load(app_root) if use_cache else None
+    result = compile_agent(app_root, cache=cache)
+    if cache is not None:
+        cache.save(app_root)
     if result.manifest is None:
         raise CompileFailed(
             f"compile failed with {result.diagnostics.count('error')} error(s)",

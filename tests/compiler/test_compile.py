@@ -11,6 +11,7 @@ import pytest
 
 from eve.compiler import compile_agent, compile_to_disk
 from eve.compiler.bindings import make_binding
+from eve.compiler.cache import CompileCache
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.errors import CompileFailed
 from eve.manifest import ToolEntry, Usage
@@ -357,7 +358,7 @@ def artifact_bytes(root: Path) -> dict[str, bytes]:
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in (root / ".eve").rglob("*")
-        if p.is_file()
+        if p.is_file() and ".eve/cache" not in p.relative_to(root).as_posix()
     }
 
 
@@ -406,3 +407,47 @@ def test_module_map_and_manifest_share_the_fingerprint(make_app: AppFactory) -> 
     assert f'FINGERPRINT = "{manifest["fingerprint"]}"' in module_map
     assert '"tools/price.py": _lazy("agent.tools.price")' in module_map
     assert "tools/search.py" not in module_map  # provider tools have no runtime loader
+
+
+def test_compile_loads_and_runtime_roots_are_recorded_separately(make_app: AppFactory) -> None:
+    result = compile_agent(make_app(CLOSURE_APP))
+    assert result.manifest is not None
+    node = result.manifest.nodes["__root__"]
+    assert node.compile_loads == ["agent.py", "tools/price.py", "tools/search.py"]
+    assert node.runtime_roots == ["tools/price.py"]
+
+
+def test_a_failing_agent_package_init_is_a_diagnostic(make_app: AppFactory) -> None:
+    root = make_app({"agent/__init__.py": "raise RuntimeError('no init for you')\n"})
+    result = compile_agent(root)
+    assert [(d.code, d.source_path) for d in result.diagnostics.items] == [
+        ("compile/import-failed", "agent/__init__.py"),
+    ]
+    assert "no init for you" in result.diagnostics.items[0].message
+
+
+def test_the_cache_changes_nothing_but_speed(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/tools/weather.py": PYDANTIC_TOOL,
+            "agent/tools/mut.py": CLOSURE_APP["agent/tools/price.py"],
+        }
+    )
+    cold = compile_agent(root)
+    compile_to_disk(root)  # writes .eve/cache/
+    assert (root / ".eve/cache/compile-cache.json").is_file()
+    warm = compile_agent(root, cache=CompileCache.load(root))
+    assert warm.artifacts == cold.artifacts
+    # an edited docstring changes the schema even though the core schema is the same
+    (root / "agent/tools/weather.py").write_text(
+        PYDANTIC_TOOL.replace("class Input(BaseModel):", "class Input(BaseModel):\n    'Where.'")
+    )
+    edited = compile_agent(root, cache=CompileCache.load(root))
+    assert edited.manifest is not None
+    weather = next(t for t in edited.manifest.nodes["__root__"].tools if t.name == "weather")
+    assert weather.input_schema is not None and weather.input_schema["description"] == "Where."
+    (root / ".eve/cache/compile-cache.json").write_text("{not json")
+    assert (
+        compile_agent(root, cache=CompileCache.load(root)).artifacts
+        == compile_agent(root).artifacts
+    )

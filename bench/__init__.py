@@ -1,0 +1,41 @@
+"""eve's benchmarks: each one measures a cost and writes its figures under ``bench/results/``.
+
+Register a benchmark in ``BENCHMARKS`` below; ``python -m bench`` runs them in that order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A named benchmark: ``target`` is ``"module:function"``, called as ``function(quick=...)``.
+
+    The function prints its table, writes ``bench/results/<name>.{json,md}`` unless ``quick``
+    (a smoke run must not overwrite the committed figures) and returns the results.
+
+    The target is a string, imported only when the benchmark runs, so a benchmark that needs
+    heavy optional packages costs nothing when another one is selected with ``--only``.
+    """
+
+    name: str
+    target: str
+    summary: str
+
+
+BENCHMARKS: list[Benchmark] = [
+    Benchmark(
+        name="compile",
+        target="bench.compile_bench:run",
+        summary="compile, --check and resolve over 10/100/1,000 tools vs bare imports",
+    ),
+    Benchmark(
+        name="loop_overhead",
+        target="bench.loop_overhead:run",
+        summary="framework cost per agent step: eve vs pydantic-ai vs openai-agents",
+    ),
+    # Next: Benchmark("durability", "bench.durability:run", "..."),
+]
+
+__all__ = ["BENCHMARKS", "Benchmark"]

@@ -192,6 +192,10 @@ class AgentNode(Base, frozen=True, kw_only=True):
     skills: list[SkillEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
+    #: source ids the compiler imported to read a definition
+    compile_loads: list[str] = []
+    #: source ids the runtime imports directly (their closures are in ``bindings``)
+    runtime_roots: list[str] = []
     bindings: dict[str, ModuleBinding] = {}
 
 

@@ -159,3 +159,33 @@ def test_without_credentials_the_offline_model_runs(make_app: AppFactory) -> Non
     )
     assert "- greet: hi example" in process.stdout
     assert "recompiled" in process.stderr  # it compiled the never-compiled agent first
+
+
+def test_a_provider_error_never_shows_the_key(make_app: AppFactory) -> None:
+    from tests.models.sse_server import ScriptedServer, json_reply
+
+    key = "sk-ant-api03-REAL-LOOKING-SECRET-0123456789"
+    root = make_app(
+        {
+            "agent/agent.py": "from eve import define_agent\ndefault = define_agent(model='anthropic/claude-sonnet-4-5')\n",
+        }
+    )
+    echo = {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": f"invalid x-api-key: {key}"},
+    }
+    with ScriptedServer(json_reply(401, echo)) as server:
+        done = eve_run(
+            root,
+            "hi",
+            "--json",
+            "--session",
+            "s.jsonl",
+            env={"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": server.url},
+        )
+        assert len(server.requests) == 1  # the real SDK really called the server
+    assert done.returncode == 1
+    assert "eve: anthropic: HTTP 401" in done.stderr
+    everything = done.stdout + done.stderr + (root / "s.jsonl").read_text()
+    assert key not in everything and "REAL-LOOKING" not in everything
+    assert "[redacted]" in done.stderr

@@ -1,7 +1,26 @@
-"""eve: a filesystem-first framework for durable AI agents."""
+"""eve: a filesystem-first framework for durable AI agents.
+
+Names load on first use, so the ``eve`` command starts without importing pydantic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from eve._version import __version__
-from eve.authoring.agent import AgentDefinition, define_agent
 from eve.errors import EveError
 
+if TYPE_CHECKING:
+    from eve.authoring.agent import AgentDefinition, define_agent
+
 __all__ = ["AgentDefinition", "EveError", "__version__", "define_agent"]
+
+_LAZY = {"AgentDefinition": "eve.authoring.agent", "define_agent": "eve.authoring.agent"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'eve' has no attribute {name!r}")

@@ -8,11 +8,13 @@ from typing import Any
 
 import click
 
+# name → (module, attribute, one-line help); the help lives here so `eve --help` can list
+# commands without importing them (and pydantic, the compiler, the SDKs behind them).
 _COMMANDS = {
-    "compile": ("eve.cli.compile_command", "compile_command"),
-    "info": ("eve.cli.info_command", "info_command"),
-    "run": ("eve.cli.run_command", "run_command"),
-    "dev": ("eve.cli.dev_command", "dev_command"),
+    "compile": ("eve.cli.compile_command", "compile_command", "Compile agent/ into .eve/."),
+    "dev": ("eve.cli.dev_command", "dev_command", "Talk to the agent in the terminal."),
+    "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
+    "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
 }
 
 
@@ -26,6 +28,11 @@ class _LazyGroup(click.Group):
             return None
         command: click.Command = getattr(importlib.import_module(target[0]), target[1])
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, target[2]) for name, target in sorted(_COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=_LazyGroup)

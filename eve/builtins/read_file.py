@@ -1,0 +1,109 @@
+"""The built-in ``read_file`` tool: show a text file of the workspace, a bounded slice at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+import pydantic
+
+from eve.authoring.context import ToolContext
+from eve.builtins._limits import READ_MAX_BYTES, decode_text, truncation_note
+from eve.builtins.workspace import resolve_in_workspace, workspace_errors
+from eve.tools import define_tool
+
+_CHUNK = 64 * 1024
+
+
+class ReadFileInput(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    path: str = pydantic.Field(description="The file, relative to the workspace.")
+    offset_line: int = pydantic.Field(
+        default=0, ge=0, description="Lines to skip before reading; 0 starts at the top."
+    )
+    max_bytes: int = pydantic.Field(
+        default=READ_MAX_BYTES,
+        ge=1,
+        le=READ_MAX_BYTES,
+        description="At most this many bytes are shown; a note says how to read on.",
+    )
+
+
+def _skip_lines(file: BinaryIO, count: int) -> int:
+    """Move past ``count`` lines, or to the end if there are fewer; how many were passed.
+
+    Reads in chunks so that one huge line is never held whole.
+    """
+    skipped = 0
+    unterminated = False
+    while skipped < count:
+        chunk = file.read(_CHUNK)
+        if not chunk:
+            # A last line without "\n" is still a line.
+            return skipped + unterminated
+        newlines = chunk.count(b"\n")
+        if skipped + newlines < count:
+            skipped += newlines
+            unterminated = not chunk.endswith(b"\n")
+            continue
+        end = -1
+        for _ in range(count - skipped):
+            end = chunk.index(b"\n", end + 1)
+        file.seek(end + 1 - len(chunk), os.SEEK_CUR)
+        return count
+    return skipped
+
+
+def _read(target: Path, path: str, offset_line: int, max_bytes: int) -> str:
+    with workspace_errors(path):
+        mode = target.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(f"{path} is a directory; list it with list_files")
+        if not stat.S_ISREG(mode):
+            # A FIFO or device would block or never end.
+            raise OSError(f"{path} is not a regular file")
+        # O_NOFOLLOW: the path was resolved symlink-free; a link swapped in since is refused.
+        with os.fdopen(os.open(target, os.O_RDONLY | os.O_NOFOLLOW), "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            skipped = _skip_lines(file, offset_line)
+            start = file.tell()
+            data = file.read(max_bytes + 1)
+    if skipped < offset_line:
+        plural = "" if skipped == 1 else "s"
+        raise ValueError(
+            f"offset_line={offset_line} is past the end of {path} ({skipped} line{plural})"
+        )
+    if len(data) <= max_bytes:
+        return decode_text(data, cut=False)
+    window = data[:max_bytes]
+    last_newline = window.rfind(b"\n")
+    if last_newline >= 0:
+        # End on a whole line so offset_line can pick up exactly where this stopped.
+        window = window[: last_newline + 1]
+        next_line = offset_line + window.count(b"\n")
+        hint = f"read on with offset_line={next_line}"
+    else:
+        hint = f"line {offset_line + 1} alone is longer than max_bytes"
+    remaining = max(size - start, len(data))
+    return decode_text(window, cut=True) + truncation_note(len(window), remaining, hint)
+
+
+async def read_file(data: ReadFileInput, ctx: ToolContext) -> str:
+    target = resolve_in_workspace(ctx.workspace, data.path)
+    # Disk reads off the event loop: one process serves every session.
+    return await asyncio.to_thread(_read, target, data.path, data.offset_line, data.max_bytes)
+
+
+default = define_tool(
+    description="""
+        Read a UTF-8 text file in the workspace (invalid bytes show as U+FFFD). Long files are
+        cut at a line boundary with a closing [truncated: ...] note that gives the
+        offset_line to read on from.
+    """,
+    input_schema=ReadFileInput,
+    execute=read_file,
+)

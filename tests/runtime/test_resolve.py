@@ -236,3 +236,17 @@ async def test_resolving_is_concurrent_across_tools(make_app: AppFactory) -> Non
 
     assert EVENTS == ["start 0", "start 1", "start 2", "end 0", "end 1", "end 2"]
     assert [t.description for t in agent.tools] == ["Slow 0.", "Slow 1.", "Slow 2."]
+
+
+def test_loading_the_module_map_imports_no_authored_module(make_app: AppFactory) -> None:
+    import sys
+
+    from eve.runtime import load_module_map
+
+    root = compiled(make_app)
+    for name in [n for n in sys.modules if n == "agent" or n.startswith("agent.")]:
+        del sys.modules[name]
+    module_map = load_module_map(root / MODULE_MAP_PATH)
+    assert not [n for n in sys.modules if n.startswith("agent.")]
+    loader = module_map.loader("__root__", "tools/a_typed.py")
+    assert loader is not None and "agent.tools.a_typed" not in sys.modules

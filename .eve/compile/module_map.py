@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 1
-FINGERPRINT = "sha256:049f5c11e70f200883be54989f0f457de5dab09f80d52a0a41760ad45466655f"
+FINGERPRINT = "sha256:01e41adb2fce6761c0bed00017285838e22740f7d52cc2fd4ec3398ad7a493e3"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -10,9 +10,9 @@ RATES = {"EUR": 1.0, "USD": 1.08, "GBP": 0.86}
 
 
 class ConvertInput(BaseModel):
-    amount: float = Field(gt=0, description="The amount to convert")
+    amount: float = Field(gt=0, description="The amount to convert", examples=[12.5])
     source: Literal["EUR", "USD", "GBP"] = "EUR"
-    target: Literal["EUR", "USD", "GBP"]
+    target: Literal["EUR", "USD", "GBP"] = Field(examples=["USD"])
 
 
 async def convert(data: ConvertInput, ctx: ToolContext) -> dict[str, object]:

@@ -8,7 +8,6 @@ runs the same translator over events already received, for tests and replays.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from anthropic import types as sdk
 from eve.errors import ModelConnectionError, ModelCredentialsMissing
 from eve.messages import Message, ToolResultMessage, UserMessage
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
+from eve.models._streaming import LoopBoundClient, pump
 from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
 from eve.models.events import (
@@ -109,7 +109,7 @@ class AnthropicTranslator:
             return [self._message_stop()]
         return []
 
-    def finish(self) -> None:
+    def finish(self) -> list[ModelEvent]:
         """The stream ended; without message_stop the response is incomplete."""
         if not self._done:
             raise ModelConnectionError(
@@ -117,6 +117,7 @@ class AnthropicTranslator:
                 "(no message_stop); the connection was probably cut off",
                 provider=PROVIDER,
             )
+        return []
 
     def _message_start(self, event: sdk.RawMessageStartEvent) -> list[ModelEvent]:
         if self._started:
@@ -216,7 +217,7 @@ def translate_anthropic_events(events: Iterable[sdk.RawMessageStreamEvent]) -> I
     translator = AnthropicTranslator()
     for event in events:
         yield from translator.feed(event)
-    translator.finish()
+    yield from translator.finish()
 
 
 def anthropic_messages(messages: list[Message]) -> list[sdk.MessageParam]:
@@ -302,8 +303,11 @@ class AnthropicModel:
         self._api_key = key
         self._base_url = base_url
         self._max_retries = max_retries
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopBoundClient(
+            lambda: anthropic.AsyncAnthropic(
+                api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
+            )
+        )
 
     @property
     def model_id(self) -> str:
@@ -317,18 +321,8 @@ class AnthropicModel:
             return
         with self._sdk_errors():
             events = await self._start(request)
-            translator = AnthropicTranslator()
-            try:
-                async for event in events:
-                    if request.signal.cancelled:
-                        return
-                    for out in translator.feed(event):
-                        yield out
-                        if request.signal.cancelled:
-                            return
-                translator.finish()
-            finally:
-                await events.close()
+            async for out in pump(events, AnthropicTranslator(), request.signal):
+                yield out
 
     async def _start(
         self, request: ModelRequest
@@ -348,14 +342,7 @@ class AnthropicModel:
         )
 
     def _sdk(self) -> anthropic.AsyncAnthropic:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            # Pooled connections belong to the event loop that opened them.
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
-            )
-            self._client_loop = loop
-        return self._client
+        return self._clients.get()
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:

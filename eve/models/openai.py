@@ -12,7 +12,6 @@ Chat Completions has no hosted tools, so provider tools are never sent: those de
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -28,6 +27,7 @@ from openai.types.shared import ReasoningEffort
 from eve.errors import ModelConnectionError, ModelCredentialsMissing
 from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
+from eve.models._streaming import LoopBoundClient, pump
 from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
 from eve.models.events import (
@@ -241,8 +241,11 @@ class OpenAIModel:
         self._api_key = key or PLACEHOLDER_KEY
         self._base_url = base_url
         self._max_retries = max_retries
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopBoundClient(
+            lambda: openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
+            )
+        )
 
     @property
     def model_id(self) -> str:
@@ -256,19 +259,8 @@ class OpenAIModel:
             return
         with self._sdk_errors():
             chunks = await self._start(request)
-            translator = OpenAITranslator()
-            try:
-                async for chunk in chunks:
-                    if request.signal.cancelled:
-                        return
-                    for out in translator.feed(chunk):
-                        yield out
-                        if request.signal.cancelled:
-                            return
-                for out in translator.finish():
-                    yield out
-            finally:
-                await chunks.close()
+            async for out in pump(chunks, OpenAITranslator(), request.signal):
+                yield out
 
     async def _start(self, request: ModelRequest) -> openai.AsyncStream[sdk.ChatCompletionChunk]:
         tools = openai_tools(request)
@@ -288,14 +280,7 @@ class OpenAIModel:
         )
 
     def _sdk(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            # Pooled connections belong to the event loop that opened them.
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
-            )
-            self._client_loop = loop
-        return self._client
+        return self._clients.get()
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:

@@ -12,9 +12,23 @@
     │   ├── ManifestVersionError  artifacts written by an incompatible eve
     │   ├── MissingCompiledModuleNamespace
     │   └── InvalidModuleExport   an export is not the definition it should be
-    └── ContextError
-        ├── ContextKeyCollision   same name, different codec presence
-        └── NoActiveContext       state used outside an eve context
+    ├── ContextError
+    │   ├── ContextKeyCollision   same name, different codec presence
+    │   └── NoActiveContext       state used outside an eve context
+    ├── ModelError                a provider call failed (messages are redacted)
+    │   ├── ModelCredentialsMissing, UnknownModel, OfflineScriptError
+    │   ├── ModelProtocolError    the stream broke the provider's protocol
+    │   ├── ModelHTTPError        an error status
+    │   │   ├── ModelAuthError    401/403
+    │   │   └── ModelRateLimited  429
+    │   └── ModelConnectionError  unreachable, or the stream was cut off
+    ├── ToolInputInvalid          a tool call's input fails the schema (the model sees it)
+    ├── WorkspaceViolation        a built-in file tool asked for a path outside its workspace
+    ├── ExecutionError
+    │   └── EmptyModelResponse    neither text nor tool calls
+    └── TranscriptError
+        ├── TranscriptCorrupt     a line that is not a message
+        └── TranscriptWriteFailed an append failed; the run stops
 
 Each class carries the fields a caller needs (paths, names), an ``exit_code`` for the CLI
 and an ``http_status`` for the server, so each edge translates errors in one place.
@@ -216,12 +230,6 @@ class EmptyModelResponse(ExecutionError):
     """The model answered with neither text nor tool calls; nothing was recorded."""
 
     code = "empty_model_response"
-
-
-class ApprovalFailed(ExecutionError):
-    """The approval hook itself raised; the pending calls were closed before re-raising."""
-
-    code = "approval_failed"
 
 
 class TranscriptError(EveError):

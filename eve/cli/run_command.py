@@ -17,7 +17,7 @@ from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.execution.events import SessionEvent
 from eve.execution.loop import RunResult, run_agent
-from eve.execution.tool_calls import ApprovalRequest
+from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
 
 EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": 130}
@@ -32,7 +32,7 @@ def _json_sink(event: SessionEvent) -> None:
     sys.stdout.flush()
 
 
-def approval_hook(auto_yes: bool):  # type: ignore[no-untyped-def]
+def approval_hook(auto_yes: bool) -> ApprovalHook:
     async def approve(request: ApprovalRequest) -> bool:
         if auto_yes:
             return True

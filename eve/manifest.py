@@ -4,8 +4,9 @@ Every JSON file under ``.eve/`` is one of the top-level Structs here, with a ``k
 ``schema_version``. The compiler writes them, the runtime reads them, and neither imports the
 other. Paths inside are relative to the app root, so artifacts are relocatable, and encoding
 is canonical (sorted keys, 2-space indent, trailing newline) so the same sources give the same
-bytes in any directory. Evolve the format by adding defaulted fields and bumping
-``SCHEMA_VERSION`` when an old reader could misread a new file.
+bytes in any directory. Every Struct forbids unknown fields, so any change to the format
+bumps ``SCHEMA_VERSION``: readers check it first and refuse another version with
+``ManifestVersionError`` ("compile with this eve") rather than misreading the file.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import pydantic
 
 from eve._format import pydantic_problems
+from eve.authoring._caller import caller_module
 from eve.errors import AuthoringError
 
 BUILTIN_TOOL_NAMES = ("bash", "list_files", "read_file", "write_file")
@@ -59,6 +60,8 @@ class AgentDefinition:
     """A validated ``define_agent`` call."""
 
     config: AgentConfigModel
+    #: the module whose code made this definition (see the export rule)
+    defined_in: str | None = None
 
 
 def define_agent(**options: Any) -> AgentDefinition:
@@ -70,7 +73,9 @@ def define_agent(**options: Any) -> AgentDefinition:
     Unknown keys are rejected.
     """
     try:
-        return AgentDefinition(config=AgentConfigModel.model_validate(options))
+        return AgentDefinition(
+            config=AgentConfigModel.model_validate(options), defined_in=caller_module()
+        )
     except pydantic.ValidationError as error:
         problems = pydantic_problems(error, top="define_agent")
         raise AuthoringError(f"define_agent: {problems}") from None

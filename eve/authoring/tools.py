@@ -9,6 +9,7 @@ from typing import Any, Literal, get_type_hints, overload
 
 import pydantic
 
+from eve.authoring._caller import caller_module
 from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normalize_approval
 from eve.authoring.context import ToolContext
 from eve.errors import AuthoringError
@@ -48,6 +49,9 @@ class ToolDefinition:
     available_in_subagents: bool = True
     ends_turn: bool = False
     provider: ProviderSpec | None = None
+    #: the module whose code made this definition; a module that merely imports one does
+    #: not count it as its own (see the export rule)
+    defined_in: str | None = None
 
     def json_schema(self) -> dict[str, Any] | None:
         """The input schema as the model sees it."""
@@ -113,6 +117,7 @@ def define_tool(
         raise AuthoringError("define_tool(execute=...) must be a function")
     return _local_tool(
         "dispatch",
+        defined_in=caller_module(),
         description=_require_description(description, "define_tool"),
         input_schema=input_schema,
         output_schema=output_schema,
@@ -140,6 +145,7 @@ def define_workflow_tool(
         raise AuthoringError("define_workflow_tool(run=...) must be a function")
     return _local_tool(
         "workflow-tool",
+        defined_in=caller_module(),
         description=_require_description(description, "define_workflow_tool"),
         input_schema=input_schema,
         output_schema=output_schema,
@@ -192,6 +198,7 @@ def provider_tool(
         input_json_schema=None,
         provider=ProviderSpec(provider=provider, type=type, config=dict(config or {})),
         available_in_subagents=available_in_subagents,
+        defined_in=caller_module(),
     )
 
 
@@ -300,6 +307,7 @@ def tool(
             deferred=deferred,
             available_in_subagents=available_in_subagents,
             ends_turn=ends_turn,
+            defined_in=function.__module__,
         )
 
     return build if fn is None else build(fn)

@@ -10,6 +10,7 @@ import msgspec
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.compiler import check_artifacts
+from eve.errors import StaleArtifacts
 from eve.manifest import (
     DIAGNOSTICS_PATH,
     DISCOVERY_MANIFEST_PATH,
@@ -97,7 +98,12 @@ def gather_info(ctx: click.Context) -> AgentInfo:
     root = app_root_of(ctx)
     manifest = read_manifest(root / MANIFEST_PATH)
     report = check_artifacts(root)
-    diagnostics = decode((root / DIAGNOSTICS_PATH).read_bytes(), DiagnosticsFile).diagnostics
+    try:
+        diagnostics = decode((root / DIAGNOSTICS_PATH).read_bytes(), DiagnosticsFile).diagnostics
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise StaleArtifacts(
+            f"{DIAGNOSTICS_PATH} is missing or unreadable ({error}): run `eve compile`"
+        ) from error
     return AgentInfo(
         status="fresh" if report.fresh else "stale",
         stale_sources=sorted({*report.added, *report.removed, *report.changed}),

@@ -55,8 +55,9 @@ def _tampered(app_root: Path, metadata: CompileMetadata, report: CheckReport) ->
             report.problems.append(f"{rel} was changed after it was compiled")
 
 
-def check_artifacts(app_root: Path) -> CheckReport:
+def check_artifacts(app_root: Path | str) -> CheckReport:
     """Compare the recorded source hashes with the files on disk, and the artifacts' own."""
+    app_root = Path(app_root)
     report = CheckReport()
     metadata = _read(app_root, METADATA_PATH, CompileMetadata, report)
     recorded = _read(app_root, DISCOVERY_MANIFEST_PATH, DiscoveryManifest, report)

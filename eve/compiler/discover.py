@@ -225,10 +225,10 @@ class _Walker:
                     source_path=rel,
                     node_id=node.node_id,
                 )
-            elif stem.startswith("eve"):
+            elif stem == "eve" or stem.startswith("eve_"):
                 self.sink.error(
                     "discover/tool-name-reserved",
-                    f"tool names starting with 'eve' are reserved for built-ins; rename {rel}",
+                    f"tool names 'eve' and 'eve_…' are reserved for built-ins; rename {rel}",
                     source_path=rel,
                     node_id=node.node_id,
                 )

@@ -141,16 +141,19 @@ def find_definition(module: Any, expected: type, path: str) -> LoadedDefinition:
             return LoadedDefinition(value=produced, export_name="default", factory=True)
         _check_kind(value, expected, path, "`default`")
         return LoadedDefinition(value=value, export_name="default", factory=False)
-    candidates = [
+    found = [
         (name, value)
         for name, value in vars(module).items()
         if isinstance(value, DEFINITION_TYPES) and not name.startswith("_")
     ]
+    # A definition imported from elsewhere is not this module's own unless it is all it has.
+    own = [(n, v) for n, v in found if getattr(v, "defined_in", None) == module.__name__]
+    candidates = own or found
     if not candidates:
         raise LoadFailure(
             "compile/export-missing",
-            f"{path} defines no {_KIND_NAMES[expected]}: assign one at module level or to "
-            "`default`",
+            f"{path} defines nothing: it must define {_KIND_NAMES[expected]}, at module level "
+            "or as `default`",
             path=path,
         )
     if len(candidates) > 1:

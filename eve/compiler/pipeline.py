@@ -243,11 +243,12 @@ def _check_cycles(graph: ModuleGraph, sink: DiagnosticSink) -> None:
         )
 
 
-def compile_agent(app_root: Path, *, cache: CompileCache | None = None) -> CompileResult:
+def compile_agent(app_root: Path | str, *, cache: CompileCache | None = None) -> CompileResult:
     """Compile ``app_root/agent`` in memory; errors are in ``diagnostics``, never raised.
 
     ``cache`` lets unchanged sources and schemas skip their work (see ``compiler.cache``).
     """
+    app_root = Path(app_root)
     sink = DiagnosticSink()
     discovery = discover(app_root, sink)
     if not discovery.nodes:
@@ -295,8 +296,9 @@ def render_artifacts(
     return artifacts
 
 
-def compile_to_disk(app_root: Path, *, use_cache: bool = True) -> CompileResult:
+def compile_to_disk(app_root: Path | str, *, use_cache: bool = True) -> CompileResult:
     """Compile and write the artifacts; raise ``CompileFailed`` (with diagnostics) on errors."""
+    app_root = Path(app_root)
     cache = CompileCache.load(app_root) if use_cache else None
     result = compile_agent(app_root, cache=cache)
     if cache is not None:

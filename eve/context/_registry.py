@@ -27,7 +27,7 @@ def _home() -> types.ModuleType:
 
 
 def registered_keys() -> dict[str, Any]:
-    """name → the first ContextKey registered under it (shared across eve copies)."""
+    """name → the latest ContextKey registered under it (shared across eve copies)."""
     keys: dict[str, Any] = getattr(_home(), "keys")  # noqa: B009
     return keys
 

@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from eve.context._registry import registered_keys
 from eve.context.active import require_context
-from eve.errors import ContextKeyCollision
+from eve.errors import AuthoringError, ContextKeyCollision
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ class ContextKey(Generic[T]):
 
     def __init__(self, name: str, *, codec: Codec[T] | None = None) -> None:
         if not name:
-            raise ValueError("ContextKey needs a name")
+            raise AuthoringError("ContextKey needs a name")
         self.name = name
         self.codec = codec
         keys = registered_keys()

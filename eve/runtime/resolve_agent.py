@@ -28,7 +28,8 @@ def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> 
 async def resolve_agent(
     manifest: CompiledManifest, module_map: ModuleMap, node_id: str | None = None
 ) -> ResolvedAgent:
-    """Resolve one node; kinds resolve concurrently, each kind keeps manifest order."""
+    """Resolve one node: tools concurrently (their factories may await), in manifest order;
+    skills are metadata and pass through as declared."""
     check_artifacts_match(manifest, module_map)
     node_key = node_id or ROOT_NODE_ID
     node = manifest.nodes.get(node_key)

@@ -103,3 +103,14 @@ def test_info_without_artifacts_says_what_to_do(make_app: AppFactory) -> None:
     result = CliRunner().invoke(main, ["-C", str(make_app()), "info"])
     assert result.exit_code == 1
     assert "run `eve compile`" in result.output
+
+
+def test_info_with_a_missing_diagnostics_file_says_what_to_do(make_app: AppFactory) -> None:
+    root = make_app({"agent/tools/greet.py": TOOL})
+    runner = CliRunner()
+    assert runner.invoke(main, ["-C", str(root), "compile"]).exit_code == 0
+    (root / ".eve/discovery/diagnostics.json").unlink()
+    result = runner.invoke(main, ["-C", str(root), "info"])
+    assert result.exit_code == 1
+    assert "diagnostics.json is missing or unreadable" in result.output
+    assert "run `eve compile`" in result.output

@@ -451,3 +451,17 @@ def test_the_cache_changes_nothing_but_speed(make_app: AppFactory) -> None:
         compile_agent(root, cache=CompileCache.load(root)).artifacts
         == compile_agent(root).artifacts
     )
+
+
+def test_an_imported_definition_is_not_a_second_candidate(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/lib/shared.py": "from eve.tools import define_tool\nhelper = define_tool(description='Shared.', execute=print)\n",
+            "agent/tools/own.py": "from agent.lib.shared import helper\nfrom eve.tools import define_tool\n"
+            "mine = define_tool(description='Mine.', execute=print)\n",
+            "agent/tools/reexport.py": "from agent.lib.shared import helper\n",
+        }
+    )
+    tools = tools_of(root)
+    assert (tools["own"].export_name, tools["own"].description) == ("mine", "Mine.")
+    assert (tools["reexport"].export_name, tools["reexport"].description) == ("helper", "Shared.")

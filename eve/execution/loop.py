@@ -14,6 +14,7 @@ from typing import Literal
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
+from eve.execution.checkpoints import Inline, ModelResponse, StepRecorder
 from eve.execution.events import EventEmitter, EventSink
 from eve.execution.tool_calls import (
     ABORTED_BEFORE_EXECUTION,
@@ -29,7 +30,6 @@ from eve.models.base import ModelClient, ModelRequest, ProviderToolDeclaration, 
 from eve.models.events import (
     Done,
     ReasoningDelta,
-    StopReason,
     TextDelta,
     TokenUsage,
     ToolCallDelta,
@@ -73,6 +73,7 @@ class _Turn:
     transcript: TranscriptWriter | None
     turn_id: str
     context_budget_tokens: int | None
+    recorder: StepRecorder
     usage: TokenUsage = field(default_factory=TokenUsage)
 
     def record(self, message: Message) -> None:
@@ -109,7 +110,7 @@ class _Turn:
             signal=self.signal,
         )
 
-    async def stream(self, step: int) -> tuple[str, list[ToolCall], StopReason]:
+    async def stream(self, step: int) -> ModelResponse:
         text: list[str] = []
         calls: list[ToolCall] = []
         done: Done | None = None
@@ -133,8 +134,9 @@ class _Turn:
             raise ModelProtocolError(
                 f"{self.client.model_id}: the stream ended without a done event"
             )
-        self.usage = self.usage + done.usage
-        return "".join(text), calls, done.stop_reason
+        return ModelResponse(
+            text="".join(text), tool_calls=calls, finish_reason=done.stop_reason, usage=done.usage
+        )
 
     async def emit(self, type: str, step: int | None = None, **data: object) -> None:
         extra = {} if step is None else {"step_index": step}
@@ -148,7 +150,11 @@ class _Turn:
                 self.close(calls[position:], ABORTED_BEFORE_EXECUTION)
                 raise _Aborted
             try:
-                result = await self.runner.run(call, step)
+                result = await self.recorder.tool_outcome(
+                    step,
+                    call,
+                    lambda call=call: self.runner.run(call, step),  # type: ignore[misc]
+                )
             except BaseException as error:
                 self.close(calls[position:], f"not run: approval failed ({type(error).__name__})")
                 raise
@@ -174,7 +180,10 @@ class _Turn:
     async def step(self, step: int) -> bool:
         """One model call and its tool calls; True when the turn is complete."""
         await self.emit("step.started", step)
-        text, calls, finish = await self.stream(step)
+        response = await self.recorder.model_response(step, lambda: self.stream(step))
+        self.check()
+        self.usage = self.usage + response.usage
+        text, calls, finish = response.text, response.tool_calls, response.finish_reason
         if not text and not calls:
             raise EmptyModelResponse(
                 f"{self.client.model_id} answered with neither text nor tool calls "
@@ -219,6 +228,7 @@ async def run_agent(
     approved_once: set[str] | None = None,
     emitter: EventEmitter | None = None,
     context: EveContext | None = None,
+    recorder: StepRecorder | None = None,
 ) -> RunResult:
     """Run one turn and return how it stopped, the whole history and the tokens used.
 
@@ -226,6 +236,7 @@ async def run_agent(
     ``is_error`` results the model sees; an approval hook that raises closes the pending calls
     and re-raises; cancellation through ``signal`` stops with ``aborted``. Tools run inside
     ``context`` (a fresh one for ``session_id`` if not given), where ``define_state`` lives.
+    ``recorder`` is the durability seam (see ``execution.checkpoints``); inline by default.
     """
     signal = signal or CancelSignal()
     emitter = emitter or EventEmitter(on_event, session_id=session_id)
@@ -249,6 +260,7 @@ async def run_agent(
         transcript=TranscriptWriter(transcript) if transcript else None,
         turn_id=turn_id,
         context_budget_tokens=context_budget_tokens,
+        recorder=recorder or Inline(),
     )
     with use_context(context or EveContext(session_id=session_id)):
         return await _run(turn, user_message, max_turns)

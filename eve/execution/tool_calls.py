@@ -38,8 +38,9 @@ class ApprovalRequest:
 ApprovalHook = Callable[[ApprovalRequest], Awaitable[bool] | bool]
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallOutcome:
+class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call's result as the loop records it (a Struct, so recorders can store it)."""
+
     result: ToolResultMessage
     status: ResultStatus
     ends_turn: bool = False

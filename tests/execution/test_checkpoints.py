@@ -1,0 +1,110 @@
+"""The durability seam: a recorder that replays recorded steps re-runs neither model nor tool."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import pytest
+from pydantic import BaseModel
+
+from eve.execution.checkpoints import ModelResponse
+from eve.execution.loop import run_agent
+from eve.execution.tool_calls import CallOutcome
+from eve.messages import ToolCall
+from eve.models.function import FunctionModel
+from eve.tools import define_tool
+from tests.execution.helpers import Script, calls, live, text
+
+
+class Item(BaseModel):
+    item: str
+
+
+class JsonRecorder:
+    """Stores each value as JSON bytes, as a durable store would; replays what it has."""
+
+    def __init__(self, log: dict[str, bytes] | None = None) -> None:
+        self.log = log if log is not None else {}
+        self.produced: list[str] = []
+
+    async def _get(self, key: str, kind: type[Any], produce: Callable[[], Awaitable[Any]]) -> Any:
+        if key in self.log:
+            return msgspec.json.decode(self.log[key], type=kind)
+        value = await produce()
+        self.produced.append(key)
+        self.log[key] = msgspec.json.encode(value)
+        return value
+
+    async def model_response(
+        self, step: int, produce: Callable[[], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        return await self._get(f"model:{step}", ModelResponse, produce)  # type: ignore[no-any-return]
+
+    async def tool_outcome(
+        self, step: int, call: ToolCall, produce: Callable[[], Awaitable[CallOutcome]]
+    ) -> CallOutcome:
+        return await self._get(f"tool:{step}:{call.id}", CallOutcome, produce)  # type: ignore[no-any-return]
+
+
+async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:
+    runs: list[str] = []
+    tool = live(
+        "note",
+        define_tool(
+            description="N.",
+            input_schema=Item,
+            execute=lambda d, c: runs.append(d.item) or f"noted {d.item}",
+        ),
+    )
+    first = JsonRecorder()
+    result = await run_agent(
+        client=FunctionModel(Script(calls(("note", {"item": "a"})), text("done"))),
+        system="s",
+        tools=[tool],
+        user_message="go",
+        recorder=first,
+    )
+    assert first.produced == ["model:0", "tool:0:c0", "model:1"]
+
+    def no_model(request: object) -> list[Any]:
+        raise AssertionError("a recorded step asked the model again")
+
+    again = JsonRecorder(dict(first.log))
+    replayed = await run_agent(
+        client=FunctionModel(no_model), system="s", tools=[tool], user_message="go", recorder=again
+    )
+    assert again.produced == []
+    assert runs == ["a"]  # the tool ran exactly once across both runs
+    assert replayed.messages == result.messages and replayed.usage == result.usage
+
+
+async def test_a_crash_after_the_tool_resumes_at_the_next_model_call() -> None:
+    runs: list[str] = []
+    tool = live(
+        "note",
+        define_tool(
+            description="N.", input_schema=Item, execute=lambda d, c: runs.append(d.item) or "ok"
+        ),
+    )
+    crashed = JsonRecorder()
+
+    def crash_on_second(request: object) -> list[Any]:
+        if len(model.requests) == 2:
+            raise RuntimeError("process died")
+        return calls(("note", {"item": "a"}))
+
+    model = FunctionModel(crash_on_second)
+    with pytest.raises(RuntimeError, match="process died"):
+        await run_agent(client=model, system="s", tools=[tool], user_message="go", recorder=crashed)
+    resumed = JsonRecorder(dict(crashed.log))
+    result = await run_agent(
+        client=FunctionModel(Script(text("finished"))),
+        system="s",
+        tools=[tool],
+        user_message="go",
+        recorder=resumed,
+    )
+    assert resumed.produced == ["model:1"]
+    assert runs == ["a"] and result.final_text == "finished"

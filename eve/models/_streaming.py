@@ -1,16 +1,20 @@
-"""What both SDK adapters share: one SDK client per event loop, and the stream pump.
+"""What both SDK adapters share: ``SDKModel``, one SDK client per event loop, the pump.
 
 The pump feeds each SDK item to a provider translator and yields eve events, stopping as
-soon as the turn's cancel signal is set and always closing the SDK stream.
+soon as the turn's cancel signal is set and always closing the SDK stream. A provider
+adapter subclasses ``SDKModel`` and supplies only what differs: how to make its SDK client,
+how to start a stream, its translator and how its SDK's exceptions map to eve's.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any, Generic, Protocol, TypeVar
 
 from eve.cancellation import CancelSignal
+from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent
 
 C = TypeVar("C")
@@ -63,3 +67,46 @@ async def pump(
             yield out
     finally:
         await stream.close()
+
+
+class SDKModel(Generic[C]):
+    """A ``ModelClient`` on a provider SDK; ``provider`` prefixes ``model_id``."""
+
+    provider: str
+
+    def __init__(self, model: str, *, api_key: str, base_url: str | None, max_retries: int):
+        self._model = model
+        self._api_key = api_key
+        self._base_url = base_url
+        self._max_retries = max_retries
+        self._clients: LoopBoundClient[C] = LoopBoundClient(self._new_client)
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.provider}/{self._model}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model!r}, base_url={self._base_url!r})"
+
+    def _sdk(self) -> C:
+        return self._clients.get()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.signal.cancelled:
+            return
+        with self._sdk_errors():
+            items = await self._start(request)
+            async for out in pump(items, self._translator(), request.signal):
+                yield out
+
+    def _new_client(self) -> C:
+        raise NotImplementedError
+
+    async def _start(self, request: ModelRequest) -> ClosableStream:
+        raise NotImplementedError
+
+    def _translator(self) -> Translator[Any]:
+        raise NotImplementedError
+
+    def _sdk_errors(self) -> AbstractContextManager[None]:
+        raise NotImplementedError

@@ -9,7 +9,7 @@ runs the same translator over events already received, for tests and replays.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
@@ -21,7 +21,7 @@ from anthropic import types as sdk
 from eve.errors import ModelConnectionError, ModelCredentialsMissing
 from eve.messages import Message, ToolResultMessage, UserMessage
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
-from eve.models._streaming import LoopBoundClient, pump
+from eve.models._streaming import SDKModel
 from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
 from eve.models.events import (
@@ -282,8 +282,10 @@ def _thinking_budget(reasoning: str | None) -> int | None:
     return _THINKING_BUDGETS.get(reasoning, _THINKING_BUDGETS["medium"])
 
 
-class AnthropicModel:
+class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
     """A ``ModelClient`` for ``anthropic/<model>``."""
+
+    provider = PROVIDER
 
     def __init__(
         self,
@@ -299,30 +301,15 @@ class AnthropicModel:
                 f"{API_KEY_ENV} is not set: export it (or pass api_key=) to use {PROVIDER}/{model}",
                 variable=API_KEY_ENV,
             )
-        self._model = model
-        self._api_key = key
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._clients = LoopBoundClient(
-            lambda: anthropic.AsyncAnthropic(
-                api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
-            )
+        super().__init__(model, api_key=key, base_url=base_url, max_retries=max_retries)
+
+    def _new_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
         )
 
-    @property
-    def model_id(self) -> str:
-        return f"{PROVIDER}/{self._model}"
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self._model!r})"
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if request.signal.cancelled:
-            return
-        with self._sdk_errors():
-            events = await self._start(request)
-            async for out in pump(events, AnthropicTranslator(), request.signal):
-                yield out
+    def _translator(self) -> AnthropicTranslator:
+        return AnthropicTranslator()
 
     async def _start(
         self, request: ModelRequest
@@ -340,9 +327,6 @@ class AnthropicModel:
             else anthropic.omit,
             stream=True,
         )
-
-    def _sdk(self) -> anthropic.AsyncAnthropic:
-        return self._clients.get()
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:

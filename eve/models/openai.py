@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
@@ -27,7 +27,7 @@ from openai.types.shared import ReasoningEffort
 from eve.errors import ModelConnectionError, ModelCredentialsMissing
 from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
-from eve.models._streaming import LoopBoundClient, pump
+from eve.models._streaming import SDKModel
 from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
 from eve.models.events import (
@@ -217,8 +217,10 @@ def is_official(base_url: str | None) -> bool:
     return base_url is None or urlsplit(base_url).hostname == OFFICIAL_HOST
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
     """A ``ModelClient`` for ``openai/<model>`` or any OpenAI-compatible server."""
+
+    provider = PROVIDER
 
     def __init__(
         self,
@@ -237,30 +239,17 @@ class OpenAIModel:
                 f"{PROVIDER}/{model}, or set {BASE_URL_ENV} for a server that needs no key",
                 variable=API_KEY_ENV,
             )
-        self._model = model
-        self._api_key = key or PLACEHOLDER_KEY
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._clients = LoopBoundClient(
-            lambda: openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
-            )
+        super().__init__(
+            model, api_key=key or PLACEHOLDER_KEY, base_url=base_url, max_retries=max_retries
         )
 
-    @property
-    def model_id(self) -> str:
-        return f"{PROVIDER}/{self._model}"
+    def _new_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
+        )
 
-    def __repr__(self) -> str:
-        return f"OpenAIModel({self._model!r}, base_url={self._base_url!r})"
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if request.signal.cancelled:
-            return
-        with self._sdk_errors():
-            chunks = await self._start(request)
-            async for out in pump(chunks, OpenAITranslator(), request.signal):
-                yield out
+    def _translator(self) -> OpenAITranslator:
+        return OpenAITranslator()
 
     async def _start(self, request: ModelRequest) -> openai.AsyncStream[sdk.ChatCompletionChunk]:
         tools = openai_tools(request)
@@ -278,9 +267,6 @@ class OpenAIModel:
             stream=True,
             stream_options={"include_usage": True},
         )
-
-    def _sdk(self) -> openai.AsyncOpenAI:
-        return self._clients.get()
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -50,3 +51,11 @@ def _isolate_authored_modules() -> Iterator[None]:
     for name in [n for n in sys.modules if n == "agent" or n.startswith("agent.")]:
         del sys.modules[name]
     sys.path[:] = path_before
+
+
+def wait_for_file(path: Path, *, timeout: float = 30.0) -> None:
+    """Block until ``path`` exists (a subprocess reached a point), failing after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import AppFactory
+from tests.conftest import AppFactory, wait_for_file
 
 APP = {
     "agent/agent.py": "from eve import define_agent\ndefault = define_agent(model='offline/test')\n",
@@ -110,10 +110,7 @@ def test_ctrl_c_cancels_the_turn_but_not_the_session(make_app: AppFactory) -> No
     process = start(root)
     read_until(process, "you › ")
     send(process, "sleep")
-    deadline = time.monotonic() + 30
-    while not (root / "nap.started").exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_file(root / "nap.started")
     process.send_signal(signal.SIGINT)
     read_until(process, "you › ")  # back at the prompt: the session survived
     send(process, "/exit")

@@ -7,10 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.conftest import AppFactory
+from tests.conftest import AppFactory, wait_for_file
 
 SCRIPTED = {
     "agent/agent.py": """
@@ -109,10 +108,7 @@ def test_sigint_during_a_slow_tool_cancels_and_exits_130(make_app: AppFactory) -
         ],
     )
     process = eve_process(root, "run", "go", "--session", "s.jsonl")
-    deadline = time.monotonic() + 30
-    while not (root / "tool.started").exists():
-        assert time.monotonic() < deadline, "the tool never started"
-        time.sleep(0.05)
+    wait_for_file(root / "tool.started")
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err

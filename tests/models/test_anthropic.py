@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -35,12 +34,6 @@ from tests.models.sse_server import ScriptedServer, anthropic_sse, json_reply
 
 KEY = "sk-ant-test-SECRET-1234567890"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as running:
-        yield running
 
 
 def model(server: ScriptedServer, key: str = KEY) -> AnthropicModel:

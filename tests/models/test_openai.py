@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -36,12 +35,6 @@ from tests.models.sse_server import ScriptedServer, json_reply, openai_sse
 
 KEY = "sk-test-SECRET-1234567890"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as running:
-        yield running
 
 
 def model(server: ScriptedServer, key: str | None = KEY) -> OpenAIModel:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 import msgspec
@@ -58,17 +60,20 @@ def install_interrupt(cancel: CancelSignal) -> None:
     loop.add_signal_handler(signal.SIGINT, interrupted)
 
 
-async def _run(
-    app_root: Path,
-    prompt: str,
-    *,
-    model: str | None,
-    session: Path | None,
-    max_turns: int | None,
-    as_json: bool,
-    yes: bool,
-) -> int:
-    setup = await prepare(app_root, model=model, max_turns=max_turns)
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """The options of ``eve run``, as click parsed them."""
+
+    model: str | None
+    session: Path | None
+    max_turns: int | None
+    as_json: bool
+    yes: bool
+
+
+async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
+    model, session, as_json = options.model, options.session, options.as_json
+    setup = await prepare(app_root, model=model, max_turns=options.max_turns)
     cancel = CancelSignal()
     install_interrupt(cancel)
     renderer = ConsoleRenderer(stream_text=False)
@@ -79,7 +84,7 @@ async def _run(
         user_message=prompt,
         messages=load_transcript(session) if session else (),
         max_turns=setup.max_turns,
-        approve=approval_hook(yes),
+        approve=approval_hook(options.yes),
         signal=cancel,
         transcript=session,
         on_event=_json_sink if as_json else renderer,
@@ -108,25 +113,6 @@ async def _run(
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
 @click.pass_context
 @translate_errors
-def run_command(
-    ctx: click.Context,
-    prompt: str,
-    model: str | None,
-    session: Path | None,
-    max_turns: int | None,
-    as_json: bool,
-    yes: bool,
-) -> None:
+def run_command(ctx: click.Context, /, prompt: str, **options: Any) -> None:
     """Run one turn of the agent and print its answer."""
-    code = asyncio.run(
-        _run(
-            app_root_of(ctx),
-            prompt,
-            model=model,
-            session=session,
-            max_turns=max_turns,
-            as_json=as_json,
-            yes=yes,
-        )
-    )
-    raise SystemExit(code)
+    raise SystemExit(asyncio.run(_run(app_root_of(ctx), prompt, RunOptions(**options))))

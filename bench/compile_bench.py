@@ -22,8 +22,6 @@ import asyncio
 import gc
 import importlib
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -34,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench._machine import machine_info
 from eve._version import __version__
 from eve.compiler import check_artifacts, compile_agent, compile_to_disk
 from eve.compiler.cache import CompileCache
@@ -274,18 +273,6 @@ def evaluate_targets(by_size: dict[int, dict[str, Any]]) -> list[dict[str, Any]]
             "met": ratio <= COMPILE_RATIO_LIMIT,
         },
     ]
-
-
-def machine_info() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        # Other work on the machine moves every figure; the load says how quiet it was.
-        "load_average_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-    }
 
 
 def git_commit() -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import platform
 import statistics
 import sys
 import time
@@ -24,6 +23,8 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from bench._machine import machine_info
 
 STEPS = 50
 TOOL_CALLS = STEPS - 1
@@ -276,10 +277,7 @@ def _ratios(frameworks: dict[str, dict[str, float]]) -> dict[str, dict[str, floa
 
 def _environment() -> dict[str, Any]:
     return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
+        **machine_info(),
         "packages": {name: version(name) for name in PACKAGES},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }

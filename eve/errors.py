@@ -26,9 +26,16 @@
     ├── WorkspaceViolation        a built-in file tool asked for a path outside its workspace
     ├── ExecutionError
     │   └── EmptyModelResponse    neither text nor tool calls
-    └── TranscriptError
-        ├── TranscriptCorrupt     a line that is not a message
-        └── TranscriptWriteFailed an append failed; the run stops
+    ├── TranscriptError
+    │   ├── TranscriptCorrupt     a line that is not a message
+    │   └── TranscriptWriteFailed an append failed; the run stops
+    └── SessionError
+        ├── SessionNotFound       no session has this id
+        ├── SessionNotActive      the session ended (timeout, token budget)
+        ├── InputRequestNotPending an answer to a request that is not waiting
+        ├── MessageTooLong        a message over the configured length
+        ├── DatabaseUnavailable   the session database cannot be opened
+        └── ServerConfigError     eve serve cannot start as configured
 
 Each class carries the fields a caller needs (paths, names), an ``exit_code`` for the CLI
 and an ``http_status`` for the server, so each edge translates errors in one place.
@@ -254,3 +261,52 @@ class OfflineScriptError(ModelError):
     """An ``offline/script:`` file is missing, malformed or has no response left."""
 
     code = "offline_script_error"
+
+
+class SessionError(EveError):
+    """A durable-session operation could not be done."""
+
+    code = "session_error"
+    http_status = 409
+
+
+class SessionNotFound(SessionError):
+    """No session has this id (``session_id`` says which)."""
+
+    code = "session_not_found"
+    http_status = 404
+
+
+class SessionNotActive(SessionError):
+    """The session ended (``reason`` says why); start a new session to go on."""
+
+    code = "session_not_active"
+    http_status = 409
+
+
+class InputRequestNotPending(SessionError):
+    """An input response names a request that is not waiting in this session."""
+
+    code = "input_request_not_pending"
+    http_status = 409
+
+
+class DatabaseUnavailable(SessionError):
+    """The session database could not be opened or reached; the URL is never shown."""
+
+    code = "database_unavailable"
+    http_status = 503
+
+
+class ServerConfigError(SessionError):
+    """``eve serve`` refuses to start as configured (e.g. public bind without a token)."""
+
+    code = "server_config_error"
+    exit_code = 2
+
+
+class MessageTooLong(SessionError):
+    """A message is longer than the server accepts (``limit`` characters)."""
+
+    code = "message_too_long"
+    http_status = 413

@@ -179,6 +179,7 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     model_context_window_tokens: int | None = None
     builtin_tools: list[str] = []
     workspace: str | None = None
+    database_url_env: str | None = None
 
 
 class AgentNode(Base, frozen=True, kw_only=True):

@@ -24,9 +24,9 @@ from typing import Any
 import msgspec
 import pytest
 
-import eve.cli.info_command
 import eve.errors
 import eve.manifest
+import eve.runtime.info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
@@ -326,10 +326,10 @@ def test_every_info_json_field_is_documented() -> None:
     cli_md = (DOCS / "cli.md").read_text(encoding="utf-8")
     structs = [
         value
-        for value in vars(eve.cli.info_command).values()
+        for value in vars(eve.runtime.info).values()
         if isinstance(value, type)
         and issubclass(value, msgspec.Struct)
-        and value.__module__ == "eve.cli.info_command"
+        and value.__module__ == "eve.runtime.info"
     ]
     assert {s.__name__ for s in structs} >= {"AgentInfo", "NodeInfo", "ToolInfo"}
     for cls in structs:

@@ -43,6 +43,9 @@ class AgentConfigModel(_Strict):
     model_context_window_tokens: int | None = pydantic.Field(default=None, ge=1)
     builtin_tools: tuple[Literal["bash", "list_files", "read_file", "write_file"], ...] = ()
     workspace: str | None = None
+    #: the environment variable holding the PostgreSQL URL (default ``EVE_DATABASE_URL``);
+    #: a name, never the URL itself, so no password lands in agent.py or the artifacts
+    database_url_env: str | None = pydantic.Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
 
     @pydantic.field_validator("model")
     @classmethod
@@ -69,7 +72,8 @@ def define_agent(**options: Any) -> AgentDefinition:
 
     Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``), ``description``
     (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
-    ``compaction``, ``model_context_window_tokens``, ``builtin_tools`` and ``workspace``.
+    ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``workspace`` and
+    ``database_url_env``.
     Unknown keys are rejected.
     """
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -11,9 +10,9 @@ import click
 from eve.compiler import check_artifacts, compile_to_disk
 from eve.compiler.diagnostics import format_diagnostic
 from eve.errors import CompileFailed
-from eve.models.base import ModelClient
+from eve.execution.setup import AgentSetup
 from eve.models.registry import choose_model, create_client
-from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from eve.runtime import load_compiled_agent, resolve_agent
 
 DEFAULT_MAX_TURNS = 10
 
@@ -32,15 +31,6 @@ def ensure_compiled(app_root: Path) -> bool:
     return True
 
 
-@dataclass(frozen=True, kw_only=True)
-class AgentSetup:
-    agent: ResolvedAgent
-    client: ModelClient
-    max_turns: int
-    workspace: Path
-    context_budget_tokens: int | None
-
-
 async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -> AgentSetup:
     """Compile if needed, resolve the root agent and pick its model client."""
     if ensure_compiled(app_root):
@@ -57,6 +47,7 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
     window = agent.config.model_context_window_tokens
     return AgentSetup(
         agent=agent,
+        fingerprint=loaded.manifest.fingerprint,
         client=client,
         max_turns=max_turns or agent.config.limits.max_turns or DEFAULT_MAX_TURNS,
         workspace=(app_root / agent.config.workspace) if agent.config.workspace else app_root,

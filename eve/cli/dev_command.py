@@ -11,12 +11,13 @@ import click
 from prompt_toolkit import PromptSession
 
 from eve.cancellation import CancelSignal
-from eve.cli.agent_setup import AgentSetup, ensure_compiled, prepare
+from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.context.active import EveContext
 from eve.errors import EveError
+from eve.execution.setup import AgentSetup
 from eve.execution.loop import run_agent
 from eve.execution.tool_calls import ApprovalRequest
 from eve.messages import Message

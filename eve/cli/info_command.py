@@ -2,125 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 import click
 import msgspec
 
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
-from eve.compiler import check_artifacts
-from eve.errors import StaleArtifacts
-from eve.manifest import (
-    DIAGNOSTICS_PATH,
-    DISCOVERY_MANIFEST_PATH,
-    MANIFEST_PATH,
-    METADATA_PATH,
-    MODULE_MAP_PATH,
-    ROOT_NODE_ID,
-    AgentNode,
-    DiagnosticsFile,
-    decode,
-)
-from eve.runtime.load import read_manifest
-
-
-class ToolInfo(msgspec.Struct, kw_only=True):
-    name: str
-    description: str
-    handling: str
-    has_execute: bool
-    approval: str
-    deferred: bool
-    input_schema: dict[str, Any] | None
-
-
-class SkillInfo(msgspec.Struct, kw_only=True):
-    name: str
-    description: str
-
-
-class NodeInfo(msgspec.Struct, kw_only=True):
-    #: "" for the root agent, else the subagent path (``researcher/reviewer``)
-    path: str
-    node_id: str
-    model: str | None
-    description: str | None
-    instructions_path: str | None
-    tools: list[ToolInfo]
-    skills: list[SkillInfo]
-    subagents: list[str]
-
-
-class DiagnosticCounts(msgspec.Struct, kw_only=True):
-    errors: int
-    warnings: int
-
-
-class AgentInfo(msgspec.Struct, kw_only=True):
-    """The stable ``eve info --json`` document (see docs/cli.md)."""
-
-    kind: Literal["eve-agent-info"] = "eve-agent-info"
-    version: int = 1
-    status: Literal["fresh", "stale"]
-    stale_sources: list[str]
-    diagnostics: DiagnosticCounts
-    agent: NodeInfo
-    subagents: list[NodeInfo]
-    artifacts: dict[str, str]
-
-
-def _node_info(node: AgentNode) -> NodeInfo:
-    return NodeInfo(
-        path="" if node.node_id == ROOT_NODE_ID else node.node_id,
-        node_id=node.node_id,
-        model=node.config.model,
-        description=node.config.description,
-        instructions_path=node.instructions.logical_path,
-        tools=[
-            ToolInfo(
-                name=t.name,
-                description=t.description,
-                handling=t.behavior.handling.kind,
-                has_execute=t.has_execute,
-                approval=t.approval.kind,
-                deferred=t.deferred,
-                input_schema=t.input_schema,
-            )
-            for t in node.tools
-        ],
-        skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],
-        subagents=list(node.subagents),
-    )
-
-
-def gather_info(ctx: click.Context) -> AgentInfo:
-    root = app_root_of(ctx)
-    manifest = read_manifest(root / MANIFEST_PATH)
-    report = check_artifacts(root)
-    try:
-        diagnostics = decode((root / DIAGNOSTICS_PATH).read_bytes(), DiagnosticsFile).diagnostics
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise StaleArtifacts(
-            f"{DIAGNOSTICS_PATH} is missing or unreadable ({error}): run `eve compile`"
-        ) from error
-    return AgentInfo(
-        status="fresh" if report.fresh else "stale",
-        stale_sources=sorted({*report.added, *report.removed, *report.changed}),
-        diagnostics=DiagnosticCounts(
-            errors=sum(d.severity == "error" for d in diagnostics),
-            warnings=sum(d.severity == "warning" for d in diagnostics),
-        ),
-        agent=_node_info(manifest.nodes[ROOT_NODE_ID]),
-        subagents=[_node_info(n) for k, n in sorted(manifest.nodes.items()) if k != ROOT_NODE_ID],
-        artifacts={
-            "discovery_manifest": DISCOVERY_MANIFEST_PATH,
-            "diagnostics": DIAGNOSTICS_PATH,
-            "manifest": MANIFEST_PATH,
-            "module_map": MODULE_MAP_PATH,
-            "metadata": METADATA_PATH,
-        },
-    )
+from eve.runtime.info import NodeInfo, agent_info
 
 
 def _print_node(node: NodeInfo, indent: str) -> None:
@@ -147,7 +34,7 @@ def _print_node(node: NodeInfo, indent: str) -> None:
 @translate_errors
 def info_command(ctx: click.Context, as_json: bool) -> None:
     """Show the compiled agent: status, model, tools, skills, subagents."""
-    info = gather_info(ctx)
+    info = agent_info(app_root_of(ctx))
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(info), indent=2))
         return

@@ -15,6 +15,7 @@ _COMMANDS = {
     "dev": ("eve.cli.dev_command", "dev_command", "Talk to the agent in the terminal."),
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
     "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
+    "serve": ("eve.cli.serve_command", "serve_command", "Serve the durable session API."),
 }
 
 

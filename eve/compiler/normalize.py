@@ -113,4 +113,5 @@ def agent_config(config: AgentConfigModel) -> AgentConfig:
         model_context_window_tokens=config.model_context_window_tokens,
         builtin_tools=sorted(config.builtin_tools),
         workspace=config.workspace,
+        database_url_env=config.database_url_env,
     )

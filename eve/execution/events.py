@@ -32,6 +32,7 @@ EventType = Literal[
     "turn.waiting",
     "session.waiting",
     "session.completed",
+    "session.reset",
     "session.failed",
 ]
 

@@ -150,11 +150,7 @@ class _Turn:
                 self.close(calls[position:], ABORTED_BEFORE_EXECUTION)
                 raise _Aborted
             try:
-                result = await self.recorder.tool_outcome(
-                    step,
-                    call,
-                    lambda call=call: self.runner.run(call, step),  # type: ignore[misc]
-                )
+                result = await self.admit_and_run(call, step)
             except BaseException as error:
                 self.close(calls[position:], f"not run: approval failed ({type(error).__name__})")
                 raise
@@ -162,6 +158,14 @@ class _Turn:
             await self.result_event(call, result, step)
             ends = ends or result.ends_turn
         return ends
+
+    async def admit_and_run(self, call: ToolCall, step: int) -> CallOutcome:
+        admitted = await self.runner.admit(call)
+        if isinstance(admitted, CallOutcome):
+            return admitted
+        return await self.recorder.tool_outcome(
+            step, call, lambda: self.runner.run_admitted(admitted, step)
+        )
 
     def close(self, calls: list[ToolCall], reason: str) -> None:
         for call in calls:

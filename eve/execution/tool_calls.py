@@ -38,6 +38,15 @@ class ApprovalRequest:
 ApprovalHook = Callable[[ApprovalRequest], Awaitable[bool] | bool]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Admitted:
+    """A validated, approved call, ready to run."""
+
+    call: ToolCall
+    tool: ResolvedTool
+    data: Any
+
+
 class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """One tool call's result as the loop records it (a Struct, so recorders can store it)."""
 
@@ -112,6 +121,8 @@ class ToolRunner:
         if rule == "denied":
             return outcome(call, f"the approval policy of {call.name} denied this call", "rejected")
         if not await self.ask(call, rule):
+            if self.signal.cancelled:
+                return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
             who = "a person denied" if self.approve else "no one can approve here, so eve denied"
             return outcome(call, f"{call.name} needs approval and {who} this call", "rejected")
         if rule == "once":
@@ -120,7 +131,12 @@ class ToolRunner:
             return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
         return None
 
-    async def run(self, call: ToolCall, step_index: int) -> CallOutcome:
+    async def admit(self, call: ToolCall) -> Admitted | CallOutcome:
+        """Look up, validate and approve a call: the call to run, or the result instead.
+
+        Durable sessions run this in the workflow body, where asking a person can park
+        the turn; only ``run_admitted`` runs inside a checkpointed step.
+        """
         tool = self.tools.get(call.name)
         if tool is None:
             names = ", ".join(sorted(self.tools)) or "none"
@@ -134,14 +150,24 @@ class ToolRunner:
         blocked = await self.gate(call, tool, data)
         if blocked is not None:
             return blocked
+        return Admitted(call=call, tool=tool, data=data)
+
+    async def run_admitted(self, admitted: Admitted, step_index: int) -> CallOutcome:
+        call, tool = admitted.call, admitted.tool
         try:
-            value = await self.execute(tool, call, data, step_index)
+            value = await self.execute(tool, call, admitted.data, step_index)
             if tool.to_model_output is not None:
                 value = tool.to_model_output(value)
         except Exception as error:
             return outcome(call, f"{type(error).__name__}: {error}", "failed")
         done = outcome(call, render_content(value), "completed")
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
+
+    async def run(self, call: ToolCall, step_index: int) -> CallOutcome:
+        admitted = await self.admit(call)
+        if isinstance(admitted, CallOutcome):
+            return admitted
+        return await self.run_admitted(admitted, step_index)
 
     async def execute(self, tool: ResolvedTool, call: ToolCall, data: Any, step: int) -> Any:
         ctx = ToolContext(

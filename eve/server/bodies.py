@@ -1,0 +1,66 @@
+"""Request bodies: read within a size limit, decode strictly, say what is wrong."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import msgspec
+from starlette.requests import Request
+
+from eve.sessions import InputResponse
+
+T = TypeVar("T")
+
+#: bytes; a message at the length limit plus JSON overhead fits comfortably
+MAX_BODY_BYTES = 1_000_000
+
+
+class BodyError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    message: str | None = None
+
+
+class FollowUpBody(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    message: str | None = None
+    input_responses: list[InputResponse] | None = None
+    #: only ``queue`` (the default): a message sent mid-turn waits for the turn to end
+    turn_policy: str = "queue"
+
+
+async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES) -> T:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyError(413, "body_too_large", f"the body is over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyError(413, "body_too_large", f"the body is over {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks) or b"{}"
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise BodyError(400, "invalid_body", f"the body is not valid: {error}") from None
+
+
+def follow_up(body: FollowUpBody) -> FollowUpBody:
+    if (body.message is None) == (body.input_responses is None):
+        raise BodyError(400, "invalid_body", "send exactly one of `message` or `inputResponses`")
+    if body.input_responses is not None and not body.input_responses:
+        raise BodyError(400, "invalid_body", "`inputResponses` is empty")
+    if body.turn_policy != "queue":
+        raise BodyError(
+            400, "invalid_body", f"turnPolicy {body.turn_policy!r} is not supported; use 'queue'"
+        )
+    return body

@@ -1,0 +1,13 @@
+"""Durable sessions on DBOS: the only package in eve that imports ``dbos``."""
+
+from eve.sessions.service import Accepted, InputResponse, SessionService, new_session_id
+from eve.sessions.settings import SessionSettings, resolve_settings
+
+__all__ = [
+    "Accepted",
+    "InputResponse",
+    "SessionService",
+    "SessionSettings",
+    "new_session_id",
+    "resolve_settings",
+]

@@ -1,0 +1,41 @@
+"""A session's checkpoint: everything the next turn starts from, stored as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from eve.messages import Message
+
+
+class SessionCheckpoint(msgspec.Struct, kw_only=True):
+    """History, per-session state and the token totals, as of the last finished turn."""
+
+    messages: list[Message] = []
+    #: ``EveContext.snapshot()``: codec-bearing context keys (``define_state`` slots)
+    state: dict[str, Any] = {}
+    #: tools approved under ``once()`` in this session
+    approved_once: list[str] = []
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """What a durable step records beside its value: the state after it ran."""
+
+    value: msgspec.Raw
+    state: dict[str, Any]
+    approved_once: list[str]
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_checkpoint(checkpoint: SessionCheckpoint) -> str:
+    return _encoder.encode(checkpoint).decode()
+
+
+def decode_checkpoint(data: str | None) -> SessionCheckpoint:
+    return SessionCheckpoint() if not data else msgspec.json.decode(data, type=SessionCheckpoint)

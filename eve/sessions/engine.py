@@ -1,0 +1,127 @@
+"""DBOS for this process: launch, the per-session turn queue, messages and worker rescue.
+
+Everything eve asks of DBOS outside a workflow body goes through ``DurableEngine``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from dbos import DBOS, DBOSConfig, EnqueueOptions
+
+from eve.sessions.settings import SessionSettings
+from eve.sessions.store import SessionStore
+from eve.sessions.turn_workflow import (
+    RESET_WORKFLOW,
+    TURN_WORKFLOW,
+    turn_workflow_id,
+)
+
+log = logging.getLogger("eve.sessions")
+
+TURN_QUEUE = "eve-turns"
+_ACTIVE = ["ENQUEUED", "PENDING"]
+
+
+class DurableEngine:
+    def __init__(self, settings: SessionSettings, store: SessionStore, *, concurrency: int) -> None:
+        self.settings = settings
+        self.store = store
+        self.concurrency = concurrency
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        config: DBOSConfig = {
+            "name": "eve",
+            "system_database_url": self.settings.system_url,
+            "application_version": self.settings.application_version,
+            "executor_id": self.settings.executor_id,
+            "log_level": "WARNING",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+        DBOS(config=config)
+        DBOS.listen_queues([TURN_QUEUE])
+        await asyncio.to_thread(DBOS.launch)
+        await DBOS.register_queue_async(
+            TURN_QUEUE,
+            partition_concurrency=1,
+            worker_concurrency=self.concurrency,
+            polling_interval_sec=0.05,
+        )
+        await asyncio.to_thread(
+            self.store.heartbeat, self.settings.executor_id, self.settings.application_version
+        )
+        self._tasks.append(asyncio.create_task(self._rescue_loop()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
+
+    async def enqueue_turn(self, session_id: str, turn: int, message: str) -> None:
+        await self._enqueue(
+            TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id, turn, message
+        )
+
+    async def enqueue_reset(self, session_id: str, turn: int) -> None:
+        await self._enqueue(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+
+    async def _enqueue(self, name: str, workflow_id: str, session_id: str, *args: Any) -> None:
+        options: EnqueueOptions = {
+            "workflow_name": name,
+            "queue_name": TURN_QUEUE,
+            "workflow_id": workflow_id,
+            "queue_partition_key": session_id,
+            "app_version": self.settings.application_version,
+        }
+        await DBOS.enqueue_workflow_with_options_async(options, session_id, *args)
+
+    async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
+        """``(workflow id, status)`` of the session's queued and running turns, oldest first."""
+        found = await DBOS.list_workflows_async(
+            workflow_id_prefix=f"{session_id}:",
+            status=_ACTIVE,
+            load_input=False,
+            load_output=False,
+        )
+        ordered = sorted(found, key=lambda s: (s.created_at or 0, s.workflow_id))
+        return [(s.workflow_id, str(s.status)) for s in ordered]
+
+    async def send_input(self, workflow_id: str, message: dict[str, Any], key: str) -> None:
+        await DBOS.send_async(workflow_id, message, "input", idempotency_key=key)
+
+    async def _rescue_loop(self) -> None:
+        """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good)."""
+        every = max(self.settings.worker_timeout_seconds / 3, 0.2)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self._beat_and_rescue()
+            except Exception as error:  # a database blip must not stop the heartbeat
+                log.warning("worker heartbeat failed: %s", type(error).__name__)
+
+    async def _beat_and_rescue(self) -> None:
+        me, version = self.settings.executor_id, self.settings.application_version
+        await asyncio.to_thread(self.store.heartbeat, me, version)
+        cutoff = time.time() - self.settings.worker_timeout_seconds
+        for dead in await asyncio.to_thread(self.store.stale_workers, version, cutoff):
+            if dead == me or not await asyncio.to_thread(
+                self.store.claim_stale_worker, dead, cutoff
+            ):
+                continue
+            pending = await DBOS.list_workflows_async(
+                status="PENDING", executor_id=dead, load_input=False, load_output=False
+            )
+            ids = [s.workflow_id for s in pending]
+            if ids:
+                # back onto the queue: whichever worker dequeues a turn replays its steps
+                await DBOS.resume_workflows_async(ids, queue_name=TURN_QUEUE)
+                log.warning("adopted %d turn(s) of stopped worker %s", len(ids), dead)

@@ -1,0 +1,152 @@
+"""The append-only event log of every session: dense indexes, durable writes, followers.
+
+Events reach the database in batches, in order, through one writer per session in this
+process. Readers only ever see written events, so an index a reader has seen is never
+reassigned, and a reader that reconnects with its last index sees no gap and no duplicate.
+Readers in this process wake when a batch lands; readers of a session another worker
+writes poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import msgspec
+import sqlalchemy as sa
+
+from eve.execution.events import EventMeta, SessionEvent
+from eve.redact import redact
+from eve.sessions.store import EventRow, SessionStore
+
+_encoder = msgspec.json.Encoder()
+
+#: a bare newline goes to an idle follower this often, so proxies keep the stream open
+HEARTBEAT_SECONDS = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pending:
+    event: SessionEvent
+    workflow_id: str | None = None
+    body_seq: int | None = None
+    step_key: str | None = None
+    attempt: int | None = None
+
+
+@dataclass(kw_only=True)
+class SessionWriter:
+    """Writes one session's events in order; ``flush`` waits until all are written."""
+
+    store: SessionStore
+    session_id: str
+    on_written: asyncio.Event
+    next_index: int | None = None
+    pending: list[Pending] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+    def add(self, item: Pending) -> None:
+        self.pending.append(item)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._drain())
+
+    async def flush(self) -> None:
+        # the drain task keeps going while events arrive, so when it ends all are written
+        if self.task is not None:
+            await self.task
+
+    async def _drain(self) -> None:
+        while self.pending:
+            batch, self.pending = self.pending, []
+            await self._write(batch)
+            self.on_written.set()
+
+    async def _write(self, batch: list[Pending]) -> None:
+        for _ in range(5):
+            if self.next_index is None:
+                self.next_index = await asyncio.to_thread(
+                    self.store.next_event_index, self.session_id
+                )
+            rows = [self._row(item, self.next_index + i) for i, item in enumerate(batch)]
+            try:
+                await asyncio.to_thread(
+                    self.store.append_events, self.session_id, self.next_index, rows
+                )
+            except sa.exc.IntegrityError:
+                # another process wrote this session meanwhile (a worker presumed dead)
+                self.next_index = None
+                continue
+            self.next_index += len(batch)
+            return
+        raise RuntimeError(f"could not append events to session {self.session_id}")
+
+    def _row(self, item: Pending, index: int) -> EventRow:
+        meta = EventMeta(id=item.event.meta.id, at=item.event.meta.at, index=index)
+        event = msgspec.structs.replace(item.event, meta=meta)
+        return EventRow(
+            workflow_id=item.workflow_id,
+            body_seq=item.body_seq,
+            step_key=item.step_key,
+            attempt=item.attempt,
+            payload=redact(_encoder.encode(event).decode()),
+        )
+
+
+class EventLog:
+    """All sessions' logs as this process sees them."""
+
+    def __init__(self, store: SessionStore, *, poll_seconds: float = 0.2) -> None:
+        self.store = store
+        self.poll_seconds = poll_seconds
+        self._writers: dict[str, SessionWriter] = {}
+        self._written: dict[str, asyncio.Event] = {}
+
+    def writer(self, session_id: str) -> SessionWriter:
+        writer = self._writers.get(session_id)
+        if writer is None:
+            writer = SessionWriter(
+                store=self.store, session_id=session_id, on_written=self._signal(session_id)
+            )
+            self._writers[session_id] = writer
+        return writer
+
+    def forget(self, session_id: str) -> None:
+        """Drop the cached writer once a turn ends (another worker may write next)."""
+        writer = self._writers.get(session_id)
+        if (
+            writer is not None
+            and not writer.pending
+            and (writer.task is None or writer.task.done())
+        ):
+            del self._writers[session_id]
+
+    def _signal(self, session_id: str) -> asyncio.Event:
+        return self._written.setdefault(session_id, asyncio.Event())
+
+    async def read(self, session_id: str, start: int, *, follow: bool) -> AsyncIterator[str]:
+        """Encoded events from ``start`` on; with ``follow``, then new ones until closed.
+
+        While following and idle, yields ``""`` every ``HEARTBEAT_SECONDS``.
+        """
+        index = start
+        idle_since = time.monotonic()
+        while True:
+            signal = self._signal(session_id)
+            signal.clear()
+            rows = await asyncio.to_thread(self.store.read_events, session_id, index)
+            for payload in rows:
+                yield payload
+                index += 1
+            if rows:
+                idle_since = time.monotonic()
+                continue
+            if not follow:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(signal.wait(), self.poll_seconds)
+            if time.monotonic() - idle_since >= HEARTBEAT_SECONDS:
+                idle_since = time.monotonic()
+                yield ""

@@ -1,0 +1,191 @@
+"""``SessionService``: durable sessions as the HTTP API and ``eve dev`` use them.
+
+Create a session, send it messages (each becomes a turn, queued behind the session's
+running turn), answer its input requests, cancel or reset it, and read its event log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import msgspec
+
+from eve.errors import (
+    InputRequestNotPending,
+    MessageTooLong,
+    SessionNotActive,
+    SessionNotFound,
+)
+from eve.execution.events import EventEmitter
+from eve.execution.setup import AgentSetup
+from eve.sessions.engine import DurableEngine
+from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.settings import SessionSettings
+from eve.sessions.store import SessionRow, SessionStore
+from eve.sessions.turn_workflow import TurnRuntime, install_runtime
+
+#: the default cap on one message's length, in characters
+MAX_MESSAGE_CHARS = 100_000
+
+
+def new_session_id() -> str:
+    """``ses_`` and 192 random bits: unguessable, so an id is as good as a capability."""
+    return "ses_" + secrets.token_urlsafe(24)
+
+
+class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    request_id: str
+    option_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accepted:
+    session_id: str
+    turn_id: str | None
+
+
+class SessionService:
+    def __init__(
+        self,
+        setup: AgentSetup,
+        settings: SessionSettings,
+        *,
+        concurrency: int = 100,
+        max_message_chars: int = MAX_MESSAGE_CHARS,
+    ) -> None:
+        self.setup = setup
+        self.settings = settings
+        self.concurrency = concurrency
+        self.max_message_chars = max_message_chars
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self.store = await asyncio.to_thread(SessionStore, self.settings.eve_url)
+        self.log = EventLog(self.store)
+        self.runtime = TurnRuntime(setup=self.setup, store=self.store, log=self.log)
+        install_runtime(self.runtime)
+        self.engine = DurableEngine(self.settings, self.store, concurrency=self.concurrency)
+        await self.engine.start()
+        self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.engine.stop()
+        install_runtime(None)
+        self.store.close()
+
+    # --- sessions ----------------------------------------------------------------------
+
+    async def create(self, message: str | None = None) -> Accepted:
+        self._check_length(message)
+        session_id = new_session_id()
+        await asyncio.to_thread(self.store.create_session, session_id)
+        writer = self.log.writer(session_id)
+        emitter = EventEmitter(lambda e: writer.add(Pending(event=e)), session_id=session_id)
+        await emitter.emit("session.started")
+        await writer.flush()
+        self.log.forget(session_id)
+        turn_id = None if message is None else await self._enqueue(session_id, message)
+        return Accepted(session_id=session_id, turn_id=turn_id)
+
+    async def send(self, session_id: str, message: str) -> Accepted:
+        self._check_length(message)
+        await self.require_active(session_id)
+        return Accepted(session_id=session_id, turn_id=await self._enqueue(session_id, message))
+
+    async def _enqueue(self, session_id: str, message: str) -> str:
+        turn = await asyncio.to_thread(self.store.claim_turn, session_id)
+        if turn < 0:
+            raise SessionNotActive(
+                f"session {session_id} has ended", session_id=session_id, reason="ended"
+            )
+        await self.engine.enqueue_turn(session_id, turn, message)
+        return f"turn_{turn}"
+
+    def _check_length(self, message: str | None) -> None:
+        if message is not None and len(message) > self.max_message_chars:
+            raise MessageTooLong(
+                f"the message has {len(message)} characters; the limit is {self.max_message_chars}",
+                limit=self.max_message_chars,
+            )
+
+    async def get(self, session_id: str) -> SessionRow:
+        row = await asyncio.to_thread(self.store.get_session, session_id)
+        if row is None:
+            raise SessionNotFound(f"no session {session_id}", session_id=session_id)
+        return row
+
+    async def require_active(self, session_id: str) -> SessionRow:
+        try:
+            row = await self.get(session_id)
+        except SessionNotFound as missing:
+            raise SessionNotActive(
+                f"no active session {session_id}", session_id=session_id, reason="unknown"
+            ) from missing
+        timeout = self.setup.agent.config.limits.session_timeout_seconds
+        if row.status == "active" and timeout and time.time() - row.created_at > timeout:
+            await asyncio.to_thread(self.store.end_session, session_id, "session_timeout")
+            row = await self.get(session_id)
+        if row.status != "active":
+            raise SessionNotActive(
+                f"session {session_id} has ended ({row.ended_reason}); start a new session",
+                session_id=session_id,
+                reason=row.ended_reason,
+            )
+        return row
+
+    # --- parked turns, cancel, reset -----------------------------------------------------
+
+    async def respond(self, session_id: str, responses: list[InputResponse]) -> None:
+        await self.require_active(session_id)
+        targets = []
+        for response in responses:
+            workflow_id = await asyncio.to_thread(
+                self.store.pending_request, session_id, response.request_id
+            )
+            if workflow_id is None:
+                raise InputRequestNotPending(
+                    f"input request {response.request_id} is not waiting in this session",
+                    request_id=response.request_id,
+                )
+            targets.append((workflow_id, response))
+        for workflow_id, response in targets:
+            await self.engine.send_input(
+                workflow_id,
+                {"request_id": response.request_id, "option_id": response.option_id},
+                key=f"answer:{response.request_id}",
+            )
+
+    async def cancel(self, session_id: str) -> bool:
+        """Cancel the running turn; False when there is none (queued turns stay queued)."""
+        await self.get(session_id)
+        running = [wid for wid, status in await self.engine.active_turns(session_id)]
+        if not running:
+            return False
+        workflow_id = running[0]
+        await asyncio.to_thread(self.store.request_cancel, session_id, workflow_id)
+        self.runtime.cancel_local(workflow_id)
+        # a turn parked on a person wakes on this message and stops
+        await self.engine.send_input(workflow_id, {"cancel": True}, key=f"cancel:{workflow_id}")
+        return True
+
+    async def reset(self, session_id: str) -> None:
+        """Cancel the running turn, then clear history and state once it has stopped."""
+        await self.require_active(session_id)
+        await self.cancel(session_id)
+        turn = await asyncio.to_thread(self.store.claim_turn, session_id)
+        await self.engine.enqueue_reset(session_id, turn)
+
+    # --- the event log -----------------------------------------------------------------
+
+    async def events(self, session_id: str, start: int, *, follow: bool) -> AsyncIterator[str]:
+        await self.get(session_id)
+        return self.log.read(session_id, start, follow=follow)

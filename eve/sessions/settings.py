@@ -1,0 +1,79 @@
+"""Where durable sessions live: the embedded SQLite files under ``.eve/`` or PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from eve import __version__
+from eve.errors import DatabaseUnavailable
+
+DATABASE_URL_ENV = "EVE_DATABASE_URL"
+#: where the embedded databases live, under the app root; ignored by git and ``--check``
+SESSIONS_DIR = ".eve/sessions"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings:
+    """How this process reaches the session database and who it is among the workers."""
+
+    #: DBOS's system database (workflows, steps, messages, queues)
+    system_url: str
+    #: eve's own tables (sessions, event log, input requests, workers), SQLAlchemy form
+    eve_url: str
+    #: a stable name for this worker; a restart with the same name recovers its turns
+    executor_id: str
+    #: workflows recover only in processes running the same agent sources and eve
+    application_version: str
+    #: seconds without a heartbeat after which another worker adopts a worker's turns
+    worker_timeout_seconds: float = 15.0
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.system_url.startswith("postgresql")
+
+
+def resolve_settings(
+    app_root: Path,
+    *,
+    fingerprint: str,
+    env: Mapping[str, str] = os.environ,
+    url_env: str | None = None,
+    executor_id: str | None = None,
+) -> SessionSettings:
+    """Settings from the environment: ``url_env`` (from agent.py) or ``EVE_DATABASE_URL``."""
+    name = url_env or DATABASE_URL_ENV
+    url = env.get(name, "").strip()
+    version = f"{fingerprint[:16]}-eve{__version__}"
+    worker = executor_id or env.get("EVE_WORKER_ID") or f"{socket.gethostname()}-0"
+    timeout = float(env.get("EVE_WORKER_TIMEOUT", "15"))
+    if not url:
+        directory = (app_root / SESSIONS_DIR).resolve()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise DatabaseUnavailable(
+                f"cannot create the session directory {directory}: {error.strerror or error}"
+            ) from None
+        return SessionSettings(
+            system_url=f"sqlite:///{directory / 'dbos.sqlite'}",
+            eve_url=f"sqlite:///{directory / 'eve.sqlite'}",
+            executor_id=worker,
+            application_version=version,
+            worker_timeout_seconds=timeout,
+        )
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise DatabaseUnavailable(
+            f"{name} must be a postgresql:// URL (leave it unset for the embedded SQLite)"
+        )
+    url = "postgresql://" + url.split("://", 1)[1]
+    return SessionSettings(
+        system_url=url,
+        eve_url="postgresql+psycopg://" + url.split("://", 1)[1],
+        executor_id=worker,
+        application_version=version,
+        worker_timeout_seconds=timeout,
+    )

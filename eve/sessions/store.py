@@ -1,0 +1,335 @@
+"""eve's own tables beside DBOS's: sessions, the event log, input requests and workers.
+
+DBOS holds the workflows, their steps and messages; these tables hold what a reader asks
+for by session (the event log, the checkpoint a turn starts from). Methods are synchronous
+SQLAlchemy Core; async callers run them in a thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from eve.errors import DatabaseUnavailable
+
+_metadata = sa.MetaData()
+
+sessions = sa.Table(
+    "eve_sessions",
+    _metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("ended_reason", sa.Text),
+    sa.Column("next_turn", sa.Integer, nullable=False),
+    sa.Column("checkpoint", sa.Text),
+    #: the turn workflow someone asked to cancel
+    sa.Column("cancel_workflow_id", sa.String(128)),
+)
+
+events = sa.Table(
+    "eve_events",
+    _metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("workflow_id", sa.String(128)),
+    #: position among the events the workflow body emitted (None inside a step)
+    sa.Column("body_seq", sa.Integer),
+    #: the durable step an event was emitted in, and which run of it
+    sa.Column("step_key", sa.String(200)),
+    sa.Column("attempt", sa.Integer),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Index("eve_events_workflow", "workflow_id"),
+)
+
+input_requests = sa.Table(
+    "eve_input_requests",
+    _metadata,
+    sa.Column("request_id", sa.String(64), primary_key=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    sa.Column("workflow_id", sa.String(128), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+)
+
+workers = sa.Table(
+    "eve_workers",
+    _metadata,
+    sa.Column("executor_id", sa.String(128), primary_key=True),
+    sa.Column("application_version", sa.String(64), nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRow:
+    id: str
+    created_at: float
+    status: str
+    ended_reason: str | None
+    next_turn: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventRow:
+    workflow_id: str | None
+    body_seq: int | None
+    step_key: str | None
+    attempt: int | None
+    payload: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnProgress:
+    """What a (re)started turn workflow already wrote to the log."""
+
+    last_body_seq: int
+    #: the highest attempt per step key
+    attempts: dict[str, int]
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+class SessionStore:
+    def __init__(self, url: str) -> None:
+        if url.startswith("sqlite"):
+            self.engine: Engine = sa.create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": 30}
+            )
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        try:
+            _metadata.create_all(self.engine)
+        except sa.exc.SQLAlchemyError as error:
+            self.engine.dispose()
+            # the URL may hold a password: say what failed, never where
+            raise DatabaseUnavailable(
+                f"cannot open the session database ({type(getattr(error, 'orig', None) or error).__name__})"
+            ) from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        with self.engine.begin() as connection:
+            yield connection
+
+    # --- sessions ----------------------------------------------------------------------
+
+    def create_session(self, session_id: str) -> None:
+        with self._tx() as c:
+            c.execute(
+                sessions.insert().values(
+                    id=session_id, created_at=time.time(), status="active", next_turn=0
+                )
+            )
+
+    def get_session(self, session_id: str) -> SessionRow | None:
+        with self._tx() as c:
+            row = c.execute(
+                sa.select(
+                    sessions.c.id,
+                    sessions.c.created_at,
+                    sessions.c.status,
+                    sessions.c.ended_reason,
+                    sessions.c.next_turn,
+                ).where(sessions.c.id == session_id)
+            ).first()
+        return None if row is None else SessionRow(**row._asdict())
+
+    def claim_turn(self, session_id: str) -> int:
+        """The next turn number of an active session, counted atomically."""
+        with self._tx() as c:
+            row = c.execute(
+                sessions.update()
+                .where(sessions.c.id == session_id, sessions.c.status == "active")
+                .values(next_turn=sessions.c.next_turn + 1)
+                .returning(sessions.c.next_turn)
+            ).first()
+        if row is None:
+            return -1
+        turn: int = row[0] - 1
+        return turn
+
+    def end_session(self, session_id: str, reason: str) -> None:
+        with self._tx() as c:
+            c.execute(
+                sessions.update()
+                .where(sessions.c.id == session_id)
+                .values(status="ended", ended_reason=reason)
+            )
+
+    def load_checkpoint(self, session_id: str) -> str | None:
+        with self._tx() as c:
+            value: str | None = c.execute(
+                sa.select(sessions.c.checkpoint).where(sessions.c.id == session_id)
+            ).scalar()
+        return value
+
+    def save_checkpoint(self, session_id: str, checkpoint: str | None) -> None:
+        with self._tx() as c:
+            c.execute(
+                sessions.update().where(sessions.c.id == session_id).values(checkpoint=checkpoint)
+            )
+
+    # --- cancellation ------------------------------------------------------------------
+
+    def request_cancel(self, session_id: str, workflow_id: str) -> None:
+        with self._tx() as c:
+            c.execute(
+                sessions.update()
+                .where(sessions.c.id == session_id)
+                .values(cancel_workflow_id=workflow_id)
+            )
+
+    def cancel_requested(self, workflow_ids: Sequence[str]) -> set[str]:
+        if not workflow_ids:
+            return set()
+        with self._tx() as c:
+            rows = c.execute(
+                sa.select(sessions.c.cancel_workflow_id).where(
+                    sessions.c.cancel_workflow_id.in_(list(workflow_ids))
+                )
+            ).all()
+        return {row[0] for row in rows}
+
+    # --- the event log -----------------------------------------------------------------
+
+    def next_event_index(self, session_id: str) -> int:
+        with self._tx() as c:
+            value = c.execute(
+                sa.select(sa.func.max(events.c.idx)).where(events.c.session_id == session_id)
+            ).scalar()
+        return 0 if value is None else int(value) + 1
+
+    def append_events(self, session_id: str, first_index: int, rows: Sequence[EventRow]) -> None:
+        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken."""
+        with self._tx() as c:
+            c.execute(
+                events.insert(),
+                [
+                    {
+                        "session_id": session_id,
+                        "idx": first_index + offset,
+                        "workflow_id": row.workflow_id,
+                        "body_seq": row.body_seq,
+                        "step_key": row.step_key,
+                        "attempt": row.attempt,
+                        "payload": row.payload,
+                    }
+                    for offset, row in enumerate(rows)
+                ],
+            )
+
+    def read_events(self, session_id: str, start: int, limit: int = 500) -> list[str]:
+        with self._tx() as c:
+            rows = c.execute(
+                sa.select(events.c.payload)
+                .where(events.c.session_id == session_id, events.c.idx >= start)
+                .order_by(events.c.idx)
+                .limit(limit)
+            ).all()
+        return [row[0] for row in rows]
+
+    def turn_progress(self, workflow_id: str) -> TurnProgress:
+        with self._tx() as c:
+            last = c.execute(
+                sa.select(sa.func.max(events.c.body_seq)).where(events.c.workflow_id == workflow_id)
+            ).scalar()
+            rows = c.execute(
+                sa.select(events.c.step_key, sa.func.max(events.c.attempt))
+                .where(events.c.workflow_id == workflow_id, events.c.step_key.is_not(None))
+                .group_by(events.c.step_key)
+            ).all()
+        return TurnProgress(
+            last_body_seq=-1 if last is None else int(last),
+            attempts={row[0]: int(row[1]) for row in rows},
+        )
+
+    # --- input requests ----------------------------------------------------------------
+
+    def add_input_request(self, request_id: str, session_id: str, workflow_id: str) -> None:
+        with self._tx() as c:
+            exists = c.execute(
+                sa.select(input_requests.c.request_id).where(
+                    input_requests.c.request_id == request_id
+                )
+            ).first()
+            if exists is None:
+                c.execute(
+                    input_requests.insert().values(
+                        request_id=request_id,
+                        session_id=session_id,
+                        workflow_id=workflow_id,
+                        status="pending",
+                    )
+                )
+
+    def pending_request(self, session_id: str, request_id: str) -> str | None:
+        """The workflow waiting on ``request_id`` in this session, if it still waits."""
+        with self._tx() as c:
+            value: str | None = c.execute(
+                sa.select(input_requests.c.workflow_id).where(
+                    input_requests.c.request_id == request_id,
+                    input_requests.c.session_id == session_id,
+                    input_requests.c.status == "pending",
+                )
+            ).scalar()
+        return value
+
+    def resolve_input_request(self, request_id: str) -> None:
+        with self._tx() as c:
+            c.execute(
+                input_requests.update()
+                .where(input_requests.c.request_id == request_id)
+                .values(status="resolved")
+            )
+
+    # --- workers -----------------------------------------------------------------------
+
+    def heartbeat(self, executor_id: str, version: str) -> None:
+        now = time.time()
+        with self._tx() as c:
+            done = c.execute(
+                workers.update()
+                .where(workers.c.executor_id == executor_id)
+                .values(heartbeat_at=now, application_version=version)
+            )
+            if done.rowcount == 0:
+                c.execute(
+                    workers.insert().values(
+                        executor_id=executor_id, application_version=version, heartbeat_at=now
+                    )
+                )
+
+    def stale_workers(self, version: str, older_than: float) -> list[str]:
+        with self._tx() as c:
+            rows = c.execute(
+                sa.select(workers.c.executor_id).where(
+                    workers.c.application_version == version, workers.c.heartbeat_at < older_than
+                )
+            ).all()
+        return [row[0] for row in rows]
+
+    def claim_stale_worker(self, executor_id: str, older_than: float) -> bool:
+        """Remove a stale worker's row; only the one caller that removes it adopts its turns."""
+        with self._tx() as c:
+            done = c.execute(
+                workers.delete().where(
+                    workers.c.executor_id == executor_id, workers.c.heartbeat_at < older_than
+                )
+            )
+        return bool(done.rowcount == 1)

@@ -1,0 +1,212 @@
+"""The turn workflow: one DBOS workflow per turn, queued per session so turns run in order.
+
+A turn loads the session's checkpoint (history, state, ``once`` approvals), runs the
+agent loop with durable steps, saves the new checkpoint and reports the session waiting.
+A failed turn leaves the checkpoint as it was: the message that failed is not half-added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from dbos import DBOS
+
+from eve.cancellation import CancelSignal
+from eve.context.active import EveContext
+from eve.execution.events import EventEmitter
+from eve.execution.loop import RunResult, run_agent
+from eve.execution.setup import AgentSetup
+from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.durable_steps import DurableApproval, DurableRecorder
+from eve.sessions.event_log import EventLog
+from eve.sessions.store import SessionStore
+from eve.sessions.turn_events import TurnEvents
+
+log = logging.getLogger("eve.sessions")
+
+TURN_WORKFLOW = "eve.turn"
+RESET_WORKFLOW = "eve.reset"
+
+
+def turn_workflow_id(session_id: str, turn: int) -> str:
+    return f"{session_id}:turn-{turn}"
+
+
+@dataclass(kw_only=True)
+class TurnRuntime:
+    """What turn workflows in this process run with; set before DBOS launches."""
+
+    setup: AgentSetup
+    store: SessionStore
+    log: EventLog
+    cancel_poll_seconds: float = 0.25
+    running: dict[str, CancelSignal] = field(default_factory=dict)
+
+    async def run_turn(self, session_id: str, turn: int, message: str) -> str:
+        workflow_id = DBOS.workflow_id or turn_workflow_id(session_id, turn)
+        turn_id = f"turn_{turn}"
+        progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
+        events = TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
+        emitter = EventEmitter(events, session_id=session_id)
+        raw = await DBOS.run_step_async(
+            {"name": "checkpoint.load"},
+            asyncio.to_thread,
+            self.store.load_checkpoint,
+            session_id,
+        )
+        checkpoint = decode_checkpoint(raw)
+        context = EveContext(session_id=session_id)
+        context.restore(checkpoint.state)
+        approved_once = set(checkpoint.approved_once)
+        signal = CancelSignal()
+        self.running[workflow_id] = signal
+        if await asyncio.to_thread(self.store.cancel_requested, [workflow_id]):
+            signal.cancel("cancelled")
+        setup = self.setup
+        try:
+            result = await run_agent(
+                client=setup.client,
+                system=setup.agent.instructions,
+                tools=setup.agent.tools,
+                user_message=message,
+                messages=checkpoint.messages,
+                max_turns=setup.max_turns,
+                approve=DurableApproval(
+                    store=self.store,
+                    session_id=session_id,
+                    workflow_id=workflow_id,
+                    turn_id=turn_id,
+                    emitter=emitter,
+                    events=events,
+                    signal=signal,
+                ),
+                signal=signal,
+                emitter=emitter,
+                session_id=session_id,
+                turn_id=turn_id,
+                workspace=setup.workspace,
+                context_budget_tokens=setup.context_budget_tokens,
+                approved_once=approved_once,
+                context=context,
+                recorder=DurableRecorder(events, context, approved_once),
+            )
+        except Exception as error:
+            # run_agent already published turn.failed; the session takes the next message
+            log.warning("turn %s failed: %s", workflow_id, type(error).__name__)
+            await emitter.emit("session.waiting", turn_id=turn_id)
+            await events.flush()
+            return "failed"
+        finally:
+            self.running.pop(workflow_id, None)
+        ended = await self._finish(session_id, checkpoint, context, approved_once, result)
+        if ended:
+            await emitter.emit("session.completed", turn_id=turn_id, reason=ended)
+        else:
+            await emitter.emit("session.waiting", turn_id=turn_id)
+        await events.flush()
+        self.log.forget(session_id)
+        return result.stop_reason
+
+    async def _finish(
+        self,
+        session_id: str,
+        before: SessionCheckpoint,
+        context: EveContext,
+        approved_once: set[str],
+        result: RunResult,
+    ) -> str | None:
+        """Save the checkpoint; the reason the session ends now, if a budget ran out."""
+        after = SessionCheckpoint(
+            messages=result.messages,
+            state=context.snapshot(),
+            approved_once=sorted(approved_once),
+            turns=before.turns + 1,
+            input_tokens=before.input_tokens + result.usage.input_tokens,
+            output_tokens=before.output_tokens + result.usage.output_tokens,
+        )
+        await DBOS.run_step_async(
+            {"name": "checkpoint.save"},
+            asyncio.to_thread,
+            self.store.save_checkpoint,
+            session_id,
+            encode_checkpoint(after),
+        )
+        limits = self.setup.agent.config.limits
+        reason = None
+        if limits.max_input_tokens_per_session and (
+            after.input_tokens >= limits.max_input_tokens_per_session
+        ):
+            reason = "max_input_tokens_per_session"
+        elif limits.max_output_tokens_per_session and (
+            after.output_tokens >= limits.max_output_tokens_per_session
+        ):
+            reason = "max_output_tokens_per_session"
+        if reason is not None:
+            await DBOS.run_step_async(
+                {"name": "session.end"},
+                asyncio.to_thread,
+                self.store.end_session,
+                session_id,
+                reason,
+            )
+        return reason
+
+    async def reset(self, session_id: str) -> str:
+        workflow_id = DBOS.workflow_id or f"{session_id}:reset"
+        progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
+        events = TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
+        await DBOS.run_step_async(
+            {"name": "checkpoint.clear"},
+            asyncio.to_thread,
+            self.store.save_checkpoint,
+            session_id,
+            None,
+        )
+        await EventEmitter(events, session_id=session_id).emit("session.reset")
+        await events.flush()
+        self.log.forget(session_id)
+        return "reset"
+
+    def cancel_local(self, workflow_id: str) -> bool:
+        signal = self.running.get(workflow_id)
+        if signal is not None:
+            signal.cancel("cancelled")
+        return signal is not None
+
+    async def watch_cancellations(self) -> None:
+        """Cancel turns running here that any worker was asked to cancel."""
+        while True:
+            await asyncio.sleep(self.cancel_poll_seconds)
+            ids = list(self.running)
+            if not ids:
+                continue
+            with contextlib.suppress(Exception):
+                for workflow_id in await asyncio.to_thread(self.store.cancel_requested, ids):
+                    self.cancel_local(workflow_id)
+
+
+_runtime: TurnRuntime | None = None
+
+
+def install_runtime(runtime: TurnRuntime | None) -> None:
+    global _runtime
+    _runtime = runtime
+
+
+def _current() -> TurnRuntime:
+    if _runtime is None:
+        raise RuntimeError("eve's turn runtime is not installed in this process")
+    return _runtime
+
+
+@DBOS.workflow(name=TURN_WORKFLOW)
+async def turn_workflow(session_id: str, turn: int, message: str) -> str:
+    return await _current().run_turn(session_id, turn, message)
+
+
+@DBOS.workflow(name=RESET_WORKFLOW)
+async def reset_workflow(session_id: str) -> str:
+    return await _current().reset(session_id)

@@ -1,0 +1,147 @@
+"""``eve serve`` as a subprocess on a free port, and a small HTTP driver for the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+Event = dict[str, Any]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    """One ``eve serve`` process; ``restart()`` starts it again on the same port and name."""
+
+    app_root: Path
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    token: str | None = None
+    proc: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/eve/v1"
+
+    def start(self, timeout: float = 60.0) -> Server:
+        env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
+        env.pop("ANTHROPIC_API_KEY", None)
+        env.pop("OPENAI_API_KEY", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args],
+            cwd=self.app_root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"eve serve exited early:\n{self.output()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise AssertionError(f"eve serve never became healthy:\n{self.output()}")
+
+    def output(self) -> str:
+        if self.proc is None or self.proc.stdout is None:
+            return ""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        return self.proc.stdout.read()
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, as in a power cut."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> str:
+        return self.output()
+
+    def restart(self) -> Server:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+        return self.start()
+
+    # --- HTTP --------------------------------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+        kwargs.setdefault("headers", self.headers())
+        if body is not None:
+            kwargs["json"] = body
+        return httpx.post(self.url + path, timeout=30, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        kwargs.setdefault("headers", self.headers())
+        return httpx.get(self.url + path, timeout=30, **kwargs)
+
+    def create(self, message: str | None = None) -> str:
+        response = self.post("/session", {} if message is None else {"message": message})
+        assert response.status_code == 202, response.text
+        session_id: str = response.json()["sessionId"]
+        return session_id
+
+    def send(self, session_id: str, message: str) -> httpx.Response:
+        return self.post(f"/session/{session_id}", {"message": message})
+
+    def events(self, session_id: str, start: int = 0) -> list[Event]:
+        response = self.get(f"/session/{session_id}/stream?startIndex={start}&follow=false")
+        assert response.status_code == 200, response.text
+        return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+    def wait_for(
+        self, session_id: str, done: Callable[[list[Event]], bool], timeout: float = 60.0
+    ) -> list[Event]:
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self.events(session_id)
+            if done(events):
+                return events
+            if time.monotonic() > deadline:
+                types = [e["type"] for e in events]
+                raise AssertionError(f"timed out; events so far: {types}")
+            time.sleep(0.1)
+
+
+def count(type_: str, n: int = 1) -> Callable[[list[Event]], bool]:
+    """A ``wait_for`` condition: at least ``n`` events of ``type_``."""
+    return lambda events: sum(e["type"] == type_ for e in events) >= n
+
+
+def types(events: list[Event]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def assert_dense(events: list[Event]) -> None:
+    """Indexes run 0, 1, 2, … with no gap and no repeat."""
+    assert [e["meta"]["index"] for e in events] == list(range(len(events)))
+
+
+def script(root: Path, responses: list[dict[str, Any]]) -> None:
+    (root / "script.json").write_text(json.dumps(responses), encoding="utf-8")

@@ -6,22 +6,24 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
+import msgspec
 from prompt_toolkit import PromptSession
 
-from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
-from eve.context.active import EveContext
-from eve.errors import EveError
+from eve.errors import EveError, SessionNotActive
+from eve.execution.events import SessionEvent
 from eve.execution.setup import AgentSetup
-from eve.execution.loop import run_agent
-from eve.execution.tool_calls import ApprovalRequest
-from eve.messages import Message
 from eve.redact import redact
+from eve.sessions import InputResponse, SessionService, resolve_settings
+from eve.sessions.settings import SESSIONS_DIR
+
+_decoder = msgspec.json.Decoder(SessionEvent)
 
 HELP = """commands:
   /new    start a new conversation
@@ -52,20 +54,68 @@ class _Input:
         return raw.rstrip("\n") if raw else None
 
 
+DEV_SESSION_FILE = "dev-session"
+#: dev's own worker name, so it never takes turns of an ``eve serve`` on the same database
+DEV_WORKER = "eve-dev"
+
+
 class DevSession:
+    """A terminal conversation over the durable session runtime, like any API client."""
+
     def __init__(self, app_root: Path, setup: AgentSetup, model: str | None) -> None:
         self.app_root = app_root
         self.setup = setup
         self.model = model
         self.input = _Input()
-        self.history: list[Message] = []
-        self.context = EveContext(session_id="dev")
-        self.approved_once: set[str] = set()
-        self.turns = 0
+        self.renderer = ConsoleRenderer(stream_text=True)
+        self.session_id = ""
+        self.cursor = 0
+        self._cancelling: asyncio.Future[bool] | None = None
 
-    async def approve(self, request: ApprovalRequest) -> bool:
-        answer = await self.input.line(f"  allow {request.tool_name}({request.input})? [y/N] ")
-        return (answer or "").strip().lower() in ("y", "yes")
+    def _service(self) -> SessionService:
+        settings = resolve_settings(
+            self.app_root,
+            fingerprint=self.setup.fingerprint,
+            url_env=self.setup.agent.config.database_url_env,
+            executor_id=DEV_WORKER,
+        )
+        return SessionService(self.setup, settings)
+
+    @property
+    def _session_file(self) -> Path:
+        return self.app_root / SESSIONS_DIR / DEV_SESSION_FILE
+
+    async def open(self, resume: bool) -> None:
+        self.service = self._service()
+        await self.service.start()
+        saved = self._session_file.read_text().strip() if self._session_file.exists() else ""
+        if resume and saved:
+            try:
+                await self.service.require_active(saved)
+            except EveError as error:
+                click.echo(f"eve: cannot resume ({error}); starting a new conversation", err=True)
+            else:
+                self.session_id = saved
+                await self.catch_up()
+                return
+        elif resume:
+            click.echo("eve: no dev session to resume; starting a new conversation", err=True)
+        await self.new_session()
+
+    async def new_session(self) -> None:
+        self.session_id = (await self.service.create()).session_id
+        self.cursor = 0
+        self._session_file.write_text(self.session_id + "\n")
+
+    async def catch_up(self) -> None:
+        """Skip what was already shown; finish a turn the last run left running."""
+        events = await self.service.events(self.session_id, 0, follow=False)
+        async for _ in events:
+            self.cursor += 1
+        if await self.service.engine.active_turns(self.session_id):
+            click.echo("eve: finishing the turn the last run left behind", err=True)
+            await self.follow(None)
+        click.echo(f"eve: resumed session {self.session_id}", err=True)
 
     async def reload_if_changed(self) -> None:
         try:
@@ -74,49 +124,69 @@ class DevSession:
             click.echo(f"eve: {error}; keeping the previous agent", err=True)
             return
         if changed:
+            await self.service.stop()
             self.setup = await prepare(self.app_root, model=self.model, max_turns=None)
+            self.service = self._service()
+            await self.service.start()
             click.echo("eve: agent/ changed; recompiled and reloaded", err=True)
 
     async def turn(self, text: str) -> None:
         await self.reload_if_changed()
-        cancel = CancelSignal()
+        accepted = await self.service.send(self.session_id, text)
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, cancel.cancel, "interrupted")
-        renderer = ConsoleRenderer(stream_text=True)
+        loop.add_signal_handler(signal.SIGINT, self._interrupt)
         try:
-            result = await run_agent(
-                client=self.setup.client,
-                system=self.setup.agent.instructions,
-                tools=self.setup.agent.tools,
-                user_message=text,
-                messages=self.history,
-                max_turns=self.setup.max_turns,
-                approve=self.approve,
-                signal=cancel,
-                on_event=renderer,
-                session_id="dev",
-                turn_id=f"turn_{self.turns}",
-                workspace=self.setup.workspace,
-                context_budget_tokens=self.setup.context_budget_tokens,
-                approved_once=self.approved_once,
-                context=self.context,
-            )
-        except EveError as error:
-            renderer.end_line()
-            click.echo(f"eve: {redact(str(error))}", err=True)
-            return
+            await self.follow(accepted.turn_id)
         finally:
             loop.remove_signal_handler(signal.SIGINT)
-        renderer.end_line()
-        self.turns += 1
-        self.history = result.messages
-        if result.stop_reason == "aborted":
-            click.echo("eve: turn cancelled", err=True)
-        elif result.stop_reason == "max_turns":
-            click.echo("eve: stopped at the max turns limit", err=True)
+
+    def _interrupt(self) -> None:
+        self._cancelling = asyncio.ensure_future(self.service.cancel(self.session_id))
+
+    async def follow(self, turn_id: str | None) -> None:
+        """Render the session's events until ``turn_id`` (any turn, if None) has ended."""
+        events = await self.service.events(self.session_id, self.cursor, follow=True)
+        async for payload in events:
+            if not payload:
+                continue
+            self.cursor += 1
+            event = _decoder.decode(payload)
+            self.renderer(event)
+            data = event.data
+            if turn_id is not None and data.get("turn_id") not in (turn_id, None):
+                continue
+            if event.type == "input.requested":
+                await self.answer(data["requests"])
+            elif event.type == "turn.failed":
+                self.renderer.end_line()
+                click.echo(f"eve: {data.get('error')}", err=True)
+            elif event.type == "turn.cancelled":
+                self.renderer.end_line()
+                click.echo("eve: turn cancelled", err=True)
+            elif event.type in ("session.waiting", "session.completed"):
+                self.renderer.end_line()
+                if event.type == "session.completed":
+                    click.echo(f"eve: the session ended ({data.get('reason')})", err=True)
+                return
+
+    async def answer(self, requests: list[dict[str, Any]]) -> None:
+        self.renderer.end_line()
+        responses = []
+        for request in requests:
+            asked = f"  allow {request['tool_name']}({request['input']})? [y/N] "
+            reply = (await self.input.line(asked) or "").strip().lower()
+            option = "approve" if reply in ("y", "yes") else "deny"
+            responses.append(InputResponse(request_id=request["request_id"], option_id=option))
+        await self.service.respond(self.session_id, responses)
 
     async def run(self) -> None:
         click.echo(f"eve dev · {self.setup.client.model_id} · /help for commands", err=True)
+        try:
+            await self.loop()
+        finally:
+            await self.service.stop()
+
+    async def loop(self) -> None:
         while True:
             line = await self.input.line("you › ")
             if line is None or line.strip() == "/exit":
@@ -127,24 +197,36 @@ class DevSession:
             if command == "/help":
                 click.echo(HELP)
             elif command == "/new":
-                self.history, self.context = [], EveContext(session_id="dev")
-                self.approved_once = set()
+                await self.new_session()
                 click.echo("eve: new conversation", err=True)
             elif command.startswith("/"):
                 click.echo(f"eve: unknown command {command}; /help lists them", err=True)
             else:
-                await self.turn(line)
+                try:
+                    await self.turn(line)
+                except EveError as error:
+                    click.echo(f"eve: {redact(str(error))}", err=True)
+                    if isinstance(error, SessionNotActive):
+                        await self.new_session()
+                        click.echo("eve: new conversation", err=True)
 
 
-async def _dev(app_root: Path, model: str | None) -> None:
+async def _dev(app_root: Path, model: str | None, resume: bool) -> None:
     setup = await prepare(app_root, model=model, max_turns=None)
-    await DevSession(app_root, setup, model).run()
+    session = DevSession(app_root, setup, model)
+    await session.open(resume)
+    await session.run()
 
 
 @click.command("dev")
 @click.option("--model", help="Model id to use instead of agent.py's (e.g. offline/test).")
+@click.option("--resume", is_flag=True, help="Continue the last dev conversation.")
 @click.pass_context
 @translate_errors
-def dev_command(ctx: click.Context, model: str | None) -> None:
-    """Talk to the agent in the terminal; recompiles when agent/ changes."""
-    asyncio.run(_dev(app_root_of(ctx), model))
+def dev_command(ctx: click.Context, model: str | None, resume: bool) -> None:
+    """Talk to the agent in the terminal; recompiles when agent/ changes.
+
+    The conversation is a durable session in the app's database: ``--resume`` continues
+    it after you quit, or after a crash.
+    """
+    asyncio.run(_dev(app_root_of(ctx), model, resume))

@@ -9,11 +9,14 @@ import asyncio
 import contextlib
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
+from sqlalchemy.engine import Engine
 
 from eve.sessions.settings import SessionSettings
+from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
@@ -24,7 +27,36 @@ from eve.sessions.turn_workflow import (
 log = logging.getLogger("eve.sessions")
 
 TURN_QUEUE = "eve-turns"
+
+
+class _QuietVersionNotice(logging.Filter):
+    """DBOS warns at launch when another agent version ran last; for eve that is normal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "is not the latest version" not in record.getMessage()
+
+
+logging.getLogger("dbos").addFilter(_QuietVersionNotice())
 _ACTIVE = ["ENQUEUED", "PENDING"]
+
+
+def dbos_config(settings: SessionSettings) -> DBOSConfig:
+    """How eve configures DBOS for ``settings``; on SQLite with an engine eve made."""
+    config: DBOSConfig = {
+        "name": "eve",
+        "system_database_url": settings.system_url,
+        "application_version": settings.application_version,
+        "executor_id": settings.executor_id,
+        "log_level": "WARNING",
+        "notification_listener_polling_interval_sec": 0.05,
+    }
+    if not settings.is_postgres:
+        # DBOS's own SQLite engine keeps a rollback journal synced at every commit; in WAL
+        # mode a durable step costs less than half as much (bench/README.md)
+        config["system_database_engine"] = sqlite_engine(
+            settings.system_url, synchronous=settings.sqlite_synchronous, immediate=True
+        )
+    return config
 
 
 class DurableEngine:
@@ -33,27 +65,27 @@ class DurableEngine:
         self.store = store
         self.concurrency = concurrency
         self._tasks: list[asyncio.Task[None]] = []
+        self._system_engine: Engine | None = None
 
     async def start(self) -> None:
-        config: DBOSConfig = {
-            "name": "eve",
-            "system_database_url": self.settings.system_url,
-            "application_version": self.settings.application_version,
-            "executor_id": self.settings.executor_id,
-            "log_level": "WARNING",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
+        # beat before launching: a sibling must not mistake a restarted worker, still
+        # marked stale from its previous life, for a dead one and adopt its turns
+        await asyncio.to_thread(
+            self.store.heartbeat, self.settings.executor_id, self.settings.application_version
+        )
+        config = dbos_config(self.settings)
+        self._system_engine = config.get("system_database_engine")
         DBOS(config=config)
         DBOS.listen_queues([TURN_QUEUE])
-        await asyncio.to_thread(DBOS.launch)
+        # launched on this loop's thread, DBOS runs dequeued workflows on this loop rather
+        # than on a background loop of its own: cancellation and the event log's wakeups
+        # then stay on one loop
+        DBOS.launch()
         await DBOS.register_queue_async(
             TURN_QUEUE,
             partition_concurrency=1,
             worker_concurrency=self.concurrency,
             polling_interval_sec=0.05,
-        )
-        await asyncio.to_thread(
-            self.store.heartbeat, self.settings.executor_id, self.settings.application_version
         )
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
 
@@ -65,6 +97,12 @@ class DurableEngine:
                 await task
         self._tasks.clear()
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
+        if self._system_engine is not None:
+            self._system_engine.dispose()
+            self._system_engine = None
+        # DBOS made its thread pool the loop's default executor and has now shut it down;
+        # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
     async def enqueue_turn(self, session_id: str, turn: int, message: str) -> None:
         await self._enqueue(

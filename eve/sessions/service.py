@@ -65,7 +65,9 @@ class SessionService:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        self.store = await asyncio.to_thread(SessionStore, self.settings.eve_url)
+        self.store = await asyncio.to_thread(
+            SessionStore, self.settings.eve_url, synchronous=self.settings.sqlite_synchronous
+        )
         self.log = EventLog(self.store)
         self.runtime = TurnRuntime(setup=self.setup, store=self.store, log=self.log)
         install_runtime(self.runtime)

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eve import __version__
-from eve.errors import DatabaseUnavailable
+from eve.errors import DatabaseUnavailable, ServerConfigError
 
 DATABASE_URL_ENV = "EVE_DATABASE_URL"
+SYNCHRONOUS_ENV = "EVE_SQLITE_SYNCHRONOUS"
+WORKER_TIMEOUT_ENV = "EVE_WORKER_TIMEOUT"
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
 SESSIONS_DIR = ".eve/sessions"
 
@@ -30,6 +32,8 @@ class SessionSettings:
     application_version: str
     #: seconds without a heartbeat after which another worker adopts a worker's turns
     worker_timeout_seconds: float = 15.0
+    #: SQLite's ``synchronous`` for both files: NORMAL (the default) or FULL (see sqlite.py)
+    sqlite_synchronous: str = "NORMAL"
 
     @property
     def is_postgres(self) -> bool:
@@ -47,9 +51,9 @@ def resolve_settings(
     """Settings from the environment: ``url_env`` (from agent.py) or ``EVE_DATABASE_URL``."""
     name = url_env or DATABASE_URL_ENV
     url = env.get(name, "").strip()
-    version = f"{fingerprint[:16]}-eve{__version__}"
+    version = f"{fingerprint.rsplit(':', 1)[-1][:16]}-eve{__version__}"
     worker = executor_id or env.get("EVE_WORKER_ID") or f"{socket.gethostname()}-0"
-    timeout = float(env.get("EVE_WORKER_TIMEOUT", "15"))
+    timeout = _worker_timeout(env.get(WORKER_TIMEOUT_ENV, "15"))
     if not url:
         directory = (app_root / SESSIONS_DIR).resolve()
         try:
@@ -64,6 +68,7 @@ def resolve_settings(
             executor_id=worker,
             application_version=version,
             worker_timeout_seconds=timeout,
+            sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
         )
     if not url.startswith(("postgresql://", "postgres://")):
         raise DatabaseUnavailable(
@@ -77,3 +82,22 @@ def resolve_settings(
         application_version=version,
         worker_timeout_seconds=timeout,
     )
+
+
+def _worker_timeout(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ServerConfigError(
+            f"{WORKER_TIMEOUT_ENV} must be a number of seconds > 0, not {raw!r}"
+        )
+    return seconds
+
+
+def _synchronous(raw: str) -> str:
+    level = raw.strip().upper() or "NORMAL"
+    if level not in ("NORMAL", "FULL"):
+        raise ServerConfigError(f"{SYNCHRONOUS_ENV} must be NORMAL or FULL, not {raw!r}")
+    return level

@@ -11,12 +11,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.errors import DatabaseUnavailable
+from eve.sessions.sqlite import sqlite_engine
 
 _metadata = sa.MetaData()
 
@@ -93,21 +93,10 @@ class TurnProgress:
     attempts: dict[str, int]
 
 
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
-
-
 class SessionStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, synchronous: str = "NORMAL") -> None:
         if url.startswith("sqlite"):
-            self.engine: Engine = sa.create_engine(
-                url, connect_args={"check_same_thread": False, "timeout": 30}
-            )
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            self.engine: Engine = sqlite_engine(url, synchronous=synchronous)
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
@@ -115,9 +104,8 @@ class SessionStore:
         except sa.exc.SQLAlchemyError as error:
             self.engine.dispose()
             # the URL may hold a password: say what failed, never where
-            raise DatabaseUnavailable(
-                f"cannot open the session database ({type(getattr(error, 'orig', None) or error).__name__})"
-            ) from None
+            cause = type(getattr(error, "orig", None) or error).__name__
+            raise DatabaseUnavailable(f"cannot open the session database ({cause})") from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import AppFactory, wait_for_file
-from tests.sessions.harness import Server, assert_dense, count, script, types
+from tests.sessions.harness import Event, Server, assert_dense, count, script, types
 
 CRASH_APP = {
     "agent/agent.py": """
@@ -78,21 +78,12 @@ def crash_mid_slow_tool(server: Server) -> str:
     return session
 
 
-def test_sigkill_mid_tool_then_restart_finishes_the_turn_once(make_app: AppFactory) -> None:
-    root = crash_app(make_app)
-    server = Server(root).start()
-    try:
-        session = crash_mid_slow_tool(server)
-        events = server.wait_for(session, count("session.waiting"))
-    finally:
-        log = server.stop()
-
+def assert_finished_once(root: Path, events: list[Event], log: str) -> list[int]:
+    """The turn completed whole and ``count_once`` ran once; the pids ``slow`` ran in."""
     assert (root / "count_once.log").read_text() == "ran\n", log
-    # the interrupted step ran again, in the restarted process
-    assert len((root / "slow.log").read_text().splitlines()) == 2
     assert_dense(events)
-    assert types(events).count("turn.completed") == 1
-    assert types(events).count("step.started") == 3
+    assert types(events).count("turn.completed") == 1, log
+    assert types(events).count("step.started") == 3, log
     results = [e["data"] for e in events if e["type"] == "action.result"]
     assert [r["name"] for r in results] == ["count_once", "slow"]
     assert results[0]["output"] == "state says 1"
@@ -102,6 +93,21 @@ def test_sigkill_mid_tool_then_restart_finishes_the_turn_once(make_app: AppFacto
     assert [p["partial"] for p in partials] == ["started", "started", "finished"]
     final = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
     assert final == ["all done"]
+    assert types(events)[-1] == "session.waiting"
+    return [int(line) for line in (root / "slow.log").read_text().splitlines()]
+
+
+def test_sigkill_mid_tool_then_restart_finishes_the_turn_once(make_app: AppFactory) -> None:
+    root = crash_app(make_app)
+    server = Server(root).start()
+    try:
+        session = crash_mid_slow_tool(server)
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        log = server.stop()
+
+    # the interrupted step ran again, in the restarted process
+    assert len(assert_finished_once(root, events, log)) == 2
 
 
 def test_state_survives_the_crash_into_the_next_turn(make_app: AppFactory) -> None:

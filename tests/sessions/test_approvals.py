@@ -1,0 +1,93 @@
+"""A tool that needs a person parks the turn; the answer continues it exactly once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import AppFactory
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import Event, Server, assert_dense, count, types
+
+
+def approval_app(make_app: AppFactory) -> Path:
+    return scripted_app(make_app, [call("ship", item="anvil"), say("done")], tools=("ship",))
+
+
+def request_of(events: list[Event]) -> dict[str, Any]:
+    [requested] = [e for e in events if e["type"] == "input.requested"]
+    [request] = requested["data"]["requests"]
+    return dict(request)
+
+
+def answer(server: Server, session: str, request_id: str, option: str) -> None:
+    body = {"inputResponses": [{"requestId": request_id, "optionId": option}]}
+    response = server.post(f"/session/{session}", body)
+    assert response.status_code == 202, response.text
+    assert response.json()["status"] == "resolved"
+
+
+def test_approval_parks_across_a_restart_and_runs_once(make_app: AppFactory) -> None:
+    root = approval_app(make_app)
+    server = Server(root).start()
+    try:
+        session = server.create("ship the anvil")
+        parked = server.wait_for(session, count("turn.waiting"))
+        request = request_of(parked)
+        assert request["kind"] == "tool-approval" and request["tool_name"] == "ship"
+        assert request["input"] == {"item": "anvil"}
+        assert [o["id"] for o in request["options"]] == ["approve", "deny"]
+        assert parked[-1]["data"]["on"] == "input"
+        server.kill()
+        server.restart()
+        # after the restart the same request still waits, and nothing ran
+        assert not (root / "shipped.log").exists()
+        answer(server, session, request["request_id"], "approve")
+        events = server.wait_for(session, count("session.waiting"))
+        # a second answer to the same request is refused
+        again = server.post(
+            f"/session/{session}",
+            {"inputResponses": [{"requestId": request["request_id"], "optionId": "approve"}]},
+        )
+        assert again.status_code == 409
+    finally:
+        server.stop()
+    assert (root / "shipped.log").read_text() == "anvil\n"
+    assert_dense(events)
+    assert types(events).count("input.requested") == 1
+    [resolved] = [e["data"] for e in events if e["type"] == "input.resolved"]
+    assert resolved["option_id"] == "approve"
+    [result] = [e["data"] for e in events if e["type"] == "action.result"]
+    assert (result["status"], result["output"]) == ("completed", "shipped anvil")
+
+
+def test_a_denial_is_a_result_the_model_sees(make_app: AppFactory) -> None:
+    root = approval_app(make_app)
+    server = Server(root).start()
+    try:
+        session = server.create("ship the anvil")
+        request = request_of(server.wait_for(session, count("turn.waiting")))
+        answer(server, session, request["request_id"], "deny")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    assert not (root / "shipped.log").exists()
+    [result] = [e["data"] for e in events if e["type"] == "action.result"]
+    assert result["status"] == "rejected"
+    assert "denied" in result["output"]
+    assert [e["data"]["message"] for e in events if e["type"] == "message.completed"] == ["done"]
+
+
+def test_cancel_wakes_a_parked_turn(make_app: AppFactory) -> None:
+    root = approval_app(make_app)
+    server = Server(root).start()
+    try:
+        session = server.create("ship the anvil")
+        server.wait_for(session, count("turn.waiting"))
+        response = server.post(f"/session/{session}/cancel")
+        assert response.status_code == 202
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    assert "turn.cancelled" in types(events)
+    assert not (root / "shipped.log").exists()

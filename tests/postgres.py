@@ -1,0 +1,277 @@
+"""A throwaway PostgreSQL server for the tests: ``initdb`` in a temp dir, a free port, trust auth.
+
+``PostgresServer.start()`` finds the newest server binaries (``/usr/lib/postgresql/<n>/bin``,
+then ``PATH``), runs ``initdb`` into a fresh temporary directory and starts ``postgres`` as a
+child process listening on 127.0.0.1 with its unix socket inside that directory, so nothing
+outside it is touched. ``database()`` creates an empty database and returns its URL;
+``stop()`` shuts the server down (by its pid) and deletes the directory.
+
+``initdb`` and ``postgres`` refuse to run as root. As root both run as the ``postgres``
+system user (which Debian's package creates) or, failing that, as ``nobody``: the data
+directory is handed to that user and the processes drop to it with ``setuid`` before
+``exec``, so neither ``su`` nor ``sudo`` is needed.
+
+``find_bindir()`` returns ``None`` when there are no server binaries; the fixture in
+``tests/sessions/conftest.py`` then skips, unless ``EVE_REQUIRE_POSTGRES=1`` (``make test``
+sets it once ``scripts/ensure-postgres`` succeeded), in which case it fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: the database superuser ``initdb`` creates; every URL connects as it, with trust auth
+SUPERUSER = "postgres"
+REQUIRE_ENV = "EVE_REQUIRE_POSTGRES"
+#: system users, in order of preference, that the server runs as when we are root
+RUN_AS_CANDIDATES = ("postgres", "nobody")
+
+
+class PostgresUnavailable(RuntimeError):
+    """The binaries are there but no server could be started; the message says why."""
+
+
+def required() -> bool:
+    return os.environ.get(REQUIRE_ENV, "").strip() not in ("", "0", "false", "no")
+
+
+def find_bindir() -> Path | None:
+    """The directory holding ``initdb``, ``postgres`` and ``pg_ctl``, newest version first."""
+
+    def version(initdb: Path) -> int:
+        name = initdb.parent.parent.name
+        return int(name) if name.isdigit() else 0
+
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=version)
+    for initdb in reversed(candidates):
+        if (initdb.parent / "postgres").exists():
+            return initdb.parent
+    found = shutil.which("initdb")
+    if found and shutil.which("postgres"):
+        return Path(found).resolve().parent
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _run_as_user() -> pwd.struct_passwd | None:
+    """Who the server runs as: ourselves (``None``) unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    for name in RUN_AS_CANDIDATES:
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise PostgresUnavailable(
+        "running as root, and initdb refuses root, but there is no "
+        f"{' or '.join(map(repr, RUN_AS_CANDIDATES))} user to run it as"
+    )
+
+
+def _reachable_tmp(user: pwd.struct_passwd | None) -> str | None:
+    """A temp dir the server's user can reach: not pytest's (private to root, 0700)."""
+    if user is None:
+        return None
+    base = Path(tempfile.gettempdir()).resolve()
+    if all(d.stat().st_mode & 0o001 for d in (base, *base.parents)):
+        return str(base)
+    return "/tmp"  # TMPDIR is private to root; /tmp is world-searchable
+
+
+def _die_with_parent() -> None:
+    """In the server's child, before exec: SIGINT (a fast shutdown) when pytest dies."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class PostgresServer:
+    bindir: Path
+    directory: Path
+    port: int
+    user: pwd.struct_passwd | None
+    proc: subprocess.Popen[bytes] | None = None
+    version: str = ""
+    databases: list[str] = field(default_factory=list)
+
+    @property
+    def data(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "server.log"
+
+    def url_of(self, database: str) -> str:
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, bindir: Path, *, timeout: float = 60.0) -> PostgresServer:
+        user = _run_as_user()
+        directory = Path(tempfile.mkdtemp(prefix="eve-test-pg-", dir=_reachable_tmp(user)))
+        server = cls(bindir=bindir, directory=directory, port=_free_port(), user=user)
+        try:
+            server._start(timeout)
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def _as_user(self) -> dict[str, Any]:
+        if self.user is None:
+            return {}
+        return {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env["LC_ALL"] = "C"
+        if self.user is not None:
+            env["HOME"] = str(self.directory)
+            env["USER"] = env["LOGNAME"] = self.user.pw_name
+        return env
+
+    def _start(self, timeout: float) -> None:
+        if self.user is not None:
+            os.chown(self.directory, self.user.pw_uid, self.user.pw_gid)
+        initdb = subprocess.run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                SUPERUSER,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            cwd=self.directory,
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            **self._as_user(),
+        )
+        if initdb.returncode != 0:
+            raise PostgresUnavailable(f"initdb failed:\n{initdb.stdout}\n{initdb.stderr}")
+        self.version = subprocess.run(
+            [str(self.bindir / "postgres"), "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self._env(),
+            **self._as_user(),
+        ).stdout.strip()
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "unix_socket_directories": str(self.directory),
+            # a test server: durability against power loss is not what is being tested
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "400",
+            "shared_buffers": "64MB",
+        }
+        argv = [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port)]
+        for key, value in settings.items():
+            argv += ["-c", f"{key}={value}"]
+        log = self.log_path.open("ab")
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=self.directory,
+                env=self._env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads started yet)
+                **self._as_user(),
+            )
+        finally:
+            log.close()
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while True:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise PostgresUnavailable(
+                    f"postgres exited with status {self.proc.returncode}:\n{self.server_log()}"
+                )
+            try:
+                with psycopg.connect(self.url_of("postgres"), connect_timeout=2):
+                    return
+            except psycopg.OperationalError as error:
+                if time.monotonic() > deadline:
+                    raise PostgresUnavailable(
+                        f"postgres never accepted connections ({error}):\n{self.server_log()}"
+                    ) from None
+                time.sleep(0.05)
+
+    def server_log(self, tail: int = 40) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-tail:])
+
+    def stop(self) -> None:
+        """Fast shutdown of the postmaster we started (by its pid), then delete everything."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGQUIT)  # immediate shutdown
+                self.proc.wait(10)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # --- databases ---------------------------------------------------------------------
+
+    def _admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url_of("postgres"), autocommit=True) as connection:
+            connection.execute(sql)  # type: ignore[arg-type]  # names are generated here
+
+    def database(self, prefix: str = "eve") -> str:
+        """Create a fresh, empty database; its ``postgresql://`` URL."""
+        name = f"{prefix}_{secrets.token_hex(6)}"
+        self._admin(f'CREATE DATABASE "{name}"')
+        self.databases.append(name)
+        return self.url_of(name)
+
+    def drop(self, url: str) -> None:
+        """Drop a database ``database()`` made, disconnecting anyone still on it."""
+        name = url.rsplit("/", 1)[-1]
+        self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with contextlib.suppress(ValueError):
+            self.databases.remove(name)

@@ -29,13 +29,16 @@
     ├── TranscriptError
     │   ├── TranscriptCorrupt     a line that is not a message
     │   └── TranscriptWriteFailed an append failed; the run stops
-    └── SessionError
-        ├── SessionNotFound       no session has this id
-        ├── SessionNotActive      the session ended (timeout, token budget)
-        ├── InputRequestNotPending an answer to a request that is not waiting
-        ├── MessageTooLong        a message over the configured length
-        ├── DatabaseUnavailable   the session database cannot be opened
-        └── ServerConfigError     eve serve cannot start as configured
+    ├── SessionError
+    │   ├── SessionNotFound       no session has this id
+    │   ├── SessionNotActive      the session ended (timeout, token budget)
+    │   ├── InputRequestNotPending an answer to a request that is not waiting
+    │   ├── MessageTooLong        a message over the configured length
+    │   ├── DatabaseUnavailable   the session database cannot be opened
+    │   └── ServerConfigError     eve serve cannot start as configured
+    └── ClientError               eve.client could not do what was asked
+        ├── APIError              the server answered {ok: false} (carries status, code)
+        └── ServerUnreachable     no answer from the server, even after retrying
 
 Each class carries the fields a caller needs (paths, names), an ``exit_code`` for the CLI
 and an ``http_status`` for the server, so each edge translates errors in one place.
@@ -310,3 +313,29 @@ class MessageTooLong(SessionError):
 
     code = "message_too_long"
     http_status = 413
+
+
+class ClientError(EveError):
+    """``eve.client`` could not complete a call to an eve server."""
+
+    code = "client_error"
+
+
+class APIError(ClientError):
+    """The server refused the request: ``status`` is the HTTP status and ``code`` the error
+    code of its ``{ok: false, code, error}`` body (see docs/http-api.md for each)."""
+
+    #: the class's default; each instance's ``code`` is the one the server answered with
+    code = "api_error"
+    #: the HTTP status the server answered with
+    status: int
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message, status=status, code=code)
+
+
+class ServerUnreachable(ClientError):
+    """The server did not answer (not running, wrong URL, or down longer than the client's
+    ``reconnect_timeout``); check the URL and that ``eve serve`` is up."""
+
+    code = "server_unreachable"

@@ -3,6 +3,9 @@
 * every ```python block of docs/*.md runs (a page's blocks in order, in one namespace, in the
   repo root, so the example agent and its .eve/ are what they use); ```python no-run and
   ```text blocks are illustrations;
+* a page with ```python server or ```sh server blocks gets a real `eve serve` of a copy of
+  the example agent on the offline model, its URL in ``$EVE_URL``; its ```sh server blocks
+  (curl examples) run in order as one bash script that must succeed;
 * every ```console block's `$ eve ...` command (read-only ones only) prints the lines shown;
 * every diagnostic code, error class, manifest Struct field and `eve info --json` field is
   documented, with the manifest's types and defaults as the code has them;
@@ -11,12 +14,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,7 @@ import pytest
 import eve.errors
 import eve.manifest
 import eve.runtime.info
+from tests.sessions.harness import Server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
@@ -65,7 +73,27 @@ def fenced_blocks(page: Path) -> list[Block]:
 
 
 def runnable(page: Path) -> list[Block]:
-    return [b for b in fenced_blocks(page) if b.lang == "python" and not b.flags]
+    return [b for b in fenced_blocks(page) if b.lang == "python" and b.flags in ("", "server")]
+
+
+def server_blocks(page: Path) -> list[Block]:
+    return [b for b in fenced_blocks(page) if b.flags == "server"]
+
+
+@contextmanager
+def example_server(tmp: Path) -> Iterator[str]:
+    """``eve serve`` of a copy of the example agent (its own session database), on a free
+    port with the offline model; yields the server's URL."""
+    root = tmp / "example"
+    shutil.copytree(REPO_ROOT / "agent", root / "agent")
+    shutil.copytree(
+        REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions", "*.sqlite*")
+    )
+    server = Server(root, args=["--model", "offline/test"]).start()
+    try:
+        yield server.url.removesuffix("/eve/v1")
+    finally:
+        server.stop()
 
 
 def section_table(text: str, heading: str) -> list[dict[str, str]]:
@@ -105,13 +133,38 @@ def test_the_core_pages_exist_and_the_index_links_them() -> None:
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=lambda p: p.name)
-def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(REPO_ROOT)
     monkeypatch.delenv("EVE_APP_ROOT", raising=False)
     namespace: dict[str, Any] = {"__name__": f"docs_{page.stem}"}
-    for block in runnable(page):
-        code = compile(block.body, f"docs/{page.name}:{block.line}", "exec")
-        exec(code, namespace)
+    with contextlib.ExitStack() as stack:
+        if server_blocks(page):
+            monkeypatch.setenv("EVE_URL", stack.enter_context(example_server(tmp_path)))
+        for block in runnable(page):
+            code = compile(block.body, f"docs/{page.name}:{block.line}", "exec")
+            exec(code, namespace)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if any(b.lang == "sh" for b in server_blocks(p))],
+    ids=lambda p: p.name,
+)
+def test_shell_examples_run_against_a_server(page: Path, tmp_path: Path) -> None:
+    script = "".join(b.body for b in server_blocks(page) if b.lang == "sh")
+    with example_server(tmp_path) as url:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=tmp_path,
+            env={**os.environ, "EVE_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0, (
+        f"docs/{page.name}: the ```sh server examples failed:\n{done.stdout}{done.stderr}"
+    )
 
 
 def test_core_pages_have_runnable_examples() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from eve.authoring.context import ToolContext
@@ -9,6 +11,7 @@ from eve.compiler import check_artifacts
 from eve.context import EveContext, use_context
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
 from tests.conftest import REPO_ROOT
+from tests.sessions.harness import Server, count, script
 
 
 async def example_agent() -> ResolvedAgent:
@@ -63,3 +66,26 @@ async def test_module_counter_leaks_across_sessions_but_state_does_not() -> None
         kept = call(agent, "count_session_visits", {}, "second")
     assert leaked == {"count": 3}  # the second session's first call sees the first's calls
     assert kept == {"count": 1}
+
+
+def test_over_http_the_module_counter_leaks_and_the_state_counter_does_not(
+    tmp_path: Path,
+) -> None:
+    """DESIGN.md's lesson, through the durable API: two sessions, two counters."""
+    root = tmp_path / "shop"
+    shutil.copytree(REPO_ROOT / "agent", root / "agent")
+    shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
+    both = {"tool_calls": [{"name": "count_visits"}, {"name": "count_session_visits"}]}
+    script(root, [both, {"text": "counted"}])
+    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    try:
+        outputs = []
+        for _ in range(2):
+            session = server.create("count")
+            events = server.wait_for(session, count("session.waiting"))
+            outputs.append([e["data"]["output"] for e in events if e["type"] == "action.result"])
+    finally:
+        server.stop()
+    assert outputs[0] == ['{"count":1}', '{"count":1}']
+    # the second session sees the first one's module-level visits, but its own state
+    assert outputs[1] == ['{"count":2}', '{"count":1}']

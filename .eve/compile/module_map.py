@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 1
-FINGERPRINT = "sha256:01e41adb2fce6761c0bed00017285838e22740f7d52cc2fd4ec3398ad7a493e3"
+FINGERPRINT = "sha256:c6b3547d9baf24cb2972203fd32f7547ca48570d190078a4a73b76b3c7c0f458"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -29,6 +29,7 @@ NODES = {
             "tools/count_session_visits.py": _lazy("agent.tools.count_session_visits"),
             "tools/count_visits.py": _lazy("agent.tools.count_visits"),
             "tools/get_price.py": _lazy("agent.tools.get_price"),
+            "tools/place_order.py": _lazy("agent.tools.place_order"),
         },
     },
     "researcher": {

@@ -1,0 +1,31 @@
+"""A small client for an eve server's session API (``eve serve``), sync and async.
+
+::
+
+    from eve.client import EveClient
+
+    with EveClient("http://127.0.0.1:8000") as client:
+        accepted = client.create("What does a hammer cost?")
+        for event in client.turn_events(accepted.session_id, accepted.turn_id):
+            print(event.type)
+
+Both clients speak the same routes with the same pure helpers (``eve.client.protocol``);
+only the I/O differs.
+"""
+
+from eve.client.async_client import AsyncEveClient
+from eve.client.protocol import TURN_END, Accepted
+from eve.client.sync_client import EveClient
+from eve.errors import APIError, ClientError, ServerUnreachable
+from eve.execution.events import SessionEvent
+
+__all__ = [
+    "TURN_END",
+    "APIError",
+    "Accepted",
+    "AsyncEveClient",
+    "ClientError",
+    "EveClient",
+    "ServerUnreachable",
+    "SessionEvent",
+]

@@ -1,0 +1,140 @@
+"""``AsyncEveClient``: the session API over ``httpx.AsyncClient``, for asyncio code."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from eve.client.protocol import (
+    PREFIX,
+    TURN_END,
+    Accepted,
+    StreamCursor,
+    accepted,
+    api_error,
+    auth_headers,
+    decode_json,
+    message_body,
+    responses_body,
+    server_root,
+    session_path,
+    unreachable,
+)
+from eve.execution.events import SessionEvent
+
+
+class AsyncEveClient:
+    """``EveClient`` for asyncio: the same methods, awaitable; streams are async iterators.
+
+    ``url`` is the server's address (``http://127.0.0.1:8000``); ``token`` the bearer token
+    when the server has one. A stream that loses its connection reconnects from the last
+    index it saw for up to ``reconnect_timeout`` seconds, then raises ``ServerUnreachable``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        reconnect_timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.reconnect_timeout = reconnect_timeout
+        self._http = httpx.AsyncClient(
+            base_url=server_root(url),
+            headers=auth_headers(token),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> AsyncEveClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> bytes:
+        try:
+            response = await self._http.request(method, path, json=body)
+        except httpx.TransportError as error:
+            raise unreachable(error) from None
+        if response.is_error:
+            raise api_error(response.status_code, response.content)
+        return response.content
+
+    async def health(self) -> dict[str, Any]:
+        return decode_json(await self._call("GET", PREFIX + "/health"))
+
+    async def info(self) -> dict[str, Any]:
+        """What ``eve info --json`` prints, for the agent this server runs."""
+        return decode_json(await self._call("GET", PREFIX + "/info"))
+
+    async def create(self, message: str | None = None) -> Accepted:
+        """A new session; with ``message`` its first turn starts at once."""
+        return accepted(await self._call("POST", PREFIX + "/session", message_body(message)))
+
+    async def send(self, session_id: str, message: str) -> Accepted:
+        """A turn for ``message``; one sent while a turn runs waits for it, in order."""
+        return accepted(await self._call("POST", session_path(session_id), message_body(message)))
+
+    async def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
+        """Answer parked input requests: ``{request_id: option_id}``."""
+        return accepted(await self._call("POST", session_path(session_id), responses_body(answers)))
+
+    async def cancel(self, session_id: str) -> Accepted:
+        """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
+        return accepted(await self._call("POST", session_path(session_id, "cancel")))
+
+    async def reset(self, session_id: str) -> Accepted:
+        """Cancel any running turn, then clear the session's history and state."""
+        return accepted(await self._call("POST", session_path(session_id, "reset")))
+
+    def stream(
+        self,
+        session_id: str,
+        start_index: int = 0,
+        *,
+        follow: bool = True,
+        until: frozenset[str] = frozenset(),
+    ) -> AsyncIterator[SessionEvent]:
+        """The session's events from ``start_index``; with ``follow``, new ones as they come,
+        until an event whose type is in ``until`` (or forever)."""
+        cursor = StreamCursor(start_index, until=until, reconnect_timeout=self.reconnect_timeout)
+        return self._read(session_id, cursor, follow)
+
+    def turn_events(
+        self, session_id: str, turn_id: str | None, start_index: int = 0
+    ) -> AsyncIterator[SessionEvent]:
+        """One turn's events, ending with the event that ends its run (``TURN_END``)."""
+        cursor = StreamCursor(
+            start_index, until=TURN_END, turn_id=turn_id, reconnect_timeout=self.reconnect_timeout
+        )
+        return self._read(session_id, cursor, follow=True)
+
+    async def _read(
+        self, session_id: str, cursor: StreamCursor, follow: bool
+    ) -> AsyncIterator[SessionEvent]:
+        path = session_path(session_id, "stream")
+        while True:
+            try:
+                async with self._http.stream("GET", path, params=cursor.params(follow)) as response:
+                    if response.is_error:
+                        raise api_error(response.status_code, await response.aread())
+                    async for line in response.aiter_lines():
+                        event = cursor.accept(line)
+                        if event is not None:
+                            yield event
+                        if cursor.done:
+                            return
+            except httpx.TransportError as error:
+                await asyncio.sleep(cursor.retry_delay(error))
+                continue
+            if not follow:
+                return

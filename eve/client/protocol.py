@@ -1,0 +1,144 @@
+"""What both clients share: paths, bodies, answers and the stream's reconnect bookkeeping.
+
+Nothing here does I/O, so the sync and async clients differ only in how they wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from eve.errors import APIError, ServerUnreachable
+from eve.execution.events import SessionEvent
+
+PREFIX = "/eve/v1"
+
+#: the events that end a turn's run: done, failed, cancelled, or parked on a person
+TURN_END = frozenset({"turn.completed", "turn.failed", "turn.cancelled", "turn.waiting"})
+
+
+class Accepted(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The server took the request; the turn (if any) runs in the background."""
+
+    session_id: str
+    #: ``turn_<n>`` when a message started or queued a turn
+    turn_id: str | None = None
+    #: ``accepted`` (a message), ``resolved`` (input responses), ``cancelling``, …
+    status: str = "accepted"
+
+
+class _ErrorBody(msgspec.Struct, frozen=True):
+    code: str = "http_error"
+    error: str = ""
+
+
+def server_root(url: str) -> str:
+    """The server's root URL, whether the caller gave it or the ``/eve/v1`` base."""
+    url = url.rstrip("/")
+    return url[: -len(PREFIX)] if url.endswith(PREFIX) else url
+
+
+def session_path(session_id: str, action: str = "") -> str:
+    suffix = f"/{action}" if action else ""
+    return f"{PREFIX}/session/{session_id}{suffix}"
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def message_body(message: str | None) -> dict[str, Any]:
+    return {} if message is None else {"message": message}
+
+
+def responses_body(answers: Mapping[str, str]) -> dict[str, Any]:
+    """``{request_id: option_id}`` as the ``inputResponses`` body."""
+    return {
+        "inputResponses": [
+            {"requestId": request_id, "optionId": option_id}
+            for request_id, option_id in answers.items()
+        ]
+    }
+
+
+def unreachable(error: Exception) -> ServerUnreachable:
+    return ServerUnreachable(
+        f"the eve server did not answer ({type(error).__name__}); "
+        "is `eve serve` running at this URL?"
+    )
+
+
+def api_error(status: int, content: bytes) -> APIError:
+    """The named error for an ``{ok: false, code, error}`` answer (or any non-JSON one)."""
+    try:
+        body = msgspec.json.decode(content, type=_ErrorBody)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        body = _ErrorBody(error=content[:200].decode("utf-8", "replace"))
+    return APIError(f"{status} {body.code}: {body.error}", status=status, code=body.code)
+
+
+def accepted(content: bytes) -> Accepted:
+    return msgspec.json.decode(content, type=Accepted)
+
+
+def decode_json(content: bytes) -> dict[str, Any]:
+    decoded: dict[str, Any] = msgspec.json.decode(content)
+    return decoded
+
+
+class StreamCursor:
+    """Where a stream reader is: the next index it wants, and how long it may keep retrying.
+
+    A reader that reconnects asks for ``startIndex=next_index`` and drops anything below it,
+    so a reconnect shows no gap and no duplicate.
+    """
+
+    def __init__(
+        self,
+        start_index: int,
+        *,
+        until: frozenset[str] = frozenset(),
+        turn_id: str | None = None,
+        reconnect_timeout: float,
+    ) -> None:
+        self.next_index = start_index
+        self.until = until
+        self.turn_id = turn_id
+        self.reconnect_timeout = reconnect_timeout
+        self.done = False
+        self._failing_since: float | None = None
+        self._attempts = 0
+
+    def params(self, follow: bool) -> dict[str, str]:
+        return {"startIndex": str(self.next_index), "follow": "true" if follow else "false"}
+
+    def accept(self, line: bytes | str) -> SessionEvent | None:
+        """The event on this line if the reader should see it; blank lines are heartbeats."""
+        if not line.strip():
+            return None
+        self._failing_since, self._attempts = None, 0
+        event = msgspec.json.decode(line, type=SessionEvent)
+        if event.meta.index < self.next_index:
+            return None
+        self.next_index = event.meta.index + 1
+        if self.turn_id is not None and event.data.get("turn_id") != self.turn_id:
+            return None
+        if event.type in self.until:
+            self.done = True
+        return event
+
+    def retry_delay(self, error: Exception) -> float:
+        """Seconds to wait before reconnecting; raises once the server has been away too long."""
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        if now - self._failing_since > self.reconnect_timeout:
+            raise ServerUnreachable(
+                f"the eve server did not answer for {self.reconnect_timeout:g} s "
+                f"({type(error).__name__}); is `eve serve` running at this URL?"
+            ) from None
+        self._attempts += 1
+        return float(min(0.1 * 2 ** (self._attempts - 1), 2.0))

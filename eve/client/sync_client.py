@@ -1,0 +1,138 @@
+"""``EveClient``: the session API over a blocking ``httpx.Client``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from eve.client.protocol import (
+    PREFIX,
+    TURN_END,
+    Accepted,
+    StreamCursor,
+    accepted,
+    api_error,
+    auth_headers,
+    decode_json,
+    message_body,
+    responses_body,
+    server_root,
+    session_path,
+    unreachable,
+)
+from eve.execution.events import SessionEvent
+
+
+class EveClient:
+    """Create sessions, send messages, answer input requests, cancel, reset, read events.
+
+    ``url`` is the server's address (``http://127.0.0.1:8000``); ``token`` the bearer token
+    when the server has one. A stream that loses its connection reconnects from the last
+    index it saw for up to ``reconnect_timeout`` seconds, then raises ``ServerUnreachable``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        reconnect_timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.reconnect_timeout = reconnect_timeout
+        self._http = httpx.Client(
+            base_url=server_root(url),
+            headers=auth_headers(token),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> EveClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> bytes:
+        try:
+            response = self._http.request(method, path, json=body)
+        except httpx.TransportError as error:
+            raise unreachable(error) from None
+        if response.is_error:
+            raise api_error(response.status_code, response.content)
+        return response.content
+
+    def health(self) -> dict[str, Any]:
+        return decode_json(self._call("GET", PREFIX + "/health"))
+
+    def info(self) -> dict[str, Any]:
+        """What ``eve info --json`` prints, for the agent this server runs."""
+        return decode_json(self._call("GET", PREFIX + "/info"))
+
+    def create(self, message: str | None = None) -> Accepted:
+        """A new session; with ``message`` its first turn starts at once."""
+        return accepted(self._call("POST", PREFIX + "/session", message_body(message)))
+
+    def send(self, session_id: str, message: str) -> Accepted:
+        """A turn for ``message``; one sent while a turn runs waits for it, in order."""
+        return accepted(self._call("POST", session_path(session_id), message_body(message)))
+
+    def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
+        """Answer parked input requests: ``{request_id: option_id}``."""
+        return accepted(self._call("POST", session_path(session_id), responses_body(answers)))
+
+    def cancel(self, session_id: str) -> Accepted:
+        """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
+        return accepted(self._call("POST", session_path(session_id, "cancel")))
+
+    def reset(self, session_id: str) -> Accepted:
+        """Cancel any running turn, then clear the session's history and state."""
+        return accepted(self._call("POST", session_path(session_id, "reset")))
+
+    def stream(
+        self,
+        session_id: str,
+        start_index: int = 0,
+        *,
+        follow: bool = True,
+        until: frozenset[str] = frozenset(),
+    ) -> Iterator[SessionEvent]:
+        """The session's events from ``start_index``; with ``follow``, new ones as they come,
+        until an event whose type is in ``until`` (or forever)."""
+        cursor = StreamCursor(start_index, until=until, reconnect_timeout=self.reconnect_timeout)
+        return self._read(session_id, cursor, follow)
+
+    def turn_events(
+        self, session_id: str, turn_id: str | None, start_index: int = 0
+    ) -> Iterator[SessionEvent]:
+        """One turn's events, ending with the event that ends its run (``TURN_END``)."""
+        cursor = StreamCursor(
+            start_index, until=TURN_END, turn_id=turn_id, reconnect_timeout=self.reconnect_timeout
+        )
+        return self._read(session_id, cursor, follow=True)
+
+    def _read(self, session_id: str, cursor: StreamCursor, follow: bool) -> Iterator[SessionEvent]:
+        path = session_path(session_id, "stream")
+        while True:
+            try:
+                with self._http.stream("GET", path, params=cursor.params(follow)) as response:
+                    if response.is_error:
+                        raise api_error(response.status_code, response.read())
+                    for line in response.iter_lines():
+                        event = cursor.accept(line)
+                        if event is not None:
+                            yield event
+                        if cursor.done:
+                            return
+            except httpx.TransportError as error:
+                time.sleep(cursor.retry_delay(error))
+                continue
+            if not follow:
+                return

@@ -1,10 +1,13 @@
-"""The seam durability plugs into: every model response and tool outcome passes a recorder.
+"""The seam durability plugs into: each step of a turn is produced in checkpointable parts.
 
-The loop asks the recorder for each step's model response and each call's outcome, handing
-it a function that produces the value. ``Inline`` just calls it. A durable recorder runs
-the function as a checkpointed step the first time and, on recovery, returns the recorded
-value without calling it: the model is not asked again and the tool does not run twice.
-Values are msgspec Structs so any recorder can store them as JSON.
+A step is one model call plus the tool calls that follow it. The loop hands the recorder a
+function that produces a part of the step: the first part streams the model response and
+runs its calls; it stops early only at a call that must wait for a person, and the part
+after the answer runs the rest. ``Inline`` just calls the function. A durable recorder runs
+it as one checkpointed step the first time and, on recovery, returns the recorded part
+without calling it: the model is not asked again and the tools do not run twice. A step
+without approvals is therefore exactly one checkpoint. Parts are msgspec Structs so any
+recorder can store them as JSON.
 """
 
 from __future__ import annotations
@@ -28,25 +31,43 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     usage: TokenUsage
 
 
-class StepRecorder(Protocol):
-    async def model_response(
-        self, step: int, produce: Callable[[], Awaitable[ModelResponse]]
-    ) -> ModelResponse: ...
+class StepPart(msgspec.Struct, frozen=True, kw_only=True):
+    """What one part of a step produced, from the call at ``first_call`` on."""
 
-    async def tool_outcome(
-        self, step: int, call: ToolCall, produce: Callable[[], Awaitable[CallOutcome]]
-    ) -> CallOutcome: ...
+    #: the model's response; only the first part of a step (``first_call`` 0) has one
+    response: ModelResponse | None = None
+    first_call: int = 0
+    #: the results of the calls this part ran or refused, in order
+    outcomes: list[CallOutcome] = []
+    #: the call (an index into the response's calls) that waits for a person, and its rule
+    ask: int | None = None
+    ask_rule: str | None = None
+    #: the turn was cancelled before the call after the last outcome
+    aborted: bool = False
+
+    @property
+    def next_call(self) -> int:
+        return self.first_call + len(self.outcomes)
+
+
+Produce = Callable[[], Awaitable[StepPart]]
+
+
+def part_key(step: int, answered: int | None) -> str:
+    """A part's name within its turn: ``step:3``, or ``step:3:answered:1`` for the part that
+    goes on from call 1 once a person answered about it."""
+    return f"step:{step}" if answered is None else f"step:{step}:answered:{answered}"
+
+
+class StepRecorder(Protocol):
+    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
+        """The part of ``step`` that starts with the model call (``answered`` None) or goes
+        on from call ``answered`` after a person's answer."""
+        ...
 
 
 class Inline:
-    """No durability: produce every value now."""
+    """No durability: produce every part now."""
 
-    async def model_response(
-        self, step: int, produce: Callable[[], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
-        return await produce()
-
-    async def tool_outcome(
-        self, step: int, call: ToolCall, produce: Callable[[], Awaitable[CallOutcome]]
-    ) -> CallOutcome:
+    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
         return await produce()

@@ -6,20 +6,22 @@ durability. Cancellation is cooperative and checked wherever control returns her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
-from eve.execution.checkpoints import Inline, ModelResponse, StepRecorder
+from eve.execution.checkpoints import Inline, ModelResponse, Produce, StepPart, StepRecorder
 from eve.execution.events import EventEmitter, EventSink
 from eve.execution.tool_calls import (
     ABORTED_BEFORE_EXECUTION,
+    Admitted,
     ApprovalHook,
     CallOutcome,
+    NeedsPerson,
     ToolRunner,
     outcome,
 )
@@ -40,6 +42,8 @@ from eve.redact import redact
 from eve.runtime.resolved import ResolvedTool
 
 StopKind = Literal["complete", "max_turns", "aborted"]
+#: a person's answer about a call: the approval rule that asked, and whether they approved
+Answer = tuple[str, bool]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +79,8 @@ class _Turn:
     context_budget_tokens: int | None
     recorder: StepRecorder
     usage: TokenUsage = field(default_factory=TokenUsage)
+    #: whether the recorder produced the current part now (else it replayed a record)
+    live: bool = False
 
     def record(self, message: Message) -> None:
         if self.transcript is not None:
@@ -142,30 +148,86 @@ class _Turn:
         extra = {} if step is None else {"step_index": step}
         await self.emitter.emit(type, turn_id=self.turn_id, **extra, **data)  # type: ignore[arg-type]
 
-    async def run_calls(self, calls: list[ToolCall], step: int) -> bool:
-        """Run each call in order; True when a successful ``ends_turn`` tool ends the turn."""
-        ends = False
-        for position, call in enumerate(calls):
-            if self.signal.cancelled:
-                self.close(calls[position:], ABORTED_BEFORE_EXECUTION)
-                raise _Aborted
-            try:
-                result = await self.admit_and_run(call, step)
-            except BaseException as error:
-                self.close(calls[position:], f"not run: approval failed ({type(error).__name__})")
-                raise
-            self.record(result.result)
-            await self.result_event(call, result, step)
-            ends = ends or result.ends_turn
-        return ends
+    async def run_calls(
+        self, step: int, response: ModelResponse, first: int, answer: Answer | None = None
+    ) -> StepPart:
+        """Run the response's calls from ``first`` on, inside one part of the step.
 
-    async def admit_and_run(self, call: ToolCall, step: int) -> CallOutcome:
-        admitted = await self.runner.admit(call)
-        if isinstance(admitted, CallOutcome):
-            return admitted
-        return await self.recorder.tool_outcome(
-            step, call, lambda: self.runner.run_admitted(admitted, step)
-        )
+        ``answer`` is a person's ``(rule, approved)`` for the call at ``first``. The part
+        stops before a call that needs a person (the loop asks between parts) and when the
+        turn is cancelled. Each result is recorded as it comes, so it is on disk before the
+        next call runs.
+        """
+        self.live = True
+        calls = response.tool_calls
+        outcomes: list[CallOutcome] = []
+
+        def part(**stopped: Any) -> StepPart:
+            own = response if first == 0 else None
+            return StepPart(response=own, first_call=first, outcomes=outcomes, **stopped)
+
+        for position in range(first, len(calls)):
+            call = calls[position]
+            if self.signal.cancelled:
+                return part(aborted=True)
+            admitted: Admitted | CallOutcome | NeedsPerson
+            if position == first and answer is not None:
+                admitted = self.runner.answered(call, *answer)
+            else:
+                admitted = await self.runner.admit(call)
+            if isinstance(admitted, NeedsPerson):
+                return part(ask=position, ask_rule=admitted.rule)
+            if isinstance(admitted, Admitted):
+                admitted = await self.runner.run_admitted(admitted, step)
+            outcomes.append(admitted)
+            self.record(admitted.result)
+            await self.result_event(call, admitted, step)
+        return part()
+
+    async def first_part(self, step: int) -> StepPart:
+        """The model's response and every call it asks for, up to one needing a person."""
+        self.live = True
+        response = await self.stream(step)
+        text, calls, finish = response.text, response.tool_calls, response.finish_reason
+        if not text and not calls:
+            return StepPart(response=response)
+        # on disk before any tool runs, so a transcript never holds a result without its call
+        self.record(AssistantMessage(text=text, tool_calls=calls))
+        if text:
+            await self.emit("message.completed", step, message=text, finish_reason=finish)
+        if calls:
+            await self.emit(
+                "actions.requested",
+                step,
+                actions=[{"call_id": c.id, "name": c.name, "input": c.input} for c in calls],
+            )
+        return await self.run_calls(step, response, 0)
+
+    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
+        """A part from the recorder; a replayed one (not produced now) is recorded here."""
+        self.live = False
+        part = await self.recorder.part(step, answered, produce)
+        if not self.live:
+            if part.response is not None and (part.response.text or part.response.tool_calls):
+                response = part.response
+                self.record(AssistantMessage(text=response.text, tool_calls=response.tool_calls))
+            for result in part.outcomes:
+                self.record(result.result)
+        return part
+
+    def settle(self, part: StepPart, calls: list[ToolCall]) -> bool:
+        """Close what a cancelled part left; True when a successful ``ends_turn`` tool ran."""
+        if part.aborted:
+            self.close(calls[part.next_call :], ABORTED_BEFORE_EXECUTION)
+            raise _Aborted
+        return any(result.ends_turn for result in part.outcomes)
+
+    async def ask(self, call: ToolCall, rule: str, rest: list[ToolCall]) -> bool:
+        try:
+            return await self.runner.ask(call, rule)
+        except BaseException as error:
+            self.close(rest, f"not run: approval failed ({type(error).__name__})")
+            raise
 
     def close(self, calls: list[ToolCall], reason: str) -> None:
         for call in calls:
@@ -184,8 +246,10 @@ class _Turn:
     async def step(self, step: int) -> bool:
         """One model call and its tool calls; True when the turn is complete."""
         await self.emit("step.started", step)
-        response = await self.recorder.model_response(step, lambda: self.stream(step))
-        self.check()
+        part = await self.part(step, None, lambda: self.first_part(step))
+        response = part.response
+        if response is None:
+            raise ModelProtocolError("a recorded step has no model response")
         self.usage = self.usage + response.usage
         text, calls, finish = response.text, response.tool_calls, response.finish_reason
         if not text and not calls:
@@ -193,20 +257,18 @@ class _Turn:
                 f"{self.client.model_id} answered with neither text nor tool calls "
                 f"(finish reason {finish}); nothing was recorded"
             )
-        self.record(AssistantMessage(text=text, tool_calls=calls))
-        if text:
-            await self.emit("message.completed", step, message=text, finish_reason=finish)
-        if not calls:
-            await self.emit("step.completed", step, finish_reason=finish, usage=self.usage_dict())
-            return True
-        await self.emit(
-            "actions.requested",
-            step,
-            actions=[{"call_id": c.id, "name": c.name, "input": c.input} for c in calls],
-        )
-        ends = await self.run_calls(calls, step)
+        ends = self.settle(part, calls)
+        while part.ask is not None and part.ask_rule is not None:
+            position, rule = part.ask, part.ask_rule
+            answer = (rule, await self.ask(calls[position], rule, calls[position:]))
+
+            def resume(position: int = position, answer: Answer = answer) -> Awaitable[StepPart]:
+                return self.run_calls(step, response, position, answer)
+
+            part = await self.part(step, position, resume)
+            ends = self.settle(part, calls) or ends
         await self.emit("step.completed", step, finish_reason=finish, usage=self.usage_dict())
-        return ends
+        return ends or not calls
 
     def usage_dict(self) -> dict[str, int]:
         return {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens}

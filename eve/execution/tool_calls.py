@@ -47,6 +47,13 @@ class Admitted:
     data: Any
 
 
+@dataclass(frozen=True)
+class NeedsPerson:
+    """A call that may run only once a person approves it, and the rule that says so."""
+
+    rule: str
+
+
 class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """One tool call's result as the loop records it (a Struct, so recorders can store it)."""
 
@@ -113,30 +120,7 @@ class ToolRunner:
         )
         return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
 
-    async def gate(self, call: ToolCall, tool: ResolvedTool, data: Any) -> CallOutcome | None:
-        """None when the call may run, else the result that replaces running it."""
-        rule = await self.needs_person(tool, data)
-        if rule is None:
-            return None
-        if rule == "denied":
-            return outcome(call, f"the approval policy of {call.name} denied this call", "rejected")
-        if not await self.ask(call, rule):
-            if self.signal.cancelled:
-                return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
-            who = "a person denied" if self.approve else "no one can approve here, so eve denied"
-            return outcome(call, f"{call.name} needs approval and {who} this call", "rejected")
-        if rule == "once":
-            self.approved_once.add(tool.name)
-        if self.signal.cancelled:
-            return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
-        return None
-
-    async def admit(self, call: ToolCall) -> Admitted | CallOutcome:
-        """Look up, validate and approve a call: the call to run, or the result instead.
-
-        Durable sessions run this in the workflow body, where asking a person can park
-        the turn; only ``run_admitted`` runs inside a checkpointed step.
-        """
+    def _validated(self, call: ToolCall) -> tuple[ResolvedTool, Any] | CallOutcome:
         tool = self.tools.get(call.name)
         if tool is None:
             names = ", ".join(sorted(self.tools)) or "none"
@@ -144,12 +128,41 @@ class ToolRunner:
         if tool.validator is None or (tool.execute is None and tool.workflow is None):
             return outcome(call, f"{call.name} is run by the model provider, not by eve", "failed")
         try:
-            data = tool.validator.validate(call.input)
+            return tool, tool.validator.validate(call.input)
         except EveError as error:
             return outcome(call, str(error), "failed")
-        blocked = await self.gate(call, tool, data)
-        if blocked is not None:
-            return blocked
+
+    async def admit(self, call: ToolCall) -> Admitted | CallOutcome | NeedsPerson:
+        """Look up, validate and check approval: the call to run, the result instead, or
+        the rule by which a person must decide first (then ``answered`` takes the answer).
+
+        Nothing here waits for a person, so it can run inside a checkpointed step; asking
+        happens between steps, where a durable session can park the turn.
+        """
+        found = self._validated(call)
+        if isinstance(found, CallOutcome):
+            return found
+        tool, data = found
+        rule = await self.needs_person(tool, data)
+        if rule is None:
+            return Admitted(call=call, tool=tool, data=data)
+        if rule == "denied":
+            return outcome(call, f"the approval policy of {call.name} denied this call", "rejected")
+        return NeedsPerson(rule=rule)
+
+    def answered(self, call: ToolCall, rule: str, approved: bool) -> Admitted | CallOutcome:
+        """The call ``admit`` held for a person, now that they answered."""
+        found = self._validated(call)
+        if isinstance(found, CallOutcome):
+            return found
+        tool, data = found
+        if self.signal.cancelled:
+            return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
+        if not approved:
+            who = "a person denied" if self.approve else "no one can approve here, so eve denied"
+            return outcome(call, f"{call.name} needs approval and {who} this call", "rejected")
+        if rule == "once":
+            self.approved_once.add(tool.name)
         return Admitted(call=call, tool=tool, data=data)
 
     async def run_admitted(self, admitted: Admitted, step_index: int) -> CallOutcome:
@@ -162,12 +175,6 @@ class ToolRunner:
             return outcome(call, f"{type(error).__name__}: {error}", "failed")
         done = outcome(call, render_content(value), "completed")
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
-
-    async def run(self, call: ToolCall, step_index: int) -> CallOutcome:
-        admitted = await self.admit(call)
-        if isinstance(admitted, CallOutcome):
-            return admitted
-        return await self.run_admitted(admitted, step_index)
 
     async def execute(self, tool: ResolvedTool, call: ToolCall, data: Any, step: int) -> Any:
         ctx = ToolContext(

@@ -1,8 +1,9 @@
 """The loop's seams made durable: checkpointed steps and approvals that park the turn.
 
-``DurableRecorder`` runs each model response and each tool run as a DBOS step that
-records its value *and the session state after it*; on recovery DBOS hands back the
-record, the state is restored from it, and neither the model nor the tool runs again.
+``DurableRecorder`` runs each part of an agent step (the model response and its tool
+calls; a step splits into parts only where a call waits for a person) as one DBOS step
+that records its value *and the session state after it*; on recovery DBOS hands back the
+record, the state is restored from it, and neither the model nor the tools run again.
 ``DurableApproval`` asks a person from the workflow body: it publishes ``input.requested``
 and ``turn.waiting`` and waits on a durable message, so the wait survives a restart and
 the answer is consumed exactly once.
@@ -20,10 +21,9 @@ from dbos import DBOS
 
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
-from eve.execution.checkpoints import ModelResponse
+from eve.execution.checkpoints import Produce, StepPart, part_key
 from eve.execution.events import EventEmitter
-from eve.execution.tool_calls import ApprovalRequest, CallOutcome
-from eve.messages import ToolCall
+from eve.execution.tool_calls import ApprovalRequest
 from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
@@ -45,15 +45,8 @@ class DurableRecorder:
         self.context = context
         self.approved_once = approved_once
 
-    async def model_response(
-        self, step: int, produce: Callable[[], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
-        return await self._checkpointed(f"model:{step}", produce, ModelResponse)
-
-    async def tool_outcome(
-        self, step: int, call: ToolCall, produce: Callable[[], Awaitable[CallOutcome]]
-    ) -> CallOutcome:
-        return await self._checkpointed(f"tool:{step}:{call.id}", produce, CallOutcome)
+    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
+        return await self._checkpointed(part_key(step, answered), produce, StepPart)
 
     async def _checkpointed(
         self, key: str, produce: Callable[[], Awaitable[T]], kind: type[T]

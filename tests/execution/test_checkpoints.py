@@ -9,10 +9,8 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from eve.execution.checkpoints import ModelResponse
+from eve.execution.checkpoints import Produce, StepPart, part_key
 from eve.execution.loop import run_agent
-from eve.execution.tool_calls import CallOutcome
-from eve.messages import ToolCall
 from eve.models.function import FunctionModel
 from eve.tools import define_tool
 from tests.execution.helpers import Script, calls, live, text
@@ -37,15 +35,8 @@ class JsonRecorder:
         self.log[key] = msgspec.json.encode(value)
         return value
 
-    async def model_response(
-        self, step: int, produce: Callable[[], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
-        return await self._get(f"model:{step}", ModelResponse, produce)  # type: ignore[no-any-return]
-
-    async def tool_outcome(
-        self, step: int, call: ToolCall, produce: Callable[[], Awaitable[CallOutcome]]
-    ) -> CallOutcome:
-        return await self._get(f"tool:{step}:{call.id}", CallOutcome, produce)  # type: ignore[no-any-return]
+    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
+        return await self._get(part_key(step, answered), StepPart, produce)  # type: ignore[no-any-return]
 
 
 async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:
@@ -66,7 +57,7 @@ async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:
         user_message="go",
         recorder=first,
     )
-    assert first.produced == ["model:0", "tool:0:c0", "model:1"]
+    assert first.produced == ["step:0", "step:1"]  # one checkpoint per step
 
     def no_model(request: object) -> list[Any]:
         raise AssertionError("a recorded step asked the model again")
@@ -106,5 +97,5 @@ async def test_a_crash_after_the_tool_resumes_at_the_next_model_call() -> None:
         user_message="go",
         recorder=resumed,
     )
-    assert resumed.produced == ["model:1"]
+    assert resumed.produced == ["step:1"]
     assert runs == ["a"] and result.final_text == "finished"

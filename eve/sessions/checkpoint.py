@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from eve.execution.events import SessionEvent
 from eve.messages import Message
 
 
@@ -23,11 +24,17 @@ class SessionCheckpoint(msgspec.Struct, kw_only=True):
 
 
 class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
-    """What a durable step records beside its value: the state after it ran."""
+    """What a durable step records beside its value: the state after it ran, and its events.
+
+    The events are recorded so the event log need not be written before the step is: a
+    recovered turn appends whichever of them never reached the log (see ``TurnEvents``).
+    """
 
     value: msgspec.Raw
     state: dict[str, Any]
     approved_once: list[str]
+    attempt: int = 0
+    events: list[SessionEvent] = []
 
 
 _encoder = msgspec.json.Encoder()

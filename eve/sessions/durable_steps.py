@@ -25,6 +25,7 @@ from eve.execution.checkpoints import Produce, StepPart, part_key
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import ApprovalRequest
 from eve.sessions.checkpoint import StepCheckpoint
+from eve.sessions.event_log import redacted
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 
@@ -51,19 +52,28 @@ class DurableRecorder:
     async def _checkpointed(
         self, key: str, produce: Callable[[], Awaitable[T]], kind: type[T]
     ) -> T:
+        ran = False
+
         async def run() -> bytes:
-            async with self.events.step(key):
+            nonlocal ran
+            ran = True
+            async with self.events.step(key) as attempt:
                 value = await produce()
             return msgspec.json.encode(
                 StepCheckpoint(
                     value=msgspec.Raw(msgspec.json.encode(value)),
                     state=self.context.snapshot(),
                     approved_once=sorted(self.approved_once),
+                    attempt=attempt,
+                    # a step's record is stored as the log is: with no secret in it
+                    events=[redacted(e) for e in self.events.step_events],
                 )
             )
 
         recorded: bytes = await DBOS.run_step_async({"name": key}, run)
         checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)
+        if not ran:
+            self.events.replayed(key, checkpoint.attempt, checkpoint.events)
         self.context.restore(checkpoint.state)
         self.approved_once.update(checkpoint.approved_once)
         return msgspec.json.decode(checkpoint.value, type=kind)

@@ -24,6 +24,8 @@ from eve.sessions.store import EventRow, SessionStore
 
 _encoder = msgspec.json.Encoder()
 
+#: how long the writer lets events gather before a write; far below what a reader notices
+COALESCE_SECONDS = 0.01
 #: a bare newline goes to an idle follower this often, so proxies keep the stream open
 HEARTBEAT_SECONDS = 10.0
 
@@ -60,6 +62,9 @@ class SessionWriter:
 
     async def _drain(self) -> None:
         while self.pending:
+            # events come in bursts (a step's start, its calls' results, its end): gather a
+            # burst into one transaction rather than writing each as it comes
+            await asyncio.sleep(COALESCE_SECONDS)
             batch, self.pending = self.pending, []
             await self._write(batch)
             self.on_written.set()
@@ -93,6 +98,11 @@ class SessionWriter:
             attempt=item.attempt,
             payload=redact(_encoder.encode(event).decode()),
         )
+
+
+def redacted(event: SessionEvent) -> SessionEvent:
+    """``event`` as the log stores it: every known secret replaced."""
+    return msgspec.json.decode(redact(_encoder.encode(event).decode()), type=SessionEvent)
 
 
 class EventLog:

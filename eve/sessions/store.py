@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -91,6 +91,8 @@ class TurnProgress:
     last_body_seq: int
     #: the highest attempt per step key
     attempts: dict[str, int]
+    #: how many events of each ``(step key, attempt)`` reached the log
+    written: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 class SessionStore:
@@ -238,13 +240,17 @@ class SessionStore:
                 sa.select(sa.func.max(events.c.body_seq)).where(events.c.workflow_id == workflow_id)
             ).scalar()
             rows = c.execute(
-                sa.select(events.c.step_key, sa.func.max(events.c.attempt))
+                sa.select(events.c.step_key, events.c.attempt, sa.func.count())
                 .where(events.c.workflow_id == workflow_id, events.c.step_key.is_not(None))
-                .group_by(events.c.step_key)
+                .group_by(events.c.step_key, events.c.attempt)
             ).all()
+        attempts: dict[str, int] = {}
+        for key, attempt, _ in rows:
+            attempts[key] = max(attempts.get(key, -1), int(attempt))
         return TurnProgress(
             last_body_seq=-1 if last is None else int(last),
-            attempts={row[0]: int(row[1]) for row in rows},
+            attempts=attempts,
+            written={(key, int(attempt)): int(n) for key, attempt, n in rows},
         )
 
     # --- input requests ----------------------------------------------------------------

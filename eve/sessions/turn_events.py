@@ -5,6 +5,11 @@ the body (``body_seq``); the ones already in the log are not appended twice. Eve
 emitted inside a durable step appear only when the step really runs; when it runs again
 after a crash they are appended again with ``attempt`` ≥ 1 in their data, so a reader can
 tell a retry from the first run.
+
+A step does not wait for its events to be written before DBOS records it: they are part
+of its record, and when a recovered turn replays a step whose events did not all reach
+the log (the process died between the two writes), the missing ones are appended then,
+in their place, since everything after them was not written either.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class TurnEvents:
         self.body_seq = -1
         self.step_key: str | None = None
         self.attempt = 0
+        self.step_events: list[SessionEvent] = []
 
     def __call__(self, event: SessionEvent) -> None:
         if self.step_key is None:
@@ -39,6 +45,7 @@ class TurnEvents:
             return
         if self.attempt:
             event = msgspec.structs.replace(event, data={**event.data, "attempt": self.attempt})
+        self.step_events.append(event)
         self.writer.add(
             Pending(
                 event=event,
@@ -50,17 +57,30 @@ class TurnEvents:
 
     @asynccontextmanager
     async def step(self, key: str) -> AsyncIterator[int]:
-        """Around a durable step's body; yields the attempt number (0 the first time)."""
+        """Around a durable step's body; yields the attempt number (0 the first time).
+
+        The step's events are in ``step_events`` afterwards, for its record.
+        """
         self.attempt = self.progress.attempts.get(key, -1) + 1
         self.progress.attempts[key] = self.attempt
         self.step_key = key
+        self.step_events = []
         try:
             yield self.attempt
         finally:
             self.step_key = None
             self.attempt = 0
-            # the step's events are durable before DBOS records the step as done
-            await self.writer.flush()
+
+    def replayed(self, key: str, attempt: int, recorded: list[SessionEvent]) -> None:
+        """A step came back from its record: append the events of it the log lacks."""
+        self.progress.attempts[key] = max(self.progress.attempts.get(key, -1), attempt)
+        for event in recorded[self.progress.written.get((key, attempt), 0) :]:
+            self.writer.add(
+                Pending(event=event, workflow_id=self.workflow_id, step_key=key, attempt=attempt)
+            )
+        self.progress.written[(key, attempt)] = max(
+            self.progress.written.get((key, attempt), 0), len(recorded)
+        )
 
     async def flush(self) -> None:
         await self.writer.flush()

@@ -7,6 +7,28 @@ from pathlib import Path
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.harness import Event, Server, assert_dense, count, script, types
 
+#: ``slow`` holds after "started" until the test releases it,
+#: so the run the test kills can never finish first, however loaded the machine is
+GATED_SLOW = '''
+    import asyncio, os
+    from pathlib import Path
+    from eve.tools import tool
+
+    @tool
+    async def slow():
+        """Take a while, reporting progress first."""
+        with Path("slow.log").open("a") as log:
+            log.write(f"{os.getpid()}\\n")
+        yield "started"
+        Path("slow.started").write_text(str(os.getpid()))
+        for _ in range(1200):
+            if Path("slow.release").exists():
+                break
+            await asyncio.sleep(0.05)
+        yield "finished"
+'''
+
+
 CRASH_APP = {
     "agent/agent.py": """
         from eve import define_agent
@@ -26,21 +48,7 @@ CRASH_APP = {
                 log.write("ran\\n")
             return f"state says {runs.update(lambda n: n + 1)}"
     """,
-    "agent/tools/slow.py": """
-        import asyncio, os
-        from pathlib import Path
-        from eve.tools import tool
-
-        @tool
-        async def slow():
-            '''Take a while, reporting progress first.'''
-            with Path("slow.log").open("a") as log:
-                log.write(f"{os.getpid()}\\n")
-            yield "started"
-            Path("slow.started").write_text(str(os.getpid()))
-            await asyncio.sleep(1.5)
-            yield "finished"
-    """,
+    "agent/tools/slow.py": GATED_SLOW,
     "agent/tools/read_state.py": """
         from eve.tools import tool
         from agent.tools.count_once import runs
@@ -72,8 +80,10 @@ def crash_mid_slow_tool(server: Server) -> str:
     """Start the scripted turn, SIGKILL the server inside ``slow``, restart; the session id."""
     session = server.create("go")
     wait_for_file(server.app_root / "slow.started")
+    server.wait_for(session, count("action.partial"))  # the first run's progress is durable
     server.kill()
     (server.app_root / "slow.started").unlink()
+    (server.app_root / "slow.release").write_text("go on")
     server.restart()
     return session
 

@@ -19,32 +19,11 @@ import psycopg
 
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server, assert_dense, count, script, types
-from tests.sessions.test_crash_recovery import CRASH_APP, RESPONSES, assert_finished_once
+from tests.sessions.harness import Server, assert_dense, count, types
+from tests.sessions.test_crash_recovery import assert_finished_once, crash_app
 
 #: seconds without a heartbeat before a surviving worker adopts a dead one's turns
 FAST_TIMEOUT = "2"
-
-#: test_crash_recovery's ``slow`` tool, held after "started" until the test releases it,
-#: so the run the test kills can never finish first, however loaded the machine is
-GATED_SLOW = '''
-    import asyncio, os
-    from pathlib import Path
-    from eve.tools import tool
-
-    @tool
-    async def slow():
-        """Take a while, reporting progress first."""
-        with Path("slow.log").open("a") as log:
-            log.write(f"{os.getpid()}\\n")
-        yield "started"
-        Path("slow.started").write_text(str(os.getpid()))
-        for _ in range(1200):
-            if Path("slow.release").exists():
-                break
-            await asyncio.sleep(0.05)
-        yield "finished"
-'''
 
 
 def pg_env(url: str, worker: str, **extra: str) -> dict[str, str]:
@@ -66,13 +45,6 @@ def servers(*running: Server) -> Iterator[dict[int, str]]:
     finally:
         for server in started:
             logs[server.port] = server.stop()
-
-
-def crash_app(make_app: AppFactory) -> Path:
-    root = make_app({**CRASH_APP, "agent/tools/slow.py": GATED_SLOW}, minimal=False)
-    (root / "agent/instructions.md").write_text("Do the steps.\n")
-    script(root, RESPONSES)
-    return root
 
 
 def hold_turn(server: Server) -> tuple[str, int]:

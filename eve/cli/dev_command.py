@@ -55,6 +55,8 @@ class _Input:
 
 
 DEV_SESSION_FILE = "dev-session"
+#: after one of these, nothing the turn asked a person is waiting any more
+TURN_ENDS = ("turn.completed", "turn.failed", "turn.cancelled")
 #: dev's own worker name, so it never takes turns of an ``eve serve`` on the same database
 DEV_WORKER = "eve-dev"
 
@@ -108,12 +110,25 @@ class DevSession:
         self._session_file.write_text(self.session_id + "\n")
 
     async def catch_up(self) -> None:
-        """Skip what was already shown; finish a turn the last run left running."""
+        """Skip what was already shown; finish a turn the last run left running, asking
+        again whatever it was waiting for a person to answer."""
+        waiting: dict[str, dict[str, Any]] = {}
         events = await self.service.events(self.session_id, 0, follow=False)
-        async for _ in events:
+        async for payload in events:
+            if not payload:
+                continue
             self.cursor += 1
+            event = _decoder.decode(payload)
+            if event.type == "input.requested":
+                waiting.update((r["request_id"], r) for r in event.data["requests"])
+            elif event.type == "input.resolved":
+                waiting.pop(event.data["request_id"], None)
+            elif event.type in TURN_ENDS:
+                waiting.clear()
         if await self.service.engine.active_turns(self.session_id):
             click.echo("eve: finishing the turn the last run left behind", err=True)
+            if waiting:
+                await self.answer(list(waiting.values()))
             await self.follow(None)
         click.echo(f"eve: resumed session {self.session_id}", err=True)
 

@@ -23,9 +23,9 @@ APP = {
 }
 
 
-def start(root: Path) -> subprocess.Popen[str]:
+def start(root: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "eve", "dev"],
+        [sys.executable, "-m", "eve", "dev", *args],
         cwd=root,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -117,3 +117,59 @@ def test_ctrl_c_cancels_the_turn_but_not_the_session(make_app: AppFactory) -> No
     _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert "← nap: woken" in err and "turn cancelled" in err
+
+
+COUNTER = {
+    "agent/agent.py": "from eve import define_agent\ndefault = define_agent(model='offline/test')\n",
+    "agent/tools/tally.py": """
+        from eve.context import define_state
+        from eve.tools import tool
+
+        seen = define_state("seen", 0)
+
+        @tool
+        def tally() -> int:
+            '''Count this conversation's turns.'''
+            return seen.update(lambda n: n + 1)
+    """,
+}
+
+
+def one_turn(root: Path, message: str, *args: str) -> tuple[str, str]:
+    process = start(root, *args)
+    out, err = process.communicate(f"{message}\n/exit\n", timeout=60)
+    assert process.returncode == 0, err
+    return out, err
+
+
+def test_resume_continues_the_last_conversation_with_its_state(make_app: AppFactory) -> None:
+    root = make_app(COUNTER)
+    first, _ = one_turn(root, "one")
+    assert "- tally: 1" in first
+    session_id = (root / ".eve/sessions/dev-session").read_text().strip()
+    resumed, err = one_turn(root, "two", "--resume")
+    assert "- tally: 2" in resumed  # the same session: its define_state value went on
+    assert f"eve: resumed session {session_id}" in err
+    fresh, _ = one_turn(root, "three")
+    assert "- tally: 1" in fresh  # without --resume, a new conversation
+    assert (root / ".eve/sessions/dev-session").read_text().strip() != session_id
+
+
+def test_resume_asks_again_what_a_killed_run_was_asking(make_app: AppFactory) -> None:
+    import signal
+
+    root = make_app(APP)
+    process = start(root)
+    read_until(process, "you › ")
+    send(process, "hello")
+    read_until(process, "allow greet({'name': 'example'})? [y/N] ")
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    again = start(root, "--resume")
+    read_until(again, "allow greet({'name': 'example'})? [y/N] ")
+    send(again, "y")
+    assert "- greet: hi example" in read_until(again, "you › ")
+    send(again, "/exit")
+    _, err = again.communicate(timeout=30)
+    assert again.returncode == 0, err
+    assert "finishing the turn the last run left behind" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -13,7 +14,10 @@ from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.errors import ServerConfigError
+from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
+from eve.runtime.load import read_manifest
 from eve.server import ServerOptions, create_app
+from eve.server.app import start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.workers import Listen, bind, serve_on, supervise
 from eve.sessions.settings import DATABASE_URL_ENV
@@ -24,19 +28,48 @@ def _worker_name(index: int) -> str:
 
 
 async def _serve_worker(
-    app_root: Path, sock: socket.socket, index: int, model: str | None, concurrency: int
+    app_root: Path,
+    sock: socket.socket,
+    index: int,
+    model: str | None,
+    concurrency: int,
+    ready: Callable[[], None],
 ) -> None:
     os.environ["EVE_WORKER_ID"] = _worker_name(index)
     setup = await prepare(app_root, model=model, max_turns=None)
     token = os.environ.get(TOKEN_ENV) or None
     options = ServerOptions(app_root=app_root, token=token, concurrency=concurrency)
     app = create_app(options, setup)
-    host, port = sock.getsockname()[:2]
-    click.echo(
-        f"eve serve · worker {index} · http://{host}:{port}/eve/v1 · {setup.client.model_id}",
-        err=True,
+    await start_service(app)
+    try:
+        host, port = sock.getsockname()[:2]
+        click.echo(
+            f"eve serve · worker {index} · http://{host}:{port}/eve/v1 · {setup.client.model_id}",
+            err=True,
+        )
+        await serve_on(app, sock, on_ready=ready)
+    finally:
+        await stop_service(app)
+
+
+def _check_workers(app_root: Path, workers: int) -> None:
+    """Several workers share sessions only through PostgreSQL: refuse before forking them.
+
+    The URL is read from agent.py's ``database_url_env`` if it names one, as the workers
+    will (``resolve_settings``), else from ``EVE_DATABASE_URL``.
+    """
+    if workers == 1:
+        return
+    node = read_manifest(app_root / MANIFEST_PATH).nodes.get(ROOT_NODE_ID)
+    url_env = node.config.database_url_env if node is not None else None
+    name = url_env or DATABASE_URL_ENV
+    if os.environ.get(name, "").strip():
+        return
+    named = " (agent.py's database_url_env)" if url_env else ""
+    raise ServerConfigError(
+        f"--workers {workers} shares sessions between processes, which needs PostgreSQL: "
+        f"set {name}{named} to a postgresql:// URL (the embedded SQLite serves one worker)"
     )
-    await serve_on(app, sock)
 
 
 @click.command("serve")
@@ -65,19 +98,17 @@ def serve_command(
     """Serve the agent's durable session API over HTTP."""
     app_root = app_root_of(ctx)
     require_token_for(host, os.environ.get(TOKEN_ENV) or None)
-    if workers > 1 and not os.environ.get(DATABASE_URL_ENV):
-        raise ServerConfigError(
-            f"--workers {workers} shares sessions between processes, which needs PostgreSQL: "
-            f"set {DATABASE_URL_ENV}=postgresql://… (the embedded SQLite serves one worker)"
-        )
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
+    _check_workers(app_root, workers)  # after compiling: agent.py may name the URL variable
     sock = bind(Listen(host=host, port=port))
 
-    def run_worker(index: int) -> None:
-        asyncio.run(_serve_worker(app_root, sock, index, model, concurrency))
+    # in a forked worker too, an eve error is one `eve: …` line and the error's exit code
+    @translate_errors
+    def run_worker(index: int, ready: Callable[[], None]) -> None:
+        asyncio.run(_serve_worker(app_root, sock, index, model, concurrency, ready))
 
     if workers == 1:
-        run_worker(0)
+        run_worker(0, lambda: None)
         return
     raise SystemExit(supervise(workers, sock, run_worker))

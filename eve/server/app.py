@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import sqlalchemy.exc as sa_exc
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from eve.errors import EveError, SessionNotActive, SessionNotFound
+from eve.errors import DatabaseUnavailable, EveError, SessionNotActive, SessionNotFound
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.runtime.info import agent_info
@@ -25,6 +29,21 @@ from eve.server.bodies import BodyError, CreateBody, FollowUpBody, follow_up, re
 from eve.sessions import SessionService, resolve_settings
 
 PREFIX = "/eve/v1"
+#: the largest ``startIndex``: a signed 64-bit integer, the most either database can compare
+MAX_START_INDEX = 2**63 - 1
+
+log = logging.getLogger("eve.server")
+
+#: driver failures that mean the database cannot be reached or used right now: a 503 the
+#: client may retry. Other driver errors (IntegrityError, ProgrammingError …) are bugs: 500.
+_UNAVAILABLE = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    sa_exc.TimeoutError,
+)
+#: the password of a ``scheme://user:password@host`` URL, for what goes to the log
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,8 +81,55 @@ def _guarded(handler: Handler) -> Handler:
             return _error(error.status, error.code, error.message)
         except EveError as error:
             return _error(error.http_status, error.code, str(error))
+        except ClientDisconnect:
+            raise  # nobody is left to answer
+        except Exception as error:
+            return _unexpected(f"{request.method} {handler.__name__}", error)
 
     return run
+
+
+def _unexpected(where: str, error: Exception) -> JSONResponse:
+    """A database failure is a 503 the client may retry; anything else a logged 500."""
+    if _database_failure(error):
+        # the driver's message names the host and database, and SQLAlchemy's adds the
+        # statement's parameters: the answer says only what kind of failure it was
+        unavailable = DatabaseUnavailable(
+            f"the session database is unavailable ({_kind(error)}); "
+            "retry once it is reachable again"
+        )
+        log.warning("%s: %s: %s", where, unavailable, _scrub(_first_line(error)))
+        return _error(unavailable.http_status, unavailable.code, str(unavailable))
+    log.error("%s: internal error\n%s", where, _scrub("".join(traceback.format_exception(error))))
+    return _error(500, "internal_error", "internal error; see the server log")
+
+
+def _database_failure(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from (a library wrapping the driver's),
+    says the database is out of reach."""
+    seen: BaseException | None = error
+    for _ in range(10):  # a bound, in case a cause chain loops
+        if seen is None:
+            return False
+        if isinstance(seen, _UNAVAILABLE) or (
+            isinstance(seen, sa_exc.DBAPIError) and seen.connection_invalidated
+        ):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def _kind(error: BaseException) -> str:
+    return type(getattr(error, "orig", None) or error).__name__
+
+
+def _first_line(error: BaseException) -> str:
+    cause = getattr(error, "orig", None) or error
+    return (str(cause).strip().splitlines() or [""])[0]
+
+
+def _scrub(text: str) -> str:
+    return _URL_PASSWORD.sub(r"\1[redacted]@", redact(text))
 
 
 class _Routes:
@@ -111,17 +177,30 @@ class _Routes:
 
     async def stream(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        raw_start = request.query_params.get("startIndex", "0")
-        if not raw_start.isdigit():
-            return _error(400, "invalid_start_index", "startIndex must be an integer ≥ 0")
+        start = _start_index(request.query_params.get("startIndex", "0"))
+        if start is None:
+            message = f"startIndex must be an integer from 0 to {MAX_START_INDEX}, in ASCII digits"
+            return _error(400, "invalid_start_index", message)
         follow = request.query_params.get("follow", "true").lower() not in ("false", "0", "no")
-        events = await self.service.events(session_id, int(raw_start), follow=follow)
+        events = await self.service.events(session_id, start, follow=follow)
 
         async def lines() -> AsyncIterator[bytes]:
             async for payload in events:
                 yield (payload + "\n").encode() if payload else b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+
+def _start_index(raw: str) -> int | None:
+    """``raw`` as an index, or None. ASCII digits only: ``str.isdigit`` also takes "²" and
+    "٣", which ``int`` refuses or reads as another number."""
+    if not (raw.isascii() and raw.isdigit()):
+        return None
+    digits = raw.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_START_INDEX)):  # before int(), which refuses 4,300 digits
+        return None
+    start = int(digits)
+    return start if start <= MAX_START_INDEX else None
 
 
 def _not_active(session_id: str) -> EveError:
@@ -162,14 +241,15 @@ def create_app(options: ServerOptions, setup: AgentSetup) -> Starlette:
         max_message_chars=options.max_message_chars,
     )
     routes = _Routes(options, service)
+    running = _Running(service)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await service.start()
+        await running.start()
         try:
             yield
         finally:
-            await service.stop()
+            await running.stop()
 
     session = PREFIX + "/session/{session_id}"
     app = Starlette(
@@ -186,4 +266,39 @@ def create_app(options: ServerOptions, setup: AgentSetup) -> Starlette:
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.running = running
     return app
+
+
+async def start_service(app: Starlette) -> None:
+    """Start the session service of an app ``create_app`` made, ahead of its lifespan.
+
+    ``eve serve`` does, so that a database it cannot open is one ``DatabaseUnavailable``
+    it prints, not a lifespan traceback from uvicorn; the lifespan then only stops it.
+    """
+    running: _Running = app.state.running
+    await running.start()
+
+
+async def stop_service(app: Starlette) -> None:
+    """Stop the service if it runs (the lifespan may have stopped it already)."""
+    running: _Running = app.state.running
+    await running.stop()
+
+
+class _Running:
+    """Starts the service once, whoever asks first, and stops it once."""
+
+    def __init__(self, service: SessionService) -> None:
+        self.service = service
+        self.started = False
+
+    async def start(self) -> None:
+        if not self.started:
+            await self.service.start()
+            self.started = True
+
+    async def stop(self) -> None:
+        if self.started:
+            self.started = False
+            await self.service.stop()

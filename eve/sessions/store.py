@@ -95,6 +95,15 @@ class TurnProgress:
     written: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
+def _create_tables(engine: Engine) -> None:
+    try:
+        _metadata.create_all(engine)
+    except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
+        # another process created them between our check and our CREATE (two workers
+        # starting on a new PostgreSQL database): they exist now, which is all we need
+        _metadata.create_all(engine)
+
+
 class SessionStore:
     def __init__(self, url: str, *, synchronous: str = "NORMAL") -> None:
         if url.startswith("sqlite"):
@@ -102,7 +111,7 @@ class SessionStore:
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
-            _metadata.create_all(self.engine)
+            _create_tables(self.engine)
         except sa.exc.SQLAlchemyError as error:
             self.engine.dispose()
             # the URL may hold a password: say what failed, never where

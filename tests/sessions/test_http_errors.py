@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from eve.manifest import MANIFEST_PATH
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import Server, count
@@ -71,9 +72,12 @@ def test_unknown_sessions(server: Server) -> None:
 
 def test_bad_start_index_is_400(server: Server) -> None:
     session = server.create()
-    for bad in ("-1", "x", "1.5"):
-        response = server.get(f"/session/{session}/stream?startIndex={bad}")
-        assert error_of(response) == (400, "invalid_start_index")
+    # "²" and "٣" pass str.isdigit; a 20-digit index is past what a database column holds
+    for bad in ("-1", "x", "1.5", "²", "٣", "", "9" * 20, "9" * 5000):
+        response = server.get(f"/session/{session}/stream", params={"startIndex": bad})
+        assert error_of(response) == (400, "invalid_start_index"), bad
+    padded = server.get(f"/session/{session}/stream?startIndex=0001&follow=false")
+    assert padded.status_code == 200 and padded.text == ""
 
 
 def test_answers_to_requests_that_do_not_wait_are_409(server: Server) -> None:
@@ -121,3 +125,24 @@ def test_session_timeout_ends_the_session(make_app: AppFactory) -> None:
         assert "session_timeout" in response.json()["error"]
     finally:
         server.stop()
+
+
+def test_an_unexpected_failure_is_a_json_500_and_a_log_entry(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [say("hi")])
+    server = Server(root).start()
+    try:
+        # reading the manifest now fails in a way no eve error describes
+        (root / MANIFEST_PATH).unlink()
+        (root / MANIFEST_PATH).mkdir()
+        response = server.get("/info")
+        assert server.get("/health").status_code == 200  # and the server goes on
+    finally:
+        log = server.stop()
+
+    assert response.status_code == 500
+    assert response.json() == {
+        "ok": False,
+        "code": "internal_error",
+        "error": "internal error; see the server log",
+    }
+    assert "GET info: internal error" in log and "IsADirectoryError" in log, log

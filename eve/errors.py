@@ -33,6 +33,7 @@
     │   ├── SessionNotFound       no session has this id
     │   ├── SessionNotActive      the session ended (timeout, token budget)
     │   ├── InputRequestNotPending an answer to a request that is not waiting
+    │   ├── InputOptionUnknown    an answer with an option the request does not offer
     │   ├── MessageTooLong        a message over the configured length
     │   ├── DatabaseUnavailable   the session database cannot be opened
     │   └── ServerConfigError     eve serve cannot start as configured
@@ -292,6 +293,13 @@ class InputRequestNotPending(SessionError):
 
     code = "input_request_not_pending"
     http_status = 409
+
+
+class InputOptionUnknown(SessionError):
+    """An input response picks an option its request does not offer (``options`` lists them)."""
+
+    code = "input_option_unknown"
+    http_status = 400
 
 
 class DatabaseUnavailable(SessionError):

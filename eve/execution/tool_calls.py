@@ -185,7 +185,7 @@ class ToolRunner:
             signal=self.signal,
             workspace=self.workspace,
         )
-        # A workflow tool runs inline here; durable sessions dispatch it as a child workflow.
+        # a workflow tool runs inline, inside the step that called it, like any other tool
         fn = tool.execute or tool.workflow
         assert fn is not None
         if inspect.isasyncgenfunction(fn):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 from eve.errors import (
+    InputOptionUnknown,
     InputRequestNotPending,
     MessageTooLong,
     SessionNotActive,
@@ -23,6 +24,8 @@ from eve.errors import (
 )
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
+from eve.redact import redact
+from eve.sessions.durable_steps import APPROVAL_OPTIONS
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.settings import SessionSettings
@@ -36,6 +39,9 @@ MAX_MESSAGE_CHARS = 100_000
 def new_session_id() -> str:
     """``ses_`` and 192 random bits: unguessable, so an id is as good as a capability."""
     return "ses_" + secrets.token_urlsafe(24)
+
+
+OPTION_IDS = tuple(option["id"] for option in APPROVAL_OPTIONS)
 
 
 class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -109,7 +115,8 @@ class SessionService:
             raise SessionNotActive(
                 f"session {session_id} has ended", session_id=session_id, reason="ended"
             )
-        await self.engine.enqueue_turn(session_id, turn, message)
+        # the message becomes the workflow's input in DBOS's tables: never store a secret
+        await self.engine.enqueue_turn(session_id, turn, redact(message))
         return f"turn_{turn}"
 
     def _check_length(self, message: str | None) -> None:
@@ -157,6 +164,13 @@ class SessionService:
                 raise InputRequestNotPending(
                     f"input request {response.request_id} is not waiting in this session",
                     request_id=response.request_id,
+                )
+            if response.option_id not in OPTION_IDS:
+                raise InputOptionUnknown(
+                    f"input request {response.request_id} offers {', '.join(OPTION_IDS)}, "
+                    f"not {response.option_id!r}",
+                    option_id=response.option_id,
+                    options=list(OPTION_IDS),
                 )
             targets.append((workflow_id, response))
         for workflow_id, response in targets:

@@ -91,3 +91,25 @@ def test_cancel_wakes_a_parked_turn(make_app: AppFactory) -> None:
         server.stop()
     assert "turn.cancelled" in types(events)
     assert not (root / "shipped.log").exists()
+
+
+def test_an_option_the_request_does_not_offer_is_refused_and_answers_nothing(
+    make_app: AppFactory,
+) -> None:
+    root = approval_app(make_app)
+    server = Server(root).start()
+    try:
+        session = server.create("ship the anvil")
+        request = request_of(server.wait_for(session, count("turn.waiting")))
+        body = {"inputResponses": [{"requestId": request["request_id"], "optionId": "maybe"}]}
+        refused = server.post(f"/session/{session}", body)
+        assert refused.status_code == 400
+        assert refused.json()["code"] == "input_option_unknown"
+        assert "offers approve, deny, not 'maybe'" in refused.json()["error"]
+        # the request still waits, and a valid answer goes through
+        answer(server, session, request["request_id"], "approve")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    assert (root / "shipped.log").read_text() == "anvil\n"
+    assert types(events).count("input.resolved") == 1

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server, count
@@ -21,7 +28,41 @@ def test_a_tool_that_returns_a_secret_stores_only_the_redaction(make_app: AppFac
     [result] = [e["data"]["output"] for e in events if e["type"] == "action.result"]
     assert result == "the token is [redacted]"
     assert TOKEN not in raw
-    stored = list((root / ".eve/sessions").iterdir())
-    assert stored, "the embedded database lives under .eve/sessions"
-    for path in stored:
-        assert TOKEN.encode() not in path.read_bytes(), path.name
+    assert_nowhere_stored(root, TOKEN)
+
+
+def stored_values(root: Path) -> Iterator[bytes]:
+    """Every file under .eve/sessions whole, and every text or blob cell of its SQLite
+    databases also base64-decoded (DBOS stores workflow inputs and step outputs encoded)."""
+    paths = sorted((root / ".eve/sessions").glob("*.sqlite"))
+    assert paths, "the embedded databases live under .eve/sessions"
+    for path in paths:
+        yield path.read_bytes()
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            for table in tables:
+                for row in db.execute(f'SELECT * FROM "{table}"'):
+                    for cell in row:
+                        if isinstance(cell, str | bytes):
+                            raw = cell.encode() if isinstance(cell, str) else cell
+                            yield raw
+                            with contextlib.suppress(binascii.Error, ValueError):
+                                yield base64.b64decode(raw, validate=True)
+
+
+def assert_nowhere_stored(root: Path, secret: str) -> None:
+    for value in stored_values(root):
+        assert secret.encode() not in value
+
+
+def test_a_secret_in_a_message_is_stored_only_as_the_redaction(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [say("noted")])
+    server = Server(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
+    try:
+        session = server.create(f"my token is {TOKEN}, keep it safe")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    [received] = [e["data"]["message"] for e in events if e["type"] == "message.received"]
+    assert received == "my token is [redacted], keep it safe"
+    assert_nowhere_stored(root, TOKEN)

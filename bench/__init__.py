@@ -35,7 +35,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.loop_overhead:run",
         summary="framework cost per agent step: eve vs pydantic-ai vs openai-agents",
     ),
-    # Next: Benchmark("durability", "bench.durability:run", "..."),
+    Benchmark(
+        name="durability",
+        target="bench.durability:run",
+        summary="durable step cost (SQLite, PostgreSQL) vs in-memory; sessions/s at 1/10/50",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

@@ -24,11 +24,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from bench._add_tool import FINAL_TEXT, Tally, add_or_finish, add_tool
 from bench._machine import machine_info
 
 STEPS = 50
 TOOL_CALLS = STEPS - 1
-FINAL_TEXT = "done"
 PROMPT = "go"
 SYSTEM = "You add numbers."
 REPEATS, QUICK_REPEATS = 30, 5
@@ -39,17 +39,6 @@ EVE, PYDANTIC_AI, OPENAI_AGENTS = "eve", "pydantic-ai", "openai-agents"
 
 #: One 50-step turn; returns the final text so the caller can check the run finished.
 RunOnce = Callable[[], Awaitable[str]]
-
-
-@dataclass
-class Tally:
-    """Counts tool executions, so a framework that skips steps is caught, not timed."""
-
-    calls: int = 0
-
-    def add(self, a: int, b: int) -> int:
-        self.calls += 1
-        return a + b
 
 
 @dataclass
@@ -66,43 +55,19 @@ class Case:
 
 
 def _eve_case() -> Case:
-    from eve.compiler.normalize import tool_entry
     from eve.execution.loop import run_agent
     from eve.messages import AssistantMessage
     from eve.models.base import ModelRequest
-    from eve.models.events import Done, ModelEvent, TextDelta, ToolCallEnd, ToolCallStart
+    from eve.models.events import ModelEvent
     from eve.models.function import FunctionModel
-    from eve.runtime.resolve_tool import bind_tool
-    from eve.tools import tool
 
     tally = Tally()
-
-    @tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return tally.add(a, b)
-
-    # Same path as a compiled agent's tool, without files (see tests/execution/helpers.py).
-    entry = tool_entry(
-        add,
-        name="add",
-        logical_path="agent/tools/add.py",
-        source_id="tools/add.py",
-        export_name="default",
-        factory=False,
-    )
-    resolved = bind_tool(entry, add)
+    resolved = add_tool(tally)
 
     def respond(request: ModelRequest) -> list[ModelEvent]:
         step = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        if step >= TOOL_CALLS:
-            return [TextDelta(text=FINAL_TEXT), Done(stop_reason="end_turn")]
-        call_id = f"call_{step}"
-        return [
-            ToolCallStart(id=call_id, name="add"),
-            ToolCallEnd(id=call_id, name="add", input={"a": step, "b": 1}),
-            Done(stop_reason="tool_use"),
-        ]
+        events: list[ModelEvent] = add_or_finish(step, TOOL_CALLS)
+        return events
 
     async def run_once() -> str:
         result = await run_agent(

@@ -4,7 +4,7 @@ In WAL mode ``synchronous=NORMAL`` syncs at checkpoints rather than at every com
 process crash (SIGKILL included) loses nothing, while a power cut or OS crash can roll back
 the last commits before a checkpoint. A step whose record is rolled back that way re-runs,
 exactly as a step interrupted mid-way does. ``EVE_SQLITE_SYNCHRONOUS=FULL`` syncs every
-commit instead, at several times the cost per step (see bench/README.md).
+commit instead (its cost per step is measured in bench/README.md).
 """
 
 from __future__ import annotations

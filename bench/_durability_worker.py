@@ -289,7 +289,6 @@ async def _service(agent: Agent, app_root: Path) -> AsyncIterator[tuple[Any, Com
 
     settings = resolve_settings(
         app_root,
-        fingerprint=agent.setup.fingerprint,
         env=os.environ,
         executor_id="bench-durability",
     )
@@ -338,7 +337,7 @@ async def _dbos_alone(app_root: Path, repeats: int, warmup: int) -> dict[str, An
     from eve.sessions.engine import dbos_config
     from eve.sessions.settings import resolve_settings
 
-    settings = resolve_settings(app_root, fingerprint="bench-dbos-alone-00", env=os.environ)
+    settings = resolve_settings(app_root, env=os.environ)
     value = "x" * 300
 
     async def noop() -> str:

@@ -77,7 +77,6 @@ class DevSession:
     def _service(self) -> SessionService:
         settings = resolve_settings(
             self.app_root,
-            fingerprint=self.setup.fingerprint,
             url_env=self.setup.agent.config.database_url_env,
             executor_id=DEV_WORKER,
         )

@@ -231,7 +231,6 @@ def create_app(options: ServerOptions, setup: AgentSetup) -> Starlette:
     """The session API over a durable ``SessionService`` that starts with the app."""
     settings = resolve_settings(
         options.app_root,
-        fingerprint=setup.fingerprint,
         url_env=setup.agent.config.database_url_env,
     )
     service = SessionService(

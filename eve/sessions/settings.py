@@ -28,7 +28,7 @@ class SessionSettings:
     eve_url: str
     #: a stable name for this worker; a restart with the same name recovers its turns
     executor_id: str
-    #: workflows recover only in processes running the same agent sources and eve
+    #: workflows recover only in processes with the same workflow format (eve's version)
     application_version: str
     #: seconds without a heartbeat after which another worker adopts a worker's turns
     worker_timeout_seconds: float = 15.0
@@ -43,7 +43,6 @@ class SessionSettings:
 def resolve_settings(
     app_root: Path,
     *,
-    fingerprint: str,
     env: Mapping[str, str] = os.environ,
     url_env: str | None = None,
     executor_id: str | None = None,
@@ -51,7 +50,10 @@ def resolve_settings(
     """Settings from the environment: ``url_env`` (from agent.py) or ``EVE_DATABASE_URL``."""
     name = url_env or DATABASE_URL_ENV
     url = env.get(name, "").strip()
-    version = f"{fingerprint.rsplit(':', 1)[-1][:16]}-eve{__version__}"
+    # not the agent's fingerprint: a turn replays its recorded parts as values, so a turn
+    # parked or queued before agent/ changed goes on under the new code; only a change in
+    # how eve's workflows are shaped (a new eve) must not replay old records
+    version = f"eve{__version__}"
     worker = executor_id or env.get("EVE_WORKER_ID") or f"{socket.gethostname()}-0"
     timeout = _worker_timeout(env.get(WORKER_TIMEOUT_ENV, "15"))
     if not url:

@@ -113,3 +113,38 @@ def test_an_option_the_request_does_not_offer_is_refused_and_answers_nothing(
         server.stop()
     assert (root / "shipped.log").read_text() == "anvil\n"
     assert types(events).count("input.resolved") == 1
+
+
+def test_a_parked_turn_goes_on_after_agent_changes_and_stale_state_is_dropped(
+    make_app: AppFactory,
+) -> None:
+    root = scripted_app(
+        make_app,
+        [call("leak"), say("counted"), call("ship", item="anvil"), say("shipped")],
+        tools=("ship", "leak"),
+    )
+    server = Server(root).start()
+    try:
+        session = server.create("count")
+        server.wait_for(session, count("session.waiting"))
+        server.send(session, "ship the anvil")
+        request = request_of(server.wait_for(session, count("turn.waiting")))
+        first_log = server.stop()
+        # while the turn waits, the agent changes: a new tool, and leak's state slot is gone
+        (root / "agent/tools/leak.py").unlink()
+        (root / "agent/tools/wave.py").write_text(
+            "from eve.tools import tool\n\n\n@tool\ndef wave() -> str:\n"
+            "    '''Wave.'''\n    return 'hi'\n"
+        )
+        server.start()  # recompiles agent/
+        answer(server, session, request["request_id"], "approve")
+        events = server.wait_for(session, count("session.waiting", 2))
+    finally:
+        log = server.stop()
+    assert "recompiled" in log, first_log + log
+    assert (root / "shipped.log").read_text() == "anvil\n"
+    assert [e["data"]["message"] for e in events if e["type"] == "message.completed"] == [
+        "counted",
+        "shipped",
+    ]
+    assert "dropping unknown context key 'state:mine'" in log  # the stale slot, logged

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from eve import __version__
 from eve.errors import DatabaseUnavailable, ServerConfigError
 from eve.sessions import resolve_settings
 from eve.sessions.sqlite import sqlite_engine
@@ -16,26 +17,24 @@ from eve.sessions.store import SessionStore
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 
-FINGERPRINT = "sha256:0123456789abcdef0123"
-
 
 def test_the_default_is_two_sqlite_files_under_dot_eve(tmp_path: Path) -> None:
-    settings = resolve_settings(tmp_path, fingerprint=FINGERPRINT, env={})
+    settings = resolve_settings(tmp_path, env={})
     sessions = (tmp_path / ".eve/sessions").resolve()
     assert settings.system_url == f"sqlite:///{sessions / 'dbos.sqlite'}"
     assert settings.eve_url == f"sqlite:///{sessions / 'eve.sqlite'}"
     assert settings.sqlite_synchronous == "NORMAL" and not settings.is_postgres
-    assert settings.application_version.startswith("0123456789abcdef-eve")
+    assert settings.application_version == f"eve{__version__}"  # not the agent's sources
 
 
 def test_a_postgres_url_moves_both_and_agent_py_may_name_the_variable(tmp_path: Path) -> None:
     env = {"MY_DB": "postgres://eve@db.internal/eve"}
-    settings = resolve_settings(tmp_path, fingerprint=FINGERPRINT, env=env, url_env="MY_DB")
+    settings = resolve_settings(tmp_path, env=env, url_env="MY_DB")
     assert settings.system_url == "postgresql://eve@db.internal/eve"
     assert settings.eve_url == "postgresql+psycopg://eve@db.internal/eve"
     assert settings.is_postgres
     with pytest.raises(DatabaseUnavailable, match="must be a postgresql:// URL"):
-        resolve_settings(tmp_path, fingerprint=FINGERPRINT, env={"EVE_DATABASE_URL": "mysql://x"})
+        resolve_settings(tmp_path, env={"EVE_DATABASE_URL": "mysql://x"})
 
 
 @pytest.mark.parametrize(
@@ -48,7 +47,7 @@ def test_a_postgres_url_moves_both_and_agent_py_may_name_the_variable(tmp_path: 
 )
 def test_bad_values_are_refused(tmp_path: Path, name: str, value: str, message: str) -> None:
     with pytest.raises(ServerConfigError, match=message):
-        resolve_settings(tmp_path, fingerprint=FINGERPRINT, env={name: value})
+        resolve_settings(tmp_path, env={name: value})
 
 
 @pytest.mark.parametrize(("level", "pragma"), [("NORMAL", 1), ("FULL", 2)])

@@ -8,6 +8,7 @@ import msgspec
 
 from eve.execution.events import SessionEvent
 from eve.messages import Message
+from eve.redact import redact
 
 
 class SessionCheckpoint(msgspec.Struct, kw_only=True):
@@ -41,7 +42,8 @@ _encoder = msgspec.json.Encoder()
 
 
 def encode_checkpoint(checkpoint: SessionCheckpoint) -> str:
-    return _encoder.encode(checkpoint).decode()
+    """The checkpoint as stored: with every known secret redacted, as the event log is."""
+    return redact(_encoder.encode(checkpoint).decode())
 
 
 def decode_checkpoint(data: str | None) -> SessionCheckpoint:

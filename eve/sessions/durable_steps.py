@@ -24,8 +24,8 @@ from eve.context.active import EveContext
 from eve.execution.checkpoints import Produce, StepPart, part_key
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import ApprovalRequest
+from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
-from eve.sessions.event_log import redacted
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 
@@ -59,16 +59,16 @@ class DurableRecorder:
             ran = True
             async with self.events.step(key) as attempt:
                 value = await produce()
-            return msgspec.json.encode(
-                StepCheckpoint(
-                    value=msgspec.Raw(msgspec.json.encode(value)),
-                    state=self.context.snapshot(),
-                    approved_once=sorted(self.approved_once),
-                    attempt=attempt,
-                    # a step's record is stored as the log is: with no secret in it
-                    events=[redacted(e) for e in self.events.step_events],
-                )
+            record = StepCheckpoint(
+                value=msgspec.Raw(msgspec.json.encode(value)),
+                state=self.context.snapshot(),
+                approved_once=sorted(self.approved_once),
+                attempt=attempt,
+                events=self.events.step_events,
             )
+            # stored as the event log is: no known secret in it (a model that echoes a key,
+            # a tool's progress message), so a replay sees [redacted] where a key was
+            return redact(msgspec.json.encode(record).decode()).encode()
 
         recorded: bytes = await DBOS.run_step_async({"name": key}, run)
         checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)

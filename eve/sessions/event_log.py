@@ -100,11 +100,6 @@ class SessionWriter:
         )
 
 
-def redacted(event: SessionEvent) -> SessionEvent:
-    """``event`` as the log stores it: every known secret replaced."""
-    return msgspec.json.decode(redact(_encoder.encode(event).decode()), type=SessionEvent)
-
-
 class EventLog:
     """All sessions' logs as this process sees them."""
 

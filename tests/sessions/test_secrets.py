@@ -66,3 +66,16 @@ def test_a_secret_in_a_message_is_stored_only_as_the_redaction(make_app: AppFact
     [received] = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == "my token is [redacted], keep it safe"
     assert_nowhere_stored(root, TOKEN)
+
+
+def test_a_model_that_echoes_a_secret_leaves_only_the_redaction(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [say(f"the token is {TOKEN}")])
+    server = Server(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
+    try:
+        session = server.create("what is the token?")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    [reply] = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
+    assert reply == "the token is [redacted]"
+    assert_nowhere_stored(root, TOKEN)  # the step's record and the session checkpoint too

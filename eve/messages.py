@@ -32,6 +32,9 @@ class ToolResultMessage(msgspec.Struct, frozen=True, kw_only=True, tag="tool", t
     tool_call_id: str
     content: str
     is_error: bool = False
+    #: the tool that produced it; for a call made through ``eve__tool``, the catalog entry's
+    #: name (the call it answers still says ``eve__tool``). Empty in transcripts from before.
+    name: str = ""
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

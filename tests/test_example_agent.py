@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,9 @@ from eve.authoring.context import ToolContext
 from eve.compiler import check_artifacts
 from eve.context import EveContext, use_context
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from tests.cli.test_run_cli import eve_run
 from tests.conftest import REPO_ROOT
-from tests.sessions.harness import Server, count, script
+from tests.sessions.harness import Event, Server, count, script
 
 
 async def example_agent() -> ResolvedAgent:
@@ -38,6 +40,7 @@ async def test_example_has_every_required_part() -> None:
     kinds = {t.name: t.behavior.handling.kind for t in root.tools}
     assert kinds["web_search"] == "provider-tool"
     assert [s.name for s in root.skills] == ["returns-policy"]
+    assert [t.name for t in root.tools if t.deferred] == ["gift_wrap"]
     assert root.subagents == ["researcher"]
     bindings = root.bindings
     assert (
@@ -52,6 +55,10 @@ async def test_example_has_every_required_part() -> None:
         "currency": "EUR",
     }
     assert call(researcher, "get_price", {"item": "hammer"}, "s")["price"] == 11.25
+    # its skill and its deferred tool bring the built-ins that reach them; the researcher has
+    # neither, so it gets none
+    assert [t.name for t in agent.tools][-3:] == ["eve__search", "eve__skill", "eve__tool"]
+    assert not any(t.name.startswith("eve__") for t in researcher.tools)
 
 
 async def test_module_counter_leaks_across_sessions_but_state_does_not() -> None:
@@ -68,13 +75,19 @@ async def test_module_counter_leaks_across_sessions_but_state_does_not() -> None
     assert kept == {"count": 1}
 
 
+def shop_copy(tmp_path: Path) -> Path:
+    """A copy of the example agent and its artifacts, to run without touching the repo."""
+    root = tmp_path / "shop"
+    shutil.copytree(REPO_ROOT / "agent", root / "agent")
+    shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
+    return root
+
+
 def test_over_http_the_module_counter_leaks_and_the_state_counter_does_not(
     tmp_path: Path,
 ) -> None:
     """DESIGN.md's lesson, through the durable API: two sessions, two counters."""
-    root = tmp_path / "shop"
-    shutil.copytree(REPO_ROOT / "agent", root / "agent")
-    shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
+    root = shop_copy(tmp_path)
     both = {"tool_calls": [{"name": "count_visits"}, {"name": "count_session_visits"}]}
     script(root, [both, {"text": "counted"}])
     server = Server(root, args=["--model", "offline/script:script.json"]).start()
@@ -89,3 +102,70 @@ def test_over_http_the_module_counter_leaks_and_the_state_counter_does_not(
     assert outputs[0] == ['{"count":1}', '{"count":1}']
     # the second session sees the first one's module-level visits, but its own state
     assert outputs[1] == ['{"count":2}', '{"count":1}']
+
+
+#: the model loads the returns policy, finds gift wrapping in the catalog and calls it
+CATALOG_SCRIPT = [
+    {
+        "tool_calls": [
+            {"name": "eve__skill", "input": {"name": "returns-policy"}},
+            {"name": "eve__search", "input": {"query": "gift wrapping"}},
+        ]
+    },
+    {
+        "tool_calls": [
+            {"name": "eve__tool", "input": {"name": "gift_wrap", "input": {"order_number": 1}}}
+        ]
+    },
+    {"text": "Wrapped; returns within 30 days."},
+]
+
+
+def check_catalog_turn(events: list[Event]) -> None:
+    """What the catalog script's turn shows, through either door."""
+    kinds = [e["type"] for e in events]
+    assert "turn.completed" in kinds, [e["data"] for e in events if e["type"] == "turn.failed"]
+    [loaded] = [e["data"] for e in events if e["type"] == "skill.loaded"]
+    assert loaded["name"] == "returns-policy"
+    results = {e["data"]["name"]: e["data"] for e in events if e["type"] == "action.result"}
+    assert "Items can be returned within 30 days" in results["eve__skill"]["output"]
+    assert "description:" not in results["eve__skill"]["output"]  # front matter stripped
+    [found] = json.loads(results["eve__search"]["output"])
+    assert (found["name"], found["kind"]) == ("gift_wrap", "tool")
+    assert json.loads(results["gift_wrap"]["output"])["paper"] == "kraft"
+    assert "eve__tool" not in results  # the catalog call is reported as the tool it named
+    [_, wrap] = [e["data"]["actions"] for e in events if e["type"] == "actions.requested"]
+    assert wrap == [
+        {
+            "call_id": "call_1_0",
+            "name": "gift_wrap",
+            "input": {"order_number": 1},
+            "via": "eve__tool",
+        }
+    ]
+
+
+def test_eve_run_loads_the_skill_and_reaches_the_deferred_tool(tmp_path: Path) -> None:
+    root = shop_copy(tmp_path)
+    script(root, CATALOG_SCRIPT)
+    model = "offline/script:script.json"
+    done = eve_run(root, "Wrap order 1", "--model", model, "--json", "--session", "s.jsonl")
+    assert done.returncode == 0, done.stderr
+    check_catalog_turn([json.loads(line) for line in done.stdout.splitlines()])
+    transcript = [json.loads(line) for line in (root / "s.jsonl").read_text().splitlines()]
+    calls = [c["name"] for m in transcript if m["role"] == "assistant" for c in m["tool_calls"]]
+    assert calls == ["eve__skill", "eve__search", "eve__tool"]  # as the model made them
+    names = [m["name"] for m in transcript if m["role"] == "tool"]
+    assert names == ["eve__skill", "eve__search", "gift_wrap"]  # as they ran
+
+
+def test_over_http_the_skill_loads_and_the_deferred_tool_is_reached(tmp_path: Path) -> None:
+    root = shop_copy(tmp_path)
+    script(root, CATALOG_SCRIPT)
+    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    try:
+        session = server.create("Wrap order 1; can I return it?")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    check_catalog_turn(events)

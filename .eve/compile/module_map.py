@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 1
-FINGERPRINT = "sha256:c6b3547d9baf24cb2972203fd32f7547ca48570d190078a4a73b76b3c7c0f458"
+FINGERPRINT = "sha256:8a80ad4b528764634910f4a461f58372454444feb61a14625a57e305b8e64609"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -29,6 +29,7 @@ NODES = {
             "tools/count_session_visits.py": _lazy("agent.tools.count_session_visits"),
             "tools/count_visits.py": _lazy("agent.tools.count_visits"),
             "tools/get_price.py": _lazy("agent.tools.get_price"),
+            "tools/gift_wrap.py": _lazy("agent.tools.gift_wrap"),
             "tools/place_order.py": _lazy("agent.tools.place_order"),
         },
     },

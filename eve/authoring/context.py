@@ -15,7 +15,8 @@ class ToolContext:
     Attributes:
         session_id: the session the call belongs to.
         call_id: the model's id for this tool call.
-        tool_name: the name the model called.
+        tool_name: the tool's name; for a call made through ``eve__tool``, the catalog tool
+            it named.
         node_id: the agent node whose tool this is.
         signal: set when the turn is cancelled; long tools should check it.
         workspace: the directory file tools are confined to (``workspace`` in agent.py,

@@ -1,7 +1,10 @@
 """The tools eve ships: the names ``builtin_tools`` in agent.py accepts and their modules.
 
 Each module exposes its ``ToolDefinition`` as ``default``. The compiler imports a module
-only when an agent lists its name, so nothing here imports the tools themselves.
+only when an agent lists its name, so nothing here imports the tools themselves. The
+automatic built-ins (``eve__search``, ``eve__skill``, ``eve__tool``; see ``automatic``) are
+not opted in to and not compiled: the runtime derives them from a node's skills and
+deferred tools.
 """
 
 from __future__ import annotations

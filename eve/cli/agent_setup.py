@@ -36,7 +36,7 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     loaded = load_compiled_agent(app_root)
-    agent = await resolve_agent(loaded.manifest, loaded.module_map)
+    agent = await resolve_agent(loaded.manifest, loaded.module_map, app_root=app_root)
     if model is not None:
         client = create_client(model, app_root=app_root, env=os.environ)
     else:

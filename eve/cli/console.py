@@ -39,6 +39,8 @@ class ConsoleRenderer:
             click.echo(f"  {mark} {data['name']}: {_short(data['output'])}", err=True)
         elif event.type == "action.partial":
             click.echo(f"  … {data['name']}: {_short(data['partial'])}", err=True)
+        elif event.type == "skill.loaded":
+            click.echo(f"  ✦ loaded skill {data['name']}", err=True)
 
     def end_line(self) -> None:
         if self.mid_line:

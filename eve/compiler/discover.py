@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eve._frontmatter import FrontMatterError, parse_front_matter
 from eve.compiler.diagnostics import DiagnosticSink
-from eve.compiler.frontmatter import FrontMatterError, parse_front_matter
 from eve.manifest import ROOT_NODE_ID, DiscoveredNode, DiscoveryManifest, SourceFile
 
 AGENT_DIR = "agent"

@@ -23,6 +23,7 @@ EventType = Literal[
     "input.requested",
     "input.resolved",
     "action.partial",
+    "skill.loaded",
     "action.result",
     "step.completed",
     "step.failed",

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
+from eve.execution.catalog_calls import as_entries, loaded_skill, requested
 from eve.execution.checkpoints import Inline, ModelResponse, Produce, StepPart, StepRecorder
 from eve.execution.events import EventEmitter, EventSink
 from eve.execution.tool_calls import (
@@ -87,6 +88,12 @@ class _Turn:
             self.transcript.append(message)
         self.history.append(message)
 
+    def calls_of(self, response: ModelResponse) -> list[ToolCall]:
+        """The response's calls as they run: an ``eve__tool`` call as the entry it names.
+
+        The history keeps the calls as the model made them (see ``catalog_calls``)."""
+        return as_entries(response.tool_calls, self.runner.tools)
+
     def check(self) -> None:
         if self.signal.cancelled:
             raise _Aborted
@@ -159,11 +166,13 @@ class _Turn:
         next call runs.
         """
         self.live = True
-        calls = response.tool_calls
+        calls = self.calls_of(response)
         outcomes: list[CallOutcome] = []
 
         def part(**stopped: Any) -> StepPart:
-            own = response if first == 0 else None
+            # only the first part carries the response: a replay records what a part holds,
+            # and the part after an answer about call 0 must not record the response again
+            own = response if first == 0 and answer is None else None
             return StepPart(response=own, first_call=first, outcomes=outcomes, **stopped)
 
         for position in range(first, len(calls)):
@@ -181,6 +190,9 @@ class _Turn:
                 admitted = await self.runner.run_admitted(admitted, step)
             outcomes.append(admitted)
             self.record(admitted.result)
+            skill = loaded_skill(call, admitted)
+            if skill is not None:
+                await self.emit("skill.loaded", step, call_id=call.id, name=skill)
             await self.result_event(call, admitted, step)
         return part()
 
@@ -196,10 +208,11 @@ class _Turn:
         if text:
             await self.emit("message.completed", step, message=text, finish_reason=finish)
         if calls:
+            runs_as = self.calls_of(response)
             await self.emit(
                 "actions.requested",
                 step,
-                actions=[{"call_id": c.id, "name": c.name, "input": c.input} for c in calls],
+                actions=[requested(c, r) for c, r in zip(calls, runs_as, strict=True)],
             )
         return await self.run_calls(step, response, 0)
 
@@ -251,7 +264,7 @@ class _Turn:
         if response is None:
             raise ModelProtocolError("a recorded step has no model response")
         self.usage = self.usage + response.usage
-        text, calls, finish = response.text, response.tool_calls, response.finish_reason
+        text, calls, finish = response.text, self.calls_of(response), response.finish_reason
         if not text and not calls:
             raise EmptyModelResponse(
                 f"{self.client.model_id} answered with neither text nor tool calls "

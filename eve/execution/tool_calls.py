@@ -78,7 +78,10 @@ def render_content(value: Any) -> str:
 def outcome(call: ToolCall, content: str, status: ResultStatus) -> CallOutcome:
     return CallOutcome(
         result=ToolResultMessage(
-            tool_call_id=call.id, content=redact(content), is_error=status != "completed"
+            tool_call_id=call.id,
+            content=redact(content),
+            is_error=status != "completed",
+            name=call.name,
         ),
         status=status,
     )

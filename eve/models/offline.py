@@ -95,7 +95,7 @@ class OfflineTestModel:
             c.id: c.name for m in turn if isinstance(m, AssistantMessage) for c in m.tool_calls
         }
         lines = [
-            f"- {names.get(r.tool_call_id, '?')}: "
+            f"- {r.name or names.get(r.tool_call_id, '?')}: "
             f"{'error: ' if r.is_error else ''}{r.content[:120]}"
             for r in results
         ]

@@ -20,6 +20,7 @@ from eve.manifest import (
     DiagnosticsFile,
     decode,
 )
+from eve.runtime.automatic import automatic_entries
 from eve.runtime.load import read_manifest
 
 
@@ -85,7 +86,8 @@ def _node_info(node: AgentNode) -> NodeInfo:
                 deferred=t.deferred,
                 input_schema=t.input_schema,
             )
-            for t in node.tools
+            # the automatic built-ins (eve__search, eve__skill, eve__tool) after the node's own
+            for t in [*node.tools, *automatic_entries(node)]
         ],
         skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],
         subagents=list(node.subagents),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from eve.errors import ResolveAgentError, StaleArtifacts
 from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
+from eve.runtime.automatic import bind_automatic
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolve_tool import resolve_tool_definition
 from eve.runtime.resolved import ResolvedAgent, ResolvedSkill, ResolvedTool
@@ -26,10 +28,16 @@ def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> 
 
 
 async def resolve_agent(
-    manifest: CompiledManifest, module_map: ModuleMap, node_id: str | None = None
+    manifest: CompiledManifest,
+    module_map: ModuleMap,
+    node_id: str | None = None,
+    *,
+    app_root: Path | str | None = None,
 ) -> ResolvedAgent:
-    """Resolve one node: tools concurrently (their factories may await), in manifest order;
-    skills are metadata and pass through as declared."""
+    """Resolve one node: tools concurrently (their factories may await), in manifest order,
+    then the automatic built-ins the node's skills and deferred tools call for (``eve__search``,
+    ``eve__skill``, ``eve__tool``). Skills are metadata and pass through as declared; their
+    files are read on demand relative to ``app_root`` (the current directory if not given)."""
     check_artifacts_match(manifest, module_map)
     node_key = node_id or ROOT_NODE_ID
     node = manifest.nodes.get(node_key)
@@ -43,11 +51,13 @@ async def resolve_agent(
             *(resolve_tool_definition(entry, module_map, node_key) for entry in node.tools)
         )
     )
+    # absolute now, so a later chdir cannot send skill reads elsewhere
+    root = Path(app_root if app_root is not None else ".").resolve()
     return ResolvedAgent(
         node_id=node_key,
         config=node.config,
         instructions=node.instructions.text,
-        tools=tools,
+        tools=tools + bind_automatic(node, root),
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
         subagents=list(node.subagents),
     )

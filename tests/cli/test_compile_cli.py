@@ -88,7 +88,9 @@ def test_info_json_is_the_documented_document(make_app: AppFactory) -> None:
     assert info["diagnostics"] == {"errors": 0, "warnings": 0}
     assert info["agent"]["model"] == "offline/test"
     assert info["agent"]["instructions_path"] == "agent/instructions.md"
-    assert [t["name"] for t in info["agent"]["tools"]] == ["greet"]
+    # a skill brings the automatic built-ins that find and load it; the helper has none
+    assert [t["name"] for t in info["agent"]["tools"]] == ["greet", "eve__search", "eve__skill"]
+    assert [t["name"] for t in info["subagents"][0]["tools"]] == ["greet"]
     assert info["agent"]["skills"] == [{"name": "etiquette", "description": "How to greet."}]
     assert info["agent"]["subagents"] == ["helper"]
     [helper] = info["subagents"]

@@ -77,7 +77,7 @@ async def test_tool_turn_has_the_eve_event_sequence() -> None:
         tool_calls=[ToolCall(id="c0", name="price", input={"item": "nail"})]
     )
     assert result.messages[2] == ToolResultMessage(
-        tool_call_id="c0", content='{"item":"nail","price":3}'
+        tool_call_id="c0", content='{"item":"nail","price":3}', name="price"
     )
     assert [e.type for e in events] == [
         "turn.started",

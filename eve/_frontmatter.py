@@ -1,4 +1,8 @@
-"""Markdown front matter: the ``---`` block of ``key: value`` lines at the top of a skill."""
+"""Markdown front matter: the ``---`` block of ``key: value`` lines at the top of a skill.
+
+Shared by discovery (which reads the description) and the ``eve__skill`` tool (which
+strips it from the body), so both read a skill file the same way.
+"""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 1
-FINGERPRINT = "sha256:c6b3547d9baf24cb2972203fd32f7547ca48570d190078a4a73b76b3c7c0f458"
+SCHEMA_VERSION = 2
+FINGERPRINT = "sha256:86da91c5d2fcc5240f943ccfc677e2559d5fb00d197d0b22d017e1cbe2bf785d"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -23,13 +23,16 @@ def _lazy(module_id: str) -> Callable[[], ModuleType]:
 NODES = {
     "__root__": {
         "modules": {
+            "hooks/turn_counter.py": _lazy("agent.hooks.turn_counter"),
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),
+            "lib/turns.py": _lazy("agent.lib.turns"),
             "tools/convert_currency.py": _lazy("agent.tools.convert_currency"),
             "tools/count_session_visits.py": _lazy("agent.tools.count_session_visits"),
             "tools/count_visits.py": _lazy("agent.tools.count_visits"),
             "tools/get_price.py": _lazy("agent.tools.get_price"),
             "tools/place_order.py": _lazy("agent.tools.place_order"),
+            "tools/session_turns.py": _lazy("agent.tools.session_turns"),
         },
     },
     "researcher": {

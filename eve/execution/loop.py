@@ -15,7 +15,7 @@ from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
 from eve.execution.checkpoints import Inline, ModelResponse, Produce, StepPart, StepRecorder
-from eve.execution.events import EventEmitter, EventSink
+from eve.execution.events import EventEmitter, EventSink, HookDispatcher
 from eve.execution.tool_calls import (
     ABORTED_BEFORE_EXECUTION,
     Admitted,
@@ -295,6 +295,7 @@ async def run_agent(
     emitter: EventEmitter | None = None,
     context: EveContext | None = None,
     recorder: StepRecorder | None = None,
+    hooks: HookDispatcher | None = None,
 ) -> RunResult:
     """Run one turn and return how it stopped, the whole history and the tokens used.
 
@@ -303,9 +304,10 @@ async def run_agent(
     and re-raises; cancellation through ``signal`` stops with ``aborted``. Tools run inside
     ``context`` (a fresh one for ``session_id`` if not given), where ``define_state`` lives.
     ``recorder`` is the durability seam (see ``execution.checkpoints``); inline by default.
+    ``hooks`` receive the events of an emitter made here (a given ``emitter`` has its own).
     """
     signal = signal or CancelSignal()
-    emitter = emitter or EventEmitter(on_event, session_id=session_id)
+    emitter = emitter or EventEmitter(on_event, session_id=session_id, hooks=hooks)
     turn = _Turn(
         client=client,
         system=system,

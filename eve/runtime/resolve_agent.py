@@ -7,8 +7,9 @@ import asyncio
 from eve.errors import ResolveAgentError, StaleArtifacts
 from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
 from eve.runtime.module_map import ModuleMap
+from eve.runtime.resolve_hook import resolve_hook_definition
 from eve.runtime.resolve_tool import resolve_tool_definition
-from eve.runtime.resolved import ResolvedAgent, ResolvedSkill, ResolvedTool
+from eve.runtime.resolved import ResolvedAgent, ResolvedHook, ResolvedSkill, ResolvedTool
 
 
 def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> None:
@@ -28,8 +29,8 @@ def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> 
 async def resolve_agent(
     manifest: CompiledManifest, module_map: ModuleMap, node_id: str | None = None
 ) -> ResolvedAgent:
-    """Resolve one node: tools concurrently (their factories may await), in manifest order;
-    skills are metadata and pass through as declared."""
+    """Resolve one node: tools and hooks concurrently (their factories may await), in
+    manifest order; skills are metadata and pass through as declared."""
     check_artifacts_match(manifest, module_map)
     node_key = node_id or ROOT_NODE_ID
     node = manifest.nodes.get(node_key)
@@ -43,11 +44,17 @@ async def resolve_agent(
             *(resolve_tool_definition(entry, module_map, node_key) for entry in node.tools)
         )
     )
+    hooks: list[ResolvedHook] = list(
+        await asyncio.gather(
+            *(resolve_hook_definition(entry, module_map, node_key) for entry in node.hooks)
+        )
+    )
     return ResolvedAgent(
         node_id=node_key,
         config=node.config,
         instructions=node.instructions.text,
         tools=tools,
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
+        hooks=hooks,
         subagents=list(node.subagents),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ import pytest
 
 from eve.errors import PluginLoadError
 from eve.hooks import PLUGIN_GROUP, HookRelay
+from tests.cli.test_run_cli import eve_run
+from tests.conftest import AppFactory
 from tests.execution.helpers import Script, text
 from tests.hooks.test_relay import run
 
@@ -67,3 +70,12 @@ def test_a_plugin_that_breaks_the_specs_is_a_named_error(site: Path) -> None:
 def test_plugins_can_be_left_out(site: Path) -> None:
     install(site, "eve_test_audit", PLUGIN, "audit = eve_test_audit")
     assert not HookRelay.for_hooks([], plugins=False).manager.has_plugin("eve.plugins:audit")
+
+
+def test_eve_run_stops_at_startup_on_a_broken_plugin(site: Path, make_app: AppFactory) -> None:
+    install(site, "eve_test_broken", "raise ImportError('no luck')", "broken = eve_test_broken")
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    done = eve_run(make_app(), "hi", env={"PYTHONPATH": path})
+    assert done.returncode == 1
+    assert "eve: the eve.plugins entry point 'broken'" in done.stderr
+    assert "ImportError: no luck" in done.stderr

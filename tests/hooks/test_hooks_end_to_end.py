@@ -105,3 +105,37 @@ def test_hook_state_lasts_across_turns_of_one_http_session(make_app: AppFactory)
         before = events[report["meta"]["index"] - 1]
         assert before["type"] == "step.started"
     assert "hook flaky (agent/hooks/flaky.py) failed on step.started" in log
+
+
+def test_session_completed_hooks_read_the_state_the_session_ended_with(
+    make_app: AppFactory,
+) -> None:
+    files = {
+        **FILES,
+        "agent/agent.py": SCRIPTED_AGENT.replace(
+            "{limits}", repr({"max_turns": 3, "max_output_tokens_per_session": 1})
+        ),
+        "agent/hooks/goodbye.py": """
+            import json
+            from pathlib import Path
+            from agent.lib.counts import counts
+            from eve.hooks import define_hook
+
+            def on_end(event):
+                Path("ended.json").write_text(json.dumps([event.data["reason"], counts.get()]))
+
+            default = define_hook(events={"session.completed": on_end})
+        """,
+    }
+    root = make_app(files, minimal=False)
+    script(root, [say("one")])
+    server = Server(root).start()
+    try:
+        session = server.create("hi")
+        events = server.wait_for(session, count("session.completed"))
+    finally:
+        server.stop()
+    assert events[-1]["type"] == "session.completed"
+    reason, state = json.loads((root / "ended.json").read_text())
+    assert reason == "max_output_tokens_per_session"
+    assert state == {"sessions": 1, "started": 1, "completed": 1}

@@ -147,3 +147,24 @@ async def test_framework_plugins_run_after_authored_hooks() -> None:
     assert order == ["agent/hooks/mine.py", "audit"]
     await run(relay, Script(text("ok")))
     assert plugin.calls == ["started", "complete"]
+
+
+async def test_turn_failed_reaches_its_hooks_before_the_error_propagates() -> None:
+    def model(request: object) -> Any:
+        raise RuntimeError("provider down")
+
+    relay = HookRelay.for_hooks(
+        [live_hook("alarm", define_hook(events={"turn.failed": record("alarm")}))], plugins=False
+    )
+    context = EveContext(session_id="s")
+    with pytest.raises(RuntimeError, match="provider down"):
+        await run_agent(
+            client=FunctionModel(model),
+            system="sys",
+            tools=[],
+            user_message="hi",
+            hooks=relay,
+            context=context,
+        )
+    with use_context(context):
+        assert seen.get() == ["alarm:turn.failed"]

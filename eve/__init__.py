@@ -12,10 +12,15 @@ from eve.errors import EveError
 
 if TYPE_CHECKING:
     from eve.authoring.agent import AgentDefinition, define_agent
+    from eve.authoring.hooks import define_hook
 
-__all__ = ["AgentDefinition", "EveError", "__version__", "define_agent"]
+__all__ = ["AgentDefinition", "EveError", "__version__", "define_agent", "define_hook"]
 
-_LAZY = {"AgentDefinition": "eve.authoring.agent", "define_agent": "eve.authoring.agent"}
+_LAZY = {
+    "AgentDefinition": "eve.authoring.agent",
+    "define_agent": "eve.authoring.agent",
+    "define_hook": "eve.authoring.hooks",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,8 @@
     │   ├── StaleArtifacts        module map and manifest disagree
     │   ├── ManifestVersionError  artifacts written by an incompatible eve
     │   ├── MissingCompiledModuleNamespace
-    │   └── InvalidModuleExport   an export is not the definition it should be
+    │   ├── InvalidModuleExport   an export is not the definition it should be
+    │   └── PluginLoadError       an eve.plugins entry point cannot be loaded
     ├── ContextError
     │   ├── ContextKeyCollision   same name, different codec presence
     │   └── NoActiveContext       state used outside an eve context
@@ -149,6 +150,12 @@ class InvalidModuleExport(ResolveAgentError):
     """A module's export is not the kind of definition the manifest declares."""
 
     code = "invalid_module_export"
+
+
+class PluginLoadError(ResolveAgentError):
+    """An ``eve.plugins`` entry point failed to import or does not match the hook specs."""
+
+    code = "plugin_load_error"
 
 
 class ContextError(EveError):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -146,6 +146,21 @@ class SkillEntry(Base, frozen=True, kw_only=True):
     source_id: str
 
 
+class HookEntry(Base, frozen=True, kw_only=True):
+    """A hook as declared: which events its module subscribes to."""
+
+    #: the file name under ``hooks/`` without ``.py``
+    name: str
+    logical_path: str
+    source_id: str
+    #: ``default`` or the module-level name the definition was found under
+    export_name: str
+    #: ``default`` was a factory, evaluated again at resolve time
+    factory: bool = False
+    #: the event types subscribed to, in the order the definition lists them
+    events: list[str]
+
+
 class Instructions(Base, frozen=True, kw_only=True):
     """The always-on system prompt of a node."""
 
@@ -192,6 +207,7 @@ class AgentNode(Base, frozen=True, kw_only=True):
     instructions: Instructions
     tools: list[ToolEntry] = []
     skills: list[SkillEntry] = []
+    hooks: list[HookEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
     #: source ids the compiler imported to read a definition
@@ -237,6 +253,7 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     instructions: str | None
     tools: list[str] = []
     skills: list[str] = []
+    hooks: list[str] = []
     subagents: list[str] = []
 
 

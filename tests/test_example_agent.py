@@ -169,3 +169,35 @@ def test_over_http_the_skill_loads_and_the_deferred_tool_is_reached(tmp_path: Pa
     finally:
         server.stop()
     check_catalog_turn(events)
+
+
+def test_the_example_hook_counts_turns_of_one_http_session(tmp_path: Path) -> None:
+    """hooks/turn_counter.py keeps its counts in session state, across turns."""
+    root = tmp_path / "shop"
+    shutil.copytree(REPO_ROOT / "agent", root / "agent")
+    shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
+    ask = {"tool_calls": [{"name": "session_turns"}]}
+    script(root, [ask, {"text": "one"}, ask, {"text": "two"}])
+    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    try:
+        session = server.create("how many turns?")
+        server.wait_for(session, count("session.waiting"))
+        server.send(session, "and now?")
+        events = server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()
+    outputs = [e["data"]["output"] for e in events if e["type"] == "action.result"]
+    assert outputs == ['{"started":1,"completed":0}', '{"started":2,"completed":1}']
+    assert "hook.failed" not in [e["type"] for e in events]
+
+
+def test_the_example_hook_runs_under_eve_run(tmp_path: Path) -> None:
+    root = tmp_path / "shop"
+    shutil.copytree(REPO_ROOT / "agent", root / "agent")
+    shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
+    script(root, [{"tool_calls": [{"name": "session_turns"}]}, {"text": "one"}])
+    done = eve_run(root, "how many turns?", "--json", "--model", "offline/script:script.json")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    outputs = [e["data"]["output"] for e in events if e["type"] == "action.result"]
+    assert outputs == ['{"started":1,"completed":0}']

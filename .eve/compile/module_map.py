@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 1
-FINGERPRINT = "sha256:8a80ad4b528764634910f4a461f58372454444feb61a14625a57e305b8e64609"
+SCHEMA_VERSION = 2
+FINGERPRINT = "sha256:3eee708f0f3fe2896ac9e5dcd904e9c61626b92d1dde04b69915166340fa655b"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -23,14 +23,17 @@ def _lazy(module_id: str) -> Callable[[], ModuleType]:
 NODES = {
     "__root__": {
         "modules": {
+            "hooks/turn_counter.py": _lazy("agent.hooks.turn_counter"),
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),
+            "lib/turns.py": _lazy("agent.lib.turns"),
             "tools/convert_currency.py": _lazy("agent.tools.convert_currency"),
             "tools/count_session_visits.py": _lazy("agent.tools.count_session_visits"),
             "tools/count_visits.py": _lazy("agent.tools.count_visits"),
             "tools/get_price.py": _lazy("agent.tools.get_price"),
             "tools/gift_wrap.py": _lazy("agent.tools.gift_wrap"),
             "tools/place_order.py": _lazy("agent.tools.place_order"),
+            "tools/session_turns.py": _lazy("agent.tools.session_turns"),
         },
     },
     "researcher": {

@@ -11,6 +11,7 @@ from eve.compiler import check_artifacts, compile_to_disk
 from eve.compiler.diagnostics import format_diagnostic
 from eve.errors import CompileFailed
 from eve.execution.setup import AgentSetup
+from eve.hooks.relay import HookRelay
 from eve.models.registry import choose_model, create_client
 from eve.runtime import load_compiled_agent, resolve_agent
 
@@ -52,4 +53,5 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
         max_turns=max_turns or agent.config.limits.max_turns or DEFAULT_MAX_TURNS,
         workspace=(app_root / agent.config.workspace) if agent.config.workspace else app_root,
         context_budget_tokens=int(window * 0.8) if window else None,
+        hooks=HookRelay.for_hooks(agent.hooks),
     )

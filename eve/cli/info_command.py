@@ -26,6 +26,8 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         click.echo(f"{indent}  tool {tool.name}({params}){suffix}")
     for skill in node.skills:
         click.echo(f"{indent}  skill {skill.name}: {skill.description}")
+    for hook in node.hooks:
+        click.echo(f"{indent}  hook {hook.name}: {', '.join(hook.events)}")
 
 
 @click.command("info")
@@ -33,7 +35,7 @@ def _print_node(node: NodeInfo, indent: str) -> None:
 @click.pass_context
 @translate_errors
 def info_command(ctx: click.Context, as_json: bool) -> None:
-    """Show the compiled agent: status, model, tools, skills, subagents."""
+    """Show the compiled agent: status, model, tools, skills, hooks, subagents."""
     info = agent_info(app_root_of(ctx))
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(info), indent=2))

@@ -90,6 +90,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
         on_event=_json_sink if as_json else renderer,
         workspace=setup.workspace,
         context_budget_tokens=setup.context_budget_tokens,
+        hooks=setup.hooks,
     )
     if not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)

@@ -19,14 +19,14 @@ AGENT_DIR = "agent"
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
-KNOWN_DIRS = frozenset({"tools", "skills", "subagents", "lib"})
+HOOK_NAME = TOOL_NAME
+KNOWN_DIRS = frozenset({"tools", "skills", "hooks", "subagents", "lib"})
 #: directories eve knows of (the TypeScript eve supports them) but this version does not run
 UNSUPPORTED_DIRS = frozenset(
     {
         "channels",
         "connections",
         "extensions",
-        "hooks",
         "instructions",
         "memory",
         "sandbox",
@@ -66,6 +66,7 @@ class NodeFiles:
     instructions: str | None = None
     tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, path)
     skills: list[SkillFile] = field(default_factory=list)
+    hooks: list[tuple[str, str]] = field(default_factory=list)  # (hook name, path)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -87,6 +88,7 @@ class Discovery:
                     instructions=node.instructions,
                     tools=[path for _, path in node.tools],
                     skills=[skill.path for skill in node.skills],
+                    hooks=[path for _, path in node.hooks],
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -165,7 +167,7 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-file",
                 f"{entry.name} is not part of an agent (expected agent.py, instructions.md "
-                "and the directories tools/, skills/, subagents/, lib/); it is ignored",
+                "and the directories tools/, skills/, hooks/, subagents/, lib/); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -176,6 +178,8 @@ class _Walker:
             self.tools(node, entry)
         elif entry.name == "skills":
             self.skills(node, entry)
+        elif entry.name == "hooks":
+            self.hooks(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -190,7 +194,8 @@ class _Walker:
         else:
             self.sink.warning(
                 "discover/unknown-directory",
-                f"{entry.name}/ is not an agent directory (tools, skills, subagents, lib); "
+                f"{entry.name}/ is not an agent directory (tools, skills, hooks, subagents, "
+                "lib); "
                 "it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
@@ -234,6 +239,31 @@ class _Walker:
                 )
             else:
                 node.tools.append((stem, rel))
+
+    def hooks(self, node: NodeFiles, directory: Path) -> None:
+        for entry in _sorted_entries(directory):
+            rel = self.rel(entry)
+            stem = entry.name.removesuffix(".py")
+            if entry.name == "__init__.py":
+                continue
+            if entry.is_dir() or entry.suffix != ".py":
+                self.sink.warning(
+                    "discover/unknown-file",
+                    "hooks/ holds one hook per .py file (define_hook(events=...)); this entry "
+                    "is ignored",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif not (stem.isascii() and HOOK_NAME.match(stem)):
+                self.sink.error(
+                    "discover/hook-name-invalid",
+                    f"hook file '{entry.name}' must be a snake_case ASCII name ending in .py "
+                    f"(e.g. '{_suggest_snake(stem)}.py'): it is imported as a module",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            else:
+                node.hooks.append((stem, rel))
 
     def skills(self, node: NodeFiles, directory: Path) -> None:
         for entry in _sorted_entries(directory):

@@ -17,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from eve.authoring.agent import AgentDefinition
+from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
 
-DEFINITION_TYPES: tuple[type, ...] = (AgentDefinition, ToolDefinition)
-_KIND_NAMES = {AgentDefinition: "an agent definition", ToolDefinition: "a tool definition"}
+DEFINITION_TYPES: tuple[type, ...] = (AgentDefinition, ToolDefinition, HookDefinition)
+_KIND_NAMES = {
+    AgentDefinition: "an agent definition",
+    ToolDefinition: "a tool definition",
+    HookDefinition: "a hook definition (define_hook(events=...))",
+}
 
 
 class LoadFailure(Exception):

@@ -8,6 +8,7 @@ import jsonschema
 import msgspec
 
 from eve.authoring.agent import AgentConfigModel
+from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
 from eve.compiler.cache import CompileCache
 from eve.compiler.load import LoadFailure
@@ -17,6 +18,7 @@ from eve.manifest import (
     Behavior,
     Compaction,
     Handling,
+    HookEntry,
     Limits,
     ProviderToolSpec,
     ToolEntry,
@@ -99,6 +101,26 @@ def tool_entry(
             if provider is not None
             else None
         ),
+    )
+
+
+def hook_entry(
+    definition: HookDefinition,
+    *,
+    name: str,
+    logical_path: str,
+    source_id: str,
+    export_name: str,
+    factory: bool,
+) -> HookEntry:
+    """The manifest entry for one hook definition: the events it subscribes to."""
+    return HookEntry(
+        name=name,
+        logical_path=logical_path,
+        source_id=source_id,
+        export_name=export_name,
+        factory=factory,
+        events=list(definition.events),
     )
 
 

@@ -16,6 +16,7 @@ import msgspec
 from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
 from eve.authoring.agent import AgentConfigModel, AgentDefinition
+from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
 from eve.compiler.bindings import (
     BUILTIN_REGISTRY,
@@ -31,7 +32,7 @@ from eve.compiler.emit import write_artifacts
 from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.module_map_source import render_module_map
-from eve.compiler.normalize import agent_config, tool_entry
+from eve.compiler.normalize import agent_config, hook_entry, tool_entry
 from eve.errors import CompileFailed
 from eve.manifest import (
     DIAGNOSTICS_PATH,
@@ -46,6 +47,7 @@ from eve.manifest import (
     CompileMetadata,
     DiagnosticsFile,
     Generator,
+    HookEntry,
     Instructions,
     SkillEntry,
     ToolEntry,
@@ -141,6 +143,22 @@ class _NodeCompiler:
             self.lint_state(path, node.node_id)
         return entry
 
+    def hook(self, node: NodeFiles, name: str, path: str) -> HookEntry | None:
+        loaded = self.load(path, HookDefinition, node.node_id)
+        if loaded is None:
+            return None
+        definition, export_name, factory = loaded
+        assert isinstance(definition, HookDefinition)
+        self.lint_state(path, node.node_id, where="hook")
+        return hook_entry(
+            definition,
+            name=name,
+            logical_path=path,
+            source_id=source_id_for(path, node.root, AGENT_DIR),
+            export_name=export_name,
+            factory=factory,
+        )
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -163,12 +181,12 @@ class _NodeCompiler:
             factory=found.factory,
         )
 
-    def lint_state(self, path: str, node_id: str) -> None:
+    def lint_state(self, path: str, node_id: str, *, where: str = "tool") -> None:
         module = self.graph.modules.get(path)
         for mutation in module.mutations if module else []:
             self.sink.warning(
                 "compile/module-state-mutation",
-                f"`{mutation.name}` is module-level state changed inside the tool "
+                f"`{mutation.name}` is module-level state changed inside the {where} "
                 f"({mutation.how}); one process serves every session, so all of them share "
                 "it. Keep per-session values in eve.context.define_state(...)",
                 source_path=path,
@@ -180,12 +198,13 @@ class _NodeCompiler:
         config = self.config(node)
         tools = [e for name, path in node.tools if (e := self.tool(node, name, path)) is not None]
         builtins = [e for n in config.builtin_tools if (e := self.builtin(node, n)) is not None]
-        compile_reads = {path for _, path in node.tools}
+        hooks = [h for name, path in node.hooks if (h := self.hook(node, name, path)) is not None]
+        compile_reads = {path for _, path in node.tools} | {path for _, path in node.hooks}
         if node.agent_module:
             compile_reads.add(node.agent_module)
         runtime_roots = {
             e.logical_path for e in tools if e.behavior.handling.kind != "provider-tool"
-        }
+        } | {e.logical_path for e in hooks}
         bindings = node_bindings(
             graph=self.graph,
             sources=self.discovery.sources,
@@ -212,6 +231,7 @@ class _NodeCompiler:
                 )
                 for skill in node.skills
             ],
+            hooks=hooks,
             subagents=node.subagents,
             compile_loads=sorted(
                 source_id_for(path, node.root, AGENT_DIR) for path in compile_reads

@@ -7,7 +7,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -35,6 +35,7 @@ EventType = Literal[
     "session.completed",
     "session.reset",
     "session.failed",
+    "hook.failed",
 ]
 
 
@@ -59,17 +60,36 @@ class SessionEvent(msgspec.Struct, frozen=True, kw_only=True):
 EventSink = Callable[[SessionEvent], Awaitable[None] | None]
 
 
+class HookDispatcher(Protocol):
+    """Where an emitted event goes after the sink: the agent's hooks (``eve.hooks.HookRelay``)."""
+
+    async def dispatch(self, event: SessionEvent, emitter: EventEmitter) -> None: ...
+
+
 def new_event_id() -> str:
     return f"evt_{time.time_ns():016x}{secrets.token_hex(5)}"
 
 
 class EventEmitter:
-    """Numbers events and hands them to the sink; one per session."""
+    """Numbers events and hands them to the sink, then to the hooks; one per session.
 
-    def __init__(self, sink: EventSink | None, *, session_id: str, start_index: int = 0) -> None:
+    Every event of a session passes here, so this is the one place hooks are called: after
+    the sink, so a hook sees an event that is already in the stream, and in the emitting
+    code's eve context, so a hook reads and updates the session's state.
+    """
+
+    def __init__(
+        self,
+        sink: EventSink | None,
+        *,
+        session_id: str,
+        start_index: int = 0,
+        hooks: HookDispatcher | None = None,
+    ) -> None:
         self.sink = sink
         self.session_id = session_id
         self.index = start_index
+        self.hooks = hooks
 
     async def emit(self, type: EventType, **data: Any) -> SessionEvent:
         event = SessionEvent(
@@ -82,4 +102,6 @@ class EventEmitter:
             outcome = self.sink(event)
             if inspect.isawaitable(outcome):
                 await outcome
+        if self.hooks is not None:
+            await self.hooks.dispatch(event, self)
         return event

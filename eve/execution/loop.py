@@ -16,7 +16,7 @@ from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
 from eve.execution.catalog_calls import as_entries, loaded_skill, requested
 from eve.execution.checkpoints import Inline, ModelResponse, Produce, StepPart, StepRecorder
-from eve.execution.events import EventEmitter, EventSink
+from eve.execution.events import EventEmitter, EventSink, HookDispatcher
 from eve.execution.tool_calls import (
     ABORTED_BEFORE_EXECUTION,
     Admitted,
@@ -308,6 +308,7 @@ async def run_agent(
     emitter: EventEmitter | None = None,
     context: EveContext | None = None,
     recorder: StepRecorder | None = None,
+    hooks: HookDispatcher | None = None,
 ) -> RunResult:
     """Run one turn and return how it stopped, the whole history and the tokens used.
 
@@ -316,9 +317,10 @@ async def run_agent(
     and re-raises; cancellation through ``signal`` stops with ``aborted``. Tools run inside
     ``context`` (a fresh one for ``session_id`` if not given), where ``define_state`` lives.
     ``recorder`` is the durability seam (see ``execution.checkpoints``); inline by default.
+    ``hooks`` receive the events of an emitter made here (a given ``emitter`` has its own).
     """
     signal = signal or CancelSignal()
-    emitter = emitter or EventEmitter(on_event, session_id=session_id)
+    emitter = emitter or EventEmitter(on_event, session_id=session_id, hooks=hooks)
     turn = _Turn(
         client=client,
         system=system,

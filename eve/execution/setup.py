@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from eve.execution.events import HookDispatcher
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
 
@@ -18,3 +19,5 @@ class AgentSetup:
     context_budget_tokens: int | None
     #: the compiled sources' fingerprint: durable workflows recover only under the same one
     fingerprint: str = ""
+    #: where the agent's hooks and the framework plugins receive events (``HookRelay``)
+    hooks: HookDispatcher | None = None

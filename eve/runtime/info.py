@@ -39,6 +39,12 @@ class SkillInfo(msgspec.Struct, kw_only=True):
     description: str
 
 
+class HookInfo(msgspec.Struct, kw_only=True):
+    name: str
+    source: str
+    events: list[str]
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     #: "" for the root agent, else the subagent path (``researcher/reviewer``)
     path: str
@@ -48,6 +54,7 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     instructions_path: str | None
     tools: list[ToolInfo]
     skills: list[SkillInfo]
+    hooks: list[HookInfo]
     subagents: list[str]
 
 
@@ -90,6 +97,7 @@ def _node_info(node: AgentNode) -> NodeInfo:
             for t in [*node.tools, *automatic_entries(node)]
         ],
         skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],
+        hooks=[HookInfo(name=h.name, source=h.logical_path, events=h.events) for h in node.hooks],
         subagents=list(node.subagents),
     )
 

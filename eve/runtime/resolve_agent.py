@@ -9,8 +9,9 @@ from eve.errors import ResolveAgentError, StaleArtifacts
 from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
 from eve.runtime.automatic import bind_automatic
 from eve.runtime.module_map import ModuleMap
+from eve.runtime.resolve_hook import resolve_hook_definition
 from eve.runtime.resolve_tool import resolve_tool_definition
-from eve.runtime.resolved import ResolvedAgent, ResolvedSkill, ResolvedTool
+from eve.runtime.resolved import ResolvedAgent, ResolvedHook, ResolvedSkill, ResolvedTool
 
 
 def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> None:
@@ -34,10 +35,11 @@ async def resolve_agent(
     *,
     app_root: Path | str | None = None,
 ) -> ResolvedAgent:
-    """Resolve one node: tools concurrently (their factories may await), in manifest order,
-    then the automatic built-ins the node's skills and deferred tools call for (``eve__search``,
-    ``eve__skill``, ``eve__tool``). Skills are metadata and pass through as declared; their
-    files are read on demand relative to ``app_root`` (the current directory if not given)."""
+    """Resolve one node: tools and hooks concurrently (their factories may await), in
+    manifest order, then the automatic built-ins the node's skills and deferred tools call
+    for (``eve__search``, ``eve__skill``, ``eve__tool``). Skills are metadata and pass
+    through as declared; their files are read on demand relative to ``app_root`` (the
+    current directory if not given)."""
     check_artifacts_match(manifest, module_map)
     node_key = node_id or ROOT_NODE_ID
     node = manifest.nodes.get(node_key)
@@ -51,6 +53,11 @@ async def resolve_agent(
             *(resolve_tool_definition(entry, module_map, node_key) for entry in node.tools)
         )
     )
+    hooks: list[ResolvedHook] = list(
+        await asyncio.gather(
+            *(resolve_hook_definition(entry, module_map, node_key) for entry in node.hooks)
+        )
+    )
     # absolute now, so a later chdir cannot send skill reads elsewhere
     root = Path(app_root if app_root is not None else ".").resolve()
     return ResolvedAgent(
@@ -59,5 +66,6 @@ async def resolve_agent(
         instructions=node.instructions.text,
         tools=tools + bind_automatic(node, root),
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
+        hooks=hooks,
         subagents=list(node.subagents),
     )

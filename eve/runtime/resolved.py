@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eve.authoring.approval import ApprovalRule
+from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import Execute
-from eve.manifest import AgentConfig, HandlingKind, SkillEntry, ToolEntry
+from eve.manifest import AgentConfig, HandlingKind, HookEntry, SkillEntry, ToolEntry
 from eve.runtime.validation import InputValidator
 
 
@@ -51,12 +52,25 @@ class ResolvedSkill:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResolvedHook:
+    """A hook's declaration with its live subscribers."""
+
+    entry: HookEntry
+    definition: HookDefinition
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedAgent:
     node_id: str
     config: AgentConfig
     instructions: str
     tools: list[ResolvedTool] = field(default_factory=list)
     skills: list[ResolvedSkill] = field(default_factory=list)
+    hooks: list[ResolvedHook] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
 
     def tool(self, name: str) -> ResolvedTool | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from eve.context.active import EveContext, use_context
 from eve.errors import (
     InputOptionUnknown,
     InputRequestNotPending,
@@ -25,6 +26,7 @@ from eve.errors import (
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
+from eve.sessions.checkpoint import SessionCheckpoint, encode_checkpoint
 from eve.sessions.durable_steps import APPROVAL_OPTIONS
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
@@ -97,9 +99,17 @@ class SessionService:
         session_id = new_session_id()
         await asyncio.to_thread(self.store.create_session, session_id)
         writer = self.log.writer(session_id)
-        emitter = EventEmitter(lambda e: writer.add(Pending(event=e)), session_id=session_id)
-        await emitter.emit("session.started")
+        emitter = EventEmitter(
+            lambda e: writer.add(Pending(event=e)), session_id=session_id, hooks=self.setup.hooks
+        )
+        context = EveContext(session_id=session_id)
+        with use_context(context):
+            await emitter.emit("session.started")
         await writer.flush()
+        if state := context.snapshot():
+            # what session.started hooks set is where the first turn starts from
+            initial = encode_checkpoint(SessionCheckpoint(state=state))
+            await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
         self.log.forget(session_id)
         turn_id = None if message is None else await self._enqueue(session_id, message)
         return Accepted(session_id=session_id, turn_id=turn_id)

@@ -10,6 +10,10 @@ A step does not wait for its events to be written before DBOS records it: they a
 of its record, and when a recovered turn replays a step whose events did not all reach
 the log (the process died between the two writes), the missing ones are appended then,
 in their place, since everything after them was not written either.
+
+Hooks run again with the body, so a hook that fails again reports ``hook.failed`` again. That
+report has no body position of its own (whether a hook fails need not repeat, and positions
+must): it follows the event it is about, and is skipped when that event is.
 """
 
 from __future__ import annotations
@@ -33,11 +37,18 @@ class TurnEvents:
         self.step_key: str | None = None
         self.attempt = 0
         self.step_events: list[SessionEvent] = []
+        #: the last body event was already in the log (so are its ``hook.failed`` reports)
+        self.skipped = False
 
     def __call__(self, event: SessionEvent) -> None:
+        if self.step_key is None and event.type == "hook.failed":
+            if not self.skipped:
+                self.writer.add(Pending(event=event, workflow_id=self.workflow_id))
+            return
         if self.step_key is None:
             self.body_seq += 1
-            if self.body_seq <= self.progress.last_body_seq:
+            self.skipped = self.body_seq <= self.progress.last_body_seq
+            if self.skipped:
                 return
             self.writer.add(
                 Pending(event=event, workflow_id=self.workflow_id, body_seq=self.body_seq)

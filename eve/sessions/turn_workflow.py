@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from dbos import DBOS
 
 from eve.cancellation import CancelSignal
-from eve.context.active import EveContext
+from eve.context.active import EveContext, use_context
 from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import AgentSetup
@@ -50,7 +50,7 @@ class TurnRuntime:
         turn_id = f"turn_{turn}"
         progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
         events = TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
-        emitter = EventEmitter(events, session_id=session_id)
+        emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
         raw = await DBOS.run_step_async(
             {"name": "checkpoint.load"},
             asyncio.to_thread,
@@ -102,10 +102,12 @@ class TurnRuntime:
         finally:
             self.running.pop(workflow_id, None)
         ended = await self._finish(session_id, checkpoint, context, approved_once, result)
-        if ended:
-            await emitter.emit("session.completed", turn_id=turn_id, reason=ended)
-        else:
-            await emitter.emit("session.waiting", turn_id=turn_id)
+        # hooks of session.completed read the state the session ended with
+        with use_context(context):
+            if ended:
+                await emitter.emit("session.completed", turn_id=turn_id, reason=ended)
+            else:
+                await emitter.emit("session.waiting", turn_id=turn_id)
         await events.flush()
         self.log.forget(session_id)
         return result.stop_reason

@@ -14,7 +14,7 @@ from eve.compiler.bindings import make_binding
 from eve.compiler.cache import CompileCache
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.errors import CompileFailed
-from eve.manifest import ToolEntry, Usage
+from eve.manifest import SCHEMA_VERSION, ToolEntry, Usage
 from tests.conftest import AppFactory
 
 PYDANTIC_TOOL = """
@@ -384,7 +384,7 @@ def test_output_is_deterministic_and_relocatable(make_app: AppFactory, tmp_path:
     for rel, data in once.items():
         if rel.endswith(".json"):
             parsed: dict[str, Any] = json.loads(data)
-            assert parsed["schema_version"] == 1 and parsed["kind"].startswith("eve-")
+            assert parsed["schema_version"] == SCHEMA_VERSION and parsed["kind"].startswith("eve-")
             assert data.endswith(b"}\n") and data.startswith(b'{\n  "')
 
 

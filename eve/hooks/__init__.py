@@ -1,0 +1,42 @@
+"""Lifecycle hooks: ``from eve.hooks import define_hook`` (and ``hookimpl`` for plugins).
+
+The relay and the specs load on first use, so importing ``define_hook`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from eve.authoring.hooks import HOOK_EVENTS, HookDefinition, define_hook
+
+if TYPE_CHECKING:
+    from eve.hooks.plugins import PLUGIN_GROUP
+    from eve.hooks.relay import HookRelay
+    from eve.hooks.specs import EveHookSpecs, hookimpl, hookspec
+
+__all__ = [
+    "HOOK_EVENTS",
+    "PLUGIN_GROUP",
+    "EveHookSpecs",
+    "HookDefinition",
+    "HookRelay",
+    "define_hook",
+    "hookimpl",
+    "hookspec",
+]
+
+_LAZY = {
+    "PLUGIN_GROUP": "eve.hooks.plugins",
+    "HookRelay": "eve.hooks.relay",
+    "EveHookSpecs": "eve.hooks.specs",
+    "hookimpl": "eve.hooks.specs",
+    "hookspec": "eve.hooks.specs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'eve.hooks' has no attribute {name!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from eve.errors import InvalidModuleExport, MissingCompiledModuleNamespace
 from eve.manifest import ROOT_NODE_ID
@@ -57,3 +57,47 @@ async def load_resolved_module_export(
             value = await value
         module_map.factory_cache[cache_key] = value
     return value
+
+
+class _Declared(Protocol):
+    """What a manifest entry says about where its definition lives."""
+
+    @property
+    def source_id(self) -> str: ...
+    @property
+    def logical_path(self) -> str: ...
+    @property
+    def export_name(self) -> str: ...
+    @property
+    def factory(self) -> bool: ...
+
+
+D = TypeVar("D")
+
+
+async def load_definition(
+    entry: _Declared,
+    module_map: ModuleMap,
+    node_id: str | None,
+    *,
+    kind: str,
+    definition_type: type[D],
+) -> D:
+    """The live ``definition_type`` an entry of ``kind`` (``tool``, ``hook``) declares."""
+    definition = await load_resolved_module_export(
+        module_map,
+        kind=kind,
+        source_id=entry.source_id,
+        logical_path=entry.logical_path,
+        export_name=entry.export_name,
+        factory=entry.factory,
+        node_id=node_id,
+    )
+    if not isinstance(definition, definition_type):
+        raise InvalidModuleExport(
+            f"{entry.logical_path}: `{entry.export_name}` is {type(definition).__name__}, "
+            f"not a {kind} definition: fix the module or run `eve compile`",
+            source_id=entry.source_id,
+            logical_path=entry.logical_path,
+        )
+    return definition

@@ -5,7 +5,7 @@ from __future__ import annotations
 from eve.authoring.hooks import HookDefinition
 from eve.errors import InvalidModuleExport
 from eve.manifest import HookEntry
-from eve.runtime.exports import load_resolved_module_export
+from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolved import ResolvedHook
 
@@ -14,22 +14,9 @@ async def resolve_hook_definition(
     entry: HookEntry, module_map: ModuleMap, node_id: str | None = None
 ) -> ResolvedHook:
     """Import the hook's module and check it still subscribes to what was compiled."""
-    definition = await load_resolved_module_export(
-        module_map,
-        kind="hook",
-        source_id=entry.source_id,
-        logical_path=entry.logical_path,
-        export_name=entry.export_name,
-        factory=entry.factory,
-        node_id=node_id,
+    definition = await load_definition(
+        entry, module_map, node_id, kind="hook", definition_type=HookDefinition
     )
-    if not isinstance(definition, HookDefinition):
-        raise InvalidModuleExport(
-            f"{entry.logical_path}: `{entry.export_name}` is {type(definition).__name__}, "
-            "not a hook definition: fix the module or run `eve compile`",
-            source_id=entry.source_id,
-            logical_path=entry.logical_path,
-        )
     if list(definition.events) != entry.events:
         raise InvalidModuleExport(
             f"{entry.logical_path} now subscribes to {', '.join(definition.events)} but was "

@@ -6,7 +6,7 @@ from eve.authoring.approval import ApprovalRule
 from eve.authoring.tools import ToolDefinition
 from eve.errors import InvalidModuleExport
 from eve.manifest import ToolEntry
-from eve.runtime.exports import load_resolved_module_export
+from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolved import ResolvedTool
 from eve.runtime.validation import InputValidator, JsonSchemaValidator, PydanticValidator
@@ -37,22 +37,9 @@ async def resolve_tool_definition(
             validator=None,
             approval=ApprovalRule(kind=entry.approval.kind),
         )
-    definition = await load_resolved_module_export(
-        module_map,
-        kind="tool",
-        source_id=entry.source_id,
-        logical_path=entry.logical_path,
-        export_name=entry.export_name,
-        factory=entry.factory,
-        node_id=node_id,
+    definition = await load_definition(
+        entry, module_map, node_id, kind="tool", definition_type=ToolDefinition
     )
-    if not isinstance(definition, ToolDefinition):
-        raise InvalidModuleExport(
-            f"{entry.logical_path}: `{entry.export_name}` is {type(definition).__name__}, "
-            "not a tool definition: fix the module or run `eve compile`",
-            source_id=entry.source_id,
-            logical_path=entry.logical_path,
-        )
     return bind_tool(entry, definition)
 
 

@@ -327,11 +327,12 @@ class _Walker:
                     node_id=node.node_id,
                 )
                 continue
-            if entry.name == "agent" or not SUBAGENT_ID.match(entry.name):
+            if _reserved_subagent_id(entry.name) or not SUBAGENT_ID.match(entry.name):
                 self.sink.error(
                     "discover/subagent-id-invalid",
-                    f"subagent id '{entry.name}' must be lowercase letters, digits, - or _ "
-                    "and not 'agent' (reserved)",
+                    f"subagent id '{entry.name}' must be lowercase letters, digits, - or _, "
+                    "and not 'agent' or 'eve', 'eve_…', 'eve-…' (reserved: the parent's model "
+                    "calls a subagent by its id, beside the eve__ built-ins)",
                     source_path=rel,
                     node_id=node.node_id,
                 )
@@ -341,6 +342,10 @@ class _Walker:
             )
             node.subagents.append(child_id)
             self.walk_node(entry, child_id)
+
+
+def _reserved_subagent_id(name: str) -> bool:
+    return name in ("agent", "eve") or name.startswith(("eve_", "eve-"))
 
 
 def _sorted_entries(directory: Path) -> list[Path]:

@@ -106,10 +106,18 @@ def test_subagents_nest_and_need_agent_py(make_app: AppFactory) -> None:
             "agent/subagents/researcher/subagents/checker/agent.py": "",
             "agent/subagents/orphan/instructions.md": "x",
             "agent/subagents/agent/agent.py": "",
+            "agent/subagents/eve-helper/agent.py": "",
+            "agent/subagents/evening/agent.py": "",
         }
     )
     found, diagnostics = run(root)
-    assert list(found.nodes) == ["__root__", "orphan", "researcher", "researcher/checker"]
+    assert list(found.nodes) == [
+        "__root__",
+        "evening",
+        "orphan",
+        "researcher",
+        "researcher/checker",
+    ]
     assert found.nodes["researcher"].subagents == ["researcher/checker"]
     assert (
         "discover/required-subagent-config-module-missing",
@@ -117,6 +125,8 @@ def test_subagents_nest_and_need_agent_py(make_app: AppFactory) -> None:
         "agent/subagents/orphan",
     ) in diagnostics
     assert ("discover/subagent-id-invalid", "error", "agent/subagents/agent") in diagnostics
+    # ids beginning with eve are the built-ins' (evening is fine)
+    assert ("discover/subagent-id-invalid", "error", "agent/subagents/eve-helper") in diagnostics
 
 
 def test_instructions_are_required_at_the_root(make_app: AppFactory) -> None:

@@ -9,33 +9,28 @@ clients at 1, 10 and 50 concurrent sessions, each session one short turn.
 
 Every configuration runs in its own interpreter (``bench/_durability_worker.py``): DBOS is
 a process-wide singleton. PostgreSQL is a throwaway server this benchmark starts
-(``Postgres`` below) and skips, saying why, when it cannot. Run alone with
+(``tests/postgres.py``, the test suite's) and skips, saying why, when it cannot. Run alone with
 ``python -m bench.durability [--quick]``; results land in
 ``bench/results/durability.{json,md}``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import pwd
-import shlex
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from bench._machine import machine_info
+from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir
 
 LONG, SHORT = 20, 1
 RESULTS_DIR = Path(__file__).parent / "results"
@@ -79,143 +74,17 @@ WHAT_IFS: dict[str, tuple[str, list[str]]] = {
 
 # --- a throwaway PostgreSQL ---------------------------------------------------------
 
-SERVER_USER = "postgres"
 
-
-def _bindir() -> Path | None:
-    candidates = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
-    )
-    if candidates:
-        return candidates[-1].parent
-    found = shutil.which("initdb")
-    return Path(found).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class Postgres:
-    """A throwaway PostgreSQL server: temp directory, free port, trust auth.
-
-    ``start()`` runs ``initdb`` and ``pg_ctl start`` from the newest server binaries it
-    finds (``/usr/lib/postgresql/<version>/bin``, then ``PATH``). ``initdb`` refuses to run
-    as root, so as root both run as the ``postgres`` system user through ``runuser`` (or
-    ``su``). The server listens on 127.0.0.1 and keeps its unix socket inside the temporary
-    directory, so nothing outside it is touched; ``stop()`` shuts it down and deletes it.
-    When no server can be started, ``start()`` returns the reason as a string.
-    """
-
-    bindir: Path
-    directory: Path
-    port: int
-    run_as: list[str] | None
-    version: str = ""
-
-    @property
-    def url(self) -> str:
-        return self.url_of("postgres")
-
-    def url_of(self, database: str) -> str:
-        return f"postgresql://{SERVER_USER}@127.0.0.1:{self.port}/{database}"
-
-    def database(self, name: str) -> str:
-        """Create an empty database ``name``; its URL."""
-        self._run(
-            str(self.bindir / "createdb"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "-U",
-            SERVER_USER,
-            name,
-        )
-        return self.url_of(name)
-
-    @property
-    def data(self) -> Path:
-        return self.directory / "data"
-
-    def _run(self, *command: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        argv = list(command)
-        if self.run_as is not None:
-            if self.run_as and self.run_as[0] == "su":
-                argv = [*self.run_as, shlex.join(argv)]
-            else:
-                argv = [*self.run_as, *argv]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True)
-
-    @classmethod
-    def start(cls) -> Postgres | str:
-        bindir = _bindir()
-        if bindir is None:
-            return "no PostgreSQL server binaries (initdb) found"
-        run_as: list[str] | None = None
-        owner: pwd.struct_passwd | None = None
-        if os.geteuid() == 0:
-            try:
-                owner = pwd.getpwnam(SERVER_USER)
-            except KeyError:
-                return f"running as root and there is no {SERVER_USER!r} user for initdb"
-            if shutil.which("runuser"):
-                run_as = ["runuser", "-u", SERVER_USER, "--"]
-            elif shutil.which("su"):
-                run_as = ["su", SERVER_USER, "-s", "/bin/sh", "-c"]
-            else:
-                return "running as root and neither runuser nor su is available"
-        directory = Path(tempfile.mkdtemp(prefix="eve-bench-pg-"))
-        if owner is not None:
-            os.chown(directory, owner.pw_uid, owner.pw_gid)
-        server = cls(bindir=bindir, directory=directory, port=_free_port(), run_as=run_as)
-        try:
-            server._run(
-                str(bindir / "initdb"),
-                "-D",
-                str(server.data),
-                "-A",
-                "trust",
-                "-U",
-                SERVER_USER,
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            )
-            options = f"-p {server.port} -k {directory} -c listen_addresses=127.0.0.1"
-            server._run(
-                str(bindir / "pg_ctl"),
-                "-D",
-                str(server.data),
-                "-l",
-                str(directory / "server.log"),
-                "-o",
-                options,
-                "-w",
-                "-t",
-                "60",
-                "start",
-            )
-            server.version = server._run(str(bindir / "postgres"), "--version").stdout.strip()
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as error:
-            detail = getattr(error, "stderr", None) or str(error)
-            server.stop()
-            return f"could not start PostgreSQL: {detail.strip().splitlines()[-1:]}"
-        return server
-
-    def stop(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
-                self._run(
-                    str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"
-                )
-        shutil.rmtree(self.directory, ignore_errors=True)
+def _start_postgres() -> PostgresServer | str:
+    """The test suite's throwaway server (``tests/postgres.py``) with PostgreSQL's own
+    durability settings (fsync and synchronous_commit on), or why there is none."""
+    bindir = find_bindir()
+    if bindir is None:
+        return "no PostgreSQL server binaries (initdb, postgres) found"
+    try:
+        return PostgresServer.start(bindir, durable=True)
+    except (PostgresUnavailable, OSError, subprocess.SubprocessError) as error:
+        return f"could not start PostgreSQL: {error}"
 
 
 # --- running workers --------------------------------------------------------------------
@@ -421,7 +290,7 @@ def _measure(plan: Plan) -> dict[str, Any]:
             )
             _merge(raw.setdefault(f"what_if_{name}", {}), part)
     _progress("starting a throwaway PostgreSQL")
-    server = Postgres.start()
+    server = _start_postgres()
     if isinstance(server, str):
         raw["postgres_skipped"] = server
         _progress(f"PostgreSQL skipped: {server}")

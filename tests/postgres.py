@@ -113,6 +113,8 @@ class PostgresServer:
     proc: subprocess.Popen[bytes] | None = None
     version: str = ""
     databases: list[str] = field(default_factory=list)
+    #: PostgreSQL's own defaults (fsync on) instead of the test suite's fast settings
+    durable: bool = False
 
     @property
     def data(self) -> Path:
@@ -128,10 +130,12 @@ class PostgresServer:
     # --- lifecycle ---------------------------------------------------------------------
 
     @classmethod
-    def start(cls, bindir: Path, *, timeout: float = 60.0) -> PostgresServer:
+    def start(cls, bindir: Path, *, timeout: float = 60.0, durable: bool = False) -> PostgresServer:
         user = _run_as_user()
         directory = Path(tempfile.mkdtemp(prefix="eve-test-pg-", dir=_reachable_tmp(user)))
-        server = cls(bindir=bindir, directory=directory, port=_free_port(), user=user)
+        server = cls(
+            bindir=bindir, directory=directory, port=_free_port(), user=user, durable=durable
+        )
         try:
             server._start(timeout)
         except BaseException:
@@ -190,13 +194,12 @@ class PostgresServer:
         settings = {
             "listen_addresses": "127.0.0.1",
             "unix_socket_directories": str(self.directory),
-            # a test server: durability against power loss is not what is being tested
-            "fsync": "off",
-            "synchronous_commit": "off",
-            "full_page_writes": "off",
             "max_connections": "400",
             "shared_buffers": "64MB",
         }
+        if not self.durable:
+            # a test server: durability against power loss is not what is being tested
+            settings.update(fsync="off", synchronous_commit="off", full_page_writes="off")
         argv = [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port)]
         for key, value in settings.items():
             argv += ["-c", f"{key}={value}"]

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,19 @@ def _orders(repeats: int) -> Iterator[int]:
         yield from (SHORT, LONG) if repeat % 2 else (LONG, SHORT)
 
 
+async def _timed_turns(
+    turn: Callable[[int], Awaitable[float]], repeats: int, warmup: int
+) -> dict[str, Any]:
+    """``{"turns": ...}`` of a configuration whose turn is all body: ``turn(steps)`` seconds."""
+    for steps in _orders(warmup):
+        await turn(steps)
+    samples: dict[str, list[dict[str, float]]] = {str(SHORT): [], str(LONG): []}
+    for steps in _orders(repeats):
+        seconds = await turn(steps)
+        samples[str(steps)].append({"total": seconds, "body": seconds})
+    return {"turns": samples}
+
+
 # --- in memory --------------------------------------------------------------------------
 
 
@@ -128,13 +141,7 @@ async def _in_memory(agent: Agent, repeats: int, warmup: int) -> dict[str, Any]:
         _check(agent.tally.calls, steps, result.final_text)
         return elapsed
 
-    for steps in _orders(warmup):
-        await turn(steps)
-    samples: dict[str, list[dict[str, float]]] = {str(SHORT): [], str(LONG): []}
-    for steps in _orders(repeats):
-        seconds = await turn(steps)
-        samples[str(steps)].append({"total": seconds, "body": seconds})
-    return {"turns": samples}
+    return await _timed_turns(turn, repeats, warmup)
 
 
 # --- durable: when a turn starts and ends -----------------------------------------------
@@ -362,15 +369,9 @@ async def _dbos_alone(app_root: Path, repeats: int, warmup: int) -> dict[str, An
                 raise AssertionError("the DBOS-alone workflow returned the wrong value")
             return time.perf_counter() - start
 
-        for steps in _orders(warmup):
-            await turn(steps)
-        samples: dict[str, list[dict[str, float]]] = {str(SHORT): [], str(LONG): []}
-        for steps in _orders(repeats):
-            seconds = await turn(steps)
-            samples[str(steps)].append({"total": seconds, "body": seconds})
+        return await _timed_turns(turn, repeats, warmup)
     finally:
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
-    return {"turns": samples}
 
 
 # --- what-if settings (measured as variants, eve's code is left as it is) ---------------

@@ -110,6 +110,13 @@ class Server:
     def send(self, session_id: str, message: str) -> httpx.Response:
         return self.post(f"/session/{session_id}", {"message": message})
 
+    def answer(self, session_id: str, request_id: str, option: str) -> None:
+        """Answer a parked input request; the server must take it (202, resolved)."""
+        body = {"inputResponses": [{"requestId": request_id, "optionId": option}]}
+        response = self.post(f"/session/{session_id}", body)
+        assert response.status_code == 202, response.text
+        assert response.json()["status"] == "resolved"
+
     def events(self, session_id: str, start: int = 0) -> list[Event]:
         response = self.get(f"/session/{session_id}/stream?startIndex={start}&follow=false")
         assert response.status_code == 200, response.text

@@ -20,13 +20,6 @@ def request_of(events: list[Event]) -> dict[str, Any]:
     return dict(request)
 
 
-def answer(server: Server, session: str, request_id: str, option: str) -> None:
-    body = {"inputResponses": [{"requestId": request_id, "optionId": option}]}
-    response = server.post(f"/session/{session}", body)
-    assert response.status_code == 202, response.text
-    assert response.json()["status"] == "resolved"
-
-
 def test_approval_parks_across_a_restart_and_runs_once(make_app: AppFactory) -> None:
     root = approval_app(make_app)
     server = Server(root).start()
@@ -42,7 +35,7 @@ def test_approval_parks_across_a_restart_and_runs_once(make_app: AppFactory) -> 
         server.restart()
         # after the restart the same request still waits, and nothing ran
         assert not (root / "shipped.log").exists()
-        answer(server, session, request["request_id"], "approve")
+        server.answer(session, request["request_id"], "approve")
         events = server.wait_for(session, count("session.waiting"))
         # a second answer to the same request is refused
         again = server.post(
@@ -67,7 +60,7 @@ def test_a_denial_is_a_result_the_model_sees(make_app: AppFactory) -> None:
     try:
         session = server.create("ship the anvil")
         request = request_of(server.wait_for(session, count("turn.waiting")))
-        answer(server, session, request["request_id"], "deny")
+        server.answer(session, request["request_id"], "deny")
         events = server.wait_for(session, count("session.waiting"))
     finally:
         server.stop()
@@ -107,7 +100,7 @@ def test_an_option_the_request_does_not_offer_is_refused_and_answers_nothing(
         assert refused.json()["code"] == "input_option_unknown"
         assert "offers approve, deny, not 'maybe'" in refused.json()["error"]
         # the request still waits, and a valid answer goes through
-        answer(server, session, request["request_id"], "approve")
+        server.answer(session, request["request_id"], "approve")
         events = server.wait_for(session, count("session.waiting"))
     finally:
         server.stop()
@@ -137,7 +130,7 @@ def test_a_parked_turn_goes_on_after_agent_changes_and_stale_state_is_dropped(
             "    '''Wave.'''\n    return 'hi'\n"
         )
         server.start()  # recompiles agent/
-        answer(server, session, request["request_id"], "approve")
+        server.answer(session, request["request_id"], "approve")
         events = server.wait_for(session, count("session.waiting", 2))
     finally:
         log = server.stop()

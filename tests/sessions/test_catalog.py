@@ -59,9 +59,7 @@ def test_a_catalog_call_parks_as_its_tool_and_runs_once_approved(make_app: AppFa
         assert (request["call_id"], request["rule"]) == ("call_1_0", "always")
         server.restart()
         assert not (root / "refunds.log").exists()  # nothing ran while it waited
-        body = {"inputResponses": [{"requestId": request["request_id"], "optionId": "approve"}]}
-        response = server.post(f"/session/{session}", body)
-        assert response.status_code == 202, response.text
+        server.answer(session, request["request_id"], "approve")
         events = server.wait_for(session, count("session.waiting"))
     finally:
         server.stop()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from tests.conftest import AppFactory
-from tests.sessions.harness import Server, count, script
-from tests.sessions.test_crash_recovery import CRASH_APP, RESPONSES, crash_mid_slow_tool
+from tests.sessions.harness import Server, count
+from tests.sessions.test_crash_recovery import RESPONSES, crash_app, crash_mid_slow_tool
 
 TALLY = {
     "agent/hooks/tally.py": """
@@ -47,9 +47,8 @@ TALLY = {
 
 
 def test_a_crash_mid_turn_neither_loses_nor_doubles_hook_state(make_app: AppFactory) -> None:
-    root = make_app({**CRASH_APP, **TALLY}, minimal=False)
-    (root / "agent/instructions.md").write_text("Do the steps.\n")
-    script(root, [*RESPONSES[:3], {"tool_calls": [{"name": "tally_so_far"}]}, {"text": "ok"}])
+    tally_turn = [{"tool_calls": [{"name": "tally_so_far"}]}, {"text": "ok"}]
+    root = crash_app(make_app, TALLY, [*RESPONSES[:3], *tally_turn])
     server = Server(root).start()
     try:
         session = crash_mid_slow_tool(server)

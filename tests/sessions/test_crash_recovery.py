@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.harness import Event, Server, assert_dense, count, script, types
@@ -69,10 +70,15 @@ RESPONSES = [
 ]
 
 
-def crash_app(make_app: AppFactory) -> Path:
-    root = make_app(CRASH_APP, minimal=False)
+def crash_app(
+    make_app: AppFactory,
+    extra: dict[str, str] | None = None,
+    responses: list[dict[str, Any]] | None = None,
+) -> Path:
+    """The crash app, with ``extra`` files and another script if given."""
+    root = make_app({**CRASH_APP, **(extra or {})}, minimal=False)
     (root / "agent/instructions.md").write_text("Do the steps.\n")
-    script(root, RESPONSES)
+    script(root, RESPONSES if responses is None else responses)
     return root
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -12,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import sqlalchemy.exc as sa_exc
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
@@ -20,30 +18,20 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from eve.errors import DatabaseUnavailable, EveError, SessionNotActive, SessionNotFound
+from eve.errors import EveError, SessionNotActive, SessionNotFound
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.runtime.info import agent_info
 from eve.server.auth import authorized
 from eve.server.bodies import BodyError, CreateBody, FollowUpBody, follow_up, read_body
 from eve.sessions import SessionService, resolve_settings
+from eve.sessions.database_errors import first_line, scrub, unavailable
 
 PREFIX = "/eve/v1"
 #: the largest ``startIndex``: a signed 64-bit integer, the most either database can compare
 MAX_START_INDEX = 2**63 - 1
 
 log = logging.getLogger("eve.server")
-
-#: driver failures that mean the database cannot be reached or used right now: a 503 the
-#: client may retry. Other driver errors (IntegrityError, ProgrammingError …) are bugs: 500.
-_UNAVAILABLE = (
-    sa_exc.OperationalError,
-    sa_exc.InterfaceError,
-    sa_exc.DisconnectionError,
-    sa_exc.TimeoutError,
-)
-#: the password of a ``scheme://user:password@host`` URL, for what goes to the log
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,45 +79,12 @@ def _guarded(handler: Handler) -> Handler:
 
 def _unexpected(where: str, error: Exception) -> JSONResponse:
     """A database failure is a 503 the client may retry; anything else a logged 500."""
-    if _database_failure(error):
-        # the driver's message names the host and database, and SQLAlchemy's adds the
-        # statement's parameters: the answer says only what kind of failure it was
-        unavailable = DatabaseUnavailable(
-            f"the session database is unavailable ({_kind(error)}); "
-            "retry once it is reachable again"
-        )
-        log.warning("%s: %s: %s", where, unavailable, _scrub(_first_line(error)))
-        return _error(unavailable.http_status, unavailable.code, str(unavailable))
-    log.error("%s: internal error\n%s", where, _scrub("".join(traceback.format_exception(error))))
+    lost = unavailable(error)
+    if lost is not None:
+        log.warning("%s: %s: %s", where, lost, scrub(first_line(error)))
+        return _error(lost.http_status, lost.code, str(lost))
+    log.error("%s: internal error\n%s", where, scrub("".join(traceback.format_exception(error))))
     return _error(500, "internal_error", "internal error; see the server log")
-
-
-def _database_failure(error: BaseException) -> bool:
-    """Whether ``error``, or an error it was raised from (a library wrapping the driver's),
-    says the database is out of reach."""
-    seen: BaseException | None = error
-    for _ in range(10):  # a bound, in case a cause chain loops
-        if seen is None:
-            return False
-        if isinstance(seen, _UNAVAILABLE) or (
-            isinstance(seen, sa_exc.DBAPIError) and seen.connection_invalidated
-        ):
-            return True
-        seen = seen.__cause__
-    return False
-
-
-def _kind(error: BaseException) -> str:
-    return type(getattr(error, "orig", None) or error).__name__
-
-
-def _first_line(error: BaseException) -> str:
-    cause = getattr(error, "orig", None) or error
-    return (str(cause).strip().splitlines() or [""])[0]
-
-
-def _scrub(text: str) -> str:
-    return _URL_PASSWORD.sub(r"\1[redacted]@", redact(text))
 
 
 class _Routes:

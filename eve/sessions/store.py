@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.errors import DatabaseUnavailable
+from eve.sessions.database_errors import failure_kind
 from eve.sessions.sqlite import sqlite_engine
 
 _metadata = sa.MetaData()
@@ -115,8 +116,9 @@ class SessionStore:
         except sa.exc.SQLAlchemyError as error:
             self.engine.dispose()
             # the URL may hold a password: say what failed, never where
-            cause = type(getattr(error, "orig", None) or error).__name__
-            raise DatabaseUnavailable(f"cannot open the session database ({cause})") from None
+            raise DatabaseUnavailable(
+                f"cannot open the session database ({failure_kind(error)})"
+            ) from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -20,7 +20,7 @@ from eve.server import ServerOptions, create_app
 from eve.server.app import start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.workers import Listen, bind, serve_on, supervise
-from eve.sessions.settings import DATABASE_URL_ENV
+from eve.sessions.settings import resolve_settings, url_variable
 
 
 def _worker_name(index: int) -> str:
@@ -62,9 +62,9 @@ def _check_workers(app_root: Path, workers: int) -> None:
         return
     node = read_manifest(app_root / MANIFEST_PATH).nodes.get(ROOT_NODE_ID)
     url_env = node.config.database_url_env if node is not None else None
-    name = url_env or DATABASE_URL_ENV
-    if os.environ.get(name, "").strip():
+    if resolve_settings(app_root, url_env=url_env).is_postgres:
         return
+    name = url_variable(url_env)
     named = " (agent.py's database_url_env)" if url_env else ""
     raise ServerConfigError(
         f"--workers {workers} shares sessions between processes, which needs PostgreSQL: "

@@ -40,6 +40,11 @@ class SessionSettings:
         return self.system_url.startswith("postgresql")
 
 
+def url_variable(url_env: str | None) -> str:
+    """The environment variable the database URL is read from."""
+    return url_env or DATABASE_URL_ENV
+
+
 def resolve_settings(
     app_root: Path,
     *,
@@ -48,7 +53,7 @@ def resolve_settings(
     executor_id: str | None = None,
 ) -> SessionSettings:
     """Settings from the environment: ``url_env`` (from agent.py) or ``EVE_DATABASE_URL``."""
-    name = url_env or DATABASE_URL_ENV
+    name = url_variable(url_env)
     url = env.get(name, "").strip()
     # not the agent's fingerprint: a turn replays its recorded parts as values, so a turn
     # parked or queued before agent/ changed goes on under the new code; only a change in

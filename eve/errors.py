@@ -250,6 +250,42 @@ class EmptyModelResponse(ExecutionError):
     code = "empty_model_response"
 
 
+class TaskError(ExecutionError):
+    """A task (a subagent call or a workflow tool) could not run; its call fails with this."""
+
+    code = "task_error"
+
+
+class SubagentConfigMissing(TaskError):
+    """A subagent configured at run time was called before anything set its context key."""
+
+    code = "subagent_config_missing"
+
+
+class SubagentConfigInvalid(TaskError):
+    """The value in a subagent's runtime-config key is not a valid configuration."""
+
+    code = "subagent_config_invalid"
+
+
+class NoOneToAsk(TaskError):
+    """A workflow tool asked a person a question where no one can answer."""
+
+    code = "no_one_to_ask"
+
+
+class WaitUnavailable(TaskError):
+    """A workflow tool waited for an external event outside a durable session."""
+
+    code = "wait_unavailable"
+
+
+class TaskCancelled(TaskError):
+    """The turn was cancelled while a task waited."""
+
+    code = "task_cancelled"
+
+
 class TranscriptError(EveError):
     """A session transcript could not be read or written."""
 
@@ -328,6 +364,13 @@ class MessageTooLong(SessionError):
 
     code = "message_too_long"
     http_status = 413
+
+
+class TaskNotWaiting(SessionError):
+    """An event was sent to a task that is not a running task of this session."""
+
+    code = "task_not_waiting"
+    http_status = 409
 
 
 class ClientError(EveError):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -27,7 +27,8 @@ METADATA_PATH = ".eve/compile/compile-metadata.json"
 
 ReasoningLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 Severity = Literal["error", "warning"]
-HandlingKind = Literal["dispatch", "provider-tool", "workflow-tool"]
+#: ``subagent`` is never compiled: the runtime declares a node's subagents as tools
+HandlingKind = Literal["dispatch", "provider-tool", "workflow-tool", "subagent"]
 ApprovalKind = Literal["never", "always", "once", "policy"]
 SchemaSource = Literal["pydantic", "json-schema"]
 
@@ -195,6 +196,8 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     builtin_tools: list[str] = []
     workspace: str | None = None
     database_url_env: str | None = None
+    #: a subagent configured at each call: the name of the context key it is read from
+    runtime_config: str | None = None
 
 
 class AgentNode(Base, frozen=True, kw_only=True):

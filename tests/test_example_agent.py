@@ -56,9 +56,12 @@ async def test_example_has_every_required_part() -> None:
     }
     assert call(researcher, "get_price", {"item": "hammer"}, "s")["price"] == 11.25
     # its skill and its deferred tool bring the built-ins that reach them; the researcher has
-    # neither, so it gets none
+    # no skill, and the deferred gift_wrap it inherits brings the catalog but no eve__skill
     assert [t.name for t in agent.tools][-3:] == ["eve__search", "eve__skill", "eve__tool"]
-    assert not any(t.name.startswith("eve__") for t in researcher.tools)
+    assert [t.name for t in researcher.tools if t.name.startswith("eve__")] == [
+        "eve__search",
+        "eve__tool",
+    ]
 
 
 async def test_module_counter_leaks_across_sessions_but_state_does_not() -> None:
@@ -201,3 +204,101 @@ def test_the_example_hook_runs_under_eve_run(tmp_path: Path) -> None:
     events = [json.loads(line) for line in done.stdout.splitlines()]
     outputs = [e["data"]["output"] for e in events if e["type"] == "action.result"]
     assert outputs == ['{"started":1,"completed":0}']
+
+
+#: the shop assistant delegates price history to the researcher (which runs its own get_price)
+#: and confirms a delivery slot with the customer through the confirm_delivery workflow tool
+COMPOSITION_SCRIPT = {
+    "__root__": [
+        {
+            "tool_calls": [
+                {"name": "researcher", "input": {"message": "How did the hammer's price change?"}},
+                {"name": "confirm_delivery", "input": {"slot": "Friday morning"}},
+            ]
+        },
+        {"text": "The hammer was cheaper a year ago; delivery on Friday morning is confirmed."},
+    ],
+    "researcher": [
+        {"tool_calls": [{"name": "get_price", "input": {"item": "hammer", "months_ago": 12}}]},
+        {"text": "A year ago the hammer cost 11.25 EUR."},
+    ],
+}
+
+
+def composition_copy(tmp_path: Path) -> Path:
+    root = shop_copy(tmp_path)
+    (root / "script.json").write_text(json.dumps(COMPOSITION_SCRIPT))
+    return root
+
+
+def check_composition_turn(events: list[Event]) -> None:
+    """What the composition script's turn shows, through either door."""
+    mine = [e for e in events if "parent" not in e["data"]]
+    delegated = [e for e in events if "parent" in e["data"]]
+    assert "turn.completed" in [e["type"] for e in mine]
+    tasks = {e["data"]["name"]: e["data"] for e in mine if e["type"] == "task.started"}
+    assert {n: t["kind"] for n, t in tasks.items()} == {
+        "researcher": "subagent",
+        "confirm_delivery": "workflow-tool",
+    }
+    results = {e["data"]["name"]: e["data"] for e in mine if e["type"] == "action.result"}
+    assert results["researcher"]["output"] == "A year ago the hammer cost 11.25 EUR."
+    assert json.loads(results["confirm_delivery"]["output"]) == {
+        "slot": "Friday morning",
+        "confirmed": True,
+    }
+    # the researcher's session: its own get_price (11.25, not the root's 12.5), linked
+    [price] = [e["data"] for e in delegated if e["type"] == "action.result"]
+    assert json.loads(price["output"])["price"] == 11.25
+    assert {e["data"]["parent"]["call_id"] for e in delegated} == {tasks["researcher"]["call_id"]}
+    assert {e["data"]["node_id"] for e in delegated} == {"researcher"}
+    [question] = [
+        r for e in events if e["type"] == "input.requested" for r in e["data"]["requests"]
+    ]
+    assert question["question"] == "Can the order arrive Friday morning?"
+
+
+async def test_the_researcher_is_offered_as_a_tool_and_lacks_what_subagents_may_not_use() -> None:
+    loaded = load_compiled_agent(REPO_ROOT)
+    agent = await example_agent()
+    researcher = await resolve_agent(loaded.manifest, loaded.module_map, "researcher")
+    offered = agent.tool("researcher")
+    assert offered is not None and offered.handling == "subagent"
+    assert offered.description.startswith("Researches how an item's price changed")
+    names = {t.name for t in researcher.tools}
+    # place_order and confirm_delivery say available_in_subagents=False
+    assert {"get_price", "convert_currency", "gift_wrap"} <= names
+    assert not names & {"place_order", "confirm_delivery", "researcher"}
+
+
+def test_eve_run_delegates_to_the_researcher_and_asks_the_customer(tmp_path: Path) -> None:
+    root = composition_copy(tmp_path)
+    model = "offline/script:script.json"
+    done = eve_run(
+        root, "Hammer history; deliver Friday?", "--model", model, "--json", answers="yes\n"
+    )
+    assert done.returncode == 0, done.stderr
+    check_composition_turn([json.loads(line) for line in done.stdout.splitlines()])
+
+
+def test_eve_run_without_anyone_to_answer_fails_only_the_question(tmp_path: Path) -> None:
+    root = composition_copy(tmp_path)
+    done = eve_run(root, "deliver Friday?", "--model", "offline/script:script.json", answers="")
+    assert done.returncode == 0, done.stderr
+    assert "no answer on standard input" in done.stderr
+    assert "✗ confirm_delivery: NoOneToAsk:" in done.stderr
+    assert "delivery on Friday morning is confirmed" in done.stdout  # the script goes on
+
+
+def test_over_http_the_researcher_runs_and_the_customer_answers(tmp_path: Path) -> None:
+    root = composition_copy(tmp_path)
+    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    try:
+        session = server.create("Hammer history; deliver Friday?")
+        parked = server.wait_for(session, count("turn.waiting"))
+        [[request]] = [e["data"]["requests"] for e in parked if e["type"] == "input.requested"]
+        server.answer(session, request["request_id"], "yes")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    check_composition_turn(events)

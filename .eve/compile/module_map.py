@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 2
-FINGERPRINT = "sha256:3eee708f0f3fe2896ac9e5dcd904e9c61626b92d1dde04b69915166340fa655b"
+SCHEMA_VERSION = 3
+FINGERPRINT = "sha256:1c4dfac3e6022182631071839fd0a7d1caee725d6a95cce83163aeb27378e0a6"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -27,6 +27,7 @@ NODES = {
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),
             "lib/turns.py": _lazy("agent.lib.turns"),
+            "tools/confirm_delivery.py": _lazy("agent.tools.confirm_delivery"),
             "tools/convert_currency.py": _lazy("agent.tools.convert_currency"),
             "tools/count_session_visits.py": _lazy("agent.tools.count_session_visits"),
             "tools/count_visits.py": _lazy("agent.tools.count_visits"),

@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 
 from eve._format import pydantic_problems
 from eve.authoring._caller import caller_module
+from eve.context.keys import Codec, ContextKey
 from eve.errors import AuthoringError
 
 BUILTIN_TOOL_NAMES = ("bash", "list_files", "read_file", "write_file")
+
+
+def _model_id(value: str) -> str:
+    if "/" not in value:
+        raise ValueError(
+            f"model id {value!r} needs a provider prefix, e.g. 'anthropic/claude-sonnet-4-5', "
+            "'openai/gpt-4o-mini' or 'offline/test'"
+        )
+    return value
+
+
+ModelId = Annotated[str, pydantic.AfterValidator(_model_id)]
+Reasoning = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
 
 class _Strict(pydantic.BaseModel):
@@ -35,9 +49,9 @@ class CompactionConfig(_Strict):
 
 
 class AgentConfigModel(_Strict):
-    model: str | None = None
+    model: ModelId | None = None
     description: str | None = None
-    reasoning: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    reasoning: Reasoning | None = None
     limits: LimitsConfig = LimitsConfig()
     compaction: CompactionConfig | None = None
     model_context_window_tokens: int | None = pydantic.Field(default=None, ge=1)
@@ -46,16 +60,36 @@ class AgentConfigModel(_Strict):
     #: the environment variable holding the PostgreSQL URL (default ``EVE_DATABASE_URL``);
     #: a name, never the URL itself, so no password lands in agent.py or the artifacts
     database_url_env: str | None = pydantic.Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: the name of the context key a subagent's configuration is read from at each call
+    runtime_config: str | None = pydantic.Field(default=None, min_length=1)
 
-    @pydantic.field_validator("model")
-    @classmethod
-    def _model_id(cls, value: str | None) -> str | None:
-        if value is not None and "/" not in value:
-            raise ValueError(
-                f"model id {value!r} needs a provider prefix, e.g. 'anthropic/claude-sonnet-4-5', "
-                "'openai/gpt-4o-mini' or 'offline/test'"
-            )
-        return value
+
+class RuntimeConfig(_Strict):
+    """A subagent's configuration for one call, set at run time through a context key.
+
+    It replaces the compiled ``model``, ``reasoning``, ``limits`` and
+    ``model_context_window_tokens`` as a whole: what it leaves out is unset for that call,
+    not taken from agent.py.
+    """
+
+    model: ModelId
+    reasoning: Reasoning | None = None
+    limits: LimitsConfig = LimitsConfig()
+    model_context_window_tokens: int | None = pydantic.Field(default=None, ge=1)
+
+
+def runtime_config_key(name: str) -> ContextKey[RuntimeConfig]:
+    """A context key that carries a subagent's ``RuntimeConfig``, checkpointed with the
+    session (so a recovered turn calls the subagent as configured). Pass it to the
+    subagent's ``define_agent(runtime_config=KEY)``; set it from a tool or hook of the
+    caller with ``KEY.set(RuntimeConfig(model=...))`` or a plain dict."""
+    return ContextKey(
+        name,
+        codec=Codec(
+            encode=lambda value: RuntimeConfig.model_validate(value).model_dump(mode="json"),
+            decode=RuntimeConfig.model_validate,
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,9 +107,13 @@ def define_agent(**options: Any) -> AgentDefinition:
     Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``), ``description``
     (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
     ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``workspace`` and
-    ``database_url_env``.
+    ``database_url_env``; for a subagent, ``runtime_config`` (a key made with
+    ``runtime_config_key``) to be configured at each call instead.
     Unknown keys are rejected.
     """
+    key = options.get("runtime_config")
+    if isinstance(key, ContextKey):
+        options = {**options, "runtime_config": key.name}
     try:
         return AgentDefinition(
             config=AgentConfigModel.model_validate(options), defined_in=caller_module()

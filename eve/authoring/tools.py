@@ -140,9 +140,16 @@ def define_workflow_tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
 ) -> ToolDefinition:
-    """Define a tool whose body runs as a durable workflow; it has no plain ``execute``."""
-    if not callable(run):
-        raise AuthoringError("define_workflow_tool(run=...) must be a function")
+    """Define a tool whose body runs as a task: ``async def run(input, ctx)`` with a
+    ``WorkflowContext`` (``sleep``, ``wait_for_event``, ``ask``, ``progress``, ``step``).
+
+    In a durable session the body is a child workflow whose waits hold no compute; its
+    return value is the tool's result. It has no plain ``execute``.
+    """
+    if not inspect.iscoroutinefunction(run):
+        raise AuthoringError(
+            "define_workflow_tool(run=...) must be an async function: run(input, ctx)"
+        )
     return _local_tool(
         "workflow-tool",
         defined_in=caller_module(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -10,12 +11,13 @@ import click
 from eve.compiler import check_artifacts, compile_to_disk
 from eve.compiler.diagnostics import format_diagnostic
 from eve.errors import CompileFailed
-from eve.execution.setup import AgentSetup
+from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
 from eve.hooks.relay import HookRelay
+from eve.manifest import ROOT_NODE_ID
+from eve.models.base import ModelClient
 from eve.models.registry import choose_model, create_client
-from eve.runtime import load_compiled_agent, resolve_agent
-
-DEFAULT_MAX_TURNS = 10
+from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from eve.runtime.delegation import parent_of
 
 
 def ensure_compiled(app_root: Path) -> bool:
@@ -33,25 +35,63 @@ def ensure_compiled(app_root: Path) -> bool:
 
 
 async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -> AgentSetup:
-    """Compile if needed, resolve the root agent and pick its model client."""
+    """Compile if needed, resolve the root agent and its subagents and pick their models.
+
+    ``model`` replaces every node's configured model; a subagent without one uses its
+    caller's.
+    """
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     loaded = load_compiled_agent(app_root)
-    agent = await resolve_agent(loaded.manifest, loaded.module_map, app_root=app_root)
-    if model is not None:
-        client = create_client(model, app_root=app_root, env=os.environ)
-    else:
-        choice = choose_model(agent.config.model, app_root=app_root)
-        if choice.notice:
-            click.echo(choice.notice, err=True)
-        client = choice.client
-    window = agent.config.model_context_window_tokens
+    agents = {
+        node_id: await resolve_agent(loaded.manifest, loaded.module_map, node_id, app_root=app_root)
+        for node_id in loaded.manifest.nodes
+    }
+    root = agents.pop(ROOT_NODE_ID)
+    client = _client(model, root.config.model, app_root)
+    subagents: dict[str, AgentSetup] = {}
+    clients = {ROOT_NODE_ID: client}
+    # parents before children (ids are paths), so a child without a model takes its caller's
+    for node_id in sorted(agents, key=lambda n: n.count("/")):
+        agent = agents[node_id]
+        own = agent.config.model
+        clients[node_id] = (
+            _client(None, own, app_root)
+            if model is None and own is not None and own != root.config.model
+            else clients[parent_of(node_id)]
+        )
+        subagents[node_id] = _setup(agent, clients[node_id], app_root, None, subagents)
+    return replace(
+        _setup(root, client, app_root, max_turns, subagents),
+        fingerprint=loaded.manifest.fingerprint,
+    )
+
+
+def _client(override: str | None, configured: str | None, app_root: Path) -> ModelClient:
+    if override is not None:
+        return create_client(override, app_root=app_root, env=os.environ)
+    choice = choose_model(configured, app_root=app_root)
+    if choice.notice:
+        click.echo(choice.notice, err=True)
+    return choice.client
+
+
+def _setup(
+    agent: ResolvedAgent,
+    client: ModelClient,
+    app_root: Path,
+    max_turns: int | None,
+    subagents: dict[str, AgentSetup],
+) -> AgentSetup:
+    config = agent.config
     return AgentSetup(
         agent=agent,
-        fingerprint=loaded.manifest.fingerprint,
         client=client,
-        max_turns=max_turns or agent.config.limits.max_turns or DEFAULT_MAX_TURNS,
-        workspace=(app_root / agent.config.workspace) if agent.config.workspace else app_root,
-        context_budget_tokens=int(window * 0.8) if window else None,
+        max_turns=max_turns or config.limits.max_turns or DEFAULT_MAX_TURNS,
+        workspace=(app_root / config.workspace) if config.workspace else app_root,
+        context_budget_tokens=context_budget(config.model_context_window_tokens),
         hooks=HookRelay.for_hooks(agent.hooks),
+        reasoning=config.reasoning,
+        app_root=app_root,
+        subagents=subagents,
     )

@@ -171,6 +171,8 @@ class DevSession:
                 continue
             if event.type == "input.requested":
                 await self.answer(data["requests"])
+            elif "parent" in data:
+                continue  # a subagent's turn ends inside this one
             elif event.type == "turn.failed":
                 self.renderer.end_line()
                 click.echo(f"eve: {data.get('error')}", err=True)
@@ -187,11 +189,27 @@ class DevSession:
         self.renderer.end_line()
         responses = []
         for request in requests:
-            asked = f"  allow {request['tool_name']}({request['input']})? [y/N] "
-            reply = (await self.input.line(asked) or "").strip().lower()
-            option = "approve" if reply in ("y", "yes") else "deny"
+            option = await self.choose(request)
+            if option is None:
+                return
             responses.append(InputResponse(request_id=request["request_id"], option_id=option))
         await self.service.respond(self.session_id, responses)
+
+    async def choose(self, request: dict[str, Any]) -> str | None:
+        """The option picked for one request; None when input ended."""
+        if request.get("kind") != "question":
+            asked = f"  allow {request['tool_name']}({request['input']})? [y/N] "
+            said = (await self.input.line(asked) or "").strip().lower()
+            return "approve" if said in ("y", "yes") else "deny"
+        options = [option["id"] for option in request["options"]]
+        while True:
+            asked = f"  {request['tool_name']} asks: {request['question']} [{'/'.join(options)}] "
+            reply = await self.input.line(asked)
+            if reply is None:
+                return None
+            if reply.strip() in options:
+                return reply.strip()
+            click.echo(f"  answer one of: {', '.join(options)}", err=True)
 
     async def run(self) -> None:
         click.echo(f"eve dev · {self.setup.client.model_id} · /help for commands", err=True)

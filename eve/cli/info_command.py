@@ -21,6 +21,8 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         extra = [tool.handling] if tool.handling != "dispatch" else []
         extra += [f"approval {tool.approval}"] if tool.approval != "never" else []
         extra += ["deferred"] if tool.deferred else []
+        if tool.inherited_from is not None:
+            extra += [f"from {tool.inherited_from or 'the root'}"]
         suffix = f" ({', '.join(extra)})" if extra else ""
         params = ", ".join((tool.input_schema or {}).get("properties", {}))
         click.echo(f"{indent}  tool {tool.name}({params}){suffix}")

@@ -12,12 +12,14 @@ from typing import Any
 import click
 import msgspec
 
+from eve.authoring.workflow import AskHook, Question
 from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
 from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.execution.events import SessionEvent
+from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
@@ -45,6 +47,32 @@ def approval_hook(auto_yes: bool) -> ApprovalHook:
         return await asyncio.to_thread(click.confirm, question, default=False, err=True)
 
     return approve
+
+
+def question_hook() -> AskHook:
+    """Ask on the terminal; without one, read each answer as a line of standard input."""
+
+    async def ask(question: Question) -> str | None:
+        choices = ", ".join(question.options)
+        if sys.stdin.isatty():
+            answer = await asyncio.to_thread(
+                click.prompt,
+                f"{question.tool_name} asks: {question.question}",
+                type=click.Choice(question.options),
+                err=True,
+            )
+            return str(answer)
+        line: str = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            click.echo(
+                f"  ⊘ {question.tool_name} asks {question.question!r} ({choices}); "
+                "no answer on standard input",
+                err=True,
+            )
+            return None
+        return line.strip()
+
+    return ask
 
 
 def install_interrupt(cancel: CancelSignal) -> None:
@@ -77,6 +105,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     cancel = CancelSignal()
     install_interrupt(cancel)
     renderer = ConsoleRenderer(stream_text=False)
+    approve = approval_hook(options.yes)
     result = await run_agent(
         client=setup.client,
         system=setup.agent.instructions,
@@ -84,13 +113,15 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
         user_message=prompt,
         messages=load_transcript(session) if session else (),
         max_turns=setup.max_turns,
-        approve=approval_hook(options.yes),
+        approve=approve,
         signal=cancel,
         transcript=session,
         on_event=_json_sink if as_json else renderer,
         workspace=setup.workspace,
         context_budget_tokens=setup.context_budget_tokens,
         hooks=setup.hooks,
+        tasks=InlineTasks(setup=setup, approve=approve, ask=question_hook()),
+        reasoning=setup.reasoning,
     )
     if not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)

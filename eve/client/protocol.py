@@ -126,7 +126,8 @@ class StreamCursor:
         self.next_index = event.meta.index + 1
         if self.turn_id is not None and event.data.get("turn_id") != self.turn_id:
             return None
-        if event.type in self.until:
+        # a subagent's turn (it carries ``parent``) ends inside the caller's, not the stream
+        if event.type in self.until and "parent" not in event.data:
             self.done = True
         return event
 

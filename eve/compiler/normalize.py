@@ -136,4 +136,5 @@ def agent_config(config: AgentConfigModel) -> AgentConfig:
         builtin_tools=sorted(config.builtin_tools),
         workspace=config.workspace,
         database_url_env=config.database_url_env,
+        runtime_config=config.runtime_config,
     )

@@ -118,6 +118,14 @@ class _NodeCompiler:
                 source_path=node.agent_module,
                 node_id=node.node_id,
             )
+        if node.node_id == ROOT_NODE_ID and config.runtime_config:
+            self.sink.error(
+                "compile/runtime-config-on-root",
+                "runtime_config configures a subagent at each call; the root agent is not "
+                "called by anyone, so give it a model in define_agent instead",
+                source_path=node.agent_module,
+                node_id=node.node_id,
+            )
         return config
 
     def tool(self, node: NodeFiles, name: str, path: str) -> ToolEntry | None:

@@ -2,18 +2,19 @@
 
 A step is one model call plus the tool calls that follow it. The loop hands the recorder a
 function that produces a part of the step: the first part streams the model response and
-runs its calls; it stops early only at a call that must wait for a person, and the part
-after the answer runs the rest. ``Inline`` just calls the function. A durable recorder runs
-it as one checkpointed step the first time and, on recovery, returns the recorded part
-without calling it: the model is not asked again and the tools do not run twice. A step
-without approvals is therefore exactly one checkpoint. Parts are msgspec Structs so any
-recorder can store them as JSON.
+runs its calls; it stops early only at a call that must wait for a person or that runs as
+a task (a subagent, a workflow tool: see ``execution.tasks``), and the part after the
+answer or the task's result runs the rest. ``Inline`` just calls the function. A durable
+recorder runs it as one checkpointed step the first time and, on recovery, returns the
+recorded part without calling it: the model is not asked again and the tools do not run
+twice. A step without approvals or tasks is therefore exactly one checkpoint. Parts are
+msgspec Structs so any recorder can store them as JSON.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -42,6 +43,8 @@ class StepPart(msgspec.Struct, frozen=True, kw_only=True):
     #: the call (an index into the response's calls) that waits for a person, and its rule
     ask: int | None = None
     ask_rule: str | None = None
+    #: the call that runs as a task (a subagent or workflow tool), outside any part
+    task: int | None = None
     #: the turn was cancelled before the call after the last outcome
     aborted: bool = False
 
@@ -53,21 +56,24 @@ class StepPart(msgspec.Struct, frozen=True, kw_only=True):
 Produce = Callable[[], Awaitable[StepPart]]
 
 
-def part_key(step: int, answered: int | None) -> str:
-    """A part's name within its turn: ``step:3``, or ``step:3:answered:1`` for the part that
-    goes on from call 1 once a person answered about it."""
-    return f"step:{step}" if answered is None else f"step:{step}:answered:{answered}"
+PartAfter = Literal["answered", "settled"]
+
+
+def part_key(step: int, resumed: int | None = None, after: PartAfter = "answered") -> str:
+    """A part's name within its turn: ``step:3``; ``step:3:answered:1`` for the part that
+    goes on from call 1 once a person answered about it; ``step:3:settled:1`` for the one
+    that records call 1's task result and goes on after it."""
+    return f"step:{step}" if resumed is None else f"step:{step}:{after}:{resumed}"
 
 
 class StepRecorder(Protocol):
-    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
-        """The part of ``step`` that starts with the model call (``answered`` None) or goes
-        on from call ``answered`` after a person's answer."""
+    async def part(self, key: str, produce: Produce) -> StepPart:
+        """The part named ``key`` (see ``part_key``): produced now, or as recorded."""
         ...
 
 
 class Inline:
     """No durability: produce every part now."""
 
-    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
+    async def part(self, key: str, produce: Produce) -> StepPart:
         return await produce()

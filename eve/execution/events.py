@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -24,6 +24,8 @@ EventType = Literal[
     "input.resolved",
     "action.partial",
     "skill.loaded",
+    "task.started",
+    "task.settled",
     "action.result",
     "step.completed",
     "step.failed",
@@ -85,19 +87,35 @@ class EventEmitter:
         session_id: str,
         start_index: int = 0,
         hooks: HookDispatcher | None = None,
+        tags: Mapping[str, Any] | None = None,
     ) -> None:
         self.sink = sink
         self.session_id = session_id
-        self.index = start_index
+        self._next = [start_index]
         self.hooks = hooks
+        #: data every event of this emitter carries (a delegated session's link to its caller)
+        self.tags = dict(tags or {})
+
+    @property
+    def index(self) -> int:
+        return self._next[0]
+
+    def delegate(
+        self, *, session_id: str, hooks: HookDispatcher | None, tags: Mapping[str, Any]
+    ) -> EventEmitter:
+        """An emitter for a delegated session whose events go into this stream, numbered
+        with this emitter's, each carrying ``tags``."""
+        child = EventEmitter(self.sink, session_id=session_id, hooks=hooks, tags=tags)
+        child._next = self._next
+        return child
 
     async def emit(self, type: EventType, **data: Any) -> SessionEvent:
         event = SessionEvent(
             type=type,
-            data={"session_id": self.session_id, **data},
+            data={"session_id": self.session_id, **self.tags, **data},
             meta=EventMeta(id=new_event_id(), at=datetime.now(UTC).isoformat(), index=self.index),
         )
-        self.index += 1
+        self._next[0] += 1
         if self.sink is not None:
             outcome = self.sink(event)
             if inspect.isawaitable(outcome):

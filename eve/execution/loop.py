@@ -15,8 +15,16 @@ from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
 from eve.execution.catalog_calls import as_entries, loaded_skill, requested
-from eve.execution.checkpoints import Inline, ModelResponse, Produce, StepPart, StepRecorder
+from eve.execution.checkpoints import (
+    Inline,
+    ModelResponse,
+    Produce,
+    StepPart,
+    StepRecorder,
+    part_key,
+)
 from eve.execution.events import EventEmitter, EventSink, HookDispatcher
+from eve.execution.tasks import TaskCall, TaskRunner
 from eve.execution.tool_calls import (
     ABORTED_BEFORE_EXECUTION,
     Admitted,
@@ -79,6 +87,10 @@ class _Turn:
     turn_id: str
     context_budget_tokens: int | None
     recorder: StepRecorder
+    tasks: TaskRunner
+    context: EveContext
+    node_id: str
+    reasoning: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     #: whether the recorder produced the current part now (else it replayed a record)
     live: bool = False
@@ -110,6 +122,8 @@ class _Turn:
                 for t in visible
                 if t.entry.input_schema is not None and t.handling != "provider-tool"
             ],
+            reasoning=self.reasoning,
+            node_id=self.node_id,
             provider_tools=[
                 ProviderToolDeclaration(
                     name=t.name,
@@ -156,14 +170,20 @@ class _Turn:
         await self.emitter.emit(type, turn_id=self.turn_id, **extra, **data)  # type: ignore[arg-type]
 
     async def run_calls(
-        self, step: int, response: ModelResponse, first: int, answer: Answer | None = None
+        self,
+        step: int,
+        response: ModelResponse,
+        first: int,
+        answer: Answer | None = None,
+        settled: CallOutcome | None = None,
     ) -> StepPart:
         """Run the response's calls from ``first`` on, inside one part of the step.
 
-        ``answer`` is a person's ``(rule, approved)`` for the call at ``first``. The part
-        stops before a call that needs a person (the loop asks between parts) and when the
-        turn is cancelled. Each result is recorded as it comes, so it is on disk before the
-        next call runs.
+        ``answer`` is a person's ``(rule, approved)`` for the call at ``first``; ``settled``
+        is the result of the task the call at ``first`` ran as. The part stops before a call
+        that needs a person or runs as a task (the loop handles both between parts) and
+        when the turn is cancelled. Each result is recorded as it comes, so it is on disk
+        before the next call runs.
         """
         self.live = True
         calls = self.calls_of(response)
@@ -172,7 +192,7 @@ class _Turn:
         def part(**stopped: Any) -> StepPart:
             # only the first part carries the response: a replay records what a part holds,
             # and the part after an answer about call 0 must not record the response again
-            own = response if first == 0 and answer is None else None
+            own = response if first == 0 and answer is None and settled is None else None
             return StepPart(response=own, first_call=first, outcomes=outcomes, **stopped)
 
         for position in range(first, len(calls)):
@@ -180,12 +200,16 @@ class _Turn:
             if self.signal.cancelled:
                 return part(aborted=True)
             admitted: Admitted | CallOutcome | NeedsPerson
-            if position == first and answer is not None:
+            if position == first and settled is not None:
+                admitted = settled
+            elif position == first and answer is not None:
                 admitted = self.runner.answered(call, *answer)
             else:
                 admitted = await self.runner.admit(call)
             if isinstance(admitted, NeedsPerson):
                 return part(ask=position, ask_rule=admitted.rule)
+            if isinstance(admitted, Admitted) and admitted.tool.is_task:
+                return part(task=position)
             if isinstance(admitted, Admitted):
                 admitted = await self.runner.run_admitted(admitted, step)
             outcomes.append(admitted)
@@ -216,10 +240,10 @@ class _Turn:
             )
         return await self.run_calls(step, response, 0)
 
-    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
+    async def part(self, key: str, produce: Produce) -> StepPart:
         """A part from the recorder; a replayed one (not produced now) is recorded here."""
         self.live = False
-        part = await self.recorder.part(step, answered, produce)
+        part = await self.recorder.part(key, produce)
         if not self.live:
             if part.response is not None and (part.response.text or part.response.tool_calls):
                 response = part.response
@@ -234,6 +258,55 @@ class _Turn:
             self.close(calls[part.next_call :], ABORTED_BEFORE_EXECUTION)
             raise _Aborted
         return any(result.ends_turn for result in part.outcomes)
+
+    async def run_task(self, call: ToolCall, step: int) -> CallOutcome:
+        """Run an admitted call as a task, between parts: ``task.started`` … ``task.settled``."""
+        task = TaskCall(
+            call=call,
+            tool=self.runner.tools[call.name],
+            step_index=step,
+            turn_id=self.turn_id,
+            session_id=self.emitter.session_id,
+            node_id=self.node_id,
+            context=self.context,
+            emitter=self.emitter,
+            signal=self.signal,
+        )
+        task_id = self.tasks.task_id(task)
+        kind = task.tool.handling
+        await self.emit(
+            "task.started", step, call_id=call.id, name=call.name, kind=kind, task_id=task_id
+        )
+        result = await self.tasks.run(task, task_id)
+        await self.emit(
+            "task.settled",
+            step,
+            call_id=call.id,
+            name=call.name,
+            task_id=task_id,
+            status=result.status,
+        )
+        return result
+
+    async def resume(self, step: int, response: ModelResponse, part: StepPart) -> StepPart:
+        """The part after ``part`` stopped at a call that needs a person or runs as a task."""
+        calls = self.calls_of(response)
+        if part.task is not None:
+            position = part.task
+            settled = await self.run_task(calls[position], step)
+
+            def after_task() -> Awaitable[StepPart]:
+                return self.run_calls(step, response, position, settled=settled)
+
+            return await self.part(part_key(step, position, "settled"), after_task)
+        assert part.ask is not None and part.ask_rule is not None
+        position, rule = part.ask, part.ask_rule
+        answer = (rule, await self.ask(calls[position], rule, calls[position:]))
+
+        def after_answer() -> Awaitable[StepPart]:
+            return self.run_calls(step, response, position, answer)
+
+        return await self.part(part_key(step, position), after_answer)
 
     async def ask(self, call: ToolCall, rule: str, rest: list[ToolCall]) -> bool:
         try:
@@ -259,7 +332,7 @@ class _Turn:
     async def step(self, step: int) -> bool:
         """One model call and its tool calls; True when the turn is complete."""
         await self.emit("step.started", step)
-        part = await self.part(step, None, lambda: self.first_part(step))
+        part = await self.part(part_key(step), lambda: self.first_part(step))
         response = part.response
         if response is None:
             raise ModelProtocolError("a recorded step has no model response")
@@ -271,14 +344,8 @@ class _Turn:
                 f"(finish reason {finish}); nothing was recorded"
             )
         ends = self.settle(part, calls)
-        while part.ask is not None and part.ask_rule is not None:
-            position, rule = part.ask, part.ask_rule
-            answer = (rule, await self.ask(calls[position], rule, calls[position:]))
-
-            def resume(position: int = position, answer: Answer = answer) -> Awaitable[StepPart]:
-                return self.run_calls(step, response, position, answer)
-
-            part = await self.part(step, position, resume)
+        while part.ask is not None or part.task is not None:
+            part = await self.resume(step, response, part)
             ends = self.settle(part, calls) or ends
         await self.emit("step.completed", step, finish_reason=finish, usage=self.usage_dict())
         return ends or not calls
@@ -309,6 +376,8 @@ async def run_agent(
     context: EveContext | None = None,
     recorder: StepRecorder | None = None,
     hooks: HookDispatcher | None = None,
+    tasks: TaskRunner | None = None,
+    reasoning: str | None = None,
 ) -> RunResult:
     """Run one turn and return how it stopped, the whole history and the tokens used.
 
@@ -318,8 +387,16 @@ async def run_agent(
     ``context`` (a fresh one for ``session_id`` if not given), where ``define_state`` lives.
     ``recorder`` is the durability seam (see ``execution.checkpoints``); inline by default.
     ``hooks`` receive the events of an emitter made here (a given ``emitter`` has its own).
+    ``tasks`` runs subagent and workflow-tool calls (``execution.tasks``); in this process
+    by default, where a subagent call fails for want of the agent's setup.
     """
+    if tasks is None:
+        # imported here: the inline runner runs subagents, which run this loop
+        from eve.execution.inline_tasks import InlineTasks
+
+        tasks = InlineTasks(approve=approve, workspace=workspace or Path.cwd())
     signal = signal or CancelSignal()
+    context = context or EveContext(session_id=session_id)
     emitter = emitter or EventEmitter(on_event, session_id=session_id, hooks=hooks)
     turn = _Turn(
         client=client,
@@ -337,13 +414,18 @@ async def run_agent(
             node_id=node_id,
             workspace=workspace or Path.cwd(),
             approved_once=approved_once if approved_once is not None else set(),
+            turn_id=turn_id,
         ),
         transcript=TranscriptWriter(transcript) if transcript else None,
         turn_id=turn_id,
         context_budget_tokens=context_budget_tokens,
         recorder=recorder or Inline(),
+        tasks=tasks,
+        context=context,
+        node_id=node_id,
+        reasoning=reasoning,
     )
-    with use_context(context or EveContext(session_id=session_id)):
+    with use_context(context):
         return await _run(turn, user_message, max_turns)
 
 

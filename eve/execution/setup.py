@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from eve.errors import ResolveAgentError
 from eve.execution.events import HookDispatcher
+from eve.manifest import ROOT_NODE_ID
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
+
+DEFAULT_MAX_TURNS = 10
+
+
+def context_budget(window_tokens: int | None) -> int | None:
+    """How much of the model's context window the history may fill before it is trimmed."""
+    return int(window_tokens * 0.8) if window_tokens else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,3 +31,20 @@ class AgentSetup:
     fingerprint: str = ""
     #: where the agent's hooks and the framework plugins receive events (``HookRelay``)
     hooks: HookDispatcher | None = None
+    reasoning: str | None = None
+    #: where model ids that name files (``offline/script:<path>``) are found
+    app_root: Path = field(default_factory=Path.cwd)
+    #: every subagent's setup by node id (``researcher/reviewer``), shared by all nodes
+    subagents: Mapping[str, AgentSetup] = field(default_factory=dict)
+
+    def node(self, node_id: str) -> AgentSetup:
+        if node_id in (ROOT_NODE_ID, self.agent.node_id):
+            return self
+        found = self.subagents.get(node_id)
+        if found is None:
+            known = ", ".join(sorted(self.subagents)) or "none"
+            raise ResolveAgentError(
+                f'no subagent "{node_id}" in this agent (known: {known}): run `eve compile`',
+                node_id=node_id,
+            )
+        return found

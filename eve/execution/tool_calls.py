@@ -75,6 +75,26 @@ def render_content(value: Any) -> str:
     return msgspec.json.encode(value, enc_hook=_encode_default).decode()
 
 
+def partial_data(value: Any) -> Any:
+    """What ``action.partial`` carries: a string as it is, anything else as JSON data."""
+    return value if isinstance(value, str) else msgspec.json.decode(render_content(value))
+
+
+async def publish_partial(
+    emitter: EventEmitter, *, turn_id: str | None, step: int, call: ToolCall, value: Any
+) -> None:
+    """``action.partial``: a tool's progress (a generator's yield, a workflow's report)."""
+    turn = {} if turn_id is None else {"turn_id": turn_id}
+    await emitter.emit(
+        "action.partial",
+        **turn,
+        step_index=step,
+        call_id=call.id,
+        name=call.name,
+        partial=partial_data(value),
+    )
+
+
 def outcome(call: ToolCall, content: str, status: ResultStatus) -> CallOutcome:
     return CallOutcome(
         result=ToolResultMessage(
@@ -99,6 +119,7 @@ class ToolRunner:
     node_id: str
     workspace: Path
     approved_once: set[str]
+    turn_id: str | None = None
 
     async def needs_person(self, tool: ResolvedTool, data: Any) -> str | None:
         """The rule that requires asking a person, ``"denied"`` for a policy refusal, or None."""
@@ -128,7 +149,7 @@ class ToolRunner:
         if tool is None:
             names = ", ".join(sorted(self.tools)) or "none"
             return outcome(call, f"unknown tool '{call.name}' (available: {names})", "failed")
-        if tool.validator is None or (tool.execute is None and tool.workflow is None):
+        if tool.validator is None or (tool.execute is None and not tool.is_task):
             return outcome(call, f"{call.name} is run by the model provider, not by eve", "failed")
         try:
             return tool, tool.validator.validate(call.input)
@@ -188,20 +209,13 @@ class ToolRunner:
             signal=self.signal,
             workspace=self.workspace,
         )
-        # a workflow tool runs inline, inside the step that called it, like any other tool
-        fn = tool.execute or tool.workflow
-        assert fn is not None
+        fn = tool.execute
+        assert fn is not None, "tasks run in the task runner, not here"
         if inspect.isasyncgenfunction(fn):
             last: Any = None
             async for last in fn(data, ctx):
-                await self.emitter.emit(
-                    "action.partial",
-                    step_index=step,
-                    call_id=call.id,
-                    name=call.name,
-                    partial=msgspec.json.decode(render_content(last).encode())
-                    if not isinstance(last, str)
-                    else last,
+                await publish_partial(
+                    self.emitter, turn_id=self.turn_id, step=step, call=call, value=last
                 )
             return last
         if inspect.iscoroutinefunction(fn):

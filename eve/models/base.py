@@ -39,6 +39,9 @@ class ModelRequest:
     max_output_tokens: int = 4096
     reasoning: str | None = None
     signal: CancelSignal = field(default_factory=CancelSignal)
+    #: the agent node asking (``__root__``, ``researcher``): providers ignore it; the
+    #: offline script model picks that node's responses by it
+    node_id: str = "__root__"
 
 
 class ModelClient(Protocol):

@@ -102,28 +102,46 @@ class OfflineTestModel:
         return f"(offline/test) I called {len(results)} tool(s):\n" + "\n".join(lines)
 
 
+Script = list[ScriptedResponse] | dict[str, list[ScriptedResponse]]
+
+
 class OfflineScriptModel:
-    """``offline/script:<path>``: replay scripted responses in order."""
+    """``offline/script:<path>``: replay scripted responses in order.
+
+    The file is a list of responses, which every node using this model replays, or an
+    object mapping node ids (``__root__``, ``researcher``) to lists when subagents share the
+    model: each node's sessions replay their own.
+    """
 
     def __init__(self, path: Path, *, label: str) -> None:
         self.path = path
+        self.label = label
         self.model_id = f"offline/script:{label}"
         try:
-            self.responses = msgspec.json.decode(path.read_bytes(), type=list[ScriptedResponse])
+            script = msgspec.json.decode(path.read_bytes(), type=Script)
         except FileNotFoundError:
             raise OfflineScriptError(f"offline script {label} not found at {path}") from None
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             raise OfflineScriptError(
-                f"offline script {label} is not a list of {{text, tool_calls}} responses: {error}"
+                f"offline script {label} is not a list of {{text, tool_calls}} responses, or "
+                f"an object of such lists by node id: {error}"
             ) from error
+        self.script = script
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        index = sum(isinstance(m, AssistantMessage) for m in request.messages)
-        if index >= len(self.responses):
+        script = self.script
+        if isinstance(script, dict) and request.node_id not in script:
             raise OfflineScriptError(
-                f"offline script {self.model_id.split(':', 1)[1]} has {len(self.responses)} "
-                f"response(s) and request {index + 1} asked for another; add responses to it"
+                f"offline script {self.label} has no responses for node {request.node_id!r} "
+                f"(it has {', '.join(sorted(script))})"
             )
-        response = self.responses[index]
+        responses = script[request.node_id] if isinstance(script, dict) else script
+        index = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        if index >= len(responses):
+            raise OfflineScriptError(
+                f"offline script {self.label} has {len(responses)} response(s) for "
+                f"{request.node_id} and request {index + 1} asked for another; add responses"
+            )
+        response = responses[index]
         calls = [(f"call_{index}_{i}", c.name, c.input) for i, c in enumerate(response.tool_calls)]
         return respond(request, response.text, calls)

@@ -16,11 +16,13 @@ from eve.manifest import (
     METADATA_PATH,
     MODULE_MAP_PATH,
     ROOT_NODE_ID,
-    AgentNode,
+    CompiledManifest,
     DiagnosticsFile,
+    ToolEntry,
     decode,
 )
 from eve.runtime.automatic import automatic_entries
+from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.load import read_manifest
 
 
@@ -32,6 +34,8 @@ class ToolInfo(msgspec.Struct, kw_only=True):
     approval: str
     deferred: bool
     input_schema: dict[str, Any] | None
+    #: for a tool a subagent inherits: the path of the node that defines it ("" the root)
+    inherited_from: str | None = None
 
 
 class SkillInfo(msgspec.Struct, kw_only=True):
@@ -76,26 +80,37 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     artifacts: dict[str, str]
 
 
-def _node_info(node: AgentNode) -> NodeInfo:
+def _path(node_id: str) -> str:
+    return "" if node_id == ROOT_NODE_ID else node_id
+
+
+def _tool_info(entry: ToolEntry, inherited_from: str | None = None) -> ToolInfo:
+    return ToolInfo(
+        name=entry.name,
+        description=entry.description,
+        handling=entry.behavior.handling.kind,
+        has_execute=entry.has_execute,
+        approval=entry.approval.kind,
+        deferred=entry.deferred,
+        input_schema=entry.input_schema,
+        inherited_from=inherited_from,
+    )
+
+
+def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
+    node = manifest.nodes[key]
+    # as its sessions see them: own and inherited tools, subagents, then the automatic
+    # built-ins (eve__search, eve__skill, eve__tool)
+    scoped = session_tools(manifest, key)
+    extra = [*subagent_entries(manifest, key), *automatic_entries(session_node(manifest, key))]
     return NodeInfo(
-        path="" if node.node_id == ROOT_NODE_ID else node.node_id,
+        path=_path(key),
         node_id=node.node_id,
         model=node.config.model,
         description=node.config.description,
         instructions_path=node.instructions.logical_path,
-        tools=[
-            ToolInfo(
-                name=t.name,
-                description=t.description,
-                handling=t.behavior.handling.kind,
-                has_execute=t.has_execute,
-                approval=t.approval.kind,
-                deferred=t.deferred,
-                input_schema=t.input_schema,
-            )
-            # the automatic built-ins (eve__search, eve__skill, eve__tool) after the node's own
-            for t in [*node.tools, *automatic_entries(node)]
-        ],
+        tools=[_tool_info(t.entry, None if t.owner == key else _path(t.owner)) for t in scoped]
+        + [_tool_info(entry) for entry in extra],
         skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],
         hooks=[HookInfo(name=h.name, source=h.logical_path, events=h.events) for h in node.hooks],
         subagents=list(node.subagents),
@@ -119,8 +134,8 @@ def agent_info(root: Path) -> AgentInfo:
             errors=sum(d.severity == "error" for d in diagnostics),
             warnings=sum(d.severity == "warning" for d in diagnostics),
         ),
-        agent=_node_info(manifest.nodes[ROOT_NODE_ID]),
-        subagents=[_node_info(n) for k, n in sorted(manifest.nodes.items()) if k != ROOT_NODE_ID],
+        agent=_node_info(manifest, ROOT_NODE_ID),
+        subagents=[_node_info(manifest, k) for k in sorted(manifest.nodes) if k != ROOT_NODE_ID],
         artifacts={
             "discovery_manifest": DISCOVERY_MANIFEST_PATH,
             "diagnostics": DIAGNOSTICS_PATH,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from eve.authoring.approval import NEVER
 from eve.errors import ResolveAgentError, StaleArtifacts
 from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
 from eve.runtime.automatic import bind_automatic
+from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolve_hook import resolve_hook_definition
 from eve.runtime.resolve_tool import resolve_tool_definition
 from eve.runtime.resolved import ResolvedAgent, ResolvedHook, ResolvedSkill, ResolvedTool
+from eve.runtime.validation import JsonSchemaValidator
 
 
 def check_artifacts_match(manifest: CompiledManifest, module_map: ModuleMap) -> None:
@@ -35,11 +38,12 @@ async def resolve_agent(
     *,
     app_root: Path | str | None = None,
 ) -> ResolvedAgent:
-    """Resolve one node: tools and hooks concurrently (their factories may await), in
-    manifest order, then the automatic built-ins the node's skills and deferred tools call
-    for (``eve__search``, ``eve__skill``, ``eve__tool``). Skills are metadata and pass
-    through as declared; their files are read on demand relative to ``app_root`` (the
-    current directory if not given)."""
+    """Resolve one node as its sessions see it (``runtime.delegation``): its tools and the
+    ones it inherits, and hooks, concurrently (their factories may await), in manifest
+    order; its subagents as tools; then the automatic built-ins the node's skills and
+    deferred tools call for (``eve__search``, ``eve__skill``, ``eve__tool``). Skills are
+    metadata and pass through as declared; their files are read on demand relative to
+    ``app_root`` (the current directory if not given)."""
     check_artifacts_match(manifest, module_map)
     node_key = node_id or ROOT_NODE_ID
     node = manifest.nodes.get(node_key)
@@ -50,9 +54,21 @@ async def resolve_agent(
         )
     tools: list[ResolvedTool] = list(
         await asyncio.gather(
-            *(resolve_tool_definition(entry, module_map, node_key) for entry in node.tools)
+            *(
+                resolve_tool_definition(scoped.entry, module_map, scoped.owner)
+                for scoped in session_tools(manifest, node_key)
+            )
         )
     )
+    subagents = [
+        ResolvedTool(
+            entry=entry,
+            execute=None,
+            validator=JsonSchemaValidator(entry.input_schema or {}),
+            approval=NEVER,
+        )
+        for entry in subagent_entries(manifest, node_key)
+    ]
     hooks: list[ResolvedHook] = list(
         await asyncio.gather(
             *(resolve_hook_definition(entry, module_map, node_key) for entry in node.hooks)
@@ -64,7 +80,7 @@ async def resolve_agent(
         node_id=node_key,
         config=node.config,
         instructions=node.instructions.text,
-        tools=tools + bind_automatic(node, root),
+        tools=tools + subagents + bind_automatic(session_node(manifest, node_key), root),
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
         hooks=hooks,
         subagents=list(node.subagents),

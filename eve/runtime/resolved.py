@@ -18,8 +18,8 @@ class ResolvedTool:
     """A tool with its live parts re-attached to its declaration.
 
     ``execute`` is ``None`` for provider tools (the provider runs them) and, by design, for
-    workflow tools, whose body is ``workflow`` and which the loop dispatches to the workflow
-    registry.
+    tasks: workflow tools, whose body is ``workflow``, and subagents, which the loop hands
+    to its task runner (in a durable session, a child workflow).
     """
 
     entry: ToolEntry
@@ -40,6 +40,11 @@ class ResolvedTool:
     @property
     def handling(self) -> HandlingKind:
         return self.entry.behavior.handling.kind
+
+    @property
+    def is_task(self) -> bool:
+        """Run outside the step that calls it (``execution.tasks``): subagents, workflow tools."""
+        return self.handling in ("subagent", "workflow-tool")
 
 
 @dataclass(frozen=True, kw_only=True)

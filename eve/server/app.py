@@ -23,7 +23,14 @@ from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.runtime.info import agent_info
 from eve.server.auth import authorized
-from eve.server.bodies import BodyError, CreateBody, FollowUpBody, follow_up, read_body
+from eve.server.bodies import (
+    BodyError,
+    CreateBody,
+    FollowUpBody,
+    TaskEventBody,
+    follow_up,
+    read_body,
+)
 from eve.sessions import SessionService, resolve_settings
 from eve.sessions.database_errors import first_line, scrub, unavailable
 
@@ -130,6 +137,17 @@ class _Routes:
         await self.service.reset(session_id)
         return JSONResponse({"ok": True, "sessionId": session_id, "status": "reset"})
 
+    async def task_event(self, request: Request) -> Response:
+        session_id, task_id = request.path_params["session_id"], request.path_params["task_id"]
+        body = await read_body(request, TaskEventBody, self.options.max_body_bytes)
+        if not body.name:
+            raise BodyError(400, "invalid_body", "`name` is empty")
+        await self.service.send_event(session_id, task_id, body.name, body.data)
+        return JSONResponse(
+            {"ok": True, "sessionId": session_id, "taskId": task_id, "status": "delivered"},
+            status_code=202,
+        )
+
     async def stream(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         start = _start_index(request.query_params.get("startIndex", "0"))
@@ -215,6 +233,11 @@ def create_app(options: ServerOptions, setup: AgentSetup) -> Starlette:
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),
             Route(session + "/reset", _guarded(routes.reset), methods=["POST"]),
             Route(session + "/stream", _guarded(routes.stream), methods=["GET"]),
+            Route(
+                session + "/tasks/{task_id}/events",
+                _guarded(routes.task_event),
+                methods=["POST"],
+            ),
         ],
         middleware=[Middleware(BearerAuth, token=options.token)],
         lifespan=lifespan,

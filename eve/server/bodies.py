@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 from starlette.requests import Request
@@ -34,6 +34,13 @@ class FollowUpBody(
     input_responses: list[InputResponse] | None = None
     #: only ``queue`` (the default): a message sent mid-turn waits for the turn to end
     turn_policy: str = "queue"
+
+
+class TaskEventBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An event for a workflow tool waiting in ``wait_for_event(name)``."""
+
+    name: str
+    data: Any = None
 
 
 async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES) -> T:

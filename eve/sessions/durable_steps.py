@@ -21,7 +21,7 @@ from dbos import DBOS
 
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
-from eve.execution.checkpoints import Produce, StepPart, part_key
+from eve.execution.checkpoints import Produce, StepPart
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import ApprovalRequest
 from eve.redact import redact
@@ -46,8 +46,8 @@ class DurableRecorder:
         self.context = context
         self.approved_once = approved_once
 
-    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
-        return await self._checkpointed(part_key(step, answered), produce, StepPart)
+    async def part(self, key: str, produce: Produce) -> StepPart:
+        return await self._checkpointed(key, produce, StepPart)
 
     async def _checkpointed(
         self, key: str, produce: Callable[[], Awaitable[T]], kind: type[T]

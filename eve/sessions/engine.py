@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
+from eve.sessions.tasks import turn_of
 from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
     TURN_WORKFLOW,
@@ -159,7 +160,15 @@ class DurableEngine:
                 status="PENDING", executor_id=dead, load_input=False, load_output=False
             )
             ids = [s.workflow_id for s in pending]
-            if ids:
+            turns = [i for i in ids if turn_of(i) == i]
+            # a task is resumed off the turn queue: its turn holds the session's place there
+            # and waits for it, so queued behind that turn it would never run
+            tasks = [i for i in ids if turn_of(i) != i]
+            if turns:
                 # back onto the queue: whichever worker dequeues a turn replays its steps
-                await DBOS.resume_workflows_async(ids, queue_name=TURN_QUEUE)
-                log.warning("adopted %d turn(s) of stopped worker %s", len(ids), dead)
+                await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
+            if tasks:
+                await DBOS.resume_workflows_async(tasks)
+            if ids:
+                also = f" and {len(tasks)} task(s)" if tasks else ""
+                log.warning("adopted %d turn(s)%s of stopped worker %s", len(turns), also, dead)

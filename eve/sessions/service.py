@@ -22,6 +22,7 @@ from eve.errors import (
     MessageTooLong,
     SessionNotActive,
     SessionNotFound,
+    TaskNotWaiting,
 )
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
@@ -32,6 +33,7 @@ from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
+from eve.sessions.tasks import turn_of
 from eve.sessions.turn_workflow import TurnRuntime, install_runtime
 
 #: the default cap on one message's length, in characters
@@ -167,22 +169,23 @@ class SessionService:
         await self.require_active(session_id)
         targets = []
         for response in responses:
-            workflow_id = await asyncio.to_thread(
+            pending = await asyncio.to_thread(
                 self.store.pending_request, session_id, response.request_id
             )
-            if workflow_id is None:
+            if pending is None:
                 raise InputRequestNotPending(
                     f"input request {response.request_id} is not waiting in this session",
                     request_id=response.request_id,
                 )
-            if response.option_id not in OPTION_IDS:
+            options = pending.options or list(OPTION_IDS)
+            if response.option_id not in options:
                 raise InputOptionUnknown(
-                    f"input request {response.request_id} offers {', '.join(OPTION_IDS)}, "
+                    f"input request {response.request_id} offers {', '.join(options)}, "
                     f"not {response.option_id!r}",
                     option_id=response.option_id,
-                    options=list(OPTION_IDS),
+                    options=options,
                 )
-            targets.append((workflow_id, response))
+            targets.append((pending.workflow_id, response))
         for workflow_id, response in targets:
             await self.engine.send_input(
                 workflow_id,
@@ -193,15 +196,31 @@ class SessionService:
     async def cancel(self, session_id: str) -> bool:
         """Cancel the running turn; False when there is none (queued turns stay queued)."""
         await self.get(session_id)
-        running = [wid for wid, status in await self.engine.active_turns(session_id)]
-        if not running:
+        active = [wid for wid, status in await self.engine.active_turns(session_id)]
+        turns = [wid for wid in active if turn_of(wid) == wid]
+        if not turns:
             return False
-        workflow_id = running[0]
+        workflow_id = turns[0]
         await asyncio.to_thread(self.store.request_cancel, session_id, workflow_id)
         self.runtime.cancel_local(workflow_id)
-        # a turn parked on a person wakes on this message and stops
-        await self.engine.send_input(workflow_id, {"cancel": True}, key=f"cancel:{workflow_id}")
+        # a turn, or a task of it, parked on a person or an event wakes on this and stops
+        for waiting in [wid for wid in active if turn_of(wid) == workflow_id]:
+            await self.engine.send_input(waiting, {"cancel": True}, key=f"cancel:{waiting}")
         return True
+
+    async def send_event(self, session_id: str, task_id: str, name: str, data: object) -> None:
+        """Deliver the event ``name`` to a task of this session (a workflow tool waiting in
+        ``wait_for_event``, now or later)."""
+        await self.require_active(session_id)
+        if turn_of(task_id) == task_id or not task_id.startswith(f"{session_id}:"):
+            raise TaskNotWaiting(
+                f"{task_id} is not a task of session {session_id}", task_id=task_id
+            )
+        if task_id not in [wid for wid, _ in await self.engine.active_turns(session_id)]:
+            raise TaskNotWaiting(f"task {task_id} is not running", task_id=task_id)
+        await self.engine.send_input(
+            task_id, {"event": name, "data": data}, key=f"event:{secrets.token_hex(12)}"
+        )
 
     async def reset(self, session_id: str) -> None:
         """Cancel the running turn, then clear history and state once it has stopped."""

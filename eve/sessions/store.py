@@ -7,6 +7,7 @@ SQLAlchemy Core; async callers run them in a thread (``asyncio.to_thread``).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,6 +57,8 @@ input_requests = sa.Table(
     sa.Column("session_id", sa.String(64), nullable=False),
     sa.Column("workflow_id", sa.String(128), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
+    #: the option ids a question offers, as JSON; NULL for a tool approval (approve, deny)
+    sa.Column("options", sa.Text),
 )
 
 workers = sa.Table(
@@ -86,6 +89,15 @@ class EventRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PendingRequest:
+    """An input request still waiting: the workflow to answer, and the options it offers
+    (``None``: a tool approval's approve and deny)."""
+
+    workflow_id: str
+    options: list[str] | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class TurnProgress:
     """What a (re)started turn workflow already wrote to the log."""
 
@@ -103,6 +115,19 @@ def _create_tables(engine: Engine) -> None:
         # another process created them between our check and our CREATE (two workers
         # starting on a new PostgreSQL database): they exist now, which is all we need
         _metadata.create_all(engine)
+    _add_missing_columns(engine)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Columns later versions added, on a database an earlier eve created (all nullable)."""
+    inspector = sa.inspect(engine)
+    for table in _metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present:
+                kind = column.type.compile(dialect=engine.dialect)
+                with engine.begin() as c:
+                    c.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"))
 
 
 class SessionStore:
@@ -266,7 +291,13 @@ class SessionStore:
 
     # --- input requests ----------------------------------------------------------------
 
-    def add_input_request(self, request_id: str, session_id: str, workflow_id: str) -> None:
+    def add_input_request(
+        self,
+        request_id: str,
+        session_id: str,
+        workflow_id: str,
+        options: Sequence[str] | None = None,
+    ) -> None:
         with self._tx() as c:
             exists = c.execute(
                 sa.select(input_requests.c.request_id).where(
@@ -280,20 +311,25 @@ class SessionStore:
                         session_id=session_id,
                         workflow_id=workflow_id,
                         status="pending",
+                        options=None if options is None else json.dumps(list(options)),
                     )
                 )
 
-    def pending_request(self, session_id: str, request_id: str) -> str | None:
-        """The workflow waiting on ``request_id`` in this session, if it still waits."""
+    def pending_request(self, session_id: str, request_id: str) -> PendingRequest | None:
+        """What waits on ``request_id`` in this session, if it still waits."""
         with self._tx() as c:
-            value: str | None = c.execute(
-                sa.select(input_requests.c.workflow_id).where(
+            row = c.execute(
+                sa.select(input_requests.c.workflow_id, input_requests.c.options).where(
                     input_requests.c.request_id == request_id,
                     input_requests.c.session_id == session_id,
                     input_requests.c.status == "pending",
                 )
-            ).scalar()
-        return value
+            ).first()
+        if row is None:
+            return None
+        return PendingRequest(
+            workflow_id=row[0], options=None if row[1] is None else list(json.loads(row[1]))
+        )
 
     def resolve_input_request(self, request_id: str) -> None:
         with self._tx() as c:

@@ -23,6 +23,7 @@ from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode
 from eve.sessions.durable_steps import DurableApproval, DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.store import SessionStore
+from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
 
 log = logging.getLogger("eve.sessions")
@@ -92,6 +93,8 @@ class TurnRuntime:
                 approved_once=approved_once,
                 context=context,
                 recorder=DurableRecorder(events, context, approved_once),
+                tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
+                reasoning=setup.reasoning,
             )
         except Exception as error:
             # run_agent already published turn.failed; the session takes the next message
@@ -173,10 +176,13 @@ class TurnRuntime:
         return "reset"
 
     def cancel_local(self, workflow_id: str) -> bool:
-        signal = self.running.get(workflow_id)
-        if signal is not None:
-            signal.cancel("cancelled")
-        return signal is not None
+        """Cancel the turn ``workflow_id`` if it runs here, and its tasks that run here."""
+        found = False
+        for running, signal in list(self.running.items()):
+            if turn_of(running) == workflow_id:
+                signal.cancel("cancelled")
+                found = True
+        return found
 
     async def watch_cancellations(self) -> None:
         """Cancel turns running here that any worker was asked to cancel."""
@@ -185,8 +191,9 @@ class TurnRuntime:
             ids = list(self.running)
             if not ids:
                 continue
+            turns = sorted({turn_of(workflow_id) for workflow_id in ids})
             with contextlib.suppress(Exception):
-                for workflow_id in await asyncio.to_thread(self.store.cancel_requested, ids):
+                for workflow_id in await asyncio.to_thread(self.store.cancel_requested, turns):
                     self.cancel_local(workflow_id)
 
 
@@ -196,6 +203,7 @@ _runtime: TurnRuntime | None = None
 def install_runtime(runtime: TurnRuntime | None) -> None:
     global _runtime
     _runtime = runtime
+    install_host(runtime)
 
 
 def _current() -> TurnRuntime:

@@ -8,10 +8,13 @@ from eve.authoring.tools import (
     provider_tool,
     tool,
 )
+from eve.authoring.workflow import Question, WorkflowContext
 
 __all__ = [
+    "Question",
     "ToolContext",
     "ToolDefinition",
+    "WorkflowContext",
     "define_tool",
     "define_workflow_tool",
     "provider_tool",

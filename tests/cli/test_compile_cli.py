@@ -88,9 +88,19 @@ def test_info_json_is_the_documented_document(make_app: AppFactory) -> None:
     assert info["diagnostics"] == {"errors": 0, "warnings": 0}
     assert info["agent"]["model"] == "offline/test"
     assert info["agent"]["instructions_path"] == "agent/instructions.md"
-    # a skill brings the automatic built-ins that find and load it; the helper has none
-    assert [t["name"] for t in info["agent"]["tools"]] == ["greet", "eve__search", "eve__skill"]
-    assert [t["name"] for t in info["subagents"][0]["tools"]] == ["greet"]
+    # the subagent is a tool of its caller; a skill brings the automatic built-ins that find
+    # and load it; the helper has none, and its own greet replaces the one it would inherit
+    assert [(t["name"], t["handling"]) for t in info["agent"]["tools"]] == [
+        ("greet", "dispatch"),
+        ("helper", "subagent"),
+        ("eve__search", "dispatch"),
+        ("eve__skill", "dispatch"),
+    ]
+    assert info["agent"]["tools"][1]["input_schema"]["required"] == ["message"]
+    assert info["agent"]["tools"][1]["description"] == "Helps."
+    assert [(t["name"], t["inherited_from"]) for t in info["subagents"][0]["tools"]] == [
+        ("greet", None)
+    ]
     assert info["agent"]["skills"] == [{"name": "etiquette", "description": "How to greet."}]
     assert info["agent"]["subagents"] == ["helper"]
     [helper] = info["subagents"]

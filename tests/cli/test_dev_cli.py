@@ -173,3 +173,36 @@ def test_resume_asks_again_what_a_killed_run_was_asking(make_app: AppFactory) ->
     _, err = again.communicate(timeout=30)
     assert again.returncode == 0, err
     assert "finishing the turn the last run left behind" in err
+
+
+ASKING = {
+    "agent/agent.py": "from eve import define_agent\ndefault = define_agent(model='offline/test')\n",
+    "agent/tools/confirm.py": """
+        from eve.tools import WorkflowContext, define_workflow_tool
+
+        async def confirm(data, ctx: WorkflowContext):
+            return "customer said " + await ctx.ask("Friday?", options=["yes", "no"])
+
+        default = define_workflow_tool(description="Ask the customer.", run=confirm)
+    """,
+}
+
+
+def test_dev_asks_a_workflow_tools_question_until_it_gets_an_option(
+    make_app: AppFactory,
+) -> None:
+    root = make_app(ASKING)
+    process = start(root)
+    read_until(process, "you › ")
+    send(process, "deliver?")
+    read_until(process, "confirm asks: Friday? [yes/no] ")
+    send(process, "maybe")
+    read_until(process, "[yes/no] ")
+    send(process, "no")
+    done = read_until(process, "you › ")
+    assert "- confirm: customer said no" in done
+    send(process, "/exit")
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "answer one of: yes, no" in err
+    assert "⇢ confirm started (workflow-tool)" in err

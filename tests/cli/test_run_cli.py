@@ -38,6 +38,7 @@ def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> su
     return subprocess.Popen(
         [sys.executable, "-m", "eve", *args],
         cwd=root,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -46,10 +47,11 @@ def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> su
 
 
 def eve_run(
-    root: Path, *args: str, env: dict[str, str] | None = None
+    root: Path, *args: str, env: dict[str, str] | None = None, answers: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``eve run`` in ``root``; ``answers`` is its standard input (what it asks a person)."""
     process = eve_process(root, "run", *args, env=env)
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(input=answers, timeout=60)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from eve.execution.checkpoints import Produce, StepPart, part_key
+from eve.execution.checkpoints import Produce, StepPart
 from eve.execution.loop import run_agent
 from eve.models.function import FunctionModel
 from eve.tools import define_tool
@@ -35,8 +35,8 @@ class JsonRecorder:
         self.log[key] = msgspec.json.encode(value)
         return value
 
-    async def part(self, step: int, answered: int | None, produce: Produce) -> StepPart:
-        return await self._get(part_key(step, answered), StepPart, produce)  # type: ignore[no-any-return]
+    async def part(self, key: str, produce: Produce) -> StepPart:
+        return await self._get(key, StepPart, produce)  # type: ignore[no-any-return]
 
 
 async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:

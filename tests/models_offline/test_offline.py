@@ -91,6 +91,19 @@ async def test_script_replays_and_then_says_it_ran_out(tmp_path: Path) -> None:
         )
 
 
+async def test_a_script_by_node_answers_each_node_from_its_own_list(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"__root__": [{"text": "root"}], "helper": [{"text": "help"}]}))
+    model = OfflineScriptModel(script, label="script.json")
+    root = await run_agent(client=model, system="s", tools=[], user_message="go")
+    helper = await run_agent(
+        client=model, system="s", tools=[], user_message="go", node_id="helper"
+    )
+    assert (root.final_text, helper.final_text) == ("root", "help")
+    with pytest.raises(OfflineScriptError, match=r"no responses for node 'other' \(it has"):
+        await run_agent(client=model, system="s", tools=[], user_message="go", node_id="other")
+
+
 def test_bad_scripts_are_clear(tmp_path: Path) -> None:
     with pytest.raises(OfflineScriptError, match="not found"):
         OfflineScriptModel(tmp_path / "missing.json", label="missing.json")

@@ -47,8 +47,10 @@ async def load(agent: ResolvedAgent, name: str) -> str:
 async def test_each_node_gets_the_built_ins_of_its_own_contents(make_app: AppFactory) -> None:
     root = make_app(APP)
     agent, helper = await resolved(root), await resolved(root, "helper")
-    assert [t.name for t in agent.tools] == ["greet", "eve__search", "eve__skill", "eve__tool"]
-    assert [t.name for t in helper.tools] == ["eve__search", "eve__skill"]  # no deferred tools
+    names = ["greet", "helper", "eve__search", "eve__skill", "eve__tool"]
+    assert [t.name for t in agent.tools] == names
+    # the helper inherits the deferred greet, so its catalog has it too
+    assert [t.name for t in helper.tools] == ["greet", "eve__search", "eve__skill", "eve__tool"]
     assert await load(helper, "care") == "Check twice.\n"
     listing = helper.tool("eve__skill")
     assert listing is not None and listing.description.endswith("The skills:\n- care: Be careful.")

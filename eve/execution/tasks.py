@@ -1,0 +1,60 @@
+"""Tasks: tool calls that run outside the step that asked for them.
+
+A call of a subagent or of a workflow tool may take long and wait (for a person, for an
+event, for another agent's whole turn), so it does not run inside a checkpointed part: the
+part stops at it, as at a call that needs a person, the loop publishes ``task.started``
+and hands the call to a ``TaskRunner``, and the part after it records the result
+(``task.settled``, then ``action.result``) and goes on with the next call. ``InlineTasks``
+(``execution.inline_tasks``) runs tasks in this process; a durable session runs each as a
+child DBOS workflow, so a parked task holds no compute and survives a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from eve.cancellation import CancelSignal
+from eve.context.active import EveContext
+from eve.execution.events import EventEmitter
+from eve.execution.tool_calls import CallOutcome, outcome, render_content
+from eve.messages import ToolCall
+from eve.runtime.resolved import ResolvedTool
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskCall:
+    """An admitted call to run as a task, and where it was made."""
+
+    #: the call as it runs (an ``eve__tool`` call already rewritten to its entry)
+    call: ToolCall
+    tool: ResolvedTool
+    step_index: int
+    turn_id: str
+    session_id: str
+    #: the node whose session made the call
+    node_id: str
+    #: the caller's eve context: a subagent's runtime configuration is read from it
+    context: EveContext
+    #: the caller's events: a task's own events join this stream
+    emitter: EventEmitter
+    signal: CancelSignal
+
+
+class TaskRunner(Protocol):
+    def task_id(self, task: TaskCall) -> str:
+        """The task's id, stable for the same call (a recovered turn asks again)."""
+        ...
+
+    async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
+        """Run the task to its end; its failures are the outcome, not exceptions."""
+        ...
+
+
+def completed(call: ToolCall, value: object) -> CallOutcome:
+    done = outcome(call, render_content(value), "completed")
+    return CallOutcome(result=done.result, status="completed")
+
+
+def failed(call: ToolCall, error: BaseException) -> CallOutcome:
+    return outcome(call, f"{type(error).__name__}: {error}", "failed")

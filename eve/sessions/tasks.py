@@ -1,0 +1,302 @@
+"""Tasks in a durable session: each subagent call and workflow tool is a child workflow.
+
+The turn workflow starts the child with an id derived from its own and the call's
+(``<turn workflow>:task-<call id>``) and waits for its result; a recovered turn starts
+the same id again and DBOS hands back the existing child instead of a second one. The
+child is recovered on its own like any workflow, so a task parked on a person, an event
+or a long sleep holds no compute and survives restarts; it is answered through the same
+session API as the turn. Its events go into the root session's log, each carrying its
+place in the tree (``node_id`` and ``parent`` for a subagent's session).
+
+Messages to a task (answers, events, cancel) arrive on one topic; the ones a body is not
+waiting for yet are kept in order, and since a replayed body receives the same messages in
+the same order, what it kept is rebuilt exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+from dbos import DBOS, SetWorkflowID
+
+from eve.authoring.workflow import Question
+from eve.cancellation import CancelSignal
+from eve.context.active import EveContext
+from eve.errors import TaskCancelled
+from eve.execution.events import EventEmitter
+from eve.execution.setup import AgentSetup
+from eve.execution.subagents import child_node_id, child_session_id, link, run_subagent
+from eve.execution.tasks import TaskCall
+from eve.execution.tool_calls import CallOutcome, outcome
+from eve.execution.workflow_tools import progress_of, question_request, run_workflow_tool
+from eve.messages import ToolCall
+from eve.redact import redact
+from eve.sessions.durable_steps import INPUT_TOPIC, DurableApproval, DurableRecorder
+from eve.sessions.event_log import EventLog
+from eve.sessions.store import SessionStore
+from eve.sessions.turn_events import TurnEvents
+
+T = TypeVar("T")
+
+TASK_WORKFLOW = "eve.task"
+TASK_MARK = ":task-"
+#: an open-ended wait re-arms this often; each wait is one recorded DBOS operation
+_WAIT_SECONDS = 3600.0
+
+
+def turn_of(workflow_id: str) -> str:
+    """The turn workflow a task workflow belongs to (a turn's own id for a turn)."""
+    return workflow_id.split(TASK_MARK, 1)[0]
+
+
+class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What a task workflow is started with (stored by DBOS: redacted)."""
+
+    #: the session the person and the API talk to: its log and its input requests
+    root_session_id: str
+    #: the session whose call this is, its node, turn and step, and its events' tags
+    session_id: str
+    node_id: str
+    turn_id: str
+    step_index: int
+    tags: dict[str, Any] = {}
+    call: ToolCall
+    #: the caller's context values a subagent's runtime configuration is read from
+    config: dict[str, Any] = {}
+
+
+class TaskHost(Protocol):
+    """What task workflows run with in this process (the ``TurnRuntime``)."""
+
+    setup: AgentSetup
+    store: SessionStore
+    log: EventLog
+    running: dict[str, CancelSignal]
+
+
+@dataclass(kw_only=True)
+class DurableTasks:
+    """The loop's task runner inside a turn (or task) workflow."""
+
+    root_session_id: str
+    workflow_id: str
+
+    def task_id(self, task: TaskCall) -> str:
+        return f"{self.workflow_id}{TASK_MARK}{task.call.id}"
+
+    async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
+        config: dict[str, Any] = {}
+        if task.tool.handling == "subagent":
+            child = _host().setup.node(child_node_id(task.node_id, task.call.name))
+            key = child.agent.config.runtime_config
+            if key is not None and key in task.context.values:
+                # the child reads its configuration from this, not from a live context
+                encoded_values = task.context.snapshot()
+                config = {key: encoded_values.get(key, task.context.values[key])}
+        spec = TaskSpec(
+            root_session_id=self.root_session_id,
+            session_id=task.session_id,
+            node_id=task.node_id,
+            turn_id=task.turn_id,
+            step_index=task.step_index,
+            tags=task.emitter.tags,
+            call=task.call,
+            config=config,
+        )
+        encoded = redact(msgspec.json.encode(spec).decode())
+        with SetWorkflowID(task_id):
+            handle = await DBOS.start_workflow_async(task_workflow, encoded)
+        result: str = await handle.get_result()
+        return msgspec.json.decode(result, type=CallOutcome)
+
+
+@dataclass(kw_only=True)
+class DurableWaits:
+    """A workflow tool's waits as DBOS operations of its task workflow."""
+
+    host: TaskHost
+    spec: TaskSpec
+    task: TaskCall
+    task_id: str
+    events: TurnEvents
+    #: messages that arrived before the body waited for them, in arrival order
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    asked: int = 0
+
+    async def _next(self, wanted: Callable[[dict[str, Any]], bool], timeout: float | None) -> Any:
+        """The first message ``wanted`` accepts, kept or arriving; None after ``timeout``."""
+        for position, message in enumerate(self.kept):
+            if wanted(message):
+                return self.kept.pop(position)
+        while True:
+            message = await DBOS.recv_async(
+                INPUT_TOPIC, timeout_seconds=_WAIT_SECONDS if timeout is None else timeout
+            )
+            if message is None:
+                if timeout is not None:
+                    return None
+                continue
+            if not isinstance(message, dict):
+                continue
+            if message.get("cancel"):
+                self.task.signal.cancel("cancelled")
+                raise TaskCancelled("the turn was cancelled while the tool waited")
+            if wanted(message):
+                return message
+            self.kept.append(message)
+
+    async def sleep(self, seconds: float) -> None:
+        # a recv with a timeout is a durable sleep that a cancel can still interrupt
+        await self._next(lambda message: False, seconds)
+
+    async def wait_for_event(self, name: str, timeout: float | None) -> Any:
+        message = await self._next(lambda m: m.get("event") == name, timeout)
+        return None if message is None else message.get("data")
+
+    async def ask(self, question: Question) -> str:
+        self.asked += 1
+        request_id = _request_id(self.task_id, self.asked)
+        await DBOS.run_step_async(
+            {"name": f"input.open:{request_id}"},
+            asyncio.to_thread,
+            self.host.store.add_input_request,
+            request_id,
+            self.spec.root_session_id,
+            self.task_id,
+            question.options,
+        )
+        turn = self.spec.turn_id
+        await self.task.emitter.emit(
+            "input.requested",
+            turn_id=turn,
+            requests=[question_request(request_id, question, self.task_id)],
+        )
+        await self.task.emitter.emit("turn.waiting", turn_id=turn, on="input")
+        await self.events.flush()
+        message = await self._next(lambda m: m.get("request_id") == request_id, None)
+        option = str(message.get("option_id"))
+        await DBOS.run_step_async(
+            {"name": f"input.close:{request_id}"},
+            asyncio.to_thread,
+            self.host.store.resolve_input_request,
+            request_id,
+        )
+        await self.task.emitter.emit(
+            "input.resolved", turn_id=turn, request_id=request_id, option_id=option
+        )
+        return option
+
+    async def progress(self, value: Any) -> None:
+        await progress_of(self.task, value)
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
+        async def once() -> T:
+            return await fn()
+
+        result: T = await DBOS.run_step_async({"name": f"tool.step:{name}"}, once)
+        return result
+
+
+def _request_id(task_id: str, n: int) -> str:
+    return "inp_" + hashlib.sha256(f"{task_id}\0ask-{n}".encode()).hexdigest()[:32]
+
+
+async def run_task(host: TaskHost, encoded: str) -> str:
+    """The body of a task workflow: run the call, return its outcome as JSON."""
+    spec = msgspec.json.decode(encoded, type=TaskSpec)
+    task_id = DBOS.workflow_id or ""
+    progress = await asyncio.to_thread(host.store.turn_progress, task_id)
+    events = TurnEvents(
+        host.log.writer(spec.root_session_id), workflow_id=task_id, progress=progress
+    )
+    emitter = EventEmitter(events, session_id=spec.session_id, tags=spec.tags)
+    signal = CancelSignal()
+    host.running[task_id] = signal
+    if await asyncio.to_thread(host.store.cancel_requested, [turn_of(task_id)]):
+        signal.cancel("cancelled")
+    caller = host.setup.node(spec.node_id)
+    tool = caller.agent.tool(spec.call.name)
+    try:
+        if tool is None or not tool.is_task:
+            result = outcome(spec.call, f"{spec.call.name} is no task of {spec.node_id}", "failed")
+        else:
+            task = TaskCall(
+                call=spec.call,
+                tool=tool,
+                step_index=spec.step_index,
+                turn_id=spec.turn_id,
+                session_id=spec.session_id,
+                node_id=spec.node_id,
+                context=EveContext(session_id=spec.session_id, values=dict(spec.config)),
+                emitter=emitter,
+                signal=signal,
+            )
+            result = await _run(host, spec, task, task_id, events)
+    finally:
+        host.running.pop(task_id, None)
+    await events.flush()
+    return msgspec.json.encode(result).decode()
+
+
+async def _run(
+    host: TaskHost,
+    spec: TaskSpec,
+    task: TaskCall,
+    task_id: str,
+    events: TurnEvents,
+) -> CallOutcome:
+    if task.tool.handling == "workflow-tool":
+        waits = DurableWaits(host=host, spec=spec, task=task, task_id=task_id, events=events)
+        workspace: Path = host.setup.node(spec.node_id).workspace
+        return await run_workflow_tool(task, waits, workspace)
+    node_id = child_node_id(spec.node_id, task.call.name)
+    child = host.setup.node(node_id)
+    session_id = child_session_id(task_id)
+    child_emitter = EventEmitter(
+        events, session_id=session_id, hooks=child.hooks, tags=link(task, node_id)
+    )
+    context = EveContext(session_id=session_id)
+    run = await run_subagent(
+        task,
+        child,
+        session_id=session_id,
+        emitter=child_emitter,
+        context=context,
+        approve=DurableApproval(
+            store=host.store,
+            session_id=spec.root_session_id,
+            workflow_id=task_id,
+            turn_id=spec.turn_id,
+            emitter=child_emitter,
+            events=events,
+            signal=task.signal,
+        ),
+        tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
+        recorder=DurableRecorder(events, context, set()),
+    )
+    return run.outcome
+
+
+_host_now: TaskHost | None = None
+
+
+def install_host(host: TaskHost | None) -> None:
+    global _host_now
+    _host_now = host
+
+
+def _host() -> TaskHost:
+    if _host_now is None:
+        raise RuntimeError("eve's task runtime is not installed in this process")
+    return _host_now
+
+
+@DBOS.workflow(name=TASK_WORKFLOW)
+async def task_workflow(encoded: str) -> str:
+    return await run_task(_host(), encoded)

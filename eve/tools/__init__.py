@@ -1,6 +1,8 @@
-"""Tool authoring: ``from eve.tools import define_tool, tool, provider_tool``."""
+"""Tool authoring: ``from eve.tools import define_tool, tool, provider_tool`` (and ``ToolSet``
+for plugins)."""
 
 from eve.authoring.context import ToolContext
+from eve.authoring.tool_sets import ToolSet
 from eve.authoring.tools import (
     ToolDefinition,
     define_tool,
@@ -12,6 +14,7 @@ from eve.authoring.tools import (
 __all__ = [
     "ToolContext",
     "ToolDefinition",
+    "ToolSet",
     "define_tool",
     "define_workflow_tool",
     "provider_tool",

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 2
-FINGERPRINT = "sha256:3eee708f0f3fe2896ac9e5dcd904e9c61626b92d1dde04b69915166340fa655b"
+SCHEMA_VERSION = 3
+FINGERPRINT = "sha256:3bce35884c2aafc322ffe27f514f2ad459b64981c1591980f057b0a03d700c01"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -27,6 +27,8 @@ from eve.runtime.load import read_manifest
 class ToolInfo(msgspec.Struct, kw_only=True):
     name: str
     description: str
+    #: where it comes from: ``tools/x.py``, ``eve:builtins/bash``, ``plugin:<entry point>/x``
+    source: str
     handling: str
     has_execute: bool
     approval: str
@@ -87,6 +89,7 @@ def _node_info(node: AgentNode) -> NodeInfo:
             ToolInfo(
                 name=t.name,
                 description=t.description,
+                source=t.source_id,
                 handling=t.behavior.handling.kind,
                 has_execute=t.has_execute,
                 approval=t.approval.kind,

@@ -13,6 +13,7 @@
     │   ├── MissingCompiledModuleNamespace
     │   ├── InvalidModuleExport   an export is not the definition it should be
     │   └── PluginLoadError       an eve.plugins entry point cannot be loaded
+    │       └── PluginConflict    two plugins (or a plugin and eve) claim one name
     ├── ContextError
     │   ├── ContextKeyCollision   same name, different codec presence
     │   └── NoActiveContext       state used outside an eve context
@@ -156,6 +157,18 @@ class PluginLoadError(ResolveAgentError):
     """An ``eve.plugins`` entry point failed to import or does not match the hook specs."""
 
     code = "plugin_load_error"
+
+
+class PluginConflict(PluginLoadError):
+    """Two ``eve.plugins`` entry points, or one and eve itself, provide the same name.
+
+    Attributes:
+        kind: what is claimed twice (``model provider``, ``tool set``).
+        name: the claimed name (a model prefix, a tool set name).
+        plugins: the entry points claiming it (``eve`` for a built-in).
+    """
+
+    code = "plugin_conflict"
 
 
 class ContextError(EveError):

@@ -56,7 +56,7 @@ class FilesystemBacking(Base, frozen=True, kw_only=True, tag="filesystem", tag_f
 
 
 class ProgrammaticBacking(Base, frozen=True, kw_only=True, tag="programmatic", tag_field="kind"):
-    """A module the framework provides (a built-in tool)."""
+    """A module the framework or a plugin provides (a built-in tool, a plugin's tool set)."""
 
     registry_id: str
     module_id: str
@@ -194,6 +194,8 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     compaction: Compaction | None = None
     model_context_window_tokens: int | None = None
     builtin_tools: list[str] = []
+    #: names of the plugin tool sets the node opted in to, sorted
+    tool_sets: list[str] = []
     workspace: str | None = None
     database_url_env: str | None = None
     #: a subagent configured at each call: the name of the context key it is read from
@@ -289,6 +291,14 @@ class Generator(Base, frozen=True, kw_only=True):
     version: str
 
 
+class PluginDistribution(Base, frozen=True, kw_only=True):
+    """An installed plugin whose tool sets a compile used: a new version makes it stale."""
+
+    entry_point: str
+    distribution: str
+    version: str
+
+
 class CompileMetadata(Base, frozen=True, kw_only=True):
     """``.eve/compile/compile-metadata.json``: what was compiled from what."""
 
@@ -299,6 +309,8 @@ class CompileMetadata(Base, frozen=True, kw_only=True):
     fingerprint: str
     #: sha256 of each other artifact's bytes, by app-root-relative path
     artifacts: dict[str, str]
+    #: the plugins the tool sets came from, by entry point; the fingerprint covers them
+    plugins: list[PluginDistribution] = []
 
 
 # --- encoding ------------------------------------------------------------------------------

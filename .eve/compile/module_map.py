@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 3
-FINGERPRINT = "sha256:1c4dfac3e6022182631071839fd0a7d1caee725d6a95cce83163aeb27378e0a6"
+FINGERPRINT = "sha256:48b3416dbc87e97fbbc4655f4088bf89b9a1e74e76062f0f4fee289d8e85deee"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -56,6 +56,8 @@ class AgentConfigModel(_Strict):
     compaction: CompactionConfig | None = None
     model_context_window_tokens: int | None = pydantic.Field(default=None, ge=1)
     builtin_tools: tuple[Literal["bash", "list_files", "read_file", "write_file"], ...] = ()
+    #: tool sets of installed ``eve.plugins`` packages (``eve_tool_sets``); checked at compile
+    tool_sets: tuple[str, ...] = ()
     workspace: str | None = None
     #: the environment variable holding the PostgreSQL URL (default ``EVE_DATABASE_URL``);
     #: a name, never the URL itself, so no password lands in agent.py or the artifacts
@@ -106,9 +108,9 @@ def define_agent(**options: Any) -> AgentDefinition:
 
     Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``), ``description``
     (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
-    ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``workspace`` and
-    ``database_url_env``; for a subagent, ``runtime_config`` (a key made with
-    ``runtime_config_key``) to be configured at each call instead.
+    ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``tool_sets`` (plugin
+    tool sets), ``workspace`` and ``database_url_env``; for a subagent, ``runtime_config`` (a
+    key made with ``runtime_config_key``) to be configured at each call instead.
     Unknown keys are rejected.
     """
     key = options.get("runtime_config")

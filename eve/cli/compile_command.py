@@ -34,6 +34,7 @@ def _check(ctx: click.Context) -> None:
         ("added", report.added),
         ("removed", report.removed),
         ("changed", report.changed),
+        ("plugin", report.plugins),
         ("problem", report.problems),
     ):
         for path in paths:

@@ -19,6 +19,7 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         click.echo(f"{indent}  instructions: {node.instructions_path}")
     for tool in node.tools:
         extra = [tool.handling] if tool.handling != "dispatch" else []
+        extra += [f"from {tool.source}"] if tool.source.startswith("plugin:") else []
         extra += [f"approval {tool.approval}"] if tool.approval != "never" else []
         extra += ["deferred"] if tool.deferred else []
         if tool.inherited_from is not None:

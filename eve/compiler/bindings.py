@@ -107,3 +107,21 @@ def builtin_binding(name: str) -> ModuleBinding:
         owner=Owner(kind="framework"),
         usage=Usage(compile=True, runtime_entry=True),
     )
+
+
+def plugin_source_id(entry_point: str, tool: str) -> str:
+    return f"plugin:{entry_point}/{tool}"
+
+
+def plugin_binding(
+    *, source_id: str, entry_point: str, module_id: str, runtime_entry: bool
+) -> ModuleBinding:
+    """A module of an installed plugin holding a tool of one of its tool sets: read at compile
+    time for the tool's schema and, unless the provider runs the tool, imported at run time."""
+    return ModuleBinding(
+        source_id=source_id,
+        logical_path="",
+        backing=ProgrammaticBacking(registry_id=f"eve.plugins:{entry_point}", module_id=module_id),
+        owner=Owner(kind="extension"),
+        usage=Usage(compile=True, runtime_entry=runtime_entry),
+    )

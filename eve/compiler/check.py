@@ -1,8 +1,13 @@
-"""``eve compile --check``: are the artifacts fresh? Rediscovers and rehashes; imports nothing."""
+"""``eve compile --check``: are the artifacts fresh? Rediscovers and rehashes; imports nothing.
+
+Plugins whose tool sets were compiled in are compared by their installed distribution's
+version (package metadata only, their code is not imported).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +21,7 @@ from eve.manifest import (
     METADATA_PATH,
     CompileMetadata,
     DiscoveryManifest,
+    PluginDistribution,
     decode,
 )
 
@@ -25,12 +31,14 @@ class CheckReport:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    #: plugins compiled in that were upgraded, downgraded or uninstalled since
+    plugins: list[str] = field(default_factory=list)
     #: problems with the artifacts themselves (missing, edited by hand, other eve version)
     problems: list[str] = field(default_factory=list)
 
     @property
     def fresh(self) -> bool:
-        return not (self.added or self.removed or self.changed or self.problems)
+        return not (self.added or self.removed or self.changed or self.plugins or self.problems)
 
 
 def _read(app_root: Path, rel: str, kind: type, report: CheckReport) -> object | None:
@@ -73,4 +81,18 @@ def check_artifacts(app_root: Path | str) -> CheckReport:
     report.added = sorted(set(current) - set(before))
     report.removed = sorted(set(before) - set(current))
     report.changed = sorted(p for p in set(current) & set(before) if current[p] != before[p])
+    report.plugins = [m for p in metadata.plugins if (m := _plugin_moved(p)) is not None]
     return report
+
+
+def _plugin_moved(plugin: PluginDistribution) -> str | None:
+    try:
+        installed = importlib.metadata.version(plugin.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return f"{plugin.distribution} {plugin.version} (plugin {plugin.entry_point!r}) is gone"
+    if installed == plugin.version:
+        return None
+    return (
+        f"{plugin.distribution} (plugin {plugin.entry_point!r}) is {installed}, "
+        f"compiled with {plugin.version}"
+    )

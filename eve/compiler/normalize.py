@@ -134,6 +134,7 @@ def agent_config(config: AgentConfigModel) -> AgentConfig:
         compaction=Compaction(**config.compaction.model_dump()) if config.compaction else None,
         model_context_window_tokens=config.model_context_window_tokens,
         builtin_tools=sorted(config.builtin_tools),
+        tool_sets=sorted(set(config.tool_sets)),
         workspace=config.workspace,
         database_url_env=config.database_url_env,
         runtime_config=config.runtime_config,

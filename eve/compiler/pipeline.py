@@ -15,9 +15,10 @@ import msgspec
 
 from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
-from eve.authoring.agent import AgentConfigModel, AgentDefinition
+from eve.authoring.agent import BUILTIN_TOOL_NAMES, AgentConfigModel, AgentDefinition
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
+from eve.builtins.automatic import AUTOMATIC_TOOLS
 from eve.compiler.bindings import (
     BUILTIN_REGISTRY,
     builtin_binding,
@@ -33,6 +34,7 @@ from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
+from eve.compiler.tool_sets import ToolSetCompiler
 from eve.errors import CompileFailed
 from eve.manifest import (
     DIAGNOSTICS_PATH,
@@ -49,6 +51,7 @@ from eve.manifest import (
     Generator,
     HookEntry,
     Instructions,
+    PluginDistribution,
     SkillEntry,
     ToolEntry,
     encode,
@@ -64,10 +67,14 @@ class CompileResult:
     artifacts: dict[str, bytes]
 
 
-def source_fingerprint(sources: dict[str, str]) -> str:
-    """One hash over every source path and content hash, and the artifact schema version."""
+def source_fingerprint(
+    sources: dict[str, str], plugins: list[PluginDistribution] | None = None
+) -> str:
+    """One hash over every source path and content hash, the artifact schema version and the
+    plugins (entry point, distribution, version) whose tool sets the compile used."""
+    used = [[p.entry_point, p.distribution, p.version] for p in plugins or []]
     blob = msgspec.json.encode(
-        {"schema_version": SCHEMA_VERSION, "sources": sorted(sources.items())}
+        {"schema_version": SCHEMA_VERSION, "sources": sorted(sources.items()), "plugins": used}
     )
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -85,6 +92,7 @@ class _NodeCompiler:
         self.graph = graph
         self.sink = sink
         self.app_root = discovery.app_root
+        self.tool_sets = ToolSetCompiler(sink)
 
     def failure(self, failure: LoadFailure, node_id: str) -> None:
         self.sink.error(
@@ -207,6 +215,12 @@ class _NodeCompiler:
         tools = [e for name, path in node.tools if (e := self.tool(node, name, path)) is not None]
         builtins = [e for n in config.builtin_tools if (e := self.builtin(node, n)) is not None]
         hooks = [h for name, path in node.hooks if (h := self.hook(node, name, path)) is not None]
+        sets = self.tool_sets.node(
+            sorted(set(config.tool_sets)),
+            taken=self.taken_names(node),
+            where={"source_path": node.agent_module, "node_id": node.node_id},
+        )
+        provided = builtins + sets.tools
         compile_reads = {path for _, path in node.tools} | {path for _, path in node.hooks}
         if node.agent_module:
             compile_reads.add(node.agent_module)
@@ -224,12 +238,13 @@ class _NodeCompiler:
             node_id=node.node_id,
         )
         bindings.update({e.source_id: builtin_binding(e.name) for e in builtins})
+        bindings.update(sets.bindings)
         return AgentNode(
             node_id=node.node_id,
             root=node.root,
             config=agent_config(config),
             instructions=self.instructions(node),
-            tools=tools + builtins,
+            tools=tools + provided,
             skills=[
                 SkillEntry(
                     name=skill.name,
@@ -244,13 +259,23 @@ class _NodeCompiler:
             compile_loads=sorted(
                 source_id_for(path, node.root, AGENT_DIR) for path in compile_reads
             )
-            + [e.source_id for e in builtins],
+            + [e.source_id for e in provided],
             runtime_roots=sorted(
                 source_id_for(path, node.root, AGENT_DIR) for path in runtime_roots
             )
-            + [e.source_id for e in builtins],
+            + [e.source_id for e in provided if bindings[e.source_id].usage.runtime_entry],
             bindings=bindings,
         )
+
+    def taken_names(self, node: NodeFiles) -> dict[str, str]:
+        """Tool names a plugin tool set cannot take in this node, and what holds each."""
+        taken = {name: f"the built-in tool '{name}'" for name in BUILTIN_TOOL_NAMES}
+        taken.update({name: f"the built-in tool '{name}'" for name in AUTOMATIC_TOOLS})
+        taken.update(
+            {child.rsplit("/", 1)[-1]: f"the subagent '{child}'" for child in node.subagents}
+        )
+        taken.update({name: f"the authored tool {path}" for name, path in node.tools})
+        return taken
 
     def instructions(self, node: NodeFiles) -> Instructions:
         if node.instructions is None:
@@ -296,17 +321,24 @@ def compile_agent(app_root: Path | str, *, cache: CompileCache | None = None) ->
     nodes = {node_id: compiler.node(files) for node_id, files in discovery.nodes.items()}
     if sink.has_errors:
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
-    manifest = CompiledManifest(fingerprint=source_fingerprint(discovery.sources), nodes=nodes)
+    plugins = [compiler.tool_sets.used[name] for name in sorted(compiler.tool_sets.used)]
+    manifest = CompiledManifest(
+        fingerprint=source_fingerprint(discovery.sources, plugins), nodes=nodes
+    )
     return CompileResult(
         discovery=discovery,
         diagnostics=sink,
         manifest=manifest,
-        artifacts=render_artifacts(discovery, sink, manifest),
+        artifacts=render_artifacts(discovery, sink, manifest, plugins=plugins),
     )
 
 
 def render_artifacts(
-    discovery: Discovery, sink: DiagnosticSink, manifest: CompiledManifest
+    discovery: Discovery,
+    sink: DiagnosticSink,
+    manifest: CompiledManifest,
+    *,
+    plugins: list[PluginDistribution] | None = None,
 ) -> dict[str, bytes]:
     artifacts = {
         DISCOVERY_MANIFEST_PATH: encode(discovery.manifest()),
@@ -319,6 +351,7 @@ def render_artifacts(
         generator=Generator(name="eve", version=__version__),
         fingerprint=manifest.fingerprint,
         artifacts={path: hashlib.sha256(data).hexdigest() for path, data in artifacts.items()},
+        plugins=plugins or [],
     )
     artifacts[METADATA_PATH] = encode(metadata)
     return artifacts

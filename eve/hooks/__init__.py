@@ -12,12 +12,13 @@ from eve.authoring.hooks import HOOK_EVENTS, HookDefinition, define_hook
 if TYPE_CHECKING:
     from eve.hooks.plugins import PLUGIN_GROUP
     from eve.hooks.relay import HookRelay
-    from eve.hooks.specs import EveHookSpecs, hookimpl, hookspec
+    from eve.hooks.specs import EveHookSpecs, EveProviderSpecs, hookimpl, hookspec
 
 __all__ = [
     "HOOK_EVENTS",
     "PLUGIN_GROUP",
     "EveHookSpecs",
+    "EveProviderSpecs",
     "HookDefinition",
     "HookRelay",
     "define_hook",
@@ -29,6 +30,7 @@ _LAZY = {
     "PLUGIN_GROUP": "eve.hooks.plugins",
     "HookRelay": "eve.hooks.relay",
     "EveHookSpecs": "eve.hooks.specs",
+    "EveProviderSpecs": "eve.hooks.specs",
     "hookimpl": "eve.hooks.specs",
     "hookspec": "eve.hooks.specs",
 }

@@ -22,7 +22,7 @@ import pluggy
 from eve.authoring.hooks import Subscriber
 from eve.execution.events import EventEmitter, SessionEvent
 from eve.hooks import specs
-from eve.hooks.plugins import load_entry_point_plugins
+from eve.hooks.plugins import load_entry_point_plugins, new_plugin_manager
 from eve.redact import redact
 from eve.runtime.resolved import ResolvedHook
 
@@ -50,12 +50,6 @@ def _implementation(subscriber: Subscriber) -> Any:
         return subscriber(event)
 
     return specs.hookimpl(implementation)
-
-
-def new_plugin_manager() -> pluggy.PluginManager:
-    manager = pluggy.PluginManager(specs.PROJECT)
-    manager.add_hookspecs(specs.EveHookSpecs)
-    return manager
 
 
 class HookRelay:

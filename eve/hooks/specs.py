@@ -1,16 +1,30 @@
 """The hook specifications: the one contract authored hooks and framework plugins implement.
 
-Every spec takes the ``SessionEvent`` envelope as ``event`` and returns nothing: hooks observe.
-An authored ``define_hook`` becomes a plugin with one implementation per subscribed event; a
-framework plugin (an ``eve.plugins`` entry point) implements any of them with ``@hookimpl``.
+Two kinds of spec:
+
+* **event specs** (``EveHookSpecs``, one per event in ``HOOK_EVENTS``) take the ``SessionEvent``
+  envelope as ``event`` and return nothing: hooks observe. An authored ``define_hook`` becomes
+  a plugin with one implementation per subscribed event;
+* **provider specs** (``EveProviderSpecs``, named ``eve_*``) take nothing and return what a
+  framework plugin contributes: model providers, tool sets. eve calls them when it needs what
+  they provide, never per event.
+
+A framework plugin (an ``eve.plugins`` entry point) implements any of them with ``@hookimpl``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from eve.authoring.hooks import HOOK_EVENTS
 from eve.execution.events import SessionEvent
+
+if TYPE_CHECKING:
+    from eve.authoring.tool_sets import ToolSet
+    from eve.models.base import ModelFactory
 
 PROJECT = "eve"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -56,6 +70,24 @@ class EveHookSpecs:
     @hookspec
     def session_completed(self, event: SessionEvent) -> None:
         """A session ended (a budget ran out): ``reason``."""
+
+
+class EveProviderSpecs:
+    """What a framework plugin provides; each implementation's result is kept apart, so a
+    name two plugins claim is reported as ``PluginConflict`` naming both."""
+
+    @hookspec
+    def eve_model_providers(self) -> Mapping[str, ModelFactory]:
+        """Provider prefix → factory: ``{"acme": build}`` makes ``acme/<name>`` a model id.
+
+        A prefix eve has built in (``anthropic``, ``openai``, ``offline``) cannot be taken.
+        """
+        raise NotImplementedError
+
+    @hookspec
+    def eve_tool_sets(self) -> Sequence[ToolSet]:
+        """The tool sets an agent can opt in to with ``define_agent(tool_sets=(name,))``."""
+        raise NotImplementedError
 
 
 SPEC_NAMES: dict[str, str] = {event: spec_name(event) for event in HOOK_EVENTS}

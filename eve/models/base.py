@@ -1,9 +1,13 @@
-"""The ``ModelClient`` protocol and the request it takes; the loop knows nothing else of models."""
+"""The ``ModelClient`` protocol and the request it takes; the loop knows nothing else of models.
+
+``ModelFactory`` is how a framework plugin builds clients for a provider prefix of its own.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from eve.cancellation import CancelSignal
@@ -51,3 +55,14 @@ class ModelClient(Protocol):
     def model_id(self) -> str: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+class ModelFactory(Protocol):
+    """Builds the client for ``<prefix>/<name>``: called with ``name`` (after the prefix).
+
+    ``env`` is the process environment (read credentials from it, never from agent.py) and
+    ``app_root`` the agent's app root, for providers that read files of their own. Import the
+    provider's SDK inside the factory, so that ``eve --help`` never pays for it.
+    """
+
+    def __call__(self, name: str, *, env: Mapping[str, str], app_root: Path) -> ModelClient: ...

@@ -1,4 +1,8 @@
-"""Choose a model client from a model id; fall back to the offline model without credentials."""
+"""Choose a model client from a model id; fall back to the offline model without credentials.
+
+A prefix eve does not build in is looked up among the ``eve_model_providers`` of installed
+``eve.plugins`` entry points, and only then: a built-in model never loads a plugin.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from eve.models.base import ModelClient
 
 CREDENTIALS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 OFFLINE_DEFAULT = "offline/test"
+BUILTIN_PROVIDERS = frozenset({"anthropic", "openai", "offline"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,9 +49,16 @@ def create_client(model_id: str, *, app_root: Path, env: Mapping[str, str]) -> M
         return OpenAIModel(
             name, api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL")
         )
+    from eve.hooks.provided import installed_plugins, model_providers
+
+    plugins = model_providers(installed_plugins(), reserved=BUILTIN_PROVIDERS)
+    if provider not in BUILTIN_PROVIDERS and provider in plugins and name:
+        return plugins[provider].factory(name, env=env, app_root=app_root)
+    offered = "".join(f", {prefix}/<model>" for prefix in sorted(plugins))
     raise UnknownModel(
-        f"unknown model id {model_id!r}: use anthropic/<model>, openai/<model>, offline/test "
-        "or offline/script:<path>",
+        f"unknown model id {model_id!r}: use anthropic/<model>, openai/<model>{offered}, "
+        "offline/test or offline/script:<path> (other prefixes come from eve.plugins "
+        "packages: install the one that provides it)",
         model_id=model_id,
     )
 

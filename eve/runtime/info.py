@@ -29,6 +29,8 @@ from eve.runtime.load import read_manifest
 class ToolInfo(msgspec.Struct, kw_only=True):
     name: str
     description: str
+    #: where it comes from: ``tools/x.py``, ``eve:builtins/bash``, ``plugin:<entry point>/x``
+    source: str
     handling: str
     has_execute: bool
     approval: str
@@ -88,6 +90,7 @@ def _tool_info(entry: ToolEntry, inherited_from: str | None = None) -> ToolInfo:
     return ToolInfo(
         name=entry.name,
         description=entry.description,
+        source=entry.source_id,
         handling=entry.behavior.handling.kind,
         has_execute=entry.has_execute,
         approval=entry.approval.kind,

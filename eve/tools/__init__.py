@@ -1,6 +1,8 @@
-"""Tool authoring: ``from eve.tools import define_tool, tool, provider_tool``."""
+"""Tool authoring: ``from eve.tools import define_tool, tool, provider_tool`` (and ``ToolSet``
+for plugins)."""
 
 from eve.authoring.context import ToolContext
+from eve.authoring.tool_sets import ToolSet
 from eve.authoring.tools import (
     ToolDefinition,
     define_tool,
@@ -14,6 +16,7 @@ __all__ = [
     "Question",
     "ToolContext",
     "ToolDefinition",
+    "ToolSet",
     "WorkflowContext",
     "define_tool",
     "define_workflow_tool",

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from eve.errors import PluginLoadError
-from eve.hooks import PLUGIN_GROUP, HookRelay
+from eve.hooks import HookRelay
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.execution.helpers import Script, text
+from tests.hooks.installed import install, site_env
 from tests.hooks.test_relay import run
 
 PLUGIN = """
@@ -26,23 +24,6 @@ seen = []
 def turn_completed(event):
     seen.append(event.data["stop_reason"])
 """
-
-
-def install(site: Path, module: str, source: str, entry: str) -> None:
-    """What ``pip install`` leaves: a module and a dist-info naming its entry point."""
-    (site / f"{module}.py").write_text(textwrap.dedent(source))
-    info = site / f"{module}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{PLUGIN_GROUP}]\n{entry}\n")
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield tmp_path
-    for name in [n for n in sys.modules if n.startswith("eve_test_")]:
-        del sys.modules[name]
 
 
 async def test_an_installed_plugin_receives_hook_events(site: Path) -> None:
@@ -74,8 +55,7 @@ def test_plugins_can_be_left_out(site: Path) -> None:
 
 def test_eve_run_stops_at_startup_on_a_broken_plugin(site: Path, make_app: AppFactory) -> None:
     install(site, "eve_test_broken", "raise ImportError('no luck')", "broken = eve_test_broken")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
-    done = eve_run(make_app(), "hi", env={"PYTHONPATH": path})
+    done = eve_run(make_app(), "hi", env=site_env(site))
     assert done.returncode == 1
     assert "eve: the eve.plugins entry point 'broken'" in done.stderr
     assert "ImportError: no luck" in done.stderr

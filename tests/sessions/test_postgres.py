@@ -21,6 +21,8 @@ from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server, assert_dense, count, types
 from tests.sessions.test_crash_recovery import assert_finished_once, crash_app
+from tests.sessions.test_tasks import CONFIRM
+from tests.sessions.test_tasks import app as task_app
 
 #: seconds without a heartbeat before a surviving worker adopts a dead one's turns
 FAST_TIMEOUT = "2"
@@ -220,3 +222,44 @@ def test_concurrent_sessions_across_two_processes(make_app: AppFactory, postgres
         completed = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
         assert completed == ["done"]
         assert types(events)[-1] == "session.waiting"
+
+
+# --- a parked task outlives its worker ---------------------------------------------------
+
+
+def executor_of(url: str, workflow_id: str) -> str:
+    with psycopg.connect(url) as connection:
+        row = connection.execute(
+            "SELECT executor_id FROM dbos.workflow_status WHERE workflow_uuid = %s",
+            (workflow_id,),
+        ).fetchone()
+    assert row is not None, workflow_id
+    executor: str = row[0]
+    return executor
+
+
+def test_survivor_adopts_a_turn_parked_in_a_workflow_tool(
+    make_app: AppFactory, postgres_url: str
+) -> None:
+    root = task_app(
+        make_app, {"agent/tools/confirm.py": CONFIRM}, [call("confirm", slot="Friday"), say("ok")]
+    )
+    a = Server(root, env=pg_env(postgres_url, "pg-a", EVE_WORKER_TIMEOUT=FAST_TIMEOUT))
+    b = Server(root, env=pg_env(postgres_url, "pg-b", EVE_WORKER_TIMEOUT=FAST_TIMEOUT))
+    with servers(a, b) as logs:
+        session = a.create("deliver")
+        parked = a.wait_for(session, count("turn.waiting"))
+        [[request]] = [e["data"]["requests"] for e in parked if e["type"] == "input.requested"]
+        holder = executor_of(postgres_url, request["task_id"])
+        assert holder == executor_of(postgres_url, f"{session}:turn-0")
+        victim, survivor = (a, b) if holder == "pg-a-0" else (b, a)
+        victim.kill()  # and never restarted: the survivor must take turn and task
+        survivor.answer(session, request["request_id"], "yes")
+        events = survivor.wait_for(session, count("session.waiting"), timeout=60)
+    log = logs[survivor.port]
+    assert f"adopted 1 turn(s) and 1 task(s) of stopped worker {holder}" in log, log
+    assert (root / "confirmed.log").read_text() == "Friday yes\n"
+    assert_dense(events)
+    assert types(events).count("input.requested") == 1  # the replay asked nobody again
+    [result] = [e["data"] for e in events if e["type"] == "action.result"]
+    assert result["status"] == "completed"

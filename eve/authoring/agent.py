@@ -85,13 +85,23 @@ def runtime_config_key(name: str) -> ContextKey[RuntimeConfig]:
     session (so a recovered turn calls the subagent as configured). Pass it to the
     subagent's ``define_agent(runtime_config=KEY)``; set it from a tool or hook of the
     caller with ``KEY.set(RuntimeConfig(model=...))`` or a plain dict."""
-    return ContextKey(
-        name,
-        codec=Codec(
-            encode=lambda value: RuntimeConfig.model_validate(value).model_dump(mode="json"),
-            decode=RuntimeConfig.model_validate,
-        ),
-    )
+    return ContextKey(name, codec=Codec(encode=_config_data, decode=_config_value))
+
+
+def _config_data(value: Any) -> Any:
+    # an invalid value is kept as it is: the subagent call then fails with
+    # SubagentConfigInvalid, which says what is wrong, rather than the checkpoint failing
+    try:
+        return RuntimeConfig.model_validate(value).model_dump(mode="json")
+    except pydantic.ValidationError:
+        return value
+
+
+def _config_value(data: Any) -> Any:
+    try:
+        return RuntimeConfig.model_validate(data)
+    except pydantic.ValidationError:
+        return data
 
 
 @dataclass(frozen=True, kw_only=True)

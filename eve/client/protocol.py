@@ -126,8 +126,10 @@ class StreamCursor:
         self.next_index = event.meta.index + 1
         if self.turn_id is not None and event.data.get("turn_id") != self.turn_id:
             return None
-        # a subagent's turn (it carries ``parent``) ends inside the caller's, not the stream
-        if event.type in self.until and "parent" not in event.data:
+        # a subagent's turn (it carries ``parent``) ends inside the caller's, not the stream;
+        # but when it parks on a person, the caller's turn is parked too
+        delegated = "parent" in event.data
+        if event.type in self.until and (not delegated or event.type == "turn.waiting"):
             self.done = True
         return event
 

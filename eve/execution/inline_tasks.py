@@ -11,7 +11,7 @@ from eve.context.active import EveContext
 from eve.errors import EveError
 from eve.execution.setup import AgentSetup
 from eve.execution.subagents import child_node_id, child_session_id, link, run_subagent
-from eve.execution.tasks import TaskCall, failed
+from eve.execution.tasks import TaskCall, failed, task_id_under
 from eve.execution.tool_calls import ApprovalHook, CallOutcome
 from eve.execution.workflow_tools import LocalWaits, run_workflow_tool
 
@@ -25,7 +25,7 @@ class InlineTasks:
     workspace: Path = field(default_factory=Path.cwd)
 
     def task_id(self, task: TaskCall) -> str:
-        return f"{task.session_id}:{task.turn_id}:task-{task.call.id}"
+        return task_id_under(f"{task.session_id}:{task.turn_id}", task)
 
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
         if task.tool.handling == "workflow-tool":

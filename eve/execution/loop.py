@@ -197,7 +197,9 @@ class _Turn:
 
         for position in range(first, len(calls)):
             call = calls[position]
-            if self.signal.cancelled:
+            # a settled task has run: its result is recorded even when the turn was
+            # cancelled meanwhile; only calls not yet run are closed as aborted
+            if self.signal.cancelled and not (position == first and settled is not None):
                 return part(aborted=True)
             admitted: Admitted | CallOutcome | NeedsPerson
             if position == first and settled is not None:
@@ -274,6 +276,9 @@ class _Turn:
         )
         task_id = self.tasks.task_id(task)
         kind = task.tool.handling
+        if self.signal.cancelled:
+            # cancelled between parts: the task is not started, so nothing can park on it
+            return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
         await self.emit(
             "task.started", step, call_id=call.id, name=call.name, kind=kind, task_id=task_id
         )

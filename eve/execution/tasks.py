@@ -21,6 +21,9 @@ from eve.execution.tool_calls import CallOutcome, outcome, render_content
 from eve.messages import ToolCall
 from eve.runtime.resolved import ResolvedTool
 
+#: what separates a task's id from the id of the turn (or task) that started it
+TASK_MARK = ":task-"
+
 
 @dataclass(frozen=True, kw_only=True)
 class TaskCall:
@@ -49,6 +52,12 @@ class TaskRunner(Protocol):
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
         """Run the task to its end; its failures are the outcome, not exceptions."""
         ...
+
+
+def task_id_under(parent: str, task: TaskCall) -> str:
+    """``<parent>:task-<step>-<call id>``: stable for the same call when a turn is replayed,
+    and distinct even when a provider reuses call ids across the steps of a turn."""
+    return f"{parent}{TASK_MARK}{task.step_index}-{task.call.id}"
 
 
 def completed(call: ToolCall, value: object) -> CallOutcome:

@@ -28,9 +28,9 @@ from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.sessions.checkpoint import SessionCheckpoint, encode_checkpoint
-from eve.sessions.durable_steps import APPROVAL_OPTIONS
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
 from eve.sessions.tasks import turn_of

@@ -126,8 +126,15 @@ def _add_missing_columns(engine: Engine) -> None:
         for column in table.columns:
             if column.name not in present:
                 kind = column.type.compile(dialect=engine.dialect)
-                with engine.begin() as c:
-                    c.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"))
+                alter = f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"
+                try:
+                    with engine.begin() as c:
+                        c.execute(sa.text(alter))
+                except sa.exc.SQLAlchemyError:
+                    # another worker upgrading the same database added it first
+                    columns = sa.inspect(engine).get_columns(table.name)
+                    if column.name not in {found["name"] for found in columns}:
+                        raise
 
 
 class SessionStore:

@@ -1,7 +1,7 @@
 """Tasks in a durable session: each subagent call and workflow tool is a child workflow.
 
 The turn workflow starts the child with an id derived from its own and the call's
-(``<turn workflow>:task-<call id>``) and waits for its result; a recovered turn starts
+(``<turn workflow>:task-<step>-<call id>``) and waits for its result; a recovered turn starts
 the same id again and DBOS hands back the existing child instead of a second one. The
 child is recovered on its own like any workflow, so a task parked on a person, an event
 or a long sleep holds no compute and survives restarts; it is answered through the same
@@ -16,7 +16,7 @@ the same order, what it kept is rebuilt exactly.
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,22 +32,26 @@ from eve.errors import TaskCancelled
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.execution.subagents import child_node_id, child_session_id, link, run_subagent
-from eve.execution.tasks import TaskCall
+from eve.execution.tasks import TASK_MARK, TaskCall, task_id_under
 from eve.execution.tool_calls import CallOutcome, outcome
 from eve.execution.workflow_tools import progress_of, question_request, run_workflow_tool
 from eve.messages import ToolCall
 from eve.redact import redact
-from eve.sessions.durable_steps import INPUT_TOPIC, DurableApproval, DurableRecorder
+from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
+from eve.sessions.input_requests import (
+    INPUT_TOPIC,
+    WAIT_SECONDS,
+    DurableApproval,
+    InputDesk,
+    request_id_for,
+)
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 
 T = TypeVar("T")
 
 TASK_WORKFLOW = "eve.task"
-TASK_MARK = ":task-"
-#: an open-ended wait re-arms this often; each wait is one recorded DBOS operation
-_WAIT_SECONDS = 3600.0
 
 
 def turn_of(workflow_id: str) -> str:
@@ -88,7 +92,7 @@ class DurableTasks:
     workflow_id: str
 
     def task_id(self, task: TaskCall) -> str:
-        return f"{self.workflow_id}{TASK_MARK}{task.call.id}"
+        return task_id_under(self.workflow_id, task)
 
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
         config: dict[str, Any] = {}
@@ -120,26 +124,36 @@ class DurableTasks:
 class DurableWaits:
     """A workflow tool's waits as DBOS operations of its task workflow."""
 
-    host: TaskHost
-    spec: TaskSpec
     task: TaskCall
     task_id: str
-    events: TurnEvents
+    desk: InputDesk
     #: messages that arrived before the body waited for them, in arrival order
     kept: list[dict[str, Any]] = field(default_factory=list)
     asked: int = 0
+    waited: int = 0
 
     async def _next(self, wanted: Callable[[dict[str, Any]], bool], timeout: float | None) -> Any:
-        """The first message ``wanted`` accepts, kept or arriving; None after ``timeout``."""
+        """The first message ``wanted`` accepts, kept or arriving; None after ``timeout``
+        seconds in all, however many other messages arrive meanwhile."""
+        if self.task.signal.cancelled:
+            raise TaskCancelled("the turn was cancelled before the tool waited")
         for position, message in enumerate(self.kept):
             if wanted(message):
                 return self.kept.pop(position)
-        while True:
-            message = await DBOS.recv_async(
-                INPUT_TOPIC, timeout_seconds=_WAIT_SECONDS if timeout is None else timeout
+        deadline = None
+        if timeout is not None:
+            self.waited += 1
+            # recorded, so a replay waits until the same moment rather than afresh
+            start: float = await DBOS.run_step_async(
+                {"name": f"wait.start:{self.waited}"}, time.time
             )
+            deadline = start + timeout
+        while True:
+            # every branch calls recv, so a replay makes the same operations in order
+            left = WAIT_SECONDS if deadline is None else max(deadline - time.time(), 0.001)
+            message = await DBOS.recv_async(INPUT_TOPIC, timeout_seconds=left)
             if message is None:
-                if timeout is not None:
+                if deadline is not None:
                     return None
                 continue
             if not isinstance(message, dict):
@@ -161,35 +175,20 @@ class DurableWaits:
 
     async def ask(self, question: Question) -> str:
         self.asked += 1
-        request_id = _request_id(self.task_id, self.asked)
-        await DBOS.run_step_async(
-            {"name": f"input.open:{request_id}"},
-            asyncio.to_thread,
-            self.host.store.add_input_request,
-            request_id,
-            self.spec.root_session_id,
-            self.task_id,
-            question.options,
+        request_id = request_id_for(self.task_id, f"ask-{self.asked}")
+
+        async def answer(request_id: str) -> str | None:
+            try:
+                message = await self._next(lambda m: m.get("request_id") == request_id, None)
+            except TaskCancelled:
+                return None
+            return str(message.get("option_id"))
+
+        option = await self.desk.ask(
+            question_request(request_id, question, self.task_id), question.options, answer
         )
-        turn = self.spec.turn_id
-        await self.task.emitter.emit(
-            "input.requested",
-            turn_id=turn,
-            requests=[question_request(request_id, question, self.task_id)],
-        )
-        await self.task.emitter.emit("turn.waiting", turn_id=turn, on="input")
-        await self.events.flush()
-        message = await self._next(lambda m: m.get("request_id") == request_id, None)
-        option = str(message.get("option_id"))
-        await DBOS.run_step_async(
-            {"name": f"input.close:{request_id}"},
-            asyncio.to_thread,
-            self.host.store.resolve_input_request,
-            request_id,
-        )
-        await self.task.emitter.emit(
-            "input.resolved", turn_id=turn, request_id=request_id, option_id=option
-        )
+        if option is None:
+            raise TaskCancelled("the turn was cancelled while the tool asked a person")
         return option
 
     async def progress(self, value: Any) -> None:
@@ -199,12 +198,10 @@ class DurableWaits:
         async def once() -> T:
             return await fn()
 
+        # events a step's function emits would get body positions a replay (which does not
+        # run it) never gives them again; docs/workflow-tools.md says to emit outside steps
         result: T = await DBOS.run_step_async({"name": f"tool.step:{name}"}, once)
         return result
-
-
-def _request_id(task_id: str, n: int) -> str:
-    return "inp_" + hashlib.sha256(f"{task_id}\0ask-{n}".encode()).hexdigest()[:32]
 
 
 async def run_task(host: TaskHost, encoded: str) -> str:
@@ -215,12 +212,13 @@ async def run_task(host: TaskHost, encoded: str) -> str:
     events = TurnEvents(
         host.log.writer(spec.root_session_id), workflow_id=task_id, progress=progress
     )
-    emitter = EventEmitter(events, session_id=spec.session_id, tags=spec.tags)
+    caller = host.setup.node(spec.node_id)
+    # the caller's hooks see the tool's events, as they do when the task runs in process
+    emitter = EventEmitter(events, session_id=spec.session_id, hooks=caller.hooks, tags=spec.tags)
     signal = CancelSignal()
     host.running[task_id] = signal
     if await asyncio.to_thread(host.store.cancel_requested, [turn_of(task_id)]):
         signal.cancel("cancelled")
-    caller = host.setup.node(spec.node_id)
     tool = caller.agent.tool(spec.call.name)
     try:
         if tool is None or not tool.is_task:
@@ -241,7 +239,8 @@ async def run_task(host: TaskHost, encoded: str) -> str:
     finally:
         host.running.pop(task_id, None)
     await events.flush()
-    return msgspec.json.encode(result).decode()
+    # DBOS stores the result: no known secret in it, as in a step's record
+    return redact(msgspec.json.encode(result).decode())
 
 
 async def _run(
@@ -251,8 +250,19 @@ async def _run(
     task_id: str,
     events: TurnEvents,
 ) -> CallOutcome:
+    def desk(emitter: EventEmitter) -> InputDesk:
+        # a person answers through the root session, whatever depth asks
+        return InputDesk(
+            store=host.store,
+            session_id=spec.root_session_id,
+            workflow_id=task_id,
+            turn_id=spec.turn_id,
+            emitter=emitter,
+            events=events,
+        )
+
     if task.tool.handling == "workflow-tool":
-        waits = DurableWaits(host=host, spec=spec, task=task, task_id=task_id, events=events)
+        waits = DurableWaits(task=task, task_id=task_id, desk=desk(task.emitter))
         workspace: Path = host.setup.node(spec.node_id).workspace
         return await run_workflow_tool(task, waits, workspace)
     node_id = child_node_id(spec.node_id, task.call.name)
@@ -268,15 +278,7 @@ async def _run(
         session_id=session_id,
         emitter=child_emitter,
         context=context,
-        approve=DurableApproval(
-            store=host.store,
-            session_id=spec.root_session_id,
-            workflow_id=task_id,
-            turn_id=spec.turn_id,
-            emitter=child_emitter,
-            events=events,
-            signal=task.signal,
-        ),
+        approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
         recorder=DurableRecorder(events, context, set()),
     )

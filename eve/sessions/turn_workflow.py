@@ -20,8 +20,9 @@ from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import AgentSetup
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
-from eve.sessions.durable_steps import DurableApproval, DurableRecorder
+from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
+from eve.sessions.input_requests import DurableApproval, InputDesk
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
@@ -76,13 +77,15 @@ class TurnRuntime:
                 messages=checkpoint.messages,
                 max_turns=setup.max_turns,
                 approve=DurableApproval(
-                    store=self.store,
-                    session_id=session_id,
-                    workflow_id=workflow_id,
-                    turn_id=turn_id,
-                    emitter=emitter,
-                    events=events,
-                    signal=signal,
+                    InputDesk(
+                        store=self.store,
+                        session_id=session_id,
+                        workflow_id=workflow_id,
+                        turn_id=turn_id,
+                        emitter=emitter,
+                        events=events,
+                    ),
+                    signal,
                 ),
                 signal=signal,
                 emitter=emitter,

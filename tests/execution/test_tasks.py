@@ -3,6 +3,7 @@ configuration and its errors) and workflow tools (questions, events, sleeps)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 from eve.authoring.agent import RuntimeConfig
 from eve.authoring.workflow import Question
+from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
 from eve.context.active import EveContext
 from eve.errors import SubagentConfigInvalid, SubagentConfigMissing
@@ -257,3 +259,41 @@ async def test_workflow_tools_in_process_ask_sleep_and_refuse_events(
     result = await turn(setup, [])
     first = next(m for m in result.messages if isinstance(m, ToolResultMessage))
     assert first.is_error and "NoOneToAsk" in first.content
+
+
+SLEEPER = """
+    from eve.tools import WorkflowContext, define_workflow_tool
+
+    async def nap(data, ctx: WorkflowContext):
+        await ctx.sleep(60)
+        return "rested"
+
+    default = define_workflow_tool(description="Nap.", run=nap)
+"""
+
+
+async def test_a_task_cancelled_while_it_waits_reports_that_not_never_ran(
+    make_app: AppFactory,
+) -> None:
+    root = tree(make_app, **{"agent/tools/nap.py": SLEEPER})
+    write(root, "compiled.json", [])
+    write(root, "script.json", [tool_call("nap"), {"text": "never"}])
+    setup = await prepare(root, model=None, max_turns=None)
+    signal = CancelSignal()
+
+    def cancel_when_started(event: SessionEvent) -> None:
+        if event.type == "task.started":
+            asyncio.get_running_loop().call_later(0.05, signal.cancel, "cancelled")
+
+    result = await run_agent(
+        client=setup.client,
+        system=setup.agent.instructions,
+        tools=setup.agent.tools,
+        user_message="go",
+        on_event=cancel_when_started,
+        signal=signal,
+        tasks=InlineTasks(setup=setup),
+    )
+    assert result.stop_reason == "aborted"
+    nap = results(result)["nap"]
+    assert nap.is_error and "TaskCancelled" in nap.content

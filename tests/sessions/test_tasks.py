@@ -4,9 +4,11 @@ event, and a subagent whose session asks a person and whose events join the call
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+from eve.client import EveClient
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, TOOLS, call, say
 from tests.sessions.harness import Event, Server, assert_dense, count, types
@@ -187,6 +189,11 @@ def test_cancelling_a_turn_stops_its_parked_workflow_tool(make_app: AppFactory) 
     assert not (root / "confirmed.log").exists()
     [settled] = of(events, "task.settled")
     assert settled["status"] == "failed"
+    # the call ran and was cancelled while it waited: its result says so, it is not "not run"
+    [result] = of(events, "action.result")
+    assert "TaskCancelled" in result["output"]
+    [resolved] = of(events, "input.resolved")
+    assert resolved["option_id"] == "cancelled"
     assert "turn.cancelled" in types(events)
 
 
@@ -240,3 +247,76 @@ def test_a_subagent_configured_at_run_time_runs_durably_as_configured(
     helper = [r for r in of(events, "action.result") if r["name"] == "helper"]
     assert helper[0]["status"] == "failed" and "SubagentConfigMissing" in helper[0]["output"]
     assert (helper[1]["status"], helper[1]["output"]) == ("completed", "configured at run time")
+
+
+def test_an_invalid_runtime_config_fails_the_call_not_the_turn(make_app: AppFactory) -> None:
+    root = app(
+        make_app,
+        RUNTIME_HELPER,
+        [call("configure", model="no-prefix"), call("helper", message="go"), say("done")],
+    )
+    (root / "compiled.json").write_text("[]")
+    server = Server(root).start()
+    try:
+        session = server.create("go")
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    assert "turn.completed" in types(events)
+    [helper] = [r for r in of(events, "action.result") if r["name"] == "helper"]
+    assert helper["status"] == "failed" and "SubagentConfigInvalid" in helper["output"]
+    assert "needs a provider prefix" in helper["output"]
+
+
+NAPPER = """
+    from eve.tools import WorkflowContext, define_workflow_tool
+
+    async def nap(data, ctx: WorkflowContext):
+        await ctx.sleep(1)
+        return "rested"
+
+    default = define_workflow_tool(description="Nap for a second.", run=nap)
+"""
+
+
+def test_a_sleep_ends_on_time_while_other_messages_keep_arriving(make_app: AppFactory) -> None:
+    root = app(make_app, {"agent/tools/nap.py": NAPPER}, [call("nap"), say("awake")])
+    server = Server(root).start()
+    try:
+        session = server.create("nap")
+        [task] = of(server.wait_for(session, count("task.started")), "task.started")
+        events: list[Event] = []
+        # an event every 0.2 s that nothing waits for: each used to restart the whole sleep,
+        # so this loop would never see the turn end
+        for _ in range(150):
+            path = f"/session/{session}/tasks/{task['task_id']}/events"
+            server.post(path, {"name": "noise"})
+            events = server.events(session)
+            if "session.waiting" in types(events):
+                break
+            time.sleep(0.2)
+    finally:
+        server.stop()
+    [result] = of(events, "action.result")
+    assert result["output"] == "rested"
+
+
+def test_the_client_stops_where_a_subagent_parks_on_a_person(make_app: AppFactory) -> None:
+    root = app(
+        make_app,
+        {**RESEARCHER, "agent/subagents/researcher/tools/ship.py": TOOLS["ship"]},
+        {
+            "__root__": [call("researcher", message="ship a saw"), say("done")],
+            "researcher": [call("ship", item="saw"), say("shipped")],
+        },
+    )
+    server = Server(root).start()
+    try:
+        with EveClient(server.url.removesuffix("/eve/v1")) as client:
+            accepted = client.create("go")
+            assert accepted.turn_id is not None
+            events = list(client.turn_events(accepted.session_id, accepted.turn_id))
+    finally:
+        server.stop()
+    assert events[-1].type == "turn.waiting" and "parent" in events[-1].data
+    assert "input.requested" in [e.type for e in events]

@@ -1,0 +1,121 @@
+"""Asking a person from a workflow body: tool approvals and workflow tools' questions.
+
+A request is opened in the store (so an answer over the session API can find the workflow
+waiting on it and the options it offers), published as ``input.requested`` and
+``turn.waiting``, and waited for on the workflow's durable message topic, so the wait
+survives a restart and the answer is consumed exactly once. Then it is closed and
+``input.resolved`` published, with ``cancelled`` as the option when the turn was cancelled
+instead. Request ids are derived from the workflow and what asks, so a replay asks the
+same request again rather than a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS
+
+from eve.cancellation import CancelSignal
+from eve.execution.events import EventEmitter
+from eve.execution.tool_calls import ApprovalRequest
+from eve.sessions.store import SessionStore
+from eve.sessions.turn_events import TurnEvents
+
+#: the one topic of a workflow's messages: answers, events for tasks, cancel
+INPUT_TOPIC = "input"
+#: an open-ended wait re-arms this often; each wait is one recorded DBOS operation
+WAIT_SECONDS = 3600.0
+APPROVAL_OPTIONS = [
+    {"id": "approve", "label": "Approve"},
+    {"id": "deny", "label": "Deny"},
+]
+
+#: waits for the answer to a request id: the option chosen, or None when cancelled
+Answer = Callable[[str], Awaitable[str | None]]
+
+
+def request_id_for(workflow_id: str, asker: str) -> str:
+    """Stable across replays of the same workflow, distinct for every call or question."""
+    return "inp_" + hashlib.sha256(f"{workflow_id}\0{asker}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputDesk:
+    """Where one workflow asks: the session its requests belong to, and its events."""
+
+    store: SessionStore
+    #: the session a person answers through (the root session, for a task's requests)
+    session_id: str
+    workflow_id: str
+    turn_id: str
+    emitter: EventEmitter
+    events: TurnEvents
+
+    async def ask(
+        self, request: dict[str, Any], options: Sequence[str] | None, answer: Answer
+    ) -> str | None:
+        """Park on ``request`` (an ``input.requested`` entry with its ``request_id``) until
+        ``answer`` returns; ``options`` are the ids it accepts (None: approve and deny)."""
+        request_id = request["request_id"]
+        await DBOS.run_step_async(
+            {"name": f"input.open:{request_id}"},
+            asyncio.to_thread,
+            self.store.add_input_request,
+            request_id,
+            self.session_id,
+            self.workflow_id,
+            options,
+        )
+        await self.emitter.emit("input.requested", turn_id=self.turn_id, requests=[request])
+        await self.emitter.emit("turn.waiting", turn_id=self.turn_id, on="input")
+        await self.events.flush()
+        option = await answer(request_id)
+        await DBOS.run_step_async(
+            {"name": f"input.close:{request_id}"},
+            asyncio.to_thread,
+            self.store.resolve_input_request,
+            request_id,
+        )
+        await self.emitter.emit(
+            "input.resolved",
+            turn_id=self.turn_id,
+            request_id=request_id,
+            option_id="cancelled" if option is None else option,
+        )
+        return option
+
+
+class DurableApproval:
+    """An ``ApprovalHook`` that parks the turn until someone answers over the session API."""
+
+    def __init__(self, desk: InputDesk, signal: CancelSignal) -> None:
+        self.desk = desk
+        self.signal = signal
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        request_id = request_id_for(self.desk.workflow_id, request.call_id)
+        entry = {
+            "request_id": request_id,
+            "kind": "tool-approval",
+            "tool_name": request.tool_name,
+            "call_id": request.call_id,
+            "input": request.input,
+            "rule": request.rule,
+            "options": APPROVAL_OPTIONS,
+        }
+        return await self.desk.ask(entry, None, self._answer) == "approve"
+
+    async def _answer(self, request_id: str) -> str | None:
+        while True:
+            message: Any = await DBOS.recv_async(INPUT_TOPIC, timeout_seconds=WAIT_SECONDS)
+            if not isinstance(message, dict):
+                continue
+            if message.get("cancel"):
+                self.signal.cancel("cancelled")
+                return None
+            if message.get("request_id") == request_id:
+                return str(message.get("option_id"))

@@ -5,8 +5,9 @@ Names load on first use, so the ``eve`` command starts without importing pydanti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from eve._lazy import lazy_attributes
 from eve._version import __version__
 from eve.errors import EveError
 
@@ -23,9 +24,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'eve' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

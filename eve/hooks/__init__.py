@@ -5,8 +5,9 @@ The relay and the specs load on first use, so importing ``define_hook`` stays li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from eve._lazy import lazy_attributes
 from eve.authoring.hooks import HOOK_EVENTS, HookDefinition, define_hook
 
 if TYPE_CHECKING:
@@ -36,9 +37,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'eve.hooks' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -15,9 +15,9 @@ the same order, what it kept is rebuilt exactly.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -82,6 +82,10 @@ class TaskHost(Protocol):
     store: SessionStore
     log: EventLog
     running: dict[str, CancelSignal]
+
+    async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents: ...
+
+    def signal_for(self, workflow_id: str) -> AbstractAsyncContextManager[CancelSignal]: ...
 
 
 @dataclass(kw_only=True)
@@ -208,19 +212,12 @@ async def run_task(host: TaskHost, encoded: str) -> str:
     """The body of a task workflow: run the call, return its outcome as JSON."""
     spec = msgspec.json.decode(encoded, type=TaskSpec)
     task_id = DBOS.workflow_id or ""
-    progress = await asyncio.to_thread(host.store.turn_progress, task_id)
-    events = TurnEvents(
-        host.log.writer(spec.root_session_id), workflow_id=task_id, progress=progress
-    )
+    events = await host.events_of(spec.root_session_id, task_id)
     caller = host.setup.node(spec.node_id)
     # the caller's hooks see the tool's events, as they do when the task runs in process
     emitter = EventEmitter(events, session_id=spec.session_id, hooks=caller.hooks, tags=spec.tags)
-    signal = CancelSignal()
-    host.running[task_id] = signal
-    if await asyncio.to_thread(host.store.cancel_requested, [turn_of(task_id)]):
-        signal.cancel("cancelled")
     tool = caller.agent.tool(spec.call.name)
-    try:
+    async with host.signal_for(task_id) as signal:
         if tool is None or not tool.is_task:
             result = outcome(spec.call, f"{spec.call.name} is no task of {spec.node_id}", "failed")
         else:
@@ -236,8 +233,6 @@ async def run_task(host: TaskHost, encoded: str) -> str:
                 signal=signal,
             )
             result = await _run(host, spec, task, task_id, events)
-    finally:
-        host.running.pop(task_id, None)
     await events.flush()
     # DBOS stores the result: no known secret in it, as in a step's record
     return redact(msgspec.json.encode(result).decode())

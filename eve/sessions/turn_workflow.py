@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from dbos import DBOS
@@ -47,11 +48,29 @@ class TurnRuntime:
     cancel_poll_seconds: float = 0.25
     running: dict[str, CancelSignal] = field(default_factory=dict)
 
+    async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents:
+        """The sink of a workflow body writing into ``session_id``'s log, which skips what an
+        earlier run of the same body already wrote."""
+        progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
+        return TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
+
+    @contextlib.asynccontextmanager
+    async def signal_for(self, workflow_id: str) -> AsyncIterator[CancelSignal]:
+        """The cancel signal of a turn or task running here while the block runs; set
+        already when its turn was cancelled before it (re)started."""
+        signal = CancelSignal()
+        self.running[workflow_id] = signal
+        try:
+            if await asyncio.to_thread(self.store.cancel_requested, [turn_of(workflow_id)]):
+                signal.cancel("cancelled")
+            yield signal
+        finally:
+            self.running.pop(workflow_id, None)
+
     async def run_turn(self, session_id: str, turn: int, message: str) -> str:
         workflow_id = DBOS.workflow_id or turn_workflow_id(session_id, turn)
         turn_id = f"turn_{turn}"
-        progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
-        events = TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
+        events = await self.events_of(session_id, workflow_id)
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
         raw = await DBOS.run_step_async(
             {"name": "checkpoint.load"},
@@ -63,50 +82,45 @@ class TurnRuntime:
         context = EveContext(session_id=session_id)
         context.restore(checkpoint.state)
         approved_once = set(checkpoint.approved_once)
-        signal = CancelSignal()
-        self.running[workflow_id] = signal
-        if await asyncio.to_thread(self.store.cancel_requested, [workflow_id]):
-            signal.cancel("cancelled")
         setup = self.setup
         try:
-            result = await run_agent(
-                client=setup.client,
-                system=setup.agent.instructions,
-                tools=setup.agent.tools,
-                user_message=message,
-                messages=checkpoint.messages,
-                max_turns=setup.max_turns,
-                approve=DurableApproval(
-                    InputDesk(
-                        store=self.store,
-                        session_id=session_id,
-                        workflow_id=workflow_id,
-                        turn_id=turn_id,
-                        emitter=emitter,
-                        events=events,
+            async with self.signal_for(workflow_id) as signal:
+                result = await run_agent(
+                    client=setup.client,
+                    system=setup.agent.instructions,
+                    tools=setup.agent.tools,
+                    user_message=message,
+                    messages=checkpoint.messages,
+                    max_turns=setup.max_turns,
+                    approve=DurableApproval(
+                        InputDesk(
+                            store=self.store,
+                            session_id=session_id,
+                            workflow_id=workflow_id,
+                            turn_id=turn_id,
+                            emitter=emitter,
+                            events=events,
+                        ),
+                        signal,
                     ),
-                    signal,
-                ),
-                signal=signal,
-                emitter=emitter,
-                session_id=session_id,
-                turn_id=turn_id,
-                workspace=setup.workspace,
-                context_budget_tokens=setup.context_budget_tokens,
-                approved_once=approved_once,
-                context=context,
-                recorder=DurableRecorder(events, context, approved_once),
-                tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
-                reasoning=setup.reasoning,
-            )
+                    signal=signal,
+                    emitter=emitter,
+                    session_id=session_id,
+                    turn_id=turn_id,
+                    workspace=setup.workspace,
+                    context_budget_tokens=setup.context_budget_tokens,
+                    approved_once=approved_once,
+                    context=context,
+                    recorder=DurableRecorder(events, context, approved_once),
+                    tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
+                    reasoning=setup.reasoning,
+                )
         except Exception as error:
             # run_agent already published turn.failed; the session takes the next message
             log.warning("turn %s failed: %s", workflow_id, type(error).__name__)
             await emitter.emit("session.waiting", turn_id=turn_id)
             await events.flush()
             return "failed"
-        finally:
-            self.running.pop(workflow_id, None)
         ended = await self._finish(session_id, checkpoint, context, approved_once, result)
         # hooks of session.completed read the state the session ended with
         with use_context(context):
@@ -164,8 +178,7 @@ class TurnRuntime:
 
     async def reset(self, session_id: str) -> str:
         workflow_id = DBOS.workflow_id or f"{session_id}:reset"
-        progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
-        events = TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
+        events = await self.events_of(session_id, workflow_id)
         await DBOS.run_step_async(
             {"name": "checkpoint.clear"},
             asyncio.to_thread,

@@ -67,6 +67,18 @@ def app(make_app: AppFactory, files: dict[str, str], responses: Any) -> Path:
     return root
 
 
+def shipping_researcher(make_app: AppFactory, item: str, answer: str) -> Path:
+    """The root delegates to a researcher whose own ``ship`` tool needs approval."""
+    return app(
+        make_app,
+        {**RESEARCHER, "agent/subagents/researcher/tools/ship.py": TOOLS["ship"]},
+        {
+            "__root__": [call("researcher", message=f"ship a {item}"), say(answer)],
+            "researcher": [call("ship", item=item), say(f"shipped the {item}")],
+        },
+    )
+
+
 def of(events: list[Event], type_: str) -> list[dict[str, Any]]:
     return [e["data"] for e in events if e["type"] == type_]
 
@@ -137,14 +149,7 @@ def test_a_workflow_tool_waits_for_an_event_sent_to_its_task(make_app: AppFactor
 def test_a_subagent_session_asks_through_its_caller_and_its_events_are_linked(
     make_app: AppFactory,
 ) -> None:
-    root = app(
-        make_app,
-        {**RESEARCHER, "agent/subagents/researcher/tools/ship.py": TOOLS["ship"]},
-        {
-            "__root__": [call("researcher", message="ship a hammer"), say("the researcher did it")],
-            "researcher": [call("ship", item="hammer"), say("shipped the hammer")],
-        },
-    )
+    root = shipping_researcher(make_app, "hammer", "the researcher did it")
     server = Server(root).start()
     try:
         session = server.create("get it done")
@@ -302,14 +307,7 @@ def test_a_sleep_ends_on_time_while_other_messages_keep_arriving(make_app: AppFa
 
 
 def test_the_client_stops_where_a_subagent_parks_on_a_person(make_app: AppFactory) -> None:
-    root = app(
-        make_app,
-        {**RESEARCHER, "agent/subagents/researcher/tools/ship.py": TOOLS["ship"]},
-        {
-            "__root__": [call("researcher", message="ship a saw"), say("done")],
-            "researcher": [call("ship", item="saw"), say("shipped")],
-        },
-    )
+    root = shipping_researcher(make_app, "saw", "done")
     server = Server(root).start()
     try:
         with EveClient(server.url.removesuffix("/eve/v1")) as client:

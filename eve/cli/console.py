@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 
 
 def _short(value: Any, limit: int = 100) -> str:

@@ -17,7 +17,7 @@ from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.errors import EveError, SessionNotActive
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.sessions import InputResponse, SessionService, resolve_settings

@@ -18,7 +18,7 @@ from eve.cli.agent_setup import prepare
 from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest

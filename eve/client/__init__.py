@@ -17,7 +17,7 @@ from eve.client.async_client import AsyncEveClient
 from eve.client.protocol import TURN_END, Accepted
 from eve.client.sync_client import EveClient
 from eve.errors import APIError, ClientError, ServerUnreachable
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 
 __all__ = [
     "TURN_END",

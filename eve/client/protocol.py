@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from eve.errors import APIError, ServerUnreachable
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 
 PREFIX = "/eve/v1"
 

@@ -23,7 +23,7 @@ from eve.client.protocol import (
     session_path,
     unreachable,
 )
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 
 
 class EveClient:

@@ -1,4 +1,4 @@
-"""Session events: one envelope type for everything the loop publishes, in eve's vocabulary."""
+"""The event emitter: numbers a session's events and hands them to the sink, then the hooks."""
 
 from __future__ import annotations
 
@@ -7,56 +7,11 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-import msgspec
+from eve.events import EventMeta, EventType, SessionEvent
 
-EventType = Literal[
-    "session.started",
-    "turn.started",
-    "message.received",
-    "step.started",
-    "reasoning.appended",
-    "message.appended",
-    "message.completed",
-    "actions.requested",
-    "input.requested",
-    "input.resolved",
-    "action.partial",
-    "skill.loaded",
-    "task.started",
-    "task.settled",
-    "action.result",
-    "step.completed",
-    "step.failed",
-    "turn.completed",
-    "turn.failed",
-    "turn.cancelled",
-    "turn.waiting",
-    "session.waiting",
-    "session.completed",
-    "session.reset",
-    "session.failed",
-    "hook.failed",
-]
-
-
-class EventMeta(msgspec.Struct, frozen=True, kw_only=True):
-    #: ``evt_`` + a time-ordered unique suffix
-    id: str
-    #: ISO-8601 UTC timestamp
-    at: str
-    #: position in the session's event log, from 0
-    index: int
-
-
-class SessionEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """``{type, data, meta}``; ``data`` always carries ``session_id``, ``turn_id`` and, inside a
-    step, ``step_index``."""
-
-    type: EventType
-    data: dict[str, Any]
-    meta: EventMeta
+__all__ = ["EventEmitter", "EventMeta", "EventSink", "EventType", "HookDispatcher", "SessionEvent"]
 
 
 EventSink = Callable[[SessionEvent], Awaitable[None] | None]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from eve.authoring.hooks import HOOK_EVENTS
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 
 if TYPE_CHECKING:
     from eve.authoring.tool_sets import ToolSet

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.messages import Message
 from eve.redact import redact
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import msgspec
 import sqlalchemy as sa
 
-from eve.execution.events import EventMeta, SessionEvent
+from eve.events import EventMeta, SessionEvent
 from eve.redact import redact
 from eve.sessions.store import EventRow, SessionStore
 

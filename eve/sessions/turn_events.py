@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 
 import msgspec
 
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.sessions.event_log import Pending, SessionWriter
 from eve.sessions.store import TurnProgress
 

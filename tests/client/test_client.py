@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from eve.client import TURN_END, APIError, AsyncEveClient, EveClient, ServerUnreachable
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server, free_port

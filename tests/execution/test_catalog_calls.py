@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eve.authoring.context import ToolContext
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.tool_calls import ApprovalRequest
 from eve.manifest import AgentConfig, AgentNode, Instructions, SkillEntry

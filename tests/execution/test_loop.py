@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from eve.cancellation import CancelSignal
 from eve.context import define_state
 from eve.errors import EmptyModelResponse, TranscriptWriteFailed
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.execution.loop import run_agent
 from eve.execution.tool_calls import ApprovalRequest
 from eve.execution.transcript import load_transcript

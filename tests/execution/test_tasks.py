@@ -16,7 +16,7 @@ from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
 from eve.context.active import EveContext
 from eve.errors import SubagentConfigInvalid, SubagentConfigMissing
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from eve.context import EveContext, define_state, use_context
-from eve.execution.events import SessionEvent
+from eve.events import SessionEvent
 from eve.execution.loop import run_agent
 from eve.hooks import HookRelay, define_hook, hookimpl
 from eve.models.function import FunctionModel

@@ -1,3 +1,3 @@
 """The installed eve version, written into compile metadata."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,14 +1,461 @@
-"""The session event vocabulary: the envelope every event travels in, on the wire and to hooks.
+"""The session event vocabulary: one Struct per event type, a tagged union on ``type``.
 
-Boundary data: the loop, sessions, the server, the client and hooks import it; it imports
-none of them."""
+Every event travels as ``{type, data, meta}``: on the wire (the NDJSON stream, ``eve run
+--json``), in the event log, in durable step records and to hooks. ``data`` is the event's
+own Struct, named after it (``turn.completed`` → ``TurnCompleted`` with ``TurnCompletedData``);
+what every event's data carries is ``EventData``. Boundary data: the loop, sessions, the
+server, the client and hooks import this module; it imports none of them.
+
+Adding an event type: a ``<Name>Data(EventData)`` with its fields, a ``<Name>(Event,
+tag="<type>")`` whose ``data`` is it, a member of ``SessionEvent``, a row in the event table
+of docs/http-api.md (tests/test_docs.py checks the table against these types), and the emit
+call. Emitting code builds only the data (``TurnStartedData(turn_id=...)``); the emitter
+adds ``session_id``, the delegation link and ``meta``.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_type_hints
 
 import msgspec
 
+from eve.messages import StopReason
+from eve.usage import TokenUsage
+
+#: how a turn ended: the model answered, the max-turns limit, or cancelled
+TurnStop = Literal["complete", "max_turns", "aborted"]
+#: a tool call's outcome: ran, failed (the model sees the error), refused by an approval rule
+ResultStatus = Literal["completed", "failed", "rejected"]
+#: what runs outside a step (``execution.tasks``)
+TaskKind = Literal["subagent", "workflow-tool"]
+
+
+class EventMeta(msgspec.Struct, frozen=True, kw_only=True):
+    #: ``evt_`` + a time-ordered unique suffix
+    id: str
+    #: ISO-8601 UTC timestamp
+    at: str
+    #: position in the session's event log, from 0
+    index: int
+
+
+class ParentLink(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a delegated (subagent) session's events come from: its caller's session and call."""
+
+    session_id: str
+    call_id: str
+
+
+class Delegation(msgspec.Struct, frozen=True, kw_only=True):
+    """What every event of a delegated (subagent) session carries besides its own data."""
+
+    node_id: str
+    parent: ParentLink
+
+
+class _Wire(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Optional fields are left out of the JSON when unset, as they always were."""
+
+
+class EventData(_Wire, frozen=True, kw_only=True):
+    """What every event's data carries."""
+
+    #: the session the event belongs to (a subagent's own session id for its events)
+    session_id: str = ""
+    #: a subagent's events: the node (``researcher``) and the call that started its session
+    node_id: str | None = None
+    parent: ParentLink | None = None
+    turn_id: str | None = None
+    #: inside a step: which model call of the turn, from 0
+    step_index: int | None = None
+    #: a durable step that ran again after a crash: which run (1 for the first re-run)
+    attempt: int | None = None
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """The envelope: ``type`` (the tag), the event's ``data`` and its ``meta``."""
+
+    data: EventData
+    meta: EventMeta
+
+    @property
+    def type(self) -> EventType:
+        """The event's type (``turn.completed``): the tag it is encoded with."""
+        tag: EventType = self.__struct_config__.tag  # type: ignore[assignment]
+        return tag
+
+
+# --- sessions ----------------------------------------------------------------------------
+
+
+class SessionStartedData(EventData, frozen=True, kw_only=True):
+    pass
+
+
+class SessionStarted(Event, frozen=True, kw_only=True, tag="session.started"):
+    """A session was created (before its first turn)."""
+
+    data: SessionStartedData
+
+
+class SessionWaitingData(EventData, frozen=True, kw_only=True):
+    pass
+
+
+class SessionWaiting(Event, frozen=True, kw_only=True, tag="session.waiting"):
+    """A turn ended and the session takes the next message."""
+
+    data: SessionWaitingData
+
+
+class SessionCompletedData(EventData, frozen=True, kw_only=True):
+    #: why the session ended (``max_input_tokens_per_session`` …)
+    reason: str
+
+
+class SessionCompleted(Event, frozen=True, kw_only=True, tag="session.completed"):
+    """The session ended: it takes no more messages."""
+
+    data: SessionCompletedData
+
+
+class SessionResetData(EventData, frozen=True, kw_only=True):
+    pass
+
+
+class SessionReset(Event, frozen=True, kw_only=True, tag="session.reset"):
+    """History and state were cleared."""
+
+    data: SessionResetData
+
+
+# --- turns -------------------------------------------------------------------------------
+
+
+class TurnStartedData(EventData, frozen=True, kw_only=True):
+    pass
+
+
+class TurnStarted(Event, frozen=True, kw_only=True, tag="turn.started"):
+    """A turn began."""
+
+    data: TurnStartedData
+
+
+class MessageReceivedData(EventData, frozen=True, kw_only=True):
+    #: the user's message as the model receives it
+    message: str
+
+
+class MessageReceived(Event, frozen=True, kw_only=True, tag="message.received"):
+    """The turn's user message was recorded."""
+
+    data: MessageReceivedData
+
+
+class TurnCompletedData(EventData, frozen=True, kw_only=True):
+    stop_reason: TurnStop
+    #: the turn's tokens, all its steps together
+    usage: TokenUsage
+
+
+class TurnCompleted(Event, frozen=True, kw_only=True, tag="turn.completed"):
+    """A turn ended normally (an answer, or the max-turns limit)."""
+
+    data: TurnCompletedData
+
+
+class TurnFailedData(EventData, frozen=True, kw_only=True):
+    #: ``ErrorName: message``, redacted
+    error: str
+
+
+class TurnFailed(Event, frozen=True, kw_only=True, tag="turn.failed"):
+    """A turn ended with an error; the session takes the next message."""
+
+    data: TurnFailedData
+
+
+class TurnCancelledData(EventData, frozen=True, kw_only=True):
+    reason: str
+
+
+class TurnCancelled(Event, frozen=True, kw_only=True, tag="turn.cancelled"):
+    """A turn was cancelled; calls it had not run are closed as failed."""
+
+    data: TurnCancelledData
+
+
+class TurnWaitingData(EventData, frozen=True, kw_only=True):
+    #: what the turn waits for: a person's answer
+    on: Literal["input"]
+
+
+class TurnWaiting(Event, frozen=True, kw_only=True, tag="turn.waiting"):
+    """A turn parked until someone answers its ``input.requested``."""
+
+    data: TurnWaitingData
+
+
+# --- steps and the model's output --------------------------------------------------------
+
+
+class StepStartedData(EventData, frozen=True, kw_only=True):
+    pass
+
+
+class StepStarted(Event, frozen=True, kw_only=True, tag="step.started"):
+    """A model call is about to be made."""
+
+    data: StepStartedData
+
+
+class ReasoningAppendedData(EventData, frozen=True, kw_only=True):
+    reasoning_delta: str
+
+
+class ReasoningAppended(Event, frozen=True, kw_only=True, tag="reasoning.appended"):
+    """A piece of the model's reasoning, as it streams."""
+
+    data: ReasoningAppendedData
+
+
+class MessageAppendedData(EventData, frozen=True, kw_only=True):
+    message_delta: str
+
+
+class MessageAppended(Event, frozen=True, kw_only=True, tag="message.appended"):
+    """A piece of the model's text, as it streams."""
+
+    data: MessageAppendedData
+
+
+class MessageCompletedData(EventData, frozen=True, kw_only=True):
+    #: the step's whole text
+    message: str
+    finish_reason: StopReason
+
+
+class MessageCompleted(Event, frozen=True, kw_only=True, tag="message.completed"):
+    """The model's text for this step is complete."""
+
+    data: MessageCompletedData
+
+
+class StepCompletedData(EventData, frozen=True, kw_only=True):
+    finish_reason: StopReason
+    #: the turn's tokens so far
+    usage: TokenUsage
+
+
+class StepCompleted(Event, frozen=True, kw_only=True, tag="step.completed"):
+    """A model call and every tool call it asked for are done."""
+
+    data: StepCompletedData
+
+
+# --- tool calls --------------------------------------------------------------------------
+
+
+class ActionRequest(_Wire, frozen=True, kw_only=True):
+    """One call of ``actions.requested``, as it runs."""
+
+    call_id: str
+    name: str
+    input: dict[str, Any]
+    #: the tool the model called to reach this one (``eve__tool`` for a catalog entry)
+    via: str | None = None
+
+
+class ActionsRequestedData(EventData, frozen=True, kw_only=True):
+    actions: list[ActionRequest]
+
+
+class ActionsRequested(Event, frozen=True, kw_only=True, tag="actions.requested"):
+    """The model asked for tool calls."""
+
+    data: ActionsRequestedData
+
+
+class ActionPartialData(EventData, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    #: a string as the tool gave it, anything else as JSON data
+    partial: Any
+
+
+class ActionPartial(Event, frozen=True, kw_only=True, tag="action.partial"):
+    """A running tool's progress (a generator's yield, a workflow tool's ``progress``)."""
+
+    data: ActionPartialData
+
+
+class ActionResultData(EventData, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    status: ResultStatus
+    #: what the model reads
+    output: str
+
+
+class ActionResult(Event, frozen=True, kw_only=True, tag="action.result"):
+    """A tool call's one result."""
+
+    data: ActionResultData
+
+
+class SkillLoadedData(EventData, frozen=True, kw_only=True):
+    call_id: str
+    #: the skill's name
+    name: str
+
+
+class SkillLoaded(Event, frozen=True, kw_only=True, tag="skill.loaded"):
+    """An ``eve__skill`` call loaded a skill."""
+
+    data: SkillLoadedData
+
+
+class TaskStartedData(EventData, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    kind: TaskKind
+    task_id: str
+
+
+class TaskStarted(Event, frozen=True, kw_only=True, tag="task.started"):
+    """A call began to run as a task (a subagent, a workflow tool)."""
+
+    data: TaskStartedData
+
+
+class TaskSettledData(EventData, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    task_id: str
+    status: ResultStatus
+
+
+class TaskSettled(Event, frozen=True, kw_only=True, tag="task.settled"):
+    """A task ended; its ``action.result`` follows."""
+
+    data: TaskSettledData
+
+
+# --- people ------------------------------------------------------------------------------
+
+
+class Option(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    label: str
+
+
+class _Request(_Wire, frozen=True, kw_only=True, tag_field="kind"):
+    request_id: str
+    #: the tool whose call asks
+    tool_name: str
+    call_id: str
+    #: what the person may answer (``optionId`` in the answer)
+    options: list[Option]
+
+    @property
+    def kind(self) -> Literal["tool-approval", "question"]:
+        """``tool-approval`` or ``question``: the tag it is encoded with."""
+        tag: Literal["tool-approval", "question"] = self.__struct_config__.tag  # type: ignore[assignment]
+        return tag
+
+
+class ToolApprovalRequest(_Request, frozen=True, kw_only=True, tag="tool-approval"):
+    """May this call run? Options ``approve`` and ``deny``."""
+
+    input: dict[str, Any]
+    #: the approval rule that asks: ``always``, ``once`` or ``policy``
+    rule: str
+
+
+class QuestionRequest(_Request, frozen=True, kw_only=True, tag="question"):
+    """A workflow tool's question, with its own options."""
+
+    question: str
+    task_id: str
+
+
+InputRequest = ToolApprovalRequest | QuestionRequest
+
+
+class InputRequestedData(EventData, frozen=True, kw_only=True):
+    requests: list[InputRequest]
+
+
+class InputRequested(Event, frozen=True, kw_only=True, tag="input.requested"):
+    """A person must answer before the turn goes on."""
+
+    data: InputRequestedData
+
+
+class InputResolvedData(EventData, frozen=True, kw_only=True):
+    request_id: str
+    #: the option chosen, or ``cancelled`` when the turn was cancelled first
+    option_id: str
+
+
+class InputResolved(Event, frozen=True, kw_only=True, tag="input.resolved"):
+    """A request was answered (or cancelled)."""
+
+    data: InputResolvedData
+
+
+# --- hooks -------------------------------------------------------------------------------
+
+
+class HookFailedData(EventData, frozen=True, kw_only=True):
+    #: the hook's name, or ``eve.plugins:<entry point>`` for a framework plugin
+    hook: str
+    #: where its code is
+    source: str
+    #: the type of the event it failed on
+    event: str
+    #: ``ErrorName: message``, redacted
+    error: str
+
+
+class HookFailed(Event, frozen=True, kw_only=True, tag="hook.failed"):
+    """A hook raised; the others ran and the turn went on."""
+
+    data: HookFailedData
+
+
+SessionEvent = (
+    SessionStarted
+    | TurnStarted
+    | MessageReceived
+    | StepStarted
+    | ReasoningAppended
+    | MessageAppended
+    | MessageCompleted
+    | ActionsRequested
+    | InputRequested
+    | InputResolved
+    | ActionPartial
+    | SkillLoaded
+    | TaskStarted
+    | TaskSettled
+    | ActionResult
+    | StepCompleted
+    | TurnCompleted
+    | TurnFailed
+    | TurnCancelled
+    | TurnWaiting
+    | SessionWaiting
+    | SessionCompleted
+    | SessionReset
+    | HookFailed
+)
+"""Any session event; ``match`` on its class (or ``event.type``) to read its data."""
+
+EVENT_CLASSES: tuple[type[Event], ...] = get_args(SessionEvent)
+#: every event type, in the order a session produces them
+EVENT_TYPES: tuple[str, ...] = tuple(str(c.__struct_config__.tag) for c in EVENT_CLASSES)
 EventType = Literal[
     "session.started",
     "turn.started",
@@ -26,7 +473,6 @@ EventType = Literal[
     "task.settled",
     "action.result",
     "step.completed",
-    "step.failed",
     "turn.completed",
     "turn.failed",
     "turn.cancelled",
@@ -34,24 +480,48 @@ EventType = Literal[
     "session.waiting",
     "session.completed",
     "session.reset",
-    "session.failed",
     "hook.failed",
 ]
+_EVENT_OF_DATA: dict[type[EventData], type[Event]] = {
+    get_type_hints(cls)["data"]: cls for cls in EVENT_CLASSES
+}
 
 
-class EventMeta(msgspec.Struct, frozen=True, kw_only=True):
-    #: ``evt_`` + a time-ordered unique suffix
-    id: str
-    #: ISO-8601 UTC timestamp
-    at: str
-    #: position in the session's event log, from 0
-    index: int
+def event_class(data: EventData) -> type[Event]:
+    """The event whose data ``data`` is (``TurnStartedData`` → ``TurnStarted``)."""
+    return _EVENT_OF_DATA[type(data)]
 
 
-class SessionEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """``{type, data, meta}``; ``data`` always carries ``session_id``, ``turn_id`` and, inside a
-    step, ``step_index``."""
+def event_of(data: EventData, meta: EventMeta) -> SessionEvent:
+    """The event carrying ``data``."""
+    event: SessionEvent = event_class(data)(data=data, meta=meta)  # type: ignore[assignment]
+    return event
 
-    type: EventType
+
+class OtherEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """An event of a type this eve does not know (a newer server's), kept as plain data."""
+
+    type: str
     data: dict[str, Any]
     meta: EventMeta
+
+
+_decoder = msgspec.json.Decoder(SessionEvent)
+_other = msgspec.json.Decoder(OtherEvent)
+
+
+def decode_event(line: bytes | str) -> SessionEvent:
+    """One event as the stream and the event log hold it; raises ``msgspec`` errors."""
+    return _decoder.decode(line)
+
+
+def decode_any_event(line: bytes | str) -> SessionEvent | OtherEvent:
+    """Like ``decode_event``, but an unknown type becomes an ``OtherEvent`` (for clients
+    of a server newer than themselves)."""
+    try:
+        return _decoder.decode(line)
+    except msgspec.ValidationError:
+        other = _other.decode(line)
+        if other.type in EVENT_TYPES:
+            raise
+        return other

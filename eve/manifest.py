@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -27,7 +27,7 @@ METADATA_PATH = ".eve/compile/compile-metadata.json"
 
 ReasoningLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 Severity = Literal["error", "warning"]
-#: ``subagent`` is never compiled: the runtime declares a node's subagents as tools
+#: how the loop runs a tool: the tag of its entry (``subagent`` is never compiled)
 HandlingKind = Literal["dispatch", "provider-tool", "workflow-tool", "subagent"]
 ApprovalKind = Literal["never", "always", "once", "policy"]
 SchemaSource = Literal["pydantic", "json-schema"]
@@ -94,16 +94,6 @@ class Approval(Base, frozen=True, kw_only=True):
     kind: ApprovalKind
 
 
-class Handling(Base, frozen=True, kw_only=True):
-    """How the loop runs a tool: call its execute, leave it to the provider, or a workflow."""
-
-    kind: HandlingKind
-
-
-class Behavior(Base, frozen=True, kw_only=True):
-    handling: Handling
-
-
 class ProviderToolSpec(Base, frozen=True, kw_only=True):
     """What the model provider needs to run a provider-executed tool."""
 
@@ -112,30 +102,70 @@ class ProviderToolSpec(Base, frozen=True, kw_only=True):
     config: dict[str, Any] = {}
 
 
-class ToolEntry(Base, frozen=True, kw_only=True):
-    """A tool as declared: everything about it that JSON can hold."""
+class _Tool(Base, frozen=True, kw_only=True, tag_field="kind"):
+    """What every tool entry holds; ``kind`` (the tag) says how the loop runs it."""
 
     name: str
     description: str
     logical_path: str
     source_id: str
     #: ``default`` or the module-level name the definition was found under
-    export_name: str
+    export_name: str = "default"
     #: ``default`` was a factory, evaluated again at resolve time
     factory: bool = False
-    has_execute: bool
-    has_model_output_projection: bool = False
-    #: the JSON Schema sent to the model (``None`` for provider tools)
-    input_schema: dict[str, Any] | None
+    available_in_subagents: bool = True
+
+    @property
+    def handling(self) -> HandlingKind:
+        """How the loop runs it: the entry's tag (``dispatch``, ``workflow-tool`` …)."""
+        kind: HandlingKind = self.__struct_config__.tag  # type: ignore[assignment]
+        return kind
+
+
+class _LocalTool(_Tool, frozen=True, kw_only=True):
+    """A tool eve runs itself: the model sees its input schema; approval and deferral apply."""
+
+    #: the JSON Schema sent to the model
+    input_schema: dict[str, Any]
     #: where the input schema came from; the resolver prefers a live pydantic model
-    schema_source: SchemaSource | None = None
+    schema_source: SchemaSource = "json-schema"
     output_schema: dict[str, Any] | None = None
     approval: Approval = Approval(kind="never")
     deferred: bool = False
-    available_in_subagents: bool = True
+
+
+class FunctionToolEntry(_LocalTool, frozen=True, kw_only=True, tag="dispatch"):
+    """A tool whose ``execute(input, ctx)`` runs inside the step that calls it."""
+
+    has_model_output_projection: bool = False
     ends_turn: bool = False
-    behavior: Behavior
-    provider: ProviderToolSpec | None = None
+
+
+class WorkflowToolEntry(_LocalTool, frozen=True, kw_only=True, tag="workflow-tool"):
+    """A tool whose ``run(input, ctx)`` runs as a task (a child workflow when durable)."""
+
+
+class ProviderToolEntry(_Tool, frozen=True, kw_only=True, tag="provider-tool"):
+    """A tool the model provider runs; eve declares it and never imports its module."""
+
+    provider: ProviderToolSpec
+
+
+class SubagentToolEntry(_Tool, frozen=True, kw_only=True, tag="subagent"):
+    """A direct subagent as its caller's model sees it. Never compiled: the runtime derives
+    it from the subagent's node (``runtime.delegation``)."""
+
+    input_schema: dict[str, Any]
+    #: the node the call runs (``researcher``, ``researcher/reviewer``)
+    node_id: str
+
+
+#: a compiled tool: what ``AgentNode.tools`` holds
+ToolEntry = FunctionToolEntry | WorkflowToolEntry | ProviderToolEntry
+#: any tool a session may have, subagents included
+AnyToolEntry = FunctionToolEntry | WorkflowToolEntry | ProviderToolEntry | SubagentToolEntry
+#: the tools eve runs (the model calls them by their input schema)
+RunnableToolEntry = FunctionToolEntry | WorkflowToolEntry | SubagentToolEntry
 
 
 class SkillEntry(Base, frozen=True, kw_only=True):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+
+#: why a model response ended, in eve's words (each provider's own reasons map onto these)
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"]
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):

@@ -307,6 +307,8 @@ def manifest_structs() -> dict[str, type[msgspec.Struct]]:
         if isinstance(value, type)
         and issubclass(value, msgspec.Struct)
         and value.__module__ == "eve.manifest"
+        # a private base (``_Tool``) is documented through the entries that extend it
+        and not name.startswith("_")
     }
 
 

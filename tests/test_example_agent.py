@@ -10,7 +10,9 @@ from typing import Any
 from eve.authoring.context import ToolContext
 from eve.compiler import check_artifacts
 from eve.context import EveContext, use_context
+from eve.manifest import ProviderToolEntry
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from eve.runtime.resolved import ResolvedFunctionTool
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import REPO_ROOT
 from tests.sessions.harness import Event, Server, count, script
@@ -23,7 +25,7 @@ async def example_agent() -> ResolvedAgent:
 
 def call(agent: ResolvedAgent, name: str, data: dict[str, Any], session: str) -> Any:
     tool = agent.tool(name)
-    assert tool is not None and tool.execute is not None and tool.validator is not None
+    assert isinstance(tool, ResolvedFunctionTool)
     return tool.execute(
         tool.validator.validate(data), ToolContext(session_id=session, call_id="c", tool_name=name)
     )
@@ -37,10 +39,11 @@ def test_committed_artifacts_are_fresh() -> None:
 async def test_example_has_every_required_part() -> None:
     loaded = load_compiled_agent(REPO_ROOT)
     root = loaded.manifest.nodes["__root__"]
-    kinds = {t.name: t.behavior.handling.kind for t in root.tools}
+    kinds = {t.name: t.handling for t in root.tools}
     assert kinds["web_search"] == "provider-tool"
     assert [s.name for s in root.skills] == ["returns-policy"]
-    assert [t.name for t in root.tools if t.deferred] == ["gift_wrap"]
+    deferred = [t.name for t in root.tools if not isinstance(t, ProviderToolEntry) and t.deferred]
+    assert deferred == ["gift_wrap"]
     assert root.subagents == ["researcher"]
     bindings = root.bindings
     assert (
@@ -263,7 +266,7 @@ async def test_the_researcher_is_offered_as_a_tool_and_lacks_what_subagents_may_
     agent = await example_agent()
     researcher = await resolve_agent(loaded.manifest, loaded.module_map, "researcher")
     offered = agent.tool("researcher")
-    assert offered is not None and offered.handling == "subagent"
+    assert offered is not None and offered.entry.handling == "subagent"
     assert offered.description.startswith("Researches how an item's price changed")
     names = {t.name for t in researcher.tools}
     # place_order and confirm_delivery say available_in_subagents=False

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 3
-FINGERPRINT = "sha256:48b3416dbc87e97fbbc4655f4088bf89b9a1e74e76062f0f4fee289d8e85deee"
+SCHEMA_VERSION = 4
+FINGERPRINT = "sha256:739f7f84092d43a69a20478bcdf0aa8d809326f45ff27dd34820e00665767054"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

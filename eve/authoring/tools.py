@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_type_hints, overload
+from typing import Any, get_type_hints, overload
 
 import pydantic
 
@@ -16,7 +16,6 @@ from eve.errors import AuthoringError
 
 InputSchema = type[pydantic.BaseModel] | dict[str, Any]
 Execute = Callable[[Any, ToolContext], Any]
-ToolKind = Literal["dispatch", "provider-tool", "workflow-tool"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,36 +27,64 @@ class ProviderSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolDefinition:
-    """A tool as authored. The file name under ``tools/`` is its name.
+    """A tool as authored; one of ``FunctionTool``, ``WorkflowTool`` or ``ProviderTool``. The
+    file name under ``tools/`` is its name."""
 
-    ``execute(input, ctx)`` receives the validated input: an instance of ``input_model`` when
-    the schema is a pydantic model, otherwise a dict checked against ``input_json_schema``.
-    """
-
-    kind: ToolKind
     description: str
-    input_model: type[pydantic.BaseModel] | None = None
-    input_json_schema: dict[str, Any] | None = None
-    execute: Execute | None = None
-    workflow: Execute | None = None
-    output_schema: dict[str, Any] | None = None
-    #: ``output_schema`` came from a pydantic model (so it needs no meta-schema check)
-    output_schema_generated: bool = False
-    approval: ApprovalRule = NEVER
-    to_model_output: Callable[[Any], Any] | None = None
-    deferred: bool = False
     available_in_subagents: bool = True
-    ends_turn: bool = False
-    provider: ProviderSpec | None = None
     #: the module whose code made this definition; a module that merely imports one does
     #: not count it as its own (see the export rule)
     defined_in: str | None = None
 
-    def json_schema(self) -> dict[str, Any] | None:
+
+@dataclass(frozen=True, kw_only=True)
+class _LocalDefinition(ToolDefinition):
+    """A tool eve runs: it has an input schema, an approval rule, and may be deferred.
+
+    The body receives the validated input: an instance of ``input_model`` when the schema is
+    a pydantic model, otherwise a dict checked against ``input_json_schema``.
+    """
+
+    input_model: type[pydantic.BaseModel] | None = None
+    input_json_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    #: ``output_schema`` came from a pydantic model (so it needs no meta-schema check)
+    output_schema_generated: bool = False
+    approval: ApprovalRule = NEVER
+    deferred: bool = False
+
+    def json_schema(self) -> dict[str, Any]:
         """The input schema as the model sees it."""
         if self.input_model is not None:
             return self.input_model.model_json_schema()
-        return self.input_json_schema
+        return self.input_json_schema or {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FunctionTool(_LocalDefinition):
+    """``execute(input, ctx)`` runs in the step that calls it: sync, async or an async
+    generator (each yield a partial snapshot, the last one the result)."""
+
+    execute: Execute
+    to_model_output: Callable[[Any], Any] | None = None
+    ends_turn: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowTool(_LocalDefinition):
+    """``run(input, ctx)`` runs as a task with a ``WorkflowContext``."""
+
+    run: Execute
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderTool(ToolDefinition):
+    """A tool the model provider runs: declared, never executed here."""
+
+    provider: ProviderSpec
+
+
+AnyToolDefinition = FunctionTool | WorkflowTool | ProviderTool
 
 
 def _split_schema(
@@ -107,7 +134,7 @@ def define_tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
     ends_turn: bool = False,
-) -> ToolDefinition:
+) -> FunctionTool:
     """Define a tool whose ``execute(input, ctx)`` runs in this process.
 
     ``execute`` may be sync, async or an async generator (each yield is a partial snapshot,
@@ -115,13 +142,10 @@ def define_tool(
     """
     if not callable(execute):
         raise AuthoringError("define_tool(execute=...) must be a function")
-    return _local_tool(
-        "dispatch",
+    return FunctionTool(
+        **_local_fields(input_schema, output_schema, approval),
         defined_in=caller_module(),
         description=_require_description(description, "define_tool"),
-        input_schema=input_schema,
-        output_schema=output_schema,
-        approval=approval,
         execute=execute,
         to_model_output=to_model_output,
         deferred=deferred,
@@ -139,7 +163,7 @@ def define_workflow_tool(
     approval: ApprovalRule | ApprovalPolicy | None = None,
     deferred: bool = False,
     available_in_subagents: bool = True,
-) -> ToolDefinition:
+) -> WorkflowTool:
     """Define a tool whose body runs as a task: ``async def run(input, ctx)`` with a
     ``WorkflowContext`` (``sleep``, ``wait_for_event``, ``ask``, ``progress``, ``step``).
 
@@ -150,39 +174,30 @@ def define_workflow_tool(
         raise AuthoringError(
             "define_workflow_tool(run=...) must be an async function: run(input, ctx)"
         )
-    return _local_tool(
-        "workflow-tool",
+    return WorkflowTool(
+        **_local_fields(input_schema, output_schema, approval),
         defined_in=caller_module(),
         description=_require_description(description, "define_workflow_tool"),
-        input_schema=input_schema,
-        output_schema=output_schema,
-        approval=approval,
-        workflow=run,
+        run=run,
         deferred=deferred,
         available_in_subagents=available_in_subagents,
     )
 
 
-def _local_tool(
-    kind: ToolKind,
-    *,
-    description: str,
+def _local_fields(
     input_schema: InputSchema | None,
     output_schema: InputSchema | None,
     approval: ApprovalRule | ApprovalPolicy | None,
-    **rest: Any,
-) -> ToolDefinition:
+) -> dict[str, Any]:
+    """The schema and approval fields every local tool definition normalizes alike."""
     model, schema = _split_schema(input_schema)
-    return ToolDefinition(
-        kind=kind,
-        description=description,
-        input_model=model,
-        input_json_schema=schema,
-        output_schema=_output_schema(output_schema),
-        output_schema_generated=_is_model(output_schema),
-        approval=normalize_approval(approval),
-        **rest,
-    )
+    return {
+        "input_model": model,
+        "input_json_schema": schema,
+        "output_schema": _output_schema(output_schema),
+        "output_schema_generated": _is_model(output_schema),
+        "approval": normalize_approval(approval),
+    }
 
 
 def provider_tool(
@@ -192,17 +207,15 @@ def provider_tool(
     description: str,
     config: dict[str, Any] | None = None,
     available_in_subagents: bool = True,
-) -> ToolDefinition:
+) -> ProviderTool:
     """Declare a tool the model provider executes (web search and the like).
 
     It has no local execute: its module is read at compile time and never imported at run time.
     """
     if not provider or not type:
         raise AuthoringError("provider_tool needs provider= and type= (e.g. 'anthropic')")
-    return ToolDefinition(
-        kind="provider-tool",
+    return ProviderTool(
         description=_require_description(description, "provider_tool"),
-        input_json_schema=None,
         provider=ProviderSpec(provider=provider, type=type, config=dict(config or {})),
         available_in_subagents=available_in_subagents,
         defined_in=caller_module(),
@@ -268,7 +281,7 @@ def _keyword_execute(fn: Callable[..., Any], ctx_name: str | None) -> Execute:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> ToolDefinition: ...
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def tool(
     *,
@@ -279,7 +292,7 @@ def tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
     ends_turn: bool = False,
-) -> Callable[[Callable[..., Any]], ToolDefinition]: ...
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
     /,
@@ -291,17 +304,16 @@ def tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
     ends_turn: bool = False,
-) -> ToolDefinition | Callable[[Callable[..., Any]], ToolDefinition]:
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a typed function a tool: its signature is the schema, its docstring the description.
 
     A parameter annotated ``ToolContext`` receives the call context and is not in the schema.
     """
 
-    def build(function: Callable[..., Any]) -> ToolDefinition:
+    def build(function: Callable[..., Any]) -> FunctionTool:
         hints = get_type_hints(function, include_extras=True)
         ctx_name = _context_parameter(function, hints)
-        return ToolDefinition(
-            kind="dispatch",
+        return FunctionTool(
             description=_require_description(
                 description or function.__doc__, f"@tool {function.__name__}"
             ),

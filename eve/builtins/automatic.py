@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eve.manifest import Behavior, Handling, ToolEntry
+from eve.manifest import FunctionToolEntry
 
 SEARCH_TOOL = "eve__search"
 SKILL_TOOL = "eve__skill"
@@ -19,20 +19,16 @@ CALL_TOOL = "eve__tool"
 AUTOMATIC_TOOLS = frozenset({SEARCH_TOOL, SKILL_TOOL, CALL_TOOL})
 
 
-def declaration(name: str, description: str, input_schema: dict[str, Any]) -> ToolEntry:
+def declaration(name: str, description: str, input_schema: dict[str, Any]) -> FunctionToolEntry:
     """The tool entry of an automatic built-in, shaped like a compiled one so that ``eve info``
     and the loop treat it as any other tool (it has no module: ``logical_path`` is empty)."""
     assert name in AUTOMATIC_TOOLS, name
-    return ToolEntry(
+    return FunctionToolEntry(
         name=name,
         description=description,
         logical_path="",
         source_id=f"eve:builtins/{name}",
-        export_name="default",
-        has_execute=True,
         input_schema=input_schema,
-        schema_source="json-schema",
-        behavior=Behavior(handling=Handling(kind="dispatch")),
     )
 
 

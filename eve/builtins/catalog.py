@@ -28,7 +28,7 @@ from eve.builtins.automatic import (
     plural,
 )
 from eve.errors import ToolInputInvalid
-from eve.manifest import SkillEntry, ToolEntry
+from eve.manifest import FunctionToolEntry, SkillEntry, ToolEntry, WorkflowToolEntry
 
 #: a search shows at most this many entries, best first, and says how many it left out
 SEARCH_MAX_RESULTS = 20
@@ -54,13 +54,9 @@ class CatalogEntry:
         return _WORD.findall(f"{self.name} {self.description}".lower())
 
 
-def catalog_tools(tools: Sequence[ToolEntry]) -> list[ToolEntry]:
-    """The deferred tools eve can run itself (a provider tool is never deferred)."""
-    return [
-        t
-        for t in tools
-        if t.deferred and t.input_schema is not None and t.behavior.handling.kind != "provider-tool"
-    ]
+def catalog_tools(tools: Sequence[ToolEntry]) -> list[FunctionToolEntry | WorkflowToolEntry]:
+    """The deferred tools (a provider tool is never deferred: the provider runs it)."""
+    return [t for t in tools if isinstance(t, FunctionToolEntry | WorkflowToolEntry) and t.deferred]
 
 
 def catalog_of(tools: Sequence[ToolEntry], skills: Sequence[SkillEntry]) -> list[CatalogEntry]:
@@ -111,7 +107,7 @@ def _holdings(catalog: Sequence[CatalogEntry]) -> str:
     return f"{plural(tools, 'tool')} and {plural(len(catalog) - tools, 'skill')}"
 
 
-def search_declaration(catalog: Sequence[CatalogEntry]) -> ToolEntry:
+def search_declaration(catalog: Sequence[CatalogEntry]) -> FunctionToolEntry:
     """``eve__search`` as the model sees it, saying what the catalog holds."""
     assert catalog, "eve__search comes only with a catalog"
     tools = sum(entry.kind == "tool" for entry in catalog)
@@ -141,7 +137,7 @@ def search_declaration(catalog: Sequence[CatalogEntry]) -> ToolEntry:
     )
 
 
-def call_declaration() -> ToolEntry:
+def call_declaration() -> FunctionToolEntry:
     """``eve__tool`` as the model sees it."""
     return declaration(
         CALL_TOOL,

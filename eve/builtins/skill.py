@@ -20,10 +20,10 @@ from eve.authoring.tools import Execute
 from eve.builtins._limits import READ_MAX_BYTES, capped_text
 from eve.builtins.automatic import SKILL_TOOL, declaration
 from eve.errors import StaleArtifacts, ToolInputInvalid
-from eve.manifest import SkillEntry, ToolEntry
+from eve.manifest import FunctionToolEntry, SkillEntry
 
 
-def skill_declaration(skills: Sequence[SkillEntry]) -> ToolEntry:
+def skill_declaration(skills: Sequence[SkillEntry]) -> FunctionToolEntry:
     """``eve__skill`` as the model sees it: the skills listed in its description."""
     assert skills, "eve__skill comes only with skills"
     listing = "\n".join(f"- {skill.name}: {skill.description}" for skill in skills)

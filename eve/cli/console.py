@@ -7,7 +7,16 @@ from typing import Any
 
 import click
 
-from eve.events import SessionEvent
+from eve.events import (
+    ActionPartial,
+    ActionResult,
+    ActionsRequested,
+    MessageAppended,
+    MessageCompleted,
+    SessionEvent,
+    SkillLoaded,
+    TaskStarted,
+)
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -18,22 +27,22 @@ def _short(value: Any, limit: int = 100) -> str:
 
 def activity(event: SessionEvent) -> list[str]:
     """The stderr lines an event shows as (tool calls, results, tasks), without indent."""
-    data = event.data
-    if event.type == "actions.requested":
-        lines = []
-        for action in data["actions"]:
-            args = ", ".join(f"{k}={_short(v, 40)}" for k, v in action["input"].items())
-            lines.append(f"→ {action['name']}({args})")
-        return lines
-    if event.type == "action.result":
-        mark = {"completed": "←", "failed": "✗", "rejected": "⊘"}[data["status"]]
-        return [f"{mark} {data['name']}: {_short(data['output'])}"]
-    if event.type == "action.partial":
-        return [f"… {data['name']}: {_short(data['partial'])}"]
-    if event.type == "skill.loaded":
-        return [f"✦ loaded skill {data['name']}"]
-    if event.type == "task.started":
-        return [f"⇢ {data['name']} started ({data['kind']})"]
+    match event:
+        case ActionsRequested(data=data):
+            lines = []
+            for action in data.actions:
+                args = ", ".join(f"{k}={_short(v, 40)}" for k, v in action.input.items())
+                lines.append(f"→ {action.name}({args})")
+            return lines
+        case ActionResult(data=data):
+            mark = {"completed": "←", "failed": "✗", "rejected": "⊘"}[data.status]
+            return [f"{mark} {data.name}: {_short(data.output)}"]
+        case ActionPartial(data=data):
+            return [f"… {data.name}: {_short(data.partial)}"]
+        case SkillLoaded(data=data):
+            return [f"✦ loaded skill {data.name}"]
+        case TaskStarted(data=data):
+            return [f"⇢ {data.name} started ({data.kind})"]
     return []
 
 
@@ -48,20 +57,19 @@ class ConsoleRenderer:
         self.mid_line = False
 
     def __call__(self, event: SessionEvent) -> None:
-        data = event.data
-        delegated = "parent" in data
-        if event.type == "message.appended" and self.stream_text and not delegated:
-            sys.stdout.write(data["message_delta"])
+        delegated = event.data.parent is not None
+        if isinstance(event, MessageAppended) and self.stream_text and not delegated:
+            sys.stdout.write(event.data.message_delta)
             sys.stdout.flush()
             self.mid_line = True
             return
         lines = activity(event)
-        if delegated and event.type == "message.completed":
-            lines = [f"says: {_short(data['message'], 200)}"]
+        if delegated and isinstance(event, MessageCompleted):
+            lines = [f"says: {_short(event.data.message, 200)}"]
         if not lines:
             return
         self.end_line()
-        prefix = f"  [{data.get('node_id', 'subagent')}] " if delegated else "  "
+        prefix = f"  [{event.data.node_id or 'subagent'}] " if delegated else "  "
         for line in lines:
             click.echo(prefix + line, err=True)
 

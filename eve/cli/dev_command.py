@@ -6,10 +6,8 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
-import msgspec
 from prompt_toolkit import PromptSession
 
 from eve.cli.agent_setup import ensure_compiled, prepare
@@ -17,13 +15,22 @@ from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.errors import EveError, SessionNotActive
-from eve.events import SessionEvent
+from eve.events import (
+    InputRequest,
+    InputRequested,
+    InputResolved,
+    SessionCompleted,
+    SessionWaiting,
+    ToolApprovalRequest,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    decode_event,
+)
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.sessions import InputResponse, SessionService, resolve_settings
 from eve.sessions.settings import SESSIONS_DIR
-
-_decoder = msgspec.json.Decoder(SessionEvent)
 
 HELP = """commands:
   /new    start a new conversation
@@ -55,8 +62,6 @@ class _Input:
 
 
 DEV_SESSION_FILE = "dev-session"
-#: after one of these, nothing the turn asked a person is waiting any more
-TURN_ENDS = ("turn.completed", "turn.failed", "turn.cancelled")
 #: dev's own worker name, so it never takes turns of an ``eve serve`` on the same database
 DEV_WORKER = "eve-dev"
 
@@ -111,19 +116,19 @@ class DevSession:
     async def catch_up(self) -> None:
         """Skip what was already shown; finish a turn the last run left running, asking
         again whatever it was waiting for a person to answer."""
-        waiting: dict[str, dict[str, Any]] = {}
+        waiting: dict[str, InputRequest] = {}
         events = await self.service.events(self.session_id, 0, follow=False)
         async for payload in events:
             if not payload:
                 continue
             self.cursor += 1
-            event = _decoder.decode(payload)
-            if event.type == "input.requested":
-                waiting.update((r["request_id"], r) for r in event.data["requests"])
-            elif event.type == "input.resolved":
-                waiting.pop(event.data["request_id"], None)
-            elif event.type in TURN_ENDS:
-                waiting.clear()
+            match decode_event(payload):
+                case InputRequested(data=data):
+                    waiting.update((r.request_id, r) for r in data.requests)
+                case InputResolved(data=data):
+                    waiting.pop(data.request_id, None)
+                case TurnCompleted() | TurnFailed() | TurnCancelled():
+                    waiting.clear()
         if await self.service.engine.active_turns(self.session_id):
             click.echo("eve: finishing the turn the last run left behind", err=True)
             if waiting:
@@ -164,46 +169,45 @@ class DevSession:
             if not payload:
                 continue
             self.cursor += 1
-            event = _decoder.decode(payload)
+            event = decode_event(payload)
             self.renderer(event)
-            data = event.data
-            if turn_id is not None and data.get("turn_id") not in (turn_id, None):
+            if turn_id is not None and event.data.turn_id not in (turn_id, None):
                 continue
-            if event.type == "input.requested":
-                await self.answer(data["requests"])
-            elif "parent" in data:
+            if isinstance(event, InputRequested):
+                await self.answer(event.data.requests)
+            elif event.data.parent is not None:
                 continue  # a subagent's turn ends inside this one
-            elif event.type == "turn.failed":
+            elif isinstance(event, TurnFailed):
                 self.renderer.end_line()
-                click.echo(f"eve: {data.get('error')}", err=True)
-            elif event.type == "turn.cancelled":
+                click.echo(f"eve: {event.data.error}", err=True)
+            elif isinstance(event, TurnCancelled):
                 self.renderer.end_line()
                 click.echo("eve: turn cancelled", err=True)
-            elif event.type in ("session.waiting", "session.completed"):
+            elif isinstance(event, SessionWaiting | SessionCompleted):
                 self.renderer.end_line()
-                if event.type == "session.completed":
-                    click.echo(f"eve: the session ended ({data.get('reason')})", err=True)
+                if isinstance(event, SessionCompleted):
+                    click.echo(f"eve: the session ended ({event.data.reason})", err=True)
                 return
 
-    async def answer(self, requests: list[dict[str, Any]]) -> None:
+    async def answer(self, requests: list[InputRequest]) -> None:
         self.renderer.end_line()
         responses = []
         for request in requests:
             option = await self.choose(request)
             if option is None:
                 return
-            responses.append(InputResponse(request_id=request["request_id"], option_id=option))
+            responses.append(InputResponse(request_id=request.request_id, option_id=option))
         await self.service.respond(self.session_id, responses)
 
-    async def choose(self, request: dict[str, Any]) -> str | None:
+    async def choose(self, request: InputRequest) -> str | None:
         """The option picked for one request; None when input ended."""
-        if request.get("kind") != "question":
-            asked = f"  allow {request['tool_name']}({request['input']})? [y/N] "
+        if isinstance(request, ToolApprovalRequest):
+            asked = f"  allow {request.tool_name}({request.input})? [y/N] "
             said = (await self.input.line(asked) or "").strip().lower()
             return "approve" if said in ("y", "yes") else "deny"
-        options = [option["id"] for option in request["options"]]
+        options = [option.id for option in request.options]
         while True:
-            asked = f"  {request['tool_name']} asks: {request['question']} [{'/'.join(options)}] "
+            asked = f"  {request.tool_name} asks: {request.question} [{'/'.join(options)}] "
             reply = await self.input.line(asked)
             if reply is None:
                 return None

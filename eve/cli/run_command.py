@@ -19,6 +19,7 @@ from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.events import SessionEvent
+from eve.execution.environment import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
@@ -106,23 +107,15 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     install_interrupt(cancel)
     renderer = ConsoleRenderer(stream_text=False)
     approve = approval_hook(options.yes)
-    result = await run_agent(
-        client=setup.client,
-        system=setup.agent.instructions,
-        tools=setup.agent.tools,
-        user_message=prompt,
-        messages=load_transcript(session) if session else (),
-        max_turns=setup.max_turns,
-        approve=approve,
+    env = TurnEnvironment(
         signal=cancel,
-        transcript=session,
         on_event=_json_sink if as_json else renderer,
-        workspace=setup.workspace,
-        context_budget_tokens=setup.context_budget_tokens,
-        hooks=setup.hooks,
         tasks=InlineTasks(setup=setup, approve=approve, ask=question_hook()),
-        reasoning=setup.reasoning,
+        approve=approve,
+        transcript=session,
     )
+    history = load_transcript(session) if session else ()
+    result = await run_agent(setup, prompt, history=history, env=env)
     if not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)
     if result.stop_reason == "max_turns":

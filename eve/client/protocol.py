@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from eve.errors import APIError, ServerUnreachable
-from eve.events import SessionEvent
+from eve.events import OtherEvent, SessionEvent, decode_any_event
 
 PREFIX = "/eve/v1"
 
@@ -120,15 +120,17 @@ class StreamCursor:
         if not line.strip():
             return None
         self._failing_since, self._attempts = None, 0
-        event = msgspec.json.decode(line, type=SessionEvent)
+        event = decode_any_event(line)
         if event.meta.index < self.next_index:
             return None
         self.next_index = event.meta.index + 1
-        if self.turn_id is not None and event.data.get("turn_id") != self.turn_id:
+        if isinstance(event, OtherEvent):
+            return None  # a newer server's event type: nothing this client acts on
+        if self.turn_id is not None and event.data.turn_id != self.turn_id:
             return None
         # a subagent's turn (it carries ``parent``) ends inside the caller's, not the stream;
         # but when it parks on a person, the caller's turn is parked too
-        delegated = "parent" in event.data
+        delegated = event.data.parent is not None
         if event.type in self.until and (not delegated or event.type == "turn.waiting"):
             self.done = True
         return event

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import jsonschema
 import msgspec
 
 from eve.authoring.agent import AgentConfigModel
 from eve.authoring.hooks import HookDefinition
-from eve.authoring.tools import ToolDefinition
+from eve.authoring.tools import FunctionTool, ProviderTool, ToolDefinition, WorkflowTool
 from eve.compiler.cache import CompileCache
 from eve.compiler.load import LoadFailure
 from eve.manifest import (
     AgentConfig,
     Approval,
-    Behavior,
     Compaction,
-    Handling,
+    FunctionToolEntry,
     HookEntry,
     Limits,
+    ProviderToolEntry,
     ProviderToolSpec,
+    SchemaSource,
     ToolEntry,
+    WorkflowToolEntry,
 )
 
 
@@ -59,48 +61,75 @@ def tool_entry(
     factory: bool,
     cache: CompileCache | None = None,
 ) -> ToolEntry:
-    """The manifest entry for one tool definition."""
-    provider = definition.provider
-    model = definition.input_model
-    schema = cache.json_schema(model) if cache and model else definition.json_schema()
-    return ToolEntry(
+    """The manifest entry for one tool definition, of the definition's kind."""
+    where = _ToolFields(
         name=name,
         description=definition.description,
         logical_path=logical_path,
         source_id=source_id,
         export_name=export_name,
         factory=factory,
-        has_execute=definition.execute is not None,
-        has_model_output_projection=definition.to_model_output is not None,
-        input_schema=_json_ready(
-            schema,
-            "input_schema",
-            logical_path,
-            generated=definition.input_model is not None,
-        ),
-        schema_source=(
-            None
-            if definition.kind == "provider-tool"
-            else "pydantic"
-            if definition.input_model is not None
-            else "json-schema"
-        ),
+        available_in_subagents=definition.available_in_subagents,
+    )
+    match definition:
+        case ProviderTool(provider=spec):
+            config = ProviderToolSpec(provider=spec.provider, type=spec.type, config=spec.config)
+            return ProviderToolEntry(**where, provider=config)
+        case FunctionTool():
+            return FunctionToolEntry(
+                **where,
+                **_local_fields(definition, logical_path, cache),
+                has_model_output_projection=definition.to_model_output is not None,
+                ends_turn=definition.ends_turn,
+            )
+        case WorkflowTool():
+            return WorkflowToolEntry(**where, **_local_fields(definition, logical_path, cache))
+    raise LoadFailure(
+        "compile/export-invalid",
+        f"{logical_path}: {type(definition).__name__} is not a kind of tool eve knows",
+        path=logical_path,
+    )
+
+
+class _ToolFields(TypedDict):
+    """What every tool entry holds (``manifest._Tool``)."""
+
+    name: str
+    description: str
+    logical_path: str
+    source_id: str
+    export_name: str
+    factory: bool
+    available_in_subagents: bool
+
+
+class _LocalFields(TypedDict):
+    """What a tool eve runs holds besides (``manifest._LocalTool``)."""
+
+    input_schema: dict[str, Any]
+    schema_source: SchemaSource
+    output_schema: dict[str, Any] | None
+    approval: Approval
+    deferred: bool
+
+
+def _local_fields(
+    definition: FunctionTool | WorkflowTool, path: str, cache: CompileCache | None
+) -> _LocalFields:
+    model = definition.input_model
+    schema = cache.json_schema(model) if cache and model else definition.json_schema()
+    generated = model is not None
+    return _LocalFields(
+        input_schema=_json_ready(schema, "input_schema", path, generated=generated) or {},
+        schema_source="pydantic" if generated else "json-schema",
         output_schema=_json_ready(
             definition.output_schema,
             "output_schema",
-            logical_path,
+            path,
             generated=definition.output_schema_generated,
         ),
         approval=Approval(kind=definition.approval.kind),
         deferred=definition.deferred,
-        available_in_subagents=definition.available_in_subagents,
-        ends_turn=definition.ends_turn,
-        behavior=Behavior(handling=Handling(kind=definition.kind)),
-        provider=(
-            ProviderToolSpec(provider=provider.provider, type=provider.type, config=provider.config)
-            if provider is not None
-            else None
-        ),
     )
 
 

@@ -48,10 +48,12 @@ from eve.manifest import (
     CompiledManifest,
     CompileMetadata,
     DiagnosticsFile,
+    FunctionToolEntry,
     Generator,
     HookEntry,
     Instructions,
     PluginDistribution,
+    ProviderToolEntry,
     SkillEntry,
     ToolEntry,
     encode,
@@ -155,7 +157,7 @@ class _NodeCompiler:
         except LoadFailure as failure:
             self.failure(failure, node.node_id)
             return None
-        if entry.has_execute:
+        if isinstance(entry, FunctionToolEntry):
             self.lint_state(path, node.node_id)
         return entry
 
@@ -224,9 +226,9 @@ class _NodeCompiler:
         compile_reads = {path for _, path in node.tools} | {path for _, path in node.hooks}
         if node.agent_module:
             compile_reads.add(node.agent_module)
-        runtime_roots = {
-            e.logical_path for e in tools if e.behavior.handling.kind != "provider-tool"
-        } | {e.logical_path for e in hooks}
+        runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
+            e.logical_path for e in hooks
+        }
         bindings = node_bindings(
             graph=self.graph,
             sources=self.discovery.sources,

@@ -20,7 +20,7 @@ from eve.compiler.load import LoadFailure
 from eve.compiler.normalize import tool_entry
 from eve.errors import PluginLoadError
 from eve.hooks.provided import ProvidedToolSet, installed_plugins, tool_sets
-from eve.manifest import ModuleBinding, PluginDistribution, ToolEntry
+from eve.manifest import ModuleBinding, PluginDistribution, ProviderToolEntry, ToolEntry
 
 
 @dataclass(kw_only=True)
@@ -68,7 +68,7 @@ class ToolSetCompiler:
                     source_id=entry.source_id,
                     entry_point=provided.origin.entry_point,
                     module_id=module_id,
-                    runtime_entry=entry.behavior.handling.kind != "provider-tool",
+                    runtime_entry=not isinstance(entry, ProviderToolEntry),
                 )
         return compiled
 

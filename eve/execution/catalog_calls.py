@@ -13,9 +13,9 @@ nothing runnable is left as it is, and ``eve__tool``'s execute explains what to 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from eve.builtins.automatic import AUTOMATIC_TOOLS, CALL_TOOL, SKILL_TOOL
+from eve.events import ActionRequest
 from eve.execution.tool_calls import CallOutcome
 from eve.messages import ToolCall
 from eve.runtime.resolved import ResolvedTool
@@ -41,11 +41,15 @@ def as_entries(calls: Sequence[ToolCall], tools: Mapping[str, ResolvedTool]) -> 
     return [as_entry(call, tools) for call in calls]
 
 
-def requested(call: ToolCall, runs_as: ToolCall) -> dict[str, Any]:
+def requested(call: ToolCall, runs_as: ToolCall) -> ActionRequest:
     """One action of ``actions.requested``: the call as it runs, and ``via`` when the model
     made it through ``eve__tool``."""
-    action: dict[str, Any] = {"call_id": runs_as.id, "name": runs_as.name, "input": runs_as.input}
-    return action if runs_as is call else {**action, "via": call.name}
+    return ActionRequest(
+        call_id=runs_as.id,
+        name=runs_as.name,
+        input=runs_as.input,
+        via=None if runs_as is call else call.name,
+    )
 
 
 def loaded_skill(call: ToolCall, result: CallOutcome) -> str | None:

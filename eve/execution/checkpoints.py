@@ -19,8 +19,8 @@ from typing import Literal, Protocol
 import msgspec
 
 from eve.execution.tool_calls import CallOutcome
-from eve.messages import ToolCall
-from eve.models.events import StopReason, TokenUsage
+from eve.messages import StopReason, ToolCall
+from eve.usage import TokenUsage
 
 
 class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,25 +32,45 @@ class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):
     usage: TokenUsage
 
 
-class StepPart(msgspec.Struct, frozen=True, kw_only=True):
-    """What one part of a step produced, from the call at ``first_call`` on."""
+class _Part(msgspec.Struct, frozen=True, kw_only=True, tag_field="stop"):
+    """What one part of a step produced, from the call at ``first_call`` on; the tag
+    (``stop``) says how the part ended."""
 
     #: the model's response; only the first part of a step (``first_call`` 0) has one
     response: ModelResponse | None = None
     first_call: int = 0
     #: the results of the calls this part ran or refused, in order
     outcomes: list[CallOutcome] = []
-    #: the call (an index into the response's calls) that waits for a person, and its rule
-    ask: int | None = None
-    ask_rule: str | None = None
-    #: the call that runs as a task (a subagent or workflow tool), outside any part
-    task: int | None = None
-    #: the turn was cancelled before the call after the last outcome
-    aborted: bool = False
 
     @property
     def next_call(self) -> int:
         return self.first_call + len(self.outcomes)
+
+
+class RanAll(_Part, frozen=True, kw_only=True, tag="ran-all"):
+    """Every call from ``first_call`` on has its result (or the response asked for none)."""
+
+
+class AsksPerson(_Part, frozen=True, kw_only=True, tag="asks-person"):
+    """Stopped before ``call`` (an index into the response's calls): a person must approve
+    it by ``rule`` first."""
+
+    call: int
+    rule: str
+
+
+class StartsTask(_Part, frozen=True, kw_only=True, tag="starts-task"):
+    """Stopped before ``call``, which runs as a task (a subagent or workflow tool), outside
+    any part."""
+
+    call: int
+
+
+class Aborted(_Part, frozen=True, kw_only=True, tag="aborted"):
+    """The turn was cancelled before the call after the last outcome."""
+
+
+StepPart = RanAll | AsksPerson | StartsTask | Aborted
 
 
 Produce = Callable[[], Awaitable[StepPart]]

@@ -5,14 +5,13 @@ from __future__ import annotations
 import inspect
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from eve.events import EventMeta, EventType, SessionEvent
+import msgspec
 
-__all__ = ["EventEmitter", "EventMeta", "EventSink", "EventType", "HookDispatcher", "SessionEvent"]
-
+from eve.events import Delegation, EventData, EventMeta, SessionEvent, event_of
 
 EventSink = Callable[[SessionEvent], Awaitable[None] | None]
 
@@ -42,34 +41,39 @@ class EventEmitter:
         session_id: str,
         start_index: int = 0,
         hooks: HookDispatcher | None = None,
-        tags: Mapping[str, Any] | None = None,
+        delegation: Delegation | None = None,
     ) -> None:
         self.sink = sink
         self.session_id = session_id
         self._next = [start_index]
         self.hooks = hooks
-        #: data every event of this emitter carries (a delegated session's link to its caller)
-        self.tags = dict(tags or {})
+        #: a delegated session's link to its caller, carried by every event of this emitter
+        self.delegation = delegation
 
     @property
     def index(self) -> int:
         return self._next[0]
 
     def delegate(
-        self, *, session_id: str, hooks: HookDispatcher | None, tags: Mapping[str, Any]
+        self, *, session_id: str, hooks: HookDispatcher | None, delegation: Delegation
     ) -> EventEmitter:
         """An emitter for a delegated session whose events go into this stream, numbered
-        with this emitter's, each carrying ``tags``."""
-        child = EventEmitter(self.sink, session_id=session_id, hooks=hooks, tags=tags)
+        with this emitter's, each carrying ``delegation``."""
+        child = EventEmitter(self.sink, session_id=session_id, hooks=hooks, delegation=delegation)
         child._next = self._next
         return child
 
-    async def emit(self, type: EventType, **data: Any) -> SessionEvent:
-        event = SessionEvent(
-            type=type,
-            data={"session_id": self.session_id, **self.tags, **data},
-            meta=EventMeta(id=new_event_id(), at=datetime.now(UTC).isoformat(), index=self.index),
+    async def emit(self, data: EventData) -> SessionEvent:
+        """Publish the event whose data is ``data``, with this session's id and link."""
+        link = self.delegation
+        data = msgspec.structs.replace(
+            data,
+            session_id=self.session_id,
+            node_id=link.node_id if link else data.node_id,
+            parent=link.parent if link else data.parent,
         )
+        meta = EventMeta(id=new_event_id(), at=datetime.now(UTC).isoformat(), index=self.index)
+        event = event_of(data, meta)
         self._next[0] += 1
         if self.sink is not None:
             outcome = self.sink(event)

@@ -10,10 +10,17 @@ from eve.authoring.workflow import AskHook
 from eve.context.active import EveContext
 from eve.errors import EveError
 from eve.execution.setup import AgentSetup
-from eve.execution.subagents import child_node_id, child_session_id, link, run_subagent
+from eve.execution.subagents import (
+    child_environment,
+    child_node_id,
+    child_session_id,
+    link,
+    run_subagent,
+)
 from eve.execution.tasks import TaskCall, failed, task_id_under
 from eve.execution.tool_calls import ApprovalHook, CallOutcome
 from eve.execution.workflow_tools import LocalWaits, run_workflow_tool
+from eve.runtime.resolved import ResolvedWorkflowTool
 
 
 @dataclass(kw_only=True)
@@ -28,7 +35,7 @@ class InlineTasks:
         return task_id_under(f"{task.session_id}:{task.turn_id}", task)
 
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
-        if task.tool.handling == "workflow-tool":
+        if isinstance(task.tool, ResolvedWorkflowTool):
             workspace = self.setup.workspace if self.setup else self.workspace
             waits = LocalWaits(task=task, task_id=task_id, ask_hook=self.ask)
             return await run_workflow_tool(task, waits, workspace)
@@ -40,15 +47,16 @@ class InlineTasks:
         except EveError as error:
             return failed(task.call, error)
         session_id = child_session_id(task_id)
-        run = await run_subagent(
+        emitter = task.emitter.delegate(
+            session_id=session_id, hooks=child.hooks, delegation=link(task, node_id)
+        )
+        env = child_environment(
             task,
-            child,
-            session_id=session_id,
-            emitter=task.emitter.delegate(
-                session_id=session_id, hooks=child.hooks, tags=link(task, node_id)
-            ),
+            session_id,
+            emitter=emitter,
             context=EveContext(session_id=session_id),
             approve=self.approve,
             tasks=self,
         )
+        run = await run_subagent(task, child, env)
         return run.outcome

@@ -1,34 +1,58 @@
 """``run_agent``: one turn of the agent loop — model stream → tool calls → results → next step.
 
 The loop knows the ``ModelClient`` protocol and resolved tools, nothing of providers or of
-durability. Cancellation is cooperative and checked wherever control returns here.
+durability. It takes *what* runs (an ``AgentSetup``) and *where* (a ``TurnEnvironment``);
+cancellation is cooperative and checked wherever control returns here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import TypeGuard, TypeVar, assert_never
 
-from eve.cancellation import CancelSignal
+import msgspec
+
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
+from eve.events import (
+    ActionResultData,
+    ActionsRequestedData,
+    EventData,
+    MessageAppendedData,
+    MessageCompletedData,
+    MessageReceivedData,
+    ReasoningAppendedData,
+    SkillLoadedData,
+    StepCompletedData,
+    StepStartedData,
+    TaskKind,
+    TaskSettledData,
+    TaskStartedData,
+    TurnCancelledData,
+    TurnCompletedData,
+    TurnFailedData,
+    TurnStartedData,
+    TurnStop,
+)
 from eve.execution.catalog_calls import as_entries, loaded_skill, requested
 from eve.execution.checkpoints import (
-    Inline,
+    Aborted,
+    AsksPerson,
     ModelResponse,
     Produce,
+    RanAll,
+    StartsTask,
     StepPart,
-    StepRecorder,
     part_key,
 )
-from eve.execution.events import EventEmitter, EventSink, HookDispatcher
-from eve.execution.tasks import TaskCall, TaskRunner
+from eve.execution.environment import TurnEnvironment
+from eve.execution.events import EventEmitter
+from eve.execution.setup import AgentSetup
+from eve.execution.tasks import TaskCall
 from eve.execution.tool_calls import (
     ABORTED_BEFORE_EXECUTION,
     Admitted,
-    ApprovalHook,
     CallOutcome,
     NeedsPerson,
     ToolRunner,
@@ -37,27 +61,35 @@ from eve.execution.tool_calls import (
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
 from eve.messages import AssistantMessage, Message, ToolCall, UserMessage
-from eve.models.base import ModelClient, ModelRequest, ProviderToolDeclaration, ToolDeclaration
+from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
     ReasoningDelta,
     TextDelta,
-    TokenUsage,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
 )
 from eve.redact import redact
-from eve.runtime.resolved import ResolvedTool
+from eve.runtime.resolved import (
+    ResolvedFunctionTool,
+    ResolvedProviderTool,
+    ResolvedSubagent,
+    ResolvedTool,
+    ResolvedWorkflowTool,
+    RunnableTool,
+    is_task,
+)
+from eve.usage import TokenUsage
 
-StopKind = Literal["complete", "max_turns", "aborted"]
 #: a person's answer about a call: the approval rule that asked, and whether they approved
 Answer = tuple[str, bool]
+D = TypeVar("D", bound=EventData)
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
-    stop_reason: StopKind
+    stop_reason: TurnStop
     #: the whole history: prior messages, the new user message and everything recorded after
     messages: list[Message]
     usage: TokenUsage
@@ -76,21 +108,13 @@ class _Aborted(Exception):
 
 @dataclass(kw_only=True)
 class _Turn:
-    client: ModelClient
-    system: str
-    tools: Sequence[ResolvedTool]
-    history: list[Message]
-    signal: CancelSignal
+    setup: AgentSetup
+    env: TurnEnvironment
     emitter: EventEmitter
-    runner: ToolRunner
-    transcript: TranscriptWriter | None
-    turn_id: str
-    context_budget_tokens: int | None
-    recorder: StepRecorder
-    tasks: TaskRunner
     context: EveContext
-    node_id: str
-    reasoning: str | None = None
+    runner: ToolRunner
+    history: list[Message]
+    transcript: TranscriptWriter | None
     usage: TokenUsage = field(default_factory=TokenUsage)
     #: whether the recorder produced the current part now (else it replayed a record)
     live: bool = False
@@ -107,23 +131,23 @@ class _Turn:
         return as_entries(response.tool_calls, self.runner.tools)
 
     def check(self) -> None:
-        if self.signal.cancelled:
+        if self.env.signal.cancelled:
             raise _Aborted
 
     def request(self) -> ModelRequest:
-        visible = [t for t in self.tools if not t.entry.deferred]
+        tools = self.setup.agent.tools
         return ModelRequest(
-            system=self.system,
-            messages=trim_history(self.history, self.context_budget_tokens),
+            system=self.setup.agent.instructions,
+            messages=trim_history(self.history, self.setup.context_budget_tokens),
             tools=[
                 ToolDeclaration(
                     name=t.name, description=t.description, input_schema=t.entry.input_schema
                 )
-                for t in visible
-                if t.entry.input_schema is not None and t.handling != "provider-tool"
+                for t in tools
+                if _offered(t)
             ],
-            reasoning=self.reasoning,
-            node_id=self.node_id,
+            reasoning=self.setup.reasoning,
+            node_id=self.setup.agent.node_id,
             provider_tools=[
                 ProviderToolDeclaration(
                     name=t.name,
@@ -131,43 +155,46 @@ class _Turn:
                     type=t.entry.provider.type,
                     config=t.entry.provider.config,
                 )
-                for t in visible
-                if t.entry.provider is not None
+                for t in tools
+                if isinstance(t, ResolvedProviderTool)
             ],
-            signal=self.signal,
+            signal=self.env.signal,
         )
 
     async def stream(self, step: int) -> ModelResponse:
+        client = self.setup.client
         text: list[str] = []
         calls: list[ToolCall] = []
         done: Done | None = None
         self.check()
-        async for event in self.client.stream(self.request()):
+        async for event in client.stream(self.request()):
             self.check()
             match event:
                 case TextDelta(text=delta):
                     text.append(delta)
-                    await self.emit("message.appended", step, message_delta=delta)
+                    await self.emit(MessageAppendedData(message_delta=delta), step)
                 case ReasoningDelta(text=delta):
-                    await self.emit("reasoning.appended", step, reasoning_delta=delta)
+                    await self.emit(ReasoningAppendedData(reasoning_delta=delta), step)
                 case ToolCallEnd(id=call_id, name=name, input=data):
                     calls.append(ToolCall(id=call_id, name=name, input=data))
                 case Done():
                     done = event
                 case ToolCallStart() | ToolCallDelta():
                     pass
+                case _:
+                    assert_never(event)
         self.check()
         if done is None:
-            raise ModelProtocolError(
-                f"{self.client.model_id}: the stream ended without a done event"
-            )
+            raise ModelProtocolError(f"{client.model_id}: the stream ended without a done event")
         return ModelResponse(
             text="".join(text), tool_calls=calls, finish_reason=done.stop_reason, usage=done.usage
         )
 
-    async def emit(self, type: str, step: int | None = None, **data: object) -> None:
-        extra = {} if step is None else {"step_index": step}
-        await self.emitter.emit(type, turn_id=self.turn_id, **extra, **data)  # type: ignore[arg-type]
+    async def emit(self, data: D, step: int | None = None) -> None:
+        """Publish ``data`` as this turn's event (inside step ``step``, when given)."""
+        await self.emitter.emit(
+            msgspec.structs.replace(data, turn_id=self.env.turn_id, step_index=step)
+        )
 
     async def run_calls(
         self,
@@ -188,19 +215,15 @@ class _Turn:
         self.live = True
         calls = self.calls_of(response)
         outcomes: list[CallOutcome] = []
-
-        def part(**stopped: Any) -> StepPart:
-            # only the first part carries the response: a replay records what a part holds,
-            # and the part after an answer about call 0 must not record the response again
-            own = response if first == 0 and answer is None and settled is None else None
-            return StepPart(response=own, first_call=first, outcomes=outcomes, **stopped)
-
+        # only the first part carries the response: a replay records what a part holds,
+        # and the part after an answer about call 0 must not record the response again
+        own = response if first == 0 and answer is None and settled is None else None
         for position in range(first, len(calls)):
             call = calls[position]
             # a settled task has run: its result is recorded even when the turn was
             # cancelled meanwhile; only calls not yet run are closed as aborted
-            if self.signal.cancelled and not (position == first and settled is not None):
-                return part(aborted=True)
+            if self.env.signal.cancelled and not (position == first and settled is not None):
+                return Aborted(response=own, first_call=first, outcomes=outcomes)
             admitted: Admitted | CallOutcome | NeedsPerson
             if position == first and settled is not None:
                 admitted = settled
@@ -209,18 +232,21 @@ class _Turn:
             else:
                 admitted = await self.runner.admit(call)
             if isinstance(admitted, NeedsPerson):
-                return part(ask=position, ask_rule=admitted.rule)
-            if isinstance(admitted, Admitted) and admitted.tool.is_task:
-                return part(task=position)
+                rule = admitted.rule
+                return AsksPerson(
+                    response=own, first_call=first, outcomes=outcomes, call=position, rule=rule
+                )
+            if isinstance(admitted, Admitted) and is_task(admitted.tool):
+                return StartsTask(response=own, first_call=first, outcomes=outcomes, call=position)
             if isinstance(admitted, Admitted):
                 admitted = await self.runner.run_admitted(admitted, step)
             outcomes.append(admitted)
             self.record(admitted.result)
             skill = loaded_skill(call, admitted)
             if skill is not None:
-                await self.emit("skill.loaded", step, call_id=call.id, name=skill)
+                await self.emit(SkillLoadedData(call_id=call.id, name=skill), step)
             await self.result_event(call, admitted, step)
-        return part()
+        return RanAll(response=own, first_call=first, outcomes=outcomes)
 
     async def first_part(self, step: int) -> StepPart:
         """The model's response and every call it asks for, up to one needing a person."""
@@ -228,24 +254,21 @@ class _Turn:
         response = await self.stream(step)
         text, calls, finish = response.text, response.tool_calls, response.finish_reason
         if not text and not calls:
-            return StepPart(response=response)
+            return RanAll(response=response)
         # on disk before any tool runs, so a transcript never holds a result without its call
         self.record(AssistantMessage(text=text, tool_calls=calls))
         if text:
-            await self.emit("message.completed", step, message=text, finish_reason=finish)
+            await self.emit(MessageCompletedData(message=text, finish_reason=finish), step)
         if calls:
             runs_as = self.calls_of(response)
-            await self.emit(
-                "actions.requested",
-                step,
-                actions=[requested(c, r) for c, r in zip(calls, runs_as, strict=True)],
-            )
+            actions = [requested(c, r) for c, r in zip(calls, runs_as, strict=True)]
+            await self.emit(ActionsRequestedData(actions=actions), step)
         return await self.run_calls(step, response, 0)
 
     async def part(self, key: str, produce: Produce) -> StepPart:
         """A part from the recorder; a replayed one (not produced now) is recorded here."""
         self.live = False
-        part = await self.recorder.part(key, produce)
+        part = await self.env.recorder.part(key, produce)
         if not self.live:
             if part.response is not None and (part.response.text or part.response.tool_calls):
                 response = part.response
@@ -254,59 +277,50 @@ class _Turn:
                 self.record(result.result)
         return part
 
-    def settle(self, part: StepPart, calls: list[ToolCall]) -> bool:
-        """Close what a cancelled part left; True when a successful ``ends_turn`` tool ran."""
-        if part.aborted:
-            self.close(calls[part.next_call :], ABORTED_BEFORE_EXECUTION)
-            raise _Aborted
-        return any(result.ends_turn for result in part.outcomes)
-
     async def run_task(self, call: ToolCall, step: int) -> CallOutcome:
         """Run an admitted call as a task, between parts: ``task.started`` … ``task.settled``."""
+        tool = self.runner.tools[call.name]
+        assert is_task(tool), "only task tools stop a part with StartsTask"
         task = TaskCall(
             call=call,
-            tool=self.runner.tools[call.name],
+            tool=tool,
             step_index=step,
-            turn_id=self.turn_id,
+            turn_id=self.env.turn_id,
             session_id=self.emitter.session_id,
-            node_id=self.node_id,
+            node_id=self.setup.agent.node_id,
             context=self.context,
             emitter=self.emitter,
-            signal=self.signal,
+            signal=self.env.signal,
         )
-        task_id = self.tasks.task_id(task)
-        kind = task.tool.handling
-        if self.signal.cancelled:
+        tasks = self.env.tasks
+        task_id = tasks.task_id(task)
+        if self.env.signal.cancelled:
             # cancelled between parts: the task is not started, so nothing can park on it
             return outcome(call, ABORTED_BEFORE_EXECUTION, "failed")
-        await self.emit(
-            "task.started", step, call_id=call.id, name=call.name, kind=kind, task_id=task_id
+        kind: TaskKind = "subagent" if isinstance(tool, ResolvedSubagent) else "workflow-tool"
+        started = TaskStartedData(call_id=call.id, name=call.name, kind=kind, task_id=task_id)
+        await self.emit(started, step)
+        result = await tasks.run(task, task_id)
+        settled = TaskSettledData(
+            call_id=call.id, name=call.name, task_id=task_id, status=result.status
         )
-        result = await self.tasks.run(task, task_id)
-        await self.emit(
-            "task.settled",
-            step,
-            call_id=call.id,
-            name=call.name,
-            task_id=task_id,
-            status=result.status,
-        )
+        await self.emit(settled, step)
         return result
 
-    async def resume(self, step: int, response: ModelResponse, part: StepPart) -> StepPart:
+    async def resume(
+        self, step: int, response: ModelResponse, part: AsksPerson | StartsTask
+    ) -> StepPart:
         """The part after ``part`` stopped at a call that needs a person or runs as a task."""
         calls = self.calls_of(response)
-        if part.task is not None:
-            position = part.task
+        position = part.call
+        if isinstance(part, StartsTask):
             settled = await self.run_task(calls[position], step)
 
             def after_task() -> Awaitable[StepPart]:
                 return self.run_calls(step, response, position, settled=settled)
 
             return await self.part(part_key(step, position, "settled"), after_task)
-        assert part.ask is not None and part.ask_rule is not None
-        position, rule = part.ask, part.ask_rule
-        answer = (rule, await self.ask(calls[position], rule, calls[position:]))
+        answer = (part.rule, await self.ask(calls[position], part.rule, calls[position:]))
 
         def after_answer() -> Awaitable[StepPart]:
             return self.run_calls(step, response, position, answer)
@@ -325,18 +339,14 @@ class _Turn:
             self.record(outcome(call, reason, "failed").result)
 
     async def result_event(self, call: ToolCall, result: CallOutcome, step: int) -> None:
-        await self.emit(
-            "action.result",
-            step,
-            call_id=call.id,
-            name=call.name,
-            status=result.status,
-            output=result.result.content,
+        data = ActionResultData(
+            call_id=call.id, name=call.name, status=result.status, output=result.result.content
         )
+        await self.emit(data, step)
 
     async def step(self, step: int) -> bool:
         """One model call and its tool calls; True when the turn is complete."""
-        await self.emit("step.started", step)
+        await self.emit(StepStartedData(), step)
         part = await self.part(part_key(step), lambda: self.first_part(step))
         response = part.response
         if response is None:
@@ -345,110 +355,97 @@ class _Turn:
         text, calls, finish = response.text, self.calls_of(response), response.finish_reason
         if not text and not calls:
             raise EmptyModelResponse(
-                f"{self.client.model_id} answered with neither text nor tool calls "
+                f"{self.setup.client.model_id} answered with neither text nor tool calls "
                 f"(finish reason {finish}); nothing was recorded"
             )
-        ends = self.settle(part, calls)
-        while part.ask is not None or part.task is not None:
-            part = await self.resume(step, response, part)
-            ends = self.settle(part, calls) or ends
-        await self.emit("step.completed", step, finish_reason=finish, usage=self.usage_dict())
+        ends = False
+        while True:
+            ends = ends or any(result.ends_turn for result in part.outcomes)
+            match part:
+                case RanAll():
+                    break
+                case Aborted():
+                    self.close(calls[part.next_call :], ABORTED_BEFORE_EXECUTION)
+                    raise _Aborted
+                case AsksPerson() | StartsTask():
+                    part = await self.resume(step, response, part)
+                case _:
+                    assert_never(part)
+        await self.emit(StepCompletedData(finish_reason=finish, usage=self.usage), step)
         return ends or not calls
 
-    def usage_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens}
+
+def _offered(tool: ResolvedTool) -> TypeGuard[RunnableTool]:
+    """Whether the model finds ``tool`` in its tool list: a deferred tool is reached through
+    the catalog, and a provider tool is declared to the provider as its own."""
+    match tool:
+        case ResolvedFunctionTool() | ResolvedWorkflowTool():
+            return not tool.entry.deferred
+        case ResolvedSubagent():
+            return True
+        case ResolvedProviderTool():
+            return False
+        case _:
+            assert_never(tool)
 
 
 async def run_agent(
+    setup: AgentSetup,
+    message: str,
     *,
-    client: ModelClient,
-    system: str,
-    tools: Sequence[ResolvedTool],
-    user_message: str,
-    messages: Sequence[Message] = (),
-    max_turns: int = 10,
-    approve: ApprovalHook | None = None,
-    signal: CancelSignal | None = None,
-    transcript: Path | None = None,
-    on_event: EventSink | None = None,
-    session_id: str = "local",
-    turn_id: str = "turn_0",
-    node_id: str = "__root__",
-    workspace: Path | None = None,
-    context_budget_tokens: int | None = None,
-    approved_once: set[str] | None = None,
-    emitter: EventEmitter | None = None,
-    context: EveContext | None = None,
-    recorder: StepRecorder | None = None,
-    hooks: HookDispatcher | None = None,
-    tasks: TaskRunner | None = None,
-    reasoning: str | None = None,
+    history: Sequence[Message] = (),
+    env: TurnEnvironment | None = None,
 ) -> RunResult:
-    """Run one turn and return how it stopped, the whole history and the tokens used.
+    """Run one turn of ``setup``'s agent on ``message`` and return how it stopped, the whole
+    history and the tokens used.
 
-    ``max_turns`` caps model requests in this turn. Tool failures of every kind become
-    ``is_error`` results the model sees; an approval hook that raises closes the pending calls
-    and re-raises; cancellation through ``signal`` stops with ``aborted``. Tools run inside
-    ``context`` (a fresh one for ``session_id`` if not given), where ``define_state`` lives.
-    ``recorder`` is the durability seam (see ``execution.checkpoints``); inline by default.
-    ``hooks`` receive the events of an emitter made here (a given ``emitter`` has its own).
-    ``tasks`` runs subagent and workflow-tool calls (``execution.tasks``); in this process
-    by default, where a subagent call fails for want of the agent's setup.
+    ``history`` is the conversation so far; ``env`` says where the turn runs (ids, cancel
+    signal, events, state, durability, tasks, approvals; see ``TurnEnvironment``). At most
+    ``setup.max_turns`` model requests are made. Tool failures of every kind become
+    ``is_error`` results the model sees; an approval hook that raises closes the pending
+    calls and re-raises; cancellation through ``env.signal`` stops with ``aborted``.
     """
-    if tasks is None:
-        # imported here: the inline runner runs subagents, which run this loop
-        from eve.execution.inline_tasks import InlineTasks
-
-        tasks = InlineTasks(approve=approve, workspace=workspace or Path.cwd())
-    signal = signal or CancelSignal()
-    context = context or EveContext(session_id=session_id)
-    emitter = emitter or EventEmitter(on_event, session_id=session_id, hooks=hooks)
+    env = env or TurnEnvironment()
+    emitter = env.events(setup.hooks)
+    context = env.context or EveContext(session_id=env.session_id)
     turn = _Turn(
-        client=client,
-        system=system,
-        tools=tools,
-        history=list(messages),
-        signal=signal,
+        setup=setup,
+        env=env,
         emitter=emitter,
-        runner=ToolRunner(
-            tools={t.name: t for t in tools},
-            approve=approve,
-            emitter=emitter,
-            signal=signal,
-            session_id=session_id,
-            node_id=node_id,
-            workspace=workspace or Path.cwd(),
-            approved_once=approved_once if approved_once is not None else set(),
-            turn_id=turn_id,
-        ),
-        transcript=TranscriptWriter(transcript) if transcript else None,
-        turn_id=turn_id,
-        context_budget_tokens=context_budget_tokens,
-        recorder=recorder or Inline(),
-        tasks=tasks,
         context=context,
-        node_id=node_id,
-        reasoning=reasoning,
+        runner=ToolRunner(
+            tools={t.name: t for t in setup.agent.tools},
+            approve=env.approve,
+            emitter=emitter,
+            signal=env.signal,
+            session_id=env.session_id,
+            node_id=setup.agent.node_id,
+            workspace=setup.workspace,
+            approved_once=env.approved_once,
+            turn_id=env.turn_id,
+        ),
+        history=list(history),
+        transcript=TranscriptWriter(env.transcript) if env.transcript else None,
     )
     with use_context(context):
-        return await _run(turn, user_message, max_turns)
+        return await _run(turn, message)
 
 
-async def _run(turn: _Turn, user_message: str, max_turns: int) -> RunResult:
-    await turn.emit("turn.started")
+async def _run(turn: _Turn, message: str) -> RunResult:
+    await turn.emit(TurnStartedData())
     try:
-        turn.record(UserMessage(text=user_message))
-        await turn.emit("message.received", message=user_message)
-        stop: StopKind = "max_turns"
-        for step in range(max_turns):
+        turn.record(UserMessage(text=message))
+        await turn.emit(MessageReceivedData(message=message))
+        stop: TurnStop = "max_turns"
+        for step in range(turn.setup.max_turns):
             if await turn.step(step):
                 stop = "complete"
                 break
     except _Aborted:
-        await turn.emit("turn.cancelled", reason=turn.signal.reason or "cancelled")
+        await turn.emit(TurnCancelledData(reason=turn.env.signal.reason or "cancelled"))
         return RunResult(stop_reason="aborted", messages=turn.history, usage=turn.usage)
     except BaseException as error:
-        await turn.emit("turn.failed", error=redact(f"{type(error).__name__}: {error}"))
+        await turn.emit(TurnFailedData(error=redact(f"{type(error).__name__}: {error}")))
         raise
-    await turn.emit("turn.completed", stop_reason=stop, usage=turn.usage_dict())
+    await turn.emit(TurnCompletedData(stop_reason=stop, usage=turn.usage))
     return RunResult(stop_reason=stop, messages=turn.history, usage=turn.usage)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eve.errors import ResolveAgentError
 from eve.execution.events import HookDispatcher
-from eve.manifest import ROOT_NODE_ID
+from eve.manifest import ROOT_NODE_ID, AgentConfig
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
+from eve.runtime.resolved import ResolvedTool
 
 DEFAULT_MAX_TURNS = 10
 
@@ -22,11 +23,15 @@ def context_budget(window_tokens: int | None) -> int | None:
 
 @dataclass(frozen=True, kw_only=True)
 class AgentSetup:
+    """Everything about *what* runs: the agent, its model and its limits (``run_agent``
+    takes where and for whom from a ``TurnEnvironment``). ``agent_setup`` builds one for an
+    agent that has no files."""
+
     agent: ResolvedAgent
     client: ModelClient
-    max_turns: int
-    workspace: Path
-    context_budget_tokens: int | None
+    max_turns: int = DEFAULT_MAX_TURNS
+    workspace: Path = field(default_factory=Path.cwd)
+    context_budget_tokens: int | None = None
     #: the compiled sources' fingerprint: durable workflows recover only under the same one
     fingerprint: str = ""
     #: where the agent's hooks and the framework plugins receive events (``HookRelay``)
@@ -48,3 +53,32 @@ class AgentSetup:
                 node_id=node_id,
             )
         return found
+
+
+def agent_setup(
+    client: ModelClient,
+    *,
+    instructions: str = "",
+    tools: Sequence[ResolvedTool] = (),
+    max_turns: int = DEFAULT_MAX_TURNS,
+    workspace: Path | None = None,
+    context_budget_tokens: int | None = None,
+    hooks: HookDispatcher | None = None,
+    reasoning: str | None = None,
+    node_id: str = ROOT_NODE_ID,
+) -> AgentSetup:
+    """A setup for an agent made in code (tests, notebooks, benchmarks): the instructions
+    and live tools, with the default configuration; compiled agents get theirs from
+    ``eve run``'s and ``eve serve``'s own preparation."""
+    agent = ResolvedAgent(
+        node_id=node_id, config=AgentConfig(), instructions=instructions, tools=list(tools)
+    )
+    return AgentSetup(
+        agent=agent,
+        client=client,
+        max_turns=max_turns,
+        workspace=workspace or Path.cwd(),
+        context_budget_tokens=context_budget_tokens,
+        hooks=hooks,
+        reasoning=reasoning,
+    )

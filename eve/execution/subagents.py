@@ -26,7 +26,9 @@ from eve._format import pydantic_problems
 from eve.authoring.agent import RuntimeConfig
 from eve.context.active import EveContext
 from eve.errors import EveError, SubagentConfigInvalid, SubagentConfigMissing
-from eve.execution.checkpoints import StepRecorder
+from eve.events import Delegation, ParentLink
+from eve.execution.checkpoints import Inline, StepRecorder
+from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
@@ -101,50 +103,50 @@ def _outcome(task: TaskCall, result: RunResult, setup: AgentSetup) -> CallOutcom
     )
 
 
-async def run_subagent(
-    task: TaskCall,
-    setup: AgentSetup,
-    *,
-    session_id: str,
-    emitter: EventEmitter,
-    context: EveContext,
-    approve: ApprovalHook | None,
-    tasks: TaskRunner,
-    recorder: StepRecorder | None = None,
-) -> SubagentRun:
-    """Run the child's turn on the call's ``message``; failures become the outcome."""
+async def run_subagent(task: TaskCall, setup: AgentSetup, env: TurnEnvironment) -> SubagentRun:
+    """Run the child's turn on the call's ``message`` in ``env`` (the child session's: its
+    ids, emitter, context, approvals, tasks and recorder; the caller's turn id and cancel
+    signal); failures become the outcome."""
     call = task.call
     try:
         effective = effective_setup(setup, task.context)
-        message = task.tool.validator.validate(call.input) if task.tool.validator else call.input
+        message = task.tool.validator.validate(call.input)
     except EveError as error:
         return SubagentRun(outcome=failed(call, error))
     try:
-        result = await run_agent(
-            client=effective.client,
-            system=effective.agent.instructions,
-            tools=effective.agent.tools,
-            user_message=str(message["message"]),
-            max_turns=effective.max_turns,
-            approve=approve,
-            signal=task.signal,
-            emitter=emitter,
-            session_id=session_id,
-            # named after the caller's turn, so a reader of that turn sees the child's too
-            turn_id=task.turn_id,
-            node_id=effective.agent.node_id,
-            workspace=effective.workspace,
-            context_budget_tokens=effective.context_budget_tokens,
-            context=context,
-            recorder=recorder,
-            tasks=tasks,
-            reasoning=effective.reasoning,
-        )
+        result = await run_agent(effective, str(message["message"]), env=env)
     except Exception as error:
         return SubagentRun(outcome=failed(call, error))
     return SubagentRun(outcome=_outcome(task, result, effective), result=result)
 
 
-def link(task: TaskCall, node_id: str) -> dict[str, Any]:
+def child_environment(
+    task: TaskCall,
+    session_id: str,
+    *,
+    emitter: EventEmitter,
+    context: EveContext,
+    approve: ApprovalHook | None,
+    tasks: TaskRunner,
+    recorder: StepRecorder | None = None,
+) -> TurnEnvironment:
+    """The environment of the child session a task call runs: named after the caller's
+    turn (so a reader of that turn sees the child's too) and cancelled with it. Its
+    ``context`` is its own: state is never shared with the caller."""
+    return TurnEnvironment(
+        session_id=session_id,
+        turn_id=task.turn_id,
+        signal=task.signal,
+        emitter=emitter,
+        context=context,
+        approve=approve,
+        tasks=tasks,
+        recorder=recorder or Inline(),
+    )
+
+
+def link(task: TaskCall, node_id: str) -> Delegation:
     """What every event of the child session carries: its node and the call that made it."""
-    return {"node_id": node_id, "parent": {"session_id": task.session_id, "call_id": task.call.id}}
+    return Delegation(
+        node_id=node_id, parent=ParentLink(session_id=task.session_id, call_id=task.call.id)
+    )

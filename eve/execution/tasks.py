@@ -19,7 +19,7 @@ from eve.context.active import EveContext
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import CallOutcome, outcome, render_content
 from eve.messages import ToolCall
-from eve.runtime.resolved import ResolvedTool
+from eve.runtime.resolved import TaskTool
 
 #: what separates a task's id from the id of the turn (or task) that started it
 TASK_MARK = ":task-"
@@ -31,7 +31,7 @@ class TaskCall:
 
     #: the call as it runs (an ``eve__tool`` call already rewritten to its entry)
     call: ToolCall
-    tool: ResolvedTool
+    tool: TaskTool
     step_index: int
     turn_id: str
     session_id: str
@@ -52,6 +52,28 @@ class TaskRunner(Protocol):
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
         """Run the task to its end; its failures are the outcome, not exceptions."""
         ...
+
+
+class NoTasks:
+    """The task runner of a loop given none: every task call fails, saying what to give.
+
+    Running a subagent needs the agent's setup (its nodes) and a workflow tool a place to
+    wait, which only the caller knows: ``InlineTasks(setup=...)`` in this process, or a
+    durable session (``eve dev``, ``eve serve``).
+    """
+
+    def task_id(self, task: TaskCall) -> str:
+        return task_id_under(f"{task.session_id}:{task.turn_id}", task)
+
+    async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
+        what = "subagent" if task.tool.entry.handling == "subagent" else "workflow tool"
+        return outcome(
+            task.call,
+            f"{task.call.name} is a {what}, and this loop was given no task runner to run "
+            "it: pass TurnEnvironment(tasks=InlineTasks(setup=...)) to run_agent, or run "
+            "the agent with `eve run`, `eve dev` or `eve serve`",
+            "failed",
+        )
 
 
 def task_id_under(parent: str, task: TaskCall) -> str:

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import pydantic
@@ -15,12 +15,18 @@ import pydantic
 from eve.authoring.context import ToolContext
 from eve.cancellation import CancelSignal
 from eve.errors import EveError
+from eve.events import ActionPartialData, ResultStatus
 from eve.execution.events import EventEmitter
 from eve.messages import ToolCall, ToolResultMessage
 from eve.redact import redact
-from eve.runtime.resolved import ResolvedTool
+from eve.runtime.resolved import (
+    ResolvedFunctionTool,
+    ResolvedProviderTool,
+    ResolvedSubagent,
+    ResolvedTool,
+    RunnableTool,
+)
 
-ResultStatus = Literal["completed", "failed", "rejected"]
 ABORTED_BEFORE_EXECUTION = "aborted before execution"
 
 
@@ -43,7 +49,7 @@ class Admitted:
     """A validated, approved call, ready to run."""
 
     call: ToolCall
-    tool: ResolvedTool
+    tool: RunnableTool
     data: Any
 
 
@@ -84,14 +90,14 @@ async def publish_partial(
     emitter: EventEmitter, *, turn_id: str | None, step: int, call: ToolCall, value: Any
 ) -> None:
     """``action.partial``: a tool's progress (a generator's yield, a workflow's report)."""
-    turn = {} if turn_id is None else {"turn_id": turn_id}
     await emitter.emit(
-        "action.partial",
-        **turn,
-        step_index=step,
-        call_id=call.id,
-        name=call.name,
-        partial=partial_data(value),
+        ActionPartialData(
+            turn_id=turn_id,
+            step_index=step,
+            call_id=call.id,
+            name=call.name,
+            partial=partial_data(value),
+        )
     )
 
 
@@ -121,8 +127,10 @@ class ToolRunner:
     approved_once: set[str]
     turn_id: str | None = None
 
-    async def needs_person(self, tool: ResolvedTool, data: Any) -> str | None:
+    async def needs_person(self, tool: RunnableTool, data: Any) -> str | None:
         """The rule that requires asking a person, ``"denied"`` for a policy refusal, or None."""
+        if isinstance(tool, ResolvedSubagent):
+            return None  # delegating asks no one; the subagent's own tools ask for themselves
         rule = tool.approval
         if rule.kind == "never" or (rule.kind == "once" and tool.name in self.approved_once):
             return None
@@ -144,12 +152,12 @@ class ToolRunner:
         )
         return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
 
-    def _validated(self, call: ToolCall) -> tuple[ResolvedTool, Any] | CallOutcome:
+    def _validated(self, call: ToolCall) -> tuple[RunnableTool, Any] | CallOutcome:
         tool = self.tools.get(call.name)
         if tool is None:
             names = ", ".join(sorted(self.tools)) or "none"
             return outcome(call, f"unknown tool '{call.name}' (available: {names})", "failed")
-        if tool.validator is None or (tool.execute is None and not tool.is_task):
+        if isinstance(tool, ResolvedProviderTool):
             return outcome(call, f"{call.name} is run by the model provider, not by eve", "failed")
         try:
             return tool, tool.validator.validate(call.input)
@@ -190,7 +198,9 @@ class ToolRunner:
         return Admitted(call=call, tool=tool, data=data)
 
     async def run_admitted(self, admitted: Admitted, step_index: int) -> CallOutcome:
+        """Run an admitted function tool (tasks run in the task runner, not here)."""
         call, tool = admitted.call, admitted.tool
+        assert isinstance(tool, ResolvedFunctionTool), "tasks run in the task runner"
         try:
             value = await self.execute(tool, call, admitted.data, step_index)
             if tool.to_model_output is not None:
@@ -200,7 +210,9 @@ class ToolRunner:
         done = outcome(call, render_content(value), "completed")
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
 
-    async def execute(self, tool: ResolvedTool, call: ToolCall, data: Any, step: int) -> Any:
+    async def execute(
+        self, tool: ResolvedFunctionTool, call: ToolCall, data: Any, step: int
+    ) -> Any:
         ctx = ToolContext(
             session_id=self.session_id,
             call_id=call.id,
@@ -210,7 +222,6 @@ class ToolRunner:
             workspace=self.workspace,
         )
         fn = tool.execute
-        assert fn is not None, "tasks run in the task runner, not here"
         if inspect.isasyncgenfunction(fn):
             last: Any = None
             async for last in fn(data, ctx):

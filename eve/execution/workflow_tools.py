@@ -11,8 +11,10 @@ from typing import Any, TypeVar
 
 from eve.authoring.workflow import AskHook, Question, Waits, WorkflowContext
 from eve.errors import EveError, NoOneToAsk, TaskCancelled, WaitUnavailable
+from eve.events import InputRequestedData, InputResolvedData, Option, QuestionRequest
 from eve.execution.tasks import TaskCall, completed, failed
 from eve.execution.tool_calls import CallOutcome, publish_partial
+from eve.runtime.resolved import ResolvedWorkflowTool
 
 T = TypeVar("T")
 
@@ -20,7 +22,7 @@ T = TypeVar("T")
 async def run_workflow_tool(task: TaskCall, waits: Waits, workspace: Path) -> CallOutcome:
     """The body's return value as the call's result; what it raises as a failed result."""
     call, tool = task.call, task.tool
-    assert tool.workflow is not None and tool.validator is not None
+    assert isinstance(tool, ResolvedWorkflowTool), "a subagent is no workflow tool"
     try:
         data = tool.validator.validate(call.input)
     except EveError as error:
@@ -35,7 +37,7 @@ async def run_workflow_tool(task: TaskCall, waits: Waits, workspace: Path) -> Ca
         waits=waits,
     )
     try:
-        value = await tool.workflow(data, ctx)
+        value = await tool.run(data, ctx)
     except Exception as error:
         return failed(call, error)
     return completed(call, value)
@@ -48,17 +50,16 @@ async def progress_of(task: TaskCall, value: Any) -> None:
     )
 
 
-def question_request(request_id: str, question: Question, task_id: str) -> dict[str, Any]:
+def question_request(request_id: str, question: Question, task_id: str) -> QuestionRequest:
     """One request of ``input.requested`` for a workflow tool's question."""
-    return {
-        "request_id": request_id,
-        "kind": "question",
-        "tool_name": question.tool_name,
-        "call_id": question.call_id,
-        "question": question.question,
-        "task_id": task_id,
-        "options": [{"id": option, "label": option} for option in question.options],
-    }
+    return QuestionRequest(
+        request_id=request_id,
+        tool_name=question.tool_name,
+        call_id=question.call_id,
+        question=question.question,
+        task_id=task_id,
+        options=[Option(id=option, label=option) for option in question.options],
+    )
 
 
 @dataclass(kw_only=True)
@@ -87,14 +88,11 @@ class LocalWaits:
         self.asked += 1
         request_id = f"{self.task_id}:ask-{self.asked}"
         emit, turn = self.task.emitter.emit, self.task.turn_id
-        await emit(
-            "input.requested",
-            turn_id=turn,
-            requests=[question_request(request_id, question, self.task_id)],
-        )
+        request = question_request(request_id, question, self.task_id)
+        await emit(InputRequestedData(turn_id=turn, requests=[request]))
         answer = None if self.ask_hook is None else await self.ask_hook(question)
         if answer is not None and answer in question.options:
-            await emit("input.resolved", turn_id=turn, request_id=request_id, option_id=answer)
+            await emit(InputResolvedData(turn_id=turn, request_id=request_id, option_id=answer))
         if answer is None:
             raise NoOneToAsk(
                 f"{question.tool_name} asked {question.question!r} and no one here can "

@@ -20,7 +20,8 @@ from typing import Any
 import pluggy
 
 from eve.authoring.hooks import Subscriber
-from eve.execution.events import EventEmitter, SessionEvent
+from eve.events import HookFailedData, SessionEvent
+from eve.execution.events import EventEmitter
 from eve.hooks import specs
 from eve.hooks.plugins import load_entry_point_plugins, new_plugin_manager
 from eve.redact import redact
@@ -124,14 +125,15 @@ class HookRelay:
             summary,
             redact("".join(traceback.format_exception(error)).rstrip()),
         )
-        where = {k: event.data[k] for k in ("turn_id", "step_index") if k in event.data}
         await emitter.emit(
-            "hook.failed",
-            **where,
-            hook=origin.label,
-            source=origin.source,
-            event=event.type,
-            error=summary,
+            HookFailedData(
+                turn_id=event.data.turn_id,
+                step_index=event.data.step_index,
+                hook=origin.label,
+                source=origin.source,
+                event=event.type,
+                error=summary,
+            )
         )
 
 

@@ -2,9 +2,9 @@
 
 Two kinds of spec:
 
-* **event specs** (``EveHookSpecs``, one per event in ``HOOK_EVENTS``) take the ``SessionEvent``
-  envelope as ``event`` and return nothing: hooks observe. An authored ``define_hook`` becomes
-  a plugin with one implementation per subscribed event;
+* **event specs** (``EveHookSpecs``, one per event in ``HOOK_EVENTS``) take the typed event
+  (``eve.events``, e.g. ``TurnCompleted``) as ``event`` and return nothing: hooks observe.
+  An authored ``define_hook`` becomes a plugin with one implementation per subscribed event;
 * **provider specs** (``EveProviderSpecs``, named ``eve_*``) take nothing and return what a
   framework plugin contributes: model providers, tool sets. eve calls them when it needs what
   they provide, never per event.
@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from eve.authoring.hooks import HOOK_EVENTS
-from eve.events import SessionEvent
+from eve.events import (
+    ActionResult,
+    ActionsRequested,
+    SessionCompleted,
+    SessionStarted,
+    StepStarted,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
 
 if TYPE_CHECKING:
     from eve.authoring.tool_sets import ToolSet
@@ -40,35 +49,35 @@ class EveHookSpecs:
     """One spec per event in ``HOOK_EVENTS``, called after the event reached the stream."""
 
     @hookspec
-    def session_started(self, event: SessionEvent) -> None:
+    def session_started(self, event: SessionStarted) -> None:
         """A session was created (before its first turn)."""
 
     @hookspec
-    def turn_started(self, event: SessionEvent) -> None:
-        """A turn began; ``event.data`` has ``turn_id``."""
+    def turn_started(self, event: TurnStarted) -> None:
+        """A turn began; ``event.data.turn_id`` names it."""
 
     @hookspec
-    def step_started(self, event: SessionEvent) -> None:
-        """A model call is about to be made; ``event.data`` has ``step_index``."""
+    def step_started(self, event: StepStarted) -> None:
+        """A model call is about to be made; ``event.data.step_index`` counts it."""
 
     @hookspec
-    def actions_requested(self, event: SessionEvent) -> None:
-        """The model asked for tool calls: ``event.data["actions"]`` (call_id, name, input)."""
+    def actions_requested(self, event: ActionsRequested) -> None:
+        """The model asked for tool calls: ``event.data.actions`` (call_id, name, input)."""
 
     @hookspec
-    def action_result(self, event: SessionEvent) -> None:
+    def action_result(self, event: ActionResult) -> None:
         """A tool call finished: ``call_id``, ``name``, ``status``, ``output``."""
 
     @hookspec
-    def turn_completed(self, event: SessionEvent) -> None:
+    def turn_completed(self, event: TurnCompleted) -> None:
         """A turn ended normally: ``stop_reason`` and ``usage``."""
 
     @hookspec
-    def turn_failed(self, event: SessionEvent) -> None:
+    def turn_failed(self, event: TurnFailed) -> None:
         """A turn ended with an error: ``error`` (redacted)."""
 
     @hookspec
-    def session_completed(self, event: SessionEvent) -> None:
+    def session_completed(self, event: SessionCompleted) -> None:
         """A session ended (a budget ran out): ``reason``."""
 
 

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"]
+from eve.messages import StopReason
+from eve.usage import TokenUsage
+
+__all__ = [
+    "Done",
+    "ModelEvent",
+    "ReasoningDelta",
+    "StopReason",
+    "TextDelta",
+    "TokenUsage",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+]
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -39,17 +52,6 @@ class ToolCallEnd(_Event, frozen=True, kw_only=True, tag="tool-call-end"):
     id: str
     name: str
     input: dict[str, Any]
-
-
-class TokenUsage(msgspec.Struct, frozen=True, kw_only=True):
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-        )
 
 
 class Done(_Event, frozen=True, kw_only=True, tag="done"):

@@ -20,12 +20,12 @@ from eve.builtins.catalog import (
     searcher,
 )
 from eve.builtins.skill import skill_declaration, skill_loader
-from eve.manifest import AgentNode, ToolEntry
-from eve.runtime.resolved import ResolvedTool
+from eve.manifest import AgentNode, FunctionToolEntry
+from eve.runtime.resolved import ResolvedFunctionTool
 from eve.runtime.validation import JsonSchemaValidator
 
 
-def automatic_entries(node: AgentNode) -> list[ToolEntry]:
+def automatic_entries(node: AgentNode) -> list[FunctionToolEntry]:
     """The node's automatic built-ins, by name: ``eve__search`` when it has a catalog
     (deferred tools or skills), ``eve__skill`` when it has skills, ``eve__tool`` when it has
     deferred tools (with none, it would have nothing to call)."""
@@ -40,7 +40,7 @@ def automatic_entries(node: AgentNode) -> list[ToolEntry]:
     return entries
 
 
-def bind_automatic(node: AgentNode, app_root: Path) -> list[ResolvedTool]:
+def bind_automatic(node: AgentNode, app_root: Path) -> list[ResolvedFunctionTool]:
     """The node's automatic built-ins, live; skill files are read relative to ``app_root``."""
     catalog = catalog_of(node.tools, node.skills)
     executes: dict[str, Execute] = {
@@ -49,10 +49,10 @@ def bind_automatic(node: AgentNode, app_root: Path) -> list[ResolvedTool]:
         CALL_TOOL: call_refusal([t.name for t in node.tools], [s.name for s in node.skills]),
     }
     return [
-        ResolvedTool(
+        ResolvedFunctionTool(
             entry=entry,
             execute=executes[entry.name],
-            validator=JsonSchemaValidator(entry.input_schema or {}),
+            validator=JsonSchemaValidator(entry.input_schema),
             approval=NEVER,
         )
         for entry in automatic_entries(node)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from eve.manifest import ROOT_NODE_ID, AgentNode, Behavior, CompiledManifest, Handling, ToolEntry
+from eve.manifest import ROOT_NODE_ID, AgentNode, CompiledManifest, SubagentToolEntry, ToolEntry
 
 SUBAGENT_INPUT_SCHEMA = {
     "type": "object",
@@ -64,23 +64,20 @@ def session_tools(manifest: CompiledManifest, node_id: str) -> list[ScopedTool]:
     return own + inherited
 
 
-def subagent_entry(child: AgentNode) -> ToolEntry:
+def subagent_entry(child: AgentNode) -> SubagentToolEntry:
     """A direct subagent as its parent's model sees it."""
     name = child.node_id.rpartition("/")[2]
-    return ToolEntry(
+    return SubagentToolEntry(
         name=name,
         description=child.config.description or f"Delegate a task to the {name} subagent.",
         logical_path=child.root,
         source_id=f"eve:subagent/{child.node_id}",
-        export_name="default",
-        has_execute=False,
         input_schema=SUBAGENT_INPUT_SCHEMA,
-        schema_source="json-schema",
-        behavior=Behavior(handling=Handling(kind="subagent")),
+        node_id=child.node_id,
     )
 
 
-def subagent_entries(manifest: CompiledManifest, node_id: str) -> list[ToolEntry]:
+def subagent_entries(manifest: CompiledManifest, node_id: str) -> list[SubagentToolEntry]:
     return [subagent_entry(manifest.nodes[child]) for child in manifest.nodes[node_id].subagents]
 
 

@@ -16,9 +16,12 @@ from eve.manifest import (
     METADATA_PATH,
     MODULE_MAP_PATH,
     ROOT_NODE_ID,
+    AnyToolEntry,
     CompiledManifest,
     DiagnosticsFile,
-    ToolEntry,
+    FunctionToolEntry,
+    ProviderToolEntry,
+    WorkflowToolEntry,
     decode,
 )
 from eve.runtime.automatic import automatic_entries
@@ -86,16 +89,17 @@ def _path(node_id: str) -> str:
     return "" if node_id == ROOT_NODE_ID else node_id
 
 
-def _tool_info(entry: ToolEntry, inherited_from: str | None = None) -> ToolInfo:
+def _tool_info(entry: AnyToolEntry, inherited_from: str | None = None) -> ToolInfo:
+    local = entry if isinstance(entry, FunctionToolEntry | WorkflowToolEntry) else None
     return ToolInfo(
         name=entry.name,
         description=entry.description,
         source=entry.source_id,
-        handling=entry.behavior.handling.kind,
-        has_execute=entry.has_execute,
-        approval=entry.approval.kind,
-        deferred=entry.deferred,
-        input_schema=entry.input_schema,
+        handling=entry.handling,
+        has_execute=isinstance(entry, FunctionToolEntry),
+        approval=local.approval.kind if local else "never",
+        deferred=local.deferred if local else False,
+        input_schema=None if isinstance(entry, ProviderToolEntry) else entry.input_schema,
         inherited_from=inherited_from,
     )
 
@@ -105,7 +109,10 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
     # as its sessions see them: own and inherited tools, subagents, then the automatic
     # built-ins (eve__search, eve__skill, eve__tool)
     scoped = session_tools(manifest, key)
-    extra = [*subagent_entries(manifest, key), *automatic_entries(session_node(manifest, key))]
+    extra: list[AnyToolEntry] = [
+        *subagent_entries(manifest, key),
+        *automatic_entries(session_node(manifest, key)),
+    ]
     return NodeInfo(
         path=_path(key),
         node_id=node.node_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from eve.authoring.approval import NEVER
 from eve.errors import ResolveAgentError, StaleArtifacts
 from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
 from eve.runtime.automatic import bind_automatic
@@ -13,7 +12,13 @@ from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolve_hook import resolve_hook_definition
 from eve.runtime.resolve_tool import resolve_tool_definition
-from eve.runtime.resolved import ResolvedAgent, ResolvedHook, ResolvedSkill, ResolvedTool
+from eve.runtime.resolved import (
+    ResolvedAgent,
+    ResolvedHook,
+    ResolvedSkill,
+    ResolvedSubagent,
+    ResolvedTool,
+)
 from eve.runtime.validation import JsonSchemaValidator
 
 
@@ -60,13 +65,8 @@ async def resolve_agent(
             )
         )
     )
-    subagents = [
-        ResolvedTool(
-            entry=entry,
-            execute=None,
-            validator=JsonSchemaValidator(entry.input_schema or {}),
-            approval=NEVER,
-        )
+    subagents: list[ResolvedTool] = [
+        ResolvedSubagent(entry=entry, validator=JsonSchemaValidator(entry.input_schema))
         for entry in subagent_entries(manifest, node_key)
     ]
     hooks: list[ResolvedHook] = list(
@@ -80,7 +80,7 @@ async def resolve_agent(
         node_id=node_key,
         config=node.config,
         instructions=node.instructions.text,
-        tools=tools + subagents + bind_automatic(session_node(manifest, node_key), root),
+        tools=[*tools, *subagents, *bind_automatic(session_node(manifest, node_key), root)],
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
         hooks=hooks,
         subagents=list(node.subagents),

@@ -4,30 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeGuard, TypeVar
 
-from eve.authoring.approval import ApprovalRule
+from eve.authoring.approval import NEVER, ApprovalRule
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import Execute
-from eve.manifest import AgentConfig, HandlingKind, HookEntry, SkillEntry, ToolEntry
+from eve.manifest import (
+    AgentConfig,
+    AnyToolEntry,
+    FunctionToolEntry,
+    HandlingKind,
+    HookEntry,
+    ProviderToolEntry,
+    SkillEntry,
+    SubagentToolEntry,
+    WorkflowToolEntry,
+)
 from eve.runtime.validation import InputValidator
+
+E = TypeVar("E", bound=AnyToolEntry)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ResolvedTool:
-    """A tool with its live parts re-attached to its declaration.
-
-    ``execute`` is ``None`` for provider tools (the provider runs them) and, by design, for
-    tasks: workflow tools, whose body is ``workflow``, and subagents, which the loop hands
-    to its task runner (in a durable session, a child workflow).
-    """
-
-    entry: ToolEntry
-    execute: Execute | None
-    validator: InputValidator | None
-    approval: ApprovalRule
-    to_model_output: Callable[[Any], Any] | None = None
-    workflow: Execute | None = None
+class _Resolved(Generic[E]):
+    #: the declaration: what the manifest (or, for a subagent, the runtime) says
+    entry: E
 
     @property
     def name(self) -> str:
@@ -39,12 +40,51 @@ class ResolvedTool:
 
     @property
     def handling(self) -> HandlingKind:
-        return self.entry.behavior.handling.kind
+        return self.entry.handling
 
-    @property
-    def is_task(self) -> bool:
-        """Run outside the step that calls it (``execution.tasks``): subagents, workflow tools."""
-        return self.handling in ("subagent", "workflow-tool")
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedFunctionTool(_Resolved[FunctionToolEntry]):
+    """A tool whose live ``execute`` runs inside the step that calls it."""
+
+    execute: Execute
+    validator: InputValidator
+    approval: ApprovalRule = NEVER
+    to_model_output: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedWorkflowTool(_Resolved[WorkflowToolEntry]):
+    """A workflow tool: its body ``run`` is a task (``execution.tasks``)."""
+
+    run: Execute
+    validator: InputValidator
+    approval: ApprovalRule = NEVER
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedSubagent(_Resolved[SubagentToolEntry]):
+    """A subagent offered as a tool: a call runs a turn of its node, as a task."""
+
+    validator: InputValidator
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedProviderTool(_Resolved[ProviderToolEntry]):
+    """A tool the provider runs: a declaration only, its module never imported."""
+
+
+ResolvedTool = ResolvedFunctionTool | ResolvedWorkflowTool | ResolvedSubagent | ResolvedProviderTool
+"""A tool with its live parts re-attached to its declaration, one class per kind."""
+#: the tools whose calls run outside the step that asks for them (``execution.tasks``)
+TaskTool = ResolvedWorkflowTool | ResolvedSubagent
+#: the tools eve runs itself: validated, approved, then executed or started as a task
+RunnableTool = ResolvedFunctionTool | ResolvedWorkflowTool | ResolvedSubagent
+
+
+def is_task(tool: ResolvedTool) -> TypeGuard[TaskTool]:
+    """Whether calls of ``tool`` run as tasks: subagents and workflow tools."""
+    return isinstance(tool, ResolvedWorkflowTool | ResolvedSubagent)
 
 
 @dataclass(frozen=True, kw_only=True)

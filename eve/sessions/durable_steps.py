@@ -9,9 +9,6 @@ record, the state is restored from it, and neither the model nor the tools run a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
 import msgspec
 from dbos import DBOS
 
@@ -21,7 +18,7 @@ from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.turn_events import TurnEvents
 
-T = TypeVar("T")
+_parts = msgspec.json.Decoder(StepPart)
 
 
 class DurableRecorder:
@@ -31,11 +28,6 @@ class DurableRecorder:
         self.approved_once = approved_once
 
     async def part(self, key: str, produce: Produce) -> StepPart:
-        return await self._checkpointed(key, produce, StepPart)
-
-    async def _checkpointed(
-        self, key: str, produce: Callable[[], Awaitable[T]], kind: type[T]
-    ) -> T:
         ran = False
 
         async def run() -> bytes:
@@ -60,4 +52,4 @@ class DurableRecorder:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)
         self.context.restore(checkpoint.state)
         self.approved_once.update(checkpoint.approved_once)
-        return msgspec.json.decode(checkpoint.value, type=kind)
+        return _parts.decode(checkpoint.value)

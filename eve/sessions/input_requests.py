@@ -20,6 +20,14 @@ from typing import Any
 from dbos import DBOS
 
 from eve.cancellation import CancelSignal
+from eve.events import (
+    InputRequest,
+    InputRequestedData,
+    InputResolvedData,
+    Option,
+    ToolApprovalRequest,
+    TurnWaitingData,
+)
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import ApprovalRequest
 from eve.sessions.store import SessionStore
@@ -29,10 +37,7 @@ from eve.sessions.turn_events import TurnEvents
 INPUT_TOPIC = "input"
 #: an open-ended wait re-arms this often; each wait is one recorded DBOS operation
 WAIT_SECONDS = 3600.0
-APPROVAL_OPTIONS = [
-    {"id": "approve", "label": "Approve"},
-    {"id": "deny", "label": "Deny"},
-]
+APPROVAL_OPTIONS = [Option(id="approve", label="Approve"), Option(id="deny", label="Deny")]
 
 #: waits for the answer to a request id: the option chosen, or None when cancelled
 Answer = Callable[[str], Awaitable[str | None]]
@@ -56,11 +61,11 @@ class InputDesk:
     events: TurnEvents
 
     async def ask(
-        self, request: dict[str, Any], options: Sequence[str] | None, answer: Answer
+        self, request: InputRequest, options: Sequence[str] | None, answer: Answer
     ) -> str | None:
         """Park on ``request`` (an ``input.requested`` entry with its ``request_id``) until
         ``answer`` returns; ``options`` are the ids it accepts (None: approve and deny)."""
-        request_id = request["request_id"]
+        request_id = request.request_id
         await DBOS.run_step_async(
             {"name": f"input.open:{request_id}"},
             asyncio.to_thread,
@@ -70,8 +75,8 @@ class InputDesk:
             self.workflow_id,
             options,
         )
-        await self.emitter.emit("input.requested", turn_id=self.turn_id, requests=[request])
-        await self.emitter.emit("turn.waiting", turn_id=self.turn_id, on="input")
+        await self.emitter.emit(InputRequestedData(turn_id=self.turn_id, requests=[request]))
+        await self.emitter.emit(TurnWaitingData(turn_id=self.turn_id, on="input"))
         await self.events.flush()
         option = await answer(request_id)
         await DBOS.run_step_async(
@@ -80,11 +85,9 @@ class InputDesk:
             self.store.resolve_input_request,
             request_id,
         )
+        chosen = "cancelled" if option is None else option
         await self.emitter.emit(
-            "input.resolved",
-            turn_id=self.turn_id,
-            request_id=request_id,
-            option_id="cancelled" if option is None else option,
+            InputResolvedData(turn_id=self.turn_id, request_id=request_id, option_id=chosen)
         )
         return option
 
@@ -98,15 +101,14 @@ class DurableApproval:
 
     async def __call__(self, request: ApprovalRequest) -> bool:
         request_id = request_id_for(self.desk.workflow_id, request.call_id)
-        entry = {
-            "request_id": request_id,
-            "kind": "tool-approval",
-            "tool_name": request.tool_name,
-            "call_id": request.call_id,
-            "input": request.input,
-            "rule": request.rule,
-            "options": APPROVAL_OPTIONS,
-        }
+        entry = ToolApprovalRequest(
+            request_id=request_id,
+            tool_name=request.tool_name,
+            call_id=request.call_id,
+            input=request.input,
+            rule=request.rule,
+            options=APPROVAL_OPTIONS,
+        )
         return await self.desk.ask(entry, None, self._answer) == "approve"
 
     async def _answer(self, request_id: str) -> str | None:

@@ -24,6 +24,7 @@ from eve.errors import (
     SessionNotFound,
     TaskNotWaiting,
 )
+from eve.events import SessionStartedData
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
@@ -45,7 +46,7 @@ def new_session_id() -> str:
     return "ses_" + secrets.token_urlsafe(24)
 
 
-OPTION_IDS = tuple(option["id"] for option in APPROVAL_OPTIONS)
+OPTION_IDS = tuple(option.id for option in APPROVAL_OPTIONS)
 
 
 class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -106,7 +107,7 @@ class SessionService:
         )
         context = EveContext(session_id=session_id)
         with use_context(context):
-            await emitter.emit("session.started")
+            await emitter.emit(SessionStartedData())
         await writer.flush()
         if state := context.snapshot():
             # what session.started hooks set is where the first turn starts from

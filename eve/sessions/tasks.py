@@ -29,14 +29,22 @@ from eve.authoring.workflow import Question
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.errors import TaskCancelled
+from eve.events import Delegation
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
-from eve.execution.subagents import child_node_id, child_session_id, link, run_subagent
+from eve.execution.subagents import (
+    child_environment,
+    child_node_id,
+    child_session_id,
+    link,
+    run_subagent,
+)
 from eve.execution.tasks import TASK_MARK, TaskCall, task_id_under
 from eve.execution.tool_calls import CallOutcome, outcome
 from eve.execution.workflow_tools import progress_of, question_request, run_workflow_tool
 from eve.messages import ToolCall
 from eve.redact import redact
+from eve.runtime.resolved import ResolvedSubagent, ResolvedWorkflowTool, is_task
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import (
@@ -69,7 +77,8 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     node_id: str
     turn_id: str
     step_index: int
-    tags: dict[str, Any] = {}
+    #: the link the caller's events carry (a task of a subagent's session)
+    delegation: Delegation | None = None
     call: ToolCall
     #: the caller's context values a subagent's runtime configuration is read from
     config: dict[str, Any] = {}
@@ -100,7 +109,7 @@ class DurableTasks:
 
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
         config: dict[str, Any] = {}
-        if task.tool.handling == "subagent":
+        if isinstance(task.tool, ResolvedSubagent):
             child = _host().setup.node(child_node_id(task.node_id, task.call.name))
             key = child.agent.config.runtime_config
             if key is not None and key in task.context.values:
@@ -113,7 +122,7 @@ class DurableTasks:
             node_id=task.node_id,
             turn_id=task.turn_id,
             step_index=task.step_index,
-            tags=task.emitter.tags,
+            delegation=task.emitter.delegation,
             call=task.call,
             config=config,
         )
@@ -215,10 +224,12 @@ async def run_task(host: TaskHost, encoded: str) -> str:
     events = await host.events_of(spec.root_session_id, task_id)
     caller = host.setup.node(spec.node_id)
     # the caller's hooks see the tool's events, as they do when the task runs in process
-    emitter = EventEmitter(events, session_id=spec.session_id, hooks=caller.hooks, tags=spec.tags)
+    emitter = EventEmitter(
+        events, session_id=spec.session_id, hooks=caller.hooks, delegation=spec.delegation
+    )
     tool = caller.agent.tool(spec.call.name)
     async with host.signal_for(task_id) as signal:
-        if tool is None or not tool.is_task:
+        if tool is None or not is_task(tool):
             result = outcome(spec.call, f"{spec.call.name} is no task of {spec.node_id}", "failed")
         else:
             task = TaskCall(
@@ -256,7 +267,7 @@ async def _run(
             events=events,
         )
 
-    if task.tool.handling == "workflow-tool":
+    if isinstance(task.tool, ResolvedWorkflowTool):
         waits = DurableWaits(task=task, task_id=task_id, desk=desk(task.emitter))
         workspace: Path = host.setup.node(spec.node_id).workspace
         return await run_workflow_tool(task, waits, workspace)
@@ -264,19 +275,19 @@ async def _run(
     child = host.setup.node(node_id)
     session_id = child_session_id(task_id)
     child_emitter = EventEmitter(
-        events, session_id=session_id, hooks=child.hooks, tags=link(task, node_id)
+        events, session_id=session_id, hooks=child.hooks, delegation=link(task, node_id)
     )
     context = EveContext(session_id=session_id)
-    run = await run_subagent(
+    env = child_environment(
         task,
-        child,
-        session_id=session_id,
+        session_id,
         emitter=child_emitter,
         context=context,
         approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
         recorder=DurableRecorder(events, context, set()),
     )
+    run = await run_subagent(task, child, env)
     return run.outcome
 
 

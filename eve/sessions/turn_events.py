@@ -55,7 +55,8 @@ class TurnEvents:
             )
             return
         if self.attempt:
-            event = msgspec.structs.replace(event, data={**event.data, "attempt": self.attempt})
+            data = msgspec.structs.replace(event.data, attempt=self.attempt)
+            event = msgspec.structs.replace(event, data=data)
         self.step_events.append(event)
         self.writer.add(
             Pending(

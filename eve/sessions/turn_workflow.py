@@ -17,6 +17,8 @@ from dbos import DBOS
 
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
+from eve.events import SessionCompletedData, SessionResetData, SessionWaitingData
+from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import AgentSetup
@@ -82,52 +84,41 @@ class TurnRuntime:
         context = EveContext(session_id=session_id)
         context.restore(checkpoint.state)
         approved_once = set(checkpoint.approved_once)
-        setup = self.setup
         try:
             async with self.signal_for(workflow_id) as signal:
-                result = await run_agent(
-                    client=setup.client,
-                    system=setup.agent.instructions,
-                    tools=setup.agent.tools,
-                    user_message=message,
-                    messages=checkpoint.messages,
-                    max_turns=setup.max_turns,
-                    approve=DurableApproval(
-                        InputDesk(
-                            store=self.store,
-                            session_id=session_id,
-                            workflow_id=workflow_id,
-                            turn_id=turn_id,
-                            emitter=emitter,
-                            events=events,
-                        ),
-                        signal,
-                    ),
-                    signal=signal,
+                desk = InputDesk(
+                    store=self.store,
+                    session_id=session_id,
+                    workflow_id=workflow_id,
+                    turn_id=turn_id,
                     emitter=emitter,
+                    events=events,
+                )
+                env = TurnEnvironment(
                     session_id=session_id,
                     turn_id=turn_id,
-                    workspace=setup.workspace,
-                    context_budget_tokens=setup.context_budget_tokens,
-                    approved_once=approved_once,
+                    signal=signal,
+                    emitter=emitter,
                     context=context,
                     recorder=DurableRecorder(events, context, approved_once),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
-                    reasoning=setup.reasoning,
+                    approve=DurableApproval(desk, signal),
+                    approved_once=approved_once,
                 )
+                result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)
         except Exception as error:
             # run_agent already published turn.failed; the session takes the next message
             log.warning("turn %s failed: %s", workflow_id, type(error).__name__)
-            await emitter.emit("session.waiting", turn_id=turn_id)
+            await emitter.emit(SessionWaitingData(turn_id=turn_id))
             await events.flush()
             return "failed"
         ended = await self._finish(session_id, checkpoint, context, approved_once, result)
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:
-                await emitter.emit("session.completed", turn_id=turn_id, reason=ended)
+                await emitter.emit(SessionCompletedData(turn_id=turn_id, reason=ended))
             else:
-                await emitter.emit("session.waiting", turn_id=turn_id)
+                await emitter.emit(SessionWaitingData(turn_id=turn_id))
         await events.flush()
         self.log.forget(session_id)
         return result.stop_reason
@@ -186,7 +177,7 @@ class TurnRuntime:
             session_id,
             None,
         )
-        await EventEmitter(events, session_id=session_id).emit("session.reset")
+        await EventEmitter(events, session_id=session_id).emit(SessionResetData())
         await events.flush()
         self.log.forget(session_id)
         return "reset"

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from eve.compiler import compile_agent, compile_to_disk
-from eve.execution.loop import run_agent
 from eve.manifest import ProgrammaticBacking
 from eve.messages import ToolResultMessage
 from eve.models.offline import OfflineScriptModel
 from eve.runtime import load_compiled_agent, resolve_agent
 from tests.conftest import AppFactory
+from tests.execution.helpers import turn
 
 AGENT = """
 from eve import define_agent
@@ -69,7 +69,7 @@ async def test_the_loop_runs_builtins_in_the_workspace(make_app: AppFactory) -> 
     compiled = load_compiled_agent(root)
     agent = await resolve_agent(compiled.manifest, compiled.module_map)
     answers = iter([True, False])
-    result = await run_agent(
+    result = await turn(
         client=OfflineScriptModel(root / "script.json", label="script.json"),
         system=agent.instructions,
         tools=agent.tools,

@@ -6,16 +6,15 @@ import importlib
 from typing import Any
 
 from eve.authoring.agent import BUILTIN_TOOL_NAMES
-from eve.authoring.tools import ToolDefinition
+from eve.authoring.tools import FunctionTool, ToolDefinition
 from eve.builtins import BUILTIN_TOOLS
 from eve.compiler import compile_to_disk
-from eve.execution.loop import run_agent
 from eve.execution.tool_calls import ApprovalRequest
 from eve.messages import ToolResultMessage
 from eve.models.function import FunctionModel
 from eve.runtime import load_compiled_agent, resolve_agent
 from tests.conftest import AppFactory
-from tests.execution.helpers import Script, calls, text
+from tests.execution.helpers import Script, calls, text, turn
 
 
 def definition(name: str) -> ToolDefinition:
@@ -60,7 +59,7 @@ def test_only_bash_needs_approval() -> None:
         "read_file": "never",
         "write_file": "never",
     }
-    assert all(definition(name).kind == "dispatch" for name in BUILTIN_TOOLS)
+    assert all(isinstance(definition(name), FunctionTool) for name in BUILTIN_TOOLS)
 
 
 def test_input_schemas() -> None:
@@ -121,7 +120,7 @@ async def test_compiled_agent_runs_the_builtins_in_its_workspace(
         ),
         text("done"),
     )
-    result = await run_agent(
+    result = await turn(
         client=FunctionModel(script),
         system="sys",
         tools=agent.tools,

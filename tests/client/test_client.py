@@ -36,8 +36,8 @@ def test_create_send_and_read_each_turn(make_app: AppFactory) -> None:
     finally:
         server.stop()
     assert turn0[-1].type == "turn.completed" and turn1[-1].type == "turn.completed"
-    assert {e.data["turn_id"] for e in turn0} == {"turn_0"}
-    replies = [e.data["message"] for e in everything if e.type == "message.completed"]
+    assert {e.data.turn_id for e in turn0} == {"turn_0"}
+    replies = [e.data.message for e in everything if e.type == "message.completed"]
     assert replies == ["first reply", "second reply"]
     assert indexes(everything) == list(range(len(everything)))
 
@@ -64,8 +64,8 @@ def test_a_stream_survives_a_server_restart_without_gap_or_duplicate(
         assert parked.wait(30)
         server.kill()  # the reader's connection drops mid-stream
         server.restart()
-        [request] = next(e for e in seen if e.type == "input.requested").data["requests"]
-        assert client.respond(session, {request["request_id"]: "approve"}).status == "resolved"
+        [request] = next(e for e in seen if e.type == "input.requested").data.requests
+        assert client.respond(session, {request.request_id: "approve"}).status == "resolved"
         reader.join(30)
         assert not reader.is_alive()
         client.close()
@@ -119,8 +119,8 @@ def test_the_async_client_runs_parks_and_cancels(make_app: AppFactory) -> None:
             accepted = await client.create("ship, then wait")
             parked = [e async for e in client.turn_events(accepted.session_id, accepted.turn_id)]
             assert parked[-1].type == "turn.waiting"
-            [request] = next(e for e in parked if e.type == "input.requested").data["requests"]
-            await client.respond(accepted.session_id, {request["request_id"]: "approve"})
+            [request] = next(e for e in parked if e.type == "input.requested").data.requests
+            await client.respond(accepted.session_id, {request.request_id: "approve"})
             started = root / f"slowly-{accepted.session_id}.started"
             await asyncio.to_thread(wait_for_file, started)
             assert (await client.cancel(accepted.session_id)).status == "cancelling"

@@ -8,11 +8,17 @@ import pytest
 from eve.client.protocol import StreamCursor, api_error, responses_body, server_root
 from eve.errors import ServerUnreachable
 
+#: the data each event type these tests use needs besides its ids
+_DATA: dict[str, dict[str, object]] = {
+    "step.started": {"step_index": 0},
+    "turn.completed": {"stop_reason": "complete", "usage": {}},
+}
+
 
 def line(index: int, type_: str = "step.started", turn: str = "turn_0") -> bytes:
     event = {
         "type": type_,
-        "data": {"session_id": "sess_x", "turn_id": turn},
+        "data": {"session_id": "sess_x", "turn_id": turn, **_DATA[type_]},
         "meta": {"id": f"evt_{index}", "at": "2026-12-03T00:00:00+00:00", "index": index},
     }
     return msgspec.json.encode(event)

@@ -14,7 +14,14 @@ from eve.compiler.bindings import make_binding
 from eve.compiler.cache import CompileCache
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.errors import CompileFailed
-from eve.manifest import SCHEMA_VERSION, ToolEntry, Usage
+from eve.manifest import (
+    SCHEMA_VERSION,
+    FunctionToolEntry,
+    ProviderToolEntry,
+    ToolEntry,
+    Usage,
+    WorkflowToolEntry,
+)
 from tests.conftest import AppFactory
 
 PYDANTIC_TOOL = """
@@ -122,7 +129,8 @@ def test_every_tool_form_normalizes(make_app: AppFactory) -> None:
         True,
         False,
     )
-    assert weather.ends_turn and weather.has_model_output_projection and weather.has_execute
+    assert isinstance(weather, FunctionToolEntry) and weather.handling == "dispatch"
+    assert weather.ends_turn and weather.has_model_output_projection
     assert (weather.export_name, weather.factory, weather.source_id) == (
         "default",
         False,
@@ -148,15 +156,12 @@ def test_every_tool_form_normalizes(make_app: AppFactory) -> None:
     assert add.input_schema["required"] == ["a"]
 
     search = tools["search"]
-    assert (search.has_execute, search.input_schema, search.behavior.handling.kind) == (
-        False,
-        None,
-        "provider-tool",
-    )
-    assert search.provider is not None and search.provider.config == {"max_uses": 2}
+    assert isinstance(search, ProviderToolEntry) and search.handling == "provider-tool"
+    assert not hasattr(search, "input_schema")  # the provider owns its schema
+    assert search.provider.config == {"max_uses": 2}
 
-    assert tools["ask"].behavior.handling.kind == "workflow-tool"
-    assert not tools["ask"].has_execute
+    assert isinstance(tools["ask"], WorkflowToolEntry)
+    assert tools["ask"].handling == "workflow-tool"
     assert (tools["made"].factory, tools["made"].export_name) == (True, "default")
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from eve.authoring.tools import ToolDefinition
 from eve.compiler.normalize import tool_entry
+from eve.execution import RunResult, TurnEnvironment, agent_setup, run_agent
+from eve.execution.events import HookDispatcher
+from eve.messages import Message
+from eve.models.base import ModelClient
 from eve.models.events import Done, ModelEvent, TextDelta, TokenUsage, ToolCallEnd, ToolCallStart
 from eve.runtime.resolve_tool import bind_tool
 from eve.runtime.resolved import ResolvedTool
@@ -50,3 +56,34 @@ class Script:
     def __call__(self, request: object) -> list[ModelEvent]:
         self.count += 1
         return self.responses[self.count - 1]
+
+
+async def turn(
+    *,
+    client: ModelClient,
+    tools: Sequence[ResolvedTool] = (),
+    user_message: str = "hi",
+    system: str = "",
+    messages: Sequence[Message] = (),
+    max_turns: int = 10,
+    context_budget_tokens: int | None = None,
+    workspace: Path | None = None,
+    hooks: HookDispatcher | None = None,
+    reasoning: str | None = None,
+    node_id: str = "__root__",
+    **env: Any,
+) -> RunResult:
+    """One turn of an agent made of ``tools``: ``run_agent`` with an ``agent_setup`` and a
+    ``TurnEnvironment`` of the remaining keywords (``signal``, ``approve``, ``recorder`` …)."""
+    setup = agent_setup(
+        client,
+        instructions=system,
+        tools=tools,
+        max_turns=max_turns,
+        workspace=workspace,
+        context_budget_tokens=context_budget_tokens,
+        hooks=hooks,
+        reasoning=reasoning,
+        node_id=node_id,
+    )
+    return await run_agent(setup, user_message, history=messages, env=TurnEnvironment(**env))

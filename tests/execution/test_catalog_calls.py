@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from eve.authoring.context import ToolContext
 from eve.events import SessionEvent
-from eve.execution.loop import RunResult, run_agent
+from eve.execution.loop import RunResult
 from eve.execution.tool_calls import ApprovalRequest
 from eve.manifest import AgentConfig, AgentNode, Instructions, SkillEntry
 from eve.messages import AssistantMessage, ToolCall, ToolResultMessage
@@ -18,7 +20,7 @@ from eve.runtime.automatic import bind_automatic
 from eve.runtime.resolved import ResolvedTool
 from eve.tools import tool
 from eve.tools.approval import always, once
-from tests.execution.helpers import Script, calls, live, text
+from tests.execution.helpers import Script, calls, live, text, turn
 from tests.execution.test_checkpoints import JsonRecorder
 
 SKILL_FILE = "---\ndescription: The returns policy.\n---\n# Returns\n\nWithin 30 days.\n"
@@ -82,7 +84,7 @@ async def run(
 ) -> tuple[RunResult, list[SessionEvent], FunctionModel]:
     events: list[SessionEvent] = []
     model = FunctionModel(script)
-    result = await run_agent(
+    result = await turn(
         client=model,
         system="Be brief.",
         tools=tools,
@@ -98,7 +100,8 @@ def results(result: RunResult) -> list[ToolResultMessage]:
 
 
 def of_type(events: list[SessionEvent], type_: str) -> list[dict[str, Any]]:
-    return [e.data for e in events if e.type == type_]
+    """The data of the events of ``type_``, as plain data (the shape the wire has)."""
+    return [msgspec.to_builtins(e.data) for e in events if e.type == type_]
 
 
 async def test_the_model_sees_skills_in_the_skill_tool_and_no_deferred_tool(

@@ -10,10 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from eve.execution.checkpoints import Produce, StepPart
-from eve.execution.loop import run_agent
 from eve.models.function import FunctionModel
 from eve.tools import define_tool
-from tests.execution.helpers import Script, calls, live, text
+from tests.execution.helpers import Script, calls, live, text, turn
 
 
 class Item(BaseModel):
@@ -50,7 +49,7 @@ async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:
         ),
     )
     first = JsonRecorder()
-    result = await run_agent(
+    result = await turn(
         client=FunctionModel(Script(calls(("note", {"item": "a"})), text("done"))),
         system="s",
         tools=[tool],
@@ -63,7 +62,7 @@ async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:
         raise AssertionError("a recorded step asked the model again")
 
     again = JsonRecorder(dict(first.log))
-    replayed = await run_agent(
+    replayed = await turn(
         client=FunctionModel(no_model), system="s", tools=[tool], user_message="go", recorder=again
     )
     assert again.produced == []
@@ -88,9 +87,9 @@ async def test_a_crash_after_the_tool_resumes_at_the_next_model_call() -> None:
 
     model = FunctionModel(crash_on_second)
     with pytest.raises(RuntimeError, match="process died"):
-        await run_agent(client=model, system="s", tools=[tool], user_message="go", recorder=crashed)
+        await turn(client=model, system="s", tools=[tool], user_message="go", recorder=crashed)
     resumed = JsonRecorder(dict(crashed.log))
-    result = await run_agent(
+    result = await turn(
         client=FunctionModel(Script(text("finished"))),
         system="s",
         tools=[tool],

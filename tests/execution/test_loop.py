@@ -13,7 +13,6 @@ from eve.cancellation import CancelSignal
 from eve.context import define_state
 from eve.errors import EmptyModelResponse, TranscriptWriteFailed
 from eve.events import SessionEvent
-from eve.execution.loop import run_agent
 from eve.execution.tool_calls import ApprovalRequest
 from eve.execution.transcript import load_transcript
 from eve.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
@@ -21,7 +20,7 @@ from eve.models.events import Done, TextDelta, TokenUsage
 from eve.models.function import FunctionModel
 from eve.tools import define_tool, tool
 from eve.tools.approval import always, once
-from tests.execution.helpers import Script, calls, live, text
+from tests.execution.helpers import Script, calls, live, text, turn
 
 
 class Item(BaseModel):
@@ -41,7 +40,7 @@ PRICE = live("price", price)
 
 async def run(script: Script, tools: list[Any] | None = None, **kwargs: Any):  # type: ignore[no-untyped-def]
     events: list[SessionEvent] = []
-    result = await run_agent(
+    result = await turn(
         client=FunctionModel(script),
         system="sys",
         tools=tools or [PRICE],
@@ -67,7 +66,7 @@ async def test_text_answer_completes() -> None:
         "turn.completed",
     ]
     assert [e.meta.index for e in events] == list(range(7))
-    assert all(e.data["turn_id"] == "turn_0" and e.meta.id.startswith("evt_") for e in events)
+    assert all(e.data.turn_id == "turn_0" and e.meta.id.startswith("evt_") for e in events)
 
 
 async def test_tool_turn_has_the_eve_event_sequence() -> None:
@@ -93,7 +92,7 @@ async def test_tool_turn_has_the_eve_event_sequence() -> None:
         "turn.completed",
     ]
     done = next(e for e in events if e.type == "action.result")
-    assert (done.data["status"], done.data["step_index"]) == ("completed", 0)
+    assert (done.data.status, done.data.step_index) == ("completed", 0)
 
 
 async def test_max_turns_stops_a_model_that_keeps_calling() -> None:
@@ -127,7 +126,7 @@ async def test_every_failure_becomes_an_error_result_and_the_loop_goes_on() -> N
     assert results[1].content == "unknown tool 'nope' (available: gated, price)"
     assert results[2].content == "gated needs approval and a person denied this call"
     assert results[3].content == "RuntimeError: catalog offline"
-    statuses = [e.data["status"] for e in events if e.type == "action.result"]
+    statuses = [e.data.status for e in events if e.type == "action.result"]
     assert statuses == ["failed", "failed", "rejected", "failed"]
     assert result.stop_reason == "complete" and result.final_text == "sorry"
 
@@ -240,7 +239,7 @@ async def test_cancel_mid_stream_records_no_partial_message() -> None:
         yield TextDelta(text="more")
         yield Done(stop_reason="end_turn")
 
-    result = await run_agent(
+    result = await turn(
         client=FunctionModel(stream), system="s", tools=[], user_message="hi", signal=signal
     )
     assert result.stop_reason == "aborted"
@@ -289,7 +288,7 @@ async def test_projection_partials_and_ends_turn() -> None:
     )
     script = Script(calls(("progress", {"item": "x"}), ("final", {"item": "y"})), text("unused"))
     result, events = await run(script, tools=[streaming, final])
-    assert [e.data["partial"] for e in events if e.type == "action.partial"] == [
+    assert [e.data.partial for e in events if e.type == "action.partial"] == [
         {"done": 1},
         {"done": 2, "item": "x"},
     ]
@@ -327,7 +326,7 @@ async def test_transcript_write_failure_fails_the_run(tmp_path: Path) -> None:
 async def test_prior_messages_continue_the_conversation() -> None:
     prior = [UserMessage(text="earlier"), AssistantMessage(text="noted")]
     model = FunctionModel(Script(text("again")))
-    result = await run_agent(client=model, system="s", tools=[], user_message="hi", messages=prior)
+    result = await turn(client=model, system="s", tools=[], user_message="hi", messages=prior)
     assert model.requests[0].messages == [*prior, UserMessage(text="hi")]
     assert result.messages[:2] == prior
 

@@ -16,7 +16,8 @@ from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
 from eve.context.active import EveContext
 from eve.errors import SubagentConfigInvalid, SubagentConfigMissing
-from eve.events import SessionEvent
+from eve.events import ActionResult, SessionEvent
+from eve.execution import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup
@@ -96,15 +97,8 @@ def tool_call(name: str, **data: Any) -> dict[str, Any]:
 
 
 async def turn(setup: AgentSetup, events: list[SessionEvent], **tasks: Any) -> RunResult:
-    return await run_agent(
-        client=setup.client,
-        system=setup.agent.instructions,
-        tools=setup.agent.tools,
-        user_message="go",
-        max_turns=setup.max_turns,
-        on_event=events.append,
-        tasks=InlineTasks(setup=setup, **tasks),
-    )
+    env = TurnEnvironment(on_event=events.append, tasks=InlineTasks(setup=setup, **tasks))
+    return await run_agent(setup, "go", env=env)
 
 
 def results(result: RunResult) -> dict[str, ToolResultMessage]:
@@ -138,8 +132,8 @@ async def test_a_delegated_session_inherits_tools_but_never_unavailable_ones(
     result = await turn(setup, events)
     assert result.final_text == "ok"
     assert results(result)["helper"].content == "helped"
-    child = [e.data for e in events if e.type == "action.result" and "parent" in e.data]
-    outputs = {d["name"]: d["output"] for d in child}
+    child = [e.data for e in events if isinstance(e, ActionResult) and e.data.parent]
+    outputs = {d.name: d.output for d in child}
     # its own lookup, the root's shout in the root's scope, no secret
     assert outputs["lookup"] == "helper:helper:a"
     assert outputs["shout"] == "root:helper:b"
@@ -182,7 +176,7 @@ async def test_runtime_config_missing_or_invalid_fails_the_call_clearly(
     result = await turn(setup, events)
     failed = results(result)["helper"]
     assert failed.is_error and "SubagentConfigMissing" in failed.content
-    assert not [e for e in events if "parent" in e.data]
+    assert not [e for e in events if e.data.parent]
 
 
 async def test_a_tool_of_the_caller_configures_the_subagent(make_app: AppFactory) -> None:
@@ -285,15 +279,10 @@ async def test_a_task_cancelled_while_it_waits_reports_that_not_never_ran(
         if event.type == "task.started":
             asyncio.get_running_loop().call_later(0.05, signal.cancel, "cancelled")
 
-    result = await run_agent(
-        client=setup.client,
-        system=setup.agent.instructions,
-        tools=setup.agent.tools,
-        user_message="go",
-        on_event=cancel_when_started,
-        signal=signal,
-        tasks=InlineTasks(setup=setup),
+    env = TurnEnvironment(
+        on_event=cancel_when_started, signal=signal, tasks=InlineTasks(setup=setup)
     )
+    result = await run_agent(setup, "go", env=env)
     assert result.stop_reason == "aborted"
     nap = results(result)["nap"]
     assert nap.is_error and "TaskCancelled" in nap.content

@@ -22,7 +22,7 @@ seen = []
 
 @hookimpl
 def turn_completed(event):
-    seen.append(event.data["stop_reason"])
+    seen.append(event.data.stop_reason)
 """
 
 

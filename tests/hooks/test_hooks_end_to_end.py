@@ -39,7 +39,7 @@ FILES = {
         from eve.hooks import define_hook
 
         def on_step(event):
-            raise ValueError(f"step {event.data['step_index']} is not my day")
+            raise ValueError(f"step {event.data.step_index} is not my day")
 
         default = define_hook(events={"step.started": on_step})
     """,
@@ -122,7 +122,7 @@ def test_session_completed_hooks_read_the_state_the_session_ended_with(
             from eve.hooks import define_hook
 
             def on_end(event):
-                Path("ended.json").write_text(json.dumps([event.data["reason"], counts.get()]))
+                Path("ended.json").write_text(json.dumps([event.data.reason, counts.get()]))
 
             default = define_hook(events={"session.completed": on_end})
         """,

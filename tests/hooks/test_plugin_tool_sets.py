@@ -19,6 +19,7 @@ from eve.manifest import (
     decode,
 )
 from eve.runtime import load_compiled_agent, resolve_agent
+from eve.runtime.resolved import ResolvedFunctionTool
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.hooks.installed import install, site_env
@@ -91,7 +92,7 @@ def test_the_module_map_binds_the_set_for_resolve_agent(site: Path, make_app: Ap
 
     agent = asyncio.run(resolve_agent(compiled.manifest, compiled.module_map))
     [shout] = [t for t in agent.tools if t.name == "shout"]
-    assert shout.validator is not None and shout.execute is not None
+    assert isinstance(shout, ResolvedFunctionTool)
 
 
 def test_eve_info_json_lists_the_set_tools(site: Path, make_app: AppFactory) -> None:

@@ -9,10 +9,9 @@ import pytest
 
 from eve.context import EveContext, define_state, use_context
 from eve.events import SessionEvent
-from eve.execution.loop import run_agent
 from eve.hooks import HookRelay, define_hook, hookimpl
 from eve.models.function import FunctionModel
-from tests.execution.helpers import Script, calls, text
+from tests.execution.helpers import Script, calls, text, turn
 from tests.execution.test_loop import PRICE
 from tests.hooks.helpers import live_hook
 
@@ -29,7 +28,7 @@ def record(label: str) -> Any:
 async def run(relay: HookRelay, script: Script) -> tuple[list[SessionEvent], list[str]]:
     events: list[SessionEvent] = []
     context = EveContext(session_id="s")
-    await run_agent(
+    await turn(
         client=FunctionModel(script),
         system="sys",
         tools=[PRICE],
@@ -111,12 +110,12 @@ async def test_a_failing_hook_is_reported_and_the_turn_goes_on(
     assert kinds[:2] == ["turn.started", "hook.failed"]
     assert kinds[-1] == "turn.completed"
     failed = events[1].data
-    assert failed["hook"] == "a_broken"
-    assert failed["source"] == "agent/hooks/a_broken.py"
-    assert failed["event"] == "turn.started"
-    assert failed["turn_id"] == "turn_0"
-    assert failed["error"].startswith("RuntimeError: hooked on ")
-    assert "sk-ant-api03" not in failed["error"]
+    assert failed.hook == "a_broken"
+    assert failed.source == "agent/hooks/a_broken.py"
+    assert failed.event == "turn.started"
+    assert failed.turn_id == "turn_0"
+    assert failed.error.startswith("RuntimeError: hooked on ")
+    assert "sk-ant-api03" not in failed.error
     [line] = [r for r in caplog.records if r.name == "eve.hooks"]
     assert "agent/hooks/a_broken.py" in line.getMessage()
     assert "sk-ant-api03" not in line.getMessage()
@@ -130,7 +129,7 @@ class AuditPlugin:
 
     @hookimpl
     def turn_completed(self, event: SessionEvent) -> None:
-        self.calls.append(event.data["stop_reason"])
+        self.calls.append(event.data.stop_reason)
 
     @hookimpl
     def turn_started(self) -> None:  # pluggy lets an impl take fewer arguments than the spec
@@ -158,7 +157,7 @@ async def test_turn_failed_reaches_its_hooks_before_the_error_propagates() -> No
     )
     context = EveContext(session_id="s")
     with pytest.raises(RuntimeError, match="provider down"):
-        await run_agent(
+        await turn(
             client=FunctionModel(model),
             system="sys",
             tools=[],

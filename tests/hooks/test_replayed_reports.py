@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from eve.events import HookFailedData, MessageReceivedData, TurnStartedData
 from eve.execution.events import EventEmitter
 from eve.sessions.event_log import Pending, SessionWriter
 from eve.sessions.store import TurnProgress
@@ -22,10 +23,13 @@ async def emit_body(progress: TurnProgress, *, fails: bool) -> list[Pending]:
     writer = Collect()
     events = TurnEvents(cast(SessionWriter, writer), workflow_id="w", progress=progress)
     emitter = EventEmitter(events, session_id="s")
-    await emitter.emit("turn.started", turn_id="turn_0")
+    await emitter.emit(TurnStartedData(turn_id="turn_0"))
     if fails:
-        await emitter.emit("hook.failed", turn_id="turn_0", hook="h", event="turn.started")
-    await emitter.emit("message.received", turn_id="turn_0", message="hi")
+        failed = HookFailedData(
+            turn_id="turn_0", hook="h", source="s", event="turn.started", error="e"
+        )
+        await emitter.emit(failed)
+    await emitter.emit(MessageReceivedData(turn_id="turn_0", message="hi"))
     return writer.items
 
 

@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 
 from eve.errors import OfflineScriptError, UnknownModel
-from eve.execution.loop import run_agent
 from eve.messages import ToolResultMessage
 from eve.models.offline import OfflineScriptModel, OfflineTestModel
 from eve.models.registry import choose_model, create_client
 from eve.models.schema_sample import sample
 from eve.tools import tool
-from tests.execution.helpers import live
+from tests.execution.helpers import live, turn
 
 
 @tool
@@ -55,7 +54,7 @@ def test_samples_satisfy_schemas() -> None:
 
 
 async def test_offline_test_calls_each_tool_once_then_summarizes() -> None:
-    result = await run_agent(
+    result = await turn(
         client=OfflineTestModel(), system="s", tools=[live("shout", shout)], user_message="go"
     )
     results = [m for m in result.messages if isinstance(m, ToolResultMessage)]
@@ -65,7 +64,7 @@ async def test_offline_test_calls_each_tool_once_then_summarizes() -> None:
 
 
 async def test_offline_test_without_tools_echoes() -> None:
-    result = await run_agent(client=OfflineTestModel(), system="s", tools=[], user_message="ping")
+    result = await turn(client=OfflineTestModel(), system="s", tools=[], user_message="ping")
     assert result.final_text == "(offline/test) You said: ping"
 
 
@@ -80,13 +79,11 @@ async def test_script_replays_and_then_says_it_ran_out(tmp_path: Path) -> None:
         )
     )
     model = OfflineScriptModel(script, label="script.json")
-    result = await run_agent(
-        client=model, system="s", tools=[live("shout", shout)], user_message="go"
-    )
+    result = await turn(client=model, system="s", tools=[live("shout", shout)], user_message="go")
     assert result.final_text == "done shouting"
     assert [m.content for m in result.messages if isinstance(m, ToolResultMessage)] == ["HEY "]
     with pytest.raises(OfflineScriptError, match="has 2 response"):
-        await run_agent(
+        await turn(
             client=model, system="s", tools=[], user_message="again", messages=result.messages
         )
 
@@ -95,13 +92,11 @@ async def test_a_script_by_node_answers_each_node_from_its_own_list(tmp_path: Pa
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"__root__": [{"text": "root"}], "helper": [{"text": "help"}]}))
     model = OfflineScriptModel(script, label="script.json")
-    root = await run_agent(client=model, system="s", tools=[], user_message="go")
-    helper = await run_agent(
-        client=model, system="s", tools=[], user_message="go", node_id="helper"
-    )
+    root = await turn(client=model, system="s", tools=[], user_message="go")
+    helper = await turn(client=model, system="s", tools=[], user_message="go", node_id="helper")
     assert (root.final_text, helper.final_text) == ("root", "help")
     with pytest.raises(OfflineScriptError, match=r"no responses for node 'other' \(it has"):
-        await run_agent(client=model, system="s", tools=[], user_message="go", node_id="other")
+        await turn(client=model, system="s", tools=[], user_message="go", node_id="other")
 
 
 def test_bad_scripts_are_clear(tmp_path: Path) -> None:

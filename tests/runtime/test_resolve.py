@@ -21,6 +21,7 @@ from eve.errors import (
 )
 from eve.manifest import MANIFEST_PATH, MODULE_MAP_PATH
 from eve.runtime import load_compiled_agent, load_resolved_module_export, resolve_agent
+from eve.runtime.resolved import ResolvedFunctionTool, ResolvedProviderTool, ResolvedWorkflowTool
 from tests.conftest import AppFactory
 
 SIDE_EFFECT_PROVIDER = """
@@ -93,16 +94,16 @@ async def test_tools_resolve_in_manifest_order_with_three_branches(make_app: App
 
     assert [t.name for t in agent.tools] == ["a_typed", "b_lookup", "c_search", "d_wait", "e_made"]
     search = agent.tool("c_search")
-    assert search is not None and search.execute is None and search.handling == "provider-tool"
+    assert isinstance(search, ResolvedProviderTool) and search.entry.handling == "provider-tool"
     assert search.entry.provider is not None and search.entry.provider.type == "web_search_20250305"
-    assert not marker.exists()  # has_execute false: the module was never imported
+    assert not marker.exists()  # a provider tool: the module was never imported
 
     wait = agent.tool("d_wait")
-    assert wait is not None and wait.execute is None and wait.handling == "workflow-tool"
-    assert wait.workflow is not None and await wait.workflow({}, ctx()) == "waited"
+    assert isinstance(wait, ResolvedWorkflowTool) and wait.entry.handling == "workflow-tool"
+    assert await wait.run({}, ctx()) == "waited"
 
     typed = agent.tool("a_typed")
-    assert typed is not None and typed.execute is not None and typed.validator is not None
+    assert isinstance(typed, ResolvedFunctionTool)
     value = typed.validator.validate({"word": "hi"})
     assert typed.execute(value, ctx()) == "HI"
     # the live pydantic model runs the author's validator, which JSON Schema cannot express
@@ -110,7 +111,7 @@ async def test_tools_resolve_in_manifest_order_with_three_branches(make_app: App
         typed.validator.validate({"word": "two words"})
 
     lookup = agent.tool("b_lookup")
-    assert lookup is not None and lookup.validator is not None and lookup.execute is not None
+    assert isinstance(lookup, ResolvedFunctionTool)
     assert lookup.execute(lookup.validator.validate({"n": 21}), ctx()) == 42
     with pytest.raises(ToolInputInvalid, match="'n' is a required property"):
         lookup.validator.validate({})
@@ -178,7 +179,7 @@ async def test_same_tool_name_resolves_per_node(make_app: AppFactory) -> None:
     for node in (None, "helper"):
         agent = await resolve_agent(loaded.manifest, loaded.module_map, node)
         echo = agent.tool("echo")
-        assert echo is not None and echo.execute is not None and echo.validator is not None
+        assert isinstance(echo, ResolvedFunctionTool)
         outputs.append(echo.execute(echo.validator.validate({"x": "hi"}), ctx()))
     assert outputs == ["root:hi", "helper:hi"]
     with pytest.raises(ResolveAgentError, match='no agent node "nope"'):

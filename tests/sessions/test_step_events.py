@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eve.execution.events import EventEmitter, SessionEvent
+from eve.events import MessageAppendedData, SessionEvent
+from eve.execution.events import EventEmitter
 from eve.sessions.event_log import EventLog
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
@@ -17,7 +18,9 @@ async def step_events(n: int) -> list[SessionEvent]:
     made: list[SessionEvent] = []
     emitter = EventEmitter(made.append, session_id="ses_x")
     for i in range(n):
-        await emitter.emit("message.appended", turn_id="turn_0", step_index=0, message_delta=str(i))
+        await emitter.emit(
+            MessageAppendedData(turn_id="turn_0", step_index=0, message_delta=str(i))
+        )
     return made
 
 

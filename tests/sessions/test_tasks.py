@@ -316,5 +316,5 @@ def test_the_client_stops_where_a_subagent_parks_on_a_person(make_app: AppFactor
             events = list(client.turn_events(accepted.session_id, accepted.turn_id))
     finally:
         server.stop()
-    assert events[-1].type == "turn.waiting" and "parent" in events[-1].data
+    assert events[-1].type == "turn.waiting" and events[-1].data.parent is not None
     assert "input.requested" in [e.type for e in events]

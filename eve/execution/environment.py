@@ -1,0 +1,54 @@
+"""``TurnEnvironment``: where and for whom a turn runs, as one value ``run_agent`` takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eve.cancellation import CancelSignal
+from eve.context.active import EveContext
+from eve.execution.checkpoints import Inline, StepRecorder
+from eve.execution.events import EventEmitter, EventSink, HookDispatcher
+from eve.execution.tasks import NoTasks, TaskRunner
+from eve.execution.tool_calls import ApprovalHook
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnEnvironment:
+    """The ids, signal, events, state, durability, tasks and approvals of one turn.
+
+    Every field has the default a plain in-process turn wants, so a caller names only what
+    it provides: ``TurnEnvironment(on_event=print, approve=ask)``. Events go to ``emitter``
+    when given (a durable session's, a subagent's linked one), else to a new emitter that
+    hands them to ``on_event`` and then to the setup's hooks.
+    """
+
+    session_id: str = "local"
+    turn_id: str = "turn_0"
+    signal: CancelSignal = field(default_factory=CancelSignal)
+    on_event: EventSink | None = None
+    emitter: EventEmitter | None = None
+    #: where ``define_state`` lives; a fresh context for ``session_id`` when None
+    context: EveContext | None = None
+    #: the durability seam (``execution.checkpoints``)
+    recorder: StepRecorder = field(default_factory=Inline)
+    #: runs subagent and workflow-tool calls (``execution.tasks``); by default none run
+    tasks: TaskRunner = field(default_factory=NoTasks)
+    #: asked about calls whose rule needs a person; None: such calls are denied
+    approve: ApprovalHook | None = None
+    #: tools approved under ``once()`` in this session, updated as approvals come
+    approved_once: set[str] = field(default_factory=set)
+    #: a JSONL transcript each message is appended to as it is recorded
+    transcript: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.on_event is not None and self.emitter is not None:
+            raise TypeError(
+                "TurnEnvironment takes on_event or emitter, not both: an emitter has its sink"
+            )
+
+    def events(self, hooks: HookDispatcher | None) -> EventEmitter:
+        """The emitter the turn publishes through (``hooks``: the setup's)."""
+        if self.emitter is not None:
+            return self.emitter
+        return EventEmitter(self.on_event, session_id=self.session_id, hooks=hooks)

@@ -3,45 +3,62 @@
 ::
 
     EveError
-    ├── AuthoringError            a definition built with impossible arguments
-    ├── CompileError              eve compile could not produce artifacts
-    │   └── CompileFailed         diagnostics with errors (carries them)
-    ├── ResolveAgentError         artifacts could not be turned into a live agent
-    │   ├── ArtifactsMissing      .eve/compile is absent: run eve compile
-    │   ├── StaleArtifacts        module map and manifest disagree
-    │   ├── ManifestVersionError  artifacts written by an incompatible eve
-    │   ├── MissingCompiledModuleNamespace
-    │   ├── InvalidModuleExport   an export is not the definition it should be
-    │   └── PluginLoadError       an eve.plugins entry point cannot be loaded
-    │       └── PluginConflict    two plugins (or a plugin and eve) claim one name
+    ├── AuthoringError                  a definition built with impossible arguments
+    ├── CompileError                    eve compile could not produce artifacts
+    │   └── CompileFailed               diagnostics with errors (carries them)
+    ├── ResolveAgentError               artifacts could not be turned into a live agent
+    │   ├── ArtifactsMissing            .eve/compile is absent: run eve compile
+    │   ├── StaleArtifacts              module map and manifest disagree
+    │   ├── ManifestVersionError        artifacts written by an incompatible eve
+    │   ├── MissingCompiledModuleNamespace  no loader for a declared source
+    │   ├── InvalidModuleExport         an export is not the definition it should be
+    │   └── PluginLoadError             an eve.plugins entry point cannot be loaded
+    │       └── PluginConflict          two plugins (or a plugin and eve) claim one name
     ├── ContextError
-    │   ├── ContextKeyCollision   same name, different codec presence
-    │   └── NoActiveContext       state used outside an eve context
-    ├── ModelError                a provider call failed (messages are redacted)
-    │   ├── ModelCredentialsMissing, UnknownModel, OfflineScriptError
-    │   ├── ModelProtocolError    the stream broke the provider's protocol
-    │   ├── ModelHTTPError        an error status
-    │   │   ├── ModelAuthError    401/403
-    │   │   └── ModelRateLimited  429
-    │   └── ModelConnectionError  unreachable, or the stream was cut off
-    ├── ToolInputInvalid          a tool call's input fails the schema (the model sees it)
-    ├── WorkspaceViolation        a built-in file tool asked for a path outside its workspace
+    │   ├── ContextKeyCollision         same name, different codec presence
+    │   └── NoActiveContext             state used outside an eve context
+    ├── ModelError                      a provider call failed (messages are redacted)
+    │   ├── ModelCredentialsMissing     no API key in the environment
+    │   ├── UnknownModel                a model id with an unknown provider prefix
+    │   ├── OfflineScriptError          an offline/script: file is missing or used up
+    │   ├── ModelProtocolError          the stream broke the provider's protocol
+    │   ├── ModelHTTPError              an error status
+    │   │   ├── ModelAuthError          401/403
+    │   │   └── ModelRateLimited        429
+    │   └── ModelConnectionError        unreachable, or the stream was cut off
+    ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
+    ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── ExecutionError
-    │   └── EmptyModelResponse    neither text nor tool calls
+    │   ├── EmptyModelResponse          neither text nor tool calls
+    │   └── TaskError                   a subagent call or workflow tool could not run
+    │       ├── SubagentConfigError     a run-time configured subagent has no valid config
+    │       │   ├── SubagentConfigMissing   its context key was never set
+    │       │   └── SubagentConfigInvalid   its context key holds no valid config
+    │       ├── NoOneToAsk              a question where no person can answer
+    │       ├── WaitUnavailable         waiting for an event outside a durable session
+    │       └── TaskCancelled           the turn was cancelled while the task waited
     ├── TranscriptError
-    │   ├── TranscriptCorrupt     a line that is not a message
-    │   └── TranscriptWriteFailed an append failed; the run stops
+    │   ├── TranscriptCorrupt           a line that is not a message
+    │   └── TranscriptWriteFailed       an append failed; the run stops
     ├── SessionError
-    │   ├── SessionNotFound       no session has this id
-    │   ├── SessionNotActive      the session ended (timeout, token budget)
-    │   ├── InputRequestNotPending an answer to a request that is not waiting
-    │   ├── InputOptionUnknown    an answer with an option the request does not offer
-    │   ├── MessageTooLong        a message over the configured length
-    │   ├── DatabaseUnavailable   the session database cannot be opened
-    │   └── ServerConfigError     eve serve cannot start as configured
-    └── ClientError               eve.client could not do what was asked
-        ├── APIError              the server answered {ok: false} (carries status, code)
-        └── ServerUnreachable     no answer from the server, even after retrying
+    │   ├── SessionNotFound             no session has this id
+    │   ├── SessionNotActive            the session ended (timeout, token budget)
+    │   ├── InputRequestNotPending      an answer to a request that is not waiting
+    │   ├── InputOptionUnknown          an answer with an option the request does not offer
+    │   ├── TaskNotWaiting              an event for a task that is not waiting
+    │   ├── MessageTooLong              a message over the configured length
+    │   ├── DatabaseUnavailable         the session database cannot be opened
+    │   └── ServerConfigError           eve serve cannot start as configured
+    ├── RequestError                    the HTTP server refuses a request as sent
+    │   ├── Unauthorized                401: no bearer token, or the wrong one
+    │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
+    │   ├── BodyTooLarge                413: over the server's body limit
+    │   └── InvalidStartIndex           400: a stream's startIndex is not an index
+    └── ClientError                     eve.client could not do what was asked
+        ├── APIError                    the server answered {ok: false} (carries status, code)
+        └── ServerUnreachable           no answer from the server, even after retrying
+
+tests/test_errors.py checks this drawing against the classes below.
 
 Each class carries the fields a caller needs (paths, names), an ``exit_code`` for the CLI
 and an ``http_status`` for the server, so each edge translates errors in one place.
@@ -50,33 +67,40 @@ Errors pickle with their fields (DBOS records step failures).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eve.manifest import Diagnostic
 
 
 class EveError(Exception):
-    """Base of every error eve raises on purpose."""
+    """Base of every error eve raises on purpose.
+
+    A subclass that carries fields declares them in a keyword-only ``__init__`` that takes
+    them typed and stores them as attributes, so mypy checks both who raises and who reads.
+    """
 
     exit_code: int = 1
     http_status: int = 500
     code: str = "eve_error"
 
-    def __init__(self, message: str, **fields: Any) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        self._fields = fields
-        for key, value in fields.items():
-            setattr(self, key, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, self._fields))
+        # the default (cls, args) cannot call a keyword-only constructor: rebuild the
+        # instance from its attributes instead, so DBOS can record a failed step
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
 
     def __str__(self) -> str:
         return self.message
 
 
-def _rebuild(cls: type[EveError], message: str, fields: dict[str, Any]) -> EveError:
+def _rebuild(cls: type[EveError], message: str, state: dict[str, Any]) -> EveError:
     error = cls.__new__(cls)
-    EveError.__init__(error, message, **fields)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
     return error
 
 
@@ -96,8 +120,11 @@ class CompileFailed(CompileError):
     """Compilation found error diagnostics; ``diagnostics`` lists all of them."""
 
     code = "compile_failed"
-    #: every diagnostic of the failed compile (``eve.manifest.Diagnostic`` values)
-    diagnostics: list[Any]
+
+    def __init__(self, message: str, *, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(message)
+        #: every diagnostic of the failed compile
+        self.diagnostics = diagnostics
 
 
 class ResolveAgentError(EveError):
@@ -105,11 +132,21 @@ class ResolveAgentError(EveError):
 
     code = "resolve_error"
 
+    def __init__(self, message: str, *, node_id: str | None = None) -> None:
+        super().__init__(message)
+        #: the agent node being resolved, when the failure is about one
+        self.node_id = node_id
+
 
 class ArtifactsMissing(ResolveAgentError):
     """No compiled artifacts where they were expected."""
 
     code = "artifacts_missing"
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        #: the artifact that is missing
+        self.path = path
 
 
 class StaleArtifacts(ResolveAgentError):
@@ -117,11 +154,32 @@ class StaleArtifacts(ResolveAgentError):
 
     code = "stale_artifacts"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        manifest_fingerprint: str | None = None,
+        module_map_fingerprint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        #: the artifact that is unreadable, when one is
+        self.path = path
+        #: the two fingerprints, when the manifest and the module map disagree
+        self.manifest_fingerprint = manifest_fingerprint
+        self.module_map_fingerprint = module_map_fingerprint
+
 
 class ManifestVersionError(ResolveAgentError):
     """The manifest was written by an eve with another schema version."""
 
     code = "manifest_version"
+
+    def __init__(self, message: str, *, found: int, expected: int) -> None:
+        super().__init__(message)
+        #: the schema version of the artifacts, and the one this eve reads
+        self.found = found
+        self.expected = expected
 
 
 class MissingCompiledModuleNamespace(ResolveAgentError):
@@ -140,11 +198,11 @@ class MissingCompiledModuleNamespace(ResolveAgentError):
         super().__init__(
             f'Missing compiled module namespace for {kind} source "{source_id}" in node '
             f'"{node_id}" ({logical_path}). The compiled artifacts are stale: run `eve compile`.',
-            kind=kind,
-            source_id=source_id,
-            logical_path=logical_path,
             node_id=node_id,
         )
+        self.kind = kind
+        self.source_id = source_id
+        self.logical_path = logical_path
 
 
 class InvalidModuleExport(ResolveAgentError):
@@ -152,11 +210,21 @@ class InvalidModuleExport(ResolveAgentError):
 
     code = "invalid_module_export"
 
+    def __init__(self, message: str, *, source_id: str, logical_path: str) -> None:
+        super().__init__(message)
+        self.source_id = source_id
+        self.logical_path = logical_path
+
 
 class PluginLoadError(ResolveAgentError):
     """An ``eve.plugins`` entry point failed to import or does not match the hook specs."""
 
     code = "plugin_load_error"
+
+    def __init__(self, message: str, *, plugin: str) -> None:
+        super().__init__(message)
+        #: the entry point's name
+        self.plugin = plugin
 
 
 class PluginConflict(PluginLoadError):
@@ -170,6 +238,14 @@ class PluginConflict(PluginLoadError):
 
     code = "plugin_conflict"
 
+    def __init__(
+        self, message: str, *, plugin: str, kind: str, name: str, plugins: list[str]
+    ) -> None:
+        super().__init__(message, plugin=plugin)
+        self.kind = kind
+        self.name = name
+        self.plugins = plugins
+
 
 class ContextError(EveError):
     """Misuse of context keys or state."""
@@ -181,6 +257,10 @@ class ContextKeyCollision(ContextError):
     """A context key name was registered again with a different codec presence."""
 
     code = "context_key_collision"
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class NoActiveContext(ContextError):
@@ -194,17 +274,31 @@ class ModelError(EveError):
 
     code = "model_error"
 
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        super().__init__(message)
+        #: the provider prefix (``anthropic``, ``openai`` …), when one is concerned
+        self.provider = provider
+
 
 class ModelCredentialsMissing(ModelError):
     """No API key for the configured provider."""
 
     code = "model_credentials_missing"
 
+    def __init__(self, message: str, *, variable: str) -> None:
+        super().__init__(message)
+        #: the environment variable that should hold the key (never its value)
+        self.variable = variable
+
 
 class UnknownModel(ModelError):
     """A model id whose provider prefix eve does not know."""
 
     code = "unknown_model"
+
+    def __init__(self, message: str, *, model_id: str) -> None:
+        super().__init__(message)
+        self.model_id = model_id
 
 
 class ModelProtocolError(ModelError):
@@ -217,6 +311,10 @@ class ModelHTTPError(ModelError):
     """The provider answered with an error status; ``status`` is the HTTP status."""
 
     code = "model_http_error"
+
+    def __init__(self, message: str, *, provider: str, status: int) -> None:
+        super().__init__(message, provider=provider)
+        self.status = status
 
 
 class ModelAuthError(ModelHTTPError):
@@ -250,6 +348,11 @@ class WorkspaceViolation(EveError):
     code = "workspace_violation"
     http_status = 403
 
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        #: the path the tool was asked for, as given
+        self.path = path
+
 
 class ExecutionError(EveError):
     """The agent loop could not continue."""
@@ -269,13 +372,25 @@ class TaskError(ExecutionError):
     code = "task_error"
 
 
-class SubagentConfigMissing(TaskError):
+class SubagentConfigError(TaskError):
+    """A subagent configured at run time cannot get a valid configuration."""
+
+    code = "subagent_config_error"
+
+    def __init__(self, message: str, *, node_id: str, key: str) -> None:
+        super().__init__(message)
+        #: the subagent, and the name of the context key its config is read from
+        self.node_id = node_id
+        self.key = key
+
+
+class SubagentConfigMissing(SubagentConfigError):
     """A subagent configured at run time was called before anything set its context key."""
 
     code = "subagent_config_missing"
 
 
-class SubagentConfigInvalid(TaskError):
+class SubagentConfigInvalid(SubagentConfigError):
     """The value in a subagent's runtime-config key is not a valid configuration."""
 
     code = "subagent_config_invalid"
@@ -310,11 +425,20 @@ class TranscriptCorrupt(TranscriptError):
 
     code = "transcript_corrupt"
 
+    def __init__(self, message: str, *, path: str, line: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
 
 class TranscriptWriteFailed(TranscriptError):
     """A message could not be appended; the run stops rather than continue unsaved."""
 
     code = "transcript_write_failed"
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class OfflineScriptError(ModelError):
@@ -336,12 +460,22 @@ class SessionNotFound(SessionError):
     code = "session_not_found"
     http_status = 404
 
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
 
 class SessionNotActive(SessionError):
     """The session ended (``reason`` says why); start a new session to go on."""
 
     code = "session_not_active"
     http_status = 409
+
+    def __init__(self, message: str, *, session_id: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        #: why it ended (``ended``, ``session_timeout`` …), ``unknown`` for no such session
+        self.reason = reason
 
 
 class InputRequestNotPending(SessionError):
@@ -350,12 +484,21 @@ class InputRequestNotPending(SessionError):
     code = "input_request_not_pending"
     http_status = 409
 
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
 
 class InputOptionUnknown(SessionError):
     """An input response picks an option its request does not offer (``options`` lists them)."""
 
     code = "input_option_unknown"
     http_status = 400
+
+    def __init__(self, message: str, *, option_id: str, options: list[str]) -> None:
+        super().__init__(message)
+        self.option_id = option_id
+        self.options = options
 
 
 class DatabaseUnavailable(SessionError):
@@ -378,12 +521,59 @@ class MessageTooLong(SessionError):
     code = "message_too_long"
     http_status = 413
 
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
 
 class TaskNotWaiting(SessionError):
     """An event was sent to a task that is not a running task of this session."""
 
     code = "task_not_waiting"
     http_status = 409
+
+    def __init__(self, message: str, *, task_id: str) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+
+
+class RequestError(EveError):
+    """The HTTP server refuses a request as it was sent; nothing was changed."""
+
+    code = "invalid_request"
+    http_status = 400
+
+
+class Unauthorized(RequestError):
+    """The request has no bearer token or the wrong one (every route but health needs it)."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
+class InvalidBody(RequestError):
+    """The body is not JSON, has unknown fields or wrong types, or breaks a rule of its route."""
+
+    code = "invalid_body"
+    http_status = 400
+
+
+class BodyTooLarge(RequestError):
+    """The body is over the server's limit (``limit`` bytes)."""
+
+    code = "body_too_large"
+    http_status = 413
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class InvalidStartIndex(RequestError):
+    """A stream's ``startIndex`` is not a whole number in range, in ASCII digits."""
+
+    code = "invalid_start_index"
+    http_status = 400
 
 
 class ClientError(EveError):
@@ -398,11 +588,11 @@ class APIError(ClientError):
 
     #: the class's default; each instance's ``code`` is the one the server answered with
     code = "api_error"
-    #: the HTTP status the server answered with
-    status: int
 
     def __init__(self, message: str, *, status: int, code: str) -> None:
-        super().__init__(message, status=status, code=code)
+        super().__init__(message)
+        self.status = status
+        self.code = code
 
 
 class ServerUnreachable(ClientError):

@@ -18,13 +18,19 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from eve.errors import EveError, SessionNotActive, SessionNotFound
+from eve.errors import (
+    EveError,
+    InvalidBody,
+    InvalidStartIndex,
+    SessionNotActive,
+    SessionNotFound,
+    Unauthorized,
+)
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.runtime.info import agent_info
 from eve.server.auth import authorized
 from eve.server.bodies import (
-    BodyError,
     CreateBody,
     FollowUpBody,
     TaskEventBody,
@@ -72,8 +78,6 @@ def _guarded(handler: Handler) -> Handler:
     async def run(request: Request) -> Response:
         try:
             return await handler(request)
-        except BodyError as error:
-            return _error(error.status, error.code, error.message)
         except EveError as error:
             return _error(error.http_status, error.code, str(error))
         except ClientDisconnect:
@@ -141,7 +145,7 @@ class _Routes:
         session_id, task_id = request.path_params["session_id"], request.path_params["task_id"]
         body = await read_body(request, TaskEventBody, self.options.max_body_bytes)
         if not body.name:
-            raise BodyError(400, "invalid_body", "`name` is empty")
+            raise InvalidBody("`name` is empty")
         await self.service.send_event(session_id, task_id, body.name, body.data)
         return JSONResponse(
             {"ok": True, "sessionId": session_id, "taskId": task_id, "status": "delivered"},
@@ -152,8 +156,9 @@ class _Routes:
         session_id = request.path_params["session_id"]
         start = _start_index(request.query_params.get("startIndex", "0"))
         if start is None:
-            message = f"startIndex must be an integer from 0 to {MAX_START_INDEX}, in ASCII digits"
-            return _error(400, "invalid_start_index", message)
+            raise InvalidStartIndex(
+                f"startIndex must be an integer from 0 to {MAX_START_INDEX}, in ASCII digits"
+            )
         follow = request.query_params.get("follow", "true").lower() not in ("false", "0", "no")
         events = await self.service.events(session_id, start, follow=follow)
 
@@ -189,10 +194,11 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not authorized(Request(scope), self.token):
+            refused = Unauthorized("missing or wrong bearer token")
             response = _error(
-                401,
-                "unauthorized",
-                "missing or wrong bearer token",
+                refused.http_status,
+                refused.code,
+                str(refused),
                 **{"www-authenticate": "Bearer"},
             )
             await response(scope, receive, send)

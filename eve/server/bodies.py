@@ -7,20 +7,13 @@ from typing import Any, TypeVar
 import msgspec
 from starlette.requests import Request
 
+from eve.errors import BodyTooLarge, InvalidBody
 from eve.sessions import InputResponse
 
 T = TypeVar("T")
 
 #: bytes; a message at the length limit plus JSON overhead fits comfortably
 MAX_BODY_BYTES = 1_000_000
-
-
-class BodyError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -46,28 +39,30 @@ class TaskEventBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES) -> T:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyError(413, "body_too_large", f"the body is over {limit} bytes")
+        raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise BodyError(413, "body_too_large", f"the body is over {limit} bytes")
+            raise _too_large(limit)
         chunks.append(chunk)
     raw = b"".join(chunks) or b"{}"
     try:
         return msgspec.json.decode(raw, type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise BodyError(400, "invalid_body", f"the body is not valid: {error}") from None
+        raise InvalidBody(f"the body is not valid: {error}") from None
 
 
 def follow_up(body: FollowUpBody) -> FollowUpBody:
     if (body.message is None) == (body.input_responses is None):
-        raise BodyError(400, "invalid_body", "send exactly one of `message` or `inputResponses`")
+        raise InvalidBody("send exactly one of `message` or `inputResponses`")
     if body.input_responses is not None and not body.input_responses:
-        raise BodyError(400, "invalid_body", "`inputResponses` is empty")
+        raise InvalidBody("`inputResponses` is empty")
     if body.turn_policy != "queue":
-        raise BodyError(
-            400, "invalid_body", f"turnPolicy {body.turn_policy!r} is not supported; use 'queue'"
-        )
+        raise InvalidBody(f"turnPolicy {body.turn_policy!r} is not supported; use 'queue'")
     return body
+
+
+def _too_large(limit: int) -> BodyTooLarge:
+    return BodyTooLarge(f"the body is over {limit} bytes", limit=limit)

@@ -1,4 +1,5 @@
-"""The one error tree: its drawings match the classes, and every error pickles its fields."""
+"""The one error tree: the docstring's drawing matches the classes (docs/errors.md is checked
+by tests/test_docs.py), no module grows its own, and every error pickles its fields."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pickle
 import pkgutil
 import re
 import types
-from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
@@ -18,7 +18,6 @@ import eve.errors
 import eve.manifest
 from eve.errors import EveError
 
-DOCS = Path(__file__).parent.parent / "docs" / "errors.md"
 #: a drawn line: the tree's bars, then a class name
 _DRAWN = re.compile(r"^(?P<bars>[│├└─ ]*)(?P<name>[A-Z]\w+)")
 
@@ -65,25 +64,6 @@ def _docstring_tree() -> str:
     start = doc.index("    EveError\n")
     end = doc.index("\n\n", start)
     return "\n".join(line.removeprefix("    ") for line in doc[start:end].splitlines())
-
-
-def _docs_tree() -> str:
-    text = DOCS.read_text()
-    start = text.index("```text\nEveError") + len("```text\n")
-    return text[start : text.index("```", start)]
-
-
-def test_the_docstring_drawing_is_the_class_tree() -> None:
-    assert _drawn(_docstring_tree()) == _parents()
-
-
-def test_the_docs_drawing_is_the_class_tree() -> None:
-    assert _drawn(_docs_tree()) == _parents()
-
-
-def test_the_docs_table_has_each_class_with_its_code() -> None:
-    rows = dict(re.findall(r"^\| `(\w+)` \| `(\w+)` \|", DOCS.read_text(), re.MULTILINE))
-    assert rows == {name: cls.code for name, cls in _classes().items()}
 
 
 def _import_all() -> list[types.ModuleType]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import get_args, get_type_hints
 
@@ -102,3 +103,28 @@ def test_a_client_keeps_an_event_type_it_does_not_know_as_plain_data() -> None:
     broken = msgspec.json.encode({"type": "turn.completed", "data": {}, "meta": meta})
     with pytest.raises(msgspec.ValidationError, match="stop_reason"):
         decode_any_event(broken)  # a known type with bad data is an error, not "other"
+
+
+HTTP_API = Path(__file__).parent.parent / "docs" / "http-api.md"
+
+
+def _documented_events() -> dict[str, list[str]]:
+    """``{type: [its own data fields]}`` from the event table of docs/http-api.md."""
+    rows = re.findall(r"^\| `([a-z_.]+)` \| ([^|]*) \|", HTTP_API.read_text(), re.MULTILINE)
+    return {kind: re.findall(r"`(\w+)`", fields) for kind, fields in rows if "." in kind}
+
+
+def test_the_http_docs_event_table_is_the_vocabulary() -> None:
+    """Each type in order, with the data fields its Struct adds to ``EventData``."""
+    shared = set(EventData.__struct_fields__)
+    own = {
+        str(cls.__struct_config__.tag): [
+            f for f in get_type_hints(cls)["data"].__struct_fields__ if f not in shared
+        ]
+        for cls in EVENT_CLASSES
+    }
+    documented = _documented_events()
+    assert list(documented) == list(EVENT_TYPES)
+    assert {kind: sorted(fields) for kind, fields in documented.items()} == {
+        kind: sorted(fields) for kind, fields in own.items()
+    }

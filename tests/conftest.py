@@ -1,16 +1,22 @@
-"""Shared fixtures: build small apps on disk, keep authored modules from leaking between tests."""
+"""Shared fixtures: build small apps on disk, keep authored modules from leaking between tests,
+and keep every test off the network and away from real provider keys."""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: ``pytester`` runs this conftest on a test of its own to show the guard fires
+pytest_plugins = ["pytester"]
 
 MINIMAL = {
     "agent/agent.py": """
@@ -59,3 +65,93 @@ def wait_for_file(path: Path, *, timeout: float = 30.0) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path.name} never appeared"
         time.sleep(0.05)
+
+
+#: keys that would let a test reach a real provider (and bill it); removed for every test
+PROVIDER_KEYS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "CO_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+)
+#: ``@pytest.mark.allow_network``: the test may connect beyond this machine (none does now)
+ALLOW_NETWORK = "allow_network"
+
+
+class NetworkRefused(ConnectionRefusedError):
+    """A test tried to reach another machine; tests/conftest.py refuses it."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{ALLOW_NETWORK}: let this test connect to non-loopback addresses"
+    )
+
+
+def _is_local(host: object) -> bool:
+    """Loopback by address or name; ``""``, the wildcard addresses and this machine's own
+    name (worker ids are made of it) also mean this host."""
+    if not isinstance(host, str):
+        return False
+    if host in ("", "localhost", socket.gethostname()) or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def _refuse(host: object) -> NetworkRefused:
+    return NetworkRefused(
+        f"tests/conftest.py refuses a connection to {host!r}: tests stay on this machine "
+        f"(mark the test @pytest.mark.{ALLOW_NETWORK} if it truly must leave it)"
+    )
+
+
+def _check(family: int, address: Any) -> None:
+    # a Unix socket (a path) or a netlink one never leaves the machine
+    if family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address[0]):
+        raise _refuse(address[0])
+
+
+@pytest.fixture(autouse=True)
+def _offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No provider key in the environment (subprocesses inherit its absence) and no
+    connection beyond loopback, unless the test is marked ``allow_network``."""
+    for key in PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    if request.node.get_closest_marker(ALLOW_NETWORK) is not None:
+        return
+    connect = socket.socket.connect
+    connect_ex = socket.socket.connect_ex
+    getaddrinfo = socket.getaddrinfo
+
+    def guarded_connect(self: socket.socket, address: Any) -> None:
+        _check(self.family, address)
+        connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> int:
+        _check(self.family, address)
+        return connect_ex(self, address)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        # a name lookup is itself a query to a resolver elsewhere
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and not _is_local(name):
+            raise _refuse(name)
+        return getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)

@@ -17,7 +17,7 @@ from eve.errors import ServerConfigError
 from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
 from eve.runtime.load import read_manifest
 from eve.server import ServerOptions, create_app
-from eve.server.app import start_service, stop_service
+from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.workers import Listen, bind, serve_on, supervise
 from eve.sessions.settings import resolve_settings, url_variable
@@ -39,7 +39,7 @@ async def _serve_worker(
     setup = await prepare(app_root, model=model, max_turns=None)
     token = os.environ.get(TOKEN_ENV) or None
     options = ServerOptions(app_root=app_root, token=token, concurrency=concurrency)
-    app = create_app(options, setup)
+    app = create_app(options, service_for(options, setup))
     await start_service(app)
     try:
         host, port = sock.getsockname()[:2]

@@ -1,5 +1,5 @@
 """The HTTP session API (Starlette): ``create_app`` builds it, ``eve serve`` runs it."""
 
-from eve.server.app import ServerOptions, create_app
+from eve.server.app import ServerOptions, create_app, service_for
 
-__all__ = ["ServerOptions", "create_app"]
+__all__ = ["ServerOptions", "create_app", "service_for"]

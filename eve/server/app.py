@@ -206,18 +206,27 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def create_app(options: ServerOptions, setup: AgentSetup) -> Starlette:
-    """The session API over a durable ``SessionService`` that starts with the app."""
-    settings = resolve_settings(
-        options.app_root,
-        url_env=setup.agent.config.database_url_env,
-    )
-    service = SessionService(
+def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
+    """The durable service ``eve serve`` runs for ``setup``: its database comes from the
+    environment (agent.py's ``database_url_env``, else ``EVE_DATABASE_URL``, else the
+    embedded SQLite under ``.eve/sessions``)."""
+    settings = resolve_settings(options.app_root, url_env=setup.agent.config.database_url_env)
+    return SessionService(
         setup,
         settings,
         concurrency=options.concurrency,
         max_message_chars=options.max_message_chars,
     )
+
+
+def create_app(options: ServerOptions, service: SessionService) -> Starlette:
+    """The session API over ``service``, which starts with the app's lifespan and stops
+    with it (or earlier, through ``start_service``).
+
+    The service is an argument so that a test can drive the real app in its own process
+    (Starlette's ``TestClient`` runs the lifespan); ``service_for`` builds the one
+    ``eve serve`` uses.
+    """
     routes = _Routes(options, service)
     running = _Running(service)
 

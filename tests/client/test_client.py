@@ -1,4 +1,5 @@
-"""``eve.client`` against a real ``eve serve``: every call, the stream's reconnect, errors."""
+"""``eve.client`` against the server app: every call and errors in process, the stream's
+reconnect across a real ``eve serve`` restart."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from eve.events import SessionEvent
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server, free_port
+from tests.sessions.inprocess import InProcessServer
 
 TOKEN = "tok_" + "f00dfeed" * 6
 
@@ -22,9 +24,9 @@ def indexes(events: list[SessionEvent]) -> list[int]:
 
 def test_create_send_and_read_each_turn(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [say("first reply"), say("second reply")])
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
-        with EveClient(f"http://127.0.0.1:{server.port}") as client:
+        with EveClient(server.url, transport=server.transport()) as client:
             assert client.health() == {"ok": True, "status": "ready"}
             assert client.info()["agent"]["instructions_path"] == "agent/instructions.md"
             first = client.create("hello")
@@ -77,14 +79,16 @@ def test_a_stream_survives_a_server_restart_without_gap_or_duplicate(
 
 
 def test_errors_are_named_with_the_servers_code(make_app: AppFactory) -> None:
-    server = Server(scripted_app(make_app, [say("hi")]), env={"EVE_API_TOKEN": TOKEN}).start()
+    server = InProcessServer(
+        scripted_app(make_app, [say("hi")]), env={"EVE_API_TOKEN": TOKEN}
+    ).start()
     try:
-        with EveClient(server.url) as anonymous:
+        with EveClient(server.url, transport=server.transport()) as anonymous:
             assert anonymous.health()["ok"] is True  # health needs no token
             with pytest.raises(APIError) as refused:
                 anonymous.create("hi")
             assert (refused.value.status, refused.value.code) == (401, "unauthorized")
-        with EveClient(server.url, token=TOKEN) as client:
+        with EveClient(server.url, token=TOKEN, transport=server.transport()) as client:
             with pytest.raises(APIError) as unknown:
                 client.send("sess_nope", "hi")
             assert (unknown.value.status, unknown.value.code) == (409, "session_not_active")
@@ -112,10 +116,10 @@ def test_the_async_client_runs_parks_and_cancels(make_app: AppFactory) -> None:
         [call("ship", item="anvil"), call("slowly", seconds=60), say("never")],
         tools=("ship", "slowly"),
     )
-    server = Server(root).start()
+    server = InProcessServer(root).start()
 
     async def converse() -> list[SessionEvent]:
-        async with AsyncEveClient(server.url) as client:
+        async with AsyncEveClient(server.url, transport=server.async_transport()) as client:
             accepted = await client.create("ship, then wait")
             parked = [e async for e in client.turn_events(accepted.session_id, accepted.turn_id)]
             assert parked[-1].type == "turn.waiting"

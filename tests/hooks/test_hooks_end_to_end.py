@@ -7,7 +7,8 @@ import json
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, call, say
-from tests.sessions.harness import Server, count, script
+from tests.sessions.harness import count, script
+from tests.sessions.inprocess import InProcessServer
 
 FILES = {
     "agent/agent.py": SCRIPTED_AGENT.replace("{limits}", repr({"max_turns": 5})),
@@ -84,7 +85,7 @@ def test_eve_run_fires_hooks_and_reports_a_failing_one(make_app: AppFactory) -> 
 def test_hook_state_lasts_across_turns_of_one_http_session(make_app: AppFactory) -> None:
     root = make_app(FILES, minimal=False)
     script(root, [say("first"), call("counts_so_far"), say("second")])
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("one")
         server.wait_for(session, count("session.waiting"))
@@ -129,7 +130,7 @@ def test_session_completed_hooks_read_the_state_the_session_ended_with(
     }
     root = make_app(files, minimal=False)
     script(root, [say("one")])
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("hi")
         events = server.wait_for(session, count("session.completed"))

@@ -1,4 +1,8 @@
-"""``eve serve`` as a subprocess on a free port, and a small HTTP driver for the tests."""
+"""``eve serve`` as a subprocess on a free port, and the HTTP driver every test server shares.
+
+A test that needs no process to die or restart uses ``InProcessServer`` (``inprocess.py``),
+the same driver over the same app, without a process or a socket.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +31,71 @@ def free_port() -> int:
         return port
 
 
+class Driver:
+    """The session API's calls as the tests make them; a server says how a request travels."""
+
+    token: str | None
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """``method`` on ``url + path``, with the token unless ``headers`` is given."""
+        raise NotImplementedError
+
+    def stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
+        """A GET whose body is read as the server sends it."""
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+        if body is not None:
+            kwargs["json"] = body
+        return self.request("POST", path, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def create(self, message: str | None = None) -> str:
+        response = self.post("/session", {} if message is None else {"message": message})
+        assert response.status_code == 202, response.text
+        session_id: str = response.json()["sessionId"]
+        return session_id
+
+    def send(self, session_id: str, message: str) -> httpx.Response:
+        return self.post(f"/session/{session_id}", {"message": message})
+
+    def answer(self, session_id: str, request_id: str, option: str) -> None:
+        """Answer a parked input request; the server must take it (202, resolved)."""
+        body = {"inputResponses": [{"requestId": request_id, "optionId": option}]}
+        response = self.post(f"/session/{session_id}", body)
+        assert response.status_code == 202, response.text
+        assert response.json()["status"] == "resolved"
+
+    def events(self, session_id: str, start: int = 0) -> list[Event]:
+        response = self.get(f"/session/{session_id}/stream?startIndex={start}&follow=false")
+        assert response.status_code == 200, response.text
+        return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+    def wait_for(
+        self, session_id: str, done: Callable[[list[Event]], bool], timeout: float = 60.0
+    ) -> list[Event]:
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self.events(session_id)
+            if done(events):
+                return events
+            if time.monotonic() > deadline:
+                types = [e["type"] for e in events]
+                raise AssertionError(f"timed out; events so far: {types}")
+            time.sleep(0.1)
+
+
 @dataclass
-class Server:
+class Server(Driver):
     """One ``eve serve`` process; ``restart()`` starts it again on the same port and name."""
 
     app_root: Path
@@ -42,9 +110,8 @@ class Server:
         return f"http://127.0.0.1:{self.port}/eve/v1"
 
     def start(self, timeout: float = 60.0) -> Server:
+        # provider keys are already gone: tests/conftest.py removes them for every test
         env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
-        env.pop("ANTHROPIC_API_KEY", None)
-        env.pop("OPENAI_API_KEY", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args],
             cwd=self.app_root,
@@ -86,54 +153,15 @@ class Server:
             self.kill()
         return self.start()
 
-    # --- HTTP --------------------------------------------------------------------------
+    # --- HTTP ---------------------------------------------------------------------------
 
-    def headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.token}"} if self.token else {}
-
-    def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         kwargs.setdefault("headers", self.headers())
-        if body is not None:
-            kwargs["json"] = body
-        return httpx.post(self.url + path, timeout=30, **kwargs)
+        return httpx.request(method, self.url + path, timeout=30, **kwargs)
 
-    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+    def stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
         kwargs.setdefault("headers", self.headers())
-        return httpx.get(self.url + path, timeout=30, **kwargs)
-
-    def create(self, message: str | None = None) -> str:
-        response = self.post("/session", {} if message is None else {"message": message})
-        assert response.status_code == 202, response.text
-        session_id: str = response.json()["sessionId"]
-        return session_id
-
-    def send(self, session_id: str, message: str) -> httpx.Response:
-        return self.post(f"/session/{session_id}", {"message": message})
-
-    def answer(self, session_id: str, request_id: str, option: str) -> None:
-        """Answer a parked input request; the server must take it (202, resolved)."""
-        body = {"inputResponses": [{"requestId": request_id, "optionId": option}]}
-        response = self.post(f"/session/{session_id}", body)
-        assert response.status_code == 202, response.text
-        assert response.json()["status"] == "resolved"
-
-    def events(self, session_id: str, start: int = 0) -> list[Event]:
-        response = self.get(f"/session/{session_id}/stream?startIndex={start}&follow=false")
-        assert response.status_code == 200, response.text
-        return [json.loads(line) for line in response.text.splitlines() if line.strip()]
-
-    def wait_for(
-        self, session_id: str, done: Callable[[list[Event]], bool], timeout: float = 60.0
-    ) -> list[Event]:
-        deadline = time.monotonic() + timeout
-        while True:
-            events = self.events(session_id)
-            if done(events):
-                return events
-            if time.monotonic() > deadline:
-                types = [e["type"] for e in events]
-                raise AssertionError(f"timed out; events so far: {types}")
-            time.sleep(0.1)
+        return httpx.stream("GET", self.url + path, timeout=30, **kwargs)
 
 
 def count(type_: str, n: int = 1) -> Callable[[list[Event]], bool]:

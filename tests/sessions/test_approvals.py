@@ -8,6 +8,7 @@ from typing import Any
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Event, Server, assert_dense, count, types
+from tests.sessions.inprocess import InProcessServer
 
 
 def approval_app(make_app: AppFactory) -> Path:
@@ -56,7 +57,7 @@ def test_approval_parks_across_a_restart_and_runs_once(make_app: AppFactory) -> 
 
 def test_a_denial_is_a_result_the_model_sees(make_app: AppFactory) -> None:
     root = approval_app(make_app)
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("ship the anvil")
         request = request_of(server.wait_for(session, count("turn.waiting")))
@@ -73,7 +74,7 @@ def test_a_denial_is_a_result_the_model_sees(make_app: AppFactory) -> None:
 
 def test_cancel_wakes_a_parked_turn(make_app: AppFactory) -> None:
     root = approval_app(make_app)
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("ship the anvil")
         server.wait_for(session, count("turn.waiting"))
@@ -90,7 +91,7 @@ def test_an_option_the_request_does_not_offer_is_refused_and_answers_nothing(
     make_app: AppFactory,
 ) -> None:
     root = approval_app(make_app)
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("ship the anvil")
         request = request_of(server.wait_for(session, count("turn.waiting")))

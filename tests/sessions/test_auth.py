@@ -9,13 +9,15 @@ from pathlib import Path
 
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
-from tests.sessions.harness import Server
+from tests.sessions.inprocess import InProcessServer
 
 TOKEN = "tok_" + "a1b2c3d4" * 6
 
 
 def test_every_route_but_health_needs_the_token(make_app: AppFactory) -> None:
-    server = Server(scripted_app(make_app, [say("hi")]), env={"EVE_API_TOKEN": TOKEN}).start()
+    server = InProcessServer(
+        scripted_app(make_app, [say("hi")]), env={"EVE_API_TOKEN": TOKEN}
+    ).start()
     try:
         assert server.get("/health", headers={}).status_code == 200
         for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": TOKEN}):

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Event, Server, assert_dense
+from tests.sessions.harness import Driver, Event, assert_dense
+from tests.sessions.inprocess import InProcessServer
 
 
-def follow(server: Server, session: str, start: int, stop_after: int | None) -> list[Event]:
+def follow(server: Driver, session: str, start: int, stop_after: int | None) -> list[Event]:
     """Read the live stream from ``start``; leave after ``stop_after`` events or the turn."""
     seen: list[Event] = []
-    url = f"{server.url}/session/{session}/stream?startIndex={start}"
-    with httpx.stream("GET", url, timeout=30) as response:
+    with server.stream(f"/session/{session}/stream?startIndex={start}") as response:
         assert response.headers["content-type"].startswith("application/x-ndjson")
         for line in response.iter_lines():
             if not line:
@@ -28,7 +26,7 @@ def follow(server: Server, session: str, start: int, stop_after: int | None) -> 
 
 def test_reconnecting_from_the_last_index_loses_and_repeats_nothing(make_app: AppFactory) -> None:
     responses = [call("slowly", seconds=0.2), call("slowly", seconds=0.2), say("a b c d e f g")]
-    server = Server(scripted_app(make_app, responses, tools=("slowly",))).start()
+    server = InProcessServer(scripted_app(make_app, responses, tools=("slowly",))).start()
     try:
         session = server.create("go")
         collected: list[Event] = []
@@ -43,7 +41,7 @@ def test_reconnecting_from_the_last_index_loses_and_repeats_nothing(make_app: Ap
 
 
 def test_follow_false_is_a_bounded_read_from_any_index(make_app: AppFactory) -> None:
-    server = Server(scripted_app(make_app, [say("hello there")])).start()
+    server = InProcessServer(scripted_app(make_app, [say("hello there")])).start()
     try:
         session = server.create("hi")
         everything = follow(server, session, 0, stop_after=None)

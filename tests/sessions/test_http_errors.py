@@ -10,12 +10,13 @@ import pytest
 from eve.manifest import MANIFEST_PATH
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
-from tests.sessions.harness import Server, count
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
 
 
 @pytest.fixture
-def server(make_app: AppFactory) -> Iterator[Server]:
-    running = Server(scripted_app(make_app, [say("hello")] * 4)).start()
+def server(make_app: AppFactory) -> Iterator[InProcessServer]:
+    running = InProcessServer(scripted_app(make_app, [say("hello")] * 4)).start()
     yield running
     running.stop()
 
@@ -26,13 +27,13 @@ def error_of(response: httpx.Response) -> tuple[int, str]:
     return response.status_code, body["code"]
 
 
-def test_health_and_info(server: Server) -> None:
+def test_health_and_info(server: InProcessServer) -> None:
     assert server.get("/health").json() == {"ok": True, "status": "ready"}
     info = server.get("/info").json()
     assert info["kind"] == "eve-agent-info" and info["status"] == "fresh"
 
 
-def test_create_answers_202_with_the_id_in_body_and_header(server: Server) -> None:
+def test_create_answers_202_with_the_id_in_body_and_header(server: InProcessServer) -> None:
     response = server.post("/session", {})
     assert response.status_code == 202
     body = response.json()
@@ -43,7 +44,7 @@ def test_create_answers_202_with_the_id_in_body_and_header(server: Server) -> No
     assert server.events(body["sessionId"])[0]["type"] == "session.started"
 
 
-def test_malformed_bodies_are_400(server: Server) -> None:
+def test_malformed_bodies_are_400(server: InProcessServer) -> None:
     session = server.create()
     assert error_of(server.post("/session", content=b"{not json")) == (400, "invalid_body")
     assert error_of(server.post("/session", {"message": 7})) == (400, "invalid_body")
@@ -55,14 +56,14 @@ def test_malformed_bodies_are_400(server: Server) -> None:
     assert error_of(server.post(f"/session/{session}", steer)) == (400, "invalid_body")
 
 
-def test_oversized_body_and_message_are_413(server: Server) -> None:
+def test_oversized_body_and_message_are_413(server: InProcessServer) -> None:
     huge = server.post("/session", content=b'{"message": "' + b"x" * 1_100_000 + b'"}')
     assert error_of(huge) == (413, "body_too_large")
     long_message = server.post("/session", {"message": "x" * 100_001})
     assert error_of(long_message) == (413, "message_too_long")
 
 
-def test_unknown_sessions(server: Server) -> None:
+def test_unknown_sessions(server: InProcessServer) -> None:
     assert error_of(server.send("ses_nope", "hi")) == (409, "session_not_active")
     assert error_of(server.post("/session/ses_nope/reset")) == (409, "session_not_active")
     assert error_of(server.post("/session/ses_nope/cancel")) == (409, "session_not_active")
@@ -70,7 +71,7 @@ def test_unknown_sessions(server: Server) -> None:
     assert error_of(stream) == (404, "session_not_found")
 
 
-def test_bad_start_index_is_400(server: Server) -> None:
+def test_bad_start_index_is_400(server: InProcessServer) -> None:
     session = server.create()
     # "²" and "٣" pass str.isdigit; a 20-digit index is past what a database column holds
     for bad in ("-1", "x", "1.5", "²", "٣", "", "9" * 20, "9" * 5000):
@@ -80,7 +81,7 @@ def test_bad_start_index_is_400(server: Server) -> None:
     assert padded.status_code == 200 and padded.text == ""
 
 
-def test_answers_to_requests_that_do_not_wait_are_409(server: Server) -> None:
+def test_answers_to_requests_that_do_not_wait_are_409(server: InProcessServer) -> None:
     session = server.create("hi")
     server.wait_for(session, count("session.waiting"))
     answer = {"inputResponses": [{"requestId": "inp_unknown", "optionId": "approve"}]}
@@ -90,7 +91,7 @@ def test_answers_to_requests_that_do_not_wait_are_409(server: Server) -> None:
     )
 
 
-def test_cancel_without_a_running_turn_is_200(server: Server) -> None:
+def test_cancel_without_a_running_turn_is_200(server: InProcessServer) -> None:
     session = server.create()
     response = server.post(f"/session/{session}/cancel")
     assert response.status_code == 200 and response.json()["status"] == "no_active_turn"
@@ -100,7 +101,7 @@ def test_ended_session_is_409(make_app: AppFactory) -> None:
     root = scripted_app(
         make_app, [say("one")], limits={"max_turns": 3, "max_output_tokens_per_session": 1}
     )
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("hi")
         events = server.wait_for(session, count("session.completed"))
@@ -114,7 +115,7 @@ def test_ended_session_is_409(make_app: AppFactory) -> None:
 
 def test_session_timeout_ends_the_session(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [say("one")], limits={"session_timeout_seconds": 0.5})
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create()
         import time
@@ -129,7 +130,7 @@ def test_session_timeout_ends_the_session(make_app: AppFactory) -> None:
 
 def test_an_unexpected_failure_is_a_json_500_and_a_log_entry(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [say("hi")])
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         # reading the manifest now fails in a way no eve error describes
         (root / MANIFEST_PATH).unlink()

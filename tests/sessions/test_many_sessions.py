@@ -6,14 +6,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server, assert_dense, count
+from tests.sessions.harness import assert_dense, count
+from tests.sessions.inprocess import InProcessServer
 
 SESSIONS = 50
 
 
 def test_fifty_concurrent_sessions(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [call("leak"), say("done")], tools=("leak",))
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         with ThreadPoolExecutor(10) as pool:
             sessions = list(pool.map(lambda n: (n, server.create(f"hello {n}")), range(SESSIONS)))

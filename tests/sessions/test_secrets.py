@@ -11,14 +11,15 @@ from pathlib import Path
 
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server, count
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
 
 TOKEN = "tok_" + "s3cr3tz9" * 6
 
 
 def test_a_tool_that_returns_a_secret_stores_only_the_redaction(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [call("secret"), say("ok")], tools=("secret",))
-    server = Server(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
+    server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     try:
         session = server.create("tell me")
         events = server.wait_for(session, count("session.waiting"))
@@ -57,7 +58,7 @@ def assert_nowhere_stored(root: Path, secret: str) -> None:
 
 def test_a_secret_in_a_message_is_stored_only_as_the_redaction(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [say("noted")])
-    server = Server(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
+    server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     try:
         session = server.create(f"my token is {TOKEN}, keep it safe")
         events = server.wait_for(session, count("session.waiting"))
@@ -70,7 +71,7 @@ def test_a_secret_in_a_message_is_stored_only_as_the_redaction(make_app: AppFact
 
 def test_a_model_that_echoes_a_secret_leaves_only_the_redaction(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [say(f"the token is {TOKEN}")])
-    server = Server(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
+    server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     try:
         session = server.create("what is the token?")
         events = server.wait_for(session, count("session.waiting"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.conftest import AppFactory
 from tests.postgres import SUPERUSER, PostgresServer
 from tests.sessions.apps import say, scripted_app
-from tests.sessions.harness import Server
+from tests.sessions.inprocess import InProcessServer
 
 #: trust authentication ignores it, so it can sit in the URL for the test to look for
 PASSWORD = "hunter2-not-for-answers"
@@ -15,7 +15,7 @@ def test_requests_answer_503_once_the_database_is_gone(
     make_app: AppFactory, postgres_server: PostgresServer, postgres_url: str
 ) -> None:
     url = postgres_url.replace(f"//{SUPERUSER}@", f"//{SUPERUSER}:{PASSWORD}@")
-    server = Server(scripted_app(make_app, [say("hi")]), env={"EVE_DATABASE_URL": url})
+    server = InProcessServer(scripted_app(make_app, [say("hi")]), env={"EVE_DATABASE_URL": url})
     server.start()
     try:
         session = server.create()

@@ -12,6 +12,7 @@ from eve.client import EveClient
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, TOOLS, call, say
 from tests.sessions.harness import Event, Server, assert_dense, count, types
+from tests.sessions.inprocess import InProcessServer
 
 CONFIRM = """
     from pathlib import Path
@@ -123,7 +124,7 @@ def test_a_workflow_tool_asks_a_person_parks_across_a_restart_and_settles(
 
 def test_a_workflow_tool_waits_for_an_event_sent_to_its_task(make_app: AppFactory) -> None:
     root = app(make_app, {"agent/tools/track.py": DELIVERY}, [call("track"), say("it arrived")])
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("track my parcel")
         started = server.wait_for(session, count("task.started"))
@@ -183,7 +184,7 @@ def test_cancelling_a_turn_stops_its_parked_workflow_tool(make_app: AppFactory) 
         {"agent/tools/confirm.py": CONFIRM},
         [call("confirm", slot="Monday"), say("never said")],
     )
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("deliver")
         server.wait_for(session, count("turn.waiting"))
@@ -243,7 +244,7 @@ def test_a_subagent_configured_at_run_time_runs_durably_as_configured(
     )
     (root / "compiled.json").write_text("[]")
     (root / "runtime.json").write_text(json.dumps([say("configured at run time")]))
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("go")
         events = server.wait_for(session, count("session.waiting"))
@@ -261,7 +262,7 @@ def test_an_invalid_runtime_config_fails_the_call_not_the_turn(make_app: AppFact
         [call("configure", model="no-prefix"), call("helper", message="go"), say("done")],
     )
     (root / "compiled.json").write_text("[]")
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("go")
         events = server.wait_for(session, count("session.waiting"))
@@ -286,7 +287,7 @@ NAPPER = """
 
 def test_a_sleep_ends_on_time_while_other_messages_keep_arriving(make_app: AppFactory) -> None:
     root = app(make_app, {"agent/tools/nap.py": NAPPER}, [call("nap"), say("awake")])
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("nap")
         [task] = of(server.wait_for(session, count("task.started")), "task.started")
@@ -308,9 +309,9 @@ def test_a_sleep_ends_on_time_while_other_messages_keep_arriving(make_app: AppFa
 
 def test_the_client_stops_where_a_subagent_parks_on_a_person(make_app: AppFactory) -> None:
     root = shipping_researcher(make_app, "saw", "done")
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
-        with EveClient(server.url.removesuffix("/eve/v1")) as client:
+        with EveClient(server.url, transport=server.transport()) as client:
             accepted = client.create("go")
             assert accepted.turn_id is not None
             events = list(client.turn_events(accepted.session_id, accepted.turn_id))

@@ -6,14 +6,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server, count, types
+from tests.sessions.harness import count, types
+from tests.sessions.inprocess import InProcessServer
 
 
 def test_messages_during_a_turn_run_after_it_in_order(make_app: AppFactory) -> None:
     responses = []
     for n in range(4):
         responses += [call("slowly", seconds=0.3), say(f"reply {n}")]
-    server = Server(scripted_app(make_app, responses, tools=("slowly",))).start()
+    server = InProcessServer(scripted_app(make_app, responses, tools=("slowly",))).start()
     try:
         session = server.create("message 0")
         turn_ids = [server.send(session, f"message {n}").json()["turnId"] for n in (1, 2, 3)]
@@ -32,7 +33,7 @@ def test_messages_during_a_turn_run_after_it_in_order(make_app: AppFactory) -> N
 
 def test_concurrent_sends_are_each_run_exactly_once(make_app: AppFactory) -> None:
     responses = [say(f"reply {n}") for n in range(8)]
-    server = Server(scripted_app(make_app, responses)).start()
+    server = InProcessServer(scripted_app(make_app, responses)).start()
     try:
         session = server.create()
         with ThreadPoolExecutor(8) as pool:
@@ -49,7 +50,7 @@ def test_concurrent_sends_are_each_run_exactly_once(make_app: AppFactory) -> Non
 def test_cancel_stops_the_running_turn_and_the_session_goes_on(make_app: AppFactory) -> None:
     responses = [call("slowly", seconds=30), say("never"), say("after cancel")]
     root = scripted_app(make_app, responses, tools=("slowly",))
-    server = Server(root).start()
+    server = InProcessServer(root).start()
     try:
         session = server.create("wait")
         wait_for_file(root / f"slowly-{session}.started")
@@ -67,7 +68,7 @@ def test_cancel_stops_the_running_turn_and_the_session_goes_on(make_app: AppFact
 
 def test_reset_clears_history_and_state(make_app: AppFactory) -> None:
     responses = [call("leak"), say("counted")]
-    server = Server(scripted_app(make_app, responses, tools=("leak",))).start()
+    server = InProcessServer(scripted_app(make_app, responses, tools=("leak",))).start()
     try:
         session = server.create("count")
         server.wait_for(session, count("session.waiting"))

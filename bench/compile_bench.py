@@ -34,7 +34,8 @@ from typing import Any
 
 from bench._machine import machine_info
 from eve._version import __version__
-from eve.compiler import check_artifacts, compile_agent, compile_to_disk
+from eve.artifacts import check_artifacts
+from eve.compiler import compile_agent, compile_to_disk
 from eve.compiler.cache import CompileCache
 from eve.manifest import ROOT_NODE_ID
 from eve.runtime import load_compiled_agent, resolve_agent

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from eve.artifacts import check_artifacts
 from eve.authoring.context import ToolContext
-from eve.compiler import check_artifacts
 from eve.context import EveContext, use_context
 from eve.manifest import ProviderToolEntry
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent

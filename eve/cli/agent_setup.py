@@ -1,4 +1,8 @@
-"""What ``eve run`` and ``eve dev`` share: fresh artifacts, the resolved agent, the model."""
+"""What ``eve run`` and ``eve dev`` share: fresh artifacts, the resolved agent, the model.
+
+On fresh artifacts nothing here loads the compiler: the check is ``eve.artifacts`` and the
+compiler is imported only to recompile stale ones.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,7 @@ from pathlib import Path
 
 import click
 
-from eve.compiler import check_artifacts, compile_to_disk
-from eve.compiler.diagnostics import format_diagnostic
+from eve.artifacts import check_artifacts
 from eve.errors import CompileFailed
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
 from eve.hooks.relay import HookRelay
@@ -24,6 +27,9 @@ def ensure_compiled(app_root: Path) -> bool:
     """Compile when the artifacts are stale; True when it did. Raises ``CompileFailed``."""
     if check_artifacts(app_root).fresh:
         return False
+    from eve.compiler import compile_to_disk
+    from eve.compiler.diagnostics import format_diagnostic
+
     try:
         compile_to_disk(app_root)
     except CompileFailed as failure:

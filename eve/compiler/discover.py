@@ -1,21 +1,21 @@
 """Discovery: walk ``agent/`` in alphabetical order and apply the naming rules. Imports nothing.
 
 The walk reads files (to hash them and to parse skill front matter) but never executes authored
-code, so ``eve compile --check`` can run it on untrusted or broken sources.
+code. What counts as a source and how it is hashed is ``eve.artifacts``', which the freshness
+check (``eve compile --check``) shares, so the two can never disagree.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eve._frontmatter import FrontMatterError, parse_front_matter
+from eve.artifacts import AGENT_DIR, hash_sources, is_ignored
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.manifest import ROOT_NODE_ID, DiscoveredNode, DiscoveryManifest, SourceFile
 
-AGENT_DIR = "agent"
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -34,19 +34,6 @@ UNSUPPORTED_DIRS = frozenset(
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
-IGNORED_NAMES = frozenset({"__pycache__", "__tests__", "tests", ".DS_Store"})
-
-
-def is_ignored(path: Path) -> bool:
-    """Caches, dotfiles and tests are never part of an agent."""
-    name = path.name
-    return (
-        name in IGNORED_NAMES
-        or name.startswith(".")
-        or name.endswith((".pyc", ".pyo"))
-        or (name.startswith("test_") and name.endswith(".py"))
-        or name.endswith(("_test.py", ".test.py"))
-    )
 
 
 @dataclass(kw_only=True)
@@ -95,23 +82,6 @@ class Discovery:
             },
             sources=[SourceFile(path=p, sha256=h) for p, h in sorted(self.sources.items())],
         )
-
-
-def hash_sources(app_root: Path) -> dict[str, str]:
-    """sha256 of every authored file under ``agent/``, by app-root-relative path."""
-    out: dict[str, str] = {}
-    stack = [app_root / AGENT_DIR]
-    while stack:
-        directory = stack.pop()
-        for entry in directory.iterdir():
-            if is_ignored(entry):
-                continue
-            if entry.is_dir():
-                stack.append(entry)
-            elif entry.is_file():
-                rel = entry.relative_to(app_root).as_posix()
-                out[rel] = hashlib.sha256(entry.read_bytes()).hexdigest()
-    return out
 
 
 class _Walker:
@@ -349,7 +319,7 @@ def _reserved_subagent_id(name: str) -> bool:
 
 
 def _sorted_entries(directory: Path) -> list[Path]:
-    return sorted((e for e in directory.iterdir() if not is_ignored(e)), key=lambda e: e.name)
+    return sorted((e for e in directory.iterdir() if not is_ignored(e.name)), key=lambda e: e.name)
 
 
 def _has_front_matter(path: Path) -> bool:

@@ -15,6 +15,7 @@ import msgspec
 
 from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
+from eve.artifacts import AGENT_DIR, digest
 from eve.authoring.agent import BUILTIN_TOOL_NAMES, AgentConfigModel, AgentDefinition
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
@@ -28,7 +29,7 @@ from eve.compiler.bindings import (
 )
 from eve.compiler.cache import CompileCache
 from eve.compiler.diagnostics import DiagnosticSink
-from eve.compiler.discover import AGENT_DIR, Discovery, NodeFiles, discover
+from eve.compiler.discover import Discovery, NodeFiles, discover
 from eve.compiler.emit import write_artifacts
 from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
@@ -352,7 +353,7 @@ def render_artifacts(
         status="ready",
         generator=Generator(name="eve", version=__version__),
         fingerprint=manifest.fingerprint,
-        artifacts={path: hashlib.sha256(data).hexdigest() for path, data in artifacts.items()},
+        artifacts={path: digest(data) for path, data in artifacts.items()},
         plugins=plugins or [],
     )
     artifacts[METADATA_PATH] = encode(metadata)

@@ -19,8 +19,8 @@ from eve.compiler.discover import TOOL_NAME
 from eve.compiler.load import LoadFailure
 from eve.compiler.normalize import tool_entry
 from eve.errors import PluginLoadError
-from eve.hooks.provided import ProvidedToolSet, installed_plugins, tool_sets
 from eve.manifest import ModuleBinding, PluginDistribution, ProviderToolEntry, ToolEntry
+from eve.plugins.provided import ProvidedToolSet, installed_plugins, tool_sets
 
 
 @dataclass(kw_only=True)

@@ -11,9 +11,9 @@ from eve._lazy import lazy_attributes
 from eve.authoring.hooks import HOOK_EVENTS, HookDefinition, define_hook
 
 if TYPE_CHECKING:
-    from eve.hooks.plugins import PLUGIN_GROUP
     from eve.hooks.relay import HookRelay
     from eve.hooks.specs import EveHookSpecs, EveProviderSpecs, hookimpl, hookspec
+    from eve.plugins.entry_points import PLUGIN_GROUP
 
 __all__ = [
     "HOOK_EVENTS",
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "PLUGIN_GROUP": "eve.hooks.plugins",
+    "PLUGIN_GROUP": "eve.plugins.entry_points",
     "HookRelay": "eve.hooks.relay",
     "EveHookSpecs": "eve.hooks.specs",
     "EveProviderSpecs": "eve.hooks.specs",

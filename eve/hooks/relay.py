@@ -23,7 +23,7 @@ from eve.authoring.hooks import Subscriber
 from eve.events import HookFailedData, SessionEvent
 from eve.execution.events import EventEmitter
 from eve.hooks import specs
-from eve.hooks.plugins import load_entry_point_plugins, new_plugin_manager
+from eve.plugins.entry_points import load_entry_point_plugins, new_plugin_manager
 from eve.redact import redact
 from eve.runtime.resolved import ResolvedHook
 

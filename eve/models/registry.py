@@ -49,7 +49,7 @@ def create_client(model_id: str, *, app_root: Path, env: Mapping[str, str]) -> M
         return OpenAIModel(
             name, api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL")
         )
-    from eve.hooks.provided import installed_plugins, model_providers
+    from eve.plugins.provided import installed_plugins, model_providers
 
     plugins = model_providers(installed_plugins(), reserved=BUILTIN_PROVIDERS)
     if provider not in BUILTIN_PROVIDERS and provider in plugins and name:

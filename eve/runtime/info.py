@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from eve.compiler import check_artifacts
+from eve.artifacts import check_artifacts
 from eve.errors import StaleArtifacts
 from eve.manifest import (
     DIAGNOSTICS_PATH,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eve.compiler import check_artifacts, compile_to_disk
+from eve.artifacts import check_artifacts
+from eve.compiler import compile_to_disk
 from eve.manifest import MANIFEST_PATH
 from tests.conftest import AppFactory
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import msgspec
 from click.testing import CliRunner
 
+from eve.artifacts import check_artifacts
 from eve.cli.main import main
-from eve.compiler import check_artifacts, compile_agent, compile_to_disk
+from eve.compiler import compile_agent, compile_to_disk
 from eve.manifest import (
     METADATA_PATH,
     CompileMetadata,

@@ -15,14 +15,14 @@ import pluggy
 
 from eve.authoring.tool_sets import ToolSet
 from eve.errors import PluginConflict, PluginLoadError
-from eve.hooks.plugins import (
+from eve.models.base import ModelFactory
+from eve.plugins.entry_points import (
     PluginOrigin,
     entry_point_name,
     load_entry_point_plugins,
     new_plugin_manager,
     plugin_origin,
 )
-from eve.models.base import ModelFactory
 
 #: what a built-in is called when a plugin claims its name
 BUILT_IN = "eve"

@@ -1,0 +1,259 @@
+"""The package's boundaries, checked on its real import graph (see docs/architecture.md).
+
+The graph comes from the source: every ``import`` statement of every module under ``eve/``,
+at any depth (inside functions and methods too, since a lazy import still runs), relative
+imports resolved. Refused:
+
+* the compiler importing the runtime, or the runtime the compiler (directly or through
+  other modules);
+* ``dbos`` imported anywhere but ``eve/sessions/``;
+* a provider SDK imported anywhere but its adapter in ``eve/models/``;
+* the client reaching ``eve.execution`` or ``eve.sessions``;
+* any cycle among eve's modules. Imports under ``if TYPE_CHECKING:`` are exempt from this
+  rule only: they never run, and annotations legitimately point both ways.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+EVE = REPO_ROOT / "eve"
+#: a provider SDK → the one module allowed to import it
+PROVIDER_SDKS = {"anthropic": "eve.models.anthropic", "openai": "eve.models.openai"}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    #: an eve module (``eve.compiler.pipeline``) or another distribution's top name (``dbos``)
+    target: str
+    line: int
+    type_checking: bool
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def eve_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(EVE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(node: ast.AST, *, guarded: bool = False) -> Iterator[tuple[ast.stmt, bool]]:
+    """Every import statement under ``node``, with whether it sits in ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child, guarded
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for statement in child.body:
+                yield from _imports(ast.Module(body=[statement], type_ignores=[]), guarded=True)
+            for statement in child.orelse:
+                yield from _imports(ast.Module(body=[statement], type_ignores=[]), guarded=guarded)
+        else:
+            yield from _imports(child, guarded=guarded)
+
+
+def _resolve(module: str, statement: ast.stmt) -> list[str]:
+    """What one statement imports: eve module names, or other distributions' top names."""
+    known = eve_modules()
+    if isinstance(statement, ast.Import):
+        names = [alias.name for alias in statement.names]
+    else:
+        assert isinstance(statement, ast.ImportFrom)
+        base = statement.module or ""
+        if statement.level:
+            package = module if known[module].name == "__init__.py" else module.rpartition(".")[0]
+            for _ in range(statement.level - 1):
+                package = package.rpartition(".")[0]
+            base = f"{package}.{base}" if base else package
+        # the module named after `from` runs too, before any name is taken from it
+        names = [base, *(_from_import(base, alias.name) for alias in statement.names)]
+    tops = [name if name.split(".")[0] == "eve" else name.split(".")[0] for name in names]
+    return list(dict.fromkeys(tops))
+
+
+def _from_import(base: str, name: str) -> str:
+    # `from pkg import sub` imports the submodule when there is one; a name a package loads
+    # lazily (eve._lazy) imports the module its _LAZY table names on first use
+    if f"{base}.{name}" in eve_modules():
+        return f"{base}.{name}"
+    return lazy_table(base).get(name, base)
+
+
+@cache
+def lazy_table(package: str) -> dict[str, str]:
+    """A package's ``_LAZY = {"Name": "eve.module", ...}``; empty when it has none."""
+    path = eve_modules().get(package)
+    if path is None or path.name != "__init__.py":
+        return {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["_LAZY"]
+            and isinstance(node.value, ast.Dict)
+        ):
+            return {
+                ast.literal_eval(key): ast.literal_eval(value)
+                for key, value in zip(node.value.keys, node.value.values, strict=True)
+                if key is not None
+            }
+    return {}
+
+
+@cache
+def import_graph() -> tuple[Edge, ...]:
+    edges: list[Edge] = []
+    for module, path in eve_modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for statement, guarded in _imports(tree):
+            for target in _resolve(module, statement):
+                edges.append(Edge(module, target, statement.lineno, guarded))
+    return tuple(edges)
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def reachable(start: str) -> dict[str, list[str]]:
+    """Every module ``start`` imports when it runs (TYPE_CHECKING imports do not run), with
+    one chain of imports that leads there."""
+    chains = {start: [start]}
+    stack = [start]
+    while stack:
+        current = stack.pop()
+        for edge in import_graph():
+            if edge.source == current and not edge.type_checking and edge.target not in chains:
+                chains[edge.target] = [*chains[current], edge.target]
+                stack.append(edge.target)
+    return chains
+
+
+def forbidden_reach(sources: str, forbidden: tuple[str, ...]) -> list[str]:
+    found = []
+    for module in eve_modules():
+        if not in_package(module, sources):
+            continue
+        for target, chain in reachable(module).items():
+            if any(in_package(target, package) for package in forbidden):
+                found.append(" → ".join(chain))
+    return sorted(found)
+
+
+def where(edge: Edge) -> str:
+    return f"{eve_modules()[edge.source].relative_to(REPO_ROOT)}:{edge.line} imports {edge.target}"
+
+
+def test_the_graph_sees_imports_at_any_depth() -> None:
+    # Guards the walk itself: a walk that missed these would pass every rule below.
+    edges = {(e.source, e.target, e.type_checking) for e in import_graph()}
+    # inside a function
+    assert ("eve.cli.compile_command", "eve.compiler", False) in edges
+    assert ("eve.models.registry", "eve.models.offline", False) in edges
+    # in a TYPE_CHECKING block
+    assert ("eve.compiler", "eve.compiler.pipeline", True) in edges
+    # a name a package loads lazily leads to the module that defines it
+    assert ("eve.cli.compile_command", "eve.compiler.pipeline", False) in edges
+
+
+@pytest.mark.parametrize(
+    ("module", "statement", "imported"),
+    [
+        ("eve.compiler.pipeline", "from .discover import discover", ["eve.compiler.discover"]),
+        ("eve.compiler.pipeline", "from .. import errors", ["eve", "eve.errors"]),
+        ("eve.compiler", "from . import pipeline, x", ["eve.compiler", "eve.compiler.pipeline"]),
+        (
+            "eve.cli.run_command",
+            "from eve.execution import run_agent",
+            ["eve.execution", "eve.execution.loop"],
+        ),
+        ("eve.runtime.load", "from ..manifest import decode", ["eve.manifest"]),
+        ("eve.runtime.load", "import msgspec.json, eve.errors", ["msgspec", "eve.errors"]),
+    ],
+)
+def test_imports_resolve_to_modules(module: str, statement: str, imported: list[str]) -> None:
+    assert _resolve(module, ast.parse(statement).body[0]) == imported
+
+
+@pytest.mark.parametrize(
+    ("sources", "forbidden"),
+    [("eve.compiler", ("eve.runtime",)), ("eve.runtime", ("eve.compiler",))],
+)
+def test_the_compiler_and_the_runtime_never_import_each_other(
+    sources: str, forbidden: tuple[str, ...]
+) -> None:
+    assert forbidden_reach(sources, forbidden) == []
+
+
+def test_the_client_reaches_neither_execution_nor_sessions() -> None:
+    assert forbidden_reach("eve.client", ("eve.execution", "eve.sessions")) == []
+
+
+def test_only_the_sessions_package_imports_dbos() -> None:
+    importers = [edge for edge in import_graph() if edge.target == "dbos"]
+    assert importers, "the durable runtime imports dbos somewhere"
+    assert [where(e) for e in importers if not in_package(e.source, "eve.sessions")] == []
+
+
+@pytest.mark.parametrize("sdk", sorted(PROVIDER_SDKS))
+def test_a_provider_sdk_is_imported_only_by_its_adapter(sdk: str) -> None:
+    importers = [edge for edge in import_graph() if edge.target == sdk]
+    assert {edge.source for edge in importers} == {PROVIDER_SDKS[sdk]}, [
+        where(e) for e in importers
+    ]
+
+
+def find_cycle(edges: list[Edge]) -> list[str] | None:
+    """One cycle of the graph as ``[a, b, …, a]``, or None (iterative depth-first search)."""
+    successors: dict[str, list[str]] = {}
+    for edge in edges:
+        successors.setdefault(edge.source, []).append(edge.target)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in sorted(successors):
+        if root in state:
+            continue
+        path, iterators = [root], [iter(successors.get(root, []))]
+        state[root] = 1
+        while path:
+            following = next(iterators[-1], None)
+            if following is None:
+                state[path.pop()] = 2
+                iterators.pop()
+            elif state.get(following) == 1:
+                return [*path[path.index(following) :], following]
+            elif following not in state:
+                state[following] = 1
+                path.append(following)
+                iterators.append(iter(successors.get(following, [])))
+    return None
+
+
+def test_eve_has_no_import_cycle() -> None:
+    edges = [
+        edge
+        for edge in import_graph()
+        if not edge.type_checking and edge.target in eve_modules() and edge.source != edge.target
+    ]
+    assert find_cycle(edges) is None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    edges = [Edge("a", "b", 1, False), Edge("b", "c", 1, False), Edge("c", "a", 1, False)]
+    assert find_cycle(edges) == ["a", "b", "c", "a"]
+    assert find_cycle(edges[:2]) is None

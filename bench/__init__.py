@@ -36,6 +36,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="framework cost per agent step: eve vs pydantic-ai vs openai-agents",
     ),
     Benchmark(
+        name="startup",
+        target="bench.startup:run",
+        summary="whole-process start: --help, compile --check, run; vs pydantic-ai, openai-agents",
+    ),
+    Benchmark(
         name="durability",
         target="bench.durability:run",
         summary="durable step cost (SQLite, PostgreSQL) vs in-memory; sessions/s at 1/10/50",

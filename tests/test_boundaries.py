@@ -2,15 +2,19 @@
 
 The graph comes from the source: every ``import`` statement of every module under ``eve/``,
 at any depth (inside functions and methods too, since a lazy import still runs), relative
-imports resolved. Refused:
+imports resolved, and a name a package loads lazily (its ``eve._lazy`` ``_LAZY`` table)
+leading to the module that defines it. Refused:
 
 * the compiler importing the runtime, or the runtime the compiler (directly or through
-  other modules);
+  other modules; a TYPE_CHECKING import counts, though the walk does not go on through it);
 * ``dbos`` imported anywhere but ``eve/sessions/``;
 * a provider SDK imported anywhere but its adapter in ``eve/models/``;
 * the client reaching ``eve.execution`` or ``eve.sessions``;
 * any cycle among eve's modules. Imports under ``if TYPE_CHECKING:`` are exempt from this
-  rule only: they never run, and annotations legitimately point both ways.
+  rule only: they never run, and annotations legitimately point both ways;
+* a package importing one that its row of the table in docs/architecture.md does not name,
+  or a shared module listed there importing a package (the table is read from the page, so
+  the page and the code cannot drift apart).
 """
 
 from __future__ import annotations
@@ -132,15 +136,19 @@ def in_package(module: str, package: str) -> bool:
 
 
 def reachable(start: str) -> dict[str, list[str]]:
-    """Every module ``start`` imports when it runs (TYPE_CHECKING imports do not run), with
-    one chain of imports that leads there."""
-    chains = {start: [start]}
+    """Every module ``start`` imports when it runs, and every module one of those names in
+    ``if TYPE_CHECKING:``, with one chain of imports that leads there. A TYPE_CHECKING
+    import is a dependency of the module that writes it, but it runs nothing, so the walk
+    does not go on through it (or importing a package for one submodule would depend on
+    everything the package re-exports lazily)."""
+    chains, ran = {start: [start]}, {start}
     stack = [start]
     while stack:
         current = stack.pop()
-        for edge in import_graph():
-            if edge.source == current and not edge.type_checking and edge.target not in chains:
-                chains[edge.target] = [*chains[current], edge.target]
+        for edge in (e for e in import_graph() if e.source == current):
+            chains.setdefault(edge.target, [*chains[current], edge.target])
+            if not edge.type_checking and edge.target not in ran:
+                ran.add(edge.target)
                 stack.append(edge.target)
     return chains
 
@@ -257,3 +265,81 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     edges = [Edge("a", "b", 1, False), Edge("b", "c", 1, False), Edge("c", "a", 1, False)]
     assert find_cycle(edges) == ["a", "b", "c", "a"]
     assert find_cycle(edges[:2]) is None
+
+
+# --- the table of docs/architecture.md --------------------------------------------------------
+
+ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
+
+
+@dataclass(frozen=True)
+class Row:
+    #: the package and the other public paths the row covers (``eve.authoring``: ``eve``, …)
+    names: tuple[str, ...]
+    may_import: tuple[str, ...]
+    everything: bool
+
+
+def _eve_names(text: str) -> tuple[str, ...]:
+    return tuple(n for n in text.split("`")[1::2] if n == "eve" or n.startswith("eve."))
+
+
+def architecture_rows() -> list[Row]:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    table = text.split("| package | its job | may import")[1].split("\n\n")[0]
+    rows = []
+    for line in table.splitlines()[2:]:
+        package, _, may_import = (cell.strip() for cell in line.strip("|").split(" | "))
+        rows.append(Row(_eve_names(package), _eve_names(may_import), may_import == "everything"))
+    return rows
+
+
+def shared_modules() -> tuple[str, ...]:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    return _eve_names(text.split("The shared modules,")[1].split("What the boundary test")[0])
+
+
+def _row_of(module: str, rows: list[Row]) -> Row | None:
+    # the longest name that holds the module: `eve.tools.approval` is in `eve.tools`, and
+    # `eve` (a name of the authoring row) only holds the package module itself
+    best: tuple[int, Row] | None = None
+    for row in rows:
+        for name in row.names:
+            holds = module == name if name == "eve" else in_package(module, name)
+            if holds and (best is None or len(name) > best[0]):
+                best = (len(name), row)
+    return best[1] if best else None
+
+
+def _private(module: str) -> bool:
+    return module.split(".")[1].startswith("_") if "." in module else False
+
+
+def test_each_package_imports_only_what_docs_architecture_md_allows() -> None:
+    rows, shared = architecture_rows(), shared_modules()
+    assert rows and shared, "the table and the shared-module list of docs/architecture.md"
+    refused = []
+    for edge in import_graph():
+        if edge.target not in eve_modules() or _private(edge.source):
+            continue
+        if _private(edge.target) or any(in_package(edge.target, s) for s in shared):
+            continue
+        if any(in_package(edge.source, s) for s in shared):
+            refused.append(f"{where(edge)}: a shared module imports a package")
+            continue
+        row = _row_of(edge.source, rows)
+        if row is None:
+            refused.append(f"{edge.source} is in no row of the table")
+            continue
+        # a name in "may import" allows its whole row (`eve.context` is the authoring row)
+        allowed = {
+            *row.may_import,
+            *(n for r in rows if set(r.names) & set(row.may_import) for n in r.names),
+        }
+        if not (
+            row.everything
+            or _row_of(edge.target, rows) is row
+            or any(in_package(edge.target, a) for a in allowed)
+        ):
+            refused.append(where(edge))
+    assert sorted(set(refused)) == [], "\n".join(sorted(set(refused)))

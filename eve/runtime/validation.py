@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import jsonschema
 import pydantic
 
 from eve._format import join_problems, pydantic_problems
@@ -31,6 +30,10 @@ class PydanticValidator:
 
 class JsonSchemaValidator:
     def __init__(self, schema: dict[str, Any]) -> None:
+        # imported here: jsonschema costs ~30 ms at start-up, and most agents' tools have
+        # pydantic models, so `eve run` should not pay for it until a plain schema needs it
+        import jsonschema
+
         cls = jsonschema.validators.validator_for(schema)
         self.validator = cls(schema)
 

@@ -15,7 +15,8 @@ from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
 from eve.runtime.resolved import ResolvedFunctionTool
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import REPO_ROOT
-from tests.sessions.harness import Event, Server, count, script
+from tests.sessions.harness import Event, count, script
+from tests.sessions.inprocess import InProcessServer
 
 
 async def example_agent() -> ResolvedAgent:
@@ -96,7 +97,7 @@ def test_over_http_the_module_counter_leaks_and_the_state_counter_does_not(
     root = shop_copy(tmp_path)
     both = {"tool_calls": [{"name": "count_visits"}, {"name": "count_session_visits"}]}
     script(root, [both, {"text": "counted"}])
-    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    server = InProcessServer(root, model="offline/script:script.json").start()
     try:
         outputs = []
         for _ in range(2):
@@ -168,7 +169,7 @@ def test_eve_run_loads_the_skill_and_reaches_the_deferred_tool(tmp_path: Path) -
 def test_over_http_the_skill_loads_and_the_deferred_tool_is_reached(tmp_path: Path) -> None:
     root = shop_copy(tmp_path)
     script(root, CATALOG_SCRIPT)
-    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    server = InProcessServer(root, model="offline/script:script.json").start()
     try:
         session = server.create("Wrap order 1; can I return it?")
         events = server.wait_for(session, count("session.waiting"))
@@ -184,7 +185,7 @@ def test_the_example_hook_counts_turns_of_one_http_session(tmp_path: Path) -> No
     shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
     ask = {"tool_calls": [{"name": "session_turns"}]}
     script(root, [ask, {"text": "one"}, ask, {"text": "two"}])
-    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    server = InProcessServer(root, model="offline/script:script.json").start()
     try:
         session = server.create("how many turns?")
         server.wait_for(session, count("session.waiting"))
@@ -295,7 +296,7 @@ def test_eve_run_without_anyone_to_answer_fails_only_the_question(tmp_path: Path
 
 def test_over_http_the_researcher_runs_and_the_customer_answers(tmp_path: Path) -> None:
     root = composition_copy(tmp_path)
-    server = Server(root, args=["--model", "offline/script:script.json"]).start()
+    server = InProcessServer(root, model="offline/script:script.json").start()
     try:
         session = server.create("Hammer history; deliver Friday?")
         parked = server.wait_for(session, count("turn.waiting"))

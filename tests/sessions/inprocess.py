@@ -44,6 +44,8 @@ class InProcessServer(Driver):
     app_root: Path
     env: dict[str, str] = field(default_factory=dict)
     token: str | None = None
+    #: ``eve serve --model``: the model every node uses instead of its configured one
+    model: str | None = None
     http: TestClient | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     _saved_cwd: Path | None = None
@@ -57,7 +59,7 @@ class InProcessServer(Driver):
     def start(self) -> InProcessServer:
         self._enter()
         try:
-            setup = asyncio.run(prepare(self.app_root, model=None, max_turns=None))
+            setup = asyncio.run(prepare(self.app_root, model=self.model, max_turns=None))
             options = ServerOptions(app_root=self.app_root, token=os.environ.get(TOKEN_ENV) or None)
             app = create_app(options, service_for(options, setup))
             # as a server would: an unhandled error is a 500 to the client, not a raise here

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from eve.sessions.store import EventRow, SessionStore
 _encoder = msgspec.json.Encoder()
 
 #: how long the writer lets events gather before a write; far below what a reader notices
+log = logging.getLogger("eve.sessions")
+
 COALESCE_SECONDS = 0.01
 #: a bare newline goes to an idle follower this often, so proxies keep the stream open
 HEARTBEAT_SECONDS = 10.0
@@ -108,6 +111,18 @@ class EventLog:
         self.poll_seconds = poll_seconds
         self._writers: dict[str, SessionWriter] = {}
         self._written: dict[str, asyncio.Event] = {}
+
+    async def drain(self) -> None:
+        """Write every event still pending (at shutdown: none is lost, no task is left)."""
+        for writer in list(self._writers.values()):
+            try:
+                await writer.flush()
+            except Exception as error:  # one session's failure must not keep the rest unwritten
+                log.warning(
+                    "events of session %s not written at shutdown: %s",
+                    writer.session_id,
+                    type(error).__name__,
+                )
 
     def writer(self, session_id: str) -> SessionWriter:
         writer = self._writers.get(session_id)

@@ -92,6 +92,7 @@ class SessionService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.engine.stop()
+        await self.log.drain()
         install_runtime(None)
         self.store.close()
 

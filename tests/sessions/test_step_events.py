@@ -7,7 +7,7 @@ from pathlib import Path
 
 from eve.events import MessageAppendedData, SessionEvent
 from eve.execution.events import EventEmitter
-from eve.sessions.event_log import EventLog
+from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 
@@ -54,3 +54,14 @@ async def test_a_replay_appends_only_the_missing_tail_of_a_steps_events(tmp_path
     assert [e["meta"]["index"] for e in lines] == list(range(4))
     assert [e["data"]["message_delta"] for e in lines] == ["0", "1", "2", "3"]
     assert all("attempt" not in e["data"] for e in lines)
+
+
+async def test_events_still_pending_at_shutdown_are_written(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    store.create_session("ses_x")
+    log = EventLog(store)
+    for event in await step_events(3):
+        log.writer("ses_x").add(Pending(event=event))
+    await log.drain()  # what the service does when it stops, before closing the store
+    assert len(store.read_events("ses_x", 0)) == 3
+    store.close()

@@ -313,9 +313,13 @@ class ModelHTTPError(ModelError):
 
     code = "model_http_error"
 
-    def __init__(self, message: str, *, provider: str, status: int) -> None:
+    def __init__(
+        self, message: str, *, provider: str, status: int, retry_after: float | None = None
+    ) -> None:
         super().__init__(message, provider=provider)
         self.status = status
+        #: seconds the provider asked to wait before trying again (``retry-after``), if any
+        self.retry_after = retry_after
 
 
 class ModelAuthError(ModelHTTPError):

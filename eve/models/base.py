@@ -50,6 +50,10 @@ class ModelRequest:
     prompt_cache: PromptCache = field(default_factory=PromptCache)
     #: how a failure worth retrying is tried again (``model.retrying``)
     retries: Retries = field(default_factory=Retries)
+    #: the JSON Schema the final answer must match, given only to a client whose
+    #: ``structured_output`` is True (it constrains the answer natively); for any other the
+    #: loop offers a final-answer tool instead
+    output_schema: dict[str, Any] | None = None
     signal: CancelSignal = field(default_factory=CancelSignal)
     #: the agent node asking (``__root__``, ``researcher``): providers ignore it; the
     #: offline script model picks that node's responses by it
@@ -57,7 +61,12 @@ class ModelRequest:
 
 
 class ModelClient(Protocol):
-    """Streams one model response as ``ModelEvent`` values, the last one ``Done``."""
+    """Streams one model response as ``ModelEvent`` values, the last one ``Done``.
+
+    A client may also have ``structured_output = True``: it honours
+    ``ModelRequest.output_schema`` natively (the provider constrains the final text to that
+    JSON Schema). Without the attribute the loop treats it as False.
+    """
 
     @property
     def model_id(self) -> str: ...

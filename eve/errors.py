@@ -26,6 +26,7 @@
     │   │   ├── ModelAuthError          401/403
     │   │   └── ModelRateLimited        429
     │   └── ModelConnectionError        unreachable, or the stream was cut off
+    ├── MessageInvalid                  a message or content part that cannot be valid
     ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── ExecutionError
@@ -312,9 +313,13 @@ class ModelHTTPError(ModelError):
 
     code = "model_http_error"
 
-    def __init__(self, message: str, *, provider: str, status: int) -> None:
+    def __init__(
+        self, message: str, *, provider: str, status: int, retry_after: float | None = None
+    ) -> None:
         super().__init__(message, provider=provider)
         self.status = status
+        #: seconds the provider asked to wait before trying again (``retry-after``), if any
+        self.retry_after = retry_after
 
 
 class ModelAuthError(ModelHTTPError):
@@ -333,6 +338,15 @@ class ModelConnectionError(ModelError):
     """The provider could not be reached or the stream was cut off."""
 
     code = "model_connection_error"
+
+
+class MessageInvalid(EveError, ValueError):
+    """A message or content part that cannot be valid (an image with neither data nor URL, a
+    part of an unknown type). A ``ValueError`` too, so decoding a stored message reports it
+    with the record and path it was found at."""
+
+    code = "message_invalid"
+    http_status = 400
 
 
 class ToolInputInvalid(EveError):

@@ -210,6 +210,21 @@ class StepStarted(Event, frozen=True, kw_only=True, tag="step.started"):
     data: StepStartedData
 
 
+class ModelRetryingData(EventData, frozen=True, kw_only=True):
+    #: which retry this is (1 for the first)
+    retry: int
+    #: seconds until it is made
+    delay: float
+    #: what failed, redacted
+    reason: str
+
+
+class ModelRetrying(Event, frozen=True, kw_only=True, tag="model.retrying"):
+    """The model call failed in a way worth retrying; text it streamed in this step is void."""
+
+    data: ModelRetryingData
+
+
 class ReasoningAppendedData(EventData, frozen=True, kw_only=True):
     reasoning_delta: str
 
@@ -430,6 +445,7 @@ SessionEvent = (
     | TurnStarted
     | MessageReceived
     | StepStarted
+    | ModelRetrying
     | ReasoningAppended
     | MessageAppended
     | MessageCompleted
@@ -461,6 +477,7 @@ EventType = Literal[
     "turn.started",
     "message.received",
     "step.started",
+    "model.retrying",
     "reasoning.appended",
     "message.appended",
     "message.completed",

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -214,6 +214,20 @@ class Compaction(Base, frozen=True, kw_only=True):
     model: str | None = None
 
 
+class PromptCache(Base, frozen=True, kw_only=True):
+    enabled: bool = True
+    ttl: Literal["5m", "1h"] = "5m"
+
+
+class Retries(Base, frozen=True, kw_only=True):
+    attempts: int = 4
+    max_delay_seconds: float = 30.0
+
+
+ThinkingMode = Literal["auto", "adaptive", "budget"]
+OpenAIApi = Literal["auto", "responses", "chat-completions"]
+
+
 class AgentConfig(Base, frozen=True, kw_only=True):
     """The normalized ``define_agent`` call of a node."""
 
@@ -230,6 +244,10 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     database_url_env: str | None = None
     #: a subagent configured at each call: the name of the context key it is read from
     runtime_config: str | None = None
+    prompt_cache: PromptCache = PromptCache()
+    retries: Retries = Retries()
+    thinking: ThinkingMode = "auto"
+    openai_api: OpenAIApi = "auto"
 
 
 class AgentNode(Base, frozen=True, kw_only=True):

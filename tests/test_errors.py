@@ -111,6 +111,8 @@ def _sample(annotation: Any) -> Any:
         return _sample(options[0])
     if annotation is int:
         return 7
+    if annotation is float:
+        return 2.5
     if annotation is str:
         return "sample"
     if annotation is eve.manifest.Diagnostic:

@@ -10,7 +10,9 @@ from typing import Any
 from eve.artifacts import check_artifacts
 from eve.authoring.context import ToolContext
 from eve.context import EveContext, use_context
+from eve.execution import load_transcript
 from eve.manifest import ProviderToolEntry
+from eve.messages import AssistantMessage, ToolResultMessage
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
 from eve.runtime.resolved import ResolvedFunctionTool
 from tests.cli.test_run_cli import eve_run
@@ -159,10 +161,10 @@ def test_eve_run_loads_the_skill_and_reaches_the_deferred_tool(tmp_path: Path) -
     done = eve_run(root, "Wrap order 1", "--model", model, "--json", "--session", "s.jsonl")
     assert done.returncode == 0, done.stderr
     check_catalog_turn([json.loads(line) for line in done.stdout.splitlines()])
-    transcript = [json.loads(line) for line in (root / "s.jsonl").read_text().splitlines()]
-    calls = [c["name"] for m in transcript if m["role"] == "assistant" for c in m["tool_calls"]]
+    transcript = load_transcript(root / "s.jsonl")
+    calls = [c.name for m in transcript if isinstance(m, AssistantMessage) for c in m.tool_calls]
     assert calls == ["eve__skill", "eve__search", "eve__tool"]  # as the model made them
-    names = [m["name"] for m in transcript if m["role"] == "tool"]
+    names = [m.name for m in transcript if isinstance(m, ToolResultMessage)]
     assert names == ["eve__skill", "eve__search", "gift_wrap"]  # as they ran
 
 

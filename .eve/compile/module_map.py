@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 4
-FINGERPRINT = "sha256:739f7f84092d43a69a20478bcdf0aa8d809326f45ff27dd34820e00665767054"
+SCHEMA_VERSION = 5
+FINGERPRINT = "sha256:50e554fed45858dc4854815d4528e46f68e041ed092860b9762efc31c10da243"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

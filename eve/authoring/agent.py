@@ -48,6 +48,27 @@ class CompactionConfig(_Strict):
     model: str | None = None
 
 
+class PromptCacheConfig(_Strict):
+    """Prompt caching: on by default where the provider takes cache breakpoints."""
+
+    enabled: bool = True
+    #: how long a cached prefix lives (Anthropic's two TTLs); a longer one costs more to write
+    ttl: Literal["5m", "1h"] = "5m"
+
+
+class RetryConfig(_Strict):
+    """How a model call that fails in a way worth retrying is tried again."""
+
+    #: every try, the first included (1 turns retrying off)
+    attempts: int = pydantic.Field(default=4, ge=1, le=20)
+    #: the longest wait between two tries, in seconds; a longer ``retry-after`` is not waited
+    max_delay_seconds: float = pydantic.Field(default=30.0, gt=0, le=600)
+
+
+def _prompt_cache(value: Any) -> Any:
+    return {"enabled": value} if isinstance(value, bool) else value
+
+
 class AgentConfigModel(_Strict):
     model: ModelId | None = None
     description: str | None = None
@@ -64,6 +85,16 @@ class AgentConfigModel(_Strict):
     database_url_env: str | None = pydantic.Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     #: the name of the context key a subagent's configuration is read from at each call
     runtime_config: str | None = pydantic.Field(default=None, min_length=1)
+    #: ``False`` turns prompt caching off; ``{"ttl": "1h"}`` keeps cached prefixes longer
+    prompt_cache: Annotated[PromptCacheConfig, pydantic.BeforeValidator(_prompt_cache)] = (
+        PromptCacheConfig()
+    )
+    retries: RetryConfig = RetryConfig()
+    #: how reasoning is asked for on Anthropic: ``auto`` by eve's table of models, or forced
+    thinking: Literal["auto", "adaptive", "budget"] = "auto"
+    #: which OpenAI API: ``auto`` (Responses on OpenAI's endpoint, Chat Completions on any
+    #: other ``OPENAI_BASE_URL``), or forced
+    openai_api: Literal["auto", "responses", "chat-completions"] = "auto"
 
 
 class RuntimeConfig(_Strict):
@@ -119,8 +150,10 @@ def define_agent(**options: Any) -> AgentDefinition:
     Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``), ``description``
     (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
     ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``tool_sets`` (plugin
-    tool sets), ``workspace`` and ``database_url_env``; for a subagent, ``runtime_config`` (a
-    key made with ``runtime_config_key``) to be configured at each call instead.
+    tool sets), ``workspace``, ``database_url_env``, ``prompt_cache`` (``False`` or
+    ``{"ttl": "1h"}``), ``retries`` (``{"attempts": 4, "max_delay_seconds": 30}``),
+    ``thinking`` and ``openai_api``; for a subagent, ``runtime_config`` (a key made with
+    ``runtime_config_key``) to be configured at each call instead.
     Unknown keys are rejected.
     """
     key = options.get("runtime_config")

@@ -22,6 +22,7 @@ from eve.events import (
     MessageAppendedData,
     MessageCompletedData,
     MessageReceivedData,
+    ModelRetryingData,
     ReasoningAppendedData,
     SkillLoadedData,
     StepCompletedData,
@@ -48,6 +49,7 @@ from eve.execution.checkpoints import (
 )
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
+from eve.execution.response import ResponseParts
 from eve.execution.setup import AgentSetup
 from eve.execution.tasks import TaskCall
 from eve.execution.tool_calls import (
@@ -60,11 +62,13 @@ from eve.execution.tool_calls import (
 )
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.messages import AssistantMessage, Message, ToolCall, UserMessage
+from eve.messages import AssistantMessage, Message, ToolCall, user_message
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
+    PartCompleted,
     ReasoningDelta,
+    Retrying,
     TextDelta,
     ToolCallDelta,
     ToolCallEnd,
@@ -147,6 +151,9 @@ class _Turn:
                 if _offered(t)
             ],
             reasoning=self.setup.reasoning,
+            thinking=self.setup.agent.config.thinking,
+            prompt_cache=self.setup.agent.config.prompt_cache,
+            retries=self.setup.agent.config.retries,
             node_id=self.setup.agent.node_id,
             provider_tools=[
                 ProviderToolDeclaration(
@@ -163,31 +170,35 @@ class _Turn:
 
     async def stream(self, step: int) -> ModelResponse:
         client = self.setup.client
-        text: list[str] = []
-        calls: list[ToolCall] = []
-        done: Done | None = None
+        built = ResponseParts()
         self.check()
         async for event in client.stream(self.request()):
             self.check()
             match event:
                 case TextDelta(text=delta):
-                    text.append(delta)
+                    built.add_text(delta)
                     await self.emit(MessageAppendedData(message_delta=delta), step)
                 case ReasoningDelta(text=delta):
                     await self.emit(ReasoningAppendedData(reasoning_delta=delta), step)
-                case ToolCallEnd(id=call_id, name=name, input=data):
-                    calls.append(ToolCall(id=call_id, name=name, input=data))
+                case ToolCallEnd():
+                    built.add_call(event)
+                case PartCompleted():
+                    built.add_part(event)
+                case Retrying(retry=retry, delay=delay, reason=reason):
+                    built.restart()
+                    retrying = ModelRetryingData(retry=retry, delay=delay, reason=reason)
+                    await self.emit(retrying, step)
                 case Done():
-                    done = event
+                    built.done = event
                 case ToolCallStart() | ToolCallDelta():
                     pass
                 case _:
                     assert_never(event)
         self.check()
-        if done is None:
+        if built.done is None:
             raise ModelProtocolError(f"{client.model_id}: the stream ended without a done event")
         return ModelResponse(
-            text="".join(text), tool_calls=calls, finish_reason=done.stop_reason, usage=done.usage
+            parts=built.parts(), finish_reason=built.done.stop_reason, usage=built.done.usage
         )
 
     async def emit(self, data: D, step: int | None = None) -> None:
@@ -256,7 +267,7 @@ class _Turn:
         if not text and not calls:
             return RanAll(response=response)
         # on disk before any tool runs, so a transcript never holds a result without its call
-        self.record(AssistantMessage(text=text, tool_calls=calls))
+        self.record(response.message())
         if text:
             await self.emit(MessageCompletedData(message=text, finish_reason=finish), step)
         if calls:
@@ -271,8 +282,7 @@ class _Turn:
         part = await self.env.recorder.part(key, produce)
         if not self.live:
             if part.response is not None and (part.response.text or part.response.tool_calls):
-                response = part.response
-                self.record(AssistantMessage(text=response.text, tool_calls=response.tool_calls))
+                self.record(part.response.message())
             for result in part.outcomes:
                 self.record(result.result)
         return part
@@ -434,7 +444,7 @@ async def run_agent(
 async def _run(turn: _Turn, message: str) -> RunResult:
     await turn.emit(TurnStartedData())
     try:
-        turn.record(UserMessage(text=message))
+        turn.record(user_message(message))
         await turn.emit(MessageReceivedData(message=message))
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):

@@ -17,7 +17,7 @@ from typing import Protocol
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.execution.events import EventEmitter
-from eve.execution.tool_calls import CallOutcome, outcome, render_content
+from eve.execution.tool_calls import CallOutcome, outcome, result_parts
 from eve.messages import ToolCall
 from eve.runtime.resolved import TaskTool
 
@@ -83,7 +83,7 @@ def task_id_under(parent: str, task: TaskCall) -> str:
 
 
 def completed(call: ToolCall, value: object) -> CallOutcome:
-    done = outcome(call, render_content(value), "completed")
+    done = outcome(call, result_parts(value), "completed")
     return CallOutcome(result=done.result, status="completed")
 
 

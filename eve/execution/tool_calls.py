@@ -17,7 +17,14 @@ from eve.cancellation import CancelSignal
 from eve.errors import EveError
 from eve.events import ActionPartialData, ResultStatus
 from eve.execution.events import EventEmitter
-from eve.messages import ToolCall, ToolResultMessage
+from eve.messages import (
+    DocumentPart,
+    ImagePart,
+    TextPart,
+    ToolCall,
+    ToolResultMessage,
+    ToolResultPart,
+)
 from eve.redact import redact
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
@@ -81,6 +88,22 @@ def render_content(value: Any) -> str:
     return msgspec.json.encode(value, enc_hook=_encode_default).decode()
 
 
+def result_parts(value: Any) -> list[ToolResultPart]:
+    """A tool's return value as the parts of its result.
+
+    An ``ImagePart`` or ``DocumentPart`` reaches the model as an image or a document, not
+    as JSON; so does each one in a list, in order with the list's strings (``TextPart``s);
+    any other value is one text part (``render_content``).
+    """
+    if isinstance(value, ImagePart | DocumentPart | TextPart):
+        return [value]
+    if isinstance(value, list | tuple) and any(
+        isinstance(v, ImagePart | DocumentPart) for v in value
+    ):
+        return [p for v in value for p in result_parts(v)]
+    return [TextPart(text=render_content(value))]
+
+
 def partial_data(value: Any) -> Any:
     """What ``action.partial`` carries: a string as it is, anything else as JSON data."""
     return value if isinstance(value, str) else msgspec.json.decode(render_content(value))
@@ -101,11 +124,15 @@ async def publish_partial(
     )
 
 
-def outcome(call: ToolCall, content: str, status: ResultStatus) -> CallOutcome:
+def outcome(
+    call: ToolCall, content: str | list[ToolResultPart], status: ResultStatus
+) -> CallOutcome:
+    """The call's result: ``content`` is the text the model reads, or the result's parts."""
+    parts = [TextPart(text=content)] if isinstance(content, str) else content
     return CallOutcome(
         result=ToolResultMessage(
             tool_call_id=call.id,
-            content=redact(content),
+            parts=[TextPart(text=redact(p.text)) if isinstance(p, TextPart) else p for p in parts],
             is_error=status != "completed",
             name=call.name,
         ),
@@ -207,7 +234,7 @@ class ToolRunner:
                 value = tool.to_model_output(value)
         except Exception as error:
             return outcome(call, f"{type(error).__name__}: {error}", "failed")
-        done = outcome(call, render_content(value), "completed")
+        done = outcome(call, result_parts(value), "completed")
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
 
     async def execute(

@@ -7,6 +7,10 @@ functions build the eve error: one wording and one status mapping for every prov
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
@@ -37,14 +41,49 @@ def _clean(text: str, secret: str | None) -> str:
     return redact(text, secrets=(secret,) if secret else ())
 
 
-def status_error(provider: str, status: int, detail: str, *, secret: str | None) -> ModelHTTPError:
-    """The error for an HTTP error status: auth, rate limit, or any other."""
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """How long the provider asks to wait before trying again: ``retry-after-ms`` (Anthropic
+    and OpenAI send it), else ``retry-after`` in seconds or as an HTTP date (RFC 9110
+    section 10.2.3). None when it says nothing usable."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) / scale
+        except ValueError:
+            if scale != 1.0:
+                continue
+            try:
+                seconds = parsedate_to_datetime(raw).timestamp() - time.time()
+            except (TypeError, ValueError):
+                continue
+        if seconds >= 0:
+            return seconds
+    return None
+
+
+def status_error(
+    provider: str,
+    status: int,
+    detail: str,
+    *,
+    secret: str | None,
+    headers: Mapping[str, str] | None = None,
+) -> ModelHTTPError:
+    """The error for an HTTP error status: auth, rate limit, or any other; ``headers`` are the
+    response's, for the wait the provider asks for."""
     message = _clean(f"{provider}: HTTP {status}: {detail}", secret)
+    wait = retry_after_seconds(headers)
     if status in (401, 403):
-        return ModelAuthError(f"{message} (check the API key)", status=status, provider=provider)
+        return ModelAuthError(
+            f"{message} (check the API key)", status=status, provider=provider, retry_after=wait
+        )
     if status == 429:
-        return ModelRateLimited(message, status=status, provider=provider)
-    return ModelHTTPError(message, status=status, provider=provider)
+        return ModelRateLimited(message, status=status, provider=provider, retry_after=wait)
+    return ModelHTTPError(message, status=status, provider=provider, retry_after=wait)
 
 
 def connection_error(provider: str, detail: str, *, secret: str | None) -> ModelConnectionError:

@@ -337,9 +337,9 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
             status = error.status_code
             if status < 400:  # an error event inside a streamed 200 response
                 status = _STREAM_ERROR_STATUS.get(str(error.type), 500)
-            raise status_error(
-                PROVIDER, status, describe(error.body, error.message), secret=key
-            ) from error
+            detail = describe(error.body, error.message)
+            headers = error.response.headers if error.status_code >= 400 else None
+            raise status_error(PROVIDER, status, detail, secret=key, headers=headers) from error
         except (anthropic.APIConnectionError, httpx2.TransportError) as error:
             detail = str(error.__cause__ or error) or type(error).__name__
             raise connection_error(PROVIDER, detail, secret=key) from error

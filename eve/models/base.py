@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eve.cancellation import CancelSignal
+from eve.manifest import PromptCache, Retries, ThinkingMode
 from eve.messages import Message
 from eve.models.events import ModelEvent
 
@@ -42,6 +43,17 @@ class ModelRequest:
     provider_tools: list[ProviderToolDeclaration] = field(default_factory=list)
     max_output_tokens: int = 4096
     reasoning: str | None = None
+    #: how reasoning is asked for where a provider has two ways (Anthropic: adaptive or a
+    #: token budget); ``auto`` leaves it to the adapter's table of models
+    thinking: ThinkingMode = "auto"
+    #: cache breakpoints, for providers that take them
+    prompt_cache: PromptCache = field(default_factory=PromptCache)
+    #: how a failure worth retrying is tried again (``model.retrying``)
+    retries: Retries = field(default_factory=Retries)
+    #: the JSON Schema the final answer must match, given only to a client whose
+    #: ``structured_output`` is True (it constrains the answer natively); for any other the
+    #: loop offers a final-answer tool instead
+    output_schema: dict[str, Any] | None = None
     signal: CancelSignal = field(default_factory=CancelSignal)
     #: the agent node asking (``__root__``, ``researcher``): providers ignore it; the
     #: offline script model picks that node's responses by it
@@ -49,7 +61,12 @@ class ModelRequest:
 
 
 class ModelClient(Protocol):
-    """Streams one model response as ``ModelEvent`` values, the last one ``Done``."""
+    """Streams one model response as ``ModelEvent`` values, the last one ``Done``.
+
+    A client may also have ``structured_output = True``: it honours
+    ``ModelRequest.output_schema`` natively (the provider constrains the final text to that
+    JSON Schema). Without the attribute the loop treats it as False.
+    """
 
     @property
     def model_id(self) -> str: ...

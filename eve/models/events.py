@@ -6,12 +6,13 @@ from typing import Any
 
 import msgspec
 
-from eve.messages import StopReason
+from eve.messages import ProviderPart, ReasoningPart, StopReason, TextPart
 from eve.usage import TokenUsage
 
 __all__ = [
     "Done",
     "ModelEvent",
+    "PartCompleted",
     "ReasoningDelta",
     "StopReason",
     "TextDelta",
@@ -54,9 +55,41 @@ class ToolCallEnd(_Event, frozen=True, kw_only=True, tag="tool-call-end"):
     input: dict[str, Any]
 
 
+class PartCompleted(_Event, frozen=True, kw_only=True, tag="part-completed"):
+    """A content block is complete: the part the history records for it, verbatim.
+
+    Deltas are for showing the response as it streams; an adapter that sends these says
+    exactly what goes back to the provider next step (reasoning with its signature, a
+    server tool's blocks, cited text), in order with its ``ToolCallEnd`` events. When a
+    response has none, the loop builds its parts from the deltas (text, then tool calls).
+    """
+
+    part: TextPart | ReasoningPart | ProviderPart
+
+
+class Retrying(_Event, frozen=True, kw_only=True, tag="retrying"):
+    """The call failed in a way worth trying again and is tried again after ``delay``
+    seconds; whatever this call streamed so far is void (the loop drops it)."""
+
+    #: which retry this is (1 for the first)
+    retry: int
+    delay: float
+    #: what failed, redacted (``anthropic: HTTP 529: overloaded_error: Overloaded``)
+    reason: str
+
+
 class Done(_Event, frozen=True, kw_only=True, tag="done"):
     stop_reason: StopReason
     usage: TokenUsage = TokenUsage()
 
 
-ModelEvent = TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | Done
+ModelEvent = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | PartCompleted
+    | Retrying
+    | Done
+)

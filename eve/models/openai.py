@@ -275,7 +275,9 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
             yield
         except openai.APIStatusError as error:
             detail = describe(error.body, error.message)
-            raise status_error(PROVIDER, error.status_code, detail, secret=key) from error
+            raise status_error(
+                PROVIDER, error.status_code, detail, secret=key, headers=error.response.headers
+            ) from error
         except openai.APIConnectionError as error:
             detail = str(error.__cause__ or error) or type(error).__name__
             raise connection_error(PROVIDER, detail, secret=key) from error

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from eve.execution import load_transcript
+from eve.messages import ToolResultMessage
 from tests.conftest import AppFactory, wait_for_file
 
 SCRIPTED = {
@@ -115,9 +117,8 @@ def test_sigint_during_a_slow_tool_cancels_and_exits_130(make_app: AppFactory) -
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
     assert "turn cancelled" in err and "never reached" not in out
-    messages = [json.loads(line) for line in (root / "s.jsonl").read_text().splitlines()]
-    results = [m for m in messages if m["role"] == "tool"]
-    assert [(r["content"], r["is_error"]) for r in results] == [
+    results = [m for m in load_transcript(root / "s.jsonl") if isinstance(m, ToolResultMessage)]
+    assert [(r.content, r.is_error) for r in results] == [
         ("stopped early", False),
         ("aborted before execution", True),
     ]

@@ -14,7 +14,7 @@ from eve.events import SessionEvent
 from eve.execution.loop import RunResult
 from eve.execution.tool_calls import ApprovalRequest
 from eve.manifest import AgentConfig, AgentNode, Instructions, SkillEntry
-from eve.messages import AssistantMessage, ToolCall, ToolResultMessage
+from eve.messages import ToolCall, ToolResultMessage, assistant_message, tool_result
 from eve.models.function import FunctionModel
 from eve.runtime.automatic import bind_automatic
 from eve.runtime.resolved import ResolvedTool
@@ -178,12 +178,10 @@ async def test_a_catalog_call_runs_and_is_reported_as_the_entry(tmp_path: Path) 
     result, events, model = await run(script, agent_tools(tmp_path, PRICE, WRAP))
     assert "gift_wrap" not in [t.name for t in model.requests[0].tools]
     # the history keeps the model's own call, and the result answers its id
-    assert result.messages[1] == AssistantMessage(
+    assert result.messages[1] == assistant_message(
         tool_calls=[ToolCall(id="c0", name="eve__tool", input=call)]
     )
-    assert results(result) == [
-        ToolResultMessage(tool_call_id="c0", content="wrapped order 7 in red", name="gift_wrap")
-    ]
+    assert results(result) == [tool_result("c0", "wrapped order 7 in red", name="gift_wrap")]
     [requested] = of_type(events, "actions.requested")
     assert requested["actions"] == [
         {

@@ -15,7 +15,7 @@ from eve.errors import EmptyModelResponse, TranscriptWriteFailed
 from eve.events import SessionEvent
 from eve.execution.tool_calls import ApprovalRequest
 from eve.execution.transcript import load_transcript
-from eve.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from eve.messages import ToolCall, ToolResultMessage, assistant_message, tool_result, user_message
 from eve.models.events import Done, TextDelta, TokenUsage
 from eve.models.function import FunctionModel
 from eve.tools import define_tool, tool
@@ -54,7 +54,7 @@ async def run(script: Script, tools: list[Any] | None = None, **kwargs: Any):  #
 async def test_text_answer_completes() -> None:
     result, events = await run(Script(text("hello", TokenUsage(input_tokens=5, output_tokens=1))))
     assert result.stop_reason == "complete"
-    assert result.messages == [UserMessage(text="hi"), AssistantMessage(text="hello")]
+    assert result.messages == [user_message("hi"), assistant_message("hello")]
     assert result.usage == TokenUsage(input_tokens=5, output_tokens=1)
     assert [e.type for e in events] == [
         "turn.started",
@@ -72,12 +72,10 @@ async def test_text_answer_completes() -> None:
 async def test_tool_turn_has_the_eve_event_sequence() -> None:
     result, events = await run(Script(calls(("price", {"item": "nail"})), text("3 EUR")))
     assert result.stop_reason == "complete"
-    assert result.messages[1] == AssistantMessage(
+    assert result.messages[1] == assistant_message(
         tool_calls=[ToolCall(id="c0", name="price", input={"item": "nail"})]
     )
-    assert result.messages[2] == ToolResultMessage(
-        tool_call_id="c0", content='{"item":"nail","price":3}', name="price"
-    )
+    assert result.messages[2] == tool_result("c0", '{"item":"nail","price":3}', name="price")
     assert [e.type for e in events] == [
         "turn.started",
         "message.received",
@@ -217,7 +215,7 @@ async def test_empty_response_raises_before_recording(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     with pytest.raises(EmptyModelResponse, match="neither text nor tool calls"):
         await run(Script([Done(stop_reason="end_turn")]), transcript=transcript)
-    assert load_transcript(transcript) == [UserMessage(text="hi")]
+    assert load_transcript(transcript) == [user_message("hi")]
 
 
 async def test_cancel_before_the_first_request_calls_no_model() -> None:
@@ -243,7 +241,7 @@ async def test_cancel_mid_stream_records_no_partial_message() -> None:
         client=FunctionModel(stream), system="s", tools=[], user_message="hi", signal=signal
     )
     assert result.stop_reason == "aborted"
-    assert result.messages == [UserMessage(text="hi")]
+    assert result.messages == [user_message("hi")]
 
 
 async def test_cancel_during_a_tool_keeps_its_result_and_closes_the_rest() -> None:
@@ -312,8 +310,8 @@ async def test_each_message_is_on_disk_before_the_loop_continues(tmp_path: Path)
     assert seen == [2]  # user + assistant were saved before the tool ran
     assert load_transcript(transcript) == result.messages
     lines = transcript.read_text().splitlines()
-    assert lines[0] == '{"role":"user","text":"hi"}'
-    assert '"tool_calls":[{"id":"c0","name":"spy","input":{"item":"a"}}]' in lines[1]
+    assert lines[0] == '{"role":"user","parts":[{"type":"text","text":"hi"}]}'
+    assert '"parts":[{"type":"tool-call","id":"c0","name":"spy","input":{"item":"a"}}]' in lines[1]
 
 
 async def test_transcript_write_failure_fails_the_run(tmp_path: Path) -> None:
@@ -324,10 +322,10 @@ async def test_transcript_write_failure_fails_the_run(tmp_path: Path) -> None:
 
 
 async def test_prior_messages_continue_the_conversation() -> None:
-    prior = [UserMessage(text="earlier"), AssistantMessage(text="noted")]
+    prior = [user_message("earlier"), assistant_message("noted")]
     model = FunctionModel(Script(text("again")))
     result = await turn(client=model, system="s", tools=[], user_message="hi", messages=prior)
-    assert model.requests[0].messages == [*prior, UserMessage(text="hi")]
+    assert model.requests[0].messages == [*prior, user_message("hi")]
     assert result.messages[:2] == prior
 
 

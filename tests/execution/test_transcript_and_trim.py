@@ -9,7 +9,7 @@ import pytest
 from eve.errors import TranscriptCorrupt
 from eve.execution.transcript import TranscriptWriter, load_transcript
 from eve.execution.trim import trim_history
-from eve.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from eve.messages import ToolCall, assistant_message, tool_result, user_message
 
 
 def test_missing_transcript_is_empty(tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_missing_transcript_is_empty(tmp_path: Path) -> None:
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     writer = TranscriptWriter(path)
-    writer.append(UserMessage(text="hi"))
+    writer.append(user_message("hi"))
     with path.open("a") as handle:
         handle.write('{"role": "robot"}\n')
     with pytest.raises(TranscriptCorrupt) as raised:
@@ -31,10 +31,10 @@ def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
 def test_trim_keeps_tool_calls_with_their_results() -> None:
     call = ToolCall(id="1", name="t", input={"q": "x" * 40})
     history = [
-        UserMessage(text="a" * 400),
-        AssistantMessage(tool_calls=[call]),
-        ToolResultMessage(tool_call_id="1", content="r" * 200),
-        UserMessage(text="latest"),
+        user_message("a" * 400),
+        assistant_message(tool_calls=[call]),
+        tool_result("1", "r" * 200),
+        user_message("latest"),
     ]
     kept = trim_history(history, budget_tokens=80)
     assert kept == history[1:]  # the call and its result move together; the long opener goes
@@ -43,5 +43,5 @@ def test_trim_keeps_tool_calls_with_their_results() -> None:
 
 
 def test_trim_never_starts_with_an_orphaned_result() -> None:
-    history = [ToolResultMessage(tool_call_id="x", content="old"), UserMessage(text="hi")]
-    assert trim_history(history, budget_tokens=1000) == [UserMessage(text="hi")]
+    history = [tool_result("x", "old"), user_message("hi")]
+    assert trim_history(history, budget_tokens=1000) == [user_message("hi")]

@@ -16,7 +16,7 @@ from eve.errors import (
     ModelHTTPError,
     ModelRateLimited,
 )
-from eve.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from eve.messages import Message, ToolCall, assistant_message, tool_result, user_message
 from eve.models.anthropic import AnthropicModel
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
@@ -41,7 +41,7 @@ def model(server: ScriptedServer, key: str = KEY) -> AnthropicModel:
 
 
 def request(**overrides: Any) -> ModelRequest:
-    return ModelRequest(system="Be brief.", messages=[UserMessage(text="hi")], **overrides)
+    return ModelRequest(system="Be brief.", messages=[user_message("hi")], **overrides)
 
 
 async def collect(client: AnthropicModel, req: ModelRequest | None = None) -> list[ModelEvent]:
@@ -109,16 +109,16 @@ async def test_text_then_two_tool_calls_in_one_response(server: ScriptedServer) 
 async def test_request_maps_history_tools_and_reasoning(server: ScriptedServer) -> None:
     server.add(anthropic_sse([start(), *text_block(0, "ok"), *end("end_turn")]))
     history: list[Message] = [
-        UserMessage(text="weather in Oslo and Rome?"),
-        AssistantMessage(
-            text="Let me look.",
+        user_message("weather in Oslo and Rome?"),
+        assistant_message(
+            "Let me look.",
             tool_calls=[
                 ToolCall(id="toolu_a", name="weather", input={"city": "Oslo"}),
                 ToolCall(id="toolu_b", name="weather", input={"city": "Rome"}),
             ],
         ),
-        ToolResultMessage(tool_call_id="toolu_a", content="sunny"),
-        ToolResultMessage(tool_call_id="toolu_b", content="no such city", is_error=True),
+        tool_result("toolu_a", "sunny"),
+        tool_result("toolu_b", "no such city", is_error=True),
     ]
     req = ModelRequest(
         system="Be brief.",

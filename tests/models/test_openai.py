@@ -17,7 +17,7 @@ from eve.errors import (
     ModelHTTPError,
     ModelRateLimited,
 )
-from eve.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from eve.messages import Message, ToolCall, assistant_message, tool_result, user_message
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
@@ -42,7 +42,7 @@ def model(server: ScriptedServer, key: str | None = KEY) -> OpenAIModel:
 
 
 def request(**overrides: Any) -> ModelRequest:
-    return ModelRequest(system="Be brief.", messages=[UserMessage(text="hi")], **overrides)
+    return ModelRequest(system="Be brief.", messages=[user_message("hi")], **overrides)
 
 
 async def collect(client: OpenAIModel, req: ModelRequest | None = None) -> list[ModelEvent]:
@@ -114,17 +114,17 @@ async def test_two_tool_calls_assembled_by_index(server: ScriptedServer) -> None
 async def test_request_maps_history_and_tools(server: ScriptedServer) -> None:
     server.add(openai_sse([text("ok"), chunk(finish="stop")]))
     history: list[Message] = [
-        UserMessage(text="weather in Oslo and Rome?"),
-        AssistantMessage(
+        user_message("weather in Oslo and Rome?"),
+        assistant_message(
             tool_calls=[
                 ToolCall(id="call_a", name="weather", input={"city": "Oslo"}),
                 ToolCall(id="call_b", name="weather", input={"city": "Rome"}),
             ]
         ),
-        ToolResultMessage(tool_call_id="call_a", content="sunny"),
-        ToolResultMessage(tool_call_id="call_b", content="no such city", is_error=True),
-        AssistantMessage(text="Oslo is sunny."),
-        UserMessage(text="thanks"),
+        tool_result("call_a", "sunny"),
+        tool_result("call_b", "no such city", is_error=True),
+        assistant_message("Oslo is sunny."),
+        user_message("thanks"),
     ]
     req = ModelRequest(
         system="Be brief.",

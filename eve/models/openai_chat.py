@@ -28,7 +28,6 @@ from openai.types import chat as sdk
 from openai.types.completion_usage import CompletionUsage
 from openai.types.shared import ReasoningEffort
 
-from eve.errors import ModelConnectionError
 from eve.messages import (
     AssistantMessage,
     DocumentPart,
@@ -55,6 +54,7 @@ from eve.models.events import (
 from eve.models.openai_parts import (
     PROVIDER,
     document_as_text,
+    ended_early,
     file_name,
     json_schema_format,
     media_url,
@@ -102,11 +102,7 @@ class OpenAITranslator:
     def finish(self) -> list[ModelEvent]:
         """The stream ended: the one ``Done``, or an error when no finish_reason came."""
         if self._finish_reason is None:
-            raise ModelConnectionError(
-                f"{PROVIDER}: the stream ended before the response was complete "
-                "(no finish_reason); the connection was probably cut off",
-                provider=PROVIDER,
-            )
+            raise ended_early("finish_reason")
         return [Done(stop_reason=self._stop_reason(self._finish_reason), usage=self._usage)]
 
     def _delta(self, delta: sdk.chat_completion_chunk.ChoiceDelta) -> list[ModelEvent]:

@@ -13,7 +13,7 @@ import base64
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from eve.errors import ModelHTTPError
+from eve.errors import ModelConnectionError, ModelHTTPError
 from eve.manifest import OpenAIApi
 from eve.messages import DocumentPart, ImagePart, ToolResultMessage
 from eve.models._http_errors import status_error
@@ -126,3 +126,12 @@ def stream_error(code: str | None, message: str) -> ModelHTTPError:
     kind = code or "error"
     status = _STREAM_ERROR_STATUS.get(kind, 400 if kind.startswith("invalid") else 500)
     return status_error(PROVIDER, status, f"{kind}: {message}", secret=None)
+
+
+def ended_early(missing: str) -> ModelConnectionError:
+    """The error for a stream that ended without ``missing``, the event that ends a response."""
+    return ModelConnectionError(
+        f"{PROVIDER}: the stream ended before the response was complete "
+        f"(no {missing}); the connection was probably cut off",
+        provider=PROVIDER,
+    )

@@ -26,7 +26,6 @@ import openai
 from openai.types import responses as sdk
 from openai.types.shared import ReasoningEffort
 
-from eve.errors import ModelConnectionError
 from eve.messages import (
     AssistantMessage,
     DocumentPart,
@@ -57,6 +56,7 @@ from eve.models.events import (
 from eve.models.openai_parts import (
     PROVIDER,
     document_as_text,
+    ended_early,
     file_name,
     json_schema_format,
     media_url,
@@ -151,11 +151,7 @@ class ResponsesTranslator:
     def finish(self) -> list[ModelEvent]:
         """The stream ended: an error unless the response completed (``Done`` came already)."""
         if not self._done:
-            raise ModelConnectionError(
-                f"{PROVIDER}: the stream ended before the response was complete "
-                "(no response.completed); the connection was probably cut off",
-                provider=PROVIDER,
-            )
+            raise ended_early("response.completed")
         return []
 
     def _added(self, index: int, item: sdk.ResponseOutputItem) -> list[ModelEvent]:

@@ -16,7 +16,7 @@ from eve.artifacts import check_artifacts
 from eve.errors import CompileFailed
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
 from eve.hooks.relay import HookRelay
-from eve.manifest import ROOT_NODE_ID
+from eve.manifest import ROOT_NODE_ID, OpenAIApi
 from eve.models.base import ModelClient
 from eve.models.registry import choose_model, create_client
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
@@ -54,7 +54,7 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
         for node_id in loaded.manifest.nodes
     }
     root = agents.pop(ROOT_NODE_ID)
-    client = _client(model, root.config.model, app_root)
+    client = _client(model, root.config.model, app_root, root.config.openai_api)
     subagents: dict[str, AgentSetup] = {}
     clients = {ROOT_NODE_ID: client}
     # parents before children (ids are paths), so a child without a model takes its caller's
@@ -62,7 +62,7 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
         agent = agents[node_id]
         own = agent.config.model
         clients[node_id] = (
-            _client(None, own, app_root)
+            _client(None, own, app_root, agent.config.openai_api)
             if model is None and own is not None and own != root.config.model
             else clients[parent_of(node_id)]
         )
@@ -73,10 +73,12 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
     )
 
 
-def _client(override: str | None, configured: str | None, app_root: Path) -> ModelClient:
+def _client(
+    override: str | None, configured: str | None, app_root: Path, openai_api: OpenAIApi
+) -> ModelClient:
     if override is not None:
-        return create_client(override, app_root=app_root, env=os.environ)
-    choice = choose_model(configured, app_root=app_root)
+        return create_client(override, app_root=app_root, env=os.environ, openai_api=openai_api)
+    choice = choose_model(configured, app_root=app_root, openai_api=openai_api)
     if choice.notice:
         click.echo(choice.notice, err=True)
     return choice.client

@@ -76,7 +76,12 @@ def effective_setup(setup: AgentSetup, caller: EveContext) -> AgentSetup:
         ) from None
     return replace(
         setup,
-        client=create_client(config.model, app_root=setup.app_root, env=os.environ),
+        client=create_client(
+            config.model,
+            app_root=setup.app_root,
+            env=os.environ,
+            openai_api=setup.agent.config.openai_api,
+        ),
         reasoning=config.reasoning,
         max_turns=config.limits.max_turns or DEFAULT_MAX_TURNS,
         context_budget_tokens=context_budget(config.model_context_window_tokens),

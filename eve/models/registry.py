@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eve.errors import UnknownModel
+from eve.manifest import OpenAIApi
 from eve.models.base import ModelClient
 
 CREDENTIALS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -26,8 +27,14 @@ class ModelChoice:
     notice: str | None = None
 
 
-def create_client(model_id: str, *, app_root: Path, env: Mapping[str, str]) -> ModelClient:
-    """The client for ``provider/name``; providers' SDKs are imported only when chosen."""
+def create_client(
+    model_id: str, *, app_root: Path, env: Mapping[str, str], openai_api: OpenAIApi = "auto"
+) -> ModelClient:
+    """The client for ``provider/name``; providers' SDKs are imported only when chosen.
+
+    ``openai_api`` is the node's ``define_agent(openai_api=…)``: which API an ``openai/``
+    model speaks (``auto``: the Responses API on OpenAI's endpoint, else Chat Completions).
+    """
     provider, _, name = model_id.partition("/")
     if provider == "offline":
         from eve.models.offline import OfflineScriptModel, OfflineTestModel
@@ -47,7 +54,10 @@ def create_client(model_id: str, *, app_root: Path, env: Mapping[str, str]) -> M
         from eve.models.openai import OpenAIModel
 
         return OpenAIModel(
-            name, api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL")
+            name,
+            api_key=env.get("OPENAI_API_KEY"),
+            base_url=env.get("OPENAI_BASE_URL"),
+            api=openai_api,
         )
     from eve.plugins.provided import installed_plugins, model_providers
 
@@ -64,7 +74,11 @@ def create_client(model_id: str, *, app_root: Path, env: Mapping[str, str]) -> M
 
 
 def choose_model(
-    configured: str | None, *, app_root: Path, env: Mapping[str, str] | None = None
+    configured: str | None,
+    *,
+    app_root: Path,
+    env: Mapping[str, str] | None = None,
+    openai_api: OpenAIApi = "auto",
 ) -> ModelChoice:
     """The configured model, or ``offline/test`` with a notice when its key is missing."""
     env = os.environ if env is None else env
@@ -83,4 +97,6 @@ def choose_model(
             client=create_client(OFFLINE_DEFAULT, app_root=app_root, env=env),
             notice="eve: no model configured in agent.py; using the offline model offline/test",
         )
-    return ModelChoice(client=create_client(model_id, app_root=app_root, env=env))
+    return ModelChoice(
+        client=create_client(model_id, app_root=app_root, env=env, openai_api=openai_api)
+    )

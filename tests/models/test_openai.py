@@ -1,10 +1,12 @@
-"""The OpenAI adapter: the real SDK against a real loopback server."""
+"""The OpenAI client and its Chat Completions adapter: the real SDK against loopback servers."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -17,7 +19,19 @@ from eve.errors import (
     ModelHTTPError,
     ModelRateLimited,
 )
-from eve.messages import Message, ToolCall, assistant_message, tool_result, user_message
+from eve.messages import (
+    AssistantMessage,
+    DocumentPart,
+    ImagePart,
+    Message,
+    ProviderPart,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    assistant_message,
+    tool_result,
+    user_message,
+)
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
@@ -29,8 +43,10 @@ from eve.models.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from eve.models.openai import OpenAIModel, is_official
+from eve.models.openai import OpenAIModel, choose_api, is_official
+from eve.models.registry import create_client
 from tests.models.openai_script import call, chunk, text, usage
+from tests.models.openai_server import OpenAIServer, Said, Turn
 from tests.models.sse_server import ScriptedServer, json_reply, openai_sse
 
 KEY = "sk-test-SECRET-1234567890"
@@ -42,7 +58,8 @@ def model(server: ScriptedServer, key: str | None = KEY) -> OpenAIModel:
 
 
 def request(**overrides: Any) -> ModelRequest:
-    return ModelRequest(system="Be brief.", messages=[user_message("hi")], **overrides)
+    fields: dict[str, Any] = {"messages": [user_message("hi")], **overrides}
+    return ModelRequest(system="Be brief.", **fields)
 
 
 async def collect(client: OpenAIModel, req: ModelRequest | None = None) -> list[ModelEvent]:
@@ -288,3 +305,158 @@ async def test_cancellation_mid_stream_stops_without_done(server: ScriptedServer
 
     await asyncio.wait_for(consume(), timeout=5)
     assert seen == [TextDelta(text="one")]
+
+
+# --- what OpenAI's rules say about Chat Completions, on the enforcing loopback server ---
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as running:
+        yield running
+
+
+def chat_model(server: ScriptedServer, name: str = "gpt-test") -> OpenAIModel:
+    return OpenAIModel(name, api_key=KEY, base_url=f"{server.url}/v1", api="chat-completions")
+
+
+def test_auto_is_responses_on_openais_endpoint_and_chat_completions_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert choose_api("auto", None) == "responses"
+    assert choose_api("auto", "https://api.openai.com/v1") == "responses"
+    assert choose_api("auto", "http://127.0.0.1:11434/v1") == "chat-completions"
+    assert choose_api("chat-completions", None) == "chat-completions"
+    assert choose_api("responses", "http://127.0.0.1:8000/v1") == "responses"
+    assert OpenAIModel("gpt-test", api_key=KEY).api == "responses"
+    assert OpenAIModel("m", api_key=KEY, base_url="http://127.0.0.1:1/v1").api == "chat-completions"
+
+
+def test_create_client_passes_the_nodes_openai_api(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": KEY}
+    forced = create_client(
+        "openai/gpt-test", app_root=tmp_path, env=env, openai_api="chat-completions"
+    )
+    assert isinstance(forced, OpenAIModel) and forced.api == "chat-completions"
+    auto = create_client("openai/gpt-test", app_root=tmp_path, env=env)
+    assert isinstance(auto, OpenAIModel) and auto.api == "responses"
+
+
+async def test_tools_with_reasoning_effort_are_refused_for_newer_models_and_the_error_says_what_to_do(
+    openai_server: OpenAIServer,
+) -> None:
+    tools = [ToolDeclaration(name="weather", description="Weather.", input_schema=SCHEMA)]
+    with pytest.raises(ModelHTTPError) as caught:
+        await collect(chat_model(openai_server, "gpt-5.4"), request(tools=tools, reasoning="high"))
+    message = str(caught.value)
+    assert caught.value.status == 400
+    assert "Function tools with reasoning_effort are not supported for gpt-5.4" in message
+    assert 'define_agent(openai_api="responses")' in message
+    # the same request through the Responses API is accepted
+    openai_server.script(Turn([Said("ok")]))
+    responses = OpenAIModel(
+        "gpt-5.4", api_key=KEY, base_url=f"{openai_server.url}/v1", api="responses"
+    )
+    events = await collect(responses, request(tools=tools, reasoning="high"))
+    assert isinstance(events[-1], Done)
+
+
+async def test_a_tool_results_image_follows_the_tool_messages_as_a_user_message(
+    openai_server: OpenAIServer,
+) -> None:
+    openai_server.script(openai_sse([text("a cat"), chunk(finish="stop")]))
+    picture = ImagePart(media_type="image/png", data=b"\x89PNG")
+    history: list[Message] = [
+        user_message("what are these?"),
+        assistant_message(
+            tool_calls=[
+                ToolCall(id="call_a", name="snap", input={}),
+                ToolCall(id="call_b", name="snap", input={}),
+            ]
+        ),
+        tool_result("call_a", "taken", media=[picture]),
+        tool_result("call_b", "none"),
+    ]
+    await collect(chat_model(openai_server), request(messages=history))
+    assert openai_server.refused == []
+    messages = openai_server.requests[0].body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert messages[3]["content"] == "taken"
+    assert messages[5]["content"] == [
+        {"type": "text", "text": "Attached to the result of tool call call_a:"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+    ]
+
+
+async def test_user_media_goes_as_content_parts(openai_server: OpenAIServer) -> None:
+    openai_server.script(openai_sse([text("ok"), chunk(finish="stop")]))
+    message = user_message(
+        "read",
+        [
+            ImagePart(media_type="image/jpeg", url="https://example.com/a.jpg"),
+            DocumentPart(media_type="application/pdf", data=b"%PDF-1.7"),
+            DocumentPart(media_type="application/pdf", url="https://example.com/b.pdf", name="b"),
+            DocumentPart(media_type="text/markdown", data=b"# Notes", name="notes.md"),
+        ],
+    )
+    await collect(chat_model(openai_server), request(messages=[message]))
+    assert openai_server.requests[0].body["messages"][1]["content"] == [
+        {"type": "text", "text": "read"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
+        {
+            "type": "file",
+            "file": {
+                "file_data": "data:application/pdf;base64,JVBERi0xLjc=",
+                "filename": "document.pdf",
+            },
+        },
+        {
+            "type": "text",
+            "text": "[document b at https://example.com/b.pdf: not attached, this API takes no file URLs]",
+        },
+        {"type": "text", "text": "notes.md:\n# Notes"},
+    ]
+
+
+async def test_usage_reports_cached_and_reasoning_tokens(openai_server: OpenAIServer) -> None:
+    counts = usage(120, 30)
+    counts["usage"]["prompt_tokens_details"] = {"cached_tokens": 100}
+    counts["usage"]["completion_tokens_details"] = {"reasoning_tokens": 12}
+    openai_server.script(openai_sse([text("ok"), chunk(finish="stop"), counts]))
+    events = await collect(chat_model(openai_server), request())
+    assert events[-1] == Done(
+        stop_reason="end_turn",
+        usage=TokenUsage(
+            input_tokens=20, output_tokens=30, cache_read_tokens=100, reasoning_tokens=12
+        ),
+    )
+
+
+async def test_structured_output_uses_response_format(openai_server: OpenAIServer) -> None:
+    openai_server.script(openai_sse([text('{"city": "Oslo"}'), chunk(finish="stop")]))
+    strict = {**SCHEMA, "additionalProperties": False}
+    await collect(chat_model(openai_server), request(output_schema=strict))
+    assert openai_server.requests[0].body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "final_answer", "schema": strict, "strict": True},
+    }
+
+
+async def test_openais_reasoning_parts_stay_out_of_chat_completions(
+    openai_server: OpenAIServer,
+) -> None:
+    openai_server.script(openai_sse([text("ok"), chunk(finish="stop")]))
+    earlier = AssistantMessage(
+        parts=[
+            ReasoningPart(provider="openai", text="hmm", payload="gAAAA", item_id="rs_1"),
+            ProviderPart(provider="openai", block={"type": "web_search_call"}, text="searched"),
+            TextPart(text=" Done."),
+        ]
+    )
+    history: list[Message] = [user_message("q"), earlier, user_message("next")]
+    await collect(chat_model(openai_server), request(messages=history))
+    assert openai_server.requests[0].body["messages"][2] == {
+        "role": "assistant",
+        "content": "searched Done.",
+    }

@@ -1,11 +1,13 @@
-"""The pure OpenAI translator over hand-built SDK chunk objects: assembly and checks."""
+"""The pure OpenAI translators over hand-built SDK objects: assembly and checks."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import ResponseStreamEvent
 
 from eve.errors import ModelConnectionError, ModelProtocolError
 from eve.models.events import (
@@ -18,6 +20,7 @@ from eve.models.events import (
     ToolCallStart,
 )
 from eve.models.openai import translate_openai_chunks
+from eve.models.openai_responses import translate_responses_events
 from tests.models.openai_script import call, chunk, text, usage
 
 
@@ -93,3 +96,78 @@ def test_finish_reasons_map_onto_eve(finish: str, eve_reason: StopReason) -> Non
 def test_refusal_text_is_shown_and_the_stop_is_a_refusal() -> None:
     events = translate(chunk({"refusal": "I can't help with that."}), chunk(finish="stop"))
     assert events == [TextDelta(text="I can't help with that."), Done(stop_reason="refusal")]
+
+
+# --- the Responses translator over hand-built SDK events ---
+
+
+def created() -> dict[str, Any]:
+    response = {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}
+    return {"type": "response.created", "sequence_number": 0, "response": response}
+
+
+def added(index: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.added",
+        "output_index": index,
+        "item": item,
+        "sequence_number": 1,
+    }
+
+
+def text_delta(index: int, delta: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_text.delta",
+        "output_index": index,
+        "item_id": "msg_1",
+        "content_index": 0,
+        "delta": delta,
+        "sequence_number": 2,
+    }
+
+
+def completed() -> dict[str, Any]:
+    response = {"id": "resp_1", "object": "response", "status": "completed", "output": []}
+    return {"type": "response.completed", "sequence_number": 9, "response": response}
+
+
+MESSAGE = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "in_progress",
+    "content": [],
+}
+
+
+def responses(*dicts: dict[str, Any]) -> list[ModelEvent]:
+    # built as the SDK builds streamed events: by discriminator, without validation
+    events = (
+        cast(ResponseStreamEvent, construct_type(type_=ResponseStreamEvent, value=d)) for d in dicts
+    )
+    return list(translate_responses_events(events))
+
+
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        ([added(0, MESSAGE)], "before response.created"),
+        ([created(), created()], "a second response.created"),
+        ([created(), text_delta(0, "hi")], "which is not open"),
+        ([created(), added(0, MESSAGE), added(0, MESSAGE)], "output 0 added twice"),
+        ([created(), added(0, MESSAGE), completed()], "still open"),
+        ([created(), completed(), completed()], "after the response ended"),
+    ],
+)
+def test_responses_protocol_errors(events: list[dict[str, Any]], says: str) -> None:
+    with pytest.raises(ModelProtocolError, match=says):
+        responses(*events)
+
+
+def test_an_empty_completed_response_is_end_turn_without_usage() -> None:
+    assert responses(created(), completed()) == [Done(stop_reason="end_turn")]
+
+
+def test_a_response_without_completion_is_a_connection_error() -> None:
+    with pytest.raises(ModelConnectionError, match=r"no response\.completed"):
+        responses(created(), added(0, MESSAGE), text_delta(0, "hi"))

@@ -25,7 +25,8 @@
     │   ├── ModelHTTPError              an error status
     │   │   ├── ModelAuthError          401/403
     │   │   └── ModelRateLimited        429
-    │   └── ModelConnectionError        unreachable, or the stream was cut off
+    │   ├── ModelConnectionError        unreachable, or the stream was cut off
+    │   └── ModelRetriesExhausted       retries ran out; says what was tried
     ├── MessageInvalid                  a message or content part that cannot be valid
     ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
@@ -338,6 +339,22 @@ class ModelConnectionError(ModelError):
     """The provider could not be reached or the stream was cut off."""
 
     code = "model_connection_error"
+
+
+class ModelRetriesExhausted(ModelError):
+    """A model call kept failing in a way worth retrying (``define_agent(retries=...)``)
+    and eve stopped trying; the message lists every try and why it stopped."""
+
+    code = "model_retries_exhausted"
+
+    def __init__(
+        self, message: str, *, provider: str | None, attempts: int, failures: list[str]
+    ) -> None:
+        super().__init__(message, provider=provider)
+        #: how many times the call was made
+        self.attempts = attempts
+        #: why each try failed, in order (redacted messages; the last one is the cause)
+        self.failures = failures
 
 
 class MessageInvalid(EveError, ValueError):

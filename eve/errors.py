@@ -32,6 +32,7 @@
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
+    │   ├── OutputInvalid               the typed answer stayed invalid after every fix
     │   └── TaskError                   a subagent call or workflow tool could not run
     │       ├── SubagentConfigError     a run-time configured subagent has no valid config
     │       │   ├── SubagentConfigMissing   its context key was never set
@@ -395,6 +396,20 @@ class EmptyModelResponse(ExecutionError):
     """The model answered with neither text nor tool calls; nothing was recorded."""
 
     code = "empty_model_response"
+
+
+class OutputInvalid(ExecutionError):
+    """The model's final answer did not match ``output_schema``, even after it was shown
+    what is wrong ``output_retries`` times."""
+
+    code = "output_invalid"
+
+    def __init__(self, message: str, *, attempts: int, problem: str) -> None:
+        super().__init__(message)
+        #: how many invalid answers the model gave
+        self.attempts = attempts
+        #: what was wrong with the last one
+        self.problem = problem
 
 
 class TaskError(ExecutionError):

@@ -25,12 +25,14 @@
     │   ├── ModelHTTPError              an error status
     │   │   ├── ModelAuthError          401/403
     │   │   └── ModelRateLimited        429
-    │   └── ModelConnectionError        unreachable, or the stream was cut off
+    │   ├── ModelConnectionError        unreachable, or the stream was cut off
+    │   └── ModelRetriesExhausted       retries ran out; says what was tried
     ├── MessageInvalid                  a message or content part that cannot be valid
     ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
+    │   ├── OutputInvalid               the typed answer stayed invalid after every fix
     │   └── TaskError                   a subagent call or workflow tool could not run
     │       ├── SubagentConfigError     a run-time configured subagent has no valid config
     │       │   ├── SubagentConfigMissing   its context key was never set
@@ -340,6 +342,22 @@ class ModelConnectionError(ModelError):
     code = "model_connection_error"
 
 
+class ModelRetriesExhausted(ModelError):
+    """A model call kept failing in a way worth retrying (``define_agent(retries=...)``)
+    and eve stopped trying; the message lists every try and why it stopped."""
+
+    code = "model_retries_exhausted"
+
+    def __init__(
+        self, message: str, *, provider: str | None, attempts: int, failures: list[str]
+    ) -> None:
+        super().__init__(message, provider=provider)
+        #: how many times the call was made
+        self.attempts = attempts
+        #: why each try failed, in order (redacted messages; the last one is the cause)
+        self.failures = failures
+
+
 class MessageInvalid(EveError, ValueError):
     """A message or content part that cannot be valid (an image with neither data nor URL, a
     part of an unknown type). A ``ValueError`` too, so decoding a stored message reports it
@@ -378,6 +396,20 @@ class EmptyModelResponse(ExecutionError):
     """The model answered with neither text nor tool calls; nothing was recorded."""
 
     code = "empty_model_response"
+
+
+class OutputInvalid(ExecutionError):
+    """The model's final answer did not match ``output_schema``, even after it was shown
+    what is wrong ``output_retries`` times."""
+
+    code = "output_invalid"
+
+    def __init__(self, message: str, *, attempts: int, problem: str) -> None:
+        super().__init__(message)
+        #: how many invalid answers the model gave
+        self.attempts = attempts
+        #: what was wrong with the last one
+        self.problem = problem
 
 
 class TaskError(ExecutionError):

@@ -157,6 +157,8 @@ class TurnCompletedData(EventData, frozen=True, kw_only=True):
     stop_reason: TurnStop
     #: the turn's tokens, all its steps together
     usage: TokenUsage
+    #: the validated final answer as JSON, for an agent with ``output_schema``
+    output: Any = None
 
 
 class TurnCompleted(Event, frozen=True, kw_only=True, tag="turn.completed"):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -224,6 +224,26 @@ class Retries(Base, frozen=True, kw_only=True):
     max_delay_seconds: float = 30.0
 
 
+class OutputType(Base, frozen=True, kw_only=True):
+    """Where the class of a typed answer lives: a module binding of the node (marked
+    ``runtime_entry``) and the class's name in it."""
+
+    source_id: str
+    #: the class's qualified name in that module (``Verdict``)
+    qualname: str
+
+
+class Output(Base, frozen=True, kw_only=True):
+    """A typed final answer (``define_agent(output_schema=...)``)."""
+
+    #: the JSON Schema of the answer, an object (the final-answer tool's input schema)
+    json_schema: dict[str, Any]
+    #: where the pydantic class is, re-attached at resolve time; None for a JSON Schema
+    type: OutputType | None = None
+    #: how many invalid answers are shown to the model to fix before the turn fails
+    retries: int = 2
+
+
 ThinkingMode = Literal["auto", "adaptive", "budget"]
 OpenAIApi = Literal["auto", "responses", "chat-completions"]
 
@@ -248,6 +268,8 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     retries: Retries = Retries()
     thinking: ThinkingMode = "auto"
     openai_api: OpenAIApi = "auto"
+    #: the type the final answer is validated into, if any
+    output: Output | None = None
 
 
 class AgentNode(Base, frozen=True, kw_only=True):

@@ -47,13 +47,18 @@ async def test_example_has_every_required_part() -> None:
     assert [s.name for s in root.skills] == ["returns-policy"]
     deferred = [t.name for t in root.tools if not isinstance(t, ProviderToolEntry) and t.deferred]
     assert deferred == ["gift_wrap"]
-    assert root.subagents == ["researcher"]
+    assert root.subagents == ["researcher", "triage"]
     bindings = root.bindings
     assert (
         bindings["lib/catalog.py"].usage.compile,
         bindings["lib/catalog.py"].usage.runtime_entry,
     ) == (False, True)
     researcher = await resolve_agent(loaded.manifest, loaded.module_map, "researcher")
+    # the typed subagent's answer class is re-attached from its agent.py, a runtime root
+    triage = await resolve_agent(loaded.manifest, loaded.module_map, "triage")
+    assert triage.output is not None and triage.output.model is not None
+    assert triage.output.model.__qualname__ == "Triage"
+    assert loaded.manifest.nodes["triage"].bindings["agent.py"].usage.runtime_entry
     agent = await example_agent()
     assert call(agent, "get_price", {"item": "hammer"}, "s") == {
         "item": "hammer",
@@ -268,6 +273,11 @@ async def test_the_researcher_is_offered_as_a_tool_and_lacks_what_subagents_may_
     loaded = load_compiled_agent(REPO_ROOT)
     agent = await example_agent()
     researcher = await resolve_agent(loaded.manifest, loaded.module_map, "researcher")
+    # the typed subagent's answer class is re-attached from its agent.py, a runtime root
+    triage = await resolve_agent(loaded.manifest, loaded.module_map, "triage")
+    assert triage.output is not None and triage.output.model is not None
+    assert triage.output.model.__qualname__ == "Triage"
+    assert loaded.manifest.nodes["triage"].bindings["agent.py"].usage.runtime_entry
     offered = agent.tool("researcher")
     assert offered is not None and offered.entry.handling == "subagent"
     assert offered.description.startswith("Researches how an item's price changed")

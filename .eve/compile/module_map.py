@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 5
-FINGERPRINT = "sha256:50e554fed45858dc4854815d4528e46f68e041ed092860b9762efc31c10da243"
+SCHEMA_VERSION = 6
+FINGERPRINT = "sha256:bf63149108ad0101b89ceb12d409e96f8d9dfaf4dc644ead59c0af392c36df72"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -42,6 +42,11 @@ NODES = {
             "@agent/lib/__init__.py": _lazy("agent.lib"),
             "@agent/lib/catalog.py": _lazy("agent.lib.catalog"),
             "tools/get_price.py": _lazy("agent.subagents.researcher.tools.get_price"),
+        },
+    },
+    "triage": {
+        "modules": {
+            "agent.py": _lazy("agent.subagents.triage.agent"),
         },
     },
 }

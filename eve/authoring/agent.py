@@ -95,6 +95,11 @@ class AgentConfigModel(_Strict):
     #: which OpenAI API: ``auto`` (Responses on OpenAI's endpoint, Chat Completions on any
     #: other ``OPENAI_BASE_URL``), or forced
     openai_api: Literal["auto", "responses", "chat-completions"] = "auto"
+    #: the type of the final answer: a pydantic model class (defined at module level under
+    #: agent/) or a JSON Schema of an object; the answer is validated into it
+    output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None
+    #: how many times an answer that fails ``output_schema`` is shown to the model to fix
+    output_retries: int = pydantic.Field(default=2, ge=0, le=10)
 
 
 class RuntimeConfig(_Strict):
@@ -152,8 +157,9 @@ def define_agent(**options: Any) -> AgentDefinition:
     ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``tool_sets`` (plugin
     tool sets), ``workspace``, ``database_url_env``, ``prompt_cache`` (``False`` or
     ``{"ttl": "1h"}``), ``retries`` (``{"attempts": 4, "max_delay_seconds": 30}``),
-    ``thinking`` and ``openai_api``; for a subagent, ``runtime_config`` (a key made with
-    ``runtime_config_key``) to be configured at each call instead.
+    ``thinking``, ``openai_api``, ``output_schema`` (a pydantic model class or a JSON Schema:
+    the final answer's type) and ``output_retries``; for a subagent, ``runtime_config`` (a
+    key made with ``runtime_config_key``) to be configured at each call instead.
     Unknown keys are rejected.
     """
     key = options.get("runtime_config")

@@ -22,6 +22,7 @@ from eve.events import SessionEvent
 from eve.execution.environment import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import RunResult, run_agent
+from eve.execution.output import output_text
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
 
@@ -118,6 +119,9 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     result = await run_agent(setup, prompt, history=history, env=env)
     if not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)
+    if not as_json and result.output is not None:
+        # the typed answer, as JSON on its own line (with --json it is in turn.completed)
+        click.echo(output_text(result.output))
     if result.stop_reason == "max_turns":
         click.echo(f"eve: stopped after {setup.max_turns} model request(s) (max turns)", err=True)
     elif result.stop_reason == "aborted":

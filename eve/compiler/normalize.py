@@ -19,6 +19,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HookEntry,
     Limits,
+    Output,
     PromptCache,
     ProviderToolEntry,
     ProviderToolSpec,
@@ -29,7 +30,7 @@ from eve.manifest import (
 )
 
 
-def _json_ready(
+def json_ready(
     schema: dict[str, Any] | None, what: str, path: str, *, generated: bool
 ) -> dict[str, Any] | None:
     """The schema as plain JSON data; hand-written schemas are checked against the JSON Schema
@@ -122,9 +123,9 @@ def _local_fields(
     schema = cache.json_schema(model) if cache and model else definition.json_schema()
     generated = model is not None
     return _LocalFields(
-        input_schema=_json_ready(schema, "input_schema", path, generated=generated) or {},
+        input_schema=json_ready(schema, "input_schema", path, generated=generated) or {},
         schema_source="pydantic" if generated else "json-schema",
-        output_schema=_json_ready(
+        output_schema=json_ready(
             definition.output_schema,
             "output_schema",
             path,
@@ -155,8 +156,9 @@ def hook_entry(
     )
 
 
-def agent_config(config: AgentConfigModel) -> AgentConfig:
-    """The manifest form of a validated ``define_agent`` call."""
+def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> AgentConfig:
+    """The manifest form of a validated ``define_agent`` call; ``output`` is its
+    ``output_schema`` compiled (``compiler.output``), which needs the node's sources."""
     return AgentConfig(
         model=config.model,
         description=config.description,
@@ -173,4 +175,5 @@ def agent_config(config: AgentConfigModel) -> AgentConfig:
         retries=Retries(**config.retries.model_dump()),
         thinking=config.thinking,
         openai_api=config.openai_api,
+        output=output,
     )

@@ -35,6 +35,7 @@ from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
+from eve.compiler.output import CompiledOutput, compile_output
 from eve.compiler.tool_sets import ToolSetCompiler
 from eve.errors import CompileFailed
 from eve.manifest import (
@@ -230,6 +231,9 @@ class _NodeCompiler:
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
             e.logical_path for e in hooks
         }
+        output = self.output(node, config)
+        if output is not None and output.runtime_root is not None:
+            runtime_roots.add(output.runtime_root)
         bindings = node_bindings(
             graph=self.graph,
             sources=self.discovery.sources,
@@ -245,7 +249,7 @@ class _NodeCompiler:
         return AgentNode(
             node_id=node.node_id,
             root=node.root,
-            config=agent_config(config),
+            config=agent_config(config, output=output.output if output else None),
             instructions=self.instructions(node),
             tools=tools + provided,
             skills=[
@@ -269,6 +273,21 @@ class _NodeCompiler:
             + [e.source_id for e in provided if bindings[e.source_id].usage.runtime_entry],
             bindings=bindings,
         )
+
+    def output(self, node: NodeFiles, config: AgentConfigModel) -> CompiledOutput | None:
+        if config.output_schema is None or node.agent_module is None:
+            return None
+        try:
+            return compile_output(
+                config.output_schema,
+                retries=config.output_retries,
+                agent_module=node.agent_module,
+                sources=self.discovery.sources,
+                source_id_of=lambda path: source_id_for(path, node.root, AGENT_DIR),
+            )
+        except LoadFailure as failure:
+            self.failure(failure, node.node_id)
+            return None
 
     def taken_names(self, node: NodeFiles) -> dict[str, str]:
         """Tool names a plugin tool set cannot take in this node, and what holds each."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeGuard, TypeVar, assert_never
+from typing import Any, TypeGuard, TypeVar, assert_never
 
 import msgspec
 
@@ -49,6 +49,7 @@ from eve.execution.checkpoints import (
 )
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
+from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ResponseParts
 from eve.execution.setup import AgentSetup
 from eve.execution.tasks import TaskCall
@@ -97,6 +98,9 @@ class RunResult:
     #: the whole history: prior messages, the new user message and everything recorded after
     messages: list[Message]
     usage: TokenUsage
+    #: the validated final answer of an agent with ``output_schema``: an instance of its
+    #: pydantic class, or the JSON object for a plain JSON Schema; None without one
+    output: Any = None
 
     @property
     def final_text(self) -> str:
@@ -122,6 +126,11 @@ class _Turn:
     usage: TokenUsage = field(default_factory=TokenUsage)
     #: whether the recorder produced the current part now (else it replayed a record)
     live: bool = False
+    #: the typed answer asked for (``output_schema``), and the accepted one
+    output: OutputCheck | None = None
+    answer: Accepted | None = None
+    #: where this turn's messages begin in ``history``
+    start: int = 0
 
     def record(self, message: Message) -> None:
         if self.transcript is not None:
@@ -139,7 +148,8 @@ class _Turn:
             raise _Aborted
 
     def request(self) -> ModelRequest:
-        tools = self.setup.agent.tools
+        tools = list(self.runner.tools.values())
+        native = self.output is not None and self.output.native
         return ModelRequest(
             system=self.setup.agent.instructions,
             messages=trim_history(self.history, self.setup.context_budget_tokens),
@@ -154,6 +164,7 @@ class _Turn:
             thinking=self.setup.agent.config.thinking,
             prompt_cache=self.setup.agent.config.prompt_cache,
             retries=self.setup.agent.config.retries,
+            output_schema=self.output.schema if self.output is not None and native else None,
             node_id=self.setup.agent.node_id,
             provider_tools=[
                 ProviderToolDeclaration(
@@ -200,6 +211,27 @@ class _Turn:
         return ModelResponse(
             parts=built.parts(), finish_reason=built.done.stop_reason, usage=built.done.usage
         )
+
+    def settle(self, complete: bool) -> bool:
+        """Whether the turn is over once a step ran (``complete``: it would end the turn);
+        with ``output_schema``, only once a valid answer came. An invalid one is sent back
+        to fix, as the final-answer tool's failed result or as a user-side message."""
+        if self.output is None:
+            return complete
+        verdict = self.output.judge(self.history[self.start :], complete=complete)
+        match verdict:
+            case Accepted():
+                self.answer = verdict
+                return True
+            case Pending():
+                return False
+            case Rejected():
+                self.output.count(verdict, model_id=self.setup.client.model_id)
+                if verdict.tell is not None:
+                    self.record(user_message(verdict.tell))
+                return False
+            case _:
+                assert_never(verdict)
 
     async def emit(self, data: D, step: int | None = None) -> None:
         """Publish ``data`` as this turn's event (inside step ``step``, when given)."""
@@ -399,6 +431,13 @@ def _offered(tool: ResolvedTool) -> TypeGuard[RunnableTool]:
             assert_never(tool)
 
 
+def _output_check(setup: AgentSetup) -> OutputCheck | None:
+    output = setup.agent.output
+    if output is None:
+        return None
+    return OutputCheck(output, native=bool(getattr(setup.client, "structured_output", False)))
+
+
 async def run_agent(
     setup: AgentSetup,
     message: str,
@@ -418,13 +457,15 @@ async def run_agent(
     env = env or TurnEnvironment()
     emitter = env.events(setup.hooks)
     context = env.context or EveContext(session_id=env.session_id)
+    check = _output_check(setup)
+    final = check.tool() if check is not None else None
     turn = _Turn(
         setup=setup,
         env=env,
         emitter=emitter,
         context=context,
         runner=ToolRunner(
-            tools={t.name: t for t in setup.agent.tools},
+            tools={t.name: t for t in [*setup.agent.tools, *([final] if final else [])]},
             approve=env.approve,
             emitter=emitter,
             signal=env.signal,
@@ -436,6 +477,8 @@ async def run_agent(
         ),
         history=list(history),
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,
+        output=check,
+        start=len(history),
     )
     with use_context(context):
         return await _run(turn, message)
@@ -448,7 +491,7 @@ async def _run(turn: _Turn, message: str) -> RunResult:
         await turn.emit(MessageReceivedData(message=message))
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):
-            if await turn.step(step):
+            if turn.settle(await turn.step(step)):
                 stop = "complete"
                 break
     except _Aborted:
@@ -457,5 +500,12 @@ async def _run(turn: _Turn, message: str) -> RunResult:
     except BaseException as error:
         await turn.emit(TurnFailedData(error=redact(f"{type(error).__name__}: {error}")))
         raise
-    await turn.emit(TurnCompletedData(stop_reason=stop, usage=turn.usage))
-    return RunResult(stop_reason=stop, messages=turn.history, usage=turn.usage)
+    answer = turn.answer
+    output = answer.json() if answer is not None else None
+    await turn.emit(TurnCompletedData(stop_reason=stop, usage=turn.usage, output=output))
+    return RunResult(
+        stop_reason=stop,
+        messages=turn.history,
+        usage=turn.usage,
+        output=answer.value if answer is not None else None,
+    )

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pydantic
 
 from eve.errors import ResolveAgentError
 from eve.execution.events import HookDispatcher
-from eve.manifest import ROOT_NODE_ID, AgentConfig
+from eve.manifest import ROOT_NODE_ID, AgentConfig, Output
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
-from eve.runtime.resolved import ResolvedTool
+from eve.runtime.resolved import ResolvedOutput, ResolvedTool
 
 DEFAULT_MAX_TURNS = 10
 
@@ -66,12 +69,19 @@ def agent_setup(
     hooks: HookDispatcher | None = None,
     reasoning: str | None = None,
     node_id: str = ROOT_NODE_ID,
+    output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    output_retries: int = 2,
 ) -> AgentSetup:
     """A setup for an agent made in code (tests, notebooks, benchmarks): the instructions
     and live tools, with the default configuration; compiled agents get theirs from
-    ``eve run``'s and ``eve serve``'s own preparation."""
+    ``eve run``'s and ``eve serve``'s own preparation. ``output_schema`` and
+    ``output_retries`` are ``define_agent``'s (a typed final answer)."""
     agent = ResolvedAgent(
-        node_id=node_id, config=AgentConfig(), instructions=instructions, tools=list(tools)
+        node_id=node_id,
+        config=AgentConfig(),
+        instructions=instructions,
+        tools=list(tools),
+        output=_output(output_schema, output_retries),
     )
     return AgentSetup(
         agent=agent,
@@ -82,3 +92,14 @@ def agent_setup(
         hooks=hooks,
         reasoning=reasoning,
     )
+
+
+def _output(
+    schema: type[pydantic.BaseModel] | dict[str, Any] | None, retries: int
+) -> ResolvedOutput | None:
+    if schema is None:
+        return None
+    if isinstance(schema, dict):
+        return ResolvedOutput(spec=Output(json_schema=schema, retries=retries))
+    spec = Output(json_schema=schema.model_json_schema(), retries=retries)
+    return ResolvedOutput(spec=spec, model=schema)

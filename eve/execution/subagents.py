@@ -31,6 +31,7 @@ from eve.execution.checkpoints import Inline, StepRecorder
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
+from eve.execution.output import output_text
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
 from eve.execution.tasks import TaskCall, TaskRunner, completed, failed
 from eve.execution.tool_calls import ApprovalHook, CallOutcome, outcome
@@ -99,6 +100,9 @@ def _outcome(task: TaskCall, result: RunResult, setup: AgentSetup) -> CallOutcom
     call = task.call
     if result.stop_reason == "aborted":
         return outcome(call, "the subagent's turn was cancelled", "failed")
+    if result.output is not None:
+        # a typed answer reaches the caller as its JSON, the object its schema describes
+        return completed(call, output_text(result.output))
     if result.final_text:
         return completed(call, result.final_text)
     return outcome(

@@ -15,6 +15,10 @@ from eve.manifest import PromptCache, Retries, ThinkingMode
 from eve.messages import Message
 from eve.models.events import ModelEvent
 
+#: the tool a client without structured output is offered when the agent has an
+#: ``output_schema``: its input is the final answer, and calling it ends the turn
+FINAL_ANSWER_TOOL = "eve__final_answer"
+
 
 @dataclass(frozen=True, kw_only=True)
 class ToolDeclaration:

@@ -2,7 +2,8 @@
 
 The function receives each ``ModelRequest`` and returns the events to stream (a list, or an
 async iterator for control over timing). It is a real ``ModelClient``, so tests drive the
-same loop users run.
+same loop users run. ``structured_output=True`` makes it a client with native structured
+output: the loop sends it ``request.output_schema`` and parses its text as the answer.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ Responder = Callable[[ModelRequest], Iterable[ModelEvent] | AsyncIterator[ModelE
 
 
 class FunctionModel:
-    def __init__(self, fn: Responder, *, model_id: str = "function") -> None:
+    def __init__(
+        self, fn: Responder, *, model_id: str = "function", structured_output: bool = False
+    ) -> None:
         self.fn = fn
         self.model_id = model_id
+        self.structured_output = structured_output
         self.requests: list[ModelRequest] = []
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

@@ -1,9 +1,10 @@
 """Models that need no network: ``offline/test`` and ``offline/script:<path>``.
 
 ``offline/test`` calls each available tool once with arguments synthesized from its schema,
-then summarizes the results; ``offline/script`` replays a JSON list of responses, the n-th
-model request of a session (counted by the assistant messages already in its history)
-getting the n-th response, so a resumed session continues where it stopped.
+then summarizes the results (for an agent with ``output_schema``, in a call of the
+final-answer tool with a sample of the schema); ``offline/script`` replays a JSON list of
+responses, the n-th model request of a session (counted by the assistant messages already
+in its history) getting the n-th response, so a resumed session continues where it stopped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import msgspec
 
 from eve.errors import OfflineScriptError
 from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from eve.models.base import ModelRequest
+from eve.models.base import FINAL_ANSWER_TOOL, ModelRequest
 from eve.models.events import (
     Done,
     ModelEvent,
@@ -78,12 +79,16 @@ class OfflineTestModel:
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         turn = _current_turn(request.messages)
         results = [m for m in turn if isinstance(m, ToolResultMessage)]
-        if results or not request.tools:
-            return respond(request, self.summary(turn, results), [])
         step = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        final = [t for t in request.tools if t.name == FINAL_ANSWER_TOOL]
+        others = [t for t in request.tools if t.name != FINAL_ANSWER_TOOL]
+        if results or not others:
+            # a typed answer is a sample of its schema, given with the summary
+            answer = [(f"call_{step}_0", t.name, sample(t.input_schema)) for t in final]
+            return respond(request, self.summary(turn, results), answer)
         calls = [
             (f"call_{step}_{i}", tool.name, sample(tool.input_schema))
-            for i, tool in enumerate(request.tools)
+            for i, tool in enumerate(others)
         ]
         return respond(request, "", calls)
 

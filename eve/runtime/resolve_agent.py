@@ -11,6 +11,7 @@ from eve.runtime.automatic import bind_automatic
 from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolve_hook import resolve_hook_definition
+from eve.runtime.resolve_output import resolve_output
 from eve.runtime.resolve_tool import resolve_tool_definition
 from eve.runtime.resolved import (
     ResolvedAgent,
@@ -84,4 +85,5 @@ async def resolve_agent(
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
         hooks=hooks,
         subagents=list(node.subagents),
+        output=await resolve_output(node, module_map),
     )

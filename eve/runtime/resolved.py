@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeGuard, TypeVar
 
+import pydantic
+
 from eve.authoring.approval import NEVER, ApprovalRule
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import Execute
@@ -15,6 +17,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HandlingKind,
     HookEntry,
+    Output,
     ProviderToolEntry,
     SkillEntry,
     SubagentToolEntry,
@@ -109,6 +112,15 @@ class ResolvedHook:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResolvedOutput:
+    """A typed final answer: its declaration and, when it was given as one, the live class."""
+
+    spec: Output
+    #: the pydantic class the answer is validated into; None for a plain JSON Schema
+    model: type[pydantic.BaseModel] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedAgent:
     node_id: str
     config: AgentConfig
@@ -117,6 +129,8 @@ class ResolvedAgent:
     skills: list[ResolvedSkill] = field(default_factory=list)
     hooks: list[ResolvedHook] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
+    #: the type the final answer is validated into (``define_agent(output_schema=...)``)
+    output: ResolvedOutput | None = None
 
     def tool(self, name: str) -> ResolvedTool | None:
         return next((t for t in self.tools if t.name == name), None)

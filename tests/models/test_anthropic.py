@@ -16,6 +16,7 @@ from eve.errors import (
     ModelHTTPError,
     ModelRateLimited,
 )
+from eve.manifest import Retries
 from eve.messages import Message, ToolCall, assistant_message, tool_result, user_message
 from eve.models.anthropic import AnthropicModel
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
@@ -33,6 +34,8 @@ from tests.models.anthropic_script import end, start, text_block, tool_block
 from tests.models.sse_server import ScriptedServer, anthropic_sse, json_reply
 
 KEY = "sk-ant-test-SECRET-1234567890"
+#: these tests check how one failed try is reported; retrying is tests/models/test_retries.py
+ONE_TRY = Retries(attempts=1)
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
@@ -220,7 +223,7 @@ async def test_error_statuses_map_to_named_errors_without_the_key(
     echoed = {"type": "error", "error": {"type": error_type, "message": f"bad key {KEY} given"}}
     server.add(json_reply(status, echoed))
     with pytest.raises(expected) as caught:
-        await collect(model(server))
+        await collect(model(server), request(retries=ONE_TRY))
     assert type(caught.value) is expected
     assert caught.value.status == status  # type: ignore[attr-defined]
     assert KEY not in str(caught.value)
@@ -252,7 +255,7 @@ async def test_error_event_inside_the_stream_keeps_its_status(server: ScriptedSe
     )
     server.add(reply)
     with pytest.raises(ModelHTTPError) as caught:
-        await collect(model(server))
+        await collect(model(server), request(retries=ONE_TRY))
     assert caught.value.status == 529  # type: ignore[attr-defined]
     assert "Overloaded" in str(caught.value)
 
@@ -263,7 +266,7 @@ async def test_stream_cut_off_mid_block_is_a_connection_error(server: ScriptedSe
     server.add(reply)
     seen: list[ModelEvent] = []
     with pytest.raises(ModelConnectionError):
-        async for event in model(server).stream(request()):
+        async for event in model(server).stream(request(retries=ONE_TRY)):
             seen.append(event)
     assert seen == [TextDelta(text="Hel")]
 
@@ -273,7 +276,7 @@ async def test_stream_ending_cleanly_without_message_stop_is_a_connection_error(
 ) -> None:
     server.add(anthropic_sse([start(), *text_block(0, "Hello")]))
     with pytest.raises(ModelConnectionError, match="ended before the response was complete"):
-        await collect(model(server))
+        await collect(model(server), request(retries=ONE_TRY))
 
 
 async def test_unreachable_server_is_a_connection_error() -> None:
@@ -282,7 +285,7 @@ async def test_unreachable_server_is_a_connection_error() -> None:
         port = probe.getsockname()[1]
     client = AnthropicModel("claude-test", api_key=KEY, base_url=f"http://127.0.0.1:{port}")
     with pytest.raises(ModelConnectionError) as caught:
-        await collect(client)
+        await collect(client, request(retries=ONE_TRY))
     assert KEY not in str(caught.value)
 
 

@@ -19,6 +19,7 @@ from eve.errors import (
     ModelHTTPError,
     ModelRateLimited,
 )
+from eve.manifest import Retries
 from eve.messages import (
     AssistantMessage,
     DocumentPart,
@@ -50,6 +51,8 @@ from tests.models.openai_server import OpenAIServer, Said, Turn
 from tests.models.sse_server import ScriptedServer, json_reply, openai_sse
 
 KEY = "sk-test-SECRET-1234567890"
+#: these tests check how one failed try is reported; retrying is tests/models/test_retries.py
+ONE_TRY = Retries(attempts=1)
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
@@ -251,7 +254,7 @@ async def test_error_statuses_map_to_named_errors_without_the_key(
         )
     )
     with pytest.raises(expected) as caught:
-        await collect(model(server, key=key))
+        await collect(model(server, key=key), request(retries=ONE_TRY))
     assert type(caught.value) is expected
     assert caught.value.status == status  # type: ignore[attr-defined]
     assert key not in str(caught.value)
@@ -267,7 +270,7 @@ async def test_stream_cut_off_mid_call_is_a_connection_error(server: ScriptedSer
     server.add(reply)
     seen: list[ModelEvent] = []
     with pytest.raises(ModelConnectionError):
-        async for event in model(server).stream(request()):
+        async for event in model(server).stream(request(retries=ONE_TRY)):
             seen.append(event)
     assert seen[0] == TextDelta(text="Hel")
     assert not any(isinstance(e, ToolCallEnd | Done) for e in seen)
@@ -278,7 +281,7 @@ async def test_stream_ending_without_finish_reason_is_a_connection_error(
 ) -> None:
     server.add(openai_sse([text("Hel")], done=False))
     with pytest.raises(ModelConnectionError, match="ended before the response was complete"):
-        await collect(model(server))
+        await collect(model(server), request(retries=ONE_TRY))
 
 
 async def test_unreachable_server_is_a_connection_error() -> None:
@@ -287,7 +290,7 @@ async def test_unreachable_server_is_a_connection_error() -> None:
         port = probe.getsockname()[1]
     client = OpenAIModel("gpt-test", api_key=KEY, base_url=f"http://127.0.0.1:{port}/v1")
     with pytest.raises(ModelConnectionError) as caught:
-        await collect(client)
+        await collect(client, request(retries=ONE_TRY))
     assert KEY not in str(caught.value)
 
 

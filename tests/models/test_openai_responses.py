@@ -12,6 +12,7 @@ import pytest
 from eve.authoring.tools import define_tool
 from eve.errors import ModelConnectionError, ModelHTTPError, ModelRateLimited
 from eve.execution import agent_setup, run_agent
+from eve.manifest import Retries
 from eve.messages import (
     AssistantMessage,
     DocumentPart,
@@ -71,7 +72,9 @@ def model(server: OpenAIServer, name: str = "gpt-4.1") -> OpenAIModel:
 
 
 def request(*messages: Message, **overrides: Any) -> ModelRequest:
+    """One try: these tests read how one failure maps (retrying is tests/models/test_retries)."""
     history = list(messages) or [user_message("hi")]
+    overrides.setdefault("retries", Retries(attempts=1))
     return ModelRequest(system="Be brief.", messages=history, **overrides)
 
 

@@ -74,6 +74,8 @@ def _version(model: str) -> tuple[str, int, int] | None:
 def model_traits(model: str) -> ModelTraits:
     """The traits of ``model`` by eve's table (see the module docstring for the fallback)."""
     version = _version(model)
+    if version is None and re.search(r"claude-(mythos|fable)", model):
+        version = ("mythos", 0, 0)  # a preview without a version number
     if version is None:
         return _UNKNOWN
     family, major, minor = version

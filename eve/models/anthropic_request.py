@@ -181,7 +181,7 @@ def _continues_unthought_tool_loop(turns: list[Turn]) -> bool:
     thinking blocks")."""
     if len(turns) < 2 or turns[-1]["role"] != "user":
         return False
-    if not all(b.get("type") == "tool_result" for b in turns[-1]["content"]):
+    if not any(b.get("type") == "tool_result" for b in turns[-1]["content"]):
         return False
     assistant = turns[-2]["content"]
     return not assistant or assistant[0].get("type") not in _THINKING_TYPES

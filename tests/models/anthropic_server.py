@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tests.models.anthropic_script import start, text_block
 from tests.models.sse_server import Received, Reply, ScriptedServer, anthropic_sse, json_reply
 
 ADAPTIVE_ONLY = {"claude-opus-4-7", "claude-mythos-preview"}
@@ -381,47 +382,11 @@ def _blocks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _content(turn)
 
 
-def error_mid_stream(
-    turn: Turn, after_blocks: int, error_type: str = "overloaded_error"
-) -> Callable[[dict[str, Any]], Reply]:
-    """A 200 stream that sends ``after_blocks`` blocks of ``turn``, then an ``error`` event."""
-
-    def reply(body: dict[str, Any]) -> Reply:
-        del body
-        events: list[dict[str, Any]] = [
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_e",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "claude",
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 1},
-                },
-            },
-        ]
-        for index, block in enumerate(turn.blocks[:after_blocks]):
-            text = block.get("text", "")
-            events += [
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "text", "text": ""},
-                },
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "text_delta", "text": text},
-                },
-                {"type": "content_block_stop", "index": index},
-            ]
-        events.append({"type": "error", "error": {"type": error_type, "message": "Overloaded"}})
-        return anthropic_sse(events)
-
-    return reply
+def error_mid_stream(*texts: str, error_type: str = "overloaded_error") -> Reply:
+    """A 200 stream that sends a text block of ``texts``, then an ``error`` event."""
+    events = [start(), *text_block(0, *texts)]
+    events.append({"type": "error", "error": {"type": error_type, "message": "Overloaded"}})
+    return anthropic_sse(events)
 
 
 __all__ = [

@@ -474,7 +474,7 @@ async def test_overloaded_rate_limited_and_mid_stream_errors(api: AnthropicServe
     api.script(
         overloaded(),
         rate_limited(7),
-        error_mid_stream(Turn([{"type": "text", "text": "par"}], "end_turn"), 1),
+        error_mid_stream("par"),
     )
     request = ModelRequest(system="", messages=[user_message("hi")])
     with pytest.raises(ModelHTTPError) as busy:

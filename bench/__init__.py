@@ -45,6 +45,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.durability:run",
         summary="durable step cost (SQLite, PostgreSQL) vs in-memory; sessions/s at 1/10/50",
     ),
+    Benchmark(
+        name="cost",
+        target="bench.cost:run",
+        summary="billed input tokens of a 10/50-step Anthropic tool loop, prompt caching on vs off",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

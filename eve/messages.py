@@ -18,7 +18,7 @@ decode: their fields become parts (``_legacy`` below) and are never written agai
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import msgspec
 
@@ -103,6 +103,9 @@ class ProviderPart(_Part, frozen=True, kw_only=True, tag="provider"):
     provider: str
     block: dict[str, Any]
     text: str = ""
+    #: ``text`` is part of the model's answer (cited text), not a description of the block
+    #: (the pages a search found): it counts in the message's text
+    answer: bool = False
 
     @property
     def block_type(self) -> str:
@@ -123,7 +126,11 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", omit
 
 
 def _joined(parts: Iterable[object]) -> str:
-    return "".join(p.text for p in parts if isinstance(p, TextPart))
+    return "".join(
+        p.text
+        for p in parts
+        if isinstance(p, TextPart) or (isinstance(p, ProviderPart) and p.answer)
+    )
 
 
 class UserMessage(_Message, frozen=True, kw_only=True, tag="user"):
@@ -252,4 +259,6 @@ def parts_for(provider: str, parts: Sequence[AssistantPart]) -> list[AssistantPa
                     kept.append(part)
                 elif part.text:
                     kept.append(TextPart(text=part.text))
+            case _:
+                assert_never(part)
     return kept

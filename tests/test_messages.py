@@ -160,3 +160,19 @@ def test_a_model_response_is_the_message_it_records() -> None:
     )
     assert response.message() == AssistantMessage(parts=response.parts)
     assert response.text == "a" and [c.id for c in response.tool_calls] == ["c"]
+
+
+def test_cited_text_counts_in_the_answer_and_a_blocks_description_does_not() -> None:
+    cited = ProviderPart(
+        provider="anthropic",
+        block={"type": "text", "text": "Oslo is sunny.", "citations": []},
+        text="Oslo is sunny.",
+        answer=True,
+    )
+    found = ProviderPart(
+        provider="anthropic",
+        block={"type": "web_search_tool_result", "content": []},
+        text="Weather (https://example.com)",
+    )
+    message = AssistantMessage(parts=[found, TextPart(text="Today: "), cited])
+    assert message.text == "Today: Oslo is sunny."

@@ -219,7 +219,9 @@ def _message_done(item: sdk.ResponseOutputMessage) -> list[ModelEvent]:
     text = "".join(texts)
     if cited:
         return [
-            PartCompleted(part=ProviderPart(provider=PROVIDER, block=item.to_dict(), text=text))
+            PartCompleted(
+                part=ProviderPart(provider=PROVIDER, block=item.to_dict(), text=text, answer=True)
+            )
         ]
     return [PartCompleted(part=TextPart(text=text))] if text else []
 

@@ -68,16 +68,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.script.requests.append(
-            Received(
-                method="POST",
-                path=self.path,
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=json.loads(raw) if raw else None,
-            )
+        received = Received(
+            method="POST",
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=json.loads(raw) if raw else None,
         )
+        self.server.script.requests.append(received)
         try:
-            self._send(self.server.script.next_reply())
+            self._send(self.server.script.reply_to(received))
         except (BrokenPipeError, ConnectionResetError):
             # The client stopped reading (cancellation); nothing is left to say to it.
             self.close_connection = True
@@ -133,6 +132,10 @@ class ScriptedServer:
     def add(self, *replies: Reply) -> None:
         with self._lock:
             self.replies.extend(replies)
+
+    def reply_to(self, received: Received) -> Reply:
+        """The reply for a request: the next scripted one (a richer server decides by it)."""
+        return self.next_reply()
 
     def next_reply(self) -> Reply:
         with self._lock:

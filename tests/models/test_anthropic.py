@@ -17,12 +17,21 @@ from eve.errors import (
     ModelRateLimited,
 )
 from eve.manifest import Retries
-from eve.messages import Message, ToolCall, assistant_message, tool_result, user_message
+from eve.messages import (
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    assistant_message,
+    tool_result,
+    user_message,
+)
 from eve.models.anthropic import AnthropicModel
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
     ModelEvent,
+    PartCompleted,
     ReasoningDelta,
     TextDelta,
     TokenUsage,
@@ -62,7 +71,11 @@ async def test_text_streams_over_several_deltas_with_usage(server: ScriptedServe
         TextDelta(text="Hel"),
         TextDelta(text="lo"),
         TextDelta(text=" world"),
-        Done(stop_reason="end_turn", usage=TokenUsage(input_tokens=28, output_tokens=7)),
+        PartCompleted(part=TextPart(text="Hello world")),
+        Done(
+            stop_reason="end_turn",
+            usage=TokenUsage(input_tokens=25, output_tokens=7, cache_read_tokens=3),
+        ),
     ]
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
@@ -143,9 +156,15 @@ async def test_request_maps_history_tools_and_reasoning(server: ScriptedServer) 
     )
     await collect(model(server), req)
     body = server.requests[0].body
-    assert body["system"] == "Be brief."
+    cache = {"type": "ephemeral"}
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": cache}]
     assert body["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "weather in Oslo and Rome?"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "weather in Oslo and Rome?", "cache_control": cache}
+            ],
+        },
         {
             "role": "assistant",
             "content": [
@@ -168,6 +187,7 @@ async def test_request_maps_history_tools_and_reasoning(server: ScriptedServer) 
                     "tool_use_id": "toolu_b",
                     "content": "no such city",
                     "is_error": True,
+                    "cache_control": cache,
                 },
             ],
         },
@@ -176,8 +196,10 @@ async def test_request_maps_history_tools_and_reasoning(server: ScriptedServer) 
         {"name": "weather", "description": "Weather by city.", "input_schema": SCHEMA},
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
     ]
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
-    assert body["max_tokens"] == 3048
+    # the history answers tool calls made without thinking: the API would reject thinking on
+    # this request (test_anthropic_rules covers the rule), so it goes without
+    assert "thinking" not in body
+    assert body["max_tokens"] == 1000
 
 
 async def test_no_reasoning_sends_no_thinking_and_thinking_deltas_are_reasoning(
@@ -203,7 +225,11 @@ async def test_no_reasoning_sends_no_thinking_and_thinking_deltas_are_reasoning(
     ]
     server.add(anthropic_sse([start(), *thinking, *text_block(1, "done"), *end("end_turn")]))
     events = await collect(model(server), request(max_output_tokens=500))
-    assert events[:2] == [ReasoningDelta(text="hmm"), TextDelta(text="done")]
+    assert events[:3] == [
+        ReasoningDelta(text="hmm"),
+        PartCompleted(part=ReasoningPart(provider="anthropic", text="hmm", signature="sig")),
+        TextDelta(text="done"),
+    ]
     assert "thinking" not in server.requests[0].body
     assert server.requests[0].body["max_tokens"] == 500
 

@@ -7,10 +7,12 @@ from typing import Any
 import pytest
 
 from eve.errors import ModelConnectionError, ModelProtocolError
-from eve.models.anthropic import translate_anthropic_events
+from eve.messages import ProviderPart
+from eve.models.anthropic import AnthropicTranslator, translate_anthropic_events
 from eve.models.events import (
     Done,
     ModelEvent,
+    PartCompleted,
     StopReason,
     TextDelta,
     TokenUsage,
@@ -123,12 +125,26 @@ def test_missing_message_stop_is_a_connection_error() -> None:
         ("max_tokens", "max_tokens"),
         ("stop_sequence", "stop_sequence"),
         ("refusal", "refusal"),
-        ("pause_turn", "other"),
     ],
 )
 def test_stop_reasons_map_onto_eve(anthropic_reason: str, eve_reason: StopReason) -> None:
     done = translate(start(), *text_block(0, "a"), *end(anthropic_reason))[-1]
     assert done == Done(stop_reason=eve_reason, usage=TokenUsage(input_tokens=10, output_tokens=5))
+
+
+def test_pause_turn_is_other_to_the_translator_and_kept_as_the_api_said() -> None:
+    # the adapter continues a paused response (test_anthropic_rules); the translator alone
+    # only records the API's reason
+    translator = AnthropicTranslator()
+    events = [
+        e
+        for raw in sdk_events(start(), *text_block(0, "a"), *end("pause_turn"))
+        for e in translator.feed(raw)
+    ]
+    assert events[-1] == Done(
+        stop_reason="other", usage=TokenUsage(input_tokens=10, output_tokens=5)
+    )
+    assert translator.stop_reason == "pause_turn"
 
 
 def test_server_tool_blocks_reach_no_tool_call() -> None:
@@ -145,5 +161,9 @@ def test_server_tool_blocks_reach_no_tool_call() -> None:
         *text_block(1, "found"),
         *end("end_turn"),
     )
-    assert events[0] == TextDelta(text="found")
+    call = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": 1}}
+    assert events[0] == PartCompleted(
+        part=ProviderPart(provider="anthropic", block=call, text='[web_search {"q": 1}]')
+    )
+    assert events[1] == TextDelta(text="found")
     assert not any(isinstance(e, ToolCallStart | ToolCallEnd) for e in events)

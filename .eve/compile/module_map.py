@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 5
-FINGERPRINT = "sha256:50e554fed45858dc4854815d4528e46f68e041ed092860b9762efc31c10da243"
+FINGERPRINT = "sha256:1a2a961e40bb27d5a6c9ec5cce53a293f84dcc2a2cb4f2b084851a50350ad084"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -26,6 +26,7 @@ NODES = {
             "hooks/turn_counter.py": _lazy("agent.hooks.turn_counter"),
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),
+            "lib/png.py": _lazy("agent.lib.png"),
             "lib/turns.py": _lazy("agent.lib.turns"),
             "tools/confirm_delivery.py": _lazy("agent.tools.confirm_delivery"),
             "tools/convert_currency.py": _lazy("agent.tools.convert_currency"),
@@ -34,6 +35,7 @@ NODES = {
             "tools/get_price.py": _lazy("agent.tools.get_price"),
             "tools/gift_wrap.py": _lazy("agent.tools.gift_wrap"),
             "tools/place_order.py": _lazy("agent.tools.place_order"),
+            "tools/price_chart.py": _lazy("agent.tools.price_chart"),
             "tools/session_turns.py": _lazy("agent.tools.session_turns"),
         },
     },

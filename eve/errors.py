@@ -28,6 +28,9 @@
     │   ├── ModelConnectionError        unreachable, or the stream was cut off
     │   └── ModelRetriesExhausted       retries ran out; says what was tried
     ├── MessageInvalid                  a message or content part that cannot be valid
+    ├── AttachmentError                 an image or document eve will not send to a model
+    │   ├── AttachmentUnsupported       a media type no provider takes, or a URL that is not http(s)
+    │   └── AttachmentTooLarge          over the size limit of one attachment, or of a message's
     ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── ExecutionError
@@ -55,6 +58,7 @@
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
+    │   ├── InvalidPart                 400: a content part of `message` that is not valid
     │   ├── BodyTooLarge                413: over the server's body limit
     │   └── InvalidStartIndex           400: a stream's startIndex is not an index
     └── ClientError                     eve.client could not do what was asked
@@ -367,6 +371,38 @@ class MessageInvalid(EveError, ValueError):
     http_status = 400
 
 
+class AttachmentError(EveError):
+    """An image or document that eve will not send to a model; nothing was sent."""
+
+    code = "attachment_error"
+    http_status = 400
+
+
+class AttachmentUnsupported(AttachmentError):
+    """An attachment of a media type no provider takes (``media_type``), or a URL that is
+    not ``http(s)``; ``source`` is the file or the JSON path it came from."""
+
+    code = "attachment_unsupported"
+
+    def __init__(self, message: str, *, media_type: str, source: str) -> None:
+        super().__init__(message)
+        self.media_type = media_type
+        self.source = source
+
+
+class AttachmentTooLarge(AttachmentError):
+    """An attachment of ``size`` bytes over the ``limit`` for one, or a message whose
+    attachments together are."""
+
+    code = "attachment_too_large"
+    http_status = 413
+
+    def __init__(self, message: str, *, limit: int, size: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.size = size
+
+
 class ToolInputInvalid(EveError):
     """A tool call's input does not match the tool's schema; the model sees the message."""
 
@@ -602,6 +638,19 @@ class InvalidBody(RequestError):
 
     code = "invalid_body"
     http_status = 400
+
+
+class InvalidPart(RequestError):
+    """A content part of a body's ``message`` is not valid (an unknown ``type``, no
+    ``media_type``, bad base64, neither or both of ``data`` and ``url``); ``path`` is its
+    JSON path (``$.message[1].data``)."""
+
+    code = "invalid_part"
+    http_status = 400
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class BodyTooLarge(RequestError):

@@ -142,9 +142,24 @@ class TurnStarted(Event, frozen=True, kw_only=True, tag="turn.started"):
     data: TurnStartedData
 
 
+class Attachment(_Wire, frozen=True, kw_only=True):
+    """An image or document that came with the user's message, without its content."""
+
+    type: Literal["image", "document"]
+    media_type: str
+    #: a document's file name, when it has one
+    name: str | None = None
+    #: the content's length in bytes (content sent as data)
+    size: int | None = None
+    #: where the provider fetches it from (content sent as a URL)
+    url: str | None = None
+
+
 class MessageReceivedData(EventData, frozen=True, kw_only=True):
-    #: the user's message as the model receives it
+    #: the user's message as the model receives it: its text
     message: str
+    #: the images and documents that came with it, in order (left out when none)
+    attachments: list[Attachment] = []
 
 
 class MessageReceived(Event, frozen=True, kw_only=True, tag="message.received"):

@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 6
-FINGERPRINT = "sha256:bf63149108ad0101b89ceb12d409e96f8d9dfaf4dc644ead59c0af392c36df72"
+FINGERPRINT = "sha256:e0c1df502fa07da8f1dee59a672acece36874732e19a8de28f9cb34d05d8cb67"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -26,6 +26,7 @@ NODES = {
             "hooks/turn_counter.py": _lazy("agent.hooks.turn_counter"),
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),
+            "lib/png.py": _lazy("agent.lib.png"),
             "lib/turns.py": _lazy("agent.lib.turns"),
             "tools/confirm_delivery.py": _lazy("agent.tools.confirm_delivery"),
             "tools/convert_currency.py": _lazy("agent.tools.convert_currency"),
@@ -34,6 +35,7 @@ NODES = {
             "tools/get_price.py": _lazy("agent.tools.get_price"),
             "tools/gift_wrap.py": _lazy("agent.tools.gift_wrap"),
             "tools/place_order.py": _lazy("agent.tools.place_order"),
+            "tools/price_chart.py": _lazy("agent.tools.price_chart"),
             "tools/session_turns.py": _lazy("agent.tools.session_turns"),
         },
     },

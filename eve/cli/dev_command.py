@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from prompt_toolkit import PromptSession
 
+from eve.attachments import read_attachment
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
@@ -28,11 +29,13 @@ from eve.events import (
     decode_event,
 )
 from eve.execution.setup import AgentSetup
+from eve.messages import MediaPart, user_message
 from eve.redact import redact
 from eve.sessions import InputResponse, SessionService, resolve_settings
 from eve.sessions.settings import SESSIONS_DIR
 
 HELP = """commands:
+  /attach PATH  send an image or document with your next message
   /new    start a new conversation
   /exit   leave (Ctrl-D works too)
   /help   this list
@@ -78,6 +81,8 @@ class DevSession:
         self.session_id = ""
         self.cursor = 0
         self._cancelling: asyncio.Future[bool] | None = None
+        #: what ``/attach`` read, sent with the next message
+        self.attached: list[MediaPart] = []
 
     def _service(self) -> SessionService:
         settings = resolve_settings(
@@ -151,7 +156,9 @@ class DevSession:
 
     async def turn(self, text: str) -> None:
         await self.reload_if_changed()
-        accepted = await self.service.send(self.session_id, text)
+        message = user_message(text, self.attached)
+        accepted = await self.service.send(self.session_id, message)
+        self.attached = []
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, self._interrupt)
         try:
@@ -235,6 +242,8 @@ class DevSession:
             elif command == "/new":
                 await self.new_session()
                 click.echo("eve: new conversation", err=True)
+            elif command == "/attach" or command.startswith("/attach "):
+                self.attach(command.removeprefix("/attach").strip())
             elif command.startswith("/"):
                 click.echo(f"eve: unknown command {command}; /help lists them", err=True)
             else:
@@ -245,6 +254,23 @@ class DevSession:
                     if isinstance(error, SessionNotActive):
                         await self.new_session()
                         click.echo("eve: new conversation", err=True)
+
+    def attach(self, path: str) -> None:
+        if not path:
+            click.echo("eve: /attach PATH (an image or document to send)", err=True)
+            return
+        try:
+            part = read_attachment(Path(path).expanduser())
+        except EveError as error:
+            click.echo(f"eve: {error}", err=True)
+            return
+        self.attached.append(part)
+        size = len(part.data or b"")
+        click.echo(
+            f"eve: attached {path} ({part.media_type}, {size} bytes); "
+            "it goes with your next message",
+            err=True,
+        )
 
 
 async def _dev(app_root: Path, model: str | None, resume: bool) -> None:

@@ -1,4 +1,7 @@
-"""``eve run "PROMPT"``: one turn, the final text on stdout, an honest exit code."""
+"""``eve run "PROMPT"``: one turn, the final text on stdout, an honest exit code.
+
+``--attach PATH`` (repeatable) sends images and documents with the prompt.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 import click
 import msgspec
 
+from eve.attachments import read_attachment
 from eve.authoring.workflow import AskHook, Question
 from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
@@ -25,6 +29,7 @@ from eve.execution.loop import RunResult, run_agent
 from eve.execution.output import output_text
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
+from eve.messages import user_message
 
 EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": 130}
 
@@ -99,10 +104,14 @@ class RunOptions:
     max_turns: int | None
     as_json: bool
     yes: bool
+    #: files sent with the prompt, in order
+    attach: tuple[Path, ...] = ()
 
 
 async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     model, session, as_json = options.model, options.session, options.as_json
+    # read before anything starts: a file no model takes fails the run, not the turn
+    message = user_message(prompt, [read_attachment(path) for path in options.attach])
     setup = await prepare(app_root, model=model, max_turns=options.max_turns)
     cancel = CancelSignal()
     install_interrupt(cancel)
@@ -116,7 +125,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
         transcript=session,
     )
     history = load_transcript(session) if session else ()
-    result = await run_agent(setup, prompt, history=history, env=env)
+    result = await run_agent(setup, message, history=history, env=env)
     if not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)
     if not as_json and result.output is not None:
@@ -140,6 +149,12 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
 @click.option("--max-turns", type=click.IntRange(min=1), help="Cap on model requests this turn.")
 @click.option("--json", "as_json", is_flag=True, help="Print the event stream as NDJSON.")
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
+@click.option(
+    "--attach",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An image (.png .jpg .gif .webp) or document (.pdf .txt) to send; repeatable.",
+)
 @click.pass_context
 @translate_errors
 def run_command(ctx: click.Context, /, prompt: str, **options: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -12,6 +12,7 @@ from eve.client.protocol import (
     PREFIX,
     TURN_END,
     Accepted,
+    Attachable,
     StreamCursor,
     accepted,
     api_error,
@@ -76,13 +77,23 @@ class AsyncEveClient:
         """What ``eve info --json`` prints, for the agent this server runs."""
         return decode_json(await self._call("GET", PREFIX + "/info"))
 
-    async def create(self, message: str | None = None) -> Accepted:
-        """A new session; with ``message`` its first turn starts at once."""
-        return accepted(await self._call("POST", PREFIX + "/session", message_body(message)))
+    async def create(
+        self, message: str | None = None, *, attachments: Sequence[Attachable] = ()
+    ) -> Accepted:
+        """A new session; with ``message`` (or ``attachments``) its first turn starts at once.
 
-    async def send(self, session_id: str, message: str) -> Accepted:
-        """A turn for ``message``; one sent while a turn runs waits for it, in order."""
-        return accepted(await self._call("POST", session_path(session_id), message_body(message)))
+        ``attachments`` are ``ImagePart``/``DocumentPart`` values or paths of image and
+        document files, sent after the text in order."""
+        body = message_body(message, attachments)
+        return accepted(await self._call("POST", PREFIX + "/session", body))
+
+    async def send(
+        self, session_id: str, message: str, *, attachments: Sequence[Attachable] = ()
+    ) -> Accepted:
+        """A turn for ``message`` and its ``attachments`` (as in ``create``); one sent while a
+        turn runs waits for it, in order."""
+        body = message_body(message, attachments)
+        return accepted(await self._call("POST", session_path(session_id), body))
 
     async def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
         """Answer parked input requests: ``{request_id: option_id}``."""

@@ -6,15 +6,21 @@ Nothing here does I/O, so the sync and async clients differ only in how they wai
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from eve.attachments import read_attachment
 from eve.errors import APIError, ServerUnreachable
 from eve.events import OtherEvent, SessionEvent, decode_any_event
+from eve.messages import MediaPart, user_message
 
 PREFIX = "/eve/v1"
+
+#: what a message may carry besides its text: a part, or a file read into one
+Attachable = MediaPart | Path
 
 #: the events that end a turn's run: done, failed, cancelled, or parked on a person
 TURN_END = frozenset({"turn.completed", "turn.failed", "turn.cancelled", "turn.waiting"})
@@ -50,8 +56,13 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
-def message_body(message: str | None) -> dict[str, Any]:
-    return {} if message is None else {"message": message}
+def message_body(message: str | None, attachments: Sequence[Attachable] = ()) -> dict[str, Any]:
+    """The body of a message: its text as a string, or, with attachments, its parts (files
+    are read here, and refused here when no model takes their type)."""
+    if not attachments:
+        return {} if message is None else {"message": message}
+    media = [read_attachment(a) if isinstance(a, Path) else a for a in attachments]
+    return {"message": msgspec.to_builtins(user_message(message or "", media).parts)}
 
 
 def responses_body(answers: Mapping[str, str]) -> dict[str, Any]:

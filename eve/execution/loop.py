@@ -13,6 +13,7 @@ from typing import Any, TypeGuard, TypeVar, assert_never
 
 import msgspec
 
+from eve.attachments import attachments_of
 from eve.context.active import EveContext, use_context
 from eve.errors import EmptyModelResponse, ModelProtocolError
 from eve.events import (
@@ -63,7 +64,7 @@ from eve.execution.tool_calls import (
 )
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.messages import AssistantMessage, Message, ToolCall, user_message
+from eve.messages import AssistantMessage, Message, ToolCall, UserMessage, user_message
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
@@ -440,13 +441,16 @@ def _output_check(setup: AgentSetup) -> OutputCheck | None:
 
 async def run_agent(
     setup: AgentSetup,
-    message: str,
+    message: str | UserMessage,
     *,
     history: Sequence[Message] = (),
     env: TurnEnvironment | None = None,
 ) -> RunResult:
     """Run one turn of ``setup``'s agent on ``message`` and return how it stopped, the whole
     history and the tokens used.
+
+    ``message`` is the user's text, or a ``UserMessage`` whose parts may carry images and
+    documents (``eve.messages.user_message(text, attachments)``).
 
     ``history`` is the conversation so far; ``env`` says where the turn runs (ids, cancel
     signal, events, state, durability, tasks, approvals; see ``TurnEnvironment``). At most
@@ -484,11 +488,13 @@ async def run_agent(
         return await _run(turn, message)
 
 
-async def _run(turn: _Turn, message: str) -> RunResult:
+async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
     await turn.emit(TurnStartedData())
     try:
-        turn.record(user_message(message))
-        await turn.emit(MessageReceivedData(message=message))
+        user = user_message(message) if isinstance(message, str) else message
+        turn.record(user)
+        received = MessageReceivedData(message=user.text, attachments=attachments_of(user.parts))
+        await turn.emit(received)
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):
             if turn.settle(await turn.step(step)):

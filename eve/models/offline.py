@@ -5,6 +5,10 @@ then summarizes the results (for an agent with ``output_schema``, in a call of t
 final-answer tool with a sample of the schema); ``offline/script`` replays a JSON list of
 responses, the n-th model request of a session (counted by the assistant messages already
 in its history) getting the n-th response, so a resumed session continues where it stopped.
+
+Both acknowledge what they cannot look at: a user message's images and documents
+("(received 1 image: image/png, 68 bytes)", on the turn's first response), and
+``offline/test`` the media a tool returned, so attachments are testable without a key.
 """
 
 from __future__ import annotations
@@ -17,7 +21,15 @@ from typing import Any
 import msgspec
 
 from eve.errors import OfflineScriptError
-from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from eve.messages import (
+    AssistantMessage,
+    DocumentPart,
+    ImagePart,
+    MediaPart,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+)
 from eve.models.base import FINAL_ANSWER_TOOL, ModelRequest
 from eve.models.events import (
     Done,
@@ -64,6 +76,44 @@ async def respond(
     yield Done(stop_reason="tool_use" if calls else "end_turn", usage=_usage(request, text))
 
 
+def _described(part: MediaPart) -> str:
+    where = f"{len(part.data)} bytes" if part.data is not None else f"at {part.url}"
+    name = f"{part.name}, " if isinstance(part, DocumentPart) and part.name else ""
+    return f"{name}{part.media_type}, {where}"
+
+
+def _counted(media: list[MediaPart]) -> str:
+    counts = []
+    for kind in ("image", "document"):
+        n = sum(m.kind == kind for m in media)
+        if n:
+            counts.append(f"{n} {kind}{'s' if n > 1 else ''}")
+    return " and ".join(counts)
+
+
+def acknowledgement(media: list[MediaPart]) -> str:
+    """``(received 1 image: image/png, 68 bytes)``: what an offline model says of media it
+    cannot look at; empty for none."""
+    if not media:
+        return ""
+    return f"(received {_counted(media)}: {'; '.join(_described(m) for m in media)})"
+
+
+def _attached(turn: list[Message]) -> list[MediaPart]:
+    first = turn[0] if turn else None
+    if not isinstance(first, UserMessage):
+        return []
+    return [p for p in first.parts if isinstance(p, ImagePart | DocumentPart)]
+
+
+def _first_of_turn(turn: list[Message]) -> bool:
+    return not any(isinstance(m, AssistantMessage) for m in turn)
+
+
+def _with(text: str, note: str) -> str:
+    return f"{text} {note}" if text and note else text or note
+
+
 def _current_turn(messages: list[Message]) -> list[Message]:
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], UserMessage):
@@ -94,17 +144,19 @@ class OfflineTestModel:
 
     def summary(self, turn: list[Message], results: list[ToolResultMessage]) -> str:
         asked = turn[0].text if turn and isinstance(turn[0], UserMessage) else ""
+        received = acknowledgement(_attached(turn))
         if not results:
-            return f"(offline/test) You said: {asked}"
+            return _with(f"(offline/test) You said: {asked}", received)
         names = {
             c.id: c.name for m in turn if isinstance(m, AssistantMessage) for c in m.tool_calls
         }
         lines = [
             f"- {r.name or names.get(r.tool_call_id, '?')}: "
-            f"{'error: ' if r.is_error else ''}{r.content[:120]}"
+            f"{'error: ' if r.is_error else ''}{_with(r.content[:120], acknowledgement(r.media))}"
             for r in results
         ]
-        return f"(offline/test) I called {len(results)} tool(s):\n" + "\n".join(lines)
+        heading = _with(f"(offline/test) I called {len(results)} tool(s):", received)
+        return heading + "\n" + "\n".join(lines)
 
 
 Script = list[ScriptedResponse] | dict[str, list[ScriptedResponse]]
@@ -149,4 +201,8 @@ class OfflineScriptModel:
             )
         response = responses[index]
         calls = [(f"call_{index}_{i}", c.name, c.input) for i, c in enumerate(response.tool_calls)]
-        return respond(request, response.text, calls)
+        turn = _current_turn(request.messages)
+        text = response.text
+        if _first_of_turn(turn):
+            text = _with(text, acknowledgement(_attached(turn)))
+        return respond(request, text, calls)

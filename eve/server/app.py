@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
 from eve.errors import (
     EveError,
     InvalidBody,
@@ -31,10 +32,12 @@ from eve.redact import redact
 from eve.runtime.info import agent_info
 from eve.server.auth import authorized
 from eve.server.bodies import (
+    MAX_BODY_BYTES,
     CreateBody,
     FollowUpBody,
     TaskEventBody,
     follow_up,
+    message_of,
     read_body,
 )
 from eve.sessions import SessionService, resolve_settings
@@ -53,8 +56,14 @@ class ServerOptions:
     #: bearer token every route but health requires; None on loopback without one
     token: str | None
     concurrency: int = 100
+    #: characters of a message's text
     max_message_chars: int = 100_000
-    max_body_bytes: int = 1_000_000
+    #: bytes of a request body (JSON, attachments in base64)
+    max_body_bytes: int = MAX_BODY_BYTES
+    #: bytes of one attachment's content (decoded)
+    max_attachment_bytes: int = MAX_ATTACHMENT_BYTES
+    #: bytes of all of one message's attachments together (decoded)
+    max_attachments_bytes: int = MAX_ATTACHMENTS_BYTES
 
 
 def _error(status: int, code: str, message: str, **headers: str) -> JSONResponse:
@@ -112,14 +121,15 @@ class _Routes:
 
     async def create(self, request: Request) -> Response:
         body = await read_body(request, CreateBody, self.options.max_body_bytes)
-        accepted = await self.service.create(body.message)
+        message = None if body.message is None else message_of(body.message)
+        accepted = await self.service.create(message)
         return _accepted(accepted.session_id, accepted.turn_id)
 
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         body = follow_up(await read_body(request, FollowUpBody, self.options.max_body_bytes))
         if body.message is not None:
-            accepted = await self.service.send(session_id, body.message)
+            accepted = await self.service.send(session_id, message_of(body.message))
             return _accepted(session_id, accepted.turn_id)
         await self.service.respond(session_id, body.input_responses or [])
         return _accepted(session_id, None, status="resolved")
@@ -216,6 +226,9 @@ def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
         settings,
         concurrency=options.concurrency,
         max_message_chars=options.max_message_chars,
+        attachment_limits=AttachmentLimits(
+            each=options.max_attachment_bytes, total=options.max_attachments_bytes
+        ),
     )
 
 

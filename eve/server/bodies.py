@@ -1,4 +1,9 @@
-"""Request bodies: read within a size limit, decode strictly, say what is wrong."""
+"""Request bodies: read within a size limit, decode strictly, say what is wrong.
+
+A ``message`` is a string or a list of content parts (``text``, and ``image`` or
+``document`` with base64 ``data`` or a ``url``); a part that is not valid is
+``InvalidPart``, with its JSON path, rather than the body's generic ``InvalidBody``.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,27 @@ from typing import Any, TypeVar
 import msgspec
 from starlette.requests import Request
 
-from eve.errors import BodyTooLarge, InvalidBody
+from eve.errors import BodyTooLarge, InvalidBody, InvalidPart
+from eve.messages import UserMessage, UserPart
 from eve.sessions import InputResponse
 
 T = TypeVar("T")
 
-#: bytes; a message at the length limit plus JSON overhead fits comfortably
-MAX_BODY_BYTES = 1_000_000
+#: bytes; a message at the length limit and attachments at their total limit (in base64,
+#: a third larger) fit with room for JSON
+MAX_BODY_BYTES = 16_000_000
+#: a message as a body carries it: text, or content parts (checked by ``message_of``)
+RawMessage = str | list[Any]
 
 
 class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    message: str | None = None
+    message: RawMessage | None = None
 
 
 class FollowUpBody(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
 ):
-    message: str | None = None
+    message: RawMessage | None = None
     input_responses: list[InputResponse] | None = None
     #: only ``queue`` (the default): a message sent mid-turn waits for the turn to end
     turn_policy: str = "queue"
@@ -52,6 +61,22 @@ async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES
         return msgspec.json.decode(raw, type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise InvalidBody(f"the body is not valid: {error}") from None
+
+
+def message_of(raw: RawMessage) -> str | UserMessage:
+    """A body's ``message``: its text as it is, or its parts decoded and checked."""
+    if isinstance(raw, str):
+        return raw
+    if not raw:
+        raise InvalidPart("`message` is an empty list: send text or parts", path="$.message")
+    try:
+        parts = msgspec.convert(raw, type=list[UserPart])
+    except msgspec.ValidationError as error:
+        # msgspec names the place from the list (`$[1].data`); the body's is `$.message[1]`
+        detail = str(error).replace("`$", "`$.message", 1)
+        where = detail.rpartition("- at `")[2].rstrip("`") or "$.message"
+        raise InvalidPart(f"a part of `message` is not valid: {detail}", path=where) from None
+    return UserMessage(parts=parts)
 
 
 def follow_up(body: FollowUpBody) -> FollowUpBody:

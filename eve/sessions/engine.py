@@ -22,6 +22,7 @@ from eve.sessions.tasks import turn_of
 from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
     TURN_WORKFLOW,
+    TurnInput,
     turn_workflow_id,
 )
 
@@ -105,7 +106,9 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    async def enqueue_turn(self, session_id: str, turn: int, message: str) -> None:
+    async def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
+        """Queue turn ``turn`` of the session behind its running turn; ``message`` is the
+        turn's input (``turn_workflow.turn_input``)."""
         await self._enqueue(
             TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id, turn, message
         )

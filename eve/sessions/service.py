@@ -1,7 +1,9 @@
 """``SessionService``: durable sessions as the HTTP API and ``eve dev`` use them.
 
 Create a session, send it messages (each becomes a turn, queued behind the session's
-running turn), answer its input requests, cancel or reset it, and read its event log.
+running turn), answer its input requests, cancel or reset it, and read its event log. A
+message is text, or a ``UserMessage`` whose images and documents are checked against the
+service's ``AttachmentLimits`` before its turn is queued.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from eve.attachments import AttachmentLimits, check_attachments
 from eve.context.active import EveContext, use_context
 from eve.errors import (
     InputOptionUnknown,
@@ -27,6 +30,7 @@ from eve.errors import (
 from eve.events import SessionStartedData
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
+from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
 from eve.sessions.checkpoint import SessionCheckpoint, encode_checkpoint
 from eve.sessions.engine import DurableEngine
@@ -35,7 +39,7 @@ from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
 from eve.sessions.tasks import turn_of
-from eve.sessions.turn_workflow import TurnRuntime, install_runtime
+from eve.sessions.turn_workflow import TurnRuntime, install_runtime, turn_input
 
 #: the default cap on one message's length, in characters
 MAX_MESSAGE_CHARS = 100_000
@@ -68,11 +72,13 @@ class SessionService:
         *,
         concurrency: int = 100,
         max_message_chars: int = MAX_MESSAGE_CHARS,
+        attachment_limits: AttachmentLimits | None = None,
     ) -> None:
         self.setup = setup
         self.settings = settings
         self.concurrency = concurrency
         self.max_message_chars = max_message_chars
+        self.attachment_limits = attachment_limits or AttachmentLimits()
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -98,8 +104,8 @@ class SessionService:
 
     # --- sessions ----------------------------------------------------------------------
 
-    async def create(self, message: str | None = None) -> Accepted:
-        self._check_length(message)
+    async def create(self, message: str | UserMessage | None = None) -> Accepted:
+        checked = None if message is None else self._checked(message)
         session_id = new_session_id()
         await asyncio.to_thread(self.store.create_session, session_id)
         writer = self.log.writer(session_id)
@@ -115,30 +121,35 @@ class SessionService:
             initial = encode_checkpoint(SessionCheckpoint(state=state))
             await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
         self.log.forget(session_id)
-        turn_id = None if message is None else await self._enqueue(session_id, message)
+        turn_id = None if checked is None else await self._enqueue(session_id, checked)
         return Accepted(session_id=session_id, turn_id=turn_id)
 
-    async def send(self, session_id: str, message: str) -> Accepted:
-        self._check_length(message)
+    async def send(self, session_id: str, message: str | UserMessage) -> Accepted:
+        checked = self._checked(message)
         await self.require_active(session_id)
-        return Accepted(session_id=session_id, turn_id=await self._enqueue(session_id, message))
+        return Accepted(session_id=session_id, turn_id=await self._enqueue(session_id, checked))
 
-    async def _enqueue(self, session_id: str, message: str) -> str:
+    async def _enqueue(self, session_id: str, message: UserMessage) -> str:
         turn = await asyncio.to_thread(self.store.claim_turn, session_id)
         if turn < 0:
             raise SessionNotActive(
                 f"session {session_id} has ended", session_id=session_id, reason="ended"
             )
-        # the message becomes the workflow's input in DBOS's tables: never store a secret
-        await self.engine.enqueue_turn(session_id, turn, redact(message))
+        await self.engine.enqueue_turn(session_id, turn, turn_input(message))
         return f"turn_{turn}"
 
-    def _check_length(self, message: str | None) -> None:
-        if message is not None and len(message) > self.max_message_chars:
+    def _checked(self, message: str | UserMessage) -> UserMessage:
+        """``message`` as its turn's input: within the limits, and with no secret in it,
+        because it is stored in DBOS's tables as the workflow's input."""
+        user = user_message(message) if isinstance(message, str) else message
+        if len(user.text) > self.max_message_chars:
             raise MessageTooLong(
-                f"the message has {len(message)} characters; the limit is {self.max_message_chars}",
+                f"the message has {len(user.text)} characters; "
+                f"the limit is {self.max_message_chars}",
                 limit=self.max_message_chars,
             )
+        check_attachments(user.parts, self.attachment_limits)
+        return UserMessage(parts=[_redacted(part) for part in user.parts])
 
     async def get(self, session_id: str) -> SessionRow:
         row = await asyncio.to_thread(self.store.get_session, session_id)
@@ -236,3 +247,16 @@ class SessionService:
     async def events(self, session_id: str, start: int, *, follow: bool) -> AsyncIterator[str]:
         await self.get(session_id)
         return self.log.read(session_id, start, follow=follow)
+
+
+def _redacted(part: UserPart) -> UserPart:
+    """Text, and a plain-text document's text, redacted; an image's bytes are left alone."""
+    if isinstance(part, TextPart):
+        return TextPart(text=redact(part.text))
+    if isinstance(part, DocumentPart) and part.media_type == "text/plain" and part.data:
+        try:
+            text = part.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return part
+        return msgspec.structs.replace(part, data=redact(text).encode("utf-8"))
+    return part

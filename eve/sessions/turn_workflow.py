@@ -3,6 +3,9 @@
 A turn loads the session's checkpoint (history, state, ``once`` approvals), runs the
 agent loop with durable steps, saves the new checkpoint and reports the session waiting.
 A failed turn leaves the checkpoint as it was: the message that failed is not half-added.
+
+A turn's input is its user message's parts as JSON data (``TurnInput``); a turn queued by
+an eve from before content parts has the message's text, and still runs.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
+import msgspec
 from dbos import DBOS
 
 from eve.cancellation import CancelSignal
@@ -22,6 +27,7 @@ from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import AgentSetup
+from eve.messages import UserMessage, UserPart, user_message
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
@@ -36,8 +42,27 @@ TURN_WORKFLOW = "eve.turn"
 RESET_WORKFLOW = "eve.reset"
 
 
+#: a turn's input as DBOS stores it: the user message's parts as plain data (bytes in
+#: base64), or, for a turn queued before messages had parts, the message's text
+TurnInput = str | list[dict[str, Any]]
+
+
 def turn_workflow_id(session_id: str, turn: int) -> str:
     return f"{session_id}:turn-{turn}"
+
+
+def turn_input(message: UserMessage) -> list[dict[str, Any]]:
+    """``message`` as a turn's input. Plain data, not the Struct: DBOS pickles inputs, and a
+    pickled Struct would stop loading the day its class moves."""
+    data: list[dict[str, Any]] = msgspec.to_builtins(message.parts)
+    return data
+
+
+def message_of(raw: TurnInput) -> UserMessage:
+    """The user message of a turn's input, in either form."""
+    if isinstance(raw, str):
+        return user_message(raw)
+    return UserMessage(parts=msgspec.convert(raw, type=list[UserPart]))
 
 
 @dataclass(kw_only=True)
@@ -69,7 +94,7 @@ class TurnRuntime:
         finally:
             self.running.pop(workflow_id, None)
 
-    async def run_turn(self, session_id: str, turn: int, message: str) -> str:
+    async def run_turn(self, session_id: str, turn: int, given: TurnInput) -> str:
         workflow_id = DBOS.workflow_id or turn_workflow_id(session_id, turn)
         turn_id = f"turn_{turn}"
         events = await self.events_of(session_id, workflow_id)
@@ -105,6 +130,7 @@ class TurnRuntime:
                     approve=DurableApproval(desk, signal),
                     approved_once=approved_once,
                 )
+                message = message_of(given)
                 result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)
         except Exception as error:
             # run_agent already published turn.failed; the session takes the next message
@@ -220,7 +246,7 @@ def _current() -> TurnRuntime:
 
 
 @DBOS.workflow(name=TURN_WORKFLOW)
-async def turn_workflow(session_id: str, turn: int, message: str) -> str:
+async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     return await _current().run_turn(session_id, turn, message)
 
 

@@ -25,12 +25,10 @@ import sys
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-class _Stop(Exception):
-    """SIGTERM arrived: end the command now."""
-
-
 def _stop(signum: int, frame: object) -> None:
-    raise _Stop
+    # Raised, not a flag: Python retries an interrupted waitpid unless the handler raises.
+    # A built-in class, so the package defines no exception outside eve's one tree.
+    raise InterruptedError("SIGTERM: end the command now")
 
 
 def _become_subreaper() -> None:
@@ -111,7 +109,7 @@ def main() -> None:
     status = None
     try:
         _, status = os.waitpid(pid, 0)
-    except _Stop:
+    except InterruptedError:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

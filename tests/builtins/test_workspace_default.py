@@ -8,8 +8,6 @@ read_file could read every session's database under ``.eve/sessions``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from eve.cli.main import main
 from eve.errors import WorkspaceUnsafe, WorkspaceViolation
 from eve.execution.setup import DEFAULT_WORKSPACE, workspace_for
 from tests.builtins.conftest import call
+from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 
 
@@ -92,14 +91,7 @@ def test_eve_run_writes_agent_code_into_the_workspace_not_into_agent(
     root = make_app(_agent(None))
     planted = {"name": "write_file", "input": {"path": "agent/tools/x.py", "content": "boom"}}
     (root / "script.json").write_text(json.dumps([{"tool_calls": [planted]}, {"text": "ok"}]))
-    done = subprocess.run(
-        [sys.executable, "-m", "eve", "run", "go"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = eve_run(root, "go")
     assert done.returncode == 0, done.stderr
     assert not (root / "agent" / "tools" / "x.py").exists()
     assert (root / DEFAULT_WORKSPACE / "agent" / "tools" / "x.py").read_text() == "boom"

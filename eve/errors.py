@@ -33,6 +33,7 @@
     │   └── AttachmentTooLarge          over the size limit of one attachment, or of a message's
     ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
+    ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
     │   ├── OutputInvalid               the typed answer stayed invalid after every fix
@@ -420,6 +421,21 @@ class WorkspaceViolation(EveError):
         super().__init__(message)
         #: the path the tool was asked for, as given
         self.path = path
+
+
+class WorkspaceUnsafe(EveError):
+    """The configured workspace overlaps eve's own files: ``eve run``, ``dev`` and ``serve``
+    refuse to start, since the file tools could read other sessions or plant code."""
+
+    code = "workspace_unsafe"
+    exit_code = 2
+
+    def __init__(self, message: str, *, workspace: str, conflict: str) -> None:
+        super().__init__(message)
+        #: the workspace directory, as configured
+        self.workspace = workspace
+        #: the protected path it overlaps (``.eve``, ``agent``, a session database)
+        self.conflict = conflict
 
 
 class ExecutionError(EveError):

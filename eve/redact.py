@@ -1,26 +1,69 @@
-"""Keep secrets out of every message eve prints, logs or stores."""
+"""Keep secrets out of every message eve prints, logs or stores.
+
+Two nets. The values of the secret variables (``SECRET_ENV_VARS``, plus any a caller
+names) are replaced wherever they appear: as written, URL-encoded, and base64-encoded at
+any alignment (so ``echo $KEY | base64`` inside a longer blob is still caught). And
+anything shaped like a provider key is replaced even if it never passed through our
+environment — also glued to the word before it (``xsk-ant-…``, ``key=sk-…``).
+"""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+from urllib.parse import quote, quote_plus
 
 #: environment variables whose values are secrets wherever they appear
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EVE_API_TOKEN")
 
 # Provider key shapes, so a key that never passed through our environment is still caught.
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,})")
+# A prefixed shape (Anthropic's sk-ant-, OpenAI's sk-proj-, sk-svcacct-, sk-admin-) is
+# caught anywhere, even glued to a letter; a bare ``sk-`` only where no letter or digit
+# comes before it, or ids such as ``task-0-call_0_123456789`` would be mangled.
+_KEY_PATTERN = re.compile(
+    r"sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_\-]{8,}"
+    r"|(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{8,}"
+)
 
 REDACTED = "[redacted]"
+#: shorter values are not treated as secrets: replacing them would garble ordinary text
+_MIN_SECRET = 8
 
 
 def known_secrets(extra: tuple[str, ...] = ()) -> list[str]:
     values = [os.environ.get(name, "") for name in SECRET_ENV_VARS]
-    return sorted({v for v in (*values, *extra) if len(v) >= 8}, key=len, reverse=True)
+    return sorted({v for v in (*values, *extra) if len(v) >= _MIN_SECRET}, key=len, reverse=True)
+
+
+def _base64_fragments(secret: bytes) -> set[str]:
+    """The base64 text that ``secret`` becomes at each of the three byte alignments.
+
+    Only the characters made of the secret's bits alone are kept: the ones at either end
+    also carry bits of whatever surrounds it in the encoded blob.
+    """
+    fragments: set[str] = set()
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + secret).decode()
+        # the first characters mix in the shift's zero bytes; the last ones the bytes after
+        first = (0, 2, 3)[shift]
+        total = shift + len(secret)
+        last = total // 3 * 4 + (0, 1, 2)[total % 3]
+        core = encoded[first:last]
+        if len(core) >= _MIN_SECRET:
+            fragments.add(core)
+            fragments.add(core.replace("+", "-").replace("/", "_"))  # the URL-safe alphabet
+    return fragments
+
+
+def _spellings(secret: str) -> set[str]:
+    """``secret`` as written, URL-encoded and base64-encoded."""
+    return {secret, quote(secret, safe=""), quote_plus(secret)} | _base64_fragments(secret.encode())
 
 
 def redact(text: str, *, secrets: tuple[str, ...] = ()) -> str:
     """``text`` with every known secret and anything shaped like a provider key replaced."""
-    for secret in known_secrets(secrets):
-        text = text.replace(secret, REDACTED)
+    spellings = {s for secret in known_secrets(secrets) for s in _spellings(secret)}
+    for spelling in sorted(spellings, key=len, reverse=True):
+        text = text.replace(spelling, REDACTED)
     return _KEY_PATTERN.sub(REDACTED, text)

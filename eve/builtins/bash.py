@@ -1,10 +1,13 @@
 """The built-in ``bash`` tool: run a shell command in the workspace, bounded in time and output.
 
-The command runs in a session (and process group) of its own, so everything it starts can
-be killed together: on timeout, on cancellation of the turn, and when it exits — a process
-left running in the background would otherwise outlive the call unseen. The working
-directory is the workspace, but a shell is not confined by it: that is why every call needs
-a person's approval.
+The command runs under a small wrapper (``_reaper.py``) in a session (and process group)
+of its own. The wrapper is a child subreaper: everything the command starts, even with
+``setsid`` out of the group, is killed when the command ends, times out or the turn is
+cancelled — a process left running in the background would otherwise outlive the call
+unseen. The command's environment is an allow-list (``_process_environ``), HOME is the
+workspace, and eve's own environment block in /proc no longer shows its secrets. The
+working directory is the workspace, but a shell is not confined by it: that is why every
+call needs a person's approval (docs/security.md says what it can still reach).
 """
 
 from __future__ import annotations
@@ -13,14 +16,16 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
+from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
 
 from eve.authoring.context import ToolContext
 from eve.builtins._limits import OUTPUT_MAX_BYTES, capped_text
+from eve.builtins._process_environ import command_environment, hide_secrets_from_proc
 from eve.cancellation import CancelSignal
-from eve.redact import SECRET_ENV_VARS
 from eve.tools import define_tool
 from eve.tools.approval import always
 
@@ -29,6 +34,9 @@ Status = Literal["exited", "timed_out", "cancelled"]
 #: how long output may keep flowing after the process group is dead (a process that left
 #: the group can hold the pipes open forever)
 _DRAIN_GRACE_SECONDS = 1.0
+#: how long the wrapper has to kill what the command started before its group is killed
+_STOP_GRACE_SECONDS = 5.0
+_REAPER = str(Path(__file__).with_name("_reaper.py"))
 
 
 class BashInput(pydantic.BaseModel):
@@ -99,6 +107,17 @@ async def _outlast(
     return "cancelled" if cancelled in done else "timed_out"
 
 
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """Ask the wrapper to kill the command and all it started, then kill what is left."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(process.wait()), _STOP_GRACE_SECONDS)
+    _kill_group(process)
+    await process.wait()
+
+
 def _kill_group(process: asyncio.subprocess.Process) -> None:
     # Nothing to kill when the whole group is gone (macOS says EPERM for a group of zombies).
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -109,28 +128,30 @@ async def bash(data: BashInput, ctx: ToolContext) -> dict[str, Any]:
     workspace = ctx.workspace.resolve()
     if not workspace.is_dir():
         raise FileNotFoundError("the workspace directory does not exist")
+    hide_secrets_from_proc()
     with contextlib.ExitStack() as pipes:
         with contextlib.ExitStack() as child_ends:
             stdout_fd, stdout = await _open_pipe(pipes, child_ends)
             stderr_fd, stderr = await _open_pipe(pipes, child_ends)
             process = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
+                sys.executable,
+                "-I",  # isolated: no PYTHON* variables, no user site, not even the cwd
+                "-S",  # no site: the wrapper needs the standard library alone, and fast
+                _REAPER,
                 data.command,
                 cwd=workspace,
                 stdin=asyncio.subprocess.DEVNULL,  # nothing can answer a prompt: fail, not hang
                 stdout=stdout_fd,
                 stderr=stderr_fd,
                 start_new_session=True,
-                env=_environment(),
+                env=command_environment(workspace),
             )
         # Our copies of the write ends are closed now: kept, they would stop EOF ever coming.
         try:
             status = await _outlast(process, ctx.signal, data.timeout_seconds)
         finally:
             # Also when this task itself is cancelled: nothing the command started survives it.
-            _kill_group(process)
-            await process.wait()
+            await _stop(process)
             # Output written before the kill is still in the pipes; read it to the end.
             await asyncio.wait([stdout.closed, stderr.closed], timeout=_DRAIN_GRACE_SECONDS)
     return {
@@ -141,18 +162,15 @@ async def bash(data: BashInput, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def _environment() -> dict[str, str]:
-    # The command must not be able to read eve's own credentials (`env`, `echo $…`).
-    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV_VARS}
-
-
 default = define_tool(
     description=f"""
         Run a bash command with the workspace as working directory; stdin is empty.
         Returns exit_code, stdout and stderr (each cut at {OUTPUT_MAX_BYTES // 1024} KiB
         with a note) and status: "exited", "timed_out" or "cancelled" — the last two mean
         the command and everything it started were killed (exit_code -9). Background
-        processes are killed when the command exits. Needs approval for every call.
+        processes (even ones started with setsid) are killed when the command exits. The
+        environment holds PATH, locale and TERM only; HOME is the workspace. Needs approval
+        for every call.
     """,
     input_schema=BashInput,
     execute=bash,

@@ -9,18 +9,25 @@ so the model knows why read_file will refuse it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import os
 from collections.abc import Iterator
 from itertools import islice
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pydantic
 
 from eve.authoring.context import ToolContext
 from eve.builtins._limits import LIST_MAX_ENTRIES
-from eve.builtins.workspace import resolve_in_workspace, workspace_errors, workspace_relative
+from eve.builtins.workspace import (
+    DIRECTORY_FLAGS,
+    Opened,
+    open_for_reading,
+    resolve_in_workspace,
+    workspace_errors,
+)
 from eve.errors import WorkspaceViolation
 from eve.tools import define_tool
 
@@ -40,56 +47,71 @@ class ListFilesInput(pydantic.BaseModel):
     )
 
 
-def _symlink_entry(root: Path, entry: os.DirEntry[str]) -> str:
+def _symlink_entry(root: Path, shown: str) -> str:
     """How a symlink is shown: as what it points to inside, or marked as leading outside."""
     try:
-        target = resolve_in_workspace(root, os.path.relpath(entry.path, root))
+        target = resolve_in_workspace(root, shown)
     except WorkspaceViolation:
         return OUTSIDE_MARK
     return "/" if target.is_dir() else ""
 
 
-def _walk(root: Path, start: Path, recursive: bool) -> Iterator[tuple[str, str]]:
+def _walk(root: Path, start: Opened, recursive: bool) -> Iterator[tuple[str, str]]:
     """``(name, shown)`` for each entry, in sorted depth-first order (so parents come first
-    and a cut listing is a prefix of the full one)."""
-    stack = [(Path(workspace_relative(root, start)), iter(_entries(start)))]
-    while stack:
-        prefix, entries = stack[-1]
-        entry = next(entries, None)
-        if entry is None:
-            stack.pop()
-            continue
-        shown = (prefix / entry.name).as_posix()
-        if entry.is_symlink():
-            yield entry.name, shown + _symlink_entry(root, entry)
-        elif entry.is_dir(follow_symlinks=False):
-            yield entry.name, shown + "/"
-            if recursive:
-                try:
-                    children = _entries(Path(entry.path))
-                except PermissionError:
-                    continue  # listed, but its contents are not ours to see
-                stack.append((prefix / entry.name, iter(children)))
-        else:
-            yield entry.name, shown
+    and a cut listing is a prefix of the full one).
+
+    Directories are read through descriptors, each child opened relative to its parent
+    without following symlinks: a directory swapped for a symlink mid-walk is not entered.
+    """
+    with contextlib.ExitStack() as fds:
+        stack = [(PurePosixPath(start.relative), iter(_entries(start.fd)))]
+        parents = [start.fd]
+        while stack:
+            prefix, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                parents.pop()
+                continue
+            shown = (prefix / entry.name).as_posix()
+            if entry.is_symlink():
+                yield entry.name, shown + _symlink_entry(root, shown)
+            elif entry.is_dir(follow_symlinks=False):
+                yield entry.name, shown + "/"
+                if recursive:
+                    try:
+                        fd = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=parents[-1])
+                    except OSError:
+                        continue  # listed, but not ours to see, or no longer a directory
+                    fds.callback(os.close, fd)
+                    stack.append((prefix / entry.name, iter(_entries(fd))))
+                    parents.append(fd)
+            else:
+                yield entry.name, shown
 
 
-def _entries(directory: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(directory) as entries:
+def _entries(directory_fd: int) -> list[os.DirEntry[str]]:
+    # scandir closes the descriptor it is given: hand it a copy
+    with os.scandir(os.dup(directory_fd)) as entries:
         return sorted(entries, key=lambda entry: entry.name)
 
 
-def _list(root: Path, start: Path, path: str, pattern: str, recursive: bool) -> dict[str, Any]:
+def _list(root: Path, path: str, pattern: str, recursive: bool) -> dict[str, Any]:
     with workspace_errors(path):
-        if not start.is_dir():
-            if start.exists():
-                raise NotADirectoryError(f"{path} is a file; read it with read_file")
-            raise FileNotFoundError(f"{path}: no such directory")
-        walk = _walk(root, start, recursive)
-        matching = (shown for name, shown in walk if fnmatch.fnmatchcase(name, pattern))
-        entries = list(islice(matching, LIST_MAX_ENTRIES + 1))
+        try:
+            start = open_for_reading(root, path, directory=True)
+        except NotADirectoryError:
+            raise NotADirectoryError(f"{path} is a file; read it with read_file") from None
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: no such directory") from None
+        try:
+            walk = _walk(root, start, recursive)
+            matching = (shown for name, shown in walk if fnmatch.fnmatchcase(name, pattern))
+            entries = list(islice(matching, LIST_MAX_ENTRIES + 1))
+        finally:
+            os.close(start.fd)
     listing: dict[str, Any] = {
-        "path": workspace_relative(root, start),
+        "path": start.relative,
         "entries": entries[:LIST_MAX_ENTRIES],
         "truncated": len(entries) > LIST_MAX_ENTRIES,
     }
@@ -102,10 +124,8 @@ def _list(root: Path, start: Path, path: str, pattern: str, recursive: bool) -> 
 
 
 async def list_files(data: ListFilesInput, ctx: ToolContext) -> dict[str, Any]:
-    root = ctx.workspace.resolve()
-    start = resolve_in_workspace(root, data.path)
     # A large tree is many syscalls: walk it off the event loop.
-    return await asyncio.to_thread(_list, root, start, data.path, data.pattern, data.recursive)
+    return await asyncio.to_thread(_list, ctx.workspace, data.path, data.pattern, data.recursive)
 
 
 default = define_tool(

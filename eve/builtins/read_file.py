@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -12,7 +11,7 @@ import pydantic
 
 from eve.authoring.context import ToolContext
 from eve.builtins._limits import READ_MAX_BYTES, decode_text, truncation_note
-from eve.builtins.workspace import resolve_in_workspace, workspace_errors
+from eve.builtins.workspace import open_for_reading, workspace_errors
 from eve.tools import define_tool
 
 _CHUNK = 64 * 1024
@@ -58,16 +57,11 @@ def _skip_lines(file: BinaryIO, count: int) -> int:
     return skipped
 
 
-def _read(target: Path, path: str, offset_line: int, max_bytes: int) -> str:
+def _read(workspace: Path, path: str, offset_line: int, max_bytes: int) -> str:
     with workspace_errors(path):
-        mode = target.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(f"{path} is a directory; list it with list_files")
-        if not stat.S_ISREG(mode):
-            # A FIFO or device would block or never end.
-            raise OSError(f"{path} is not a regular file")
-        # O_NOFOLLOW: the path was resolved symlink-free; a link swapped in since is refused.
-        with os.fdopen(os.open(target, os.O_RDONLY | os.O_NOFOLLOW), "rb") as file:
+        # opened race-free, one component at a time (see workspace.py); hard links refused
+        opened = open_for_reading(workspace, path)
+        with os.fdopen(opened.fd, "rb") as file:
             size = os.fstat(file.fileno()).st_size
             skipped = _skip_lines(file, offset_line)
             start = file.tell()
@@ -93,9 +87,10 @@ def _read(target: Path, path: str, offset_line: int, max_bytes: int) -> str:
 
 
 async def read_file(data: ReadFileInput, ctx: ToolContext) -> str:
-    target = resolve_in_workspace(ctx.workspace, data.path)
     # Disk reads off the event loop: one process serves every session.
-    return await asyncio.to_thread(_read, target, data.path, data.offset_line, data.max_bytes)
+    return await asyncio.to_thread(
+        _read, ctx.workspace, data.path, data.offset_line, data.max_bytes
+    )
 
 
 default = define_tool(

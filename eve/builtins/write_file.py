@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 import pydantic
 
 from eve.authoring.context import ToolContext
-from eve.builtins.workspace import resolve_in_workspace, workspace_errors, workspace_relative
+from eve.builtins.workspace import slot_for_writing, workspace_errors
 from eve.tools import define_tool
 
 
@@ -24,40 +25,36 @@ class WriteFileInput(pydantic.BaseModel):
     content: str = pydantic.Field(description="The whole new content, written as UTF-8.")
 
 
-def _write(target: Path, path: str, content: str) -> int:
+def _write(workspace: Path, path: str, content: str) -> tuple[str, int]:
     data = content.encode("utf-8")
-    with workspace_errors(path):
-        if target.is_dir():
-            raise IsADirectoryError(f"{path} is a directory")
-        # ``target`` is resolved inside the workspace, so every parent created is inside too.
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            keep_mode: int | None = target.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            keep_mode = None
+    # Every name below is relative to the directory's descriptor, found race-free (see
+    # workspace.py): a directory swapped for a symlink meanwhile cannot move the write out.
+    with workspace_errors(path), slot_for_writing(workspace, path) as slot:
         # Readers see the old file or the new one, never half of it: write aside, then rename.
-        temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        temp = f".{slot.name}.{secrets.token_hex(6)}.tmp"
         # 0o666 through the umask, like a plain open(); mkstemp's 0o600 would change the mode.
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temp, flags, 0o666, dir_fd=slot.dir_fd)
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
                 file.flush()
+                if slot.mode is not None:
+                    os.fchmod(file.fileno(), slot.mode)
                 os.fsync(file.fileno())
-            if keep_mode is not None:
-                os.chmod(temp, keep_mode)
-            os.replace(temp, target)
+            # rename replaces the name itself: a symlink put there since is replaced, not followed
+            os.replace(temp, slot.name, src_dir_fd=slot.dir_fd, dst_dir_fd=slot.dir_fd)
         except BaseException:
-            temp.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=slot.dir_fd)
             raise
-    return len(data)
+        return slot.relative, len(data)
 
 
 async def write_file(data: WriteFileInput, ctx: ToolContext) -> dict[str, Any]:
-    target = resolve_in_workspace(ctx.workspace, data.path)
     # Disk writes (and the fsync) off the event loop: one process serves every session.
-    written = await asyncio.to_thread(_write, target, data.path, data.content)
-    return {"path": workspace_relative(ctx.workspace, target), "bytes_written": written}
+    relative, written = await asyncio.to_thread(_write, ctx.workspace, data.path, data.content)
+    return {"path": relative, "bytes_written": written}
 
 
 default = define_tool(

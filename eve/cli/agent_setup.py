@@ -14,7 +14,7 @@ import click
 
 from eve.artifacts import check_artifacts
 from eve.errors import CompileFailed
-from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
+from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget, workspace_for
 from eve.hooks.relay import HookRelay
 from eve.manifest import ROOT_NODE_ID, OpenAIApi
 from eve.models.base import ModelClient
@@ -96,7 +96,8 @@ def _setup(
         agent=agent,
         client=client,
         max_turns=max_turns or config.limits.max_turns or DEFAULT_MAX_TURNS,
-        workspace=(app_root / config.workspace) if config.workspace else app_root,
+        # refused here, so eve run, eve dev and eve serve all refuse before serving a turn
+        workspace=workspace_for(app_root, config.workspace, create=bool(config.builtin_tools)),
         context_budget_tokens=context_budget(config.model_context_window_tokens),
         hooks=HookRelay.for_hooks(agent.hooks),
         reasoning=config.reasoning,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic
 
-from eve.errors import ResolveAgentError
+from eve.errors import ResolveAgentError, WorkspaceUnsafe
 from eve.execution.events import HookDispatcher
 from eve.manifest import ROOT_NODE_ID, AgentConfig, Output
 from eve.models.base import ModelClient
@@ -17,6 +17,41 @@ from eve.runtime import ResolvedAgent
 from eve.runtime.resolved import ResolvedOutput, ResolvedTool
 
 DEFAULT_MAX_TURNS = 10
+#: where a compiled agent's tools work when agent.py names no ``workspace``: a folder of its
+#: own, never the app root, which holds every session's database and code eve imports
+DEFAULT_WORKSPACE = "workspace"
+#: what a workspace may neither be, contain nor lie inside: the artifacts and the session
+#: databases (``.eve/sessions``), and the authored agent (``eve serve`` imports its code)
+PROTECTED_PATHS = (".eve", "agent")
+
+
+def workspace_for(app_root: Path, configured: str | None, *, create: bool) -> Path:
+    """The workspace of a compiled agent: ``configured`` (relative to the app root) or
+    ``DEFAULT_WORKSPACE``; created when ``create`` and missing.
+
+    Raises ``WorkspaceUnsafe`` when it overlaps a protected path: the built-in tools could
+    then read every session's messages or write a tool that the next start imports.
+    """
+    name = configured or DEFAULT_WORKSPACE
+    workspace = (app_root / name).resolve()
+    for protected_name in PROTECTED_PATHS:
+        protected = (app_root / protected_name).resolve()
+        if workspace == protected or workspace.is_relative_to(protected):
+            how = f"is or lies inside {protected_name}/"
+        elif protected.is_relative_to(workspace):
+            how = f"contains {protected_name}/"
+        else:
+            continue
+        raise WorkspaceUnsafe(
+            f"the workspace {name!r} {how}, so the file tools could reach eve's own files "
+            f"(session databases, artifacts, agent code): set workspace in agent.py to a "
+            f"folder of its own, such as {DEFAULT_WORKSPACE!r} (the default)",
+            workspace=name,
+            conflict=protected_name,
+        )
+    if create:
+        workspace.mkdir(parents=True, exist_ok=True)
+    return workspace
 
 
 def context_budget(window_tokens: int | None) -> int | None:

@@ -37,8 +37,9 @@ def describe(body: object, fallback: str) -> str:
 
 
 def _clean(text: str, secret: str | None) -> str:
-    text = text if len(text) <= _DETAIL_LIMIT else text[:_DETAIL_LIMIT] + "…"
-    return redact(text, secrets=(secret,) if secret else ())
+    # Redact first, then cut: a cut through a key would leave a prefix the patterns miss.
+    text = redact(text, secrets=(secret,) if secret else ())
+    return text if len(text) <= _DETAIL_LIMIT else text[:_DETAIL_LIMIT] + "…"
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -10,6 +10,8 @@ from starlette.requests import Request
 from eve.errors import ServerConfigError
 
 TOKEN_ENV = "EVE_API_TOKEN"
+#: the shortest token a public bind accepts: 32 random characters are beyond guessing
+MIN_PUBLIC_TOKEN_LENGTH = 32
 #: routes anyone may call: a load balancer's health check has no token
 PUBLIC_PATHS = frozenset({"/eve/v1/health"})
 
@@ -24,12 +26,24 @@ def is_loopback(host: str) -> bool:
 
 
 def require_token_for(host: str, token: str | None) -> None:
-    """Binding beyond loopback without a token would publish every session: refuse."""
-    if not token and not is_loopback(host):
-        raise ServerConfigError(
-            f"eve serve --host {host} is reachable from other machines; set {TOKEN_ENV} "
-            "to a long random token (clients send it as 'Authorization: Bearer <token>')"
-        )
+    """Binding beyond loopback without a strong token would publish every session: refuse.
+
+    A public bind needs a token of at least ``MIN_PUBLIC_TOKEN_LENGTH`` characters; the
+    message never repeats the token it refuses.
+    """
+    if is_loopback(host) or (token and len(token) >= MIN_PUBLIC_TOKEN_LENGTH):
+        return
+    problem = (
+        f"{TOKEN_ENV} is {len(token)} characters, shorter than {MIN_PUBLIC_TOKEN_LENGTH}"
+        if token
+        else f"{TOKEN_ENV} is not set"
+    )
+    raise ServerConfigError(
+        f"eve serve --host {host} is reachable from other machines and {problem}; set "
+        f"{TOKEN_ENV} to a random token of {MIN_PUBLIC_TOKEN_LENGTH} characters or more "
+        "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`); "
+        "clients send it as 'Authorization: Bearer <token>'"
+    )
 
 
 def authorized(request: Request, token: str | None) -> bool:
@@ -37,5 +51,8 @@ def authorized(request: Request, token: str | None) -> bool:
         return True
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
-    # constant time, so response timing tells nothing about the token
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.encode())
+    # Compared as bytes, in constant time, so response timing tells nothing about the token.
+    # Starlette decodes header bytes as Latin-1; encoding back gives the bytes as sent,
+    # which for a non-ASCII token are its UTF-8 bytes.
+    sent = given.encode("latin-1", errors="replace")
+    return scheme.lower() == "bearer" and hmac.compare_digest(sent, token.encode("utf-8"))

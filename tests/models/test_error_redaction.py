@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from eve.errors import ModelHTTPError
-from eve.messages import UserMessage
+from eve.messages import user_message
 from eve.models.anthropic import AnthropicModel
 from eve.models.base import ModelRequest
 from tests.models.sse_server import ScriptedServer, json_reply
@@ -24,7 +24,7 @@ async def _failure(server: ScriptedServer, message: str) -> str:
     body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
     server.add(json_reply(400, body))
     model = AnthropicModel("claude-test", api_key=CLIENT_KEY, base_url=server.url)
-    request = ModelRequest(system="", messages=[UserMessage(text="hi")])
+    request = ModelRequest(system="", messages=[user_message("hi")])
     with pytest.raises(ModelHTTPError) as caught:
         async for _ in model.stream(request):
             pass

@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
+# tests run in two worker processes (pytest-xdist); PYTEST_WORKERS= runs them in one
+PYTEST_WORKERS ?= -n 2
+
 .PHONY: run test test-postgres bench lint clean
 
 $(BIN)/python:
@@ -36,12 +39,12 @@ lint: $(VENV)/.installed-dev
 test: lint
 	$(BIN)/eve compile --check
 	@if ./scripts/ensure-postgres; then \
-		echo "EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q"; \
-		EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q; \
+		echo "EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q $(PYTEST_WORKERS)"; \
+		EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q $(PYTEST_WORKERS); \
 	else \
 		echo "make: no PostgreSQL server binaries; the PostgreSQL tests will skip"; \
-		echo "$(BIN)/pytest -q"; \
-		$(BIN)/pytest -q; \
+		echo "$(BIN)/pytest -q $(PYTEST_WORKERS)"; \
+		$(BIN)/pytest -q $(PYTEST_WORKERS); \
 	fi
 
 test-postgres: $(VENV)/.installed-dev

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import re
+from itertools import accumulate
 from typing import Any, TypeVar
 
 import msgspec
 from starlette.requests import Request
 
-from eve.errors import BodyTooLarge, InvalidBody
+from eve.errors import BodyTooDeep, BodyTooLarge, InvalidBody
 from eve.sessions import InputResponse
 
 T = TypeVar("T")
 
 #: bytes; a message at the length limit plus JSON overhead fits comfortably
 MAX_BODY_BYTES = 1_000_000
+#: levels of nested arrays and objects; msgspec's decoder (and DBOS's encoders after it)
+#: recurse once per level and run out of stack near 500
+MAX_BODY_DEPTH = 64
+
+#: a JSON string, escapes included: brackets inside one do not nest anything
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -48,10 +57,25 @@ async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES
             raise _too_large(limit)
         chunks.append(chunk)
     raw = b"".join(chunks) or b"{}"
+    check_depth(raw)
     try:
         return msgspec.json.decode(raw, type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise InvalidBody(f"the body is not valid: {error}") from None
+
+
+def check_depth(raw: bytes, limit: int = MAX_BODY_DEPTH) -> None:
+    """Refuse ``raw`` when its arrays and objects nest deeper than ``limit``, before any
+    decoder recurses into it (a RecursionError would be a 500)."""
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if len(brackets) <= limit:
+        return  # too few brackets to be that deep
+    depth = max(accumulate(1 if c in b"[{" else -1 for c in brackets))
+    if depth > limit:
+        raise BodyTooDeep(
+            f"the body nests {depth} levels of arrays and objects; the limit is {limit}",
+            limit=limit,
+        )
 
 
 def follow_up(body: FollowUpBody) -> FollowUpBody:

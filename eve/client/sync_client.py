@@ -12,13 +12,16 @@ from eve.client.protocol import (
     PREFIX,
     TURN_END,
     Accepted,
+    Backoff,
     StreamCursor,
     accepted,
     api_error,
     auth_headers,
     decode_json,
+    idempotency_headers,
     message_body,
     responses_body,
+    retryable,
     server_root,
     session_path,
     unreachable,
@@ -60,14 +63,33 @@ class EveClient:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> bytes:
-        try:
-            response = self._http.request(method, path, json=body)
-        except httpx.TransportError as error:
-            raise unreachable(error) from None
-        if response.is_error:
-            raise api_error(response.status_code, response.content)
-        return response.content
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        repeatable: bool = False,
+    ) -> bytes:
+        """One request; a ``repeatable`` POST carries an ``Idempotency-Key`` and is sent again
+        with it after a lost connection or a 503, until ``reconnect_timeout``."""
+        headers = idempotency_headers() if repeatable else None
+        backoff = Backoff(self.reconnect_timeout)
+        while True:
+            try:
+                response = self._http.request(method, path, json=body, headers=headers)
+            except httpx.TransportError as error:
+                if not repeatable:
+                    raise unreachable(error) from None
+                time.sleep(backoff.delay(error))
+                continue
+            if response.is_error:
+                failure = api_error(response.status_code, response.content)
+                if repeatable and retryable(response.status_code):
+                    time.sleep(backoff.delay(failure))
+                    continue
+                raise failure
+            return response.content
 
     def health(self) -> dict[str, Any]:
         return decode_json(self._call("GET", PREFIX + "/health"))
@@ -78,15 +100,21 @@ class EveClient:
 
     def create(self, message: str | None = None) -> Accepted:
         """A new session; with ``message`` its first turn starts at once."""
-        return accepted(self._call("POST", PREFIX + "/session", message_body(message)))
+        return accepted(
+            self._call("POST", PREFIX + "/session", message_body(message), repeatable=True)
+        )
 
     def send(self, session_id: str, message: str) -> Accepted:
         """A turn for ``message``; one sent while a turn runs waits for it, in order."""
-        return accepted(self._call("POST", session_path(session_id), message_body(message)))
+        return accepted(
+            self._call("POST", session_path(session_id), message_body(message), repeatable=True)
+        )
 
     def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
         """Answer parked input requests: ``{request_id: option_id}``."""
-        return accepted(self._call("POST", session_path(session_id), responses_body(answers)))
+        return accepted(
+            self._call("POST", session_path(session_id), responses_body(answers), repeatable=True)
+        )
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""

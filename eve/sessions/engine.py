@@ -60,6 +60,13 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
     return config
 
 
+def _priority(turn: int) -> int:
+    """A session's turns leave the queue by this (lowest first), then by enqueue time: two
+    turns enqueued in the same millisecond would otherwise go by workflow id, where
+    ``turn-10`` sorts before ``turn-9``. DBOS takes 1 to 2**31-1."""
+    return min(turn + 1, 2**31 - 1)
+
+
 class DurableEngine:
     def __init__(self, settings: SessionSettings, store: SessionStore, *, concurrency: int) -> None:
         self.settings = settings
@@ -105,23 +112,25 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    async def enqueue_turn(self, session_id: str, turn: int, message: str) -> None:
-        await self._enqueue(
-            TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id, turn, message
+    def enqueue_turn(self, session_id: str, turn: int, message: str) -> None:
+        """Put a turn on the queue (blocking: called inside the turn's claim, in a thread)."""
+        options = self._options(TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id)
+        DBOS.enqueue_workflow_with_options(
+            {**options, "priority": _priority(turn)}, session_id, turn, message
         )
 
-    async def enqueue_reset(self, session_id: str, turn: int) -> None:
-        await self._enqueue(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+    def enqueue_reset(self, session_id: str, turn: int) -> None:
+        options = self._options(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
-    async def _enqueue(self, name: str, workflow_id: str, session_id: str, *args: Any) -> None:
-        options: EnqueueOptions = {
+    def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
+        return {
             "workflow_name": name,
             "queue_name": TURN_QUEUE,
             "workflow_id": workflow_id,
             "queue_partition_key": session_id,
             "app_version": self.settings.application_version,
         }
-        await DBOS.enqueue_workflow_with_options_async(options, session_id, *args)
 
     async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -21,6 +22,7 @@ from eve.sessions.database_errors import failure_kind
 from eve.sessions.sqlite import sqlite_engine
 
 _metadata = sa.MetaData()
+T = TypeVar("T")
 
 sessions = sa.Table(
     "eve_sessions",
@@ -59,6 +61,19 @@ input_requests = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     #: the option ids a question offers, as JSON; NULL for a tool approval (approve, deny)
     sa.Column("options", sa.Text),
+)
+
+#: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)
+idempotency_keys = sa.Table(
+    "eve_idempotency_keys",
+    _metadata,
+    #: ``POST /session`` or ``POST /session/<id>``: a key is only ever compared within one
+    sa.Column("scope", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    #: sha256 of the request as decoded: the same key with another body is refused
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
 )
 
 workers = sa.Table(
@@ -160,15 +175,26 @@ class SessionStore:
         with self.engine.begin() as connection:
             yield connection
 
+    def run(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in one transaction (for a module with tables of its own here)."""
+        with self._tx() as c:
+            return work(c)
+
     # --- sessions ----------------------------------------------------------------------
 
-    def create_session(self, session_id: str) -> None:
+    def create_session(
+        self, session_id: str, *, also: Callable[[Connection], None] | None = None
+    ) -> None:
+        """Insert the session row; ``also`` runs in the same transaction (an idempotency
+        record: both are written or neither)."""
         with self._tx() as c:
             c.execute(
                 sessions.insert().values(
                     id=session_id, created_at=time.time(), status="active", next_turn=0
                 )
             )
+            if also is not None:
+                also(c)
 
     def get_session(self, session_id: str) -> SessionRow | None:
         with self._tx() as c:
@@ -183,8 +209,14 @@ class SessionStore:
             ).first()
         return None if row is None else SessionRow(**row._asdict())
 
-    def claim_turn(self, session_id: str) -> int:
-        """The next turn number of an active session, counted atomically."""
+    def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
+        """Take the next turn number of an active session and run ``then`` with it while
+        the session's row stays locked; None when the session is not active.
+
+        ``then`` enqueues the turn: a second claim of the same session waits until the
+        first one's turn is on the queue, so turns reach the queue in the order of their
+        numbers. If ``then`` raises, the number is not taken.
+        """
         with self._tx() as c:
             row = c.execute(
                 sessions.update()
@@ -192,10 +224,9 @@ class SessionStore:
                 .values(next_turn=sessions.c.next_turn + 1)
                 .returning(sessions.c.next_turn)
             ).first()
-        if row is None:
-            return -1
-        turn: int = row[0] - 1
-        return turn
+            if row is None:
+                return None
+            return then(c, int(row[0]) - 1)
 
     def end_session(self, session_id: str, reason: str) -> None:
         with self._tx() as c:

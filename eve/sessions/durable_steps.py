@@ -16,16 +16,25 @@ from eve.context.active import EveContext
 from eve.execution.checkpoints import Produce, StepPart
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
+from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.turn_events import TurnEvents
 
 _parts = msgspec.json.Decoder(StepPart)
 
 
 class DurableRecorder:
-    def __init__(self, events: TurnEvents, context: EveContext, approved_once: set[str]) -> None:
+    def __init__(
+        self,
+        events: TurnEvents,
+        context: EveContext,
+        approved_once: set[str],
+        *,
+        gate: ComputeGate,
+    ) -> None:
         self.events = events
         self.context = context
         self.approved_once = approved_once
+        self.gate = gate
 
     async def part(self, key: str, produce: Produce) -> StepPart:
         ran = False
@@ -33,7 +42,8 @@ class DurableRecorder:
         async def run() -> bytes:
             nonlocal ran
             ran = True
-            async with self.events.step(key) as attempt:
+            # the permit covers the computing only: a replayed step takes none
+            async with self.gate.held(), self.events.step(key) as attempt:
                 value = await produce()
             record = StepCheckpoint(
                 value=msgspec.Raw(msgspec.json.encode(value)),

@@ -68,10 +68,9 @@ def _priority(turn: int) -> int:
 
 
 class DurableEngine:
-    def __init__(self, settings: SessionSettings, store: SessionStore, *, concurrency: int) -> None:
+    def __init__(self, settings: SessionSettings, store: SessionStore) -> None:
         self.settings = settings
         self.store = store
-        self.concurrency = concurrency
         self._tasks: list[asyncio.Task[None]] = []
         self._system_engine: Engine | None = None
 
@@ -91,8 +90,11 @@ class DurableEngine:
         DBOS.launch()
         await DBOS.register_queue_async(
             TURN_QUEUE,
+            # one turn per session at a time, in order; no cap per worker: a parked turn
+            # must not take a slot from a new one, and what computes at once is bounded by
+            # the runtime's ComputeGate (--concurrency) instead
             partition_concurrency=1,
-            worker_concurrency=self.concurrency,
+            worker_concurrency=None,
             polling_interval_sec=0.05,
         )
         self._tasks.append(asyncio.create_task(self._rescue_loop()))

@@ -31,6 +31,7 @@ from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.redact import redact
 from eve.sessions.checkpoint import SessionCheckpoint, encode_checkpoint
+from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.idempotency import (
@@ -109,9 +110,14 @@ class SessionService:
             SessionStore, self.settings.eve_url, synchronous=self.settings.sqlite_synchronous
         )
         self.log = EventLog(self.store)
-        self.runtime = TurnRuntime(setup=self.setup, store=self.store, log=self.log)
+        self.runtime = TurnRuntime(
+            setup=self.setup,
+            store=self.store,
+            log=self.log,
+            gate=ComputeGate(self.concurrency),
+        )
         install_runtime(self.runtime)
-        self.engine = DurableEngine(self.settings, self.store, concurrency=self.concurrency)
+        self.engine = DurableEngine(self.settings, self.store)
         await self.engine.start()
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 

@@ -45,6 +45,7 @@ from eve.execution.workflow_tools import progress_of, question_request, run_work
 from eve.messages import ToolCall
 from eve.redact import redact
 from eve.runtime.resolved import ResolvedSubagent, ResolvedWorkflowTool, is_task
+from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import (
@@ -90,6 +91,7 @@ class TaskHost(Protocol):
     setup: AgentSetup
     store: SessionStore
     log: EventLog
+    gate: ComputeGate
     running: dict[str, CancelSignal]
 
     async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents: ...
@@ -209,7 +211,8 @@ class DurableWaits:
 
     async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         async def once() -> T:
-            return await fn()
+            async with _host().gate.held():
+                return await fn()
 
         # events a step's function emits would get body positions a replay (which does not
         # run it) never gives them again; docs/workflow-tools.md says to emit outside steps
@@ -285,7 +288,7 @@ async def _run(
         context=context,
         approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
-        recorder=DurableRecorder(events, context, set()),
+        recorder=DurableRecorder(events, context, set(), gate=host.gate),
     )
     run = await run_subagent(task, child, env)
     return run.outcome

@@ -23,6 +23,7 @@ from eve.execution.events import EventEmitter
 from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import AgentSetup
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import DurableApproval, InputDesk
@@ -47,6 +48,8 @@ class TurnRuntime:
     setup: AgentSetup
     store: SessionStore
     log: EventLog
+    #: this worker's compute permits (``--concurrency``)
+    gate: ComputeGate
     cancel_poll_seconds: float = 0.25
     running: dict[str, CancelSignal] = field(default_factory=dict)
 
@@ -100,7 +103,7 @@ class TurnRuntime:
                     signal=signal,
                     emitter=emitter,
                     context=context,
-                    recorder=DurableRecorder(events, context, approved_once),
+                    recorder=DurableRecorder(events, context, approved_once, gate=self.gate),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
                     approved_once=approved_once,

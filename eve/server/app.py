@@ -38,7 +38,7 @@ from eve.server.bodies import (
     read_body,
 )
 from eve.sessions import Accepted, SessionService, resolve_settings
-from eve.sessions.database_errors import first_line, scrub, unavailable
+from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from eve.sessions.idempotency import parse_key
 
@@ -82,7 +82,8 @@ def _guarded(handler: Handler) -> Handler:
 
     async def run(request: Request) -> Response:
         try:
-            return await handler(request)
+            with fail_fast():
+                return await handler(request)
         except EveError as error:
             return _error(error.http_status, error.code, str(error))
         except ClientDisconnect:

@@ -17,6 +17,7 @@ from eve.execution.checkpoints import Produce, StepPart
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
+from eve.sessions.database_errors import storage_failure
 from eve.sessions.turn_events import TurnEvents
 
 _parts = msgspec.json.Decoder(StepPart)
@@ -56,7 +57,14 @@ class DurableRecorder:
             # a tool's progress message), so a replay sees [redacted] where a key was
             return redact(msgspec.json.encode(record).decode()).encode()
 
-        recorded: bytes = await DBOS.run_step_async({"name": key}, run)
+        try:
+            recorded: bytes = await DBOS.run_step_async({"name": key}, run)
+        except Exception as error:
+            # a write the storage refused ends the turn with its name, not the driver's
+            # message (which quotes the SQL and its parameters)
+            if (failed := storage_failure(error)) is not None:
+                raise failed from None
+            raise
         checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)
         if not ran:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)

@@ -107,7 +107,10 @@ class SessionService:
 
     async def start(self) -> None:
         self.store = await asyncio.to_thread(
-            SessionStore, self.settings.eve_url, synchronous=self.settings.sqlite_synchronous
+            SessionStore,
+            self.settings.eve_url,
+            synchronous=self.settings.sqlite_synchronous,
+            busy_timeout=self.settings.sqlite_busy_timeout,
         )
         self.log = EventLog(self.store)
         self.runtime = TurnRuntime(
@@ -117,7 +120,7 @@ class SessionService:
             gate=ComputeGate(self.concurrency),
         )
         install_runtime(self.runtime)
-        self.engine = DurableEngine(self.settings, self.store)
+        self.engine = DurableEngine(self.settings, self.store, self.runtime)
         await self.engine.start()
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 
@@ -322,8 +325,10 @@ class SessionService:
             )
         if task_id not in [wid for wid, _ in await self.engine.active_turns(session_id)]:
             raise TaskNotWaiting(f"task {task_id} is not running", task_id=task_id)
+        # DBOS stores the message: no known secret in it, as in a step's record
+        plain = msgspec.json.decode(redact(msgspec.json.encode(data).decode()))
         await self.engine.send_input(
-            task_id, {"event": name, "data": data}, key=f"event:{secrets.token_hex(12)}"
+            task_id, {"event": name, "data": plain}, key=f"event:{secrets.token_hex(12)}"
         )
 
     async def reset(self, session_id: str) -> None:

@@ -85,6 +85,10 @@ workers = sa.Table(
 )
 
 
+#: the events a turn or reset workflow's body emits last
+_BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SessionRow:
     id: str
@@ -121,6 +125,9 @@ class TurnProgress:
     attempts: dict[str, int]
     #: how many events of each ``(step key, attempt)`` reached the log
     written: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: the body's last event is in the log (``session.waiting`` …): it ran to its end, and
+    #: only DBOS's record of that was lost (a crash, a write that failed)
+    finished: bool = False
 
 
 def _create_tables(engine: Engine) -> None:
@@ -153,9 +160,13 @@ def _add_missing_columns(engine: Engine) -> None:
 
 
 class SessionStore:
-    def __init__(self, url: str, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
+    ) -> None:
         if url.startswith("sqlite"):
-            self.engine: Engine = sqlite_engine(url, synchronous=synchronous)
+            self.engine: Engine = sqlite_engine(
+                url, synchronous=synchronous, busy_timeout=busy_timeout
+            )
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
@@ -318,6 +329,13 @@ class SessionStore:
                 .where(events.c.workflow_id == workflow_id, events.c.step_key.is_not(None))
                 .group_by(events.c.step_key, events.c.attempt)
             ).all()
+            final = None
+            if last is not None:
+                final = c.execute(
+                    sa.select(events.c.payload).where(
+                        events.c.workflow_id == workflow_id, events.c.body_seq == last
+                    )
+                ).scalar()
         attempts: dict[str, int] = {}
         for key, attempt, _ in rows:
             attempts[key] = max(attempts.get(key, -1), int(attempt))
@@ -325,6 +343,7 @@ class SessionStore:
             last_body_seq=-1 if last is None else int(last),
             attempts=attempts,
             written={(key, int(attempt)): int(n) for key, attempt, n in rows},
+            finished=final is not None and json.loads(final).get("type") in _BODY_ENDS,
         )
 
     # --- input requests ----------------------------------------------------------------

@@ -98,6 +98,8 @@ class TaskHost(Protocol):
 
     def signal_for(self, workflow_id: str) -> AbstractAsyncContextManager[CancelSignal]: ...
 
+    def tracked(self) -> AbstractAsyncContextManager[None]: ...
+
 
 @dataclass(kw_only=True)
 class DurableTasks:
@@ -310,4 +312,5 @@ def _host() -> TaskHost:
 
 @DBOS.workflow(name=TASK_WORKFLOW)
 async def task_workflow(encoded: str) -> str:
-    return await run_task(_host(), encoded)
+    async with _host().tracked():
+        return await run_task(_host(), encoded)

@@ -12,19 +12,16 @@ from eve.client.protocol import (
     PREFIX,
     TURN_END,
     Accepted,
-    Backoff,
+    Attempt,
     StreamCursor,
     accepted,
     api_error,
     auth_headers,
     decode_json,
-    idempotency_headers,
     message_body,
     responses_body,
-    retryable,
     server_root,
     session_path,
-    unreachable,
 )
 from eve.events import SessionEvent
 
@@ -71,25 +68,20 @@ class AsyncEveClient:
         *,
         repeatable: bool = False,
     ) -> bytes:
-        """One request; a ``repeatable`` POST carries an ``Idempotency-Key`` and is sent again
-        with it after a lost connection or a 503, until ``reconnect_timeout``."""
-        headers = idempotency_headers() if repeatable else None
-        backoff = Backoff(self.reconnect_timeout)
+        """One request; a ``repeatable`` POST is retried as ``Attempt`` says."""
+        attempt = Attempt(repeatable=repeatable, timeout=self.reconnect_timeout)
         while True:
             try:
-                response = await self._http.request(method, path, json=body, headers=headers)
+                response = await self._http.request(
+                    method, path, json=body, headers=attempt.headers
+                )
             except httpx.TransportError as error:
-                if not repeatable:
-                    raise unreachable(error) from None
-                await asyncio.sleep(backoff.delay(error))
-                continue
-            if response.is_error:
-                failure = api_error(response.status_code, response.content)
-                if repeatable and retryable(response.status_code):
-                    await asyncio.sleep(backoff.delay(failure))
-                    continue
-                raise failure
-            return response.content
+                outcome = attempt.outcome(error)
+            else:
+                outcome = attempt.outcome(response)
+            if isinstance(outcome, bytes):
+                return outcome
+            await asyncio.sleep(outcome)
 
     async def health(self) -> dict[str, Any]:
         return decode_json(await self._call("GET", PREFIX + "/health"))

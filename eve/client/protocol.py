@@ -74,9 +74,31 @@ def idempotency_headers() -> dict[str, str]:
     return {IDEMPOTENCY_HEADER: str(uuid.uuid4())}
 
 
-def retryable(status: int) -> bool:
-    """503: the server's database is unreachable or cannot be written; it may come back."""
-    return status == 503
+class Attempt:
+    """One logical request's tries: a ``repeatable`` one carries an ``Idempotency-Key`` and
+    is sent again with it after a lost connection or a 503 (the server's storage may come
+    back), backing off, until ``timeout``; any other request is tried once."""
+
+    def __init__(self, *, repeatable: bool, timeout: float) -> None:
+        self.repeatable = repeatable
+        self.headers = idempotency_headers() if repeatable else None
+        self._backoff = Backoff(timeout)
+
+    def outcome(self, response: Any) -> bytes | float:
+        """The answer's body, or the seconds to wait before the next try; raises the
+        named error when there is none. ``response`` is an ``httpx.Response`` or the
+        ``httpx.TransportError`` the request raised."""
+        if isinstance(response, Exception):
+            if not self.repeatable:
+                raise unreachable(response) from None
+            return self._backoff.delay(response)
+        if response.is_error:
+            failure = api_error(response.status_code, response.content)
+            if not (self.repeatable and response.status_code == 503):
+                raise failure
+            return self._backoff.delay(failure)
+        content: bytes = response.content
+        return content
 
 
 def unreachable(error: Exception) -> ServerUnreachable:

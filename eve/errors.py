@@ -55,12 +55,16 @@
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── MessageTooLong              a message over the configured length
     │   ├── DatabaseUnavailable         the session database cannot be opened
+    │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
     │   └── ServerConfigError           eve serve cannot start as configured
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
     │   ├── InvalidPart                 400: a content part of `message` that is not valid
     │   ├── BodyTooLarge                413: over the server's body limit
+    │   ├── BodyTooDeep                 400: JSON nested deeper than the server's limit
+    │   ├── IdempotencyKeyInvalid       400: an Idempotency-Key that is empty, long or not ASCII
+    │   ├── IdempotencyKeyReused        422: a key already used for another request
     │   └── InvalidStartIndex           400: a stream's startIndex is not an index
     └── ClientError                     eve.client could not do what was asked
         ├── APIError                    the server answered {ok: false} (carries status, code)
@@ -606,6 +610,18 @@ class DatabaseUnavailable(SessionError):
     http_status = 503
 
 
+class StorageFailed(DatabaseUnavailable):
+    """A write to the session storage failed (``kind``: ``disk_full``, ``io_error``,
+    ``read_only`` or ``locked``); the turn it ends is resumed once writes succeed again."""
+
+    code = "storage_failed"
+    http_status = 503
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ServerConfigError(SessionError):
     """``eve serve`` refuses to start as configured (e.g. public bind without a token)."""
 
@@ -678,6 +694,41 @@ class BodyTooLarge(RequestError):
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class BodyTooDeep(RequestError):
+    """The JSON body nests arrays and objects deeper than ``limit`` levels."""
+
+    code = "body_too_deep"
+    http_status = 400
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class IdempotencyKeyInvalid(RequestError):
+    """The ``Idempotency-Key`` header is empty, over ``limit`` characters or not printable
+    ASCII."""
+
+    code = "idempotency_key_invalid"
+    http_status = 400
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class IdempotencyKeyReused(RequestError):
+    """The ``Idempotency-Key`` was already used on this route (and session) for a request
+    with another body; nothing was done."""
+
+    code = "idempotency_key_reused"
+    http_status = 422
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class InvalidStartIndex(RequestError):

@@ -6,6 +6,7 @@ Nothing here does I/O, so the sync and async clients differ only in how they wai
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,42 @@ def responses_body(answers: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+#: the header that makes a POST safe to repeat (the server answers a repeat with its first answer)
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+def idempotency_headers() -> dict[str, str]:
+    """A fresh key for one logical request, kept across its retries."""
+    return {IDEMPOTENCY_HEADER: str(uuid.uuid4())}
+
+
+class Attempt:
+    """One logical request's tries: a ``repeatable`` one carries an ``Idempotency-Key`` and
+    is sent again with it after a lost connection or a 503 (the server's storage may come
+    back), backing off, until ``timeout``; any other request is tried once."""
+
+    def __init__(self, *, repeatable: bool, timeout: float) -> None:
+        self.repeatable = repeatable
+        self.headers = idempotency_headers() if repeatable else None
+        self._backoff = Backoff(timeout)
+
+    def outcome(self, response: Any) -> bytes | float:
+        """The answer's body, or the seconds to wait before the next try; raises the
+        named error when there is none. ``response`` is an ``httpx.Response`` or the
+        ``httpx.TransportError`` the request raised."""
+        if isinstance(response, Exception):
+            if not self.repeatable:
+                raise unreachable(response) from None
+            return self._backoff.delay(response)
+        if response.is_error:
+            failure = api_error(response.status_code, response.content)
+            if not (self.repeatable and response.status_code == 503):
+                raise failure
+            return self._backoff.delay(failure)
+        content: bytes = response.content
+        return content
+
+
 def unreachable(error: Exception) -> ServerUnreachable:
     return ServerUnreachable(
         f"the eve server did not answer ({type(error).__name__}); "
@@ -100,6 +137,33 @@ def decode_json(content: bytes) -> dict[str, Any]:
     return decoded
 
 
+class Backoff:
+    """How long to wait before trying again, and when to give up (``ServerUnreachable``)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._failing_since: float | None = None
+        self._attempts = 0
+
+    def reset(self) -> None:
+        self._failing_since, self._attempts = None, 0
+
+    def delay(self, error: Exception) -> float:
+        """Seconds to wait before the next try; raises once the server has been away too long."""
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        if now - self._failing_since > self.timeout:
+            if isinstance(error, APIError):
+                raise error
+            raise ServerUnreachable(
+                f"the eve server did not answer for {self.timeout:g} s "
+                f"({type(error).__name__}); is `eve serve` running at this URL?"
+            ) from None
+        self._attempts += 1
+        return float(min(0.1 * 2 ** (self._attempts - 1), 2.0))
+
+
 class StreamCursor:
     """Where a stream reader is: the next index it wants, and how long it may keep retrying.
 
@@ -120,8 +184,7 @@ class StreamCursor:
         self.turn_id = turn_id
         self.reconnect_timeout = reconnect_timeout
         self.done = False
-        self._failing_since: float | None = None
-        self._attempts = 0
+        self._backoff = Backoff(reconnect_timeout)
 
     def params(self, follow: bool) -> dict[str, str]:
         return {"startIndex": str(self.next_index), "follow": "true" if follow else "false"}
@@ -130,7 +193,7 @@ class StreamCursor:
         """The event on this line if the reader should see it; blank lines are heartbeats."""
         if not line.strip():
             return None
-        self._failing_since, self._attempts = None, 0
+        self._backoff.reset()
         event = decode_any_event(line)
         if event.meta.index < self.next_index:
             return None
@@ -148,13 +211,4 @@ class StreamCursor:
 
     def retry_delay(self, error: Exception) -> float:
         """Seconds to wait before reconnecting; raises once the server has been away too long."""
-        now = time.monotonic()
-        if self._failing_since is None:
-            self._failing_since = now
-        if now - self._failing_since > self.reconnect_timeout:
-            raise ServerUnreachable(
-                f"the eve server did not answer for {self.reconnect_timeout:g} s "
-                f"({type(error).__name__}); is `eve serve` running at this URL?"
-            ) from None
-        self._attempts += 1
-        return float(min(0.1 * 2 ** (self._attempts - 1), 2.0))
+        return self._backoff.delay(error)

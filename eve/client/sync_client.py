@@ -13,6 +13,7 @@ from eve.client.protocol import (
     TURN_END,
     Accepted,
     Attachable,
+    Attempt,
     StreamCursor,
     accepted,
     api_error,
@@ -22,7 +23,6 @@ from eve.client.protocol import (
     responses_body,
     server_root,
     session_path,
-    unreachable,
 )
 from eve.events import SessionEvent
 
@@ -61,14 +61,26 @@ class EveClient:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> bytes:
-        try:
-            response = self._http.request(method, path, json=body)
-        except httpx.TransportError as error:
-            raise unreachable(error) from None
-        if response.is_error:
-            raise api_error(response.status_code, response.content)
-        return response.content
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        repeatable: bool = False,
+    ) -> bytes:
+        """One request; a ``repeatable`` POST is retried as ``Attempt`` says."""
+        attempt = Attempt(repeatable=repeatable, timeout=self.reconnect_timeout)
+        while True:
+            try:
+                response = self._http.request(method, path, json=body, headers=attempt.headers)
+            except httpx.TransportError as error:
+                outcome = attempt.outcome(error)
+            else:
+                outcome = attempt.outcome(response)
+            if isinstance(outcome, bytes):
+                return outcome
+            time.sleep(outcome)
 
     def health(self) -> dict[str, Any]:
         return decode_json(self._call("GET", PREFIX + "/health"))
@@ -85,7 +97,7 @@ class EveClient:
         ``attachments`` are ``ImagePart``/``DocumentPart`` values or paths of image and
         document files, sent after the text in order."""
         body = message_body(message, attachments)
-        return accepted(self._call("POST", PREFIX + "/session", body))
+        return accepted(self._call("POST", PREFIX + "/session", body, repeatable=True))
 
     def send(
         self, session_id: str, message: str, *, attachments: Sequence[Attachable] = ()
@@ -93,11 +105,13 @@ class EveClient:
         """A turn for ``message`` and its ``attachments`` (as in ``create``); one sent while a
         turn runs waits for it, in order."""
         body = message_body(message, attachments)
-        return accepted(self._call("POST", session_path(session_id), body))
+        return accepted(self._call("POST", session_path(session_id), body, repeatable=True))
 
     def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
         """Answer parked input requests: ``{request_id: option_id}``."""
-        return accepted(self._call("POST", session_path(session_id), responses_body(answers)))
+        return accepted(
+            self._call("POST", session_path(session_id), responses_body(answers), repeatable=True)
+        )
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""

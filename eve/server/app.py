@@ -40,8 +40,10 @@ from eve.server.bodies import (
     message_of,
     read_body,
 )
-from eve.sessions import SessionService, resolve_settings
-from eve.sessions.database_errors import first_line, scrub, unavailable
+from eve.sessions import Accepted, SessionService, resolve_settings
+from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
+from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
+from eve.sessions.idempotency import parse_key
 
 PREFIX = "/eve/v1"
 #: the largest ``startIndex``: a signed 64-bit integer, the most either database can compare
@@ -71,11 +73,14 @@ def _error(status: int, code: str, message: str, **headers: str) -> JSONResponse
     return JSONResponse(body, status_code=status, headers=headers or None)
 
 
-def _accepted(session_id: str, turn_id: str | None, status: str = "accepted") -> JSONResponse:
-    body: dict[str, Any] = {"ok": True, "sessionId": session_id, "status": status}
-    if turn_id is not None:
-        body["turnId"] = turn_id
-    return JSONResponse(body, status_code=202, headers={"x-eve-session-id": session_id})
+def _accepted(accepted: Accepted) -> JSONResponse:
+    body: dict[str, Any] = {"ok": True, "sessionId": accepted.session_id, "status": accepted.status}
+    if accepted.turn_id is not None:
+        body["turnId"] = accepted.turn_id
+    headers = {"x-eve-session-id": accepted.session_id}
+    if accepted.replayed:
+        headers["idempotent-replayed"] = "true"
+    return JSONResponse(body, status_code=202, headers=headers)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -86,7 +91,8 @@ def _guarded(handler: Handler) -> Handler:
 
     async def run(request: Request) -> Response:
         try:
-            return await handler(request)
+            with fail_fast():
+                return await handler(request)
         except EveError as error:
             return _error(error.http_status, error.code, str(error))
         except ClientDisconnect:
@@ -120,19 +126,20 @@ class _Routes:
         return Response(msgspec.json.encode(info), media_type="application/json")
 
     async def create(self, request: Request) -> Response:
+        key = _idempotency_key(request)
         body = await read_body(request, CreateBody, self.options.max_body_bytes)
         message = None if body.message is None else message_of(body.message)
-        accepted = await self.service.create(message)
-        return _accepted(accepted.session_id, accepted.turn_id)
+        return _accepted(await self.service.create(message, key=key))
 
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
+        key = _idempotency_key(request)
         body = follow_up(await read_body(request, FollowUpBody, self.options.max_body_bytes))
         if body.message is not None:
-            accepted = await self.service.send(session_id, message_of(body.message))
-            return _accepted(session_id, accepted.turn_id)
-        await self.service.respond(session_id, body.input_responses or [])
-        return _accepted(session_id, None, status="resolved")
+            message = message_of(body.message)
+            return _accepted(await self.service.send(session_id, message, key=key))
+        responses = body.input_responses or []
+        return _accepted(await self.service.respond(session_id, responses, key=key))
 
     async def cancel(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
@@ -189,6 +196,10 @@ def _start_index(raw: str) -> int | None:
         return None
     start = int(digits)
     return start if start <= MAX_START_INDEX else None
+
+
+def _idempotency_key(request: Request) -> str | None:
+    return parse_key(request.headers.get(IDEMPOTENCY_HEADER))
 
 
 def _not_active(session_id: str) -> EveError:

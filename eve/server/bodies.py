@@ -7,12 +7,14 @@ A ``message`` is a string or a list of content parts (``text``, and ``image`` or
 
 from __future__ import annotations
 
+import re
+from itertools import accumulate
 from typing import Any, TypeVar
 
 import msgspec
 from starlette.requests import Request
 
-from eve.errors import BodyTooLarge, InvalidBody, InvalidPart
+from eve.errors import BodyTooDeep, BodyTooLarge, InvalidBody, InvalidPart
 from eve.messages import UserMessage, UserPart
 from eve.sessions import InputResponse
 
@@ -23,6 +25,13 @@ T = TypeVar("T")
 MAX_BODY_BYTES = 16_000_000
 #: a message as a body carries it: text, or content parts (checked by ``message_of``)
 RawMessage = str | list[Any]
+#: levels of nested arrays and objects; msgspec's decoder (and DBOS's encoders after it)
+#: recurse once per level and run out of stack near 500
+MAX_BODY_DEPTH = 64
+
+#: a JSON string, escapes included: brackets inside one do not nest anything
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -57,6 +66,7 @@ async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES
             raise _too_large(limit)
         chunks.append(chunk)
     raw = b"".join(chunks) or b"{}"
+    check_depth(raw)
     try:
         return msgspec.json.decode(raw, type=kind)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
@@ -77,6 +87,20 @@ def message_of(raw: RawMessage) -> str | UserMessage:
         where = detail.rpartition("- at `")[2].rstrip("`") or "$.message"
         raise InvalidPart(f"a part of `message` is not valid: {detail}", path=where) from None
     return UserMessage(parts=parts)
+
+
+def check_depth(raw: bytes, limit: int = MAX_BODY_DEPTH) -> None:
+    """Refuse ``raw`` when its arrays and objects nest deeper than ``limit``, before any
+    decoder recurses into it (a RecursionError would be a 500)."""
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if len(brackets) <= limit:
+        return  # too few brackets to be that deep
+    depth = max(accumulate(1 if c in b"[{" else -1 for c in brackets))
+    if depth > limit:
+        raise BodyTooDeep(
+            f"the body nests {depth} levels of arrays and objects; the limit is {limit}",
+            limit=limit,
+        )
 
 
 def follow_up(body: FollowUpBody) -> FollowUpBody:

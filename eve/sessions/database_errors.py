@@ -7,11 +7,15 @@ so nothing outside ``eve.sessions`` needs to know the database library.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 import sqlalchemy.exc as sa_exc
+from sqlalchemy.engine import ExceptionContext
 
-from eve.errors import DatabaseUnavailable
+from eve.errors import DatabaseUnavailable, StorageFailed
 from eve.redact import redact
 
 _UNAVAILABLE = (
@@ -24,6 +28,72 @@ _UNAVAILABLE = (
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 
 
+#: what a driver's message says when a write could not be stored, by ``StorageFailed.kind``
+_STORAGE_KINDS = (
+    ("database or disk is full", "disk_full"),
+    ("no space left on device", "disk_full"),
+    ("could not extend file", "disk_full"),
+    ("disk i/o error", "io_error"),
+    ("input/output error", "io_error"),
+    ("readonly database", "read_only"),
+    ("read-only", "read_only"),
+    ("database is locked", "locked"),
+)
+_WHAT = {
+    "disk_full": "the disk is full",
+    "io_error": "the disk reported an I/O error",
+    "read_only": "the files are read-only",
+    "locked": "another writer held its lock past the busy timeout",
+}
+#: set while a request is served: a lock it meets past the busy timeout is a 503 now,
+#: not one of DBOS's retries for as long as the lock is held
+_FAIL_FAST: ContextVar[bool] = ContextVar("eve_fail_fast", default=False)
+
+
+@contextlib.contextmanager
+def fail_fast() -> Iterator[None]:
+    token = _FAIL_FAST.set(True)
+    try:
+        yield
+    finally:
+        _FAIL_FAST.reset(token)
+
+
+def storage_failure(error: BaseException) -> StorageFailed | None:
+    """The named error when ``error`` (or what it was raised from) is a write the storage
+    refused: disk full, I/O error, read-only files, a lock held too long."""
+    seen: BaseException | None = error
+    for _ in range(10):  # a bound, in case a cause chain loops
+        if seen is None:
+            return None
+        if isinstance(seen, StorageFailed):
+            return seen
+        # database errors only: a tool's own OSError ("Read-only file system") is no fault
+        # of the session storage
+        if isinstance(seen, sa_exc.DBAPIError):
+            text = str(getattr(seen, "orig", None) or seen).lower()
+            for needle, kind in _STORAGE_KINDS:
+                if needle in text:
+                    return storage_failed(kind)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def storage_failed(kind: str) -> StorageFailed:
+    return StorageFailed(
+        f"the session storage could not be written: {_WHAT[kind]}; "
+        "retry once it can be (a turn it stopped resumes by itself)",
+        kind=kind,
+    )
+
+
+def refuse_lock_in_request(context: ExceptionContext) -> None:
+    """SQLAlchemy's ``handle_error`` hook of eve's SQLite engines: in a request, a lock
+    past the busy timeout becomes ``StorageFailed``, which DBOS does not retry."""
+    if _FAIL_FAST.get() and "database is locked" in str(context.original_exception):
+        raise storage_failed("locked")
+
+
 def failure_kind(error: BaseException) -> str:
     """The driver's exception name (the wrapper's when there is none): never its message,
     which names the host and database, nor SQLAlchemy's, which adds the parameters."""
@@ -33,6 +103,8 @@ def failure_kind(error: BaseException) -> str:
 def unavailable(error: BaseException) -> DatabaseUnavailable | None:
     """The named error when ``error``, or one it was raised from (a library wrapping the
     driver's), says the database is out of reach; else None."""
+    if (failed := storage_failure(error)) is not None:
+        return failed
     seen: BaseException | None = error
     for _ in range(10):  # a bound, in case a cause chain loops
         if seen is None:

@@ -16,16 +16,26 @@ from eve.context.active import EveContext
 from eve.execution.checkpoints import Produce, StepPart
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
+from eve.sessions.compute_gate import ComputeGate
+from eve.sessions.database_errors import storage_failure
 from eve.sessions.turn_events import TurnEvents
 
 _parts = msgspec.json.Decoder(StepPart)
 
 
 class DurableRecorder:
-    def __init__(self, events: TurnEvents, context: EveContext, approved_once: set[str]) -> None:
+    def __init__(
+        self,
+        events: TurnEvents,
+        context: EveContext,
+        approved_once: set[str],
+        *,
+        gate: ComputeGate,
+    ) -> None:
         self.events = events
         self.context = context
         self.approved_once = approved_once
+        self.gate = gate
 
     async def part(self, key: str, produce: Produce) -> StepPart:
         ran = False
@@ -33,7 +43,8 @@ class DurableRecorder:
         async def run() -> bytes:
             nonlocal ran
             ran = True
-            async with self.events.step(key) as attempt:
+            # the permit covers the computing only: a replayed step takes none
+            async with self.gate.held(), self.events.step(key) as attempt:
                 value = await produce()
             record = StepCheckpoint(
                 value=msgspec.Raw(msgspec.json.encode(value)),
@@ -46,7 +57,14 @@ class DurableRecorder:
             # a tool's progress message), so a replay sees [redacted] where a key was
             return redact(msgspec.json.encode(record).decode()).encode()
 
-        recorded: bytes = await DBOS.run_step_async({"name": key}, run)
+        try:
+            recorded: bytes = await DBOS.run_step_async({"name": key}, run)
+        except Exception as error:
+            # a write the storage refused ends the turn with its name, not the driver's
+            # message (which quotes the SQL and its parameters)
+            if (failed := storage_failure(error)) is not None:
+                raise failed from None
+            raise
         checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)
         if not ran:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)

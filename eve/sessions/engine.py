@@ -15,6 +15,7 @@ from typing import Any
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Engine
 
+from eve.sessions.dbos_data import EveSerializer, redact_dbos_log
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
@@ -23,12 +24,15 @@ from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
     TURN_WORKFLOW,
     TurnInput,
+    TurnRuntime,
     turn_workflow_id,
 )
 
 log = logging.getLogger("eve.sessions")
 
 TURN_QUEUE = "eve-turns"
+#: a pending workflow of this worker younger than this may just be starting its body
+ORPHAN_GRACE_SECONDS = 2.0
 
 
 class _QuietVersionNotice(logging.Filter):
@@ -51,21 +55,35 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
         "executor_id": settings.executor_id,
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.05,
+        # exceptions stored as redacted plain data, never a pickled provider response
+        "serializer": EveSerializer(),
     }
     if not settings.is_postgres:
         # DBOS's own SQLite engine keeps a rollback journal synced at every commit; in WAL
         # mode a durable step costs less than half as much (bench/README.md)
         config["system_database_engine"] = sqlite_engine(
-            settings.system_url, synchronous=settings.sqlite_synchronous, immediate=True
+            settings.system_url,
+            synchronous=settings.sqlite_synchronous,
+            immediate=True,
+            busy_timeout=settings.sqlite_busy_timeout,
         )
     return config
 
 
+def _priority(turn: int) -> int:
+    """A session's turns leave the queue by this (lowest first), then by enqueue time: two
+    turns enqueued in the same millisecond would otherwise go by workflow id, where
+    ``turn-10`` sorts before ``turn-9``. DBOS takes 1 to 2**31-1."""
+    return min(turn + 1, 2**31 - 1)
+
+
 class DurableEngine:
-    def __init__(self, settings: SessionSettings, store: SessionStore, *, concurrency: int) -> None:
+    def __init__(
+        self, settings: SessionSettings, store: SessionStore, runtime: TurnRuntime
+    ) -> None:
         self.settings = settings
         self.store = store
-        self.concurrency = concurrency
+        self.runtime = runtime
         self._tasks: list[asyncio.Task[None]] = []
         self._system_engine: Engine | None = None
 
@@ -78,6 +96,7 @@ class DurableEngine:
         config = dbos_config(self.settings)
         self._system_engine = config.get("system_database_engine")
         DBOS(config=config)
+        redact_dbos_log()
         DBOS.listen_queues([TURN_QUEUE])
         # launched on this loop's thread, DBOS runs dequeued workflows on this loop rather
         # than on a background loop of its own: cancellation and the event log's wakeups
@@ -85,8 +104,11 @@ class DurableEngine:
         DBOS.launch()
         await DBOS.register_queue_async(
             TURN_QUEUE,
+            # one turn per session at a time, in order; no cap per worker: a parked turn
+            # must not take a slot from a new one, and what computes at once is bounded by
+            # the runtime's ComputeGate (--concurrency) instead
             partition_concurrency=1,
-            worker_concurrency=self.concurrency,
+            worker_concurrency=None,
             polling_interval_sec=0.05,
         )
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
@@ -106,25 +128,26 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    async def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
-        """Queue turn ``turn`` of the session behind its running turn; ``message`` is the
-        turn's input (``turn_workflow.turn_input``)."""
-        await self._enqueue(
-            TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id, turn, message
+    def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
+        """Put a turn on the queue (blocking: called inside the turn's claim, in a thread);
+        ``message`` is the turn's input (``turn_workflow.turn_input``)."""
+        options = self._options(TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id)
+        DBOS.enqueue_workflow_with_options(
+            {**options, "priority": _priority(turn)}, session_id, turn, message
         )
 
-    async def enqueue_reset(self, session_id: str, turn: int) -> None:
-        await self._enqueue(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+    def enqueue_reset(self, session_id: str, turn: int) -> None:
+        options = self._options(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
-    async def _enqueue(self, name: str, workflow_id: str, session_id: str, *args: Any) -> None:
-        options: EnqueueOptions = {
+    def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
+        return {
             "workflow_name": name,
             "queue_name": TURN_QUEUE,
             "workflow_id": workflow_id,
             "queue_partition_key": session_id,
             "app_version": self.settings.application_version,
         }
-        await DBOS.enqueue_workflow_with_options_async(options, session_id, *args)
 
     async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""
@@ -150,7 +173,49 @@ class DurableEngine:
             except Exception as error:  # a database blip must not stop the heartbeat
                 log.warning("worker heartbeat failed: %s", type(error).__name__)
 
+    async def _recover_own(self) -> None:
+        """Resume this worker's workflows that DBOS still has pending but nothing here runs:
+        a body that failed while the storage refused writes (disk full, I/O error) could
+        record neither its end nor its error, and would hold its session's place in the
+        queue until a restart. Checked only after a body ended with an error."""
+        if not self.runtime.orphans_possible:
+            return
+        self.runtime.orphans_possible = False
+        try:
+            pending = await DBOS.list_workflows_async(
+                status="PENDING",
+                executor_id=self.settings.executor_id,
+                load_input=False,
+                load_output=False,
+            )
+            idle = [s for s in pending if s.workflow_id not in self.runtime.inflight]
+            # just dequeued, its body not started yet: not an orphan
+            cutoff = (time.time() - ORPHAN_GRACE_SECONDS) * 1000
+            orphans = [s.workflow_id for s in idle if (s.updated_at or 0) < cutoff]
+            if len(orphans) < len(idle):
+                self.runtime.orphans_possible = True  # look again at the young ones
+            resumed = await self._resume(orphans)
+        except Exception:
+            self.runtime.orphans_possible = True  # the storage still fails: try again
+            raise
+        if orphans:
+            log.warning("resumed %s that a storage failure had stopped", resumed)
+
+    async def _resume(self, ids: list[str]) -> str:
+        """Resume ``ids``; says how many turns and tasks, for the log."""
+        turns = [i for i in ids if turn_of(i) == i]
+        # a task is resumed off the turn queue: its turn holds the session's place there
+        # and waits for it, so queued behind that turn it would never run
+        tasks = [i for i in ids if turn_of(i) != i]
+        if turns:
+            # back onto the queue: whichever worker dequeues a turn replays its steps
+            await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
+        if tasks:
+            await DBOS.resume_workflows_async(tasks)
+        return f"{len(turns)} turn(s)" + (f" and {len(tasks)} task(s)" if tasks else "")
+
     async def _beat_and_rescue(self) -> None:
+        await self._recover_own()
         me, version = self.settings.executor_id, self.settings.application_version
         await asyncio.to_thread(self.store.heartbeat, me, version)
         cutoff = time.time() - self.settings.worker_timeout_seconds
@@ -163,15 +228,6 @@ class DurableEngine:
                 status="PENDING", executor_id=dead, load_input=False, load_output=False
             )
             ids = [s.workflow_id for s in pending]
-            turns = [i for i in ids if turn_of(i) == i]
-            # a task is resumed off the turn queue: its turn holds the session's place there
-            # and waits for it, so queued behind that turn it would never run
-            tasks = [i for i in ids if turn_of(i) != i]
-            if turns:
-                # back onto the queue: whichever worker dequeues a turn replays its steps
-                await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
-            if tasks:
-                await DBOS.resume_workflows_async(tasks)
             if ids:
-                also = f" and {len(tasks)} task(s)" if tasks else ""
-                log.warning("adopted %d turn(s)%s of stopped worker %s", len(turns), also, dead)
+                adopted = await self._resume(ids)
+                log.warning("adopted %s of stopped worker %s", adopted, dead)

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import msgspec
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from eve.attachments import AttachmentLimits, check_attachments
 from eve.context.active import EveContext, use_context
@@ -33,8 +35,18 @@ from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
 from eve.sessions.checkpoint import SessionCheckpoint, encode_checkpoint
+from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.idempotency import (
+    Answer,
+    IdempotencyKey,
+    Replayed,
+    key_for,
+    lookup,
+    record,
+    replay_if_answered,
+)
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
@@ -60,8 +72,26 @@ class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 @dataclass(frozen=True, kw_only=True)
 class Accepted:
+    """What a create, message or answer request was answered with."""
+
     session_id: str
     turn_id: str | None
+    #: ``accepted`` (a turn was queued or a session made) or ``resolved`` (answers taken)
+    status: str = "accepted"
+    #: a repeat of an earlier request with the same ``Idempotency-Key``: nothing was done
+    replayed: bool = False
+
+    def answer(self) -> Answer:
+        return {"sessionId": self.session_id, "turnId": self.turn_id, "status": self.status}
+
+    @classmethod
+    def replay(cls, answer: Answer) -> Accepted:
+        return cls(
+            session_id=str(answer["sessionId"]),
+            turn_id=answer.get("turnId"),
+            status=str(answer.get("status") or "accepted"),
+            replayed=True,
+        )
 
 
 class SessionService:
@@ -83,12 +113,20 @@ class SessionService:
 
     async def start(self) -> None:
         self.store = await asyncio.to_thread(
-            SessionStore, self.settings.eve_url, synchronous=self.settings.sqlite_synchronous
+            SessionStore,
+            self.settings.eve_url,
+            synchronous=self.settings.sqlite_synchronous,
+            busy_timeout=self.settings.sqlite_busy_timeout,
         )
         self.log = EventLog(self.store)
-        self.runtime = TurnRuntime(setup=self.setup, store=self.store, log=self.log)
+        self.runtime = TurnRuntime(
+            setup=self.setup,
+            store=self.store,
+            log=self.log,
+            gate=ComputeGate(self.concurrency),
+        )
         install_runtime(self.runtime)
-        self.engine = DurableEngine(self.settings, self.store, concurrency=self.concurrency)
+        self.engine = DurableEngine(self.settings, self.store, self.runtime)
         await self.engine.start()
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 
@@ -104,39 +142,97 @@ class SessionService:
 
     # --- sessions ----------------------------------------------------------------------
 
-    async def create(self, message: str | UserMessage | None = None) -> Accepted:
+    async def create(
+        self, message: str | UserMessage | None = None, *, key: str | None = None
+    ) -> Accepted:
+        """A new session, with a first turn when ``message`` is given; ``key`` is the
+        request's ``Idempotency-Key``."""
         checked = None if message is None else self._checked(message)
+        idem = key_for("POST /session", key, None if checked is None else turn_input(checked))
+        if (answer := await self._answered(idem)) is not None:
+            accepted = Accepted.replay(answer)
+            # the first request may have died before its session was fully open
+            await self._open(accepted.session_id, checked)
+            return accepted
         session_id = new_session_id()
-        await asyncio.to_thread(self.store.create_session, session_id)
-        writer = self.log.writer(session_id)
-        emitter = EventEmitter(
-            lambda e: writer.add(Pending(event=e)), session_id=session_id, hooks=self.setup.hooks
-        )
-        context = EveContext(session_id=session_id)
-        with use_context(context):
-            await emitter.emit(SessionStartedData())
-        await writer.flush()
-        if state := context.snapshot():
-            # what session.started hooks set is where the first turn starts from
-            initial = encode_checkpoint(SessionCheckpoint(state=state))
-            await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
-        self.log.forget(session_id)
-        turn_id = None if checked is None else await self._enqueue(session_id, checked)
-        return Accepted(session_id=session_id, turn_id=turn_id)
+        accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
+        try:
+            await asyncio.to_thread(
+                self.store.create_session,
+                session_id,
+                also=lambda c: record(c, idem, accepted.answer()),
+            )
+        except sa.exc.IntegrityError:
+            # the same key, sent twice at once: the other request made the session
+            if (answer := await self._answered(idem)) is None:
+                raise
+            return await self.create(message, key=key)
+        await self._open(session_id, checked)
+        return accepted
 
-    async def send(self, session_id: str, message: str | UserMessage) -> Accepted:
+    async def _answered(self, idem: IdempotencyKey | None) -> Answer | None:
+        if idem is None:
+            return None
+        return await asyncio.to_thread(self.store.run, lambda c: lookup(c, idem))
+
+    async def _open(self, session_id: str, message: UserMessage | None) -> None:
+        """Publish ``session.started`` and queue the first turn, unless done already."""
+        if await asyncio.to_thread(self.store.next_event_index, session_id) == 0:
+            writer = self.log.writer(session_id)
+            emitter = EventEmitter(
+                lambda e: writer.add(Pending(event=e)),
+                session_id=session_id,
+                hooks=self.setup.hooks,
+            )
+            context = EveContext(session_id=session_id)
+            with use_context(context):
+                await emitter.emit(SessionStartedData())
+            await writer.flush()
+            if state := context.snapshot():
+                # what session.started hooks set is where the first turn starts from
+                initial = encode_checkpoint(SessionCheckpoint(state=state))
+                await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
+            self.log.forget(session_id)
+        if message is not None:
+            await self._enqueue(session_id, message, first=True)
+
+    async def send(
+        self, session_id: str, message: str | UserMessage, *, key: str | None = None
+    ) -> Accepted:
         checked = self._checked(message)
+        idem = key_for(f"POST /session/{session_id}", key, ["message", turn_input(checked)])
+        if (answer := await self._answered(idem)) is not None:
+            return Accepted.replay(answer)  # even once the session has ended
         await self.require_active(session_id)
-        return Accepted(session_id=session_id, turn_id=await self._enqueue(session_id, checked))
+        return await self._enqueue(session_id, checked, idem=idem)
 
-    async def _enqueue(self, session_id: str, message: UserMessage) -> str:
-        turn = await asyncio.to_thread(self.store.claim_turn, session_id)
-        if turn < 0:
+    async def _enqueue(
+        self,
+        session_id: str,
+        message: UserMessage,
+        *,
+        idem: IdempotencyKey | None = None,
+        first: bool = False,
+    ) -> Accepted:
+        def claimed(c: Connection, turn: int) -> Accepted:
+            replay_if_answered(c, idem)
+            if first and turn != 0:
+                raise Replayed({"sessionId": session_id, "turnId": "turn_0"})
+            # the workflow's input, in DBOS's tables: _checked redacted its secrets
+            self.engine.enqueue_turn(session_id, turn, turn_input(message))
+            accepted = Accepted(session_id=session_id, turn_id=f"turn_{turn}")
+            record(c, idem, accepted.answer())
+            return accepted
+
+        try:
+            accepted = await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
+        except Replayed as replayed:
+            return Accepted.replay(replayed.answer)
+        if accepted is None:
             raise SessionNotActive(
                 f"session {session_id} has ended", session_id=session_id, reason="ended"
             )
-        await self.engine.enqueue_turn(session_id, turn, turn_input(message))
-        return f"turn_{turn}"
+        return accepted
 
     def _checked(self, message: str | UserMessage) -> UserMessage:
         """``message`` as its turn's input: within the limits, and with no secret in it,
@@ -178,7 +274,12 @@ class SessionService:
 
     # --- parked turns, cancel, reset -----------------------------------------------------
 
-    async def respond(self, session_id: str, responses: list[InputResponse]) -> None:
+    async def respond(
+        self, session_id: str, responses: list[InputResponse], *, key: str | None = None
+    ) -> Accepted:
+        idem = key_for(f"POST /session/{session_id}", key, ["inputResponses", responses])
+        if (answer := await self._answered(idem)) is not None:
+            return Accepted.replay(answer)
         await self.require_active(session_id)
         targets = []
         for response in responses:
@@ -205,6 +306,15 @@ class SessionService:
                 {"request_id": response.request_id, "option_id": response.option_id},
                 key=f"answer:{response.request_id}",
             )
+        accepted = Accepted(session_id=session_id, turn_id=None, status="resolved")
+        if idem is not None:
+            # answers are delivered once whatever happens (their DBOS keys); this only
+            # spares a repeat the 409 of a request no longer waiting
+            with contextlib.suppress(sa.exc.IntegrityError):
+                await asyncio.to_thread(
+                    self.store.run, lambda c: record(c, idem, accepted.answer())
+                )
+        return accepted
 
     async def cancel(self, session_id: str) -> bool:
         """Cancel the running turn; False when there is none (queued turns stay queued)."""
@@ -231,16 +341,21 @@ class SessionService:
             )
         if task_id not in [wid for wid, _ in await self.engine.active_turns(session_id)]:
             raise TaskNotWaiting(f"task {task_id} is not running", task_id=task_id)
+        # DBOS stores the message: no known secret in it, as in a step's record
+        plain = msgspec.json.decode(redact(msgspec.json.encode(data).decode()))
         await self.engine.send_input(
-            task_id, {"event": name, "data": data}, key=f"event:{secrets.token_hex(12)}"
+            task_id, {"event": name, "data": plain}, key=f"event:{secrets.token_hex(12)}"
         )
 
     async def reset(self, session_id: str) -> None:
         """Cancel the running turn, then clear history and state once it has stopped."""
         await self.require_active(session_id)
         await self.cancel(session_id)
-        turn = await asyncio.to_thread(self.store.claim_turn, session_id)
-        await self.engine.enqueue_reset(session_id, turn)
+        await asyncio.to_thread(
+            self.store.claim_turn,
+            session_id,
+            lambda c, turn: self.engine.enqueue_reset(session_id, turn),
+        )
 
     # --- the event log -----------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from eve.errors import DatabaseUnavailable, ServerConfigError
 DATABASE_URL_ENV = "EVE_DATABASE_URL"
 SYNCHRONOUS_ENV = "EVE_SQLITE_SYNCHRONOUS"
 WORKER_TIMEOUT_ENV = "EVE_WORKER_TIMEOUT"
+BUSY_TIMEOUT_ENV = "EVE_SQLITE_BUSY_TIMEOUT"
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
 SESSIONS_DIR = ".eve/sessions"
 
@@ -34,6 +35,9 @@ class SessionSettings:
     worker_timeout_seconds: float = 15.0
     #: SQLite's ``synchronous`` for both files: NORMAL (the default) or FULL (see sqlite.py)
     sqlite_synchronous: str = "NORMAL"
+    #: seconds a write waits for another's lock on either SQLite file before a request
+    #: answers 503 (``StorageFailed``, kind ``locked``)
+    sqlite_busy_timeout: float = 30.0
 
     @property
     def is_postgres(self) -> bool:
@@ -76,6 +80,7 @@ def resolve_settings(
             application_version=version,
             worker_timeout_seconds=timeout,
             sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
+            sqlite_busy_timeout=_busy_timeout(env.get(BUSY_TIMEOUT_ENV, "30")),
         )
     if not url.startswith(("postgresql://", "postgres://")):
         raise DatabaseUnavailable(
@@ -100,6 +105,16 @@ def _worker_timeout(raw: str) -> float:
         raise ServerConfigError(
             f"{WORKER_TIMEOUT_ENV} must be a number of seconds > 0, not {raw!r}"
         )
+    return seconds
+
+
+def _busy_timeout(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise ServerConfigError(f"{BUSY_TIMEOUT_ENV} must be seconds from 0 to 3600, not {raw!r}")
     return seconds
 
 

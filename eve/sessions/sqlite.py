@@ -14,15 +14,27 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from eve.sessions.database_errors import refuse_lock_in_request
 
-def sqlite_engine(url: str, *, synchronous: str = "NORMAL", immediate: bool = False) -> Engine:
+
+def sqlite_engine(
+    url: str,
+    *,
+    synchronous: str = "NORMAL",
+    immediate: bool = False,
+    busy_timeout: float = 30.0,
+) -> Engine:
     """An engine on the SQLite file at ``url``.
 
     ``immediate`` is for DBOS's system database, which eve hands DBOS ready-made: it sets
     what DBOS's own SQLite engine sets (``BEGIN IMMEDIATE`` to serialize writers, foreign
-    keys on) besides the journal settings.
+    keys on) besides the journal settings. A write that waits ``busy_timeout`` seconds for
+    another's lock fails; during a request it fails for good (``fail_fast``), where DBOS
+    would retry it for as long as the lock is held.
     """
-    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    engine = sa.create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": busy_timeout}
+    )
 
     def on_connect(connection: Any, _record: Any) -> None:
         if immediate:
@@ -30,10 +42,11 @@ def sqlite_engine(url: str, *, synchronous: str = "NORMAL", immediate: bool = Fa
         cursor = connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         if immediate:
             cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     sa.event.listen(engine, "connect", on_connect)
+    sa.event.listen(engine, "handle_error", refuse_lock_in_request)
     return engine

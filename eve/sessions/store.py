@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -21,6 +22,7 @@ from eve.sessions.database_errors import failure_kind
 from eve.sessions.sqlite import sqlite_engine
 
 _metadata = sa.MetaData()
+T = TypeVar("T")
 
 sessions = sa.Table(
     "eve_sessions",
@@ -61,6 +63,19 @@ input_requests = sa.Table(
     sa.Column("options", sa.Text),
 )
 
+#: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)
+idempotency_keys = sa.Table(
+    "eve_idempotency_keys",
+    _metadata,
+    #: ``POST /session`` or ``POST /session/<id>``: a key is only ever compared within one
+    sa.Column("scope", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    #: sha256 of the request as decoded: the same key with another body is refused
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
 workers = sa.Table(
     "eve_workers",
     _metadata,
@@ -68,6 +83,10 @@ workers = sa.Table(
     sa.Column("application_version", sa.String(64), nullable=False),
     sa.Column("heartbeat_at", sa.Float, nullable=False),
 )
+
+
+#: the events a turn or reset workflow's body emits last
+_BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +125,9 @@ class TurnProgress:
     attempts: dict[str, int]
     #: how many events of each ``(step key, attempt)`` reached the log
     written: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: the body's last event is in the log (``session.waiting`` …): it ran to its end, and
+    #: only DBOS's record of that was lost (a crash, a write that failed)
+    finished: bool = False
 
 
 def _create_tables(engine: Engine) -> None:
@@ -138,9 +160,13 @@ def _add_missing_columns(engine: Engine) -> None:
 
 
 class SessionStore:
-    def __init__(self, url: str, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
+    ) -> None:
         if url.startswith("sqlite"):
-            self.engine: Engine = sqlite_engine(url, synchronous=synchronous)
+            self.engine: Engine = sqlite_engine(
+                url, synchronous=synchronous, busy_timeout=busy_timeout
+            )
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
@@ -160,15 +186,26 @@ class SessionStore:
         with self.engine.begin() as connection:
             yield connection
 
+    def run(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in one transaction (for a module with tables of its own here)."""
+        with self._tx() as c:
+            return work(c)
+
     # --- sessions ----------------------------------------------------------------------
 
-    def create_session(self, session_id: str) -> None:
+    def create_session(
+        self, session_id: str, *, also: Callable[[Connection], None] | None = None
+    ) -> None:
+        """Insert the session row; ``also`` runs in the same transaction (an idempotency
+        record: both are written or neither)."""
         with self._tx() as c:
             c.execute(
                 sessions.insert().values(
                     id=session_id, created_at=time.time(), status="active", next_turn=0
                 )
             )
+            if also is not None:
+                also(c)
 
     def get_session(self, session_id: str) -> SessionRow | None:
         with self._tx() as c:
@@ -183,8 +220,14 @@ class SessionStore:
             ).first()
         return None if row is None else SessionRow(**row._asdict())
 
-    def claim_turn(self, session_id: str) -> int:
-        """The next turn number of an active session, counted atomically."""
+    def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
+        """Take the next turn number of an active session and run ``then`` with it while
+        the session's row stays locked; None when the session is not active.
+
+        ``then`` enqueues the turn: a second claim of the same session waits until the
+        first one's turn is on the queue, so turns reach the queue in the order of their
+        numbers. If ``then`` raises, the number is not taken.
+        """
         with self._tx() as c:
             row = c.execute(
                 sessions.update()
@@ -192,10 +235,9 @@ class SessionStore:
                 .values(next_turn=sessions.c.next_turn + 1)
                 .returning(sessions.c.next_turn)
             ).first()
-        if row is None:
-            return -1
-        turn: int = row[0] - 1
-        return turn
+            if row is None:
+                return None
+            return then(c, int(row[0]) - 1)
 
     def end_session(self, session_id: str, reason: str) -> None:
         with self._tx() as c:
@@ -287,6 +329,13 @@ class SessionStore:
                 .where(events.c.workflow_id == workflow_id, events.c.step_key.is_not(None))
                 .group_by(events.c.step_key, events.c.attempt)
             ).all()
+            final = None
+            if last is not None:
+                final = c.execute(
+                    sa.select(events.c.payload).where(
+                        events.c.workflow_id == workflow_id, events.c.body_seq == last
+                    )
+                ).scalar()
         attempts: dict[str, int] = {}
         for key, attempt, _ in rows:
             attempts[key] = max(attempts.get(key, -1), int(attempt))
@@ -294,6 +343,7 @@ class SessionStore:
             last_body_seq=-1 if last is None else int(last),
             attempts=attempts,
             written={(key, int(attempt)): int(n) for key, attempt, n in rows},
+            finished=final is not None and json.loads(final).get("type") in _BODY_ENDS,
         )
 
     # --- input requests ----------------------------------------------------------------

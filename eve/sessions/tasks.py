@@ -45,6 +45,7 @@ from eve.execution.workflow_tools import progress_of, question_request, run_work
 from eve.messages import ToolCall
 from eve.redact import redact
 from eve.runtime.resolved import ResolvedSubagent, ResolvedWorkflowTool, is_task
+from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import (
@@ -90,11 +91,14 @@ class TaskHost(Protocol):
     setup: AgentSetup
     store: SessionStore
     log: EventLog
+    gate: ComputeGate
     running: dict[str, CancelSignal]
 
     async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents: ...
 
     def signal_for(self, workflow_id: str) -> AbstractAsyncContextManager[CancelSignal]: ...
+
+    def tracked(self) -> AbstractAsyncContextManager[None]: ...
 
 
 @dataclass(kw_only=True)
@@ -209,7 +213,8 @@ class DurableWaits:
 
     async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         async def once() -> T:
-            return await fn()
+            async with _host().gate.held():
+                return await fn()
 
         # events a step's function emits would get body positions a replay (which does not
         # run it) never gives them again; docs/workflow-tools.md says to emit outside steps
@@ -285,7 +290,7 @@ async def _run(
         context=context,
         approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
-        recorder=DurableRecorder(events, context, set()),
+        recorder=DurableRecorder(events, context, set(), gate=host.gate),
     )
     run = await run_subagent(task, child, env)
     return run.outcome
@@ -307,4 +312,5 @@ def _host() -> TaskHost:
 
 @DBOS.workflow(name=TASK_WORKFLOW)
 async def task_workflow(encoded: str) -> str:
-    return await run_task(_host(), encoded)
+    async with _host().tracked():
+        return await run_task(_host(), encoded)

@@ -29,6 +29,8 @@ from eve.execution.loop import RunResult, run_agent
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.compute_gate import ComputeGate
+from eve.sessions.database_errors import storage_failure
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import DurableApproval, InputDesk
@@ -72,8 +74,28 @@ class TurnRuntime:
     setup: AgentSetup
     store: SessionStore
     log: EventLog
+    #: this worker's compute permits (``--concurrency``)
+    gate: ComputeGate
     cancel_poll_seconds: float = 0.25
     running: dict[str, CancelSignal] = field(default_factory=dict)
+    #: the workflows whose body runs in this process now (parked ones included)
+    inflight: set[str] = field(default_factory=set)
+    #: a body ended with an error: DBOS may not have recorded it (the storage failed), and
+    #: the engine looks for workflows of this worker left pending with nothing running them
+    orphans_possible: bool = False
+
+    @contextlib.asynccontextmanager
+    async def tracked(self) -> AsyncIterator[None]:
+        """Around a workflow body: it is in ``inflight`` while it runs."""
+        workflow_id = DBOS.workflow_id or ""
+        self.inflight.add(workflow_id)
+        try:
+            yield
+        except BaseException:
+            self.orphans_possible = True
+            raise
+        finally:
+            self.inflight.discard(workflow_id)
 
     async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents:
         """The sink of a workflow body writing into ``session_id``'s log, which skips what an
@@ -98,6 +120,8 @@ class TurnRuntime:
         workflow_id = DBOS.workflow_id or turn_workflow_id(session_id, turn)
         turn_id = f"turn_{turn}"
         events = await self.events_of(session_id, workflow_id)
+        if events.progress.finished:
+            return "recovered"  # the log tells its end already; do not run it twice
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
         raw = await DBOS.run_step_async(
             {"name": "checkpoint.load"},
@@ -125,7 +149,7 @@ class TurnRuntime:
                     signal=signal,
                     emitter=emitter,
                     context=context,
-                    recorder=DurableRecorder(events, context, approved_once),
+                    recorder=DurableRecorder(events, context, approved_once, gate=self.gate),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
                     approved_once=approved_once,
@@ -133,8 +157,11 @@ class TurnRuntime:
                 message = message_of(given)
                 result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)
         except Exception as error:
-            # run_agent already published turn.failed; the session takes the next message
-            log.warning("turn %s failed: %s", workflow_id, type(error).__name__)
+            # run_agent already published turn.failed; the session takes the next message.
+            # If the storage failed, writing that may fail too: the error leaves the body
+            # unrecorded, and the engine resumes it once writes succeed (engine.py)
+            failed = storage_failure(error)
+            log.warning("turn %s failed: %s", workflow_id, failed or type(error).__name__)
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
             await events.flush()
             return "failed"
@@ -196,6 +223,8 @@ class TurnRuntime:
     async def reset(self, session_id: str) -> str:
         workflow_id = DBOS.workflow_id or f"{session_id}:reset"
         events = await self.events_of(session_id, workflow_id)
+        if events.progress.finished:
+            return "reset"
         await DBOS.run_step_async(
             {"name": "checkpoint.clear"},
             asyncio.to_thread,
@@ -247,9 +276,11 @@ def _current() -> TurnRuntime:
 
 @DBOS.workflow(name=TURN_WORKFLOW)
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
-    return await _current().run_turn(session_id, turn, message)
+    async with _current().tracked():
+        return await _current().run_turn(session_id, turn, message)
 
 
 @DBOS.workflow(name=RESET_WORKFLOW)
 async def reset_workflow(session_id: str) -> str:
-    return await _current().reset(session_id)
+    async with _current().tracked():
+        return await _current().reset(session_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import httpx
 import pytest
 
 from eve.client import TURN_END, APIError, AsyncEveClient, EveClient, ServerUnreachable
@@ -100,6 +101,43 @@ def test_errors_are_named_with_the_servers_code(make_app: AppFactory) -> None:
     finally:
         server.stop()
     assert TOKEN not in str(refused.value)
+
+
+class _LosesFirstAnswers(httpx.BaseTransport):
+    """Delivers every request, but drops the answer to the first try of each POST, as a
+    connection cut (or a server killed) after the server acted would."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.keys: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.method == "POST":
+            key = request.headers["idempotency-key"]
+            self.keys.append(key)
+            if self.keys.count(key) == 1:
+                raise httpx.ReadError("connection lost before the answer", request=request)
+        return response
+
+
+def test_a_post_whose_answer_was_lost_is_retried_once_in_effect(make_app: AppFactory) -> None:
+    server = InProcessServer(scripted_app(make_app, [say("one"), say("two")])).start()
+    lossy = _LosesFirstAnswers(server.transport())
+    try:
+        with EveClient(server.url, transport=lossy) as client:
+            first = client.create("hello")
+            second = client.send(first.session_id, "again")
+            events = list(client.turn_events(first.session_id, second.turn_id))
+            everything = list(client.stream(first.session_id, follow=False))
+    finally:
+        server.stop()
+    # each call went twice with its own key, and the server acted once per key
+    assert len(lossy.keys) == 4 and len(set(lossy.keys)) == 2
+    assert (first.turn_id, second.turn_id) == ("turn_0", "turn_1")
+    assert events[-1].type == "turn.completed"
+    received = [e.data.message for e in everything if e.type == "message.received"]
+    assert received == ["hello", "again"]
 
 
 def test_an_absent_server_is_unreachable_not_a_hang() -> None:

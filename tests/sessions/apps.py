@@ -41,6 +41,19 @@ TOOLS = {
             except TimeoutError:
                 return "waited"
     """,
+    "hold": """
+        import asyncio
+        from pathlib import Path
+        from eve.tools import ToolContext, tool
+
+        @tool
+        async def hold(ctx: ToolContext) -> str:
+            '''Wait until the test writes the file "release".'''
+            Path(f"hold-{ctx.session_id}.started").write_text("yes")
+            while not Path("release").exists():
+                await asyncio.sleep(0.05)
+            return "released"
+    """,
     "leak": """
         from eve.context import define_state
         from eve.tools import tool

@@ -46,6 +46,8 @@ class InProcessServer(Driver):
     token: str | None = None
     #: ``eve serve --model``: the model every node uses instead of its configured one
     model: str | None = None
+    #: ``eve serve --concurrency``: steps computing at once in this worker
+    concurrency: int = 100
     http: TestClient | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     _saved_cwd: Path | None = None
@@ -60,7 +62,11 @@ class InProcessServer(Driver):
         self._enter()
         try:
             setup = asyncio.run(prepare(self.app_root, model=self.model, max_turns=None))
-            options = ServerOptions(app_root=self.app_root, token=os.environ.get(TOKEN_ENV) or None)
+            options = ServerOptions(
+                app_root=self.app_root,
+                token=os.environ.get(TOKEN_ENV) or None,
+                concurrency=self.concurrency,
+            )
             app = create_app(options, service_for(options, setup))
             # as a server would: an unhandled error is a 500 to the client, not a raise here
             self.http = TestClient(app, base_url=ROOT, raise_server_exceptions=False)

@@ -64,6 +64,26 @@ def test_oversized_body_and_message_are_413(server: InProcessServer) -> None:
     assert error_of(long_message) == (413, "message_too_long")
 
 
+def test_deeply_nested_bodies_are_a_named_400(server: InProcessServer) -> None:
+    session = server.create()
+    task = f"/session/{session}/tasks/{session}:turn-0:task-0-c/events"
+    for depth in (65, 490, 5_000):
+        deep = b'{"name": "go", "data": ' + b"[" * depth + b"]" * depth + b"}"
+        assert error_of(server.post(task, content=deep)) == (400, "body_too_deep")
+        # unclosed brackets are refused before the decoder recurses into them too
+        assert error_of(server.post(task, content=b'{"data": ' + b"{" * depth)) == (
+            400,
+            "body_too_deep",
+        )
+    # brackets inside strings nest nothing; 64 levels are accepted as far as the body goes
+    flat = {"name": "go", "data": "[" * 5_000 + '\\"' + "{" * 100}
+    assert error_of(server.post(task, flat)) == (409, "task_not_waiting")
+    nested: object = "leaf"
+    for _ in range(63):
+        nested = [nested]
+    assert error_of(server.post(task, {"name": "go", "data": nested})) == (409, "task_not_waiting")
+
+
 def test_unknown_sessions(server: InProcessServer) -> None:
     assert error_of(server.send("ses_nope", "hi")) == (409, "session_not_active")
     assert error_of(server.post("/session/ses_nope/reset")) == (409, "session_not_active")

@@ -26,8 +26,10 @@ async def main(root: Path) -> None:
     await service.start()
     try:
         session = (await service.create()).session_id
-        turn = await asyncio.to_thread(service.store.claim_turn, session)
-        await service.engine.enqueue_turn(session, turn, "queued before parts")
+        def enqueue(connection, turn):
+            service.engine.enqueue_turn(session, turn, "queued before parts")
+
+        await asyncio.to_thread(service.store.claim_turn, session, enqueue)
         async for line in await service.events(session, 0, follow=True):
             if line:
                 print(line, flush=True)

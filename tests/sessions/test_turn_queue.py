@@ -84,3 +84,23 @@ def test_reset_clears_history_and_state(make_app: AppFactory) -> None:
         '{"module_global":1,"session_state":1}',
         '{"module_global":2,"session_state":1}',
     ]
+
+
+def test_turns_run_in_the_order_their_messages_were_accepted(make_app: AppFactory) -> None:
+    """Messages sent at once to one session: each turn runs after every turn numbered
+    before it (issue 12 saw turn 0, 2, 1 when a number was taken before the enqueue)."""
+    sessions, per_session = 30, 4
+    responses = [say("ok") for _ in range(sessions * per_session)]
+    server = InProcessServer(scripted_app(make_app, responses)).start()
+    try:
+        ids = [server.create() for _ in range(sessions)]
+        sends = [(s, f"{s}-{n}") for s in ids for n in range(per_session)]
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda sm: (sm[1], server.send(*sm).json()), sends))
+        events = {s: server.wait_for(s, count("session.waiting", per_session)) for s in ids}
+    finally:
+        server.stop()
+    turn_of = {message: int(body["turnId"].removeprefix("turn_")) for message, body in answers}
+    for session, log in events.items():
+        received = [e["data"]["message"] for e in log if e["type"] == "message.received"]
+        assert [turn_of[m] for m in received] == list(range(per_session)), session

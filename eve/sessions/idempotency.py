@@ -1,0 +1,124 @@
+"""Idempotency keys: a POST repeated with the same ``Idempotency-Key`` gets the first answer.
+
+A client that lost the answer to ``POST /session`` or ``POST /session/{id}`` (the connection
+dropped, the server was killed) sends the request again with the same key; the server
+answers what it answered the first time and does nothing twice. The first answer is written
+in the transaction that does the work (the session row, the turn claim), so either both are
+stored or neither. Keys are scoped by route and session: the same key on another session is
+another key. A key lives ``TTL_SECONDS`` (24 hours) from its first use; after that it is
+forgotten and a repeat is a new request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from eve.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
+from eve.sessions.store import idempotency_keys
+
+#: the request header that carries the key
+HEADER = "Idempotency-Key"
+#: how long a key's first answer is kept, in seconds
+TTL_SECONDS = 24 * 3600.0
+MAX_KEY_CHARS = 255
+#: expired keys are deleted at most this often per process (when a key is recorded)
+PURGE_EVERY_SECONDS = 600.0
+
+#: an answer as stored: the fields of the 202 body
+Answer = dict[str, str | None]
+
+_last_purge = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdempotencyKey:
+    """One request's key: where it applies, and what the request asked."""
+
+    scope: str
+    key: str
+    fingerprint: str
+
+
+class Replayed(Exception):
+    """Raised inside a transaction that found the key answered: rolls the work back."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__("replayed")
+        self.answer = answer
+
+
+def parse_key(raw: str | None) -> str | None:
+    """The header's value, checked: printable ASCII, 1 to ``MAX_KEY_CHARS`` characters."""
+    if raw is None:
+        return None
+    if not raw or len(raw) > MAX_KEY_CHARS or not (raw.isascii() and raw.isprintable()):
+        raise IdempotencyKeyInvalid(
+            f"{HEADER} must be 1 to {MAX_KEY_CHARS} printable ASCII characters (a UUID is fine)",
+            limit=MAX_KEY_CHARS,
+        )
+    return raw
+
+
+def key_for(scope: str, key: str | None, request: object) -> IdempotencyKey | None:
+    if key is None:
+        return None
+    fingerprint = hashlib.sha256(msgspec.json.encode(request)).hexdigest()
+    return IdempotencyKey(scope=scope, key=key, fingerprint=fingerprint)
+
+
+def lookup(c: Connection, key: IdempotencyKey) -> Answer | None:
+    """The first answer given to ``key``, if it is still kept; refuses another request."""
+    row = c.execute(
+        sa.select(idempotency_keys.c.fingerprint, idempotency_keys.c.answer).where(
+            idempotency_keys.c.scope == key.scope,
+            idempotency_keys.c.key == key.key,
+            idempotency_keys.c.created_at >= time.time() - TTL_SECONDS,
+        )
+    ).first()
+    if row is None:
+        return None
+    if row[0] != key.fingerprint:
+        raise IdempotencyKeyReused(
+            f"the {HEADER} {key.key!r} was already used for another request here; "
+            "use a new key for a new request",
+            key=key.key,
+        )
+    answer: Answer = json.loads(row[1])
+    return answer
+
+
+def replay_if_answered(c: Connection, key: IdempotencyKey | None) -> None:
+    """Raise ``Replayed`` when ``key`` was answered already (inside the work's transaction)."""
+    if key is not None and (answer := lookup(c, key)) is not None:
+        raise Replayed(answer)
+
+
+def record(c: Connection, key: IdempotencyKey | None, answer: Answer) -> None:
+    """Keep ``answer`` for ``key``, in the transaction of the work it answers."""
+    global _last_purge
+    if key is None:
+        return
+    now = time.time()
+    expired = idempotency_keys.c.created_at < now - TTL_SECONDS
+    if now - _last_purge > PURGE_EVERY_SECONDS:
+        _last_purge = now
+        c.execute(idempotency_keys.delete().where(expired))
+    else:  # this key's own expired row, which would collide
+        mine = (idempotency_keys.c.scope == key.scope) & (idempotency_keys.c.key == key.key)
+        c.execute(idempotency_keys.delete().where(mine & expired))
+    c.execute(
+        idempotency_keys.insert().values(
+            scope=key.scope,
+            key=key.key,
+            fingerprint=key.fingerprint,
+            answer=json.dumps(answer),
+            created_at=now,
+        )
+    )

@@ -1,0 +1,144 @@
+"""Storage faults: a full disk or a held lock is a 503 and a named turn.failed, never a hang,
+and a turn it stopped finishes once writes succeed again, without a restart."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from eve.sessions.settings import SESSIONS_DIR
+from tests.conftest import AppFactory, wait_for_file
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
+
+FAST = {"EVE_WORKER_TIMEOUT": "1", "EVE_SQLITE_BUSY_TIMEOUT": "0.5"}
+
+
+def error_of(response: httpx.Response) -> tuple[int, str]:
+    return response.status_code, response.json()["code"]
+
+
+def answered_within(send: object, seconds: float) -> httpx.Response | None:
+    """The response of ``send()`` in a thread, or None if it has not come in ``seconds`` (a
+    bound on failing: the old code waited as long as the lock was held)."""
+    box: list[httpx.Response] = []
+    worker = threading.Thread(target=lambda: box.append(send()), daemon=True)  # type: ignore[operator]
+    worker.start()
+    worker.join(seconds)
+    return box[0] if box else None
+
+
+@pytest.mark.parametrize("database", ["dbos.sqlite", "eve.sqlite"])
+def test_a_held_write_lock_is_a_503_after_the_busy_timeout(
+    make_app: AppFactory, database: str
+) -> None:
+    root = scripted_app(make_app, [say("hello")])
+    server = InProcessServer(root, env=FAST).start()
+    holder = sqlite3.connect(root / SESSIONS_DIR / database, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, held by another process's writer
+        key = {"Idempotency-Key": "first"}
+        locked = answered_within(
+            lambda: server.post("/session", {"message": "hi"}, headers=key), 20
+        )
+        assert locked is not None, "the request waited for the lock instead of answering 503"
+        assert error_of(locked) == (503, "storage_failed")
+        assert "lock" in locked.json()["error"]
+        holder.execute("ROLLBACK")
+        # the client's retry, with its key, gets the session and its first turn
+        retried = server.post("/session", {"message": "hi"}, headers=key)
+        assert retried.status_code == 202, retried.text
+        events = server.wait_for(retried.json()["sessionId"], count("session.waiting"))
+    finally:
+        holder.close()
+        server.stop()
+    assert [e["type"] for e in events].count("turn.completed") == 1
+
+
+@pytest.fixture
+def small_disk(make_app: AppFactory) -> Iterator[Path]:
+    """An app whose session files live on a 16 MB tmpfs (mounting needs root and a kernel
+    that lets this process mount; skipped, saying why, where it cannot)."""
+    root = scripted_app(
+        make_app, [call("hold"), say("done"), say("after the fault")], tools=("hold",)
+    )
+    disk = root / SESSIONS_DIR
+    disk.mkdir(parents=True, exist_ok=True)
+    try:
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+    except FileNotFoundError:
+        pytest.skip("cannot mount a tmpfs here: no mount command")
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or 'not root'}")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the disk refuses another byte."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as out:
+        for size in (1 << 20, 1 << 12, 1):
+            try:
+                while True:
+                    out.write(b"\0" * size)
+            except OSError as full:
+                assert full.errno == errno.ENOSPC
+    return filler
+
+
+def test_a_full_disk_fails_the_turn_then_it_finishes_without_a_restart(
+    small_disk: Path,
+) -> None:
+    root = small_disk
+    server = InProcessServer(root, env=FAST).start()
+    try:
+        session = server.create("hold on")
+        wait_for_file(root / f"hold-{session}.started")
+        filler = fill(root / SESSIONS_DIR)
+        # new requests get 503 while the disk is full (the first few may still fit in what
+        # the files had allocated)
+        for _ in range(500):
+            refused = server.post("/session", {"message": "hi"})
+            if refused.status_code == 503:
+                break
+        assert error_of(refused) == (503, "storage_failed")
+        assert "disk is full" in refused.json()["error"]
+        (root / "release").write_text("go")  # the step ends now, and its record cannot be written
+        runtime = server.http.app.state.service.runtime  # type: ignore[union-attr]
+        while f"{session}:turn-0" in runtime.inflight:
+            time.sleep(0.05)
+        filler.unlink()
+        # no restart: the turn is resumed and finishes, and the session takes a new message
+        ended = server.wait_for(session, count("session.waiting"))
+        follow_up = server.send(session, "and now?")
+        assert follow_up.status_code == 202, follow_up.text
+        events = server.wait_for(session, count("session.waiting", 2))
+    finally:
+        log = server.stop()
+    first = [e for e in ended if e["data"].get("turn_id") == "turn_0"]
+    outcome = [e for e in first if e["type"] in ("turn.completed", "turn.failed")]
+    assert outcome, [(e["type"], e["data"]) for e in ended]
+    for event in outcome:
+        if event["type"] == "turn.failed":
+            assert event["data"]["error"].startswith("StorageFailed: "), event
+    second = [e["type"] for e in events if e["data"].get("turn_id") == "turn_1"]
+    assert "turn.completed" in second, second
+    # the turn's body ended while nothing could record it; the engine resumed it
+    assert "resumed 1 turn(s) that a storage failure had stopped" in log, log

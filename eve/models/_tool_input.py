@@ -17,6 +17,14 @@ def protocol_error(provider: str, problem: str) -> ModelProtocolError:
     return ModelProtocolError(redact(f"{provider}: {problem}"), provider=provider)
 
 
+def malformed_event(provider: str, error: json.JSONDecodeError) -> ModelProtocolError:
+    """The error for a server-sent event whose data is not JSON (the SDKs raise a bare
+    ``JSONDecodeError`` for it): the stream broke the protocol, whatever the cause."""
+    return protocol_error(
+        provider, f"the stream sent an event whose data is not JSON ({error.msg}, at {error.pos})"
+    )
+
+
 def parse_tool_input(provider: str, name: str, text: str) -> dict[str, Any]:
     """The tool call's input object from its streamed JSON; no JSON at all means ``{}``."""
     if not text.strip():

@@ -11,6 +11,7 @@ one response whose parts are every continuation's, in order, and whose usage is 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from eve.errors import ModelCredentialsMissing
 from eve.messages import AssistantMessage, AssistantPart, ToolCallPart
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
 from eve.models._streaming import SDKModel
+from eve.models._tool_input import malformed_event
 from eve.models.anthropic_models import model_traits
 from eve.models.anthropic_request import anthropic_messages, anthropic_tools, request_params
 from eve.models.anthropic_stream import AnthropicTranslator, translate_anthropic_events
@@ -189,3 +191,5 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         except anthropic.APIError as error:
             detail = describe(error.body, error.message)
             raise provider_error(PROVIDER, detail, secret=key) from error
+        except json.JSONDecodeError as error:
+            raise malformed_event(PROVIDER, error) from error

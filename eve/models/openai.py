@@ -11,6 +11,7 @@ no key, so a placeholder is sent when none is set. Each API has its own module
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from eve.errors import ModelCredentialsMissing
 from eve.manifest import OpenAIApi
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
 from eve.models._streaming import ClosableStream, SDKModel, Translator
+from eve.models._tool_input import malformed_event
 from eve.models.base import ModelRequest
 from eve.models.openai_chat import OpenAITranslator, start_chat, translate_openai_chunks
 from eve.models.openai_parts import (
@@ -103,6 +105,8 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         except openai.APIError as error:
             detail = describe(error.body, error.message)
             raise provider_error(PROVIDER, detail, secret=key) from error
+        except json.JSONDecodeError as error:
+            raise malformed_event(PROVIDER, error) from error
 
     def _hint(self, status: int, detail: str) -> str:
         # OpenAI's newer reasoning models refuse function tools with reasoning_effort on Chat

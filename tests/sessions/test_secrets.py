@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import AppFactory
+from tests.models.anthropic_script import end, start, text_block, tool_block
+from tests.models.sse_server import Reply, ScriptedServer, anthropic_sse, json_reply
 from tests.sessions.apps import SCRIPTED_AGENT, call, say, scripted_app
 from tests.sessions.harness import count, script
 from tests.sessions.inprocess import InProcessServer
@@ -150,3 +154,73 @@ def test_secrets_in_task_events_and_provider_errors_are_stored_nowhere(
     for where, text in (("stream", stream), ("log", log), ("stdout", out), ("stderr", err)):
         assert TOKEN not in text, where
     assert_nowhere_stored(root, TOKEN)
+
+
+PROVIDER_AGENT = {
+    "agent/agent.py": """
+        from eve import define_agent
+        default = define_agent(
+            model="anthropic/claude-test",
+            retries={"attempts": 2, "max_delay_seconds": 0.01},
+        )
+    """,
+    "agent/tools/lookup.py": """
+        from eve.tools import tool
+
+        @tool
+        def lookup(query: str) -> str:
+            '''Look something up.'''
+            return "nothing for " + query
+    """,
+}
+
+
+def test_keys_in_tool_input_provider_errors_and_stream_errors_are_stored_nowhere(
+    make_app: AppFactory, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The real ``anthropic`` SDK against the loopback server: the model calls a tool with the
+    key in its input, then the provider answers 400 with the key quoted in its body, then a
+    200 stream ends in an ``error`` event quoting it ("Errors" and "Streaming Messages",
+    https://docs.anthropic.com/en/api/errors, /en/api/messages-streaming)."""
+    key = "sk-ant-api03-" + "PLANTED" * 6
+    quoted = {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad {key}"}}
+    stream_error = {"type": "error", "error": {"type": "api_error", "message": f"oops {key}"}}
+    with ScriptedServer() as api:
+        api.add(
+            anthropic_sse(
+                [
+                    start(),
+                    *tool_block(0, "t1", "lookup", json.dumps({"query": key})),
+                    *end("tool_use"),
+                ]
+            ),
+            anthropic_sse([start(), *text_block(0, "found nothing"), *end("end_turn")]),
+            json_reply(400, quoted),
+            *[sse_error(stream_error)] * 2,
+        )
+        env = {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": api.url}
+        root = make_app(PROVIDER_AGENT)
+        server = InProcessServer(root, env=env).start()
+        log = ""
+        try:
+            session = server.create("look it up")
+            server.wait_for(session, count("turn.completed"))
+            server.send(session, "again")
+            server.send(session, "and again")
+            events = server.wait_for(session, count("turn.failed", 2))
+            stream = server.get(f"/session/{session}/stream?follow=false").text
+        finally:
+            log = server.stop()
+    assert [e["type"] for e in events].count("action.result") == 1
+    out, err = capfd.readouterr()
+    for where, text in (("stream", stream), ("log", log), ("stdout", out), ("stderr", err)):
+        assert key not in text and "PLANTEDPLANTED" not in text, where
+    assert_nowhere_stored(root, key)
+    assert_nowhere_stored(root, "PLANTEDPLANTED")
+
+
+def sse_error(error: dict[str, Any]) -> Reply:
+    """A 200 stream that starts and then reports an error event."""
+    reply = anthropic_sse([start(), *text_block(0, "par")[:2]])
+    reply.chunks.append(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
+    return reply

@@ -53,6 +53,7 @@
     │   ├── InputRequestNotPending      an answer to a request that is not waiting
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
     │   ├── TaskNotWaiting              an event for a task that is not waiting
+    │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── MessageTooLong              a message over the configured length
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
@@ -638,6 +639,20 @@ class MessageTooLong(SessionError):
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class StepRecordCorrupt(SessionError):
+    """A durable step's record cannot be read (a malformed message part, an edited record):
+    the turn cannot be replayed from it."""
+
+    code = "step_record_corrupt"
+    http_status = 500
+
+    def __init__(self, message: str, *, workflow_id: str, step: str) -> None:
+        super().__init__(message)
+        #: the turn's workflow (``<session>:turn-<n>``) and the step's key (``step:0``)
+        self.workflow_id = workflow_id
+        self.step = step
 
 
 class TaskNotWaiting(SessionError):

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eve.errors import MessageInvalid, TranscriptCorrupt
+from eve.errors import MessageInvalid, StepRecordCorrupt, TranscriptCorrupt
 from eve.execution import load_transcript
 from eve.execution.checkpoints import ModelResponse, RanAll, StepPart
 from eve.execution.tool_calls import result_parts
@@ -27,6 +27,7 @@ from eve.messages import (
     tool_result,
     user_message,
 )
+from eve.sessions.durable_steps import decode_step_record
 from eve.usage import TokenUsage
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -176,3 +177,13 @@ def test_cited_text_counts_in_the_answer_and_a_blocks_description_does_not() -> 
     )
     message = AssistantMessage(parts=[found, TextPart(text="Today: "), cited])
     assert message.text == "Today: Oslo is sunny."
+
+
+def test_a_step_record_with_a_malformed_part_names_the_turn_and_the_step() -> None:
+    bad = b'{"stop":"ran-all","response":{"parts":[{"type":"image","media_type":"image/png"}],'
+    bad += b'"finish_reason":"end_turn","usage":{}}}'
+    record = b'{"value":' + bad + b',"state":{},"approved_once":[],"attempt":0,"events":[]}'
+    with pytest.raises(StepRecordCorrupt) as caught:
+        decode_step_record(record, workflow_id="ses_1:turn-3", step="step:2")
+    assert (caught.value.workflow_id, caught.value.step) == ("ses_1:turn-3", "step:2")
+    assert "$.response.parts[0]" in str(caught.value) and "reset the session" in str(caught.value)

@@ -13,6 +13,7 @@ import msgspec
 from dbos import DBOS
 
 from eve.context.active import EveContext
+from eve.errors import StepRecordCorrupt
 from eve.execution.checkpoints import Produce, StepPart
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
@@ -65,9 +66,27 @@ class DurableRecorder:
             if (failed := storage_failure(error)) is not None:
                 raise failed from None
             raise
-        checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)
+        checkpoint, part = decode_step_record(recorded, workflow_id=DBOS.workflow_id, step=key)
         if not ran:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)
         self.context.restore(checkpoint.state)
         self.approved_once.update(checkpoint.approved_once)
-        return _parts.decode(checkpoint.value)
+        return part
+
+
+def decode_step_record(
+    recorded: bytes, *, workflow_id: str | None, step: str
+) -> tuple[StepCheckpoint, StepPart]:
+    """A step's record and the part it holds; ``StepRecordCorrupt`` naming the turn and the
+    step when either does not decode (a malformed message part, a record edited by hand)."""
+    try:
+        checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)
+        return checkpoint, _parts.decode(checkpoint.value)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise StepRecordCorrupt(
+            f"the record of step {step!r} of {workflow_id or 'a turn'} cannot be read "
+            f"({error}); the turn cannot be replayed from it: reset the session "
+            "(POST …/reset) or start a new one",
+            workflow_id=workflow_id or "",
+            step=step,
+        ) from None

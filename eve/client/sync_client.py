@@ -25,6 +25,7 @@ from eve.client.protocol import (
     unreachable,
 )
 from eve.events import SessionEvent
+from eve.session_summary import SessionSummary, decode_summary
 
 
 class EveClient:
@@ -98,6 +99,10 @@ class EveClient:
     def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
         """Answer parked input requests: ``{request_id: option_id}``."""
         return accepted(self._call("POST", session_path(session_id), responses_body(answers)))
+
+    def session(self, session_id: str) -> SessionSummary:
+        """The session's status, turns, tokens, cost, limits and what is left of each."""
+        return decode_summary(self._call("GET", session_path(session_id)))
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""

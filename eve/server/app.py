@@ -125,6 +125,10 @@ class _Routes:
         accepted = await self.service.create(message)
         return _accepted(accepted.session_id, accepted.turn_id)
 
+    async def summary(self, request: Request) -> Response:
+        summary = await self.service.summary(request.path_params["session_id"])
+        return Response(msgspec.json.encode(summary), media_type="application/json")
+
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         body = follow_up(await read_body(request, FollowUpBody, self.options.max_body_bytes))
@@ -258,6 +262,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
             Route(PREFIX + "/info", _guarded(routes.info), methods=["GET"]),
             Route(PREFIX + "/session", _guarded(routes.create), methods=["POST"]),
             Route(session, _guarded(routes.follow_up), methods=["POST"]),
+            Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),
             Route(session + "/reset", _guarded(routes.reset), methods=["POST"]),
             Route(session + "/stream", _guarded(routes.stream), methods=["GET"]),

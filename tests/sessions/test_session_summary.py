@@ -9,13 +9,15 @@ from decimal import Decimal
 import pytest
 
 from eve.client import APIError, AsyncEveClient, EveClient, SessionLimits, SessionSummary
-from eve.costs import Cost
-from eve.events import TurnCompleted
+from eve.costs import Cost, Spend
+from eve.events import StepCompleted, TaskSettled, TurnCompleted
 from eve.usage import TokenUsage
 from tests.conftest import AppFactory
-from tests.sessions.apps import say, scripted_app
+from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.test_tasks import RESEARCHER
+from tests.sessions.test_tasks import app as durable_app
 
 LIMITS = {"max_turns": 5, "max_input_tokens_per_session": 100_000, "session_timeout_seconds": 3600}
 
@@ -100,3 +102,36 @@ def test_the_totals_survive_a_server_restart(make_app: AppFactory) -> None:
     completed = next(e for e in events if isinstance(e, TurnCompleted)).data
     assert last.turns == 2 and last.usage == before.usage + completed.usage
     assert completed.session is not None and completed.session.usage == last.usage
+
+
+def test_a_durable_subagents_tokens_count_toward_the_callers_turn_and_session(
+    make_app: AppFactory,
+) -> None:
+    root = durable_app(
+        make_app,
+        RESEARCHER,
+        {
+            "__root__": [call("researcher", message="look it up"), say("it costs 3")],
+            "researcher": [say("found: 3")],
+        },
+    )
+    server = InProcessServer(root).start()
+    try:
+        with EveClient(server.url, transport=server.transport()) as client:
+            session = client.create("how much?").session_id
+            events = list(client.stream(session, until=frozenset({"session.waiting"})))
+            summary = client.session(session)
+    finally:
+        server.stop()
+    [child_turn] = [e.data for e in events if isinstance(e, TurnCompleted) and e.data.parent]
+    [turn] = [e.data for e in events if isinstance(e, TurnCompleted) and not e.data.parent]
+    [settled] = [e.data for e in events if isinstance(e, TaskSettled)]
+    assert settled.spend == Spend(usage=child_turn.usage, cost=child_turn.cost or Cost())
+    own = [e.data for e in events if isinstance(e, StepCompleted) and not e.data.parent]
+    steps = [s.step.usage for s in own if s.step is not None]
+    assert turn.usage == steps[0] + steps[1] == own[-1].usage
+    # the step that called the subagent holds its model call and the subagent's whole turn
+    assert own[0].step is not None
+    assert own[0].step.usage.output_tokens > child_turn.usage.output_tokens > 0
+    assert own[0].step.usage.input_tokens > child_turn.usage.input_tokens > 0
+    assert summary.usage == turn.usage and summary.turns == 1

@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args, get_type_hints
 
 import msgspec
 
+from eve.costs import Cost, Spend
 from eve.messages import StopReason
 from eve.usage import TokenUsage
 
@@ -170,8 +171,12 @@ class MessageReceived(Event, frozen=True, kw_only=True, tag="message.received"):
 
 class TurnCompletedData(EventData, frozen=True, kw_only=True):
     stop_reason: TurnStop
-    #: the turn's tokens, all its steps together
+    #: the turn's tokens, all its steps together (its subagents' included)
     usage: TokenUsage
+    #: what they cost (docs/costs.md); None only in events of an eve before costs
+    cost: Cost | None = None
+    #: the session's tokens and cost so far, this turn included (None outside a session)
+    session: Spend | None = None
     #: the validated final answer as JSON, for an agent with ``output_schema``
     output: Any = None
 
@@ -278,6 +283,10 @@ class StepCompletedData(EventData, frozen=True, kw_only=True):
     finish_reason: StopReason
     #: the turn's tokens so far
     usage: TokenUsage
+    #: what the turn's tokens so far cost (docs/costs.md)
+    cost: Cost | None = None
+    #: this step's own tokens and cost: its model call and the subagents it called
+    step: Spend | None = None
 
 
 class StepCompleted(Event, frozen=True, kw_only=True, tag="step.completed"):
@@ -366,6 +375,8 @@ class TaskSettledData(EventData, frozen=True, kw_only=True):
     name: str
     task_id: str
     status: ResultStatus
+    #: a subagent's tokens and cost, counted in the caller's step, turn and session
+    spend: Spend | None = None
 
 
 class TaskSettled(Event, frozen=True, kw_only=True, tag="task.settled"):

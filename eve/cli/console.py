@@ -16,6 +16,8 @@ from eve.events import (
     SessionEvent,
     SkillLoaded,
     TaskStarted,
+    TurnCompleted,
+    TurnCompletedData,
 )
 
 
@@ -46,14 +48,38 @@ def activity(event: SessionEvent) -> list[str]:
     return []
 
 
+def footer(data: TurnCompletedData) -> str:
+    """The line under a turn in ``eve dev``: its tokens by kind, its cost and the session's.
+
+    ``tokens 1,200 in · 3,000 cache read · 80 out (12 reasoning) · turn $0.0042 · session
+    $0.0169``; a kind that is 0 is left out, and an unpriced model reads "price unknown"."""
+    usage = data.usage
+    kinds = [
+        (usage.input_tokens, "in"),
+        (usage.cache_read_tokens, "cache read"),
+        (usage.cache_write_tokens, "cache write"),
+    ]
+    parts = [f"{count:,} {label}" for count, label in kinds if count]
+    out = f"{usage.output_tokens:,} out"
+    parts.append(f"{out} ({usage.reasoning_tokens:,} reasoning)" if usage.reasoning_tokens else out)
+    line = "tokens " + " · ".join(parts)
+    if data.cost is not None:
+        line += f" · turn {data.cost.describe()}"
+    if data.session is not None:
+        line += f" · session {data.session.cost.describe()}"
+    return line
+
+
 class ConsoleRenderer:
     """An event sink; ``stream_text`` prints deltas as they arrive (``eve dev``).
 
     A subagent's events (they carry ``parent``) are shown on stderr under its path: its
     text is what it tells its caller, not the answer."""
 
-    def __init__(self, *, stream_text: bool) -> None:
+    def __init__(self, *, stream_text: bool, footer: bool = False) -> None:
         self.stream_text = stream_text
+        #: a line of tokens and cost under each turn (``eve dev``)
+        self.footer = footer
         self.mid_line = False
 
     def __call__(self, event: SessionEvent) -> None:
@@ -64,6 +90,8 @@ class ConsoleRenderer:
             self.mid_line = True
             return
         lines = activity(event)
+        if self.footer and not delegated and isinstance(event, TurnCompleted):
+            lines = [footer(event.data)]
         if delegated and isinstance(event, MessageCompleted):
             lines = [f"says: {_short(event.data.message, 200)}"]
         if not lines:

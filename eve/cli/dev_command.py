@@ -77,7 +77,7 @@ class DevSession:
         self.setup = setup
         self.model = model
         self.input = _Input()
-        self.renderer = ConsoleRenderer(stream_text=True)
+        self.renderer = ConsoleRenderer(stream_text=True, footer=True)
         self.session_id = ""
         self.cursor = 0
         self._cancelling: asyncio.Future[bool] | None = None

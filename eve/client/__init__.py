@@ -18,6 +18,7 @@ from eve.client.protocol import TURN_END, Accepted
 from eve.client.sync_client import EveClient
 from eve.errors import APIError, ClientError, ServerUnreachable
 from eve.events import SessionEvent
+from eve.session_summary import SessionLimits, SessionSummary
 
 __all__ = [
     "TURN_END",
@@ -28,4 +29,6 @@ __all__ = [
     "EveClient",
     "ServerUnreachable",
     "SessionEvent",
+    "SessionLimits",
+    "SessionSummary",
 ]

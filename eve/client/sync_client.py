@@ -25,6 +25,7 @@ from eve.client.protocol import (
     session_path,
 )
 from eve.events import SessionEvent
+from eve.session_summary import SessionSummary, decode_summary
 
 
 class EveClient:
@@ -112,6 +113,10 @@ class EveClient:
         return accepted(
             self._call("POST", session_path(session_id), responses_body(answers), repeatable=True)
         )
+
+    def session(self, session_id: str) -> SessionSummary:
+        """The session's status, turns, tokens, cost, limits and what is left of each."""
+        return decode_summary(self._call("GET", session_path(session_id)))
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
+from eve.costs import Spend
 from eve.execution.checkpoints import Inline, StepRecorder
 from eve.execution.events import EventEmitter, EventSink, HookDispatcher
 from eve.execution.tasks import NoTasks, TaskRunner
@@ -40,6 +41,8 @@ class TurnEnvironment:
     approved_once: set[str] = field(default_factory=set)
     #: a JSONL transcript each message is appended to as it is recorded
     transcript: Path | None = None
+    #: the session's tokens and cost before this turn (``turn.completed`` adds the turn's)
+    spent_before: Spend = field(default_factory=Spend)
 
     def __post_init__(self) -> None:
         if self.on_event is not None and self.emitter is not None:

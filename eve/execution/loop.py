@@ -15,6 +15,7 @@ import msgspec
 
 from eve.attachments import attachments_of
 from eve.context.active import EveContext, use_context
+from eve.costs import Cost, Spend, price
 from eve.errors import EmptyModelResponse, ModelProtocolError
 from eve.events import (
     ActionResultData,
@@ -99,6 +100,10 @@ class RunResult:
     #: the whole history: prior messages, the new user message and everything recorded after
     messages: list[Message]
     usage: TokenUsage
+    #: what ``usage`` cost (``eve.costs``): priced per model call, subagents included
+    cost: Cost = field(default_factory=Cost)
+    #: the session's tokens and cost so far, this turn included
+    session: Spend = field(default_factory=Spend)
     #: the validated final answer of an agent with ``output_schema``: an instance of its
     #: pydantic class, or the JSON object for a plain JSON Schema; None without one
     output: Any = None
@@ -124,7 +129,9 @@ class _Turn:
     runner: ToolRunner
     history: list[Message]
     transcript: TranscriptWriter | None
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    #: the turn's tokens and cost so far, and the current step's
+    spend: Spend = field(default_factory=Spend)
+    step_spend: Spend = field(default_factory=Spend)
     #: whether the recorder produced the current part now (else it replayed a record)
     live: bool = False
     #: the typed answer asked for (``output_schema``), and the accepted one
@@ -132,6 +139,18 @@ class _Turn:
     answer: Accepted | None = None
     #: where this turn's messages begin in ``history``
     start: int = 0
+
+    def result(self, stop: TurnStop, *, output: Any = None) -> RunResult:
+        spend = self.spend
+        session = self.env.spent_before + spend
+        return RunResult(
+            stop_reason=stop,
+            messages=self.history,
+            usage=spend.usage,
+            cost=spend.cost,
+            session=session,
+            output=output,
+        )
 
     def record(self, message: Message) -> None:
         if self.transcript is not None:
@@ -344,8 +363,15 @@ class _Turn:
         started = TaskStartedData(call_id=call.id, name=call.name, kind=kind, task_id=task_id)
         await self.emit(started, step)
         result = await tasks.run(task, task_id)
+        if result.spend is not None:
+            # a subagent's tokens are the caller's: they count in this step, turn, session
+            self.step_spend = self.step_spend + result.spend
         settled = TaskSettledData(
-            call_id=call.id, name=call.name, task_id=task_id, status=result.status
+            call_id=call.id,
+            name=call.name,
+            task_id=task_id,
+            status=result.status,
+            spend=result.spend,
         )
         await self.emit(settled, step)
         return result
@@ -390,11 +416,14 @@ class _Turn:
     async def step(self, step: int) -> bool:
         """One model call and its tool calls; True when the turn is complete."""
         await self.emit(StepStartedData(), step)
+        self.step_spend = Spend()
         part = await self.part(part_key(step), lambda: self.first_part(step))
         response = part.response
         if response is None:
             raise ModelProtocolError("a recorded step has no model response")
-        self.usage = self.usage + response.usage
+        model_id = self.setup.client.model_id
+        call = Spend(usage=response.usage, cost=price(model_id, response.usage))
+        self.step_spend = self.step_spend + call
         text, calls, finish = response.text, self.calls_of(response), response.finish_reason
         if not text and not calls:
             raise EmptyModelResponse(
@@ -414,7 +443,14 @@ class _Turn:
                     part = await self.resume(step, response, part)
                 case _:
                     assert_never(part)
-        await self.emit(StepCompletedData(finish_reason=finish, usage=self.usage), step)
+        self.spend = self.spend + self.step_spend
+        done = StepCompletedData(
+            finish_reason=finish,
+            usage=self.spend.usage,
+            cost=self.spend.cost,
+            step=self.step_spend,
+        )
+        await self.emit(done, step)
         return ends or not calls
 
 
@@ -502,16 +538,15 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
                 break
     except _Aborted:
         await turn.emit(TurnCancelledData(reason=turn.env.signal.reason or "cancelled"))
-        return RunResult(stop_reason="aborted", messages=turn.history, usage=turn.usage)
+        return turn.result("aborted")
     except BaseException as error:
         await turn.emit(TurnFailedData(error=redact(f"{type(error).__name__}: {error}")))
         raise
     answer = turn.answer
     output = answer.json() if answer is not None else None
-    await turn.emit(TurnCompletedData(stop_reason=stop, usage=turn.usage, output=output))
-    return RunResult(
-        stop_reason=stop,
-        messages=turn.history,
-        usage=turn.usage,
-        output=answer.value if answer is not None else None,
+    spend, session = turn.spend, turn.env.spent_before + turn.spend
+    completed = TurnCompletedData(
+        stop_reason=stop, usage=spend.usage, cost=spend.cost, session=session, output=output
     )
+    await turn.emit(completed)
+    return turn.result(stop, output=answer.value if answer is not None else None)

@@ -20,11 +20,13 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
 import pydantic
 
 from eve._format import pydantic_problems
 from eve.authoring.agent import RuntimeConfig
 from eve.context.active import EveContext
+from eve.costs import Spend
 from eve.errors import EveError, SubagentConfigInvalid, SubagentConfigMissing
 from eve.events import Delegation, ParentLink
 from eve.execution.checkpoints import Inline, StepRecorder
@@ -126,7 +128,10 @@ async def run_subagent(task: TaskCall, setup: AgentSetup, env: TurnEnvironment) 
         result = await run_agent(effective, str(message["message"]), env=env)
     except Exception as error:
         return SubagentRun(outcome=failed(call, error))
-    return SubagentRun(outcome=_outcome(task, result, effective), result=result)
+    # the child's tokens are the caller's too: the outcome carries them up (eve.costs)
+    spend = Spend(usage=result.usage, cost=result.cost)
+    done = msgspec.structs.replace(_outcome(task, result, effective), spend=spend)
+    return SubagentRun(outcome=done, result=result)
 
 
 def child_environment(

@@ -14,6 +14,7 @@ import pydantic
 
 from eve.authoring.context import ToolContext
 from eve.cancellation import CancelSignal
+from eve.costs import Spend
 from eve.errors import EveError
 from eve.events import ActionPartialData, ResultStatus
 from eve.execution.events import EventEmitter
@@ -73,6 +74,8 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     result: ToolResultMessage
     status: ResultStatus
     ends_turn: bool = False
+    #: a subagent's tokens and cost, which count toward the caller's turn
+    spend: Spend | None = None
 
 
 def _encode_default(value: Any) -> Any:

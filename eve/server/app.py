@@ -131,6 +131,10 @@ class _Routes:
         message = None if body.message is None else message_of(body.message)
         return _accepted(await self.service.create(message, key=key))
 
+    async def summary(self, request: Request) -> Response:
+        summary = await self.service.summary(request.path_params["session_id"])
+        return Response(msgspec.json.encode(summary), media_type="application/json")
+
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         key = _idempotency_key(request)
@@ -269,6 +273,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
             Route(PREFIX + "/info", _guarded(routes.info), methods=["GET"]),
             Route(PREFIX + "/session", _guarded(routes.create), methods=["POST"]),
             Route(session, _guarded(routes.follow_up), methods=["POST"]),
+            Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),
             Route(session + "/reset", _guarded(routes.reset), methods=["POST"]),
             Route(session + "/stream", _guarded(routes.stream), methods=["GET"]),

@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from eve.costs import Spend
 from eve.events import SessionEvent
 from eve.messages import Message
 from eve.redact import redact
@@ -22,6 +23,8 @@ class SessionCheckpoint(msgspec.Struct, kw_only=True):
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    #: the session's tokens by kind and their cost, its subagents' included (eve.costs)
+    spend: Spend = Spend()
 
 
 class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):

@@ -34,7 +34,8 @@ from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
-from eve.sessions.checkpoint import SessionCheckpoint, encode_checkpoint
+from eve.session_summary import SessionSummary
+from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
@@ -50,6 +51,7 @@ from eve.sessions.idempotency import (
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
+from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
 from eve.sessions.turn_workflow import TurnRuntime, install_runtime, turn_input
 
@@ -252,6 +254,13 @@ class SessionService:
         if row is None:
             raise SessionNotFound(f"no session {session_id}", session_id=session_id)
         return row
+
+    async def summary(self, session_id: str) -> SessionSummary:
+        """The session's status, turns, tokens, cost and limits (``GET /session/{id}``)."""
+        row = await self.get(session_id)
+        raw = await asyncio.to_thread(self.store.load_checkpoint, session_id)
+        limits = self.setup.agent.config.limits
+        return summarize(row, decode_checkpoint(raw), limits, now=time.time())
 
     async def require_active(self, session_id: str) -> SessionRow:
         try:

@@ -153,6 +153,7 @@ class TurnRuntime:
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
                     approved_once=approved_once,
+                    spent_before=checkpoint.spend,
                 )
                 message = message_of(given)
                 result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)
@@ -192,6 +193,7 @@ class TurnRuntime:
             turns=before.turns + 1,
             input_tokens=before.input_tokens + result.usage.input_tokens,
             output_tokens=before.output_tokens + result.usage.output_tokens,
+            spend=result.session,
         )
         await DBOS.run_step_async(
             {"name": "checkpoint.save"},

@@ -1,0 +1,51 @@
+"""What ``GET /eve/v1/session/{id}`` answers: a session's status, turns, spend and limits.
+
+Boundary data: the server builds it (``eve.sessions.summary``) and the client decodes it,
+so it lives beside the other shared modules and imports none of the packages.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import msgspec
+
+from eve.costs import Cost
+from eve.usage import TokenUsage
+
+
+class SessionLimits(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
+    """A session's limits, or what is left of each; a limit not set is left out."""
+
+    #: uncached input tokens, as the limit counts them
+    max_input_tokens_per_session: int | None = None
+    max_output_tokens_per_session: int | None = None
+    #: USD, a decimal string in JSON
+    max_cost_usd_per_session: Decimal | None = None
+    #: seconds from the session's start
+    session_timeout_seconds: float | None = None
+
+
+class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A session as of its last finished turn (its running turn is not in the totals yet)."""
+
+    session_id: str
+    #: ``active`` (takes messages) or ``ended``
+    status: str
+    #: why it ended (``max_input_tokens_per_session``, ``session_timeout``, …)
+    ended_reason: str | None = None
+    #: turns finished
+    turns: int = 0
+    #: the session's tokens by kind and what they cost, its subagents' included
+    usage: TokenUsage = TokenUsage()
+    cost: Cost = Cost()
+    #: the agent's limits on the session, and how much of each is left (never below 0)
+    limits: SessionLimits = SessionLimits()
+    left: SessionLimits = SessionLimits()
+
+
+_decoder = msgspec.json.Decoder(SessionSummary)
+
+
+def decode_summary(data: bytes | str) -> SessionSummary:
+    return _decoder.decode(data)

@@ -1,0 +1,63 @@
+"""A session's summary from its row, its checkpoint and the agent's limits (no I/O here)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TypeVar
+
+from eve.manifest import Limits
+from eve.session_summary import SessionLimits, SessionSummary
+from eve.sessions.checkpoint import SessionCheckpoint
+from eve.sessions.store import SessionRow
+
+
+def limits_of(config: Limits) -> SessionLimits:
+    # a cost limit is read when the agent config has one (issue 13's limits add it)
+    cost: object = getattr(config, "max_cost_usd_per_session", None)
+    return SessionLimits(
+        max_input_tokens_per_session=config.max_input_tokens_per_session,
+        max_output_tokens_per_session=config.max_output_tokens_per_session,
+        max_cost_usd_per_session=None if cost is None else Decimal(str(cost)),
+        session_timeout_seconds=config.session_timeout_seconds,
+    )
+
+
+N = TypeVar("N", int, float, Decimal)
+
+
+def _left(limit: N | None, used: N) -> N | None:
+    if limit is None:
+        return None
+    remaining = limit - used
+    return remaining if remaining > 0 else limit - limit  # 0 of the limit's own type
+
+
+def summarize(
+    row: SessionRow, checkpoint: SessionCheckpoint, config: Limits, *, now: float
+) -> SessionSummary:
+    """``row``'s session as of ``checkpoint``, under the limits ``config`` sets, at ``now``.
+
+    What is left of a token limit counts as the limit does (the checkpoint's counters); of
+    the cost limit, the priced part of the cost (an unpriced model's share is unknown)."""
+    limits = limits_of(config)
+    cost = checkpoint.spend.cost
+    left = SessionLimits(
+        max_input_tokens_per_session=_left(
+            limits.max_input_tokens_per_session, checkpoint.input_tokens
+        ),
+        max_output_tokens_per_session=_left(
+            limits.max_output_tokens_per_session, checkpoint.output_tokens
+        ),
+        max_cost_usd_per_session=_left(limits.max_cost_usd_per_session, cost.usd or Decimal(0)),
+        session_timeout_seconds=_left(limits.session_timeout_seconds, now - row.created_at),
+    )
+    return SessionSummary(
+        session_id=row.id,
+        status=row.status,
+        ended_reason=row.ended_reason,
+        turns=checkpoint.turns,
+        usage=checkpoint.spend.usage,
+        cost=cost,
+        limits=limits,
+        left=left,
+    )

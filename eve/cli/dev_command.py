@@ -17,9 +17,11 @@ from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.errors import EveError, SessionNotActive
 from eve.events import (
+    CompactionFailed,
     InputRequest,
     InputRequested,
     InputResolved,
+    SessionCompacted,
     SessionCompleted,
     SessionWaiting,
     ToolApprovalRequest,
@@ -36,6 +38,7 @@ from eve.sessions.settings import SESSIONS_DIR
 
 HELP = """commands:
   /attach PATH  send an image or document with your next message
+  /compact  fold the older history into a summary now
   /new    start a new conversation
   /exit   leave (Ctrl-D works too)
   /help   this list
@@ -196,6 +199,21 @@ class DevSession:
                     click.echo(f"eve: the session ended ({event.data.reason})", err=True)
                 return
 
+    async def compact(self) -> None:
+        """Queue a compaction and show its event once it ran (after any queued turns)."""
+        await self.service.compact(self.session_id)
+        events = await self.service.events(self.session_id, self.cursor, follow=True)
+        async for payload in events:
+            if not payload:
+                continue
+            self.cursor += 1
+            event = decode_event(payload)
+            self.renderer(event)
+            ran = isinstance(event, SessionCompacted | CompactionFailed)
+            if ran and event.data.turn_id is None:
+                self.renderer.end_line()
+                return
+
     async def answer(self, requests: list[InputRequest]) -> None:
         self.renderer.end_line()
         responses = []
@@ -239,6 +257,8 @@ class DevSession:
                 continue
             if command == "/help":
                 click.echo(HELP)
+            elif command == "/compact":
+                await self.compact()
             elif command == "/new":
                 await self.new_session()
                 click.echo("eve: new conversation", err=True)

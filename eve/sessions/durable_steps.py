@@ -9,16 +9,20 @@ record, the state is restored from it, and neither the model nor the tools run a
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import msgspec
 from dbos import DBOS
 
 from eve.context.active import EveContext
 from eve.execution.checkpoints import Produce, StepPart
+from eve.execution.compaction import CompactionRecord, ProduceCompaction
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.turn_events import TurnEvents
 
 _parts = msgspec.json.Decoder(StepPart)
+_compactions = msgspec.json.Decoder(CompactionRecord)
 
 
 class DurableRecorder:
@@ -28,6 +32,15 @@ class DurableRecorder:
         self.approved_once = approved_once
 
     async def part(self, key: str, produce: Produce) -> StepPart:
+        return _parts.decode(await self._checkpointed(key, produce))
+
+    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
+        """A compaction is a step like a part: its summary is in the record."""
+        return _compactions.decode(await self._checkpointed(key, produce))
+
+    async def _checkpointed(
+        self, key: str, produce: Callable[[], Awaitable[msgspec.Struct]]
+    ) -> msgspec.Raw:
         ran = False
 
         async def run() -> bytes:
@@ -52,4 +65,4 @@ class DurableRecorder:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)
         self.context.restore(checkpoint.state)
         self.approved_once.update(checkpoint.approved_once)
-        return _parts.decode(checkpoint.value)
+        return checkpoint.value

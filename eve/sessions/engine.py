@@ -15,6 +15,7 @@ from typing import Any
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Engine
 
+from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
@@ -112,6 +113,10 @@ class DurableEngine:
         await self._enqueue(
             TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id, turn, message
         )
+
+    async def enqueue_compaction(self, session_id: str, turn: int) -> None:
+        """Queue a compaction of the session behind its turns (``compact_workflow``)."""
+        await self._enqueue(COMPACT_WORKFLOW, compact_workflow_id(session_id, turn), session_id)
 
     async def enqueue_reset(self, session_id: str, turn: int) -> None:
         await self._enqueue(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)

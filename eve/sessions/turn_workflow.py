@@ -245,6 +245,11 @@ def _current() -> TurnRuntime:
     return _runtime
 
 
+def current_runtime() -> TurnRuntime:
+    """The runtime workflows in this process run with (other workflow modules use it)."""
+    return _current()
+
+
 @DBOS.workflow(name=TURN_WORKFLOW)
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     return await _current().run_turn(session_id, turn, message)

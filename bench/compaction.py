@@ -53,6 +53,7 @@ class Session:
 
 
 async def _session(turns: int, *, compact: bool) -> Session:
+    from eve.compiler.normalize import tool_entry
     from eve.events import SessionCompacted, SessionEvent
     from eve.execution import TurnEnvironment, agent_setup, run_agent
     from eve.execution.compaction import context_tokens
@@ -62,9 +63,8 @@ async def _session(turns: int, *, compact: bool) -> Session:
     from eve.models.base import ModelRequest
     from eve.models.function import FunctionModel
     from eve.models.offline import OfflineTestModel
-    from eve.tools import define_tool
-    from eve.compiler.normalize import tool_entry
     from eve.runtime.resolve_tool import bind_tool
+    from eve.tools import define_tool
 
     offline = OfflineTestModel()
     largest = [0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import click
@@ -23,6 +24,7 @@ from eve.events import (
     InputResolved,
     SessionCompacted,
     SessionCompleted,
+    SessionEvent,
     SessionWaiting,
     ToolApprovalRequest,
     TurnCancelled,
@@ -172,8 +174,8 @@ class DevSession:
     def _interrupt(self) -> None:
         self._cancelling = asyncio.ensure_future(self.service.cancel(self.session_id))
 
-    async def follow(self, turn_id: str | None) -> None:
-        """Render the session's events until ``turn_id`` (any turn, if None) has ended."""
+    async def rendered(self) -> AsyncIterator[SessionEvent]:
+        """The session's events from the cursor on, each rendered as it comes."""
         events = await self.service.events(self.session_id, self.cursor, follow=True)
         async for payload in events:
             if not payload:
@@ -181,6 +183,11 @@ class DevSession:
             self.cursor += 1
             event = decode_event(payload)
             self.renderer(event)
+            yield event
+
+    async def follow(self, turn_id: str | None) -> None:
+        """Render the session's events until ``turn_id`` (any turn, if None) has ended."""
+        async for event in self.rendered():
             if turn_id is not None and event.data.turn_id not in (turn_id, None):
                 continue
             if isinstance(event, InputRequested):
@@ -202,13 +209,7 @@ class DevSession:
     async def compact(self) -> None:
         """Queue a compaction and show its event once it ran (after any queued turns)."""
         await self.service.compact(self.session_id)
-        events = await self.service.events(self.session_id, self.cursor, follow=True)
-        async for payload in events:
-            if not payload:
-                continue
-            self.cursor += 1
-            event = decode_event(payload)
-            self.renderer(event)
+        async for event in self.rendered():
             ran = isinstance(event, SessionCompacted | CompactionFailed)
             if ran and event.data.turn_id is None:
                 self.renderer.end_line()

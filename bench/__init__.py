@@ -50,6 +50,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.cost:run",
         summary="billed input tokens of a 10/50-step Anthropic tool loop, prompt caching on vs off",
     ),
+    Benchmark(
+        name="compaction",
+        target="bench.compaction:run",
+        summary="a 200-turn offline session: context under the threshold, time per turn flat",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

@@ -130,6 +130,42 @@ class SessionReset(Event, frozen=True, kw_only=True, tag="session.reset"):
     data: SessionResetData
 
 
+#: why a compaction ran: the context passed the threshold, or someone asked for it
+CompactionReason = Literal["threshold", "requested"]
+
+
+class SessionCompactedData(EventData, frozen=True, kw_only=True):
+    #: the estimated tokens of the context before and after (see docs/sessions.md)
+    tokens_before: int
+    tokens_after: int
+    #: how many messages the summary stands for
+    messages_folded: int
+    #: the model that wrote the summary
+    model: str
+    #: what writing the summary cost (it counts toward the session)
+    usage: TokenUsage
+    reason: CompactionReason
+
+
+class SessionCompacted(Event, frozen=True, kw_only=True, tag="session.compacted"):
+    """Older history was folded into a summary the model reads instead."""
+
+    data: SessionCompactedData
+
+
+class CompactionFailedData(EventData, frozen=True, kw_only=True):
+    #: ``ErrorName: message``, redacted
+    error: str
+    #: what was done instead: the oldest history is left out of the request (trimmed)
+    fallback: Literal["trim"]
+
+
+class CompactionFailed(Event, frozen=True, kw_only=True, tag="session.compaction_failed"):
+    """A warning: the summary could not be written, so the request was trimmed instead."""
+
+    data: CompactionFailedData
+
+
 # --- turns -------------------------------------------------------------------------------
 
 
@@ -493,6 +529,8 @@ SessionEvent = (
     | SessionWaiting
     | SessionCompleted
     | SessionReset
+    | SessionCompacted
+    | CompactionFailed
     | HookFailed
 )
 """Any session event; ``match`` on its class (or ``event.type``) to read its data."""
@@ -525,6 +563,8 @@ EventType = Literal[
     "session.waiting",
     "session.completed",
     "session.reset",
+    "session.compacted",
+    "session.compaction_failed",
     "hook.failed",
 ]
 _EVENT_OF_DATA: dict[type[EventData], type[Event]] = {

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -212,6 +212,18 @@ class Limits(Base, frozen=True, kw_only=True):
 class Compaction(Base, frozen=True, kw_only=True):
     threshold_percent: int = 80
     model: str | None = None
+    #: the summary prompt, replacing eve's (``eve.execution.compaction.INSTRUCTIONS``)
+    instructions: str | None = None
+
+
+class ContextWindow(Base, frozen=True, kw_only=True):
+    """The context window a node's model has, as the compiler found it."""
+
+    tokens: int
+    #: the most tokens one response may have, when the table knows it
+    max_output_tokens: int | None = None
+    #: ``model-table`` (eve's table of known models) or ``model_context_window_tokens``
+    source: Literal["model-table", "model_context_window_tokens"]
 
 
 class PromptCache(Base, frozen=True, kw_only=True):
@@ -257,6 +269,8 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     limits: Limits = Limits()
     compaction: Compaction | None = None
     model_context_window_tokens: int | None = None
+    #: the window compaction measures against; None for a model without a known window
+    context_window: ContextWindow | None = None
     builtin_tools: list[str] = []
     #: names of the plugin tool sets the node opted in to, sorted
     tool_sets: list[str] = []

@@ -133,8 +133,20 @@ def _joined(parts: Iterable[object]) -> str:
     )
 
 
+class CompactionMark(msgspec.Struct, frozen=True, kw_only=True):
+    """What marks a user-side message as a compaction summary (see ``summary_message``)."""
+
+    #: how many messages before the summary it stands for
+    folded: int
+    #: how many messages right before the summary are still sent as they are, after it
+    kept: int = 0
+
+
 class UserMessage(_Message, frozen=True, kw_only=True, tag="user"):
     parts: list[UserPart] = []
+    #: set on the summary a compaction wrote: the model reads it instead of the ``folded``
+    #: messages before it (the history and transcript keep them; see ``model_view``)
+    compaction: CompactionMark | None = None
     #: a message from before content parts: its text (folded into ``parts`` on decode)
     legacy_text: str | None = msgspec.field(default=None, name="text")
 
@@ -212,6 +224,28 @@ def user_message(text: str, attachments: Sequence[MediaPart] = ()) -> UserMessag
     """A user's message: its text, then any images or documents."""
     parts: list[UserPart] = [TextPart(text=text)] if text else []
     return UserMessage(parts=[*parts, *attachments])
+
+
+def summary_message(summary: str, *, folded: int, kept: int) -> UserMessage:
+    """The message a compaction appends: the summary of the ``folded`` messages before the
+    last ``kept`` ones, as user-side text every provider accepts."""
+    text = f"Summary of the conversation so far (older messages were folded into it):\n{summary}"
+    return UserMessage(
+        parts=[TextPart(text=text)], compaction=CompactionMark(folded=folded, kept=kept)
+    )
+
+
+def model_view(history: Sequence[Message]) -> list[Message]:
+    """What the model is sent of ``history``: after the last compaction summary, the summary,
+    then the messages it kept, then everything recorded after it; the whole history when
+    nothing was compacted. A summary written by an earlier compaction is folded into a
+    later one, so only the last counts."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if isinstance(message, UserMessage) and message.compaction is not None:
+            kept = message.compaction.kept
+            return [message, *history[index - kept : index], *history[index + 1 :]]
+    return list(history)
 
 
 def assistant_message(text: str = "", tool_calls: Sequence[ToolCallPart] = ()) -> AssistantMessage:

@@ -184,6 +184,8 @@ def test_a_step_record_with_a_malformed_part_names_the_turn_and_the_step() -> No
     bad += b'"finish_reason":"end_turn","usage":{}}}'
     record = b'{"value":' + bad + b',"state":{},"approved_once":[],"attempt":0,"events":[]}'
     with pytest.raises(StepRecordCorrupt) as caught:
-        decode_step_record(record, workflow_id="ses_1:turn-3", step="step:2")
+        decode_step_record(
+            record, msgspec.json.Decoder(StepPart), workflow_id="ses_1:turn-3", step="step:2"
+        )
     assert (caught.value.workflow_id, caught.value.step) == ("ses_1:turn-3", "step:2")
     assert "$.response.parts[0]" in str(caught.value) and "reset the session" in str(caught.value)

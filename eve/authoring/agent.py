@@ -46,6 +46,8 @@ class CompactionConfig(_Strict):
 
     threshold_percent: int = pydantic.Field(default=80, ge=1, le=100)
     model: str | None = None
+    #: the summary prompt, replacing eve's (see docs/sessions.md)
+    instructions: str | None = pydantic.Field(default=None, min_length=1)
 
 
 class PromptCacheConfig(_Strict):

@@ -11,8 +11,10 @@ from eve.events import (
     ActionPartial,
     ActionResult,
     ActionsRequested,
+    CompactionFailed,
     MessageAppended,
     MessageCompleted,
+    SessionCompacted,
     SessionEvent,
     SkillLoaded,
     TaskStarted,
@@ -45,6 +47,13 @@ def activity(event: SessionEvent) -> list[str]:
             return [f"✦ loaded skill {data.name}"]
         case TaskStarted(data=data):
             return [f"⇢ {data.name} started ({data.kind})"]
+        case SessionCompacted(data=data):
+            return [
+                f"⇣ compacted {data.messages_folded} message(s): "
+                f"~{data.tokens_before} → ~{data.tokens_after} tokens"
+            ]
+        case CompactionFailed(data=data):
+            return [f"! compaction failed, trimmed instead: {_short(data.error)}"]
     return []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import click
@@ -17,10 +18,13 @@ from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.errors import EveError, SessionNotActive
 from eve.events import (
+    CompactionFailed,
     InputRequest,
     InputRequested,
     InputResolved,
+    SessionCompacted,
     SessionCompleted,
+    SessionEvent,
     SessionWaiting,
     ToolApprovalRequest,
     TurnCancelled,
@@ -36,6 +40,7 @@ from eve.sessions.settings import SESSIONS_DIR
 
 HELP = """commands:
   /attach PATH  send an image or document with your next message
+  /compact  fold the older history into a summary now
   /new    start a new conversation
   /exit   leave (Ctrl-D works too)
   /help   this list
@@ -169,8 +174,8 @@ class DevSession:
     def _interrupt(self) -> None:
         self._cancelling = asyncio.ensure_future(self.service.cancel(self.session_id))
 
-    async def follow(self, turn_id: str | None) -> None:
-        """Render the session's events until ``turn_id`` (any turn, if None) has ended."""
+    async def rendered(self) -> AsyncIterator[SessionEvent]:
+        """The session's events from the cursor on, each rendered as it comes."""
         events = await self.service.events(self.session_id, self.cursor, follow=True)
         async for payload in events:
             if not payload:
@@ -178,6 +183,11 @@ class DevSession:
             self.cursor += 1
             event = decode_event(payload)
             self.renderer(event)
+            yield event
+
+    async def follow(self, turn_id: str | None) -> None:
+        """Render the session's events until ``turn_id`` (any turn, if None) has ended."""
+        async for event in self.rendered():
             if turn_id is not None and event.data.turn_id not in (turn_id, None):
                 continue
             if isinstance(event, InputRequested):
@@ -194,6 +204,15 @@ class DevSession:
                 self.renderer.end_line()
                 if isinstance(event, SessionCompleted):
                     click.echo(f"eve: the session ended ({event.data.reason})", err=True)
+                return
+
+    async def compact(self) -> None:
+        """Queue a compaction and show its event once it ran (after any queued turns)."""
+        await self.service.compact(self.session_id)
+        async for event in self.rendered():
+            ran = isinstance(event, SessionCompacted | CompactionFailed)
+            if ran and event.data.turn_id is None:
+                self.renderer.end_line()
                 return
 
     async def answer(self, requests: list[InputRequest]) -> None:
@@ -239,6 +258,8 @@ class DevSession:
                 continue
             if command == "/help":
                 click.echo(HELP)
+            elif command == "/compact":
+                await self.compact()
             elif command == "/new":
                 await self.new_session()
                 click.echo("eve: new conversation", err=True)

@@ -13,6 +13,10 @@ from eve.runtime.info import NodeInfo, agent_info
 def _print_node(node: NodeInfo, indent: str) -> None:
     label = "agent" if not node.path else f"subagent {node.path}"
     click.echo(f"{indent}{label}: model {node.model or '(none: offline/test)'}")
+    window = node.context_window
+    if window is not None:
+        output = f", {window.max_output_tokens} output" if window.max_output_tokens else ""
+        click.echo(f"{indent}  context window: {window.tokens} tokens{output} ({window.source})")
     if node.description:
         click.echo(f"{indent}  description: {node.description}")
     if node.instructions_path:

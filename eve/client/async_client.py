@@ -126,6 +126,11 @@ class AsyncEveClient:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
         return accepted(await self._call("POST", session_path(session_id, "cancel")))
 
+    async def compact(self, session_id: str) -> Accepted:
+        """Queue a compaction behind the session's turns (``status`` is ``compacting``);
+        ``session.compacted`` in the event log says when it ran."""
+        return accepted(await self._call("POST", session_path(session_id, "compact")))
+
     async def reset(self, session_id: str) -> Accepted:
         """Cancel any running turn, then clear the session's history and state."""
         return accepted(await self._call("POST", session_path(session_id, "reset")))

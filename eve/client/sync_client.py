@@ -122,6 +122,11 @@ class EveClient:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
         return accepted(self._call("POST", session_path(session_id, "cancel")))
 
+    def compact(self, session_id: str) -> Accepted:
+        """Queue a compaction behind the session's turns (``status`` is ``compacting``);
+        ``session.compacted`` in the event log says when it ran."""
+        return accepted(self._call("POST", session_path(session_id, "compact")))
+
     def reset(self, session_id: str) -> Accepted:
         """Cancel any running turn, then clear the session's history and state."""
         return accepted(self._call("POST", session_path(session_id, "reset")))

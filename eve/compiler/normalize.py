@@ -16,6 +16,7 @@ from eve.manifest import (
     AgentConfig,
     Approval,
     Compaction,
+    ContextWindow,
     FunctionToolEntry,
     HookEntry,
     Limits,
@@ -28,6 +29,7 @@ from eve.manifest import (
     ToolEntry,
     WorkflowToolEntry,
 )
+from eve.model_windows import window_for
 
 
 def json_ready(
@@ -156,6 +158,16 @@ def hook_entry(
     )
 
 
+def context_window(model: str | None, override: int | None) -> ContextWindow | None:
+    """The node's window, from ``model_context_window_tokens`` or eve's table of models."""
+    window = window_for(model, override)
+    if window is None:
+        return None
+    return ContextWindow(
+        tokens=window.tokens, max_output_tokens=window.max_output_tokens, source=window.source
+    )
+
+
 def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> AgentConfig:
     """The manifest form of a validated ``define_agent`` call; ``output`` is its
     ``output_schema`` compiled (``compiler.output``), which needs the node's sources."""
@@ -166,6 +178,7 @@ def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> A
         limits=Limits(**config.limits.model_dump()),
         compaction=Compaction(**config.compaction.model_dump()) if config.compaction else None,
         model_context_window_tokens=config.model_context_window_tokens,
+        context_window=context_window(config.model, config.model_context_window_tokens),
         builtin_tools=sorted(config.builtin_tools),
         tool_sets=sorted(set(config.tool_sets)),
         workspace=config.workspace,

@@ -18,6 +18,7 @@ from typing import Literal, Protocol
 
 import msgspec
 
+from eve.execution.compaction import CompactionRecord, ProduceCompaction
 from eve.execution.tool_calls import CallOutcome
 from eve.messages import AssistantMessage, StopReason
 from eve.usage import TokenUsage
@@ -95,9 +96,17 @@ class StepRecorder(Protocol):
         """The part named ``key`` (see ``part_key``): produced now, or as recorded."""
         ...
 
+    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
+        """The compaction named ``key`` (``compaction.compaction_key``): run now, or as
+        recorded (so a finished one never asks the model again)."""
+        ...
+
 
 class Inline:
     """No durability: produce every part now."""
 
     async def part(self, key: str, produce: Produce) -> StepPart:
+        return await produce()
+
+    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
         return await produce()

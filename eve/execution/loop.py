@@ -49,6 +49,17 @@ from eve.execution.checkpoints import (
     StepPart,
     part_key,
 )
+from eve.execution.compaction import (
+    Compactor,
+    Policy,
+    SummaryFailed,
+    compaction_client,
+    compaction_key,
+    needs_compaction,
+    plan,
+    policy_for,
+    window_tokens,
+)
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
@@ -65,7 +76,15 @@ from eve.execution.tool_calls import (
 )
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.messages import AssistantMessage, Message, ToolCall, UserMessage, user_message
+from eve.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    UserMessage,
+    model_view,
+    summary_message,
+    user_message,
+)
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import (
     Done,
@@ -139,6 +158,10 @@ class _Turn:
     answer: Accepted | None = None
     #: where this turn's messages begin in ``history``
     start: int = 0
+    #: when to compact (None: the node does not)
+    compaction: Policy | None = None
+    #: a compaction failed this turn: requests are trimmed to the threshold instead
+    trim_to: int | None = None
 
     def result(self, stop: TurnStop, *, output: Any = None) -> RunResult:
         spend = self.spend
@@ -172,7 +195,7 @@ class _Turn:
         native = self.output is not None and self.output.native
         return ModelRequest(
             system=self.setup.agent.instructions,
-            messages=trim_history(self.history, self.setup.context_budget_tokens),
+            messages=trim_history(model_view(self.history), self.budget()),
             tools=[
                 ToolDeclaration(
                     name=t.name, description=t.description, input_schema=t.entry.input_schema
@@ -198,6 +221,42 @@ class _Turn:
             ],
             signal=self.env.signal,
         )
+
+    def budget(self) -> int | None:
+        budgets = [b for b in (self.setup.context_budget_tokens, self.trim_to) if b is not None]
+        return min(budgets) if budgets else None
+
+    async def compact(self, step: int) -> None:
+        """Before step ``step``'s request: fold older history into a summary when the
+        request would reach the threshold (a recorded part: see ``execution.compaction``)."""
+        policy = self.compaction
+        system = self.setup.agent.instructions
+        if policy is None or self.trim_to is not None:
+            return
+        if not needs_compaction(policy, system, self.history):
+            return
+        view = model_view(self.history)
+        folded = plan(view, policy.keep_tokens)
+        if folded is None:
+            return
+        compactor = Compactor(
+            policy=policy,
+            client=lambda: compaction_client(
+                policy.config, self.setup.client, app_root=self.setup.app_root
+            ),
+            system=system,
+            emit=lambda data: self.emit(data, step),
+        )
+        record = await self.env.recorder.compaction(
+            compaction_key(step), lambda: compactor.run(view, folded)
+        )
+        if isinstance(record, SummaryFailed):
+            self.trim_to = policy.threshold_tokens
+            return
+        # the summary's tokens count toward the step (and so the turn and the session)
+        spent = Spend(usage=record.usage, cost=price(record.model, record.usage))
+        self.step_spend = self.step_spend + spent
+        self.record(summary_message(record.summary, folded=record.folded, kept=record.kept))
 
     async def stream(self, step: int) -> ModelResponse:
         client = self.setup.client
@@ -417,6 +476,7 @@ class _Turn:
         """One model call and its tool calls; True when the turn is complete."""
         await self.emit(StepStartedData(), step)
         self.step_spend = Spend()
+        await self.compact(step)
         part = await self.part(part_key(step), lambda: self.first_part(step))
         response = part.response
         if response is None:
@@ -475,6 +535,14 @@ def _output_check(setup: AgentSetup) -> OutputCheck | None:
     return OutputCheck(output, native=bool(getattr(setup.client, "structured_output", False)))
 
 
+def _policy(setup: AgentSetup) -> Policy | None:
+    config = setup.agent.config
+    compiled = config.context_window.tokens if config.context_window is not None else None
+    model_id = setup.client.model_id
+    tokens = window_tokens(model_id, override=config.model_context_window_tokens, compiled=compiled)
+    return policy_for(config.compaction, model_id=model_id, window_tokens=tokens)
+
+
 async def run_agent(
     setup: AgentSetup,
     message: str | UserMessage,
@@ -519,6 +587,7 @@ async def run_agent(
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,
         output=check,
         start=len(history),
+        compaction=_policy(setup),
     )
     with use_context(context):
         return await _run(turn, message)

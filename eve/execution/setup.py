@@ -11,7 +11,7 @@ import pydantic
 
 from eve.errors import ResolveAgentError, WorkspaceUnsafe
 from eve.execution.events import HookDispatcher
-from eve.manifest import ROOT_NODE_ID, AgentConfig, Output
+from eve.manifest import ROOT_NODE_ID, AgentConfig, Compaction, Output
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
 from eve.runtime.resolved import ResolvedOutput, ResolvedTool
@@ -106,14 +106,19 @@ def agent_setup(
     node_id: str = ROOT_NODE_ID,
     output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
     output_retries: int = 2,
+    compaction: Compaction | None = None,
+    context_window_tokens: int | None = None,
 ) -> AgentSetup:
     """A setup for an agent made in code (tests, notebooks, benchmarks): the instructions
     and live tools, with the default configuration; compiled agents get theirs from
     ``eve run``'s and ``eve serve``'s own preparation. ``output_schema`` and
-    ``output_retries`` are ``define_agent``'s (a typed final answer)."""
+    ``output_retries`` are ``define_agent``'s (a typed final answer); ``compaction`` and
+    ``context_window_tokens`` its ``compaction`` and ``model_context_window_tokens``."""
     agent = ResolvedAgent(
         node_id=node_id,
-        config=AgentConfig(),
+        config=AgentConfig(
+            compaction=compaction, model_context_window_tokens=context_window_tokens
+        ),
         instructions=instructions,
         tools=list(tools),
         output=_output(output_schema, output_retries),

@@ -19,7 +19,7 @@ def estimate_tokens(message: Message) -> int:
     return size // 4 + 4
 
 
-def _units(messages: Sequence[Message]) -> list[list[Message]]:
+def units(messages: Sequence[Message]) -> list[list[Message]]:
     """Group an assistant message with the tool results that answer it."""
     units: list[list[Message]] = []
     for message in messages:
@@ -37,7 +37,7 @@ def trim_history(messages: Sequence[Message], budget_tokens: int | None) -> list
         return list(messages)
     kept: list[list[Message]] = []
     used = 0
-    for unit in reversed(_units(messages)):
+    for unit in reversed(units(messages)):
         cost = sum(estimate_tokens(m) for m in unit)
         if kept and used + cost > budget_tokens:
             break

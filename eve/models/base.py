@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from eve.cancellation import CancelSignal
 from eve.manifest import PromptCache, Retries, ThinkingMode
@@ -62,6 +62,9 @@ class ModelRequest:
     #: the agent node asking (``__root__``, ``researcher``): providers ignore it; the
     #: offline script model picks that node's responses by it
     node_id: str = "__root__"
+    #: what the request is for: a step of a turn, or writing a compaction summary (the
+    #: offline models answer that one with a deterministic summary)
+    purpose: Literal["turn", "compaction"] = "turn"
 
 
 class ModelClient(Protocol):

@@ -6,6 +6,9 @@ final-answer tool with a sample of the schema); ``offline/script`` replays a JSO
 responses, the n-th model request of a session (counted by the assistant messages already
 in its history) getting the n-th response, so a resumed session continues where it stopped.
 
+Asked for a compaction summary (``ModelRequest.purpose``), both write a deterministic one
+(``offline_summary``), and the script model does not count it as a scripted response.
+
 Both acknowledge what they cannot look at: a user message's images and documents
 ("(received 1 image: image/png, 68 bytes)", on the turn's first response), and
 ``offline/test`` the media a tool returned, so attachments are testable without a key.
@@ -14,6 +17,7 @@ Both acknowledge what they cannot look at: a user message's images and documents
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -121,12 +125,43 @@ def _current_turn(messages: list[Message]) -> list[Message]:
     return messages
 
 
+#: the offline summary starts with how many model responses it folds (so the script model
+#: still knows which response comes next after a compaction)
+_FOLDED = re.compile(r"^\(offline summary of (\d+) response")
+_SUMMARY_LINES = 6
+
+
+def _folded_responses(messages: list[Message]) -> int:
+    first = messages[0] if messages else None
+    if isinstance(first, UserMessage) and first.compaction is not None:
+        found = _FOLDED.search(first.text.split("\n", 1)[-1])
+        return int(found.group(1)) if found else 0
+    return 0
+
+
+def offline_summary(request: ModelRequest) -> str:
+    """The deterministic summary the offline models write for a compaction request: how many
+    responses it folds, then the last few lines of the rendered history, each cut short."""
+    last = request.messages[-1] if request.messages else None
+    rendered = last.text if isinstance(last, UserMessage) else ""
+    lines = [line for line in rendered.splitlines() if line.strip()]
+    responses = sum(line.startswith("assistant:") for line in lines)
+    # an earlier summary being folded again: its count carries over
+    earlier = [_FOLDED.match(line) for line in lines]
+    responses += sum(int(found.group(1)) for found in earlier if found)
+    recent = [line[:100] for line, found in zip(lines, earlier, strict=True) if not found]
+    body = "\n".join(f"- {line}" for line in recent[-_SUMMARY_LINES:])
+    return f"(offline summary of {responses} responses, {len(lines)} messages)\n{body}"
+
+
 class OfflineTestModel:
     """``offline/test``: exercise every tool once, then report what came back."""
 
     model_id = "offline/test"
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.purpose == "compaction":
+            return respond(request, offline_summary(request), [])
         turn = _current_turn(request.messages)
         results = [m for m in turn if isinstance(m, ToolResultMessage)]
         step = sum(isinstance(m, AssistantMessage) for m in request.messages)
@@ -186,6 +221,9 @@ class OfflineScriptModel:
         self.script = script
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.purpose == "compaction":
+            # a summary is not a scripted response: the script stays where it was
+            return respond(request, offline_summary(request), [])
         script = self.script
         if isinstance(script, dict) and request.node_id not in script:
             raise OfflineScriptError(
@@ -194,6 +232,7 @@ class OfflineScriptModel:
             )
         responses = script[request.node_id] if isinstance(script, dict) else script
         index = sum(isinstance(m, AssistantMessage) for m in request.messages)
+        index += _folded_responses(request.messages)
         if index >= len(responses):
             raise OfflineScriptError(
                 f"offline script {self.label} has {len(responses)} response(s) for "

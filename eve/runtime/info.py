@@ -18,6 +18,7 @@ from eve.manifest import (
     ROOT_NODE_ID,
     AnyToolEntry,
     CompiledManifest,
+    ContextWindow,
     DiagnosticsFile,
     FunctionToolEntry,
     ProviderToolEntry,
@@ -59,6 +60,8 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     path: str
     node_id: str
     model: str | None
+    #: the context window compaction measures against (``AgentConfig.context_window``)
+    context_window: ContextWindow | None
     description: str | None
     instructions_path: str | None
     tools: list[ToolInfo]
@@ -117,6 +120,7 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
         path=_path(key),
         node_id=node.node_id,
         model=node.config.model,
+        context_window=node.config.context_window,
         description=node.config.description,
         instructions_path=node.instructions.logical_path,
         tools=[_tool_info(t.entry, None if t.owner == key else _path(t.owner)) for t in scoped]

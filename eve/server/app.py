@@ -162,6 +162,11 @@ class _Routes:
         await self.service.reset(session_id)
         return JSONResponse({"ok": True, "sessionId": session_id, "status": "reset"})
 
+    async def compact(self, request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        await self.service.compact(session_id)
+        return JSONResponse({"ok": True, "sessionId": session_id, "status": "compacting"})
+
     async def task_event(self, request: Request) -> Response:
         session_id, task_id = request.path_params["session_id"], request.path_params["task_id"]
         body = await read_body(request, TaskEventBody, self.options.max_body_bytes)
@@ -276,6 +281,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
             Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),
             Route(session + "/reset", _guarded(routes.reset), methods=["POST"]),
+            Route(session + "/compact", _guarded(routes.compact), methods=["POST"]),
             Route(session + "/stream", _guarded(routes.stream), methods=["GET"]),
             Route(
                 session + "/tasks/{task_id}/events",

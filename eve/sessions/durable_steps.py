@@ -9,19 +9,25 @@ record, the state is restored from it, and neither the model nor the tools run a
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 import msgspec
 from dbos import DBOS
 
 from eve.context.active import EveContext
 from eve.errors import StepRecordCorrupt
 from eve.execution.checkpoints import Produce, StepPart
+from eve.execution.compaction import CompactionRecord, ProduceCompaction
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.turn_events import TurnEvents
 
+R = TypeVar("R")
 _parts = msgspec.json.Decoder(StepPart)
+_compactions = msgspec.json.Decoder(CompactionRecord)
 
 
 class DurableRecorder:
@@ -39,6 +45,18 @@ class DurableRecorder:
         self.gate = gate
 
     async def part(self, key: str, produce: Produce) -> StepPart:
+        return await self._checkpointed(key, produce, _parts)
+
+    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
+        """A compaction is a step like a part: its summary is in the record."""
+        return await self._checkpointed(key, produce, _compactions)
+
+    async def _checkpointed(
+        self,
+        key: str,
+        produce: Callable[[], Awaitable[msgspec.Struct]],
+        decoder: msgspec.json.Decoder[R],
+    ) -> R:
         ran = False
 
         async def run() -> bytes:
@@ -66,22 +84,25 @@ class DurableRecorder:
             if (failed := storage_failure(error)) is not None:
                 raise failed from None
             raise
-        checkpoint, part = decode_step_record(recorded, workflow_id=DBOS.workflow_id, step=key)
+        checkpoint, value = decode_step_record(
+            recorded, decoder, workflow_id=DBOS.workflow_id, step=key
+        )
         if not ran:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)
         self.context.restore(checkpoint.state)
         self.approved_once.update(checkpoint.approved_once)
-        return part
+        return value
 
 
 def decode_step_record(
-    recorded: bytes, *, workflow_id: str | None, step: str
-) -> tuple[StepCheckpoint, StepPart]:
-    """A step's record and the part it holds; ``StepRecordCorrupt`` naming the turn and the
-    step when either does not decode (a malformed message part, a record edited by hand)."""
+    recorded: bytes, decoder: msgspec.json.Decoder[R], *, workflow_id: str | None, step: str
+) -> tuple[StepCheckpoint, R]:
+    """A step's record and the value it holds (a part, a compaction); ``StepRecordCorrupt``
+    naming the turn and the step when either does not decode (a malformed message part, a
+    record edited by hand)."""
     try:
         checkpoint = msgspec.json.decode(recorded, type=StepCheckpoint)
-        return checkpoint, _parts.decode(checkpoint.value)
+        return checkpoint, decoder.decode(checkpoint.value)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise StepRecordCorrupt(
             f"the record of step {step!r} of {workflow_id or 'a turn'} cannot be read "

@@ -15,6 +15,7 @@ from typing import Any
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Engine
 
+from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
 from eve.sessions.dbos_data import EveSerializer, redact_dbos_log
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
@@ -135,6 +136,12 @@ class DurableEngine:
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
+
+    def enqueue_compaction(self, session_id: str, turn: int) -> None:
+        """Queue a compaction of the session behind its turns (``compact_workflow``);
+        blocking: called inside the claim of its place, in a thread."""
+        options = self._options(COMPACT_WORKFLOW, compact_workflow_id(session_id, turn), session_id)
+        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
     def enqueue_reset(self, session_id: str, turn: int) -> None:
         options = self._options(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)

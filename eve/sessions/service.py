@@ -366,6 +366,15 @@ class SessionService:
             lambda c, turn: self.engine.enqueue_reset(session_id, turn),
         )
 
+    async def compact(self, session_id: str) -> None:
+        """Queue a compaction behind the session's turns (``sessions.compact_workflow``)."""
+        await self.require_active(session_id)
+        await asyncio.to_thread(
+            self.store.claim_turn,
+            session_id,
+            lambda c, turn: self.engine.enqueue_compaction(session_id, turn),
+        )
+
     # --- the event log -----------------------------------------------------------------
 
     async def events(self, session_id: str, start: int, *, follow: bool) -> AsyncIterator[str]:

@@ -276,6 +276,11 @@ def _current() -> TurnRuntime:
     return _runtime
 
 
+def current_runtime() -> TurnRuntime:
+    """The runtime workflows in this process run with (other workflow modules use it)."""
+    return _current()
+
+
 @DBOS.workflow(name=TURN_WORKFLOW)
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     async with _current().tracked():

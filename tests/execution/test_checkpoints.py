@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from eve.execution.checkpoints import Produce, StepPart
+from eve.execution.compaction import CompactionRecord, ProduceCompaction
 from eve.models.function import FunctionModel
 from eve.tools import define_tool
 from tests.execution.helpers import Script, calls, live, text, turn
@@ -36,6 +37,9 @@ class JsonRecorder:
 
     async def part(self, key: str, produce: Produce) -> StepPart:
         return await self._get(key, StepPart, produce)  # type: ignore[no-any-return]
+
+    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
+        return await self._get(key, CompactionRecord, produce)  # type: ignore[no-any-return]
 
 
 async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:

@@ -1,0 +1,77 @@
+"""Known models' context windows and output limits, and the window a node will use.
+
+A shared module (the compiler records each node's window in the manifest, the runtime falls
+back to it for a model chosen at run time), so it imports no eve package. The figures are
+the providers' published limits (Anthropic "Models overview", OpenAI "Models" pages); a
+model not listed has no known window unless ``model_context_window_tokens`` gives one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: where a window came from: this table, or the agent's ``model_context_window_tokens``
+WindowSource = Literal["model-table", "model_context_window_tokens"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownWindow:
+    #: tokens a request may hold, input and output together
+    tokens: int
+    #: the most tokens one response may have
+    max_output_tokens: int
+
+
+#: model id (or the start of one: dated snapshots such as ``claude-sonnet-4-5-20250929``
+#: match their family) → its window
+KNOWN_WINDOWS: dict[str, KnownWindow] = {
+    "anthropic/claude-opus-4-1": KnownWindow(tokens=200_000, max_output_tokens=32_000),
+    "anthropic/claude-opus-4": KnownWindow(tokens=200_000, max_output_tokens=32_000),
+    "anthropic/claude-sonnet-4-5": KnownWindow(tokens=200_000, max_output_tokens=64_000),
+    "anthropic/claude-sonnet-4": KnownWindow(tokens=200_000, max_output_tokens=64_000),
+    "anthropic/claude-haiku-4-5": KnownWindow(tokens=200_000, max_output_tokens=64_000),
+    "anthropic/claude-3-7-sonnet": KnownWindow(tokens=200_000, max_output_tokens=64_000),
+    "anthropic/claude-3-5-haiku": KnownWindow(tokens=200_000, max_output_tokens=8_192),
+    "openai/gpt-5": KnownWindow(tokens=400_000, max_output_tokens=128_000),
+    "openai/gpt-4.1": KnownWindow(tokens=1_047_576, max_output_tokens=32_768),
+    "openai/gpt-4o": KnownWindow(tokens=128_000, max_output_tokens=16_384),
+    "openai/o3": KnownWindow(tokens=200_000, max_output_tokens=100_000),
+    "openai/o4-mini": KnownWindow(tokens=200_000, max_output_tokens=100_000),
+    # the offline models have a small window so compaction is reached in tests and benches
+    "offline/test": KnownWindow(tokens=16_000, max_output_tokens=4_096),
+    "offline/script": KnownWindow(tokens=16_000, max_output_tokens=4_096),
+}
+
+
+def known_window(model: str | None) -> KnownWindow | None:
+    """The table's entry for ``model``: its own, else the longest entry it starts with
+    (``openai/gpt-5-mini`` is ``openai/gpt-5``'s family; ``offline/script:x.json`` is
+    ``offline/script``); None when the table does not know it."""
+    if not model:
+        return None
+    found = [
+        key for key in KNOWN_WINDOWS if model == key or model.startswith((key + "-", key + ":"))
+    ]
+    return KNOWN_WINDOWS[max(found, key=len)] if found else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    tokens: int
+    max_output_tokens: int | None
+    source: WindowSource
+
+
+def window_for(model: str | None, override: int | None) -> Window | None:
+    """The window a node uses: ``override`` (``model_context_window_tokens``) first, then
+    the table; None when neither knows one."""
+    known = known_window(model)
+    limit = known.max_output_tokens if known is not None else None
+    if override is not None:
+        return Window(
+            tokens=override, max_output_tokens=limit, source="model_context_window_tokens"
+        )
+    if known is None:
+        return None
+    return Window(tokens=known.tokens, max_output_tokens=limit, source="model-table")

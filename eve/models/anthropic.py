@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -60,35 +60,6 @@ _STREAM_ERROR_STATUS = {
 }
 
 
-@dataclass
-class _Outcome:
-    paused: bool = False
-
-
-class _Watched:
-    """The SDK's event stream, watched for the API's own stop reason (``pause_turn`` has no
-    eve equivalent, so the translated ``Done`` cannot carry it)."""
-
-    def __init__(self, stream: anthropic.AsyncStream[sdk.RawMessageStreamEvent], outcome: _Outcome):
-        self._stream = stream
-        self._events = stream.__aiter__()
-        self._outcome = outcome
-
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> sdk.RawMessageStreamEvent:
-        event = await self._events.__anext__()
-        if isinstance(event, sdk.RawMessageStartEvent):
-            self._outcome.paused = False
-        elif isinstance(event, sdk.RawMessageDeltaEvent) and event.delta.stop_reason:
-            self._outcome.paused = event.delta.stop_reason == "pause_turn"
-        return event
-
-    async def close(self) -> None:
-        await self._stream.close()
-
-
 def _replayed(part: AssistantPart) -> ModelEvent:
     if isinstance(part, ToolCallPart):
         return ToolCallEnd(id=part.id, name=part.name, input=part.input)
@@ -117,43 +88,40 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         super().__init__(model, api_key=key, base_url=base_url, max_retries=max_retries)
         #: the model constrains its answer to ``ModelRequest.output_schema`` natively
         self.structured_output = model_traits(model).structured_output
-        self._outcomes: dict[int, _Outcome] = {}
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         earlier: list[AssistantPart] = []
         usage = TokenUsage()
         current = request
         for _ in range(MAX_PAUSE_CONTINUATIONS + 1):
-            outcome = self._outcomes[id(current)] = _Outcome()
             segment: list[AssistantPart] = []
             done: Done | None = None
-            try:
-                async for event in super().stream(current):
-                    match event:
-                        case Done():
-                            done = event
-                            continue
-                        case PartCompleted():
-                            segment.append(event.part)
-                        case ToolCallEnd():
-                            segment.append(
-                                ToolCallPart(id=event.id, name=event.name, input=event.input)
-                            )
-                        case Retrying():
-                            # the loop voids the whole response, earlier continuations too
-                            segment.clear()
-                            yield event
-                            for kept in earlier:
-                                yield _replayed(kept)
-                            continue
-                    yield event
-            finally:
-                del self._outcomes[id(current)]
+            async for event in super().stream(current):
+                match event:
+                    case Done():
+                        done = event
+                        continue
+                    case PartCompleted():
+                        segment.append(event.part)
+                    case ToolCallEnd():
+                        segment.append(
+                            ToolCallPart(id=event.id, name=event.name, input=event.input)
+                        )
+                    case Retrying():
+                        # the loop voids the whole response, earlier continuations too
+                        segment.clear()
+                        yield event
+                        for kept in earlier:
+                            yield _replayed(kept)
+                        continue
+                yield event
             if done is None:
                 return  # cancelled
             usage += done.usage
             earlier.extend(segment)
-            if not outcome.paused:
+            # pause_turn: a server tool is still running; the API takes the response so far
+            # back and goes on with it
+            if done.provider_stop_reason != "pause_turn":
                 yield Done(stop_reason=done.stop_reason, usage=usage)
                 return
             so_far = AssistantMessage(parts=list(earlier))
@@ -168,10 +136,13 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
     def _translator(self) -> AnthropicTranslator:
         return AnthropicTranslator()
 
-    async def _start(self, request: ModelRequest) -> _Watched:
+    async def _start(
+        self, request: ModelRequest
+    ) -> anthropic.AsyncStream[sdk.RawMessageStreamEvent]:
         params: dict[str, Any] = request_params(self._model, request)
+        stream: anthropic.AsyncStream[sdk.RawMessageStreamEvent]
         stream = await self._sdk().messages.create(**params, stream=True)
-        return _Watched(stream, self._outcomes.get(id(request), _Outcome()))
+        return stream
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:

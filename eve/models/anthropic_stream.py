@@ -213,7 +213,10 @@ class AnthropicTranslator:
         if reason == "end_turn" and calls:
             raise protocol_error(PROVIDER, f"stop_reason end_turn with {calls} tool_use block(s)")
         self._done = True
-        return Done(stop_reason=STOP_REASONS.get(reason, "other"), usage=self._usage)
+        stop = STOP_REASONS.get(reason)
+        if stop is None:  # a reason eve has no word for (pause_turn): kept for the adapter
+            return Done(stop_reason="other", usage=self._usage, provider_stop_reason=reason)
+        return Done(stop_reason=stop, usage=self._usage)
 
 
 def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage, before: TokenUsage) -> TokenUsage:

@@ -81,6 +81,9 @@ class Retrying(_Event, frozen=True, kw_only=True, tag="retrying"):
 class Done(_Event, frozen=True, kw_only=True, tag="done"):
     stop_reason: StopReason
     usage: TokenUsage = TokenUsage()
+    #: the provider's own reason, for an adapter that acts on one eve has no word for
+    #: (Anthropic's ``pause_turn``); the loop reads ``stop_reason`` only
+    provider_stop_reason: str | None = None
 
 
 ModelEvent = (

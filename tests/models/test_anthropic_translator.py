@@ -142,7 +142,9 @@ def test_pause_turn_is_other_to_the_translator_and_kept_as_the_api_said() -> Non
         for e in translator.feed(raw)
     ]
     assert events[-1] == Done(
-        stop_reason="other", usage=TokenUsage(input_tokens=10, output_tokens=5)
+        stop_reason="other",
+        usage=TokenUsage(input_tokens=10, output_tokens=5),
+        provider_stop_reason="pause_turn",
     )
     assert translator.stop_reason == "pause_turn"
 

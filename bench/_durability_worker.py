@@ -130,13 +130,7 @@ async def _in_memory(agent: Agent, repeats: int, warmup: int) -> dict[str, Any]:
         agent.reset()
         gc.collect()
         start = time.perf_counter()
-        result = await run_agent(
-            client=setup.client,
-            system=setup.agent.instructions,
-            tools=setup.agent.tools,
-            user_message=message(steps),
-            max_turns=setup.max_turns,
-        )
+        result = await run_agent(setup, message(steps))
         elapsed = time.perf_counter() - start
         _check(agent.tally.calls, steps, result.final_text)
         return elapsed

@@ -55,7 +55,7 @@ class Case:
 
 
 def _eve_case() -> Case:
-    from eve.execution.loop import run_agent
+    from eve.execution import agent_setup, run_agent
     from eve.messages import AssistantMessage
     from eve.models.base import ModelRequest
     from eve.models.events import ModelEvent
@@ -70,13 +70,10 @@ def _eve_case() -> Case:
         return events
 
     async def run_once() -> str:
-        result = await run_agent(
-            client=FunctionModel(respond),
-            system=SYSTEM,
-            tools=[resolved],
-            user_message=PROMPT,
-            max_turns=STEPS + 10,
+        setup = agent_setup(
+            FunctionModel(respond), instructions=SYSTEM, tools=[resolved], max_turns=STEPS + 10
         )
+        result = await run_agent(setup, PROMPT)
         return result.final_text
 
     return Case(EVE, run_once, tally)

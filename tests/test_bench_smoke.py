@@ -1,0 +1,20 @@
+"""The benchmarks' eve side still runs against today's API (a bench is not type-checked with
+the package, so a changed signature would otherwise surface only in `make bench`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import _durability_worker, loop_overhead
+
+
+async def test_the_loop_overhead_case_runs_a_whole_turn() -> None:
+    case = loop_overhead._eve_case()
+    assert await case.run_once() == loop_overhead.FINAL_TEXT
+    assert case.tally.calls == loop_overhead.TOOL_CALLS
+
+
+async def test_the_durability_in_memory_turns_run(tmp_path: Path) -> None:
+    agent = _durability_worker.build_agent(tmp_path)
+    timed = await _durability_worker._in_memory(agent, repeats=1, warmup=0)
+    assert set(timed["turns"]) == {str(_durability_worker.SHORT), str(_durability_worker.LONG)}

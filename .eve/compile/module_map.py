@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 6
-FINGERPRINT = "sha256:e0c1df502fa07da8f1dee59a672acece36874732e19a8de28f9cb34d05d8cb67"
+SCHEMA_VERSION = 7
+FINGERPRINT = "sha256:bddbe29970bcca3a0fd2b84eeaf472ad56d7f58055be4ecacd2cc41f25cd0951"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -21,6 +21,7 @@ from eve.events import (
     InputRequested,
     InputResolved,
     SessionCompleted,
+    SessionLimitRequest,
     SessionWaiting,
     ToolApprovalRequest,
     TurnCancelled,
@@ -212,6 +213,13 @@ class DevSession:
             asked = f"  allow {request.tool_name}({request.input})? [y/N] "
             said = (await self.input.line(asked) or "").strip().lower()
             return "approve" if said in ("y", "yes") else "deny"
+        if isinstance(request, SessionLimitRequest):
+            asked = (
+                f"  the session reached {request.limit} ({request.used} of {request.allowed}); "
+                f"raise it by {request.raise_by}? [y/N] "
+            )
+            said = (await self.input.line(asked) or "").strip().lower()
+            return "raise" if said in ("y", "yes") else "end"
         options = [option.id for option in request.options]
         while True:
             asked = f"  {request.tool_name} asks: {request.question} [{'/'.join(options)}] "

@@ -38,9 +38,10 @@ def _left(limit: N | None, used: N) -> N | None:
 
 
 def summarize(
-    row: SessionRow, checkpoint: SessionCheckpoint, config: Limits, *, now: float
+    row: SessionRow, checkpoint: SessionCheckpoint, config: Limits, *, idle_left: float | None
 ) -> SessionSummary:
-    """``row``'s session as of ``checkpoint``, under the limits ``config`` sets, at ``now``.
+    """``row``'s session as of ``checkpoint``, under the limits ``config`` sets;
+    ``idle_left`` is how long until its idle timeout, if it has one (``idle_timer``).
 
     What is left of a token limit counts as the limit does (the checkpoint's counters); of
     the cost limit, the priced part of the cost (an unpriced model's share is unknown)."""
@@ -54,7 +55,7 @@ def summarize(
             limits.max_output_tokens_per_session, checkpoint.output_tokens
         ),
         max_cost_usd_per_session=_left(limits.max_cost_usd_per_session, cost.usd or Decimal(0)),
-        session_timeout_seconds=_left(limits.session_timeout_seconds, now - row.created_at),
+        session_timeout_seconds=None if idle_left is None else max(idle_left, 0.0),
     )
     return SessionSummary(
         session_id=row.id,

@@ -268,6 +268,11 @@ def install_runtime(runtime: TurnRuntime | None) -> None:
     install_host(runtime)
 
 
+def current_runtime() -> TurnRuntime:
+    """The runtime workflow bodies of this process run with (``install_runtime``)."""
+    return _current()
+
+
 def _current() -> TurnRuntime:
     if _runtime is None:
         raise RuntimeError("eve's turn runtime is not installed in this process")

@@ -218,8 +218,10 @@ class DevSession:
                 f"  the session reached {request.limit} ({request.used} of {request.allowed}); "
                 f"raise it by {request.raise_by}? [y/N] "
             )
-            said = (await self.input.line(asked) or "").strip().lower()
-            return "raise" if said in ("y", "yes") else "end"
+            reply = await self.input.line(asked)
+            if reply is None:
+                return None  # input ended: the request stays open for --resume
+            return "raise" if reply.strip().lower() in ("y", "yes") else "end"
         options = [option.id for option in request.options]
         while True:
             asked = f"  {request.tool_name} asks: {request.question} [{'/'.join(options)}] "

@@ -51,7 +51,7 @@ from eve.execution.checkpoints import (
 )
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
-from eve.execution.limits import LimitName, enforce
+from eve.execution.limits import LimitName, crossed, enforce
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ResponseParts
 from eve.execution.setup import AgentSetup
@@ -543,7 +543,8 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
             limits, spend = turn.setup.agent.config.limits, turn.env.spent_before + turn.spend
             raised, ask = turn.env.raised_limits, turn.env.ask_limit
             turn.ended_by = await enforce(limits, raised, spend, ask, step)
-            turn.check()  # cancelled while a person was asked about a limit
+            if turn.ended_by is None and crossed(limits, raised, spend, step) is not None:
+                turn.check()  # no answer: the turn was cancelled while a person was asked
             if complete or turn.ended_by is not None:
                 stop = "complete" if complete else "session_limit"
                 break

@@ -173,3 +173,28 @@ def test_an_answer_that_is_not_raise_or_end_is_refused(make_app: AppFactory) -> 
         server.stop()
     assert refused.status_code == 400 and refused.json()["code"] == "input_option_unknown"
     assert ended(events) == ["max_output_tokens_per_session"]
+
+
+def test_cancelling_a_turn_parked_on_a_limit_keeps_the_session(make_app: AppFactory) -> None:
+    limits = {"max_turns": 5, "max_output_tokens_per_session": 10}
+    root = scripted_app(make_app, [call("leak"), say("b" * 40)], ("leak",), limits)
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("hello")
+        server.wait_for(session, count("turn.waiting"))
+        assert server.post(f"/session/{session}/cancel").status_code == 202
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    resolved = [e["data"]["option_id"] for e in events if e["type"] == "input.resolved"]
+    assert resolved == ["cancelled"]
+    assert "turn.cancelled" in types(events) and not ended(events)
+    # the reply crossed it (the call before did not): parked after that step, then cancelled
+    assert types(events)[-6:] == [
+        "step.completed",
+        "input.requested",
+        "turn.waiting",
+        "input.resolved",
+        "turn.cancelled",
+        "session.waiting",
+    ]

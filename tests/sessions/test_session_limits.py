@@ -26,6 +26,14 @@ def limit_requests(events: list[Event]) -> list[dict[str, Any]]:
     ]
 
 
+def park_and_answer(server: InProcessServer, option: str) -> tuple[str, dict[str, Any]]:
+    """A new session whose first turn parks on a limit, answered with ``option``."""
+    session = server.create("hello")
+    [request] = limit_requests(server.wait_for(session, count("turn.waiting")))
+    server.answer(session, request["request_id"], option)
+    return session, request
+
+
 def ended(events: list[Event]) -> list[str]:
     return [e["data"]["reason"] for e in events if e["type"] == "session.completed"]
 
@@ -40,10 +48,7 @@ def test_the_output_limit_parks_is_raised_then_ends_the_session(make_app: AppFac
     root = scripted_app(make_app, [say("a" * 40), say("b" * 40)], limits=limits)
     server = InProcessServer(root).start()
     try:
-        session = server.create("hello")
-        parked = server.wait_for(session, count("turn.waiting"))
-        [request] = limit_requests(parked)
-        server.answer(session, request["request_id"], "raise")
+        session, request = park_and_answer(server, "raise")
         first = server.wait_for(session, count("session.waiting"))
         with EveClient(server.url, transport=server.transport()) as client:
             raised = client.session(session)
@@ -75,10 +80,7 @@ def test_ending_on_the_input_limit_mid_turn_stops_the_turn(make_app: AppFactory)
     root = scripted_app(make_app, [call("leak"), say("never said")], ("leak",), limits)
     server = InProcessServer(root).start()
     try:
-        session = server.create("hello")
-        parked = server.wait_for(session, count("turn.waiting"))
-        [request] = limit_requests(parked)
-        server.answer(session, request["request_id"], "end")
+        session, request = park_and_answer(server, "end")
         events = server.wait_for(session, count("session.completed"))
     finally:
         server.stop()

@@ -50,6 +50,7 @@
     ├── SessionError
     │   ├── SessionNotFound             no session has this id
     │   ├── SessionNotActive            the session ended (timeout, token budget)
+    │   ├── SessionLimitReached         a session limit crossed with no person to raise it
     │   ├── InputRequestNotPending      an answer to a request that is not waiting
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
     │   ├── TaskNotWaiting              an event for a task that is not waiting
@@ -80,6 +81,7 @@ Errors pickle with their fields (DBOS records step failures).
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -579,6 +581,26 @@ class SessionNotActive(SessionError):
         self.session_id = session_id
         #: why it ended (``ended``, ``session_timeout`` …), ``unknown`` for no such session
         self.reason = reason
+
+
+class SessionLimitReached(SessionError):
+    """A session limit was crossed where no person can raise it (``eve run``, a subagent):
+    ``limit`` names it, ``used`` is the session's total, ``allowed`` what it may use."""
+
+    code = "session_limit_reached"
+    http_status = 409
+    exit_code = 3
+
+    def __init__(
+        self, message: str, *, limit: str, used: int | Decimal, allowed: int | Decimal
+    ) -> None:
+        super().__init__(message)
+        #: ``max_input_tokens_per_session``, ``max_output_tokens_per_session`` or
+        #: ``max_cost_usd_per_session``
+        self.limit = limit
+        #: tokens, or USD for the cost limit
+        self.used = used
+        self.allowed = allowed
 
 
 class InputRequestNotPending(SessionError):

@@ -15,6 +15,7 @@ adds ``session_id``, the delegation link and ``meta``.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Literal, get_args, get_type_hints
 
 import msgspec
@@ -23,8 +24,9 @@ from eve.costs import Cost, Spend
 from eve.messages import StopReason
 from eve.usage import TokenUsage
 
-#: how a turn ended: the model answered, the max-turns limit, or cancelled
-TurnStop = Literal["complete", "max_turns", "aborted"]
+#: how a turn ended: the model answered, the max-turns limit, cancelled, or a person ended
+#: the session on a session limit before the model was done
+TurnStop = Literal["complete", "max_turns", "aborted", "session_limit"]
 #: a tool call's outcome: ran, failed (the model sees the error), refused by an approval rule
 ResultStatus = Literal["completed", "failed", "rejected"]
 #: what runs outside a step (``execution.tasks``)
@@ -429,22 +431,29 @@ class Option(msgspec.Struct, frozen=True, kw_only=True):
     label: str
 
 
+#: what asks a person: a tool call's approval, a workflow tool's question, a session limit
+RequestKind = Literal["tool-approval", "question", "session-limit"]
+
+
 class _Request(_Wire, frozen=True, kw_only=True, tag_field="kind"):
     request_id: str
-    #: the tool whose call asks
-    tool_name: str
-    call_id: str
     #: what the person may answer (``optionId`` in the answer)
     options: list[Option]
 
     @property
-    def kind(self) -> Literal["tool-approval", "question"]:
-        """``tool-approval`` or ``question``: the tag it is encoded with."""
-        tag: Literal["tool-approval", "question"] = self.__struct_config__.tag  # type: ignore[assignment]
+    def kind(self) -> RequestKind:
+        """``tool-approval``, ``question`` or ``session-limit``: the tag it is encoded with."""
+        tag: RequestKind = self.__struct_config__.tag  # type: ignore[assignment]
         return tag
 
 
-class ToolApprovalRequest(_Request, frozen=True, kw_only=True, tag="tool-approval"):
+class _ToolRequest(_Request, frozen=True, kw_only=True):
+    #: the tool whose call asks
+    tool_name: str
+    call_id: str
+
+
+class ToolApprovalRequest(_ToolRequest, frozen=True, kw_only=True, tag="tool-approval"):
     """May this call run? Options ``approve`` and ``deny``."""
 
     input: dict[str, Any]
@@ -452,14 +461,31 @@ class ToolApprovalRequest(_Request, frozen=True, kw_only=True, tag="tool-approva
     rule: str
 
 
-class QuestionRequest(_Request, frozen=True, kw_only=True, tag="question"):
+class QuestionRequest(_ToolRequest, frozen=True, kw_only=True, tag="question"):
     """A workflow tool's question, with its own options."""
 
     question: str
     task_id: str
 
 
-InputRequest = ToolApprovalRequest | QuestionRequest
+class SessionLimitRequest(_Request, frozen=True, kw_only=True, tag="session-limit"):
+    """The session crossed one of its limits: raise it (``raise``) or end the session
+    (``end``). Amounts are decimal strings: tokens, or USD for the cost limit."""
+
+    #: ``max_input_tokens_per_session``, ``max_output_tokens_per_session`` or
+    #: ``max_cost_usd_per_session``
+    limit: str
+    #: the session's total that crossed it, and what it was allowed
+    used: Decimal
+    allowed: Decimal
+    #: how much ``raise`` adds: the configured limit again
+    raise_by: Decimal
+    #: the session's tokens by kind and their cost so far
+    usage: TokenUsage
+    cost: Cost
+
+
+InputRequest = ToolApprovalRequest | QuestionRequest | SessionLimitRequest
 
 
 class InputRequestedData(EventData, frozen=True, kw_only=True):

@@ -206,6 +206,8 @@ class Limits(Base, frozen=True, kw_only=True):
     max_turns: int | None = None
     max_input_tokens_per_session: int | None = None
     max_output_tokens_per_session: int | None = None
+    #: USD; the priced part of the session's cost counts (an unpriced model's share is unknown)
+    max_cost_usd_per_session: float | None = None
     session_timeout_seconds: float | None = None
 
 

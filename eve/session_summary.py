@@ -22,7 +22,7 @@ class SessionLimits(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     max_output_tokens_per_session: int | None = None
     #: USD, a decimal string in JSON
     max_cost_usd_per_session: Decimal | None = None
-    #: seconds from the session's start
+    #: seconds of idleness (``left``: until the idle timer ends the session)
     session_timeout_seconds: float | None = None
 
 

@@ -38,6 +38,7 @@ class LimitsConfig(_Strict):
     max_turns: int | None = pydantic.Field(default=None, ge=1)
     max_input_tokens_per_session: int | None = pydantic.Field(default=None, ge=1)
     max_output_tokens_per_session: int | None = pydantic.Field(default=None, ge=1)
+    max_cost_usd_per_session: float | None = pydantic.Field(default=None, gt=0)
     session_timeout_seconds: float | None = pydantic.Field(default=None, gt=0)
 
 

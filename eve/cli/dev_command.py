@@ -25,6 +25,7 @@ from eve.events import (
     SessionCompacted,
     SessionCompleted,
     SessionEvent,
+    SessionLimitRequest,
     SessionWaiting,
     ToolApprovalRequest,
     TurnCancelled,
@@ -231,6 +232,15 @@ class DevSession:
             asked = f"  allow {request.tool_name}({request.input})? [y/N] "
             said = (await self.input.line(asked) or "").strip().lower()
             return "approve" if said in ("y", "yes") else "deny"
+        if isinstance(request, SessionLimitRequest):
+            asked = (
+                f"  the session reached {request.limit} ({request.used} of {request.allowed}); "
+                f"raise it by {request.raise_by}? [y/N] "
+            )
+            reply = await self.input.line(asked)
+            if reply is None:
+                return None  # input ended: the request stays open for --resume
+            return "raise" if reply.strip().lower() in ("y", "yes") else "end"
         options = [option.id for option in request.options]
         while True:
             asked = f"  {request.tool_name} asks: {request.question} [{'/'.join(options)}] "

@@ -31,7 +31,9 @@ from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
 from eve.messages import user_message
 
-EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": 130}
+#: ``session_limit`` needs a person to end the session, so eve run never stops with it; a
+#: limit crossed here is SessionLimitReached (its exit code, 3)
+EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": 130, "session_limit": 3}
 
 
 def exit_code_for(result: RunResult) -> int:

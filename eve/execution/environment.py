@@ -10,6 +10,7 @@ from eve.context.active import EveContext
 from eve.costs import Spend
 from eve.execution.checkpoints import Inline, StepRecorder
 from eve.execution.events import EventEmitter, EventSink, HookDispatcher
+from eve.execution.limits import LimitHook
 from eve.execution.tasks import NoTasks, TaskRunner
 from eve.execution.tool_calls import ApprovalHook
 
@@ -43,6 +44,11 @@ class TurnEnvironment:
     transcript: Path | None = None
     #: the session's tokens and cost before this turn (``turn.completed`` adds the turn's)
     spent_before: Spend = field(default_factory=Spend)
+    #: asked when the session crosses a limit (``execution.limits``); None: no one can
+    #: raise it, and crossing one is ``SessionLimitReached``
+    ask_limit: LimitHook | None = None
+    #: how many times each limit was raised in this session, updated as raises come
+    raised_limits: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.on_event is not None and self.emitter is not None:

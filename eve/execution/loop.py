@@ -62,6 +62,7 @@ from eve.execution.compaction import (
 )
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
+from eve.execution.limits import LimitName, crossed, enforce
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ResponseParts
 from eve.execution.setup import AgentSetup
@@ -126,6 +127,8 @@ class RunResult:
     #: the validated final answer of an agent with ``output_schema``: an instance of its
     #: pydantic class, or the JSON object for a plain JSON Schema; None without one
     output: Any = None
+    #: the session limit a person chose to end the session on (``execution.limits``)
+    ended_by: LimitName | None = None
 
     @property
     def final_text(self) -> str:
@@ -162,6 +165,8 @@ class _Turn:
     compaction: Policy | None = None
     #: a compaction failed this turn: requests are trimmed to the threshold instead
     trim_to: int | None = None
+    #: the session limit a person ended the session on
+    ended_by: LimitName | None = None
 
     def result(self, stop: TurnStop, *, output: Any = None) -> RunResult:
         spend = self.spend
@@ -173,6 +178,7 @@ class _Turn:
             cost=spend.cost,
             session=session,
             output=output,
+            ended_by=self.ended_by,
         )
 
     def record(self, message: Message) -> None:
@@ -602,8 +608,14 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
         await turn.emit(received)
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):
-            if turn.settle(await turn.step(step)):
-                stop = "complete"
+            complete = turn.settle(await turn.step(step))
+            limits, spend = turn.setup.agent.config.limits, turn.env.spent_before + turn.spend
+            raised, ask = turn.env.raised_limits, turn.env.ask_limit
+            turn.ended_by = await enforce(limits, raised, spend, ask, step)
+            if turn.ended_by is None and crossed(limits, raised, spend, step) is not None:
+                turn.check()  # no answer: the turn was cancelled while a person was asked
+            if complete or turn.ended_by is not None:
+                stop = "complete" if complete else "session_limit"
                 break
     except _Aborted:
         await turn.emit(TurnCancelledData(reason=turn.env.signal.reason or "cancelled"))

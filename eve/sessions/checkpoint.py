@@ -25,6 +25,8 @@ class SessionCheckpoint(msgspec.Struct, kw_only=True):
     output_tokens: int = 0
     #: the session's tokens by kind and their cost, its subagents' included (eve.costs)
     spend: Spend = Spend()
+    #: how many times a person raised each session limit (``execution.limits``)
+    raised_limits: dict[str, int] = {}
 
 
 class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):

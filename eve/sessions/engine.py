@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
 from eve.sessions.dbos_data import EveSerializer, redact_dbos_log
+from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
@@ -210,10 +211,11 @@ class DurableEngine:
 
     async def _resume(self, ids: list[str]) -> str:
         """Resume ``ids``; says how many turns and tasks, for the log."""
-        turns = [i for i in ids if turn_of(i) == i]
+        turns = [i for i in ids if turn_of(i) == i and not is_idle_timer(i)]
         # a task is resumed off the turn queue: its turn holds the session's place there
-        # and waits for it, so queued behind that turn it would never run
-        tasks = [i for i in ids if turn_of(i) != i]
+        # and waits for it, so queued behind that turn it would never run; an idle timer
+        # was never on it
+        tasks = [i for i in ids if i not in turns]
         if turns:
             # back onto the queue: whichever worker dequeues a turn replays its steps
             await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)

@@ -109,15 +109,22 @@ class DurableApproval:
             rule=request.rule,
             options=APPROVAL_OPTIONS,
         )
-        return await self.desk.ask(entry, None, self._answer) == "approve"
+        return await self.desk.ask(entry, None, answers(self.signal)) == "approve"
 
-    async def _answer(self, request_id: str) -> str | None:
+
+def answers(signal: CancelSignal) -> Answer:
+    """Waits on the workflow's messages for the answer to a request id; a cancel message
+    cancels ``signal`` and answers None."""
+
+    async def answer(request_id: str) -> str | None:
         while True:
             message: Any = await DBOS.recv_async(INPUT_TOPIC, timeout_seconds=WAIT_SECONDS)
             if not isinstance(message, dict):
                 continue
             if message.get("cancel"):
-                self.signal.cancel("cancelled")
+                signal.cancel("cancelled")
                 return None
             if message.get("request_id") == request_id:
                 return str(message.get("option_id"))
+
+    return answer

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -48,6 +47,7 @@ from eve.sessions.idempotency import (
     record,
     replay_if_answered,
 )
+from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
@@ -195,6 +195,7 @@ class SessionService:
                 initial = encode_checkpoint(SessionCheckpoint(state=state))
                 await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
             self.log.forget(session_id)
+        await self._watch_idle(session_id)
         if message is not None:
             await self._enqueue(session_id, message, first=True)
 
@@ -260,7 +261,11 @@ class SessionService:
         row = await self.get(session_id)
         raw = await asyncio.to_thread(self.store.load_checkpoint, session_id)
         limits = self.setup.agent.config.limits
-        return summarize(row, decode_checkpoint(raw), limits, now=time.time())
+        idle_left = None
+        if timeout := limits.session_timeout_seconds:
+            seen = await look(self.runtime, session_id, timeout)
+            idle_left = 0.0 if seen.over else seen.deadline - seen.now
+        return summarize(row, decode_checkpoint(raw), limits, idle_left=idle_left)
 
     async def require_active(self, session_id: str) -> SessionRow:
         try:
@@ -269,10 +274,9 @@ class SessionService:
             raise SessionNotActive(
                 f"no active session {session_id}", session_id=session_id, reason="unknown"
             ) from missing
-        timeout = self.setup.agent.config.limits.session_timeout_seconds
-        if row.status == "active" and timeout and time.time() - row.created_at > timeout:
-            await asyncio.to_thread(self.store.end_session, session_id, "session_timeout")
-            row = await self.get(session_id)
+        if row.status == "active":
+            # a session from before its agent had a timeout gets its timer now
+            await self._watch_idle(session_id)
         if row.status != "active":
             raise SessionNotActive(
                 f"session {session_id} has ended ({row.ended_reason}); start a new session",
@@ -280,6 +284,11 @@ class SessionService:
                 reason=row.ended_reason,
             )
         return row
+
+    async def _watch_idle(self, session_id: str) -> None:
+        """Start the session's idle timer (once: a second start is the first one)."""
+        if timeout := self.setup.agent.config.limits.session_timeout_seconds:
+            await start_idle_timer(session_id, timeout)
 
     # --- parked turns, cancel, reset -----------------------------------------------------
 

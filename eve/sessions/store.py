@@ -247,6 +247,32 @@ class SessionStore:
                 .values(status="ended", ended_reason=reason)
             )
 
+    def end_if_unchanged(self, session_id: str, next_turn: int, reason: str) -> bool:
+        """End the session unless it ended already or a turn was claimed since ``next_turn``
+        was read (a message arrived meanwhile); whether this call ended it."""
+        with self._tx() as c:
+            ended = c.execute(
+                sessions.update()
+                .where(
+                    sessions.c.id == session_id,
+                    sessions.c.status == "active",
+                    sessions.c.next_turn == next_turn,
+                )
+                .values(status="ended", ended_reason=reason)
+            )
+        return ended.rowcount == 1
+
+    def last_event(self, session_id: str) -> str | None:
+        """The payload of the session's latest event (its ``meta.at`` says when)."""
+        with self._tx() as c:
+            value: str | None = c.execute(
+                sa.select(events.c.payload)
+                .where(events.c.session_id == session_id)
+                .order_by(events.c.idx.desc())
+                .limit(1)
+            ).scalar()
+        return value
+
     def load_checkpoint(self, session_id: str) -> str | None:
         with self._tx() as c:
             value: str | None = c.execute(

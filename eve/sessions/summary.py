@@ -5,19 +5,24 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TypeVar
 
+from eve.execution.limits import LimitName, allowed
 from eve.manifest import Limits
 from eve.session_summary import SessionLimits, SessionSummary
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.store import SessionRow
 
 
-def limits_of(config: Limits) -> SessionLimits:
-    # a cost limit is read when the agent config has one (issue 13's limits add it)
-    cost: object = getattr(config, "max_cost_usd_per_session", None)
+def limits_of(config: Limits, raised: dict[str, int]) -> SessionLimits:
+    """The session's limits: as configured, each grown by the raises a person gave it."""
+
+    def tokens(name: LimitName) -> int | None:
+        cap = allowed(config, raised, name)
+        return None if cap is None else int(cap)
+
     return SessionLimits(
-        max_input_tokens_per_session=config.max_input_tokens_per_session,
-        max_output_tokens_per_session=config.max_output_tokens_per_session,
-        max_cost_usd_per_session=None if cost is None else Decimal(str(cost)),
+        max_input_tokens_per_session=tokens("max_input_tokens_per_session"),
+        max_output_tokens_per_session=tokens("max_output_tokens_per_session"),
+        max_cost_usd_per_session=allowed(config, raised, "max_cost_usd_per_session"),
         session_timeout_seconds=config.session_timeout_seconds,
     )
 
@@ -33,13 +38,14 @@ def _left(limit: N | None, used: N) -> N | None:
 
 
 def summarize(
-    row: SessionRow, checkpoint: SessionCheckpoint, config: Limits, *, now: float
+    row: SessionRow, checkpoint: SessionCheckpoint, config: Limits, *, idle_left: float | None
 ) -> SessionSummary:
-    """``row``'s session as of ``checkpoint``, under the limits ``config`` sets, at ``now``.
+    """``row``'s session as of ``checkpoint``, under the limits ``config`` sets;
+    ``idle_left`` is how long until its idle timeout, if it has one (``idle_timer``).
 
     What is left of a token limit counts as the limit does (the checkpoint's counters); of
     the cost limit, the priced part of the cost (an unpriced model's share is unknown)."""
-    limits = limits_of(config)
+    limits = limits_of(config, checkpoint.raised_limits)
     cost = checkpoint.spend.cost
     left = SessionLimits(
         max_input_tokens_per_session=_left(
@@ -49,7 +55,7 @@ def summarize(
             limits.max_output_tokens_per_session, checkpoint.output_tokens
         ),
         max_cost_usd_per_session=_left(limits.max_cost_usd_per_session, cost.usd or Decimal(0)),
-        session_timeout_seconds=_left(limits.session_timeout_seconds, now - row.created_at),
+        session_timeout_seconds=None if idle_left is None else max(idle_left, 0.0),
     )
     return SessionSummary(
         session_id=row.id,

@@ -34,6 +34,7 @@ from eve.sessions.database_errors import storage_failure
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import DurableApproval, InputDesk
+from eve.sessions.limit_desk import DurableLimits
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
@@ -133,6 +134,7 @@ class TurnRuntime:
         context = EveContext(session_id=session_id)
         context.restore(checkpoint.state)
         approved_once = set(checkpoint.approved_once)
+        raised = dict(checkpoint.raised_limits)
         try:
             async with self.signal_for(workflow_id) as signal:
                 desk = InputDesk(
@@ -154,6 +156,8 @@ class TurnRuntime:
                     approve=DurableApproval(desk, signal),
                     approved_once=approved_once,
                     spent_before=checkpoint.spend,
+                    ask_limit=DurableLimits(desk, signal),
+                    raised_limits=raised,
                 )
                 message = message_of(given)
                 result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)
@@ -166,7 +170,7 @@ class TurnRuntime:
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
             await events.flush()
             return "failed"
-        ended = await self._finish(session_id, checkpoint, context, approved_once, result)
+        ended = await self._finish(session_id, checkpoint, context, approved_once, raised, result)
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:
@@ -183,9 +187,11 @@ class TurnRuntime:
         before: SessionCheckpoint,
         context: EveContext,
         approved_once: set[str],
+        raised: dict[str, int],
         result: RunResult,
     ) -> str | None:
-        """Save the checkpoint; the reason the session ends now, if a budget ran out."""
+        """Save the checkpoint; the reason the session ends now: the limit a person chose
+        to end it on (``execution.limits``)."""
         after = SessionCheckpoint(
             messages=result.messages,
             state=context.snapshot(),
@@ -194,6 +200,7 @@ class TurnRuntime:
             input_tokens=before.input_tokens + result.usage.input_tokens,
             output_tokens=before.output_tokens + result.usage.output_tokens,
             spend=result.session,
+            raised_limits=raised,
         )
         await DBOS.run_step_async(
             {"name": "checkpoint.save"},
@@ -202,16 +209,7 @@ class TurnRuntime:
             session_id,
             encode_checkpoint(after),
         )
-        limits = self.setup.agent.config.limits
-        reason = None
-        if limits.max_input_tokens_per_session and (
-            after.input_tokens >= limits.max_input_tokens_per_session
-        ):
-            reason = "max_input_tokens_per_session"
-        elif limits.max_output_tokens_per_session and (
-            after.output_tokens >= limits.max_output_tokens_per_session
-        ):
-            reason = "max_output_tokens_per_session"
+        reason = result.ended_by
         if reason is not None:
             await DBOS.run_step_async(
                 {"name": "session.end"},
@@ -270,15 +268,15 @@ def install_runtime(runtime: TurnRuntime | None) -> None:
     install_host(runtime)
 
 
+def current_runtime() -> TurnRuntime:
+    """The runtime workflow bodies of this process run with (``install_runtime``)."""
+    return _current()
+
+
 def _current() -> TurnRuntime:
     if _runtime is None:
         raise RuntimeError("eve's turn runtime is not installed in this process")
     return _runtime
-
-
-def current_runtime() -> TurnRuntime:
-    """The runtime workflows in this process run with (other workflow modules use it)."""
-    return _current()
 
 
 @DBOS.workflow(name=TURN_WORKFLOW)

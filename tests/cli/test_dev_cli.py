@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -206,3 +207,33 @@ def test_dev_asks_a_workflow_tools_question_until_it_gets_an_option(
     assert process.returncode == 0, err
     assert "answer one of: yes, no" in err
     assert "⇢ confirm started (workflow-tool)" in err
+
+
+def test_dev_asks_to_raise_a_session_limit_then_ends_the_session(make_app: AppFactory) -> None:
+    # the offline script model counts len(text) // 4 + 1 output tokens: 11 a reply here
+    limits = {"max_turns": 5, "max_output_tokens_per_session": 10}
+    root = make_app(
+        {
+            "agent/agent.py": "from eve import define_agent\n"
+            f"default = define_agent(model='offline/script:script.json', limits={limits!r})\n",
+            "agent/instructions.md": "Follow the script.\n",
+        },
+        minimal=False,
+    )
+    replies = [{"text": "a" * 40}, {"text": "b" * 40}]
+    (root / "script.json").write_text(json.dumps(replies))
+    process = start(root)
+    read_until(process, "you › ")
+    send(process, "hello")
+    asked = read_until(process, "max_output_tokens_per_session (11 of 10); raise it by 10? [y/N] ")
+    assert "a" * 40 in asked  # the step that crossed it streamed first
+    send(process, "y")
+    read_until(process, "you › ")
+    send(process, "again")  # raised to 20, so the next crossing is at 22 of 20
+    read_until(process, "max_output_tokens_per_session (22 of 20); raise it by 10? [y/N] ")
+    send(process, "n")
+    read_until(process, "you › ")
+    send(process, "/exit")
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "eve: the session ended (max_output_tokens_per_session)" in err

@@ -133,6 +133,10 @@ def test_session_completed_hooks_read_the_state_the_session_ended_with(
     server = InProcessServer(root).start()
     try:
         session = server.create("hi")
+        # the limit parks the turn; a person ends the session on it
+        parked = server.wait_for(session, count("turn.waiting"))
+        [asked] = [e for e in parked if e["type"] == "input.requested"]
+        server.answer(session, asked["data"]["requests"][0]["request_id"], "end")
         events = server.wait_for(session, count("session.completed"))
     finally:
         server.stop()

@@ -125,6 +125,10 @@ def test_ended_session_is_409(make_app: AppFactory) -> None:
     server = InProcessServer(root).start()
     try:
         session = server.create("hi")
+        # the limit parks the turn; a person ends the session on it
+        parked = server.wait_for(session, count("turn.waiting"))
+        [asked] = [e for e in parked if e["type"] == "input.requested"]
+        server.answer(session, asked["data"]["requests"][0]["request_id"], "end")
         events = server.wait_for(session, count("session.completed"))
         assert events[-1]["data"]["reason"] == "max_output_tokens_per_session"
         code = error_of(server.send(session, "again"))
@@ -139,9 +143,8 @@ def test_session_timeout_ends_the_session(make_app: AppFactory) -> None:
     server = InProcessServer(root).start()
     try:
         session = server.create()
-        import time
-
-        time.sleep(0.7)
+        # nothing arrives: the idle timer ends it (test_idle_timeout.py)
+        server.wait_for(session, count("session.completed"))
         response = server.send(session, "late")
         assert error_of(response) == (409, "session_not_active")
         assert "session_timeout" in response.json()["error"]

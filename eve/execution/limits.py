@@ -1,0 +1,143 @@
+"""Session limits a person can lift: which limit a session's totals crossed, and what then.
+
+The loop checks after each step (``enforce``). A crossed limit is put to the turn's
+``LimitHook``: a person raises it by its configured amount again (``raise``) or ends the
+session (``end``). With no hook there is no one to ask (``eve run``, a bare ``run_agent``,
+a subagent's own limits): ``SessionLimitReached``. How many times each limit was raised is
+the session's (``TurnEnvironment.raised_limits``, kept in its checkpoint), so a raise holds
+for the turns after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal, assert_never
+
+from eve.costs import Spend
+from eve.errors import SessionLimitReached
+from eve.manifest import Limits
+
+LimitName = Literal[
+    "max_input_tokens_per_session", "max_output_tokens_per_session", "max_cost_usd_per_session"
+]
+LIMIT_NAMES: tuple[LimitName, ...] = (
+    "max_input_tokens_per_session",
+    "max_output_tokens_per_session",
+    "max_cost_usd_per_session",
+)
+#: a person's decision: raise the limit by its amount again, or end the session
+LimitDecision = Literal["raise", "end"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitCrossed:
+    """The session's totals reached ``limit``: ``used`` of the ``allowed`` amount."""
+
+    limit: LimitName
+    used: Decimal
+    allowed: Decimal
+    #: what a raise adds: the configured limit
+    raise_by: Decimal
+    #: how many times it was raised before (with ``step``, names the question uniquely)
+    times_raised: int
+    #: the turn's step after which it was crossed
+    step: int
+    #: the session's tokens and cost so far
+    spend: Spend
+
+
+#: asks a person about a crossed limit; None when the turn was cancelled instead
+LimitHook = Callable[[LimitCrossed], Awaitable[LimitDecision | None]]
+
+
+def configured(limits: Limits, name: LimitName) -> Decimal | None:
+    """The limit as the agent sets it; None when it is not set."""
+    match name:
+        case "max_input_tokens_per_session":
+            value: float | int | None = limits.max_input_tokens_per_session
+        case "max_output_tokens_per_session":
+            value = limits.max_output_tokens_per_session
+        case "max_cost_usd_per_session":
+            value = limits.max_cost_usd_per_session
+        case _:
+            assert_never(name)
+    # str(): a float's shortest spelling, so 0.1 is 0.1 and not its binary expansion
+    return None if value is None else Decimal(str(value))
+
+
+def used(spend: Spend, name: LimitName) -> Decimal:
+    """What counts toward ``name``: uncached input or output tokens, or the priced cost."""
+    match name:
+        case "max_input_tokens_per_session":
+            return Decimal(spend.usage.input_tokens)
+        case "max_output_tokens_per_session":
+            return Decimal(spend.usage.output_tokens)
+        case "max_cost_usd_per_session":
+            # an unpriced model's share is unknown; the priced part is what can be counted
+            return spend.cost.usd or Decimal(0)
+        case _:
+            assert_never(name)
+
+
+def allowed(limits: Limits, raised: dict[str, int], name: LimitName) -> Decimal | None:
+    """The limit with the session's raises: the configured amount once per raise, plus one."""
+    base = configured(limits, name)
+    return None if base is None else base * (1 + raised.get(name, 0))
+
+
+def crossed(limits: Limits, raised: dict[str, int], spend: Spend, step: int) -> LimitCrossed | None:
+    """The first limit ``spend`` has reached, if any."""
+    for name in LIMIT_NAMES:
+        base = configured(limits, name)
+        cap = allowed(limits, raised, name)
+        if base is None or cap is None:
+            continue
+        total = used(spend, name)
+        if total >= cap:
+            return LimitCrossed(
+                limit=name,
+                used=total,
+                allowed=cap,
+                raise_by=base,
+                times_raised=raised.get(name, 0),
+                step=step,
+                spend=spend,
+            )
+    return None
+
+
+async def enforce(
+    limits: Limits, raised: dict[str, int], spend: Spend, ask: LimitHook | None, step: int
+) -> LimitName | None:
+    """Put every limit ``spend`` reached to ``ask`` until none is reached; the limit a
+    person chose to end the session on, or None to go on (or when the turn was cancelled
+    while asking: the caller checks its signal). ``raised`` is updated in place."""
+    while (crossing := crossed(limits, raised, spend, step)) is not None:
+        if ask is None:
+            raise SessionLimitReached(
+                f"the session reached {crossing.limit}: {crossing.used} used of "
+                f"{crossing.allowed} allowed (input {spend.usage.input_tokens} tokens, "
+                f"output {spend.usage.output_tokens} tokens, cost "
+                f"{_usd(spend)}); no one is here to raise it",
+                limit=crossing.limit,
+                used=crossing.used,
+                allowed=crossing.allowed,
+            )
+        decision = await ask(crossing)
+        if decision is None:
+            return None
+        match decision:
+            case "raise":
+                raised[crossing.limit] = crossing.times_raised + 1
+            case "end":
+                return crossing.limit
+            case _:
+                assert_never(decision)
+    return None
+
+
+def _usd(spend: Spend) -> str:
+    usd = spend.cost.usd
+    return "price unknown" if usd is None else f"${usd}"

@@ -25,8 +25,9 @@ from eve.cli.main import app_root_of
 from eve.events import SessionEvent
 from eve.execution.environment import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
-from eve.execution.loop import RunResult, run_agent
+from eve.execution.loop import run_agent
 from eve.execution.output import output_text
+from eve.execution.result import RunResult
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
 from eve.messages import user_message

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from eve.execution.environment import TurnEnvironment
     from eve.execution.events import EventEmitter, EventSink
     from eve.execution.inline_tasks import InlineTasks
-    from eve.execution.loop import RunResult, run_agent
+    from eve.execution.loop import run_agent
+    from eve.execution.result import RunResult
     from eve.execution.setup import AgentSetup, agent_setup
     from eve.execution.tasks import NoTasks, TaskRunner
     from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
@@ -58,7 +59,7 @@ _LAZY = {
     "InlineTasks": "eve.execution.inline_tasks",
     "NoTasks": "eve.execution.tasks",
     "TaskRunner": "eve.execution.tasks",
-    "RunResult": "eve.execution.loop",
+    "RunResult": "eve.execution.result",
     "run_agent": "eve.execution.loop",
     "TurnEnvironment": "eve.execution.environment",
     "load_transcript": "eve.execution.transcript",

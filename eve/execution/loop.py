@@ -15,7 +15,7 @@ import msgspec
 
 from eve.attachments import attachments_of
 from eve.context.active import EveContext, use_context
-from eve.costs import Cost, Spend, price
+from eve.costs import Spend, price
 from eve.errors import EmptyModelResponse, ModelProtocolError
 from eve.events import (
     ActionResultData,
@@ -65,6 +65,7 @@ from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ResponseParts
+from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.execution.tasks import TaskCall
 from eve.execution.tool_calls import (
@@ -78,7 +79,6 @@ from eve.execution.tool_calls import (
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
 from eve.messages import (
-    AssistantMessage,
     Message,
     ToolCall,
     UserMessage,
@@ -107,35 +107,10 @@ from eve.runtime.resolved import (
     RunnableTool,
     is_task,
 )
-from eve.usage import TokenUsage
 
 #: a person's answer about a call: the approval rule that asked, and whether they approved
 Answer = tuple[str, bool]
 D = TypeVar("D", bound=EventData)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    stop_reason: TurnStop
-    #: the whole history: prior messages, the new user message and everything recorded after
-    messages: list[Message]
-    usage: TokenUsage
-    #: what ``usage`` cost (``eve.costs``): priced per model call, subagents included
-    cost: Cost = field(default_factory=Cost)
-    #: the session's tokens and cost so far, this turn included
-    session: Spend = field(default_factory=Spend)
-    #: the validated final answer of an agent with ``output_schema``: an instance of its
-    #: pydantic class, or the JSON object for a plain JSON Schema; None without one
-    output: Any = None
-    #: the session limit a person chose to end the session on (``execution.limits``)
-    ended_by: LimitName | None = None
-
-    @property
-    def final_text(self) -> str:
-        for message in reversed(self.messages):
-            if isinstance(message, AssistantMessage) and message.text:
-                return message.text
-        return ""
 
 
 class _Aborted(Exception):

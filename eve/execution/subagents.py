@@ -32,8 +32,9 @@ from eve.events import Delegation, ParentLink
 from eve.execution.checkpoints import Inline, StepRecorder
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
-from eve.execution.loop import RunResult, run_agent
+from eve.execution.loop import run_agent
 from eve.execution.output import output_text
+from eve.execution.result import RunResult
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
 from eve.execution.tasks import TaskCall, TaskRunner, completed, failed
 from eve.execution.tool_calls import ApprovalHook, CallOutcome, outcome

@@ -25,7 +25,8 @@ from eve.context.active import EveContext, use_context
 from eve.events import SessionCompletedData, SessionResetData, SessionWaitingData
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
-from eve.execution.loop import RunResult, run_agent
+from eve.execution.loop import run_agent
+from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint

@@ -11,7 +11,7 @@ import msgspec
 
 from eve.authoring.context import ToolContext
 from eve.events import SessionEvent
-from eve.execution.loop import RunResult
+from eve.execution.result import RunResult
 from eve.execution.tool_calls import ApprovalRequest
 from eve.manifest import AgentConfig, AgentNode, Instructions, SkillEntry
 from eve.messages import ToolCall, ToolResultMessage, assistant_message, tool_result

@@ -19,7 +19,8 @@ from eve.errors import SubagentConfigInvalid, SubagentConfigMissing
 from eve.events import ActionResult, SessionEvent
 from eve.execution import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
-from eve.execution.loop import RunResult, run_agent
+from eve.execution.loop import run_agent
+from eve.execution.result import RunResult
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup
 from eve.execution.subagents import effective_setup
 from eve.messages import ToolResultMessage

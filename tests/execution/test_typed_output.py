@@ -10,7 +10,7 @@ import pytest
 from eve.errors import OutputInvalid
 from eve.events import SessionEvent
 from eve.execution import TurnEnvironment, agent_setup, run_agent
-from eve.execution.loop import RunResult
+from eve.execution.result import RunResult
 from eve.messages import ToolResultMessage, UserMessage
 from eve.models.base import FINAL_ANSWER_TOOL, ModelRequest
 from eve.models.events import Done, ModelEvent, TextDelta, ToolCallEnd

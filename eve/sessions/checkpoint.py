@@ -10,9 +10,10 @@ from eve.costs import Spend
 from eve.events import SessionEvent
 from eve.messages import Message
 from eve.redact import redact
+from eve.usage import TokenUsage
 
 
-class SessionCheckpoint(msgspec.Struct, kw_only=True):
+class SessionCheckpoint(msgspec.Struct, kw_only=True, omit_defaults=True):
     """History, per-session state and the token totals, as of the last finished turn."""
 
     messages: list[Message] = []
@@ -21,12 +22,25 @@ class SessionCheckpoint(msgspec.Struct, kw_only=True):
     #: tools approved under ``once()`` in this session
     approved_once: list[str] = []
     turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    #: the session's tokens by kind and their cost, its subagents' included (eve.costs)
+    #: the session's tokens by kind and their cost, its subagents' included (eve.costs):
+    #: the one count the limits, ``GET /session/{id}`` and the totals read
     spend: Spend = Spend()
     #: how many times a person raised each session limit (``execution.limits``)
     raised_limits: dict[str, int] = {}
+    #: a checkpoint from before ``spend``: its token counters, folded into ``spend`` on decode
+    legacy_input_tokens: int | None = msgspec.field(default=None, name="input_tokens")
+    legacy_output_tokens: int | None = msgspec.field(default=None, name="output_tokens")
+
+    def __post_init__(self) -> None:
+        if self.legacy_input_tokens is None and self.legacy_output_tokens is None:
+            return
+        if self.spend == Spend():
+            usage = TokenUsage(
+                input_tokens=self.legacy_input_tokens or 0,
+                output_tokens=self.legacy_output_tokens or 0,
+            )
+            self.spend = Spend(usage=usage)
+        self.legacy_input_tokens = self.legacy_output_tokens = None
 
 
 class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):

@@ -115,8 +115,6 @@ async def _save(
         before,
         messages=[*before.messages, summary],
         # the summary's tokens count toward the session, like a turn's
-        input_tokens=before.input_tokens + record.usage.input_tokens,
-        output_tokens=before.output_tokens + record.usage.output_tokens,
         spend=before.spend + Spend(usage=record.usage, cost=price(record.model, record.usage)),
     )
     await DBOS.run_step_async(

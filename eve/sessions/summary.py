@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TypeVar
 
-from eve.execution.limits import LimitName, allowed
+from eve.execution.limits import LimitName, allowed, used
 from eve.manifest import Limits
 from eve.session_summary import SessionLimits, SessionSummary
 from eve.sessions.checkpoint import SessionCheckpoint
@@ -43,18 +43,23 @@ def summarize(
     """``row``'s session as of ``checkpoint``, under the limits ``config`` sets;
     ``idle_left`` is how long until its idle timeout, if it has one (``idle_timer``).
 
-    What is left of a token limit counts as the limit does (the checkpoint's counters); of
-    the cost limit, the priced part of the cost (an unpriced model's share is unknown)."""
+    What is left of a limit counts as the limit's check does (``execution.limits.used``):
+    uncached input or output tokens, or the priced part of the cost (an unpriced model's
+    share is unknown)."""
     limits = limits_of(config, checkpoint.raised_limits)
-    cost = checkpoint.spend.cost
+    spend = checkpoint.spend
     left = SessionLimits(
         max_input_tokens_per_session=_left(
-            limits.max_input_tokens_per_session, checkpoint.input_tokens
+            limits.max_input_tokens_per_session,
+            int(used(spend, "max_input_tokens_per_session")),
         ),
         max_output_tokens_per_session=_left(
-            limits.max_output_tokens_per_session, checkpoint.output_tokens
+            limits.max_output_tokens_per_session,
+            int(used(spend, "max_output_tokens_per_session")),
         ),
-        max_cost_usd_per_session=_left(limits.max_cost_usd_per_session, cost.usd or Decimal(0)),
+        max_cost_usd_per_session=_left(
+            limits.max_cost_usd_per_session, used(spend, "max_cost_usd_per_session")
+        ),
         session_timeout_seconds=None if idle_left is None else max(idle_left, 0.0),
     )
     return SessionSummary(
@@ -62,8 +67,8 @@ def summarize(
         status=row.status,
         ended_reason=row.ended_reason,
         turns=checkpoint.turns,
-        usage=checkpoint.spend.usage,
-        cost=cost,
+        usage=spend.usage,
+        cost=spend.cost,
         limits=limits,
         left=left,
     )

@@ -198,8 +198,6 @@ class TurnRuntime:
             state=context.snapshot(),
             approved_once=sorted(approved_once),
             turns=before.turns + 1,
-            input_tokens=before.input_tokens + result.usage.input_tokens,
-            output_tokens=before.output_tokens + result.usage.output_tokens,
             spend=result.session,
             raised_limits=raised,
         )

@@ -4,6 +4,7 @@ what is left, kept across a server restart (they live in the session's checkpoin
 from __future__ import annotations
 
 import asyncio
+import json
 from decimal import Decimal
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from eve.client import APIError, AsyncEveClient, EveClient, SessionLimits, SessionSummary
 from eve.costs import Cost, Spend
 from eve.events import StepCompleted, TaskSettled, TurnCompleted
+from eve.sessions.checkpoint import decode_checkpoint, encode_checkpoint
 from eve.usage import TokenUsage
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
@@ -135,3 +137,11 @@ def test_a_durable_subagents_tokens_count_toward_the_callers_turn_and_session(
     assert own[0].step.usage.output_tokens > child_turn.usage.output_tokens > 0
     assert own[0].step.usage.input_tokens > child_turn.usage.input_tokens > 0
     assert summary.usage == turn.usage and summary.turns == 1
+
+
+def test_a_checkpoint_from_before_spend_keeps_its_token_totals() -> None:
+    old = decode_checkpoint('{"messages": [], "turns": 2, "input_tokens": 40, "output_tokens": 9}')
+    assert (old.spend.usage.input_tokens, old.spend.usage.output_tokens) == (40, 9)
+    written = json.loads(encode_checkpoint(old))  # written back as spend only
+    assert "input_tokens" not in written and "output_tokens" not in written
+    assert decode_checkpoint(json.dumps(written)).spend == old.spend

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from eve.sessions import Accepted, SessionService, resolve_settings
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from eve.sessions.idempotency import parse_key
+from eve.sessions.settings import url_variable
 
 PREFIX = "/eve/v1"
 #: the largest ``startIndex``: a signed 64-bit integer, the most either database can compare
@@ -66,6 +68,8 @@ class ServerOptions:
     max_attachment_bytes: int = MAX_ATTACHMENT_BYTES
     #: bytes of all of one message's attachments together (decoded)
     max_attachments_bytes: int = MAX_ATTACHMENTS_BYTES
+    #: the session database's URL instead of the environment's (never shown in errors)
+    database_url: str | None = None
 
 
 def _error(status: int, code: str, message: str, **headers: str) -> JSONResponse:
@@ -237,10 +241,14 @@ class BearerAuth:
 
 
 def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
-    """The durable service ``eve serve`` runs for ``setup``: its database comes from the
-    environment (agent.py's ``database_url_env``, else ``EVE_DATABASE_URL``, else the
-    embedded SQLite under ``.eve/sessions``)."""
-    settings = resolve_settings(options.app_root, url_env=setup.agent.config.database_url_env)
+    """The durable service ``eve serve`` runs for ``setup``: its database is
+    ``options.database_url``, else the environment's (agent.py's ``database_url_env``, else
+    ``EVE_DATABASE_URL``), else the embedded SQLite under ``.eve/sessions``."""
+    url_env = setup.agent.config.database_url_env
+    env: Mapping[str, str] = os.environ
+    if options.database_url is not None:
+        env = {**os.environ, url_variable(url_env): options.database_url}
+    settings = resolve_settings(options.app_root, env=env, url_env=url_env)
     return SessionService(
         setup,
         settings,

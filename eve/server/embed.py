@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
@@ -105,7 +105,7 @@ class EveApp:
             _release_process(self)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = Request(scope).url.path
+        path = HTTPConnection(scope).url.path
         refused = EveAppNotStarted(
             f"the eve app of {self.app_root} got {path} before its lifespan ran: a host app "
             "does not run a mounted app's lifespan, so enter it in the host's "
@@ -114,12 +114,21 @@ class EveApp:
             path=path,
         )
         log.error("%s", refused)
+        if scope["type"] != "http":  # a websocket has no status to answer with
+            raise refused
         response = _error(refused.http_status, refused.code, str(refused))
         await response(scope, receive, send)
 
 
 def _claim_process(app: EveApp) -> None:
     global _running
+    if _running is app:
+        raise EveAppAlreadyRunning(
+            f"the lifespan of the eve app of {app.app_root} already runs: enter it once "
+            "(as the host's lifespan, or inside it, not both)",
+            app_root=str(app.app_root),
+            running_app_root=str(app.app_root),
+        )
     if _running is not None:
         raise EveAppAlreadyRunning(
             f"another eve app ({_running.app_root}) runs in this process, and the durable "

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
+from starlette.types import Lifespan
 
 from eve.compiler import compile_to_disk
 from eve.errors import (
@@ -36,9 +37,9 @@ async def hello(request: Request) -> PlainTextResponse:
     return PlainTextResponse("the host's own route")
 
 
-def host_of(agent: EveApp, **starlette: object) -> Starlette:
+def host_of(agent: EveApp, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
     routes = [Route("/hello", hello), Mount("/agent", app=agent)]
-    return Starlette(routes=routes, **starlette)  # type: ignore[arg-type]
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 @pytest.fixture
@@ -97,6 +98,8 @@ def test_a_request_before_the_lifespan_is_a_named_error(
     assert "lifespan=agent.lifespan" in answer.json()["error"]
     assert "before its lifespan ran" in caplog.text  # the host's log says it too
     assert http.get("/hello").status_code == 200
+    with pytest.raises(EveAppNotStarted), http.websocket_connect("/agent/eve/v1/anything"):
+        pass  # a websocket has no status: the error is raised to the host
 
 
 def test_a_second_eve_app_in_the_process_is_refused(app_root: Path, make_app: AppFactory) -> None:
@@ -120,6 +123,15 @@ def test_a_second_eve_app_in_the_process_is_refused(app_root: Path, make_app: Ap
     # and released the process: the second one now starts, as the host's lifespan itself
     with TestClient(Starlette(routes=[Mount("/two", app=second)], lifespan=second.lifespan)) as h:
         assert h.get("/two/eve/v1/health").status_code == 200
+
+        async def enter_again() -> None:
+            async with second.lifespan():
+                pass
+
+        assert h.portal is not None  # the loop the host's lifespan runs on
+        with pytest.raises(EveAppAlreadyRunning, match="already runs: enter it once"):
+            h.portal.call(enter_again)
+        assert second.started  # the refused second entry stopped nothing
 
 
 def test_served_directly_the_app_runs_its_own_lifespan(app_root: Path) -> None:

@@ -83,7 +83,8 @@ def read_until(server: Server, session_id: str, start: int, last: str) -> list[E
 def test_a_mounted_session_survives_a_killed_host(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [call("ship", item="anvil"), say("shipped")], tools=("ship",))
     compile_to_disk(root)
-    server = HostServer(root, token=TOKEN).start()
+    server = HostServer(root, token=TOKEN)
+    server.start()
     try:
         assert server.hello() == "the host's own route"
         assert server.get("/health", headers={}).status_code == 200  # public, as in eve serve

@@ -45,7 +45,6 @@ from eve.sessions import Accepted, SessionService, resolve_settings
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from eve.sessions.idempotency import parse_key
-from eve.sessions.settings import url_variable
 
 PREFIX = "/eve/v1"
 #: the largest ``startIndex``: a signed 64-bit integer, the most either database can compare
@@ -247,7 +246,9 @@ def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
     url_env = setup.agent.config.database_url_env
     env: Mapping[str, str] = os.environ
     if options.database_url is not None:
-        env = {**os.environ, url_variable(url_env): options.database_url}
+        # read as if from a variable named after the option, so an error names the option
+        url_env = "database_url"
+        env = {**os.environ, url_env: options.database_url}
     settings = resolve_settings(options.app_root, env=env, url_env=url_env)
     return SessionService(
         setup,

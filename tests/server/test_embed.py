@@ -157,5 +157,6 @@ def test_the_database_url_option_is_used_and_never_shown(app_root: Path) -> None
     agent = eve_app(app_root, database_url="mysql://eve:hunter2-secret@db.internal/eve")
     with pytest.raises(DatabaseUnavailable) as refused, TestClient(agent):
         pass
+    assert "database_url must be a postgresql:// URL" in str(refused.value)
     assert "hunter2-secret" not in str(refused.value)
     assert not agent.started

@@ -59,6 +59,8 @@
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
     │   └── ServerConfigError           eve serve cannot start as configured
+    │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
+    │       └── EveAppAlreadyRunning    a second eve app started in a process that runs one
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
@@ -650,6 +652,32 @@ class ServerConfigError(SessionError):
 
     code = "server_config_error"
     exit_code = 2
+
+
+class EveAppNotStarted(ServerConfigError):
+    """An eve app mounted in another ASGI app got a request before its lifespan ran: the
+    host did not enter ``EveApp.lifespan`` (Starlette and FastAPI do not run a mounted app's)."""
+
+    code = "eve_app_not_started"
+    http_status = 500
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        #: the request's path, as the host received it
+        self.path = path
+
+
+class EveAppAlreadyRunning(ServerConfigError):
+    """An eve app's lifespan started while another eve app runs in the same process: the
+    durable engine (DBOS) is one per process, so one process serves one eve app."""
+
+    code = "eve_app_already_running"
+
+    def __init__(self, message: str, *, app_root: str, running_app_root: str) -> None:
+        super().__init__(message)
+        #: the app root of the app refused, and of the one already running
+        self.app_root = app_root
+        self.running_app_root = running_app_root
 
 
 class MessageTooLong(SessionError):

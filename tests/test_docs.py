@@ -138,7 +138,7 @@ def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.delenv("EVE_APP_ROOT", raising=False)
     namespace: dict[str, Any] = {"__name__": f"docs_{page.stem}"}
     with contextlib.ExitStack() as stack:
-        if server_blocks(page):
+        if any(b.lang == "python" for b in server_blocks(page)):  # sh ones get their own
             monkeypatch.setenv("EVE_URL", stack.enter_context(example_server(tmp_path)))
         for block in runnable(page):
             code = compile(block.body, f"docs/{page.name}:{block.line}", "exec")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ class ServerOptions:
     max_attachment_bytes: int = MAX_ATTACHMENT_BYTES
     #: bytes of all of one message's attachments together (decoded)
     max_attachments_bytes: int = MAX_ATTACHMENTS_BYTES
+    #: the session database's URL instead of the environment's (never shown in errors)
+    database_url: str | None = None
 
 
 def _error(status: int, code: str, message: str, **headers: str) -> JSONResponse:
@@ -237,10 +240,16 @@ class BearerAuth:
 
 
 def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
-    """The durable service ``eve serve`` runs for ``setup``: its database comes from the
-    environment (agent.py's ``database_url_env``, else ``EVE_DATABASE_URL``, else the
-    embedded SQLite under ``.eve/sessions``)."""
-    settings = resolve_settings(options.app_root, url_env=setup.agent.config.database_url_env)
+    """The durable service ``eve serve`` runs for ``setup``: its database is
+    ``options.database_url``, else the environment's (agent.py's ``database_url_env``, else
+    ``EVE_DATABASE_URL``), else the embedded SQLite under ``.eve/sessions``."""
+    url_env = setup.agent.config.database_url_env
+    env: Mapping[str, str] = os.environ
+    if options.database_url is not None:
+        # read as if from a variable named after the option, so an error names the option
+        url_env = "database_url"
+        env = {**os.environ, url_env: options.database_url}
+    settings = resolve_settings(options.app_root, env=env, url_env=url_env)
     return SessionService(
         setup,
         settings,

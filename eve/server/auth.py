@@ -47,7 +47,7 @@ def require_token_for(host: str, token: str | None) -> None:
 
 
 def authorized(request: Request, token: str | None) -> bool:
-    if token is None or request.url.path in PUBLIC_PATHS:
+    if token is None or route_path(request) in PUBLIC_PATHS:
         return True
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
@@ -56,3 +56,12 @@ def authorized(request: Request, token: str | None) -> bool:
     # which for a non-ASCII token are its UTF-8 bytes.
     sent = given.encode("latin-1", errors="replace")
     return scheme.lower() == "bearer" and hmac.compare_digest(sent, token.encode("utf-8"))
+
+
+def route_path(request: Request) -> str:
+    """The path below the app's mount point: mounted under ``/agent`` (``root_path``), the
+    request's ``/agent/eve/v1/health`` is the app's ``/eve/v1/health``."""
+    path, root = request.url.path, request.scope.get("root_path", "")
+    if root and path.startswith(root + "/"):
+        return path[len(root) :]
+    return path

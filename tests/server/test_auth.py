@@ -67,3 +67,17 @@ def test_an_ascii_token_and_the_public_paths() -> None:
     assert authorized(_request(b"bearer " + STRONG.encode()), STRONG)
     assert not authorized(_request(b"Basic " + STRONG.encode()), STRONG)
     assert not authorized(_request(b""), STRONG)
+
+
+@pytest.mark.parametrize(
+    ("path", "public"),
+    [
+        ("/agent/eve/v1/health", True),
+        ("/agent/eve/v1/info", False),
+        ("/agentx/eve/v1/health", False),  # not below the mount point: not its health route
+    ],
+)
+def test_health_is_public_below_a_mount_point(path: str, public: bool) -> None:
+    # mounted under /agent, Starlette hands the app the full path and root_path="/agent"
+    scope = {"type": "http", "method": "GET", "path": path, "root_path": "/agent", "headers": []}
+    assert authorized(Request(scope), STRONG) is public

@@ -1,0 +1,97 @@
+"""A compiled agent → the ``AgentSetup`` its turns run with: every node resolved, its model
+client chosen, its hooks relayed.
+
+Every edge that runs an agent needs this (``eve run``, ``eve dev``, ``eve serve``, an eve app
+embedded in another ASGI app), and none of them may import another: the CLI adds compiling
+stale artifacts on top, the server takes artifacts as they are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget, workspace_for
+from eve.hooks.relay import HookRelay
+from eve.manifest import ROOT_NODE_ID, OpenAIApi
+from eve.models.base import ModelClient
+from eve.models.registry import choose_model, create_client
+from eve.runtime import CompiledAgent, ResolvedAgent, resolve_agent
+from eve.runtime.delegation import parent_of
+
+#: where a one-line notice goes (the model fallback without a provider key)
+Notify = Callable[[str], None]
+
+
+async def build_setup(
+    compiled: CompiledAgent, *, model: str | None, max_turns: int | None, notify: Notify
+) -> AgentSetup:
+    """Resolve the root agent and its subagents and pick their models.
+
+    ``model`` replaces every node's configured model; a subagent without one uses its
+    caller's.
+    """
+    app_root = compiled.app_root
+    agents = {
+        node_id: await resolve_agent(
+            compiled.manifest, compiled.module_map, node_id, app_root=app_root
+        )
+        for node_id in compiled.manifest.nodes
+    }
+    root = agents.pop(ROOT_NODE_ID)
+    client = _client(model, root.config.model, app_root, root.config.openai_api, notify)
+    subagents: dict[str, AgentSetup] = {}
+    clients = {ROOT_NODE_ID: client}
+    # parents before children (ids are paths), so a child without a model takes its caller's
+    for node_id in sorted(agents, key=lambda n: n.count("/")):
+        agent = agents[node_id]
+        own = agent.config.model
+        clients[node_id] = (
+            _client(None, own, app_root, agent.config.openai_api, notify)
+            if model is None and own is not None and own != root.config.model
+            else clients[parent_of(node_id)]
+        )
+        subagents[node_id] = _setup(agent, clients[node_id], app_root, None, subagents)
+    return replace(
+        _setup(root, client, app_root, max_turns, subagents),
+        fingerprint=compiled.manifest.fingerprint,
+    )
+
+
+def _client(
+    override: str | None,
+    configured: str | None,
+    app_root: Path,
+    openai_api: OpenAIApi,
+    notify: Notify,
+) -> ModelClient:
+    if override is not None:
+        return create_client(override, app_root=app_root, env=os.environ, openai_api=openai_api)
+    choice = choose_model(configured, app_root=app_root, openai_api=openai_api)
+    if choice.notice:
+        notify(choice.notice)
+    return choice.client
+
+
+def _setup(
+    agent: ResolvedAgent,
+    client: ModelClient,
+    app_root: Path,
+    max_turns: int | None,
+    subagents: dict[str, AgentSetup],
+) -> AgentSetup:
+    config = agent.config
+    return AgentSetup(
+        agent=agent,
+        client=client,
+        max_turns=max_turns or config.limits.max_turns or DEFAULT_MAX_TURNS,
+        # refused here, so eve run, eve dev and eve serve all refuse before serving a turn
+        workspace=workspace_for(app_root, config.workspace, create=bool(config.builtin_tools)),
+        context_budget_tokens=context_budget(config.model_context_window_tokens),
+        hooks=HookRelay.for_hooks(agent.hooks),
+        reasoning=config.reasoning,
+        app_root=app_root,
+        subagents=subagents,
+    )

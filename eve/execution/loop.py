@@ -595,9 +595,11 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
     except _Aborted:
         await turn.emit(TurnCancelledData(reason=turn.env.signal.reason or "cancelled"))
         return turn.result("aborted")
-    except BaseException as error:
+    except Exception as error:
         await turn.emit(TurnFailedData(error=redact(f"{type(error).__name__}: {error}")))
         raise
+    # a CancelledError is not the turn failing: the process is stopping (a durable turn
+    # resumes after the restart) or the caller gave up, so no event claims an outcome
     answer = turn.answer
     output = answer.json() if answer is not None else None
     spend, session = turn.spend, turn.env.spent_before + turn.spend

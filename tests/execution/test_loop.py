@@ -343,3 +343,30 @@ async def test_state_lives_in_the_session_context() -> None:
         Script(calls(("bump", {"item": "a"}), ("bump", {"item": "b"})), text("ok")), tools=[bump]
     )
     assert [m.content for m in result.messages if isinstance(m, ToolResultMessage)] == ["1", "2"]
+
+
+async def test_a_cancelled_task_is_not_a_failed_turn() -> None:
+    """Task cancellation is a process stopping (a durable turn resumes after the restart):
+    the turn ends with no event claiming an outcome, and the cancellation propagates."""
+    started = asyncio.Event()
+
+    async def stream(request: object):  # type: ignore[no-untyped-def]
+        started.set()
+        await asyncio.Event().wait()  # a model that is still answering when the process stops
+        yield Done(stop_reason="end_turn")
+
+    events: list[SessionEvent] = []
+    task = asyncio.create_task(
+        turn(
+            client=FunctionModel(stream),
+            system="s",
+            tools=[],
+            user_message="hi",
+            on_event=events.append,
+        )
+    )
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [e.type for e in events] == ["turn.started", "message.received", "step.started"]

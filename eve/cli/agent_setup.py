@@ -40,11 +40,14 @@ def ensure_compiled(app_root: Path) -> bool:
     return True
 
 
-async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -> AgentSetup:
+async def prepare(
+    app_root: Path, *, model: str | None, max_turns: int | None, announce: bool = True
+) -> AgentSetup:
     """Compile if needed, resolve the root agent and its subagents and pick their models.
 
     ``model`` replaces every node's configured model; a subagent without one uses its
-    caller's.
+    caller's. ``announce=False`` keeps quiet about a configured model that is unavailable
+    (``eve eval``, whose cases usually pin models of their own).
     """
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
@@ -54,7 +57,7 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
         for node_id in loaded.manifest.nodes
     }
     root = agents.pop(ROOT_NODE_ID)
-    client = _client(model, root.config.model, app_root, root.config.openai_api)
+    client = _client(model, root.config.model, app_root, root.config.openai_api, announce)
     subagents: dict[str, AgentSetup] = {}
     clients = {ROOT_NODE_ID: client}
     # parents before children (ids are paths), so a child without a model takes its caller's
@@ -62,7 +65,7 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
         agent = agents[node_id]
         own = agent.config.model
         clients[node_id] = (
-            _client(None, own, app_root, agent.config.openai_api)
+            _client(None, own, app_root, agent.config.openai_api, announce)
             if model is None and own is not None and own != root.config.model
             else clients[parent_of(node_id)]
         )
@@ -74,12 +77,16 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
 
 
 def _client(
-    override: str | None, configured: str | None, app_root: Path, openai_api: OpenAIApi
+    override: str | None,
+    configured: str | None,
+    app_root: Path,
+    openai_api: OpenAIApi,
+    announce: bool,
 ) -> ModelClient:
     if override is not None:
         return create_client(override, app_root=app_root, env=os.environ, openai_api=openai_api)
     choice = choose_model(configured, app_root=app_root, openai_api=openai_api)
-    if choice.notice:
+    if choice.notice and announce:
         click.echo(choice.notice, err=True)
     return choice.client
 

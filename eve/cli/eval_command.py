@@ -118,7 +118,11 @@ async def _eval(app_root: Path, names: tuple[str, ...], options: EvalCommandOpti
     if options.as_json:
         click.echo(msgspec.json.encode(report).decode())
     else:
-        Console(soft_wrap=False).print(results_table(report))
+        console = Console()
+        if not console.is_terminal:
+            # a CI log has no width: rich's 80 columns would wrap every case name
+            console = Console(width=160)
+        console.print(results_table(report))
         click.echo(f"eve: {_summary(report)}; results in {kept.relative_to(app_root)}", err=True)
     if options.junit is not None:
         options.junit.write_text(to_junit(report), encoding="utf-8")

@@ -38,6 +38,7 @@ lint: $(VENV)/.installed-dev
 # skipping); when it cannot (not root, no apt-get), they skip and say why.
 test: lint
 	$(BIN)/eve compile --check
+	$(BIN)/eve eval
 	@if ./scripts/ensure-postgres; then \
 		echo "EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q $(PYTEST_WORKERS)"; \
 		EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q $(PYTEST_WORKERS); \

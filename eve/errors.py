@@ -70,9 +70,13 @@
     │   ├── IdempotencyKeyInvalid       400: an Idempotency-Key that is empty, long or not ASCII
     │   ├── IdempotencyKeyReused        422: a key already used for another request
     │   └── InvalidStartIndex           400: a stream's startIndex is not an index
-    └── ClientError                     eve.client could not do what was asked
-        ├── APIError                    the server answered {ok: false} (carries status, code)
-        └── ServerUnreachable           no answer from the server, even after retrying
+    ├── ClientError                     eve.client could not do what was asked
+    │   ├── APIError                    the server answered {ok: false} (carries status, code)
+    │   └── ServerUnreachable           no answer from the server, even after retrying
+    └── EvalError                       eve eval could not run the evals (exit code 2)
+        ├── EvalLoadError               an eval file failed to import or defines no eval
+        ├── EvalNotFound                eve eval NAME names no eval
+        └── JudgeAnswerInvalid          a judge model's answer is not a score
 
 tests/test_errors.py checks this drawing against the classes below.
 
@@ -827,3 +831,47 @@ class ServerUnreachable(ClientError):
     ``reconnect_timeout``); check the URL and that ``eve serve`` is up."""
 
     code = "server_unreachable"
+
+
+class EvalError(EveError):
+    """``eve eval`` could not run the evals (as opposed to a case failing: exit code 1)."""
+
+    code = "eval_error"
+    exit_code = 2
+
+
+class EvalLoadError(EvalError):
+    """An eval file under ``agent/evals/`` failed to import, or defines no eval."""
+
+    code = "eval_load_error"
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        super().__init__(message)
+        #: the eval file, relative to the app root, and the line that failed when known
+        self.path = path
+        self.line = line
+
+
+class EvalNotFound(EvalError):
+    """``eve eval NAME`` names no eval of the agent."""
+
+    code = "eval_not_found"
+
+    def __init__(self, message: str, *, name: str, known: list[str]) -> None:
+        super().__init__(message)
+        #: the name asked for, and the evals there are
+        self.name = name
+        self.known = known
+
+
+class JudgeAnswerInvalid(EvalError):
+    """A judge model answered something that is not a score from 0 to 1; the case fails
+    with it."""
+
+    code = "judge_answer_invalid"
+
+    def __init__(self, message: str, *, model: str, answer: str) -> None:
+        super().__init__(message)
+        #: the judge's model id, and (the start of) what it answered
+        self.model = model
+        self.answer = answer

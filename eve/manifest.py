@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -308,6 +308,27 @@ class AgentNode(Base, frozen=True, kw_only=True):
     bindings: dict[str, ModuleBinding] = {}
 
 
+class EvalCaseDeclaration(Base, frozen=True, kw_only=True):
+    """One case of an eval, as its file declares it."""
+
+    name: str
+    #: the line of its ``Case(...)`` in the eval file
+    line: int
+
+
+class EvalDeclaration(Base, frozen=True, kw_only=True):
+    """One ``agent/evals/<name>.py``, read without importing it (only ``eve eval`` does)."""
+
+    #: the file name without ``.py``: what ``eve eval NAME`` selects
+    name: str
+    logical_path: str
+    #: the line of its ``define_eval(...)``
+    line: int
+    #: the model its cases run on when given as a literal (``offline/script:…``), else None
+    model: str | None = None
+    cases: list[EvalCaseDeclaration] = []
+
+
 class CompiledManifest(Base, frozen=True, kw_only=True):
     """``.eve/compile/compiled-agent-manifest.json``."""
 
@@ -318,6 +339,8 @@ class CompiledManifest(Base, frozen=True, kw_only=True):
     #: hash of every source path and content; the module map carries the same value
     fingerprint: str
     nodes: dict[str, AgentNode]
+    #: the evals under ``agent/evals/``, in file order (never loaded by the runtime)
+    evals: list[EvalDeclaration] = []
 
 
 # --- discovery -----------------------------------------------------------------------------
@@ -360,6 +383,8 @@ class DiscoveryManifest(Base, frozen=True, kw_only=True):
     schema_version: int = SCHEMA_VERSION
     agent_root: str = "agent"
     nodes: dict[str, DiscoveredNode]
+    #: the eval files under ``agent/evals/``, in file order
+    evals: list[str] = []
     #: every authored file with its content hash, sorted by path: what ``--check`` compares
     sources: list[SourceFile]
 

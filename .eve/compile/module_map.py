@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 7
-FINGERPRINT = "sha256:bddbe29970bcca3a0fd2b84eeaf472ad56d7f58055be4ecacd2cc41f25cd0951"
+SCHEMA_VERSION = 8
+FINGERPRINT = "sha256:a2a7672e546e7fb13697c1e4d97ad006f9b9325d9c309efcc3fa5009e1182d6a"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

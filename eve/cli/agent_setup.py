@@ -34,11 +34,14 @@ def ensure_compiled(app_root: Path) -> bool:
     return True
 
 
-async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -> AgentSetup:
+async def prepare(
+    app_root: Path, *, model: str | None, max_turns: int | None, announce: bool = True
+) -> AgentSetup:
     """Compile if needed, resolve the root agent and its subagents and pick their models.
 
     ``model`` replaces every node's configured model; a subagent without one uses its
-    caller's.
+    caller's. ``announce=False`` keeps quiet about a configured model that is unavailable
+    (``eve eval``, whose cases usually pin models of their own).
     """
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
@@ -46,5 +49,13 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
         load_compiled_agent(app_root),
         model=model,
         max_turns=max_turns,
-        notify=lambda notice: click.echo(notice, err=True),
+        notify=_to_stderr if announce else _quiet,
     )
+
+
+def _to_stderr(notice: str) -> None:
+    click.echo(notice, err=True)
+
+
+def _quiet(notice: str) -> None:
+    del notice

@@ -13,6 +13,7 @@ import click
 _COMMANDS = {
     "compile": ("eve.cli.compile_command", "compile_command", "Compile agent/ into .eve/."),
     "dev": ("eve.cli.dev_command", "dev_command", "Talk to the agent in the terminal."),
+    "eval": ("eve.cli.eval_command", "eval_command", "Run the agent's evals and report."),
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
     "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
     "serve": ("eve.cli.serve_command", "serve_command", "Serve the durable session API."),

@@ -20,7 +20,8 @@ TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOOK_NAME = TOOL_NAME
-KNOWN_DIRS = frozenset({"tools", "skills", "hooks", "subagents", "lib"})
+KNOWN_DIRS = frozenset({"tools", "skills", "hooks", "subagents", "lib", "evals"})
+EVAL_NAME = TOOL_NAME
 #: directories eve knows of (the TypeScript eve supports them) but this version does not run
 UNSUPPORTED_DIRS = frozenset(
     {
@@ -64,6 +65,8 @@ class Discovery:
     app_root: Path
     nodes: dict[str, NodeFiles]
     sources: dict[str, str]  # path → sha256
+    #: ``agent/evals/*.py`` as (eval name, path), read only by ``compiler.evals``
+    evals: list[tuple[str, str]] = field(default_factory=list)
 
     def manifest(self) -> DiscoveryManifest:
         return DiscoveryManifest(
@@ -80,6 +83,7 @@ class Discovery:
                 )
                 for node_id, node in self.nodes.items()
             },
+            evals=[path for _, path in self.evals],
             sources=[SourceFile(path=p, sha256=h) for p, h in sorted(self.sources.items())],
         )
 
@@ -89,6 +93,7 @@ class _Walker:
         self.app_root = app_root
         self.sink = sink
         self.nodes: dict[str, NodeFiles] = {}
+        self.evals: list[tuple[str, str]] = []
 
     def rel(self, path: Path) -> str:
         return path.relative_to(self.app_root).as_posix()
@@ -154,6 +159,8 @@ class _Walker:
             self.subagents(node, entry)
         elif entry.name == "lib":
             return  # reached only through imports
+        elif entry.name == "evals":
+            self.eval_files(node, entry)
         elif entry.name in UNSUPPORTED_DIRS:
             self.sink.warning(
                 "discover/unsupported-directory",
@@ -263,6 +270,40 @@ class _Walker:
             else:
                 self.skill(node, entry, stem, rel)
 
+    def eval_files(self, node: NodeFiles, directory: Path) -> None:
+        if node.node_id != ROOT_NODE_ID:
+            self.sink.warning(
+                "discover/evals-not-at-root",
+                "evals/ belongs at the agent's root (agent/evals/): an eval talks to the whole "
+                "agent, its subagents included; this directory is ignored",
+                source_path=self.rel(directory),
+                node_id=node.node_id,
+            )
+            return
+        for entry in _sorted_entries(directory):
+            rel = self.rel(entry)
+            stem = entry.name.removesuffix(".py")
+            if entry.name == "__init__.py" or (entry.is_file() and entry.suffix == ".json"):
+                continue  # a JSON file here is a script an eval's model names
+            if entry.is_dir() or entry.suffix != ".py":
+                self.sink.warning(
+                    "discover/unknown-file",
+                    "evals/ holds one eval per .py file (define_eval(cases=[...])) and the "
+                    "offline scripts they name (.json); this entry is ignored",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif not (stem.isascii() and EVAL_NAME.match(stem)):
+                self.sink.error(
+                    "discover/eval-name-invalid",
+                    f"eval file '{entry.name}' must be a snake_case ASCII name ending in .py "
+                    f"(e.g. '{_suggest_snake(stem)}.py'): the file name is the eval's name",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            else:
+                self.evals.append((stem, rel))
+
     def skill(self, node: NodeFiles, entry: Path, stem: str, rel: str) -> None:
         try:
             meta, _ = parse_front_matter(entry.read_text(encoding="utf-8"))
@@ -346,4 +387,9 @@ def discover(app_root: Path, sink: DiagnosticSink) -> Discovery:
         return Discovery(app_root=app_root, nodes={}, sources={})
     walker = _Walker(app_root, sink)
     walker.walk_node(agent_root, ROOT_NODE_ID)
-    return Discovery(app_root=app_root, nodes=walker.nodes, sources=hash_sources(app_root))
+    return Discovery(
+        app_root=app_root,
+        nodes=walker.nodes,
+        sources=hash_sources(app_root),
+        evals=walker.evals,
+    )

@@ -31,6 +31,7 @@ from eve.compiler.cache import CompileCache
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.compiler.discover import Discovery, NodeFiles, discover
 from eve.compiler.emit import write_artifacts
+from eve.compiler.evals import read_evals
 from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.module_map_source import render_module_map
@@ -341,11 +342,12 @@ def compile_agent(app_root: Path | str, *, cache: CompileCache | None = None) ->
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
     compiler = _NodeCompiler(discovery, graph, sink, cache)
     nodes = {node_id: compiler.node(files) for node_id, files in discovery.nodes.items()}
+    evals = read_evals(app_root, discovery.evals, sink)
     if sink.has_errors:
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
     plugins = [compiler.tool_sets.used[name] for name in sorted(compiler.tool_sets.used)]
     manifest = CompiledManifest(
-        fingerprint=source_fingerprint(discovery.sources, plugins), nodes=nodes
+        fingerprint=source_fingerprint(discovery.sources, plugins), nodes=nodes, evals=evals
     )
     return CompileResult(
         discovery=discovery,

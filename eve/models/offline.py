@@ -206,7 +206,7 @@ class OfflineScriptModel:
     """
 
     def __init__(self, path: Path, *, label: str) -> None:
-        self.path = path
+        self.path: Path | None = path
         self.label = label
         self.model_id = f"offline/script:{label}"
         try:
@@ -219,6 +219,14 @@ class OfflineScriptModel:
                 f"an object of such lists by node id: {error}"
             ) from error
         self.script = script
+
+    @classmethod
+    def replaying(cls, script: Script, *, label: str) -> OfflineScriptModel:
+        """A script given as values rather than a file (an eval case's inline replies)."""
+        model = cls.__new__(cls)
+        model.path, model.label, model.script = None, label, script
+        model.model_id = f"offline/script:{label}"
+        return model
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if request.purpose == "compaction":

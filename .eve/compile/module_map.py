@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 7
-FINGERPRINT = "sha256:bddbe29970bcca3a0fd2b84eeaf472ad56d7f58055be4ecacd2cc41f25cd0951"
+SCHEMA_VERSION = 8
+FINGERPRINT = "sha256:cbea10852616d4a80534b4f9c12eaf05dfd1268543bdd21cee373d3032437e57"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer(name="eve-test-server")
@@ -38,9 +38,8 @@ def process_id() -> int:
 
 
 @server.tool()
-def header(name: str) -> str:
+def header(name: str, ctx: Context) -> str:
     """The value of a request header the client sent (HTTP only)."""
-    ctx = server.get_context()
     request = ctx.request_context.request
     return "" if request is None else str(request.headers.get(name, ""))
 

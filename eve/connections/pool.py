@@ -17,11 +17,12 @@ import contextlib
 import inspect
 import logging
 import os
+import sys
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import mcp_types
 from mcp import ClientSession
@@ -104,7 +105,7 @@ class _Server:
                 params = StdioServerParameters(
                     command=command, args=args, env=env or None, cwd=server.cwd
                 )
-                read, write = await stack.enter_async_context(stdio_client(params))
+                read, write = await stack.enter_async_context(stdio_client(params, _errlog()))
             case HttpServer():
                 headers = {
                     key: _env(value, connection=self.name, what=f"header {key}")
@@ -160,7 +161,7 @@ class _Server:
                 why = (
                     f"no answer within {self.entry.connect_timeout_seconds:g}s"
                     if isinstance(error, TimeoutError)
-                    else f"{type(error).__name__}: {error}"
+                    else _reason(error)
                 )
                 raise MCPServerUnavailable(
                     f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
@@ -288,6 +289,23 @@ class _Server:
                 f"too ({error.error.message})",
                 connection=self.name,
             ) from None
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: eve's own, or the process's real one when
+    ``sys.stderr`` was replaced by something without a file descriptor (a test runner)."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr
+
+
+def _reason(error: BaseException) -> str:
+    """The first real failure inside the transports' task groups."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
 
 
 def _text_of(part: Any) -> str:

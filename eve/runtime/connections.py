@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LISTING_STEP",
     "ConnectionListing",
+    "close_pool",
     "connection_tools",
     "list_connections",
     "pool_of",
@@ -66,6 +67,16 @@ def pool_of(connection: str) -> ConnectionPool:
             connection=connection,
         ) from None
     return current_pool()
+
+
+async def close_pool() -> None:
+    """Close the running loop's MCP connections (a stdio server's process group ends with
+    its connection); nothing to do when none was opened or ``mcp`` is absent."""
+    try:
+        from eve.connections.pool import close_current_pool
+    except ModuleNotFoundError:
+        return
+    await close_current_pool()
 
 
 async def _listed(connection: ResolvedConnection) -> ListedConnection:

@@ -106,7 +106,7 @@ async def test_a_command_that_does_not_start_is_unavailable(pool: ConnectionPool
         define_mcp_connection(description="Nothing.", command=["/nonexistent/eve-mcp-server"]),
         name="missing",
     )
-    with pytest.raises(MCPServerUnavailable, match="'missing'.*could not connect"):
+    with pytest.raises(MCPServerUnavailable, match=r"'missing'.*could not connect"):
         await pool.list_tools(missing)
 
 

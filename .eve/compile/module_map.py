@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 8
-FINGERPRINT = "sha256:cbea10852616d4a80534b4f9c12eaf05dfd1268543bdd21cee373d3032437e57"
+FINGERPRINT = "sha256:dcbbe7ca90a9a3a0be8e9e141994b567d14ba97e4c33d4e355f1f85a5048908e"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -23,6 +23,7 @@ def _lazy(module_id: str) -> Callable[[], ModuleType]:
 NODES = {
     "__root__": {
         "modules": {
+            "connections/units.py": _lazy("agent.connections.units"),
             "hooks/turn_counter.py": _lazy("agent.hooks.turn_counter"),
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),

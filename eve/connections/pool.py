@@ -102,6 +102,10 @@ class _Server:
                     for key, value in server.env.items()
                 }
                 command, *args = server.command
+                if command == "python":
+                    # the interpreter running eve: the server sees the packages eve sees,
+                    # and the artifacts name no path of this machine
+                    command = sys.executable
                 params = StdioServerParameters(
                     command=command, args=args, env=env or None, cwd=server.cwd
                 )

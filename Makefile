@@ -12,8 +12,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# the example agent connects to an MCP server (agent/connections/units.py): the mcp extra
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[mcp]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python

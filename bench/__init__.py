@@ -51,6 +51,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="billed input tokens of a 10/50-step Anthropic tool loop, prompt caching on vs off",
     ),
     Benchmark(
+        name="mcp_call",
+        target="bench.mcp_call:run",
+        summary="one MCP tool call through eve vs the mcp client directly (stdio)",
+    ),
+    Benchmark(
         name="compaction",
         target="bench.compaction:run",
         summary="a 200-turn offline session: context under the threshold, time per turn flat",

@@ -32,6 +32,12 @@
     │   ├── AttachmentUnsupported       a media type no provider takes, or a URL that is not http(s)
     │   └── AttachmentTooLarge          over the size limit of one attachment, or of a message's
     ├── ToolInputInvalid                a tool call's input fails the schema (the model sees it)
+    ├── MCPConnectionError              an MCP server of connections/ failed (the model sees it)
+    │   ├── MCPSdkMissing               the agent has connections and the mcp package is absent
+    │   ├── MCPServerUnavailable        the server could not be started, reached or kept
+    │   ├── MCPCallTimedOut             a tool call outlived the connection's call timeout
+    │   ├── MCPToolFailed               the server answered a call with an error
+    │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
     ├── ExecutionError
@@ -422,6 +428,67 @@ class ToolInputInvalid(EveError):
 
     code = "tool_input_invalid"
     http_status = 400
+
+
+class MCPConnectionError(EveError):
+    """An MCP server of ``connections/`` failed; a tool call's failure is its ``is_error``
+    result, so the model reads the message and the event log names the error."""
+
+    code = "mcp_connection_error"
+    http_status = 502
+
+    def __init__(self, message: str, *, connection: str) -> None:
+        super().__init__(message)
+        #: the connection's name (its file name under ``connections/``)
+        self.connection = connection
+
+
+class MCPSdkMissing(MCPConnectionError):
+    """The agent has connections and the ``mcp`` package is not installed."""
+
+    code = "mcp_sdk_missing"
+
+
+class MCPServerUnavailable(MCPConnectionError):
+    """The server could not be started or reached, or it went away and a reconnect failed."""
+
+    code = "mcp_server_unavailable"
+    http_status = 503
+
+
+class MCPCallTimedOut(MCPConnectionError):
+    """A tool call got no answer within the connection's ``call_timeout_seconds``."""
+
+    code = "mcp_call_timed_out"
+    http_status = 504
+
+    def __init__(self, message: str, *, connection: str, tool: str, seconds: float) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool
+        self.tool = tool
+        self.seconds = seconds
+
+
+class MCPToolFailed(MCPConnectionError):
+    """The server answered a tool call with an error (``isError``)."""
+
+    code = "mcp_tool_failed"
+
+    def __init__(self, message: str, *, connection: str, tool: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool
+        self.tool = tool
+
+
+class MCPToolNameClash(MCPConnectionError):
+    """Two of a server's tools map to one name the model would call."""
+
+    code = "mcp_tool_name_clash"
+
+    def __init__(self, message: str, *, connection: str, name: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the model-visible name both would take
+        self.name = name
 
 
 class WorkspaceViolation(EveError):

@@ -207,6 +207,19 @@ class MessageReceived(Event, frozen=True, kw_only=True, tag="message.received"):
     data: MessageReceivedData
 
 
+class ConnectionFailedData(EventData, frozen=True, kw_only=True):
+    #: the MCP connection's name (its file under ``connections/``)
+    connection: str
+    #: the named error (``MCPServerUnavailable: …``); the turn goes on without its tools
+    error: str
+
+
+class ConnectionFailed(Event, frozen=True, kw_only=True, tag="connection.failed"):
+    """An MCP connection's tools could not be listed for the turn."""
+
+    data: ConnectionFailedData
+
+
 class TurnCompletedData(EventData, frozen=True, kw_only=True):
     stop_reason: TurnStop
     #: the turn's tokens, all its steps together (its subagents' included)
@@ -344,6 +357,8 @@ class ActionRequest(_Wire, frozen=True, kw_only=True):
     input: dict[str, Any]
     #: the tool the model called to reach this one (``eve__tool`` for a catalog entry)
     via: str | None = None
+    #: the MCP connection whose server runs the tool, if any
+    connection: str | None = None
 
 
 class ActionsRequestedData(EventData, frozen=True, kw_only=True):
@@ -375,6 +390,8 @@ class ActionResultData(EventData, frozen=True, kw_only=True):
     status: ResultStatus
     #: what the model reads
     output: str
+    #: the MCP connection whose server ran the tool, if any
+    connection: str | None = None
 
 
 class ActionResult(Event, frozen=True, kw_only=True, tag="action.result"):
@@ -534,6 +551,7 @@ SessionEvent = (
     SessionStarted
     | TurnStarted
     | MessageReceived
+    | ConnectionFailed
     | StepStarted
     | ModelRetrying
     | ReasoningAppended
@@ -568,6 +586,7 @@ EventType = Literal[
     "session.started",
     "turn.started",
     "message.received",
+    "connection.failed",
     "step.started",
     "model.retrying",
     "reasoning.appended",

@@ -199,6 +199,61 @@ class Instructions(Base, frozen=True, kw_only=True):
     text: str
 
 
+# --- MCP connections -----------------------------------------------------------------------
+
+
+class EnvHeader(Base, frozen=True, kw_only=True):
+    """A value read from an environment variable when connecting (never the value itself)."""
+
+    env: str
+    prefix: str = ""
+
+
+class HttpServer(Base, frozen=True, kw_only=True, tag="http", tag_field="transport"):
+    """A server reached over Streamable HTTP."""
+
+    url: str
+    #: header name → where its value comes from
+    headers: dict[str, EnvHeader] = {}
+    #: a ``get_token`` callable gives ``Authorization: Bearer …`` (re-attached at run time)
+    has_token: bool = False
+
+
+class StdioServer(Base, frozen=True, kw_only=True, tag="stdio", tag_field="transport"):
+    """A server eve starts as a process and talks to over its stdin and stdout."""
+
+    command: list[str]
+    #: literal values, or ``EnvHeader`` for one read from eve's environment
+    env: dict[str, str | EnvHeader] = {}
+    cwd: str | None = None
+
+
+McpServer = HttpServer | StdioServer
+
+
+class ConnectionEntry(Base, frozen=True, kw_only=True):
+    """An MCP server a node reaches (``connections/<name>.py``): a declaration only; the
+    server's tools are listed at run time."""
+
+    #: the file name without ``.py``; the server's tools are ``<name>__<tool>``
+    name: str
+    description: str
+    logical_path: str
+    source_id: str
+    export_name: str = "default"
+    factory: bool = False
+    server: McpServer
+    #: the server tools allowed (None: all) and blocked
+    allow_tools: list[str] | None = None
+    block_tools: list[str] = []
+    approval: Approval = Approval(kind="never")
+    #: approval rules by the server's tool name, replacing ``approval``
+    approval_by_tool: dict[str, Approval] = {}
+    expose: Literal["catalog", "tools"] = "catalog"
+    connect_timeout_seconds: float = 10.0
+    call_timeout_seconds: float = 30.0
+
+
 # --- agent config --------------------------------------------------------------------------
 
 
@@ -299,6 +354,8 @@ class AgentNode(Base, frozen=True, kw_only=True):
     tools: list[ToolEntry] = []
     skills: list[SkillEntry] = []
     hooks: list[HookEntry] = []
+    #: the MCP servers of the node, in discovery order
+    connections: list[ConnectionEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
     #: source ids the compiler imported to read a definition
@@ -368,6 +425,7 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     tools: list[str] = []
     skills: list[str] = []
     hooks: list[str] = []
+    connections: list[str] = []
     subagents: list[str] = []
 
 

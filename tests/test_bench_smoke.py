@@ -3,6 +3,7 @@ the package, so a changed signature would otherwise surface only in `make bench`
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from bench import _durability_worker, loop_overhead
@@ -18,3 +19,10 @@ async def test_the_durability_in_memory_turns_run(tmp_path: Path) -> None:
     agent = _durability_worker.build_agent(tmp_path)
     timed = await _durability_worker._in_memory(agent, repeats=1, warmup=0)
     assert set(timed["turns"]) == {str(_durability_worker.SHORT), str(_durability_worker.LONG)}
+
+
+def test_the_mcp_call_bench_runs_both_sides() -> None:
+    from bench import mcp_call
+
+    timings = asyncio.run(mcp_call._measure(1))
+    assert len(timings["direct"]) == len(timings["eve"]) == mcp_call.PER_BLOCK

@@ -225,6 +225,14 @@ def test_only_the_sessions_package_imports_dbos() -> None:
     assert [where(e) for e in importers if not in_package(e.source, "eve.sessions")] == []
 
 
+@pytest.mark.parametrize("sdk", ["mcp", "mcp_types"])
+def test_the_mcp_sdk_is_imported_only_by_the_connections_package(sdk: str) -> None:
+    importers = [edge for edge in import_graph() if edge.target == sdk]
+    assert importers, f"nothing imports {sdk}: is the connection pool gone?"
+    outside = [where(e) for e in importers if not in_package(e.source, "eve.connections")]
+    assert outside == []
+
+
 @pytest.mark.parametrize("sdk", sorted(PROVIDER_SDKS))
 def test_a_provider_sdk_is_imported_only_by_its_adapter(sdk: str) -> None:
     importers = [edge for edge in import_graph() if edge.target == sdk]

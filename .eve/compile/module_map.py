@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 8
-FINGERPRINT = "sha256:a2a7672e546e7fb13697c1e4d97ad006f9b9325d9c309efcc3fa5009e1182d6a"
+FINGERPRINT = "sha256:fbe3a05722b8dc8408c7fce91ee1ddaaa8f271f295f93dc7e3b0ede7c5772403"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:
@@ -23,6 +23,7 @@ def _lazy(module_id: str) -> Callable[[], ModuleType]:
 NODES = {
     "__root__": {
         "modules": {
+            "connections/units.py": _lazy("agent.connections.units"),
             "hooks/turn_counter.py": _lazy("agent.hooks.turn_counter"),
             "lib/__init__.py": _lazy("agent.lib"),
             "lib/catalog.py": _lazy("agent.lib.catalog"),

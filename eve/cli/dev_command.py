@@ -36,6 +36,7 @@ from eve.events import (
 from eve.execution.setup import AgentSetup
 from eve.messages import MediaPart, user_message
 from eve.redact import redact
+from eve.runtime.connections import close_pool
 from eve.sessions import InputResponse, SessionService, resolve_settings
 from eve.sessions.settings import SESSIONS_DIR
 
@@ -307,8 +308,12 @@ class DevSession:
 async def _dev(app_root: Path, model: str | None, resume: bool) -> None:
     setup = await prepare(app_root, model=model, max_turns=None)
     session = DevSession(app_root, setup, model)
-    await session.open(resume)
-    await session.run()
+    try:
+        await session.open(resume)
+        await session.run()
+    finally:
+        # on every exit (EOF, /quit, Ctrl-C): no MCP server outlives eve dev
+        await close_pool()
 
 
 @click.command("dev")

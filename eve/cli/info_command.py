@@ -35,6 +35,11 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         click.echo(f"{indent}  skill {skill.name}: {skill.description}")
     for hook in node.hooks:
         click.echo(f"{indent}  hook {hook.name}: {', '.join(hook.events)}")
+    for connection in node.connections:
+        click.echo(
+            f"{indent}  connection {connection.name} ({connection.transport} "
+            f"{connection.target}, {connection.expose}): {connection.description}"
+        )
 
 
 @click.command("info")

@@ -12,6 +12,11 @@ import click
 # commands without importing them (and pydantic, the compiler, the SDKs behind them).
 _COMMANDS = {
     "compile": ("eve.cli.compile_command", "compile_command", "Compile agent/ into .eve/."),
+    "connections": (
+        "eve.cli.connections_command",
+        "connections_command",
+        "List the agent's MCP servers and their tools (connects to them).",
+    ),
     "dev": ("eve.cli.dev_command", "dev_command", "Talk to the agent in the terminal."),
     "eval": ("eve.cli.eval_command", "eval_command", "Run the agent's evals and report."),
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),

@@ -31,6 +31,7 @@ from eve.execution.result import RunResult
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
 from eve.execution.transcript import load_transcript
 from eve.messages import user_message
+from eve.runtime.connections import close_pool
 
 #: ``session_limit`` needs a person to end the session, so eve run never stops with it; a
 #: limit crossed here is SessionLimitReached (its exit code, 3)
@@ -162,4 +163,11 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
 @translate_errors
 def run_command(ctx: click.Context, /, prompt: str, **options: Any) -> None:
     """Run one turn of the agent and print its answer."""
-    raise SystemExit(asyncio.run(_run(app_root_of(ctx), prompt, RunOptions(**options))))
+    raise SystemExit(asyncio.run(_run_closing(app_root_of(ctx), prompt, RunOptions(**options))))
+
+
+async def _run_closing(app_root: Path, prompt: str, options: RunOptions) -> int:
+    try:
+        return await _run(app_root, prompt, options)
+    finally:
+        await close_pool()  # the MCP servers the turn started end with it

@@ -20,13 +20,15 @@ TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOOK_NAME = TOOL_NAME
-KNOWN_DIRS = frozenset({"tools", "skills", "hooks", "subagents", "lib", "evals"})
+KNOWN_DIRS = frozenset({"tools", "skills", "hooks", "connections", "subagents", "lib", "evals"})
 EVAL_NAME = TOOL_NAME
+#: a connection's name prefixes its tools' names (``docs__search``), within the 64 characters
+#: providers allow a tool name (``eve.connections.names``), so it stays short
+CONNECTION_NAME_MAX = 40
 #: directories eve knows of (the TypeScript eve supports them) but this version does not run
 UNSUPPORTED_DIRS = frozenset(
     {
         "channels",
-        "connections",
         "extensions",
         "instructions",
         "memory",
@@ -55,6 +57,7 @@ class NodeFiles:
     tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, path)
     skills: list[SkillFile] = field(default_factory=list)
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (hook name, path)
+    connections: list[tuple[str, str]] = field(default_factory=list)  # (connection name, path)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -79,6 +82,7 @@ class Discovery:
                     tools=[path for _, path in node.tools],
                     skills=[skill.path for skill in node.skills],
                     hooks=[path for _, path in node.hooks],
+                    connections=[path for _, path in node.connections],
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -121,6 +125,7 @@ class _Walker:
                 node_id=node_id,
             )
         tool_names = {name for name, _ in node.tools}
+        self.connection_collisions(node)
         for child in node.subagents:
             child_name = child.rsplit("/", 1)[-1]
             if child_name in tool_names:
@@ -142,7 +147,8 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-file",
                 f"{entry.name} is not part of an agent (expected agent.py, instructions.md "
-                "and the directories tools/, skills/, hooks/, subagents/, lib/); it is ignored",
+                "and the directories tools/, skills/, hooks/, connections/, subagents/, lib/); "
+                "it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -155,6 +161,8 @@ class _Walker:
             self.skills(node, entry)
         elif entry.name == "hooks":
             self.hooks(node, entry)
+        elif entry.name == "connections":
+            self.connections(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -171,8 +179,8 @@ class _Walker:
         else:
             self.sink.warning(
                 "discover/unknown-directory",
-                f"{entry.name}/ is not an agent directory (tools, skills, hooks, subagents, "
-                "lib); "
+                f"{entry.name}/ is not an agent directory (tools, skills, hooks, connections, "
+                "subagents, lib); "
                 "it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
@@ -241,6 +249,45 @@ class _Walker:
                 )
             else:
                 node.hooks.append((stem, rel))
+
+    def connections(self, node: NodeFiles, directory: Path) -> None:
+        for entry in _sorted_entries(directory):
+            rel = self.rel(entry)
+            stem = entry.name.removesuffix(".py")
+            if entry.name == "__init__.py":
+                continue
+            if entry.is_dir() or entry.suffix != ".py":
+                self.sink.warning(
+                    "discover/unknown-file",
+                    "connections/ holds one MCP server per .py file (define_mcp_connection); "
+                    "this entry is ignored",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            elif problem := _connection_name_problem(stem):
+                self.sink.error(
+                    "discover/connection-name-invalid",
+                    f"connection file '{entry.name}' {problem}; the file name is the "
+                    "connection's name and prefixes its tools' names (<name>__<tool>)",
+                    source_path=rel,
+                    node_id=node.node_id,
+                )
+            else:
+                node.connections.append((stem, rel))
+
+    def connection_collisions(self, node: NodeFiles) -> None:
+        """A tool whose name a connection's tools could take (``docs__search``)."""
+        for connection, path in node.connections:
+            for tool, tool_path in node.tools:
+                if tool.startswith(f"{connection}__"):
+                    self.sink.error(
+                        "discover/connection-name-collision",
+                        f"tool '{tool}' ({tool_path}) has the prefix of connection "
+                        f"'{connection}', whose tools the model sees as '{connection}__<tool>'; "
+                        "rename the tool or the connection",
+                        source_path=path,
+                        node_id=node.node_id,
+                    )
 
     def skills(self, node: NodeFiles, directory: Path) -> None:
         for entry in _sorted_entries(directory):
@@ -353,6 +400,18 @@ class _Walker:
             )
             node.subagents.append(child_id)
             self.walk_node(entry, child_id)
+
+
+def _connection_name_problem(stem: str) -> str | None:
+    if not (stem.isascii() and TOOL_NAME.match(stem)):
+        return f"must be a snake_case ASCII name ending in .py (e.g. '{_suggest_snake(stem)}.py')"
+    if "__" in stem or stem.endswith("_"):
+        return "may not contain '__' or end in '_': '__' separates it from the tool names"
+    if stem == "eve" or stem.startswith("eve_"):
+        return "may not be 'eve' or start with 'eve_' (reserved for built-ins)"
+    if len(stem) > CONNECTION_NAME_MAX:
+        return f"is longer than {CONNECTION_NAME_MAX} characters"
+    return None
 
 
 def _reserved_subagent_id(name: str) -> bool:

@@ -17,14 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from eve.authoring.agent import AgentDefinition
+from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
 
-DEFINITION_TYPES: tuple[type, ...] = (AgentDefinition, ToolDefinition, HookDefinition)
+DEFINITION_TYPES: tuple[type, ...] = (
+    AgentDefinition,
+    ToolDefinition,
+    HookDefinition,
+    MCPConnection,
+)
 _KIND_NAMES = {
     AgentDefinition: "an agent definition",
     ToolDefinition: "a tool definition",
     HookDefinition: "a hook definition (define_hook(events=...))",
+    MCPConnection: "an MCP connection (define_mcp_connection(...))",
 }
 
 

@@ -17,6 +17,7 @@ from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
 from eve.artifacts import AGENT_DIR, digest
 from eve.authoring.agent import BUILTIN_TOOL_NAMES, AgentConfigModel, AgentDefinition
+from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
 from eve.builtins.automatic import AUTOMATIC_TOOLS
@@ -28,6 +29,7 @@ from eve.compiler.bindings import (
     source_id_for,
 )
 from eve.compiler.cache import CompileCache
+from eve.compiler.connections import connection_entry
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.compiler.discover import Discovery, NodeFiles, discover
 from eve.compiler.emit import write_artifacts
@@ -50,6 +52,7 @@ from eve.manifest import (
     AgentNode,
     CompiledManifest,
     CompileMetadata,
+    ConnectionEntry,
     DiagnosticsFile,
     FunctionToolEntry,
     Generator,
@@ -180,6 +183,21 @@ class _NodeCompiler:
             factory=factory,
         )
 
+    def connection(self, node: NodeFiles, name: str, path: str) -> ConnectionEntry | None:
+        loaded = self.load(path, MCPConnection, node.node_id)
+        if loaded is None:
+            return None
+        definition, export_name, factory = loaded
+        assert isinstance(definition, MCPConnection)
+        return connection_entry(
+            definition,
+            name=name,
+            logical_path=path,
+            source_id=source_id_for(path, node.root, AGENT_DIR),
+            export_name=export_name,
+            factory=factory,
+        )
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -220,6 +238,9 @@ class _NodeCompiler:
         tools = [e for name, path in node.tools if (e := self.tool(node, name, path)) is not None]
         builtins = [e for n in config.builtin_tools if (e := self.builtin(node, n)) is not None]
         hooks = [h for name, path in node.hooks if (h := self.hook(node, name, path)) is not None]
+        connections = [
+            c for name, path in node.connections if (c := self.connection(node, name, path))
+        ]
         sets = self.tool_sets.node(
             sorted(set(config.tool_sets)),
             taken=self.taken_names(node),
@@ -227,11 +248,15 @@ class _NodeCompiler:
         )
         provided = builtins + sets.tools
         compile_reads = {path for _, path in node.tools} | {path for _, path in node.hooks}
+        # a connection's module is read again at run time: its get_token and approval
+        # policies are functions the manifest cannot hold
+        compile_reads |= {path for _, path in node.connections}
         if node.agent_module:
             compile_reads.add(node.agent_module)
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
             e.logical_path for e in hooks
         }
+        runtime_roots |= {c.logical_path for c in connections}
         output = self.output(node, config)
         if output is not None and output.runtime_root is not None:
             runtime_roots.add(output.runtime_root)
@@ -263,6 +288,7 @@ class _NodeCompiler:
                 for skill in node.skills
             ],
             hooks=hooks,
+            connections=connections,
             subagents=node.subagents,
             compile_loads=sorted(
                 source_id_for(path, node.root, AGENT_DIR) for path in compile_reads

@@ -18,7 +18,7 @@ from eve.builtins.automatic import AUTOMATIC_TOOLS, CALL_TOOL, SKILL_TOOL
 from eve.events import ActionRequest
 from eve.execution.tool_calls import CallOutcome
 from eve.messages import ToolCall
-from eve.runtime.resolved import ResolvedTool
+from eve.runtime.resolved import ResolvedFunctionTool, ResolvedTool
 
 _KEYS = frozenset({"name", "input"})
 
@@ -41,15 +41,24 @@ def as_entries(calls: Sequence[ToolCall], tools: Mapping[str, ResolvedTool]) -> 
     return [as_entry(call, tools) for call in calls]
 
 
-def requested(call: ToolCall, runs_as: ToolCall) -> ActionRequest:
-    """One action of ``actions.requested``: the call as it runs, and ``via`` when the model
-    made it through ``eve__tool``."""
+def requested(
+    call: ToolCall, runs_as: ToolCall, tools: Mapping[str, ResolvedTool]
+) -> ActionRequest:
+    """One action of ``actions.requested``: the call as it runs, ``via`` when the model
+    made it through ``eve__tool``, and the MCP connection of a server's tool."""
     return ActionRequest(
         call_id=runs_as.id,
         name=runs_as.name,
         input=runs_as.input,
         via=None if runs_as is call else call.name,
+        connection=connection_of(runs_as.name, tools),
     )
+
+
+def connection_of(name: str, tools: Mapping[str, ResolvedTool]) -> str | None:
+    """The MCP connection whose server runs the tool ``name``, if any."""
+    tool = tools.get(name)
+    return tool.connection if isinstance(tool, ResolvedFunctionTool) else None
 
 
 def loaded_skill(call: ToolCall, result: CallOutcome) -> str | None:

@@ -14,7 +14,7 @@ msgspec Structs so any recorder can store them as JSON.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 import msgspec
 
@@ -79,6 +79,8 @@ StepPart = RanAll | AsksPerson | StartsTask | Aborted
 
 
 Produce = Callable[[], Awaitable[StepPart]]
+#: a value a turn records once and reads back on recovery (the connections' tool listing)
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 PartAfter = Literal["answered", "settled"]
@@ -101,6 +103,11 @@ class StepRecorder(Protocol):
         recorded (so a finished one never asks the model again)."""
         ...
 
+    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
+        """The value named ``key`` of type ``kind``: produced now, or as recorded (so a
+        recovered turn sees the MCP tools its first run listed, not a new listing)."""
+        ...
+
 
 class Inline:
     """No durability: produce every part now."""
@@ -109,4 +116,7 @@ class Inline:
         return await produce()
 
     async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
+        return await produce()
+
+    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
         return await produce()

@@ -38,7 +38,7 @@ from eve.events import (
     TurnStartedData,
     TurnStop,
 )
-from eve.execution.catalog_calls import as_entries, loaded_skill, requested
+from eve.execution.catalog_calls import as_entries, connection_of, loaded_skill, requested
 from eve.execution.checkpoints import (
     Aborted,
     AsksPerson,
@@ -60,6 +60,7 @@ from eve.execution.compaction import (
     policy_for,
     window_tokens,
 )
+from eve.execution.connections import with_connections
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
@@ -239,6 +240,12 @@ class _Turn:
         self.step_spend = self.step_spend + spent
         self.record(summary_message(record.summary, folded=record.folded, kept=record.kept))
 
+    async def connect(self) -> None:
+        """Add the node's MCP tools for this turn (``execution.connections``)."""
+        self.runner.tools = await with_connections(
+            self.setup.agent, self.runner.tools, recorder=self.env.recorder, emit=self.emit
+        )
+
     async def stream(self, step: int) -> ModelResponse:
         client = self.setup.client
         built = ResponseParts()
@@ -364,7 +371,8 @@ class _Turn:
             await self.emit(MessageCompletedData(message=text, finish_reason=finish), step)
         if calls:
             runs_as = self.calls_of(response)
-            actions = [requested(c, r) for c, r in zip(calls, runs_as, strict=True)]
+            tools = self.runner.tools
+            actions = [requested(c, r, tools) for c, r in zip(calls, runs_as, strict=True)]
             await self.emit(ActionsRequestedData(actions=actions), step)
         return await self.run_calls(step, response, 0)
 
@@ -449,7 +457,11 @@ class _Turn:
 
     async def result_event(self, call: ToolCall, result: CallOutcome, step: int) -> None:
         data = ActionResultData(
-            call_id=call.id, name=call.name, status=result.status, output=result.result.content
+            call_id=call.id,
+            name=call.name,
+            status=result.status,
+            output=result.result.content,
+            connection=connection_of(call.name, self.runner.tools),
         )
         await self.emit(data, step)
 
@@ -581,6 +593,7 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
         turn.record(user)
         received = MessageReceivedData(message=user.text, attachments=attachments_of(user.parts))
         await turn.emit(received)
+        await turn.connect()
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):
             complete = turn.settle(await turn.step(step))

@@ -6,6 +6,7 @@ One pure function of the manifest node decides, so ``resolve_agent`` (which bind
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from eve.authoring.approval import NEVER
@@ -20,8 +21,12 @@ from eve.builtins.catalog import (
     searcher,
 )
 from eve.builtins.skill import skill_declaration, skill_loader
-from eve.manifest import AgentNode, FunctionToolEntry
-from eve.runtime.resolved import ResolvedFunctionTool
+from eve.manifest import AgentNode, FunctionToolEntry, SkillEntry, ToolEntry
+from eve.runtime.resolved import (
+    ResolvedFunctionTool,
+    ResolvedTool,
+    ResolvedWorkflowTool,
+)
 from eve.runtime.validation import JsonSchemaValidator
 
 
@@ -57,3 +62,32 @@ def bind_automatic(node: AgentNode, app_root: Path) -> list[ResolvedFunctionTool
         )
         for entry in automatic_entries(node)
     ]
+
+
+def with_catalog_tools(
+    tools: Sequence[ResolvedTool], skills: Sequence[SkillEntry], added: Sequence[ResolvedTool]
+) -> list[ResolvedTool]:
+    """``tools`` with ``added`` (a turn's MCP tools), and ``eve__search`` and ``eve__tool``
+    bound again so the catalog holds the deferred ones among them; ``eve__skill`` stays."""
+    kept = [t for t in tools if t.name not in (SEARCH_TOOL, CALL_TOOL)]
+    runnable: list[ToolEntry] = [
+        t.entry
+        for t in [*kept, *added]
+        if isinstance(t, ResolvedFunctionTool | ResolvedWorkflowTool)
+        and t.name not in (SKILL_TOOL,)
+    ]
+    catalog = catalog_of(runnable, skills)
+    automatic: list[ResolvedTool] = []
+    if catalog:
+        search = search_declaration(catalog)
+        automatic.append(_bound(search, searcher(catalog)))
+    if catalog_tools(runnable):
+        refusal = call_refusal([e.name for e in runnable], [s.name for s in skills])
+        automatic.append(_bound(call_declaration(), refusal))
+    return [*kept, *added, *automatic]
+
+
+def _bound(entry: FunctionToolEntry, execute: Execute) -> ResolvedFunctionTool:
+    return ResolvedFunctionTool(
+        entry=entry, execute=execute, validator=JsonSchemaValidator(entry.input_schema)
+    )

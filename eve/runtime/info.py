@@ -21,6 +21,7 @@ from eve.manifest import (
     ContextWindow,
     DiagnosticsFile,
     FunctionToolEntry,
+    HttpServer,
     ProviderToolEntry,
     WorkflowToolEntry,
     decode,
@@ -55,6 +56,19 @@ class HookInfo(msgspec.Struct, kw_only=True):
     events: list[str]
 
 
+class ConnectionInfo(msgspec.Struct, kw_only=True):
+    """An MCP connection as declared (``eve connections list`` shows its tools)."""
+
+    name: str
+    source: str
+    description: str
+    #: ``stdio`` or ``http``
+    transport: str
+    #: the command line or the URL
+    target: str
+    expose: str
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     #: "" for the root agent, else the subagent path (``researcher/reviewer``)
     path: str
@@ -68,6 +82,7 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     skills: list[SkillInfo]
     hooks: list[HookInfo]
     subagents: list[str]
+    connections: list[ConnectionInfo] = []
 
 
 class DiagnosticCounts(msgspec.Struct, kw_only=True):
@@ -128,6 +143,19 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
         skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],
         hooks=[HookInfo(name=h.name, source=h.logical_path, events=h.events) for h in node.hooks],
         subagents=list(node.subagents),
+        connections=[
+            ConnectionInfo(
+                name=c.name,
+                source=c.logical_path,
+                description=c.description,
+                transport="http" if isinstance(c.server, HttpServer) else "stdio",
+                target=c.server.url
+                if isinstance(c.server, HttpServer)
+                else " ".join(c.server.command),
+                expose=c.expose,
+            )
+            for c in node.connections
+        ],
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from eve.errors import ResolveAgentError, StaleArtifacts
 from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
 from eve.runtime.automatic import bind_automatic
+from eve.runtime.connections import resolve_connection
 from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolve_hook import resolve_hook_definition
@@ -75,6 +76,11 @@ async def resolve_agent(
             *(resolve_hook_definition(entry, module_map, node_key) for entry in node.hooks)
         )
     )
+    connections = list(
+        await asyncio.gather(
+            *(resolve_connection(entry, module_map, node_key) for entry in node.connections)
+        )
+    )
     # absolute now, so a later chdir cannot send skill reads elsewhere
     root = Path(app_root if app_root is not None else ".").resolve()
     return ResolvedAgent(
@@ -84,6 +90,7 @@ async def resolve_agent(
         tools=[*tools, *subagents, *bind_automatic(session_node(manifest, node_key), root)],
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
         hooks=hooks,
+        connections=connections,
         subagents=list(node.subagents),
         output=await resolve_output(node, module_map),
     )

@@ -9,11 +9,13 @@ from typing import Any, Generic, TypeGuard, TypeVar
 import pydantic
 
 from eve.authoring.approval import NEVER, ApprovalRule
+from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import Execute
 from eve.manifest import (
     AgentConfig,
     AnyToolEntry,
+    ConnectionEntry,
     FunctionToolEntry,
     HandlingKind,
     HookEntry,
@@ -54,6 +56,8 @@ class ResolvedFunctionTool(_Resolved[FunctionToolEntry]):
     validator: InputValidator
     approval: ApprovalRule = NEVER
     to_model_output: Callable[[Any], Any] | None = None
+    #: the MCP connection whose server runs it (``connections/<name>.py``), if any
+    connection: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +116,19 @@ class ResolvedHook:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResolvedConnection:
+    """An MCP connection's declaration with its live definition (``get_token``, approval
+    policies); its tools are listed per turn (``runtime.connections``)."""
+
+    entry: ConnectionEntry
+    definition: MCPConnection
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedOutput:
     """A typed final answer: its declaration and, when it was given as one, the live class."""
 
@@ -128,6 +145,8 @@ class ResolvedAgent:
     tools: list[ResolvedTool] = field(default_factory=list)
     skills: list[ResolvedSkill] = field(default_factory=list)
     hooks: list[ResolvedHook] = field(default_factory=list)
+    #: the node's MCP servers; their tools join ``tools`` per turn (``runtime.connections``)
+    connections: list[ResolvedConnection] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
     #: the type the final answer is validated into (``define_agent(output_schema=...)``)
     output: ResolvedOutput | None = None

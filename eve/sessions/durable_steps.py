@@ -17,7 +17,7 @@ from dbos import DBOS
 
 from eve.context.active import EveContext
 from eve.errors import StepRecordCorrupt
-from eve.execution.checkpoints import Produce, StepPart
+from eve.execution.checkpoints import Produce, S, StepPart
 from eve.execution.compaction import CompactionRecord, ProduceCompaction
 from eve.redact import redact
 from eve.sessions.checkpoint import StepCheckpoint
@@ -50,6 +50,28 @@ class DurableRecorder:
     async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
         """A compaction is a step like a part: its summary is in the record."""
         return await self._checkpointed(key, produce, _compactions)
+
+    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
+        """A value recorded as one step of its own: no state or events ride with it."""
+
+        async def run() -> str:
+            return redact(msgspec.json.encode(await produce()).decode())
+
+        try:
+            recorded: str = await DBOS.run_step_async({"name": key}, run)
+        except Exception as error:
+            if (failed := storage_failure(error)) is not None:
+                raise failed from None
+            raise
+        try:
+            return msgspec.json.decode(recorded, type=kind)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise StepRecordCorrupt(
+                f"the record of step {key!r} of {DBOS.workflow_id or 'a turn'} cannot be read "
+                f"({error}): reset the session (POST …/reset) or start a new one",
+                workflow_id=DBOS.workflow_id or "",
+                step=key,
+            ) from None
 
     async def _checkpointed(
         self,

@@ -33,6 +33,7 @@ from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
+from eve.runtime.connections import close_pool
 from eve.session_summary import SessionSummary
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compute_gate import ComputeGate
@@ -138,6 +139,8 @@ class SessionService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.engine.stop()
+        # the MCP servers this worker started: a stdio server's process group ends here
+        await close_pool()
         await self.log.drain()
         install_runtime(None)
         self.store.close()

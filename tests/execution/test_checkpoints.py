@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from eve.execution.checkpoints import Produce, StepPart
+from eve.execution.checkpoints import Produce, S, StepPart
 from eve.execution.compaction import CompactionRecord, ProduceCompaction
 from eve.models.function import FunctionModel
 from eve.tools import define_tool
@@ -40,6 +40,9 @@ class JsonRecorder:
 
     async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
         return await self._get(key, CompactionRecord, produce)  # type: ignore[no-any-return]
+
+    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
+        return await self._get(key, kind, produce)  # type: ignore[no-any-return]
 
 
 async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:

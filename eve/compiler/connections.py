@@ -1,0 +1,64 @@
+"""A ``define_mcp_connection`` as the manifest records it: a declaration, never a connection."""
+
+from __future__ import annotations
+
+from eve.authoring.approval import ApprovalRule
+from eve.authoring.connections import EnvValue, MCPConnection
+from eve.manifest import Approval, ConnectionEntry, EnvHeader, HttpServer, McpServer, StdioServer
+
+
+def _approval(rule: ApprovalRule) -> Approval:
+    return Approval(kind=rule.kind)
+
+
+def _env_value(value: EnvValue) -> EnvHeader:
+    return EnvHeader(env=value.name, prefix=value.prefix)
+
+
+def _server(definition: MCPConnection) -> McpServer:
+    if definition.command is not None:
+        return StdioServer(
+            command=list(definition.command),
+            env={
+                name: _env_value(value) if isinstance(value, EnvValue) else value
+                for name, value in sorted(definition.env.items())
+            },
+            cwd=definition.cwd,
+        )
+    assert definition.url is not None, "define_mcp_connection refuses neither url nor command"
+    return HttpServer(
+        url=definition.url,
+        headers={name: _env_value(value) for name, value in sorted(definition.headers.items())},
+        has_token=definition.get_token is not None,
+    )
+
+
+def connection_entry(
+    definition: MCPConnection,
+    *,
+    name: str,
+    logical_path: str,
+    source_id: str,
+    export_name: str,
+    factory: bool,
+) -> ConnectionEntry:
+    """The manifest entry of the connection in ``logical_path``."""
+    allowed = definition.tools.allow
+    return ConnectionEntry(
+        name=name,
+        description=definition.description,
+        logical_path=logical_path,
+        source_id=source_id,
+        export_name=export_name,
+        factory=factory,
+        server=_server(definition),
+        allow_tools=sorted(allowed) if allowed is not None else None,
+        block_tools=sorted(definition.tools.block),
+        approval=_approval(definition.approval),
+        approval_by_tool={
+            tool: _approval(rule) for tool, rule in sorted(definition.approval_by_tool.items())
+        },
+        expose=definition.expose,
+        connect_timeout_seconds=definition.connect_timeout_seconds,
+        call_timeout_seconds=definition.call_timeout_seconds,
+    )

@@ -1,0 +1,15 @@
+"""MCP connections: ``from eve.connections import define_mcp_connection, from_env``.
+
+This package also holds the connection pool (``eve.connections.pool``), the only module of
+eve that imports the ``mcp`` SDK; it is imported only when an agent has connections.
+"""
+
+from eve.authoring.connections import (
+    EnvValue,
+    MCPConnection,
+    ToolFilter,
+    define_mcp_connection,
+    from_env,
+)
+
+__all__ = ["EnvValue", "MCPConnection", "ToolFilter", "define_mcp_connection", "from_env"]

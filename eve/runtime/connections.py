@@ -1,0 +1,159 @@
+"""A node's MCP connections at run time: their tools listed for a turn, and bound as tools.
+
+A turn lists the tools once (``list_connections``, which the loop runs as a recorded step,
+see ``eve.connections.listing``) and binds that listing (``connection_tools``): each server
+tool becomes a function tool named ``<connection>__<tool>`` whose input is checked against
+the server's JSON Schema and whose execute calls the server through the process's pool.
+A connection that cannot be listed gives no tools that turn, and its named error is in the
+listing; a call that fails is the model's ``is_error`` result, like any tool's failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from eve.authoring.connections import MCPConnection
+from eve.authoring.context import ToolContext
+from eve.authoring.tools import Execute
+from eve.connections.listing import (
+    LISTING_STEP,
+    ConnectionListing,
+    ListedConnection,
+    ListedTool,
+)
+from eve.connections.names import model_tool_names
+from eve.errors import MCPConnectionError, MCPSdkMissing
+from eve.manifest import Approval, ConnectionEntry, FunctionToolEntry
+from eve.runtime.exports import load_definition
+from eve.runtime.module_map import ModuleMap
+from eve.runtime.resolved import ResolvedConnection, ResolvedFunctionTool
+from eve.runtime.validation import JsonSchemaValidator
+
+if TYPE_CHECKING:
+    from eve.connections.pool import ConnectionPool
+
+__all__ = [
+    "LISTING_STEP",
+    "ConnectionListing",
+    "close_pool",
+    "connection_tools",
+    "list_connections",
+    "pool_of",
+    "resolve_connection",
+]
+
+
+async def resolve_connection(
+    entry: ConnectionEntry, module_map: ModuleMap, node_id: str | None
+) -> ResolvedConnection:
+    """The declaration with its live definition (no connecting: that waits for a turn)."""
+    definition = await load_definition(
+        entry, module_map, node_id, kind="connection", definition_type=MCPConnection
+    )
+    return ResolvedConnection(entry=entry, definition=definition)
+
+
+def pool_of(connection: str) -> ConnectionPool:
+    """The running loop's connection pool; ``MCPSdkMissing`` without the ``mcp`` package."""
+    try:
+        from eve.connections.pool import current_pool
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith(("mcp", "httpx2")):
+            raise
+        raise MCPSdkMissing(
+            f"connection {connection!r} needs the mcp package: pip install 'eve[mcp]'",
+            connection=connection,
+        ) from None
+    return current_pool()
+
+
+async def close_pool() -> None:
+    """Close the running loop's MCP connections (a stdio server's process group ends with
+    its connection); nothing to do when none was opened or ``mcp`` is absent."""
+    try:
+        from eve.connections.pool import close_current_pool
+    except ModuleNotFoundError:
+        return
+    await close_current_pool()
+
+
+async def _listed(connection: ResolvedConnection) -> ListedConnection:
+    entry = connection.entry
+    try:
+        pool = pool_of(entry.name)
+        found = await pool.list_tools(entry, connection.definition.get_token)
+        admitted = [
+            tool
+            for tool in found
+            if (entry.allow_tools is None or tool.name in entry.allow_tools)
+            and tool.name not in entry.block_tools
+        ]
+        names = model_tool_names(entry.name, [tool.name for tool in admitted])
+    except MCPConnectionError as error:
+        return ListedConnection(connection=entry.name, error=f"{type(error).__name__}: {error}")
+    return ListedConnection(
+        connection=entry.name,
+        tools=[
+            ListedTool(
+                name=names[tool.name],
+                tool=tool.name,
+                description=tool.description,
+                input_schema=tool.input_schema,
+            )
+            for tool in admitted
+        ],
+    )
+
+
+async def list_connections(connections: Sequence[ResolvedConnection]) -> ConnectionListing:
+    """Every connection's tools, listed concurrently; never raises for a server's failure."""
+    listed = await asyncio.gather(*(_listed(connection) for connection in connections))
+    return ConnectionListing(connections=list(listed))
+
+
+def _caller(connection: ResolvedConnection, tool: str) -> Execute:
+    async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
+        pool = pool_of(connection.name)
+        result = await pool.call(connection.entry, tool, data, connection.definition.get_token)
+        if not result.text and result.structured is not None:
+            return result.structured
+        return result.text
+
+    return call_server_tool
+
+
+def _tool(connection: ResolvedConnection, listed: ListedTool) -> ResolvedFunctionTool:
+    entry = connection.entry
+    rule = connection.definition.approval_for(listed.tool)
+    declaration = FunctionToolEntry(
+        name=listed.name,
+        description=f"{listed.description} (MCP server {entry.name}: {entry.description})",
+        logical_path=entry.logical_path,
+        source_id=entry.source_id,
+        input_schema=listed.input_schema,
+        approval=Approval(kind=rule.kind),
+        deferred=entry.expose == "catalog",
+    )
+    return ResolvedFunctionTool(
+        entry=declaration,
+        execute=_caller(connection, listed.tool),
+        validator=JsonSchemaValidator(listed.input_schema),
+        approval=rule,
+        connection=entry.name,
+    )
+
+
+def connection_tools(
+    connections: Sequence[ResolvedConnection], listing: ConnectionListing
+) -> list[ResolvedFunctionTool]:
+    """The listed tools as function tools, in listing order (a connection the listing names
+    that is no longer declared gives none)."""
+    by_name = {connection.name: connection for connection in connections}
+    return [
+        _tool(by_name[listed.connection], tool)
+        for listed in listing.connections
+        if listed.connection in by_name
+        for tool in listed.tools
+    ]

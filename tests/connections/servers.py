@@ -1,0 +1,81 @@
+"""Real MCP servers for the tests: the SDK's server API in a process of its own."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from eve.authoring.connections import MCPConnection
+from eve.compiler.connections import connection_entry
+from eve.manifest import ConnectionEntry
+
+SERVER = Path(__file__).with_name("mcp_test_server.py")
+#: a stdio server's command, as an agent's connection would give it
+STDIO_COMMAND = [sys.executable, str(SERVER)]
+
+
+def entry(definition: MCPConnection, name: str = "calc") -> ConnectionEntry:
+    return connection_entry(
+        definition,
+        name=name,
+        logical_path=f"agent/connections/{name}.py",
+        source_id=f"connections/{name}.py",
+        export_name="default",
+        factory=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def http_server() -> Iterator[str]:
+    """A Streamable HTTP server on loopback; its URL while the block runs."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, "the HTTP MCP server exited at start"
+            assert time.monotonic() < deadline, "the HTTP MCP server did not listen in 20 s"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def alive(pid: int) -> bool:
+    """Whether the process group ``pid`` (a stdio server leads its own) has any process."""
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

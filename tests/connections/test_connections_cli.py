@@ -1,0 +1,47 @@
+"""``eve info`` lists connections offline; ``eve connections list`` connects and lists tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from eve.cli import main
+from tests.connections.servers import STDIO_COMMAND, free_port
+
+CALC = f"""
+from eve.connections import define_mcp_connection
+
+default = define_mcp_connection(
+    description="Arithmetic.", command={STDIO_COMMAND!r}, tools=["add", "process_id"]
+)
+"""
+DOWN = f"""
+from eve.connections import define_mcp_connection
+
+default = define_mcp_connection(
+    description="Down.", url="http://127.0.0.1:{free_port()}/mcp", connect_timeout_seconds=2
+)
+"""
+
+
+def test_info_lists_and_connections_list_connects(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "connections").mkdir(parents=True)
+    (agent / "instructions.md").write_text("Help.\n")
+    (agent / "connections" / "calc.py").write_text(CALC)
+    (agent / "connections" / "down.py").write_text(DOWN)
+    runner = CliRunner()
+    root = ["--app-root", str(tmp_path)]
+    assert runner.invoke(main, [*root, "compile"]).exit_code == 0
+    info = runner.invoke(main, [*root, "info"])
+    assert "connection calc (stdio " in info.output and "catalog): Arithmetic." in info.output
+    listed = runner.invoke(main, [*root, "connections", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "connection calc: 2 tool(s)\n  calc__add(a, b): Add two integers." in listed.output
+    assert "connection down: MCPServerUnavailable: connection 'down'" in listed.output
+    as_json = runner.invoke(main, [*root, "connections", "list", "--json"])
+    [calc, down] = json.loads(as_json.output)["nodes"]["__root__"]
+    assert [t["tool"] for t in calc["tools"]] == ["add", "process_id"]
+    assert down["error"].startswith("MCPServerUnavailable")

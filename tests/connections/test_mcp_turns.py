@@ -1,0 +1,190 @@
+"""MCP tools in the agent loop: a compiled agent whose connections start real servers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from eve.compiler import compile_to_disk
+from eve.connections.pool import close_current_pool
+from eve.events import ActionResult, ActionsRequested, ConnectionFailed, SessionEvent
+from eve.execution import TurnEnvironment, run_agent
+from eve.execution.setup import AgentSetup
+from eve.execution.tool_calls import ApprovalRequest
+from eve.models.events import ModelEvent
+from eve.models.function import FunctionModel
+from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from tests.connections.servers import STDIO_COMMAND, free_port
+from tests.execution.helpers import Script, calls, text
+from tests.execution.test_checkpoints import JsonRecorder
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CALC = f"""
+from eve.connections import define_mcp_connection
+from eve.tools.approval import always
+
+default = define_mcp_connection(
+    description="Arithmetic on a test server.",
+    command={STDIO_COMMAND!r},
+    tools=["add", "fail", "hang"],
+    approval={{"fail": always()}},
+    call_timeout_seconds=0.5,
+)
+"""
+DIRECT = f"""
+from eve.connections import define_mcp_connection
+
+default = define_mcp_connection(
+    description="The same server, its add offered directly.",
+    command={STDIO_COMMAND!r},
+    tools=["add"],
+    expose="tools",
+)
+"""
+DOWN = """
+from eve.connections import define_mcp_connection
+
+default = define_mcp_connection(
+    description="A server that is not running.",
+    url="http://127.0.0.1:{port}/mcp",
+    connect_timeout_seconds=2,
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mcp-app")
+    agent = root / "agent"
+    (agent / "connections").mkdir(parents=True)
+    (agent / "instructions.md").write_text("You calculate.\n")
+    (agent / "connections" / "calc.py").write_text(CALC)
+    (agent / "connections" / "direct.py").write_text(DIRECT)
+    (agent / "connections" / "down.py").write_text(DOWN.format(port=free_port()))
+    compile_to_disk(root, use_cache=False)
+    return root
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def agent(app: Path) -> AsyncIterator[ResolvedAgent]:
+    loaded = load_compiled_agent(app)
+    yield await resolve_agent(loaded.manifest, loaded.module_map, app_root=app)
+    await close_current_pool()
+
+
+async def run(
+    agent: ResolvedAgent, *responses: list[ModelEvent], **env: Any
+) -> tuple[FunctionModel, list[SessionEvent]]:
+    events: list[SessionEvent] = []
+    model = FunctionModel(Script(*responses))
+    setup = AgentSetup(agent=agent, client=model)
+    await run_agent(setup, "go", env=TurnEnvironment(on_event=events.append, **env))
+    return model, events
+
+
+def results(events: list[SessionEvent]) -> dict[str, ActionResult]:
+    return {e.data.name: e for e in events if isinstance(e, ActionResult)}
+
+
+async def test_catalog_tools_are_searched_and_called_direct_ones_offered(
+    agent: ResolvedAgent,
+) -> None:
+    model, events = await run(
+        agent,
+        calls(("eve__search", {"query": "add"})),
+        calls(
+            ("eve__tool", {"name": "calc__add", "input": {"a": 2, "b": 3}}),
+            ("direct__add", {"a": 4, "b": 5}),
+        ),
+        text("done"),
+    )
+    offered = [tool.name for tool in model.requests[0].tools]
+    assert "direct__add" in offered and "calc__add" not in offered
+    assert {"eve__search", "eve__tool"} <= set(offered)
+    found = results(events)["eve__search"].data.output
+    assert '"calc__add"' in found and "Add two integers." in found
+    done = results(events)
+    assert (done["calc__add"].data.output, done["calc__add"].data.connection) == ("5", "calc")
+    assert (done["direct__add"].data.output, done["direct__add"].data.connection) == (
+        "9",
+        "direct",
+    )
+    requested = next(
+        e for e in events if isinstance(e, ActionsRequested) and len(e.data.actions) == 2
+    )
+    assert [(a.name, a.via, a.connection) for a in requested.data.actions] == [
+        ("calc__add", "eve__tool", "calc"),
+        ("direct__add", None, "direct"),
+    ]
+
+
+async def test_a_server_that_is_down_is_a_named_event_and_its_tools_are_absent(
+    agent: ResolvedAgent,
+) -> None:
+    model, events = await run(agent, text("nothing to call"))
+    failed = [e for e in events if isinstance(e, ConnectionFailed)]
+    assert [e.data.connection for e in failed] == ["down"]
+    assert failed[0].data.error.startswith("MCPServerUnavailable: connection 'down'")
+    assert not any(t.name.startswith("down__") for t in model.requests[0].tools)
+
+
+async def test_input_is_checked_against_the_servers_schema_before_any_call(
+    agent: ResolvedAgent,
+) -> None:
+    _, events = await run(agent, calls(("direct__add", {"a": "two", "b": 3})), text("ok"))
+    result = results(events)["direct__add"].data
+    assert result.status == "failed" and "invalid input" in result.output
+
+
+async def test_approval_is_asked_for_an_mcp_tool_and_its_failure_is_the_models_error(
+    agent: ResolvedAgent,
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return request.input.get("reason") == "yes"
+
+    _, events = await run(
+        agent,
+        calls(
+            ("eve__tool", {"name": "calc__fail", "input": {"reason": "no"}}),
+            ("eve__tool", {"name": "calc__fail", "input": {"reason": "yes"}}),
+        ),
+        text("ok"),
+        approve=approve,
+    )
+    assert [(r.tool_name, r.rule) for r in asked] == [("calc__fail", "always")] * 2
+    outputs = [(e.data.status, e.data.output) for e in events if isinstance(e, ActionResult)]
+    assert outputs[0][0] == "rejected"
+    assert outputs[1][0] == "failed"
+    assert outputs[1][1].startswith("MCPToolFailed: connection 'calc': tool 'fail' failed: ")
+    assert outputs[1][1].endswith("failed on purpose: yes")
+
+
+async def test_a_hanging_tool_ends_in_a_timeout_result_not_a_hung_turn(
+    agent: ResolvedAgent,
+) -> None:
+    _, events = await run(
+        agent, calls(("eve__tool", {"name": "calc__hang", "input": {"seconds": 1}})), text("ok")
+    )
+    result = results(events)["calc__hang"].data
+    assert result.status == "failed"
+    assert result.output.startswith("MCPCallTimedOut: connection 'calc': tool 'hang'")
+
+
+async def test_a_replayed_turn_reads_the_recorded_listing(agent: ResolvedAgent) -> None:
+    recorder = JsonRecorder()
+    first, _ = await run(agent, text("one"), recorder=recorder)
+    assert "connections.list" in recorder.produced
+    # the turn crashed after listing: only the listing is on record
+    recorder.log = {"connections.list": recorder.log["connections.list"]}
+    recorder.produced.clear()
+    replayed, _ = await run(agent, text("one"), recorder=recorder)
+    assert "connections.list" not in recorder.produced
+    assert [t.name for t in replayed.requests[0].tools] == [t.name for t in first.requests[0].tools]

@@ -21,6 +21,7 @@ from eve.models.base import ModelClient
 from eve.models.registry import choose_model, create_client
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
 from eve.runtime.delegation import parent_of
+from eve.tracing.provider import install_from_environment
 
 
 def ensure_compiled(app_root: Path) -> bool:
@@ -44,8 +45,10 @@ async def prepare(app_root: Path, *, model: str | None, max_turns: int | None) -
     """Compile if needed, resolve the root agent and its subagents and pick their models.
 
     ``model`` replaces every node's configured model; a subagent without one uses its
-    caller's.
+    caller's. Sets up a tracer provider first when ``OTEL_*`` asks for one
+    (``eve.tracing.provider``).
     """
+    install_from_environment()
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     loaded = load_compiled_agent(app_root)

@@ -245,7 +245,7 @@ class _Turn:
         built = ResponseParts()
         self.check()
         request = self.request()
-        with ModelCallSpan(client.model_id, request) as call:
+        with ModelCallSpan(client.model_id, request, step=step) as call:
             async for event in client.stream(request):
                 call.saw(event)
                 self.check()

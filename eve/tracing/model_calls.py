@@ -27,19 +27,21 @@ from eve.tracing.conventions import (
     PROVIDER,
     REQUEST_MAX_TOKENS,
     REQUEST_MODEL,
+    STEP_INDEX,
     capture_content,
     provider_and_model,
 )
 
 
 class ModelCallSpan:
-    """``with ModelCallSpan(model_id, request) as call:`` … ``call.saw(event)`` per event.
+    """``with ModelCallSpan(model_id, request, step=i) as call:`` … ``call.saw(event)`` per
+    event (``step``: which model call of the turn).
 
     A span of the current context (the turn's ``invoke_agent``). It ends with the block: an
     exception leaving the block is recorded on it, unless the request's signal says the turn
     was cancelled (a cancelled call did not fail)."""
 
-    def __init__(self, model_id: str, request: ModelRequest) -> None:
+    def __init__(self, model_id: str, request: ModelRequest, *, step: int) -> None:
         provider, model = provider_and_model(model_id)
         self.request = request
         self.span: Span = tracer().start_span(
@@ -50,6 +52,7 @@ class ModelCallSpan:
                 PROVIDER: provider,
                 REQUEST_MODEL: model,
                 REQUEST_MAX_TOKENS: request.max_output_tokens,
+                STEP_INDEX: step,
             },
         )
         #: building attributes only pays when something records them

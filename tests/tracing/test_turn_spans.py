@@ -87,6 +87,7 @@ async def test_a_turn_is_a_tree_of_agent_chat_and_tool_spans(
         "gen_ai.provider.name": "anthropic",
         "gen_ai.request.model": "claude-test",
         "gen_ai.request.max_tokens": 4096,
+        "eve.step.index": 0,
         "gen_ai.response.finish_reasons": ("tool_use",),
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 2,

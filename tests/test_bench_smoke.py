@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import _durability_worker, loop_overhead
+from bench import _durability_worker, loop_overhead, tracing_overhead
 
 
 async def test_the_loop_overhead_case_runs_a_whole_turn() -> None:
@@ -18,3 +18,18 @@ async def test_the_durability_in_memory_turns_run(tmp_path: Path) -> None:
     agent = _durability_worker.build_agent(tmp_path)
     timed = await _durability_worker._in_memory(agent, repeats=1, warmup=0)
     assert set(timed["turns"]) == {str(_durability_worker.SHORT), str(_durability_worker.LONG)}
+
+
+async def test_the_tracing_overhead_variants_trace_their_turns() -> None:
+    variants, exporter = tracing_overhead._variants()
+    on = next(v for v in variants if v.name == tracing_overhead.ON)
+    try:
+        tracing_overhead._use(on)
+        await tracing_overhead._timed(on.case)
+        assert on.provider is not None and on.provider.force_flush()
+    finally:
+        tracing_overhead._use(variants[0])  # no provider again
+        assert on.provider is not None
+        on.provider.shutdown()
+    # the turn, 50 model calls, 49 tool calls
+    assert exporter.spans == 1 + loop_overhead.STEPS + loop_overhead.TOOL_CALLS

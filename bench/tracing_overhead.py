@@ -11,8 +11,12 @@ one ``execute_tool`` span under the turn's ``invoke_agent``. Three variants, int
   (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``).
 
 Switching providers in one process resets the API's set-once global, as OpenTelemetry's own
-test utilities do. Run alone with ``python -m bench.tracing_overhead [--quick]``; results land
-in ``bench/results/tracing_overhead.{json,md}``.
+test utilities do. Since ``off`` cannot be told from noise on a loaded machine, the cost of
+its no-op path is also timed alone: one step's seams (a ``ModelCallSpan`` seeing two stream
+events, a ``ToolCallSpan``, six events observed) with no provider, over many iterations.
+
+Run alone with ``python -m bench.tracing_overhead [--quick]``; results land in
+``bench/results/tracing_overhead.{json,md}``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,9 +41,23 @@ from opentelemetry.util._once import Once
 
 from bench._machine import machine_info
 from bench.loop_overhead import RESULTS_DIR, STEPS, Case, _eve_case, _per_step_us, _timed
+from eve.events import (
+    ActionResultData,
+    ActionsRequestedData,
+    EventMeta,
+    MessageAppendedData,
+    StepCompletedData,
+    StepStartedData,
+    event_of,
+)
+from eve.models.base import ModelRequest
+from eve.models.events import Done, ToolCallEnd
+from eve.tracing import ModelCallSpan, ToolCallSpan, observe
 from eve.tracing.conventions import CAPTURE_CONTENT_ENV
+from eve.usage import TokenUsage
 
 REPEATS, QUICK_REPEATS = 30, 5
+NOOP_ITERATIONS, QUICK_NOOP_ITERATIONS = 20_000, 2_000
 WARMUP, QUICK_WARMUP = 3, 1
 OFF, ON, CONTENT = "off", "on", "on+content"
 
@@ -98,6 +117,46 @@ async def _measure(variants: list[Variant], repeats: int, warmup: int) -> None:
             variant.times_ns.append(await _timed(variant.case))
 
 
+def _noop_step_us(iterations: int) -> float:
+    """What one step's tracing seams cost with no provider (µs, the best of five rounds)."""
+    meta = EventMeta(id="evt_0", at="2026-12-04T10:00:00+00:00", index=0)
+    usage = TokenUsage()
+    events = [
+        event_of(data.__class__(**{**_fields(data), "turn_id": "turn_0"}), meta)
+        for data in (
+            StepStartedData(),
+            MessageAppendedData(message_delta="x"),
+            ActionsRequestedData(actions=[]),
+            ActionResultData(call_id="c", name="add", status="completed", output="2"),
+            StepCompletedData(finish_reason="tool_use", usage=usage),
+            StepStartedData(),
+        )
+    ]
+    request = ModelRequest(system="", messages=[])
+    call, done = ToolCallEnd(id="c", name="add", input={}), Done(stop_reason="tool_use")
+
+    def one_step() -> None:
+        with ModelCallSpan("offline/test", request, step=0) as model:
+            model.saw(call)
+            model.saw(done)
+        with ToolCallSpan("add", "c", {}, session_id="local", step=0) as tool:
+            tool.completed("2")
+        for event in events:
+            observe(event)
+
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        for _ in range(iterations):
+            one_step()
+        best = min(best, (time.perf_counter_ns() - start) / iterations / 1000)
+    return round(best, 2)
+
+
+def _fields(data: Any) -> dict[str, Any]:
+    return {name: getattr(data, name) for name in data.__struct_fields__}
+
+
 def _summary(variant: Variant, off: Variant) -> dict[str, float]:
     median, base = statistics.median(variant.times_ns), statistics.median(off.times_ns)
     return {
@@ -108,7 +167,9 @@ def _summary(variant: Variant, off: Variant) -> dict[str, float]:
     }
 
 
-def _results(variants: list[Variant], exporter: DroppingExporter, repeats: int) -> dict[str, Any]:
+def _results(
+    variants: list[Variant], exporter: DroppingExporter, repeats: int, noop_us: float
+) -> dict[str, Any]:
     off = variants[0]
     return {
         "benchmark": "tracing_overhead",
@@ -118,6 +179,7 @@ def _results(variants: list[Variant], exporter: DroppingExporter, repeats: int) 
         "repeats": repeats,
         "warmup_runs": WARMUP if repeats == REPEATS else QUICK_WARMUP,
         "variants": {v.name: _summary(v, off) for v in variants},
+        "noop_seams_us_per_step": noop_us,
         "spans_exported": exporter.spans,
         "environment": {
             **machine_info(),
@@ -151,6 +213,8 @@ def _markdown(results: dict[str, Any]) -> str:
         f"`on+content` records message content too); {results['repeats']} interleaved "
         f"repeats after {results['warmup_runs']} warm-up runs.\n\n"
         f"{_table(results)}\n\n"
+        f"With no provider, one step's tracing seams cost {results['noop_seams_us_per_step']} µs "
+        "(timed alone, best of five rounds).\n\n"
         f"Python {env['python']} on {env['platform']}; {packages}; {env['date']}.\n"
     )
 
@@ -159,6 +223,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     """Run the benchmark, print a table, return the results; write them unless ``quick``."""
     repeats, warmup = (QUICK_REPEATS, QUICK_WARMUP) if quick else (REPEATS, WARMUP)
     variants, exporter = _variants()
+    _use(variants[0])
+    noop_us = _noop_step_us(QUICK_NOOP_ITERATIONS if quick else NOOP_ITERATIONS)
     gc.collect()
     gc.freeze()
     try:
@@ -168,8 +234,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         trace._TRACER_PROVIDER_SET_ONCE = Once()
         trace._TRACER_PROVIDER = None
         next(v.provider for v in variants if v.provider is not None).shutdown()
-    results = _results(variants, exporter, repeats)
+    results = _results(variants, exporter, repeats, noop_us)
     print(_table(results))
+    print(f"no provider: {noop_us} µs per step for the tracing seams")
     if not quick:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         (RESULTS_DIR / "tracing_overhead.json").write_text(json.dumps(results, indent=2) + "\n")

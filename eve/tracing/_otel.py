@@ -20,6 +20,12 @@ from eve.tracing.conventions import ERROR_TYPE
 _tracer: tuple[trace.TracerProvider, Tracer] | None = None
 
 
+def tracing() -> bool:
+    """Whether a tracer provider is set at all: without one every span is the API's no-op
+    span, and the seams skip even starting it (they sit on every step of every turn)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def tracer() -> Tracer:
     """eve's tracer, from the global provider as it is now.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from types import TracebackType
 
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
 from eve.models.base import ModelRequest
 from eve.models.events import Done, ModelEvent, Retrying, TextDelta, ToolCallEnd
@@ -31,6 +31,7 @@ from eve.tracing.conventions import (
     capture_content,
     provider_and_model,
 )
+from eve.tracing.turn_spans import traced_turns
 
 
 class ModelCallSpan:
@@ -42,9 +43,15 @@ class ModelCallSpan:
     was cancelled (a cancelled call did not fail)."""
 
     def __init__(self, model_id: str, request: ModelRequest, *, step: int) -> None:
-        provider, model = provider_and_model(model_id)
         self.request = request
-        self.span: Span = tracer().start_span(
+        self.recording = self.content = False
+        self.text: list[str] = []
+        self.calls: list[ToolCallEnd] = []
+        if not traced_turns():
+            self.span: Span = INVALID_SPAN
+            return
+        provider, model = provider_and_model(model_id)
+        self.span = tracer().start_span(
             f"chat {model}",
             kind=SpanKind.CLIENT,
             attributes={
@@ -58,8 +65,6 @@ class ModelCallSpan:
         #: building attributes only pays when something records them
         self.recording = self.span.is_recording()
         self.content = self.recording and capture_content()
-        self.text: list[str] = []
-        self.calls: list[ToolCallEnd] = []
 
     def __enter__(self) -> ModelCallSpan:
         return self

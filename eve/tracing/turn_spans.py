@@ -1,19 +1,19 @@
-"""The ``invoke_agent`` and ``execute_tool`` spans, built from the events a turn emits.
+"""The ``invoke_agent`` spans of turns, and the ``execute_tool`` spans of calls that run as
+tasks, built from the events a turn emits.
 
 Every event passes ``EventEmitter.emit``, which hands it to ``observe``. A turn's span starts
-at ``turn.started`` and is the current span while the turn runs (so the model seam's
-``chat`` spans are its children) until ``turn.completed``, ``turn.failed`` or
-``turn.cancelled`` ends it. A tool call's span ends at its ``action.result``; it starts
-when the call's turn came (the step's ``actions.requested``, the previous result, or the
-person's answer about it), or at ``task.started`` for a call that runs as a task, so that a
-subagent's turn, whose events carry the call in ``parent``, is a child of the call's span.
+at ``turn.started`` and is the current span while the turn runs (so the spans of its model
+calls and function tools, made at the loop's seams, are its children) until
+``turn.completed``, ``turn.failed`` or ``turn.cancelled`` ends it. A call that runs as a task
+(a subagent, a workflow tool) has a span from its ``task.started`` to its ``action.result``,
+so that a subagent's turn, whose events carry the call in ``parent``, is that span's child.
 
 Replays: a recovered durable turn runs its body again, which emits the turn's and the
-steps' own events again (the event log skips them), but a step that completed before the
-crash comes back from its record without emitting what happened inside it. So a call's
-span is only ended at an ``action.result``, which only a call that really ran emits: a
-replayed call opens no span, or (a task) one that never ends and so is never exported. The
-turn span of the run that died was never ended either, so the recovered run's is the one.
+steps' own events again (``task.started`` among them; the event log skips them), but a step
+that completed before the crash comes back from its record without emitting what happened
+inside it, ``action.result`` included. So a task call a replay brings back opens a span
+that never ends and so is never exported. The turn span of the run that died was never
+ended either, so the recovered run's is the one.
 
 Times are the events' ``meta.at``, so a span is as long as the events say.
 """
@@ -32,18 +32,19 @@ from opentelemetry.trace import Span, SpanKind
 from eve.events import (
     ActionResult,
     ActionsRequested,
-    InputResolved,
     MessageCompleted,
     MessageReceived,
     SessionEvent,
     TaskStarted,
+    TaskStartedData,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnStarted,
 )
 from eve.redact import redact
-from eve.tracing._otel import fail_with_text, nanoseconds, tracer
+from eve.tracing._otel import fail_with_text, nanoseconds, tracer, tracing
+from eve.tracing._tool_span import record_arguments, record_result, tool_span
 from eve.tracing.conventions import (
     AGENT_NAME,
     CACHE_READ_TOKENS,
@@ -55,13 +56,7 @@ from eve.tracing.conventions import (
     OUTPUT_MESSAGES,
     OUTPUT_TOKENS,
     PARENT_SESSION,
-    STEP_INDEX,
     STOP_REASON,
-    TOOL_ARGUMENTS,
-    TOOL_CALL_ID,
-    TOOL_NAME,
-    TOOL_RESULT,
-    TOOL_STATUS,
     TURN_ID,
     capture_content,
 )
@@ -76,9 +71,7 @@ class _OpenTurn:
     token: Token[Context]
     session_id: str
     content: bool
-    #: when the next call's turn came (ns): tools run one after another
-    cursor: int = 0
-    #: the calls' inputs, for ``gen_ai.tool.call.arguments``
+    #: the calls' inputs, for a task call's ``gen_ai.tool.call.arguments``
     arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the last text the model wrote this turn, for ``gen_ai.output.messages``
     answer: str | None = None
@@ -95,30 +88,32 @@ class TurnSpans:
     tasks: dict[Key, Span] = field(default_factory=dict)
 
     def observe(self, event: SessionEvent) -> None:
-        data = event.data
         if isinstance(event, TurnStarted):
-            self._start(event)
+            if tracing():
+                self._start(event)
             return
+        if not self.turns:
+            return  # the fast path of a process that does not trace
+        data = event.data
         turn = self.turns.get((data.session_id, data.turn_id or ""))
         if turn is None:
             return  # no turn span: nothing records, or the turn began before tracing did
-        at = nanoseconds(event.meta.at)
+        at = event.meta.at
         match event:
             case MessageReceived(data=received) if turn.content:
                 message = {"role": "user", "parts": [{"type": "text", "content": received.message}]}
                 turn.span.set_attribute(INPUT_MESSAGES, _json([message]))
-            case ActionsRequested(data=requested):
-                turn.cursor = at
-                if turn.content:
-                    turn.arguments.update({a.call_id: a.input for a in requested.actions})
-            case InputResolved():
-                turn.cursor = at
+            case ActionsRequested(data=requested) if turn.content:
+                turn.arguments.update({a.call_id: a.input for a in requested.actions})
             case TaskStarted(data=started):
-                span = self._tool_span(turn, started.name, started.call_id, at, started.step_index)
-                turn.tasks[started.call_id] = span
-                self.tasks[(started.session_id, started.call_id)] = span
-            case ActionResult():
-                self._result(turn, event, at)
+                self._task(turn, started, at)
+            case ActionResult(data=result) if result.call_id in turn.tasks:
+                span = turn.tasks.pop(result.call_id)
+                self.tasks.pop((result.session_id, result.call_id), None)
+                if result.status == "failed":
+                    fail_with_text(span, result.output)
+                record_result(span, result.status, result.output, content=turn.content)
+                span.end(end_time=nanoseconds(at))
             case MessageCompleted(data=completed):
                 turn.answer = completed.message
             case TurnCompleted() | TurnFailed() | TurnCancelled():
@@ -153,45 +148,24 @@ class TurnSpans:
             token=token,
             session_id=data.session_id,
             content=capture_content(),
-            cursor=nanoseconds(event.meta.at),
         )
 
-    def _tool_span(
-        self, turn: _OpenTurn, name: str, call_id: str, start: int, step: int | None
-    ) -> Span:
-        span = tracer().start_span(
-            f"execute_tool {name}",
-            context=trace.set_span_in_context(turn.span),
-            kind=SpanKind.INTERNAL,
-            start_time=start,
-            attributes={OPERATION: "execute_tool", TOOL_NAME: name, TOOL_CALL_ID: call_id},
+    def _task(self, turn: _OpenTurn, started: TaskStartedData, at: str) -> None:
+        span = tool_span(
+            started.name,
+            started.call_id,
+            session_id=turn.session_id,
+            step=started.step_index,
+            parent=turn.span,
+            start_time=nanoseconds(at),
         )
-        span.set_attribute(CONVERSATION, turn.session_id)
-        if step is not None:
-            span.set_attribute(STEP_INDEX, step)
-        if turn.content and call_id in turn.arguments:
-            span.set_attribute(TOOL_ARGUMENTS, _json(turn.arguments[call_id]))
-        return span
-
-    def _result(self, turn: _OpenTurn, event: ActionResult, at: int) -> None:
-        result = event.data
-        span = turn.tasks.pop(result.call_id, None)
-        if span is None:
-            span = self._tool_span(
-                turn, result.name, result.call_id, turn.cursor, result.step_index
-            )
-        else:
-            self.tasks.pop((result.session_id, result.call_id), None)
-        span.set_attribute(TOOL_STATUS, result.status)
-        if result.status == "failed":
-            fail_with_text(span, result.output)
-        if turn.content:
-            span.set_attribute(TOOL_RESULT, redact(result.output))
-        span.end(end_time=at)
-        turn.cursor = at
+        if turn.content and started.call_id in turn.arguments:
+            record_arguments(span, turn.arguments[started.call_id])
+        turn.tasks[started.call_id] = span
+        self.tasks[(started.session_id, started.call_id)] = span
 
     def _end(
-        self, turn: _OpenTurn, event: TurnCompleted | TurnFailed | TurnCancelled, at: int
+        self, turn: _OpenTurn, event: TurnCompleted | TurnFailed | TurnCancelled, at: str
     ) -> None:
         data = event.data
         del self.turns[(data.session_id, data.turn_id or "")]
@@ -221,7 +195,7 @@ class TurnSpans:
                 fail_with_text(span, failed.error)
             case TurnCancelled():
                 span.set_attribute(STOP_REASON, "aborted")
-        span.end(end_time=at)
+        span.end(end_time=nanoseconds(at))
         context.detach(turn.token)
 
 
@@ -231,6 +205,12 @@ def _json(value: Any) -> str:
 
 #: the one instance every emitter of this process feeds
 SPANS = TurnSpans()
+
+
+def traced_turns() -> bool:
+    """Whether a turn of this process is traced: the seams of a step (model calls, tools)
+    make spans only inside one, so a process that does not trace skips them at once."""
+    return bool(SPANS.turns)
 
 
 def observe(event: SessionEvent) -> None:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -24,8 +25,9 @@ from tests.tracing.conftest import by_name, reset_global_provider
 
 @tool
 def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
+    """Add two numbers (a sync tool: it runs in a thread), in a span of its own."""
+    with trace.get_tracer("a tool's library").start_as_current_span("compute"):
+        return a + b
 
 
 @tool
@@ -108,6 +110,9 @@ async def test_a_turn_is_a_tree_of_agent_chat_and_tool_spans(
     assert add_span.attributes["gen_ai.tool.call.id"] == "c0"
     assert add_span.attributes["gen_ai.conversation.id"] == "ses_trace"
     assert add_span.status.status_code == StatusCode.UNSET
+    # the tool's own span is the tool call's child
+    compute = _one(found, "compute")
+    assert compute.parent is not None and compute.parent.span_id == add_span.context.span_id
     # a failed tool: status, error.type and the exception as an event
     assert explode_span.status.status_code == StatusCode.ERROR
     assert explode_span.attributes is not None

@@ -11,10 +11,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from eve.cancellation import CancelSignal
 from eve.errors import ModelHTTPError
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.models.base import ModelRequest
-from eve.models.events import ModelEvent, TokenUsage
+from eve.models.events import ModelEvent, Retrying, TokenUsage
 from eve.models.function import FunctionModel
 from eve.tools import tool
 from eve.tracing.conventions import CAPTURE_CONTENT_ENV
@@ -184,3 +185,30 @@ async def test_with_no_provider_set_nothing_is_kept(no_content: None) -> None:
     reset_global_provider()
     await _turn(calls(("add", {"a": 1, "b": 1})), text("2"))
     assert SPANS.turns == {}
+
+
+async def test_a_retried_call_is_one_span_and_a_cancelled_turn_no_error(
+    spans: InMemorySpanExporter, no_content: None
+) -> None:
+    signal = CancelSignal()
+
+    def retry_then_stop(request: ModelRequest) -> list[ModelEvent]:
+        # the provider failed once and the adapter retried; then the person cancels
+        signal.cancel("stopped by the user")
+        return [Retrying(retry=1, delay=0.5, reason="HTTP 529: overloaded"), *text("late")]
+
+    setup = agent_setup(FunctionModel(retry_then_stop, model_id="openai/gpt-test"))
+    result = await run_agent(setup, "hi", env=TurnEnvironment(signal=signal))
+    assert result.stop_reason == "aborted"
+    found = by_name(spans.get_finished_spans())
+    chat, turn = _one(found, "chat gpt-test"), _one(found, "invoke_agent")
+    assert (chat.attributes or {})["gen_ai.provider.name"] == "openai"
+    [retrying] = chat.events
+    assert dict(retrying.attributes or {}) == {
+        "eve.retry": 1,
+        "eve.delay_seconds": 0.5,
+        "eve.reason": "HTTP 529: overloaded",
+    }
+    for span in (chat, turn):
+        assert span.status.status_code == StatusCode.UNSET, span.name
+    assert (turn.attributes or {})["eve.turn.stop_reason"] == "aborted"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from types import TracebackType
+from typing import Self
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
@@ -65,3 +67,22 @@ def fail_with_text(span: Span, text: str) -> None:
         fail(span, "_OTHER", text)
     else:
         fail(span, named.group(1), named.group(2))
+
+
+class SpanBlock:
+    """A span around a ``with`` block: ``close`` runs as the block ends, with the exception
+    that ends it, if one does."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close(error)
+
+    def close(self, error: BaseException | None) -> None:
+        raise NotImplementedError

@@ -8,14 +8,13 @@ it opens no span: a completed step is traced once, by the process that ran it.
 from __future__ import annotations
 
 import json
-from types import TracebackType
 
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
 from eve.models.base import ModelRequest
 from eve.models.events import Done, ModelEvent, Retrying, TextDelta, ToolCallEnd
 from eve.redact import redact
-from eve.tracing._otel import fail, tracer
+from eve.tracing._otel import SpanBlock, fail, tracer
 from eve.tracing.conventions import (
     CACHE_READ_TOKENS,
     CACHE_WRITE_TOKENS,
@@ -34,7 +33,7 @@ from eve.tracing.conventions import (
 from eve.tracing.turn_spans import traced_turns
 
 
-class ModelCallSpan:
+class ModelCallSpan(SpanBlock):
     """``with ModelCallSpan(model_id, request, step=i) as call:`` … ``call.saw(event)`` per
     event (``step``: which model call of the turn).
 
@@ -66,9 +65,6 @@ class ModelCallSpan:
         self.recording = self.span.is_recording()
         self.content = self.recording and capture_content()
 
-    def __enter__(self) -> ModelCallSpan:
-        return self
-
     def saw(self, event: ModelEvent) -> None:
         if not self.recording:
             return
@@ -98,12 +94,7 @@ class ModelCallSpan:
             case _:
                 pass
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self, error: BaseException | None) -> None:
         if self.recording:
             if error is not None and not self.request.signal.cancelled:
                 fail(self.span, type(error).__name__, str(error))

@@ -10,19 +10,18 @@ Calls that run as tasks (subagents, workflow tools) are traced from their events
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Span
 
-from eve.tracing._otel import fail
+from eve.tracing._otel import SpanBlock, fail
 from eve.tracing._tool_span import record_arguments, record_result, tool_span
 from eve.tracing.conventions import capture_content
 from eve.tracing.turn_spans import traced_turns
 
 
-class ToolCallSpan:
+class ToolCallSpan(SpanBlock):
     """``with ToolCallSpan(name, call_id, …) as traced:`` around the run; then
     ``traced.failed(error)`` or ``traced.completed(output)``."""
 
@@ -46,7 +45,7 @@ class ToolCallSpan:
             else None
         )
 
-    def __enter__(self) -> ToolCallSpan:
+    def __enter__(self) -> Self:
         if self._current is not None:
             self._current.__enter__()
         return self
@@ -62,13 +61,10 @@ class ToolCallSpan:
         if self.span.is_recording():
             record_result(self.span, "completed", output, content=self.content)
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._current is not None:
-            self._current.__exit__(kind, error, traceback)  # which ends the span
-        else:
+    def close(self, error: BaseException | None) -> None:
+        if self._current is None:
             self.span.end()
+        elif error is None:
+            self._current.__exit__(None, None, None)  # which ends the span
+        else:
+            self._current.__exit__(type(error), error, error.__traceback__)

@@ -36,6 +36,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="framework cost per agent step: eve vs pydantic-ai vs openai-agents",
     ),
     Benchmark(
+        name="tracing_overhead",
+        target="bench.tracing_overhead:run",
+        summary="eve's cost per agent step with OpenTelemetry tracing off vs on (SDK, batched)",
+    ),
+    Benchmark(
         name="startup",
         target="bench.startup:run",
         summary="whole-process start: --help, compile --check, run; vs pydantic-ai, openai-agents",

@@ -40,6 +40,7 @@
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
+    ├── TracingSetupError               OTEL_* asks for traces eve cannot export (eve[otel] missing)
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
     │   ├── OutputInvalid               the typed answer stayed invalid after every fix
@@ -516,6 +517,20 @@ class WorkspaceUnsafe(EveError):
         self.workspace = workspace
         #: the protected path it overlaps (``.eve``, ``agent``, a session database)
         self.conflict = conflict
+
+
+class TracingSetupError(EveError):
+    """``eve run``, ``dev`` or ``serve`` was asked for traces (``OTEL_*``) it cannot export:
+    the ``eve[otel]`` extra is not installed, or the exporter or protocol named is not one
+    eve sets up. They refuse to start rather than run untraced when traces were asked for."""
+
+    code = "tracing_setup_error"
+    exit_code = 2
+
+    def __init__(self, message: str, *, variable: str) -> None:
+        super().__init__(message)
+        #: the environment variable that asked (``OTEL_EXPORTER_OTLP_ENDPOINT`` …)
+        self.variable = variable
 
 
 class ExecutionError(EveError):

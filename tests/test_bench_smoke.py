@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bench import _durability_worker, loop_overhead
+from bench import _durability_worker, loop_overhead, tracing_overhead
 
 
 async def test_the_loop_overhead_case_runs_a_whole_turn() -> None:
@@ -26,3 +26,18 @@ def test_the_mcp_call_bench_runs_both_sides() -> None:
 
     timings = asyncio.run(mcp_call._measure(1))
     assert len(timings["direct"]) == len(timings["eve"]) == mcp_call.PER_BLOCK
+
+
+async def test_the_tracing_overhead_variants_trace_their_turns() -> None:
+    variants, exporter = tracing_overhead._variants()
+    on = next(v for v in variants if v.name == tracing_overhead.ON)
+    try:
+        tracing_overhead._use(on)
+        await tracing_overhead._timed(on.case)
+        assert on.provider is not None and on.provider.force_flush()
+    finally:
+        tracing_overhead._use(variants[0])  # no provider again
+        assert on.provider is not None
+        on.provider.shutdown()
+    # the turn, 50 model calls, 49 tool calls
+    assert exporter.spans == 1 + loop_overhead.STEPS + loop_overhead.TOOL_CALLS

@@ -9,6 +9,8 @@ leading to the module that defines it. Refused:
   other modules; a TYPE_CHECKING import counts, though the walk does not go on through it);
 * ``dbos`` imported anywhere but ``eve/sessions/``;
 * a provider SDK imported anywhere but its adapter in ``eve/models/``;
+* ``opentelemetry`` imported anywhere but ``eve/tracing/``, and its SDK and exporters
+  anywhere but ``eve/tracing/provider.py`` (the core needs ``opentelemetry-api`` only);
 * the client reaching ``eve.execution`` or ``eve.sessions``;
 * any cycle among eve's modules. Imports under ``if TYPE_CHECKING:`` are exempt from this
   rule only: they never run, and annotations legitimately point both ways;
@@ -33,6 +35,8 @@ EVE = REPO_ROOT / "eve"
 #: a provider SDK → its adapter: that module and the ones split from it
 #: (``eve.models.openai`` and ``eve.models.openai_responses``, …)
 PROVIDER_SDKS = {"anthropic": "eve.models.anthropic", "openai": "eve.models.openai"}
+#: what the ``eve[otel]`` extra brings, imported only where the CLI sets up a provider
+OTEL_SDK = ("opentelemetry.sdk", "opentelemetry.exporter")
 
 
 def in_adapter(module: str, sdk: str) -> bool:
@@ -231,6 +235,35 @@ def test_the_mcp_sdk_is_imported_only_by_the_connections_package(sdk: str) -> No
     assert importers, f"nothing imports {sdk}: is the connection pool gone?"
     outside = [where(e) for e in importers if not in_package(e.source, "eve.connections")]
     assert outside == []
+
+
+def test_only_the_tracing_package_imports_opentelemetry() -> None:
+    importers = [edge for edge in import_graph() if edge.target == "opentelemetry"]
+    assert importers, "nothing imports opentelemetry: is eve.tracing gone?"
+    assert [where(e) for e in importers if not in_package(e.source, "eve.tracing")] == []
+
+
+def otel_sdk_importers() -> list[str]:
+    """``module:line`` of every statement importing the OpenTelemetry SDK or an exporter
+    (the graph keeps only top names, and ``opentelemetry`` alone is the API)."""
+    found: list[str] = []
+    for module, path in eve_modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for statement, _ in _imports(tree):
+            if isinstance(statement, ast.Import):
+                names = [alias.name for alias in statement.names]
+            else:
+                assert isinstance(statement, ast.ImportFrom)
+                names = [statement.module or ""]
+            if any(n == p or n.startswith(p + ".") for n in names for p in OTEL_SDK):
+                found.append(f"{module}:{statement.lineno}")
+    return found
+
+
+def test_the_opentelemetry_sdk_is_imported_only_where_the_cli_sets_up_a_provider() -> None:
+    found = otel_sdk_importers()
+    assert found, "nothing imports the SDK: how does the CLI set up a provider?"
+    assert [f for f in found if not f.startswith("eve.tracing.provider:")] == []
 
 
 @pytest.mark.parametrize("sdk", sorted(PROVIDER_SDKS))

@@ -15,6 +15,7 @@ from eve.artifacts import check_artifacts
 from eve.errors import CompileFailed
 from eve.execution.setup import AgentSetup
 from eve.runtime import load_compiled_agent
+from eve.tracing.provider import install_from_environment
 
 
 def ensure_compiled(app_root: Path) -> bool:
@@ -41,8 +42,10 @@ async def prepare(
 
     ``model`` replaces every node's configured model; a subagent without one uses its
     caller's. ``announce=False`` keeps quiet about a configured model that is unavailable
-    (``eve eval``, whose cases usually pin models of their own).
+    (``eve eval``, whose cases usually pin models of their own). Sets up a tracer provider
+    first when ``OTEL_*`` asks for one (``eve.tracing.provider``).
     """
+    install_from_environment()
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     return await build_setup(

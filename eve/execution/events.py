@@ -11,6 +11,7 @@ from typing import Protocol
 
 import msgspec
 
+from eve import tracing
 from eve.events import Delegation, EventData, EventMeta, SessionEvent, event_of
 
 EventSink = Callable[[SessionEvent], Awaitable[None] | None]
@@ -31,7 +32,9 @@ class EventEmitter:
 
     Every event of a session passes here, so this is the one place hooks are called: after
     the sink, so a hook sees an event that is already in the stream, and in the emitting
-    code's eve context, so a hook reads and updates the session's state.
+    code's eve context, so a hook reads and updates the session's state. It is also where
+    traces are made (``eve.tracing.observe``), before the hooks, so a hook's own spans
+    nest under the turn's.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class EventEmitter:
             outcome = self.sink(event)
             if inspect.isawaitable(outcome):
                 await outcome
+        tracing.observe(event)
         if self.hooks is not None:
             await self.hooks.dispatch(event, self)
         return event

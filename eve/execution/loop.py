@@ -108,6 +108,7 @@ from eve.runtime.resolved import (
     RunnableTool,
     is_task,
 )
+from eve.tracing import ModelCallSpan
 
 #: a person's answer about a call: the approval rule that asked, and whether they approved
 Answer = tuple[str, bool]
@@ -250,28 +251,31 @@ class _Turn:
         client = self.setup.client
         built = ResponseParts()
         self.check()
-        async for event in client.stream(self.request()):
-            self.check()
-            match event:
-                case TextDelta(text=delta):
-                    built.add_text(delta)
-                    await self.emit(MessageAppendedData(message_delta=delta), step)
-                case ReasoningDelta(text=delta):
-                    await self.emit(ReasoningAppendedData(reasoning_delta=delta), step)
-                case ToolCallEnd():
-                    built.add_call(event)
-                case PartCompleted():
-                    built.add_part(event)
-                case Retrying(retry=retry, delay=delay, reason=reason):
-                    built.restart()
-                    retrying = ModelRetryingData(retry=retry, delay=delay, reason=reason)
-                    await self.emit(retrying, step)
-                case Done():
-                    built.done = event
-                case ToolCallStart() | ToolCallDelta():
-                    pass
-                case _:
-                    assert_never(event)
+        request = self.request()
+        with ModelCallSpan(client.model_id, request, step=step) as call:
+            async for event in client.stream(request):
+                call.saw(event)
+                self.check()
+                match event:
+                    case TextDelta(text=delta):
+                        built.add_text(delta)
+                        await self.emit(MessageAppendedData(message_delta=delta), step)
+                    case ReasoningDelta(text=delta):
+                        await self.emit(ReasoningAppendedData(reasoning_delta=delta), step)
+                    case ToolCallEnd():
+                        built.add_call(event)
+                    case PartCompleted():
+                        built.add_part(event)
+                    case Retrying(retry=retry, delay=delay, reason=reason):
+                        built.restart()
+                        retrying = ModelRetryingData(retry=retry, delay=delay, reason=reason)
+                        await self.emit(retrying, step)
+                    case Done():
+                        built.done = event
+                    case ToolCallStart() | ToolCallDelta():
+                        pass
+                    case _:
+                        assert_never(event)
         self.check()
         if built.done is None:
             raise ModelProtocolError(f"{client.model_id}: the stream ended without a done event")

@@ -34,6 +34,7 @@ from eve.runtime.resolved import (
     ResolvedTool,
     RunnableTool,
 )
+from eve.tracing import ToolCallSpan
 
 ABORTED_BEFORE_EXECUTION = "aborted before execution"
 
@@ -231,13 +232,19 @@ class ToolRunner:
         """Run an admitted function tool (tasks run in the task runner, not here)."""
         call, tool = admitted.call, admitted.tool
         assert isinstance(tool, ResolvedFunctionTool), "tasks run in the task runner"
-        try:
-            value = await self.execute(tool, call, admitted.data, step_index)
-            if tool.to_model_output is not None:
-                value = tool.to_model_output(value)
-        except Exception as error:
-            return outcome(call, f"{type(error).__name__}: {error}", "failed")
-        done = outcome(call, result_parts(value), "completed")
+        span = ToolCallSpan(
+            call.name, call.id, call.input, session_id=self.session_id, step=step_index
+        )
+        with span:
+            try:
+                value = await self.execute(tool, call, admitted.data, step_index)
+                if tool.to_model_output is not None:
+                    value = tool.to_model_output(value)
+            except Exception as error:
+                span.failed(error)
+                return outcome(call, f"{type(error).__name__}: {error}", "failed")
+            done = outcome(call, result_parts(value), "completed")
+            span.completed(done.result.content)
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
 
     async def execute(

@@ -79,6 +79,8 @@ def test_run_on_fresh_artifacts_loads_no_compiler_module(make_app: AppFactory) -
     assert code == 0
     assert "agent.tools.add" in modules  # the turn did run the tool
     assert matching(modules, "eve.compiler") == []
+    # traces not asked for (no OTEL_*): the API's no-op tracer, no SDK
+    assert matching(modules, "opentelemetry.sdk", "opentelemetry.exporter") == []
 
 
 def test_run_on_stale_artifacts_recompiles_through_the_compiler(make_app: AppFactory) -> None:

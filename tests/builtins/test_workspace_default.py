@@ -97,7 +97,8 @@ def test_eve_run_writes_agent_code_into_the_workspace_not_into_agent(
     assert (root / DEFAULT_WORKSPACE / "agent" / "tools" / "x.py").read_text() == "boom"
 
 
-@pytest.mark.parametrize("command", [["run", "hi"], ["dev"], ["serve"]])
+# `serve` binds before it prepares: port 0, so a server of another test on 8000 is no matter
+@pytest.mark.parametrize("command", [["run", "hi"], ["dev"], ["serve", "--port", "0"]])
 def test_every_command_refuses_the_app_root_as_workspace(
     make_app: AppFactory, command: list[str]
 ) -> None:

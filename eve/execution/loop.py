@@ -21,11 +21,8 @@ from eve.events import (
     ActionResultData,
     ActionsRequestedData,
     EventData,
-    MessageAppendedData,
     MessageCompletedData,
     MessageReceivedData,
-    ModelRetryingData,
-    ReasoningAppendedData,
     SkillLoadedData,
     StepCompletedData,
     StepStartedData,
@@ -64,8 +61,8 @@ from eve.execution.connections import with_connections
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
+from eve.execution.model_stream import stream_response
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
-from eve.execution.response import ResponseParts
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.execution.tasks import TaskCall
@@ -88,16 +85,6 @@ from eve.messages import (
     user_message,
 )
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
-from eve.models.events import (
-    Done,
-    PartCompleted,
-    ReasoningDelta,
-    Retrying,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
 from eve.redact import redact
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
@@ -108,7 +95,6 @@ from eve.runtime.resolved import (
     RunnableTool,
     is_task,
 )
-from eve.tracing import ModelCallSpan
 
 #: a person's answer about a call: the approval rule that asked, and whether they approved
 Answer = tuple[str, bool]
@@ -248,39 +234,13 @@ class _Turn:
         )
 
     async def stream(self, step: int) -> ModelResponse:
-        client = self.setup.client
-        built = ResponseParts()
         self.check()
-        request = self.request()
-        with ModelCallSpan(client.model_id, request, step=step) as call:
-            async for event in client.stream(request):
-                call.saw(event)
-                self.check()
-                match event:
-                    case TextDelta(text=delta):
-                        built.add_text(delta)
-                        await self.emit(MessageAppendedData(message_delta=delta), step)
-                    case ReasoningDelta(text=delta):
-                        await self.emit(ReasoningAppendedData(reasoning_delta=delta), step)
-                    case ToolCallEnd():
-                        built.add_call(event)
-                    case PartCompleted():
-                        built.add_part(event)
-                    case Retrying(retry=retry, delay=delay, reason=reason):
-                        built.restart()
-                        retrying = ModelRetryingData(retry=retry, delay=delay, reason=reason)
-                        await self.emit(retrying, step)
-                    case Done():
-                        built.done = event
-                    case ToolCallStart() | ToolCallDelta():
-                        pass
-                    case _:
-                        assert_never(event)
-        self.check()
-        if built.done is None:
-            raise ModelProtocolError(f"{client.model_id}: the stream ended without a done event")
-        return ModelResponse(
-            parts=built.parts(), finish_reason=built.done.stop_reason, usage=built.done.usage
+
+        async def emit(data: EventData) -> None:
+            await self.emit(data, step)
+
+        return await stream_response(
+            self.setup.client, self.request(), step=step, emit=emit, check=self.check
         )
 
     def settle(self, complete: bool) -> bool:

@@ -41,6 +41,7 @@ from eve.server.bodies import (
     read_body,
 )
 from eve.server.session_list import session_list
+from eve.server.web_ui import ui_routes
 from eve.sessions import Accepted, SessionService, resolve_settings
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -290,6 +291,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
                 _guarded(routes.task_event),
                 methods=["POST"],
             ),
+            *ui_routes(),
         ],
         middleware=[Middleware(BearerAuth, token=options.token)],
         lifespan=lifespan,

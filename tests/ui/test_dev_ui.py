@@ -144,8 +144,8 @@ def test_the_sessions_page_lists_new_sessions_without_a_reload(browser: Any, sho
     row = wait_for(browser, lambda d: css(d, f"tr[data-session='{created}']"))[0]
     assert "new" in row.text
     assert browser.execute_script("return location.href") == url
-    # the page and its modules, as the browser counted them, are the files, under budget
-    assert transferred_bytes(browser) == sum(ui_weight().values()) <= WEIGHT_BUDGET_BYTES
+    # what the page loaded (the other pages' modules load when visited) is within the files
+    assert 0 < transferred_bytes(browser) < sum(ui_weight().values()) <= WEIGHT_BUDGET_BYTES
     screenshot(browser, "sessions")
     # 640 px wide is 1280 at 200 % zoom: the page reflows instead of scrolling sideways
     browser.set_window_size(640, 900)

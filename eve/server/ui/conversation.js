@@ -152,8 +152,12 @@ class Call {
     return this.nested;
   }
 
+  mark(status) {
+    this.status.replaceWith((this.status = badge(status)));
+  }
+
   result(data, at) {
-    this.status.replaceWith((this.status = badge(data.status)));
+    this.mark(data.status);
     const ms = Date.parse(at) - this.at;
     if (!Number.isNaN(ms)) this.duration.textContent = `${ms} ms`;
     append(this.output, h("p", { class: "note" }, data.status === "completed" ? "Output" : "Error"),
@@ -239,10 +243,12 @@ export class Conversation {
         } }, option.label));
     const form = h("fieldset", { class: "ask", "data-request": request.request_id },
       h("legend", {}, legend), h("div", { class: "row" }, buttons), status);
-    this.forms.set(request.request_id, { form, buttons, status });
     const call = request.call_id ? this.calls.get(key(data.session_id, request.call_id)) : undefined;
-    if (call) call.asks.append(form);
-    else thread.place(form);
+    this.forms.set(request.request_id, { form, buttons, status, call });
+    if (call) {
+      call.asks.append(form);
+      call.mark("waiting");
+    } else thread.place(form);
   }
 
   resolved(data) {
@@ -251,5 +257,6 @@ export class Conversation {
     for (const button of asked.buttons) button.disabled = true;
     asked.status.textContent = `answered: ${data.option_id}`;
     asked.form.classList.add("answered");
+    if (asked.call && asked.call.status.textContent === "waiting") asked.call.mark("running");
   }
 }

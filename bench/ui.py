@@ -14,7 +14,6 @@ bench``. Results land in ``bench/results/ui.{json,md}``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -27,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from bench._machine import machine_info
+from bench._results import publish
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 UI_DIR = REPO_ROOT / "eve" / "server" / "ui"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -239,12 +238,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     ]
     report["at"] = datetime.now(UTC).isoformat(timespec="seconds")
     report["machine"] = machine_info()
-    text = render_markdown(report)
-    print(text)
-    if not quick:
-        RESULTS_DIR.mkdir(exist_ok=True)
-        (RESULTS_DIR / "ui.json").write_text(json.dumps(report, indent=2) + "\n")
-        (RESULTS_DIR / "ui.md").write_text(text)
+    publish("ui", report, render_markdown(report), quick=quick)
     return report
 
 

@@ -38,8 +38,11 @@ def screenshot(driver: Any, name: str) -> Path:
     SCREENSHOTS.mkdir(exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1280, min(max(height, 900), 4000))
     driver.execute_script("window.scrollTo(0, 0)")
+    if height <= 900:  # no resize: it would disturb a page in use (an open dialog's focus)
+        driver.save_screenshot(str(path))
+        return path
+    driver.set_window_size(1280, min(height, 4000))
     driver.save_screenshot(str(path))
     driver.set_window_size(1280, 900)
     return path

@@ -18,7 +18,11 @@ from tests.ui.conftest import REQUIRE_ENV
 if os.environ.get(REQUIRE_ENV) != "1":  # required: a missing selenium fails the import
     pytest.importorskip("selenium", reason="the selenium package is not installed")
 
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.common.exceptions import (
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
@@ -256,7 +260,11 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
         wait_for(browser, lambda d: error.is_displayed() and "refused" in error.text)
         screenshot(browser, "token")
         field.send_keys(token + Keys.ENTER)
-        wait_for(browser, lambda d: len(css(d, "tr[data-session]")) >= 2)
+        try:
+            wait_for(browser, lambda d: len(css(d, "tr[data-session]")) >= 2)
+        except TimeoutException:
+            page = browser.find_element(By.TAG_NAME, "body").text
+            raise AssertionError(f"no sessions listed after the token; the page:\n{page}") from None
         visited = browser.execute_script(
             "return [location.href, ...performance.getEntriesByType('resource').map(e => e.name)]"
         )

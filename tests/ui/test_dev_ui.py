@@ -33,9 +33,6 @@ from tests.conftest import REPO_ROOT
 from tests.sessions.harness import Server, count
 from tests.ui.conftest import screenshot
 
-# one browser and one server for the module: keep its tests on one xdist worker, in order
-pytestmark = pytest.mark.xdist_group("browser")
-
 XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 ANSWER = "Ordered one hammer for 12.5 EUR; it arrives Friday morning."
 #: every session replays it from the start (the script model counts a session's requests)
@@ -246,10 +243,11 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
 ) -> None:
     token = "ui-test-token-0123456789abcdefghijklmnop"
     leave(browser)
-    stop(shop)  # the module's last test: the same database, now behind a token
+    stop(shop)  # the same database, behind a token for this test
     guarded = Server(shop.app_root, args=shop.args, env={"EVE_API_TOKEN": token}, token=token)
     guarded.start()
     try:
+        created = guarded.create()
         url = root_url(guarded)
         browser.get(url)
         dialog = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, "dialog[open]"))
@@ -261,15 +259,18 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
         screenshot(browser, "token")
         field.send_keys(token + Keys.ENTER)
         try:
-            wait_for(browser, lambda d: len(css(d, "tr[data-session]")) >= 2)
+            wait_for(browser, lambda d: css(d, f"tr[data-session='{created}']"))
         except TimeoutException:
             page = browser.find_element(By.TAG_NAME, "body").text
-            raise AssertionError(f"no sessions listed after the token; the page:\n{page}") from None
+            raise AssertionError(
+                f"{created} not listed after the token; the page:\n{page}"
+            ) from None
         visited = browser.execute_script(
             "return [location.href, ...performance.getEntriesByType('resource').map(e => e.name)]"
         )
     finally:
         leave(browser)
         stop(guarded)
+        shop.start()  # as it was, for the module's other tests (xdist may run any after this)
     assert all(token not in address for address in visited)
     assert url in visited

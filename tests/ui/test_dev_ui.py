@@ -75,8 +75,8 @@ def leave(browser: Any) -> None:
 
 
 def stop(server: Server) -> None:
-    """SIGKILL: after the browser's visits a SIGTERM can leave ``eve serve`` waiting (seen
-    here past 30 s); these tests are not about shutdown."""
+    """SIGKILL: quicker than a stop, which gives a stream the page left (unnoticed until its
+    next heartbeat) the server's grace period; these tests are not about shutdown."""
     if server.proc is not None and server.proc.poll() is None:
         server.kill()
 

@@ -36,18 +36,18 @@ lint: $(VENV)/.installed-dev
 
 # The PostgreSQL tests start their own server (tests/postgres.py). When ensure-postgres finds
 # or installs the binaries they must run (EVE_REQUIRE_POSTGRES=1 fails them instead of
-# skipping); when it cannot (not root, no apt-get), they skip and say why.
+# skipping); when it cannot (not root, no apt-get), they skip and say why. The dev UI's
+# browser tests (tests/ui) are the same with ensure-chromium and EVE_REQUIRE_BROWSER=1.
 test: lint
 	$(BIN)/eve compile --check
 	$(BIN)/eve eval
-	@if ./scripts/ensure-postgres; then \
-		echo "EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q $(PYTEST_WORKERS)"; \
-		EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q $(PYTEST_WORKERS); \
-	else \
-		echo "make: no PostgreSQL server binaries; the PostgreSQL tests will skip"; \
-		echo "$(BIN)/pytest -q $(PYTEST_WORKERS)"; \
-		$(BIN)/pytest -q $(PYTEST_WORKERS); \
-	fi
+	@required=""; \
+	if ./scripts/ensure-postgres; then required="$$required EVE_REQUIRE_POSTGRES=1"; \
+	else echo "make: no PostgreSQL server binaries; the PostgreSQL tests will skip"; fi; \
+	if ./scripts/ensure-chromium; then required="$$required EVE_REQUIRE_BROWSER=1"; \
+	else echo "make: no chromium and chromium-driver; the browser tests will skip"; fi; \
+	echo "$$required $(BIN)/pytest -q $(PYTEST_WORKERS)"; \
+	env $$required $(BIN)/pytest -q $(PYTEST_WORKERS)
 
 test-postgres: $(VENV)/.installed-dev
 	./scripts/ensure-postgres

@@ -65,6 +65,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.compaction:run",
         summary="a 200-turn offline session: context under the threshold, time per turn flat",
     ),
+    Benchmark(
+        name="ui",
+        target="bench.ui:run",
+        summary="the dev UI in headless chromium: page weight and first render",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

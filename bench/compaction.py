@@ -21,24 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 from bench._machine import machine_info
+from bench._results import publish
 
 TURNS, QUICK_TURNS = 200, 100
 MESSAGE_CHARS = 400
 THRESHOLD_PERCENT = 80
 #: the fitted growth over the compacted turns may be at most this share of the median turn
 GROWTH_TARGET = 0.25
-RESULTS_DIR = Path(__file__).parent / "results"
 
 
 @dataclass
@@ -201,12 +199,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "met": met,
         "sessions": sessions,
     }
-    markdown = _markdown(results)
-    print(markdown)
-    if not quick:
-        RESULTS_DIR.mkdir(exist_ok=True)
-        (RESULTS_DIR / "compaction.json").write_text(json.dumps(results, indent=2) + "\n")
-        (RESULTS_DIR / "compaction.md").write_text(markdown)
+    publish("compaction", results, _markdown(results), quick=quick)
     return results
 
 

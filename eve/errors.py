@@ -76,7 +76,8 @@
     │   ├── BodyTooDeep                 400: JSON nested deeper than the server's limit
     │   ├── IdempotencyKeyInvalid       400: an Idempotency-Key that is empty, long or not ASCII
     │   ├── IdempotencyKeyReused        422: a key already used for another request
-    │   └── InvalidStartIndex           400: a stream's startIndex is not an index
+    │   ├── InvalidStartIndex           400: a stream's startIndex is not an index
+    │   └── InvalidListQuery            400: a sessions list's limit or cursor is not valid
     ├── ClientError                     eve.client could not do what was asked
     │   ├── APIError                    the server answered {ok: false} (carries status, code)
     │   └── ServerUnreachable           no answer from the server, even after retrying
@@ -886,6 +887,14 @@ class InvalidStartIndex(RequestError):
     """A stream's ``startIndex`` is not a whole number in range, in ASCII digits."""
 
     code = "invalid_start_index"
+    http_status = 400
+
+
+class InvalidListQuery(RequestError):
+    """``GET /sessions``: ``limit`` is not a whole number in range, or ``cursor`` is not one
+    this server gave out."""
+
+    code = "invalid_list_query"
     http_status = 400
 
 

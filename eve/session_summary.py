@@ -1,4 +1,5 @@
-"""What ``GET /eve/v1/session/{id}`` answers: a session's status, turns, spend and limits.
+"""What ``GET /eve/v1/session/{id}`` answers (a session's status, turns, spend and limits)
+and what ``GET /eve/v1/sessions`` answers (a page of sessions, newest first).
 
 Boundary data: the server builds it (``eve.sessions.summary``) and the client decodes it,
 so it lives beside the other shared modules and imports none of the packages.
@@ -7,6 +8,7 @@ so it lives beside the other shared modules and imports none of the packages.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Literal
 
 import msgspec
 
@@ -49,3 +51,42 @@ _decoder = msgspec.json.Decoder(SessionSummary)
 
 def decode_summary(data: bytes | str) -> SessionSummary:
     return _decoder.decode(data)
+
+
+#: what a session is doing, from its latest events: no turn yet (``new``), a turn running,
+#: a turn parked on a person's answer (``waiting``), its last turn ``completed``, ``failed``
+#: or ``cancelled`` (it takes the next message), or the session ``ended``
+Activity = Literal["new", "running", "waiting", "completed", "failed", "cancelled", "ended"]
+
+
+class SessionListEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One session of ``GET /eve/v1/sessions``."""
+
+    session_id: str
+    #: ``active`` (takes messages) or ``ended``
+    status: str
+    activity: Activity
+    ended_reason: str | None = None
+    #: ISO-8601 UTC: when it was created, and its latest event (its creation if none)
+    created_at: str
+    last_activity_at: str
+    #: turns finished, and their tokens and cost (as in the session's summary)
+    turns: int = 0
+    usage: TokenUsage = TokenUsage()
+    cost: Cost = Cost()
+
+
+class SessionPage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A page of sessions, newest first; ``next_cursor`` asks for the next (older) page,
+    and is None on the last one."""
+
+    ok: bool = True
+    sessions: list[SessionListEntry]
+    next_cursor: str | None = None
+
+
+_page_decoder = msgspec.json.Decoder(SessionPage)
+
+
+def decode_page(data: bytes | str) -> SessionPage:
+    return _page_decoder.decode(data)

@@ -319,12 +319,35 @@ async def _dev(app_root: Path, model: str | None, resume: bool) -> None:
 @click.command("dev")
 @click.option("--model", help="Model id to use instead of agent.py's (e.g. offline/test).")
 @click.option("--resume", is_flag=True, help="Continue the last dev conversation.")
+@click.option("--web", is_flag=True, help="Serve the dev UI on 127.0.0.1 and open it in a browser.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="With --web: the port (0 picks a free one).",
+)
+@click.option("--no-browser", is_flag=True, help="With --web: print the URL, open nothing.")
 @click.pass_context
 @translate_errors
-def dev_command(ctx: click.Context, model: str | None, resume: bool) -> None:
-    """Talk to the agent in the terminal; recompiles when agent/ changes.
+def dev_command(
+    ctx: click.Context, model: str | None, resume: bool, web: bool, port: int, no_browser: bool
+) -> None:
+    """Talk to the agent in the terminal, or with --web in the browser; recompiles when
+    agent/ changes.
 
     The conversation is a durable session in the app's database: ``--resume`` continues
-    it after you quit, or after a crash.
+    it after you quit, or after a crash. ``--web`` serves the session API and the dev UI
+    on loopback and prints its URL.
     """
-    asyncio.run(_dev(app_root_of(ctx), model, resume))
+    app_root = app_root_of(ctx)
+    if not web:
+        asyncio.run(_dev(app_root, model, resume))
+        return
+    from eve.cli.dev_web import serve_web  # the server's imports only when asked for
+
+    if ensure_compiled(app_root):
+        click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
+    asyncio.run(
+        serve_web(app_root, model=model, port=port, open_browser=not no_browser, worker=DEV_WORKER)
+    )

@@ -18,7 +18,7 @@ from eve.client.protocol import TURN_END, Accepted
 from eve.client.sync_client import EveClient
 from eve.errors import APIError, ClientError, ServerUnreachable
 from eve.events import SessionEvent
-from eve.session_summary import SessionLimits, SessionSummary
+from eve.session_summary import SessionLimits, SessionListEntry, SessionPage, SessionSummary
 
 __all__ = [
     "TURN_END",
@@ -30,5 +30,7 @@ __all__ = [
     "ServerUnreachable",
     "SessionEvent",
     "SessionLimits",
+    "SessionListEntry",
+    "SessionPage",
     "SessionSummary",
 ]

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import msgspec
 
@@ -51,6 +52,13 @@ def server_root(url: str) -> str:
 def session_path(session_id: str, action: str = "") -> str:
     suffix = f"/{action}" if action else ""
     return f"{PREFIX}/session/{session_id}{suffix}"
+
+
+def list_path(limit: int, cursor: str | None) -> str:
+    """``GET /sessions``' path and query: ``limit`` sessions after ``cursor`` (a page's
+    ``next_cursor``; None for the newest)."""
+    query = {"limit": str(limit), **({"cursor": cursor} if cursor else {})}
+    return f"{PREFIX}/sessions?{urlencode(query)}"
 
 
 def auth_headers(token: str | None) -> dict[str, str]:

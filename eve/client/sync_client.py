@@ -19,13 +19,14 @@ from eve.client.protocol import (
     api_error,
     auth_headers,
     decode_json,
+    list_path,
     message_body,
     responses_body,
     server_root,
     session_path,
 )
 from eve.events import SessionEvent
-from eve.session_summary import SessionSummary, decode_summary
+from eve.session_summary import SessionPage, SessionSummary, decode_page, decode_summary
 
 
 class EveClient:
@@ -117,6 +118,11 @@ class EveClient:
     def session(self, session_id: str) -> SessionSummary:
         """The session's status, turns, tokens, cost, limits and what is left of each."""
         return decode_summary(self._call("GET", session_path(session_id)))
+
+    def sessions(self, *, limit: int = 20, cursor: str | None = None) -> SessionPage:
+        """A page of up to ``limit`` sessions (1 to 100), newest first; pass its
+        ``next_cursor`` as ``cursor`` for the next, older page (None on the last one)."""
+        return decode_page(self._call("GET", list_path(limit, cursor)))
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""

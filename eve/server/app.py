@@ -41,6 +41,8 @@ from eve.server.bodies import (
     message_of,
     read_body,
 )
+from eve.server.session_list import session_list
+from eve.server.web_ui import ui_routes
 from eve.sessions import Accepted, SessionService, resolve_settings
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -286,6 +288,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
             Route(PREFIX + "/health", _guarded(routes.health), methods=["GET"]),
             Route(PREFIX + "/info", _guarded(routes.info), methods=["GET"]),
             Route(PREFIX + "/session", _guarded(routes.create), methods=["POST"]),
+            Route(PREFIX + "/sessions", _guarded(session_list(service)), methods=["GET"]),
             Route(session, _guarded(routes.follow_up), methods=["POST"]),
             Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),
@@ -297,6 +300,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
                 _guarded(routes.task_event),
                 methods=["POST"],
             ),
+            *ui_routes(),
         ],
         middleware=[Middleware(BearerAuth, token=options.token)],
         lifespan=lifespan,

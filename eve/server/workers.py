@@ -37,6 +37,11 @@ CRASH_LOOP_EXITS = 5
 CRASH_LOOP_SECONDS = 60.0
 #: seconds between a serving worker's death and its restart
 RESTART_DELAY = 0.2
+#: seconds a stopping worker gives open requests to finish before it cancels them: a
+#: followed event stream never finishes by itself (a client, a dev UI tab, follows until it
+#: leaves), so without a bound SIGTERM or Ctrl-C waited as long as any follower stayed; a
+#: cut follower reconnects from the next index it needs
+GRACEFUL_SHUTDOWN_SECONDS = 3
 
 #: ``run_worker(index, ready)``: serve as worker ``index``, calling ``ready()`` once serving
 RunWorker = Callable[[int, Callable[[], None]], None]
@@ -60,6 +65,10 @@ def bind(listen: Listen) -> socket.socket:
         raise ServerConfigError(_bind_failure(listen, error)) from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted connections inherit it: uvicorn writes a response's head and body
+        # separately, and with Nagle on, the body of every answer on a kept-alive
+        # connection waited ~40 ms for the client's delayed ACK of the head
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((listen.host, listen.port))
         sock.listen(2048)
     except OSError as error:
@@ -97,7 +106,13 @@ class _Server(uvicorn.Server):
 async def serve_on(
     app: Starlette, sock: socket.socket, *, on_ready: Callable[[], None] = lambda: None
 ) -> None:
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
     await _Server(config, on_ready).serve(sockets=[sock])
 
 

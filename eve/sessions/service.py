@@ -34,7 +34,7 @@ from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
 from eve.runtime.connections import close_pool
-from eve.session_summary import SessionSummary
+from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
@@ -50,6 +50,7 @@ from eve.sessions.idempotency import (
 )
 from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
+from eve.sessions.listing import list_sessions
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
 from eve.sessions.summary import summarize
@@ -269,6 +270,14 @@ class SessionService:
             seen = await look(self.runtime, session_id, timeout)
             idle_left = 0.0 if seen.over else seen.deadline - seen.now
         return summarize(row, decode_checkpoint(raw), limits, idle_left=idle_left)
+
+    async def list_page(self, *, limit: int, cursor: str | None) -> SessionPage:
+        """Up to ``limit`` sessions older than ``cursor``, newest first (``GET /sessions``)."""
+
+        def page(c: Connection) -> SessionPage:
+            return list_sessions(c, limit=limit, cursor=cursor)
+
+        return await asyncio.to_thread(self.store.run, page)
 
     async def require_active(self, session_id: str) -> SessionRow:
         try:

@@ -83,6 +83,14 @@ def test_the_host_lifespan_runs_eve_and_its_routes_answer_under_the_prefix(
                     break
         texts = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
         assert texts == ["hello from the mount"]
+        # the dev UI is public below the mount too, and its page ends in "/" so that its
+        # relative URLs (ui/app.js, eve/v1/...) stay below the mount point
+        moved = http.get("/agent", follow_redirects=False)
+        assert moved.status_code in (307, 308) and moved.headers["location"].endswith("/agent/")
+        page = http.get("/agent/")
+        assert page.status_code == 200 and "content-security-policy" in page.headers
+        assert 'src="ui/app.js"' in page.text
+        assert http.get("/agent/ui/app.js").status_code == 200
     assert seen == [True, False]  # started inside the host's lifespan, stopped with it
 
 

@@ -1,0 +1,33 @@
+// The agent page: what `eve info` shows, from GET info.
+
+import { api } from "./api.js";
+import { fill, h, pretty } from "./dom.js";
+
+function tool(t) {
+  return h("li", { "data-tool": t.name },
+    h("h3", {}, t.name), h("p", {}, t.description || ""),
+    h("p", { class: "muted" }, [t.handling || t.kind, t.approval && t.approval !== "never" ? `approval: ${t.approval}` : null,
+      t.deferred ? "deferred" : null, t.source].filter(Boolean).join(" · ")),
+    t.input_schema ? h("details", {}, h("summary", {}, "Input schema"), h("pre", {}, pretty(t.input_schema))) : null);
+}
+
+function node(n, title) {
+  return h("section", { "aria-label": title },
+    h("h2", {}, title),
+    h("p", {}, n.description || "", " ", h("span", { class: "muted" }, `model ${n.model}`)),
+    h("h3", {}, `Tools (${n.tools.length})`), h("ul", { class: "tool-list" }, n.tools.map(tool)),
+    n.skills?.length ? [h("h3", {}, "Skills"), h("ul", {}, n.skills.map((s) => h("li", {}, h("strong", {}, s.name), ` — ${s.description}`)))] : null,
+    n.hooks?.length ? [h("h3", {}, "Hooks"), h("ul", {}, n.hooks.map((k) => h("li", {}, h("strong", {}, k.name), ` on ${k.events.join(", ")} (${k.source})`)))] : null);
+}
+
+export function agentPage(main) {
+  const status = h("p", { class: "muted", role: "status" }, "Loading…");
+  fill(main, h("h1", {}, "Agent"), status);
+  api.info().then((info) => {
+    fill(main, h("h1", {}, "Agent"),
+      h("p", { class: "muted" }, `artifacts ${info.status} · ${info.diagnostics.errors} errors · ${info.diagnostics.warnings} warnings`),
+      node(info.agent, "Root agent"),
+      info.subagents.map((s) => node(s, `Subagent ${s.path}`)));
+  }, (err) => { status.textContent = `could not read the agent: ${err.message}`; });
+  return () => {};
+}

@@ -1,0 +1,142 @@
+// The public session API, by relative URLs: this module lives at <root>/ui/api.js, so the
+// API is <root>/eve/v1/ wherever eve is mounted. The token (when the server has one) is
+// kept in sessionStorage and sent only as a bearer header, never in a URL.
+
+const ROOT = new URL("../eve/v1/", import.meta.url);
+const TOKEN_KEY = "eve-api-token";
+let asking = null;
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function headers(extra = {}) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { ...extra, authorization: `Bearer ${token}` } : extra;
+}
+
+/** Ask for the token once, however many requests were refused at the same time. */
+function askToken(refused) {
+  if (!asking) {
+    asking = new Promise((resolve) => {
+      const dialog = document.getElementById("token-dialog");
+      const form = document.getElementById("token-form");
+      const input = document.getElementById("token-input");
+      const error = document.getElementById("token-error");
+      error.hidden = !refused;
+      error.textContent = refused ? "That token was refused; try again." : "";
+      form.addEventListener("submit", function submitted(event) {
+        event.preventDefault();
+        form.removeEventListener("submit", submitted);
+        sessionStorage.setItem(TOKEN_KEY, input.value);
+        input.value = "";
+        dialog.close();
+        asking = null;
+        resolve();
+      });
+      dialog.showModal();
+      input.focus();
+    });
+  }
+  return asking;
+}
+
+async function fetchAuthorized(path, init = {}) {
+  let refused = false;
+  for (;;) {
+    const response = await fetch(new URL(path, ROOT), { ...init, headers: headers(init.headers) });
+    if (response.status !== 401) return response;
+    await askToken(refused || Boolean(sessionStorage.getItem(TOKEN_KEY)));
+    refused = true;
+  }
+}
+
+async function call(method, path, body) {
+  const init = { method };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { "content-type": "application/json" };
+  }
+  const response = await fetchAuthorized(path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new ApiError(response.status, data.code || "http_error", data.error || response.statusText);
+  return data;
+}
+
+const session = (id, action = "") => `session/${encodeURIComponent(id)}${action ? `/${action}` : ""}`;
+
+export const api = {
+  info: () => call("GET", "info"),
+  sessions: (limit = 50, cursor = null) =>
+    call("GET", `sessions?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`),
+  create: (message) => call("POST", "session", message ? { message } : {}),
+  summary: (id) => call("GET", session(id)),
+  send: (id, message) => call("POST", session(id), { message }),
+  answer: (id, requestId, optionId) =>
+    call("POST", session(id), { inputResponses: [{ requestId, optionId }] }),
+  cancel: (id) => call("POST", session(id, "cancel")),
+  reset: (id) => call("POST", session(id, "reset")),
+  compact: (id) => call("POST", session(id, "compact")),
+};
+
+/**
+ * Follow a session's events from index `start`, calling `onEvent` once per index in order.
+ * A lost connection (the server restarted) is retried from the next index it needs, so the
+ * page gets no gap and no repeat. `onState` hears "live", "reconnecting" and "stopped".
+ */
+export function follow(id, start, onEvent, onState = () => {}) {
+  const controller = new AbortController();
+  let next = start;
+  let delay = 250;
+
+  async function readOnce() {
+    const path = `${session(id, "stream")}?startIndex=${next}&follow=true`;
+    const response = await fetchAuthorized(path, { signal: controller.signal });
+    if (!response.ok) {
+      const data = await response.json().catch(() => ({}));
+      throw new ApiError(response.status, data.code || "http_error", data.error || response.statusText);
+    }
+    onState("live");
+    delay = 250;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffered += decoder.decode(value, { stream: true });
+      const lines = buffered.split("\n");
+      buffered = lines.pop();
+      for (const line of lines) {
+        if (!line.trim()) continue; // a keep-alive
+        const event = JSON.parse(line);
+        if (event.meta.index < next) continue; // already shown
+        next = event.meta.index + 1;
+        onEvent(event);
+      }
+    }
+  }
+
+  (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        await readOnce();
+      } catch (error) {
+        if (controller.signal.aborted) break;
+        if (error instanceof ApiError && error.status < 500) {
+          onState("stopped", error);
+          return;
+        }
+      }
+      if (controller.signal.aborted) break;
+      onState("reconnecting");
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  })();
+  return () => controller.abort();
+}

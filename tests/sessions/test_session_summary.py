@@ -11,7 +11,7 @@ import pytest
 
 from eve.client import APIError, AsyncEveClient, EveClient, SessionLimits, SessionSummary
 from eve.costs import Cost, Spend
-from eve.events import StepCompleted, TaskSettled, TurnCompleted
+from eve.events import SessionEvent, StepCompleted, TaskSettled, TurnCompleted
 from eve.sessions.checkpoint import decode_checkpoint, encode_checkpoint
 from eve.usage import TokenUsage
 from tests.conftest import AppFactory
@@ -22,6 +22,16 @@ from tests.sessions.test_tasks import RESEARCHER
 from tests.sessions.test_tasks import app as durable_app
 
 LIMITS = {"max_turns": 5, "max_input_tokens_per_session": 100_000, "session_timeout_seconds": 3600}
+#: the turn's checkpoint (what the summary reads) is saved after its turn.completed and
+#: before one of these
+SETTLED = frozenset({"session.waiting", "session.completed"})
+
+
+def settled_turn(client: EveClient, session_id: str, turn_id: str | None) -> list[SessionEvent]:
+    """The turn's events, then on to the event that says its checkpoint is saved."""
+    events = list(client.turn_events(session_id, turn_id))
+    after = events[-1].meta.index + 1
+    return [*events, *client.stream(session_id, after, until=SETTLED)]
 
 
 def test_the_summary_adds_up_the_turns_and_says_what_is_left(make_app: AppFactory) -> None:
@@ -34,7 +44,7 @@ def test_the_summary_adds_up_the_turns_and_says_what_is_left(make_app: AppFactor
             turns = []
             for message in ("hello", "again"):
                 accepted = client.send(session, message)
-                events = list(client.turn_events(session, accepted.turn_id))
+                events = settled_turn(client, session, accepted.turn_id)
                 turns.append(next(e for e in events if isinstance(e, TurnCompleted)).data)
             summary = client.session(session)
             with pytest.raises(APIError) as missing:
@@ -71,7 +81,9 @@ def test_the_async_client_reads_the_same_summary(make_app: AppFactory) -> None:
     async def converse() -> SessionSummary:
         async with AsyncEveClient(server.url, transport=server.async_transport()) as client:
             accepted = await client.create("hello")
-            async for _ in client.turn_events(accepted.session_id, accepted.turn_id):
+            async for event in client.turn_events(accepted.session_id, accepted.turn_id):
+                after = event.meta.index + 1
+            async for _ in client.stream(accepted.session_id, after, until=SETTLED):
                 pass
             return await client.session(accepted.session_id)
 
@@ -89,13 +101,13 @@ def test_the_totals_survive_a_server_restart(make_app: AppFactory) -> None:
     try:
         client = EveClient(server.url)
         accepted = client.create("hello")
-        list(client.turn_events(accepted.session_id, accepted.turn_id))
+        settled_turn(client, accepted.session_id, accepted.turn_id)
         before = client.session(accepted.session_id)
         server.kill()
         server.restart()
         after = client.session(accepted.session_id)
         second = client.send(accepted.session_id, "again")
-        events = list(client.turn_events(accepted.session_id, second.turn_id))
+        events = settled_turn(client, accepted.session_id, second.turn_id)
         last = client.session(accepted.session_id)
         client.close()
     finally:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from eve.attachments import read_attachment
 from eve.evals import (
     AnswerContains,
     Approve,
@@ -22,8 +23,9 @@ from eve.evals import (
 )
 from eve.evals.runner import EvalOptions, LoadedEval, run_evals
 from eve.execution.setup import AgentSetup
-from eve.messages import UserMessage
+from eve.messages import ImagePart, UserMessage, user_message
 from tests.evals.helpers import failure, run_one
+from tests.test_attachments import PNG
 
 ORDER = [Reply(calls=[ToolUse("place_order", {"item": "wrench"})]), Reply("Done.")]
 
@@ -166,3 +168,32 @@ def test_repeat_runs_a_case_several_times(setup: AgentSetup) -> None:
     assert [o.passed for o in outcomes] == [True, False, True]
     again = asyncio.run(run_evals(setup, [loaded], EvalOptions(repeat=2, concurrency=2)))
     assert len(again) == 2
+
+
+def test_a_case_sends_attachments_as_content_parts(setup: AgentSetup, tmp_path: Path) -> None:
+    """A message with an image and a document reaches the turn as parts (as `eve run
+    --attach` sends them), and a check sees what the turn received."""
+    pixel = tmp_path / "pixel.png"
+    pixel.write_bytes(PNG)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("a hammer, 12.50 EUR")
+    message = user_message("What do these show?", [read_attachment(pixel), read_attachment(notes)])
+
+    def received_both(run: CaseRun) -> str | None:
+        [received] = [e for e in run.events if e.type == "message.received"]
+        kinds = [(a.type, a.media_type) for a in received.data.attachments]
+        if kinds != [("image", "image/png"), ("document", "text/plain")]:
+            return f"received {kinds}"
+        first = run.results[0].messages[0]
+        assert isinstance(first, UserMessage)
+        images = [p for p in first.parts if isinstance(p, ImagePart)]
+        return None if images and images[0].data == pixel.read_bytes() else "no image part"
+
+    case = Case(
+        "attached",
+        message,
+        script=[Reply("A pixel and a price note.")],
+        expect=[Check(received_both), AnswerContains("price note")],
+    )
+    outcome = run_one(setup, case)
+    assert outcome.passed, failure(outcome)

@@ -38,6 +38,7 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import Message
+from eve.runtime.connections import close_pool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,4 +220,8 @@ async def run_evals(
         for case in loaded.definition.cases
         for attempt in range(1, repeats(loaded, case, options) + 1)
     ]
-    return list(await asyncio.gather(*jobs))
+    try:
+        return list(await asyncio.gather(*jobs))
+    finally:
+        # the MCP servers the cases started (one per server, shared by the cases) end here
+        await close_pool()

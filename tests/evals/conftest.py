@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,4 +33,8 @@ def example_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def setup(example_root: Path) -> AgentSetup:
-    return asyncio.run(prepare(example_root, model=None, max_turns=None, announce=False))
+    """The example agent without its MCP connection: a case here runs in a loop of its own,
+    so each would start the units server anew (tests/connections test connections; the
+    eve eval CLI tests run the whole agent, connection included)."""
+    full = asyncio.run(prepare(example_root, model=None, max_turns=None, announce=False))
+    return replace(full, agent=replace(full.agent, connections=[]))

@@ -137,7 +137,12 @@ class _Server:
                 await self.stop.wait()
         except BaseException as error:
             if not ready.done():
-                ready.set_exception(error)
+                # a cancelled future is never "an exception nobody retrieved" when the loop
+                # ends with the connection half open (asyncio.run cancels the owner)
+                if isinstance(error, asyncio.CancelledError):
+                    ready.cancel()
+                else:
+                    ready.set_exception(error)
             elif not isinstance(error, asyncio.CancelledError):
                 log.warning("MCP connection %r closed with %s", self.name, type(error).__name__)
             if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):

@@ -8,6 +8,7 @@ check (``eve compile --check``) shares, so the two can never disagree.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -225,55 +226,67 @@ class _Walker:
             else:
                 node.tools.append((stem, rel))
 
-    def hooks(self, node: NodeFiles, directory: Path) -> None:
+    def modules(
+        self,
+        node: NodeFiles,
+        directory: Path,
+        *,
+        holds: str,
+        name_problem: Callable[[str], str | None],
+        invalid: tuple[str, str, str],
+        keep: Callable[[Path], bool] = lambda entry: False,
+    ) -> list[tuple[str, str]]:
+        """The ``(stem, path)`` of each module in a folder that holds one per ``.py`` file
+        (hooks/, connections/, evals/): ``holds`` says what, for the warning about anything
+        else; a name ``name_problem`` objects to is the error ``invalid`` (its code, what the
+        file is, what its name is used for); ``keep`` entries are passed over in silence."""
+        found: list[tuple[str, str]] = []
+        code, noun, used_as = invalid
         for entry in _sorted_entries(directory):
             rel = self.rel(entry)
             stem = entry.name.removesuffix(".py")
-            if entry.name == "__init__.py":
+            if entry.name == "__init__.py" or keep(entry):
                 continue
             if entry.is_dir() or entry.suffix != ".py":
                 self.sink.warning(
                     "discover/unknown-file",
-                    "hooks/ holds one hook per .py file (define_hook(events=...)); this entry "
-                    "is ignored",
+                    f"{directory.name}/ holds {holds}; this entry is ignored",
                     source_path=rel,
                     node_id=node.node_id,
                 )
-            elif not (stem.isascii() and HOOK_NAME.match(stem)):
+            elif problem := name_problem(stem):
                 self.sink.error(
-                    "discover/hook-name-invalid",
-                    f"hook file '{entry.name}' must be a snake_case ASCII name ending in .py "
-                    f"(e.g. '{_suggest_snake(stem)}.py'): it is imported as a module",
+                    code,
+                    f"{noun} file '{entry.name}' {problem}: {used_as}",
                     source_path=rel,
                     node_id=node.node_id,
                 )
             else:
-                node.hooks.append((stem, rel))
+                found.append((stem, rel))
+        return found
+
+    def hooks(self, node: NodeFiles, directory: Path) -> None:
+        node.hooks += self.modules(
+            node,
+            directory,
+            holds="one hook per .py file (define_hook(events=...))",
+            name_problem=_snake_case_problem(HOOK_NAME),
+            invalid=("discover/hook-name-invalid", "hook", "it is imported as a module"),
+        )
 
     def connections(self, node: NodeFiles, directory: Path) -> None:
-        for entry in _sorted_entries(directory):
-            rel = self.rel(entry)
-            stem = entry.name.removesuffix(".py")
-            if entry.name == "__init__.py":
-                continue
-            if entry.is_dir() or entry.suffix != ".py":
-                self.sink.warning(
-                    "discover/unknown-file",
-                    "connections/ holds one MCP server per .py file (define_mcp_connection); "
-                    "this entry is ignored",
-                    source_path=rel,
-                    node_id=node.node_id,
-                )
-            elif problem := _connection_name_problem(stem):
-                self.sink.error(
-                    "discover/connection-name-invalid",
-                    f"connection file '{entry.name}' {problem}; the file name is the "
-                    "connection's name and prefixes its tools' names (<name>__<tool>)",
-                    source_path=rel,
-                    node_id=node.node_id,
-                )
-            else:
-                node.connections.append((stem, rel))
+        node.connections += self.modules(
+            node,
+            directory,
+            holds="one MCP server per .py file (define_mcp_connection)",
+            name_problem=_connection_name_problem,
+            invalid=(
+                "discover/connection-name-invalid",
+                "connection",
+                "the file name is the connection's name and prefixes its tools' names "
+                "(<name>__<tool>)",
+            ),
+        )
 
     def connection_collisions(self, node: NodeFiles) -> None:
         """A tool whose name a connection's tools could take (``docs__search``)."""
@@ -327,29 +340,16 @@ class _Walker:
                 node_id=node.node_id,
             )
             return
-        for entry in _sorted_entries(directory):
-            rel = self.rel(entry)
-            stem = entry.name.removesuffix(".py")
-            if entry.name == "__init__.py" or (entry.is_file() and entry.suffix == ".json"):
-                continue  # a JSON file here is a script an eval's model names
-            if entry.is_dir() or entry.suffix != ".py":
-                self.sink.warning(
-                    "discover/unknown-file",
-                    "evals/ holds one eval per .py file (define_eval(cases=[...])) and the "
-                    "offline scripts they name (.json); this entry is ignored",
-                    source_path=rel,
-                    node_id=node.node_id,
-                )
-            elif not (stem.isascii() and EVAL_NAME.match(stem)):
-                self.sink.error(
-                    "discover/eval-name-invalid",
-                    f"eval file '{entry.name}' must be a snake_case ASCII name ending in .py "
-                    f"(e.g. '{_suggest_snake(stem)}.py'): the file name is the eval's name",
-                    source_path=rel,
-                    node_id=node.node_id,
-                )
-            else:
-                self.evals.append((stem, rel))
+        self.evals += self.modules(
+            node,
+            directory,
+            holds="one eval per .py file (define_eval(cases=[...])) and the offline scripts "
+            "they name (.json)",
+            name_problem=_snake_case_problem(EVAL_NAME),
+            invalid=("discover/eval-name-invalid", "eval", "the file name is the eval's name"),
+            # a JSON file here is a script an eval's model names
+            keep=lambda entry: entry.is_file() and entry.suffix == ".json",
+        )
 
     def skill(self, node: NodeFiles, entry: Path, stem: str, rel: str) -> None:
         try:
@@ -402,9 +402,18 @@ class _Walker:
             self.walk_node(entry, child_id)
 
 
-def _connection_name_problem(stem: str) -> str | None:
-    if not (stem.isascii() and TOOL_NAME.match(stem)):
+def _snake_case_problem(pattern: re.Pattern[str]) -> Callable[[str], str | None]:
+    def problem(stem: str) -> str | None:
+        if stem.isascii() and pattern.match(stem):
+            return None
         return f"must be a snake_case ASCII name ending in .py (e.g. '{_suggest_snake(stem)}.py')"
+
+    return problem
+
+
+def _connection_name_problem(stem: str) -> str | None:
+    if problem := _snake_case_problem(TOOL_NAME)(stem):
+        return problem
     if "__" in stem or stem.endswith("_"):
         return "may not contain '__' or end in '_': '__' separates it from the tool names"
     if stem == "eve" or stem.startswith("eve_"):

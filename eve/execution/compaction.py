@@ -41,6 +41,7 @@ from eve.model_windows import window_for
 from eve.models.base import ModelClient, ModelRequest
 from eve.models.events import Done, PartCompleted, ReasoningDelta, Retrying, TextDelta
 from eve.redact import redact
+from eve.tracing import ModelCallSpan
 from eve.usage import TokenUsage
 
 log = logging.getLogger("eve.compaction")
@@ -211,19 +212,21 @@ async def summarize(
     )
     text: list[str] = []
     usage = TokenUsage()
-    async for event in client.stream(request):
-        match event:
-            case TextDelta(text=delta):
-                text.append(delta)
-            case Retrying():
-                text.clear()
-            case Done():
-                usage = event.usage
-            case ReasoningDelta() | PartCompleted():
-                pass
-            case _:
-                # tool calls: no tools are offered, so a call is ignored
-                pass
+    with ModelCallSpan(client.model_id, request, step=None) as call:
+        async for event in client.stream(request):
+            call.saw(event)
+            match event:
+                case TextDelta(text=delta):
+                    text.append(delta)
+                case Retrying():
+                    text.clear()
+                case Done():
+                    usage = event.usage
+                case ReasoningDelta() | PartCompleted():
+                    pass
+                case _:
+                    # tool calls: no tools are offered, so a call is ignored
+                    pass
     summary = "".join(text).strip()
     if not summary:
         raise ValueError(f"{client.model_id} wrote an empty summary")

@@ -40,6 +40,8 @@ TOOL_RESULT = "gen_ai.tool.call.result"
 TURN_ID = "eve.turn.id"
 STOP_REASON = "eve.turn.stop_reason"
 STEP_INDEX = "eve.step.index"
+#: what the model call is for: ``turn`` (a step) or ``compaction`` (a history's summary)
+REQUEST_PURPOSE = "eve.request.purpose"
 TOOL_STATUS = "eve.tool.status"
 PARENT_SESSION = "eve.parent.session_id"
 

@@ -26,6 +26,7 @@ from eve.tracing.conventions import (
     PROVIDER,
     REQUEST_MAX_TOKENS,
     REQUEST_MODEL,
+    REQUEST_PURPOSE,
     STEP_INDEX,
     capture_content,
     provider_and_model,
@@ -35,13 +36,13 @@ from eve.tracing.turn_spans import traced_turns
 
 class ModelCallSpan(SpanBlock):
     """``with ModelCallSpan(model_id, request, step=i) as call:`` … ``call.saw(event)`` per
-    event (``step``: which model call of the turn).
+    event (``step``: which model call of the turn; None for a compaction's summary).
 
     A span of the current context (the turn's ``invoke_agent``). It ends with the block: an
     exception leaving the block is recorded on it, unless the request's signal says the turn
     was cancelled (a cancelled call did not fail)."""
 
-    def __init__(self, model_id: str, request: ModelRequest, *, step: int) -> None:
+    def __init__(self, model_id: str, request: ModelRequest, *, step: int | None) -> None:
         self.request = request
         self.recording = self.content = False
         self.text: list[str] = []
@@ -50,16 +51,17 @@ class ModelCallSpan(SpanBlock):
             self.span: Span = INVALID_SPAN
             return
         provider, model = provider_and_model(model_id)
+        attributes: dict[str, str | int] = {
+            OPERATION: "chat",
+            PROVIDER: provider,
+            REQUEST_MODEL: model,
+            REQUEST_MAX_TOKENS: request.max_output_tokens,
+            REQUEST_PURPOSE: request.purpose,
+        }
+        if step is not None:  # a compaction's summary is asked between steps, of none
+            attributes[STEP_INDEX] = step
         self.span = tracer().start_span(
-            f"chat {model}",
-            kind=SpanKind.CLIENT,
-            attributes={
-                OPERATION: "chat",
-                PROVIDER: provider,
-                REQUEST_MODEL: model,
-                REQUEST_MAX_TOKENS: request.max_output_tokens,
-                STEP_INDEX: step,
-            },
+            f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes
         )
         #: building attributes only pays when something records them
         self.recording = self.span.is_recording()

@@ -14,10 +14,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 from eve.cancellation import CancelSignal
 from eve.errors import ModelHTTPError
 from eve.execution import TurnEnvironment, agent_setup, run_agent
+from eve.manifest import Compaction
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent, Retrying, TokenUsage
 from eve.models.function import FunctionModel
-from eve.tools import tool
+from eve.tools import define_tool, tool
 from eve.tracing.conventions import CAPTURE_CONTENT_ENV
 from eve.tracing.turn_spans import SPANS
 from tests.execution.helpers import Script, calls, live, text
@@ -90,6 +91,7 @@ async def test_a_turn_is_a_tree_of_agent_chat_and_tool_spans(
         "gen_ai.provider.name": "anthropic",
         "gen_ai.request.model": "claude-test",
         "gen_ai.request.max_tokens": 4096,
+        "eve.request.purpose": "turn",
         "eve.step.index": 0,
         "gen_ai.response.finish_reasons": ("tool_use",),
         "gen_ai.usage.input_tokens": 10,
@@ -212,3 +214,46 @@ async def test_a_retried_call_is_one_span_and_a_cancelled_turn_no_error(
     for span in (chat, turn):
         assert span.status.status_code == StatusCode.UNSET, span.name
     assert (turn.attributes or {})["eve.turn.stop_reason"] == "aborted"
+
+
+async def test_a_compactions_summary_is_a_chat_span_of_the_turn(
+    spans: InMemorySpanExporter, no_content: None
+) -> None:
+    """The summary a compaction asks for between steps is a model call like the steps'."""
+    look = live("look", define_tool(description="Look.", input_schema=None, execute=_seen))
+
+    steps = 0  # counted here: a compaction folds the earlier steps out of the request
+
+    def respond(request: ModelRequest) -> list[ModelEvent]:
+        nonlocal steps
+        if request.purpose == "compaction":
+            return text(
+                "the user looked around", usage=TokenUsage(input_tokens=50, output_tokens=7)
+            )
+        steps += 1
+        looks = calls(("look", {}), ("look", {}), prefix=f"s{steps}_")
+        return looks if steps < 12 else text("done")
+
+    setup = agent_setup(
+        FunctionModel(respond, model_id="anthropic/claude-test"),
+        tools=[look],
+        compaction=Compaction(threshold_percent=50),
+        context_window_tokens=2_000,
+        max_turns=20,
+    )
+    result = await run_agent(setup, "look", env=TurnEnvironment(session_id="ses_trace"))
+    assert result.stop_reason == "complete"
+    found = by_name(spans.get_finished_spans())
+    turn = _one(found, "invoke_agent")
+    purposes = [dict(s.attributes or {}) for s in found["chat claude-test"]]
+    summaries = [a for a in purposes if a["eve.request.purpose"] == "compaction"]
+    assert summaries and all("eve.step.index" not in a for a in summaries)
+    assert all(a["gen_ai.usage.output_tokens"] == 7 for a in summaries)
+    steps = [a["eve.step.index"] for a in purposes if a["eve.request.purpose"] == "turn"]
+    assert steps == list(range(len(steps)))
+    for span in found["chat claude-test"]:
+        assert span.parent is not None and span.parent.span_id == turn.context.span_id
+
+
+def _seen(data: object, ctx: object) -> str:
+    return "seen " * 80

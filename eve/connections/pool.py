@@ -32,6 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from eve.authoring.connections import TokenSource
+from eve.connections.content import ResultPart, content_parts
 from eve.errors import (
     MCPCallTimedOut,
     MCPConnectionError,
@@ -39,6 +40,7 @@ from eve.errors import (
     MCPToolFailed,
 )
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
+from eve.messages import TextPart
 
 log = logging.getLogger("eve.connections")
 R = TypeVar("R")
@@ -58,10 +60,16 @@ class ServerTool:
 
 @dataclass(frozen=True, kw_only=True)
 class CallResult:
-    """What a successful call answered: its text, and structured content when there is any."""
+    """What a successful call answered: its text, its content as parts (images and documents
+    too: ``connections.content``), and structured content when there is any."""
 
     text: str
+    parts: list[ResultPart]
     structured: dict[str, Any] | None = None
+
+    @property
+    def has_media(self) -> bool:
+        return any(not isinstance(part, TextPart) for part in self.parts)
 
 
 def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
@@ -255,7 +263,8 @@ class _Server:
         )
 
     def _result(self, tool: str, result: mcp_types.CallToolResult) -> CallResult:
-        text = "\n".join(_text_of(part) for part in result.content)
+        parts = content_parts(result.content)
+        text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
         if result.is_error:
             raise MCPToolFailed(
                 f"connection {self.name!r}: tool {tool!r} failed: {text or 'no message'}",
@@ -263,7 +272,9 @@ class _Server:
                 tool=tool,
             )
         structured = result.structured_content
-        return CallResult(text=text, structured=dict(structured) if structured else None)
+        return CallResult(
+            text=text, parts=parts, structured=dict(structured) if structured else None
+        )
 
     async def _with_reconnect(
         self, run: Callable[[ClientSession], Awaitable[R]], *, tool: str | None = None
@@ -315,14 +326,6 @@ def _reason(error: BaseException) -> str:
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return f"{type(error).__name__}: {error}"
-
-
-def _text_of(part: Any) -> str:
-    text = getattr(part, "text", None)
-    if isinstance(text, str):
-        return text
-    kind = getattr(part, "type", type(part).__name__)
-    return f"[{kind} content]"
 
 
 class ConnectionPool:

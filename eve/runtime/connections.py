@@ -117,6 +117,8 @@ def _caller(connection: ResolvedConnection, tool: str) -> Execute:
     async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
         pool = pool_of(connection.name)
         result = await pool.call(connection.entry, tool, data, connection.definition.get_token)
+        if result.has_media:
+            return result.parts  # images and documents reach the model as such
         if not result.text and result.structured is not None:
             return result.structured
         return result.text

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 import time
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import (
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+)
 
 server = MCPServer(name="eve-test-server")
 
@@ -42,6 +51,32 @@ def header(name: str, ctx: Context) -> str:
     """The value of a request header the client sent (HTTP only)."""
     request = ctx.request_context.request
     return "" if request is None else str(request.headers.get(name, ""))
+
+
+#: a 1x1 PNG, and a one-line "PDF" (what the model is sent is the bytes, not a parse)
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201a5f6e5e10000000049454e44ae426082"
+)
+PDF = b"%PDF-1.4 eve test"
+
+
+@server.tool()
+def chart() -> list[ContentBlock]:
+    """A chart, its report and a sound: an image, an embedded PDF and audio."""
+    return [
+        TextContent(type="text", text="the chart:"),
+        ImageContent(type="image", data=base64.b64encode(PIXEL).decode(), mime_type="image/png"),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///reports/q3.pdf",
+                mime_type="application/pdf",
+                blob=base64.b64encode(PDF).decode(),
+            ),
+        ),
+        AudioContent(type="audio", data="AAAA", mime_type="audio/wav"),
+    ]
 
 
 @server.tool()

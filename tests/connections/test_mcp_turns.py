@@ -15,9 +15,11 @@ from eve.events import ActionResult, ActionsRequested, ConnectionFailed, Session
 from eve.execution import TurnEnvironment, run_agent
 from eve.execution.setup import AgentSetup
 from eve.execution.tool_calls import ApprovalRequest
+from eve.messages import DocumentPart, ImagePart, TextPart, ToolResultMessage
 from eve.models.events import ModelEvent
 from eve.models.function import FunctionModel
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
+from tests.connections.mcp_test_server import PDF, PIXEL
 from tests.connections.servers import STDIO_COMMAND, free_port
 from tests.execution.helpers import Script, calls, text
 from tests.execution.test_checkpoints import JsonRecorder
@@ -31,7 +33,7 @@ from eve.tools.approval import always
 default = define_mcp_connection(
     description="Arithmetic on a test server.",
     command={STDIO_COMMAND!r},
-    tools=["add", "fail", "hang"],
+    tools=["add", "fail", "hang", "chart"],
     approval={{"fail": always()}},
     call_timeout_seconds=0.5,
 )
@@ -188,3 +190,21 @@ async def test_a_replayed_turn_reads_the_recorded_listing(agent: ResolvedAgent) 
     replayed, _ = await run(agent, text("one"), recorder=recorder)
     assert "connections.list" not in recorder.produced
     assert [t.name for t in replayed.requests[0].tools] == [t.name for t in first.requests[0].tools]
+
+
+async def test_images_and_documents_of_a_result_reach_the_model_as_parts(
+    agent: ResolvedAgent,
+) -> None:
+    model, events = await run(
+        agent, calls(("eve__tool", {"name": "calc__chart", "input": {}})), text("a chart")
+    )
+    [result] = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    kinds = [type(part).__name__ for part in result.parts]
+    assert kinds == ["TextPart", "ImagePart", "DocumentPart", "TextPart"]
+    image, document, audio = result.parts[1], result.parts[2], result.parts[3]
+    assert isinstance(image, ImagePart) and image.data == PIXEL
+    assert image.media_type == "image/png"
+    assert isinstance(document, DocumentPart) and document.data == PDF
+    assert document.name == "q3.pdf"
+    assert isinstance(audio, TextPart) and "takes no audio" in audio.text
+    assert results(events)["calc__chart"].data.status == "completed"

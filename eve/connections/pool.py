@@ -7,7 +7,8 @@ of the process. A call that finds the connection closed (the server exited, the 
 dropped) reconnects once and tries again; a call that outlives the connection's timeout
 fails with ``MCPCallTimedOut`` and leaves the connection as it is. A stdio server runs in a
 process group of its own (the SDK starts it with ``start_new_session``) and closing the
-connection ends the whole group: ``close_pools`` at shutdown closes every one.
+connection ends the whole group (``connections.process_group``): ``close_pools`` at
+shutdown closes every one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from eve.authoring.connections import TokenSource
 from eve.connections.content import ResultPart, content_parts
+from eve.connections.process_group import ProcessGroup
 from eve.errors import (
     MCPCallTimedOut,
     MCPConnectionError,
@@ -114,6 +116,10 @@ class _Server:
                     # the interpreter running eve: the server sees the packages eve sees,
                     # and the artifacts name no path of this machine
                     command = sys.executable
+                group = ProcessGroup()
+                # registered first, so it runs after the SDK's own close below
+                stack.push_async_callback(group.end)
+                command, args = group.wrap(command, args)
                 params = StdioServerParameters(
                     command=command, args=args, env=env or None, cwd=server.cwd
                 )

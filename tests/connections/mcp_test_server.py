@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 import sys
 import time
 
@@ -86,6 +87,14 @@ def exit_now() -> str:
 
 
 if __name__ == "__main__":
+    if "with-child" in sys.argv:
+        # a helper process in the server's group that outlives the server's stdin, as a
+        # server's own workers would: only ending the whole group ends it
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)", *sys.argv[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -116,10 +116,11 @@ class _Server:
                     # the interpreter running eve: the server sees the packages eve sees,
                     # and the artifacts name no path of this machine
                     command = sys.executable
-                group = ProcessGroup()
-                # registered first, so it runs after the SDK's own close below
-                stack.push_async_callback(group.end)
-                command, args = group.wrap(command, args)
+                if os.name == "posix":  # Windows: the SDK's Job Object ends the tree
+                    group = ProcessGroup()
+                    # registered first, so it runs after the SDK's own close below
+                    stack.push_async_callback(group.end)
+                    command, args = group.wrap(command, args)
                 params = StdioServerParameters(
                     command=command, args=args, env=env or None, cwd=server.cwd
                 )

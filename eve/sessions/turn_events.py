@@ -11,6 +11,11 @@ of its record, and when a recovered turn replays a step whose events did not all
 the log (the process died between the two writes), the missing ones are appended then,
 in their place, since everything after them was not written either.
 
+A turn's end (``turn.completed``, ``turn.cancelled``) is held back until the workflow has
+saved the turn's checkpoint (``release``): a reader who sees it and asks for the session's
+summary finds the turn counted. What the body emits after it while held (a hook's
+``hook.failed`` about it) waits behind it, in order.
+
 Hooks run again with the body, so a hook that fails again reports ``hook.failed`` again. That
 report has no body position of its own (whether a hook fails need not repeat, and positions
 must): it follows the event it is about, and is skipped when that event is.
@@ -27,6 +32,9 @@ from eve.events import SessionEvent
 from eve.sessions.event_log import Pending, SessionWriter
 from eve.sessions.store import TurnProgress
 
+#: the events that tell a turn's outcome, which ``GET /session`` must already count
+HELD_UNTIL_SAVED = frozenset({"turn.completed", "turn.cancelled"})
+
 
 class TurnEvents:
     def __init__(self, writer: SessionWriter, *, workflow_id: str, progress: TurnProgress) -> None:
@@ -39,20 +47,24 @@ class TurnEvents:
         self.step_events: list[SessionEvent] = []
         #: the last body event was already in the log (so are its ``hook.failed`` reports)
         self.skipped = False
+        #: the turn's end and what followed it, until the checkpoint is saved (``release``)
+        self.held: list[Pending] = []
 
     def __call__(self, event: SessionEvent) -> None:
         if self.step_key is None and event.type == "hook.failed":
             if not self.skipped:
-                self.writer.add(Pending(event=event, workflow_id=self.workflow_id))
+                self._body(Pending(event=event, workflow_id=self.workflow_id))
             return
         if self.step_key is None:
             self.body_seq += 1
             self.skipped = self.body_seq <= self.progress.last_body_seq
             if self.skipped:
                 return
-            self.writer.add(
-                Pending(event=event, workflow_id=self.workflow_id, body_seq=self.body_seq)
-            )
+            pending = Pending(event=event, workflow_id=self.workflow_id, body_seq=self.body_seq)
+            if event.type in HELD_UNTIL_SAVED:
+                self.held.append(pending)
+            else:
+                self._body(pending)
             return
         if self.attempt:
             data = msgspec.structs.replace(event.data, attempt=self.attempt)
@@ -94,5 +106,18 @@ class TurnEvents:
             self.progress.written.get((key, attempt), 0), len(recorded)
         )
 
+    def _body(self, pending: Pending) -> None:
+        if self.held:
+            self.held.append(pending)
+        else:
+            self.writer.add(pending)
+
+    def release(self) -> None:
+        """The checkpoint is saved (or there is none to save): write what was held."""
+        held, self.held = self.held, []
+        for pending in held:
+            self.writer.add(pending)
+
     async def flush(self) -> None:
+        self.release()
         await self.writer.flush()

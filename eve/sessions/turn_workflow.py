@@ -168,10 +168,12 @@ class TurnRuntime:
             # unrecorded, and the engine resumes it once writes succeed (engine.py)
             failed = storage_failure(error)
             log.warning("turn %s failed: %s", workflow_id, failed or type(error).__name__)
+            events.release()  # no checkpoint to wait for: the turn failed
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
             await events.flush()
             return "failed"
         ended = await self._finish(session_id, checkpoint, context, approved_once, raised, result)
+        events.release()  # the turn's end, now that its checkpoint counts it
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from decimal import Decimal
 
 import pytest
 
 from eve.client import APIError, AsyncEveClient, EveClient, SessionLimits, SessionSummary
 from eve.costs import Cost, Spend
-from eve.events import SessionEvent, StepCompleted, TaskSettled, TurnCompleted
+from eve.events import StepCompleted, TaskSettled, TurnCompleted
 from eve.sessions.checkpoint import decode_checkpoint, encode_checkpoint
+from eve.sessions.store import SessionStore
 from eve.usage import TokenUsage
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
@@ -22,16 +24,6 @@ from tests.sessions.test_tasks import RESEARCHER
 from tests.sessions.test_tasks import app as durable_app
 
 LIMITS = {"max_turns": 5, "max_input_tokens_per_session": 100_000, "session_timeout_seconds": 3600}
-#: the turn's checkpoint (what the summary reads) is saved after its turn.completed and
-#: before one of these
-SETTLED = frozenset({"session.waiting", "session.completed"})
-
-
-def settled_turn(client: EveClient, session_id: str, turn_id: str | None) -> list[SessionEvent]:
-    """The turn's events, then on to the event that says its checkpoint is saved."""
-    events = list(client.turn_events(session_id, turn_id))
-    after = events[-1].meta.index + 1
-    return [*events, *client.stream(session_id, after, until=SETTLED)]
 
 
 def test_the_summary_adds_up_the_turns_and_says_what_is_left(make_app: AppFactory) -> None:
@@ -44,7 +36,7 @@ def test_the_summary_adds_up_the_turns_and_says_what_is_left(make_app: AppFactor
             turns = []
             for message in ("hello", "again"):
                 accepted = client.send(session, message)
-                events = settled_turn(client, session, accepted.turn_id)
+                events = list(client.turn_events(session, accepted.turn_id))
                 turns.append(next(e for e in events if isinstance(e, TurnCompleted)).data)
             summary = client.session(session)
             with pytest.raises(APIError) as missing:
@@ -81,9 +73,7 @@ def test_the_async_client_reads_the_same_summary(make_app: AppFactory) -> None:
     async def converse() -> SessionSummary:
         async with AsyncEveClient(server.url, transport=server.async_transport()) as client:
             accepted = await client.create("hello")
-            async for event in client.turn_events(accepted.session_id, accepted.turn_id):
-                after = event.meta.index + 1
-            async for _ in client.stream(accepted.session_id, after, until=SETTLED):
+            async for _ in client.turn_events(accepted.session_id, accepted.turn_id):
                 pass
             return await client.session(accepted.session_id)
 
@@ -101,13 +91,13 @@ def test_the_totals_survive_a_server_restart(make_app: AppFactory) -> None:
     try:
         client = EveClient(server.url)
         accepted = client.create("hello")
-        settled_turn(client, accepted.session_id, accepted.turn_id)
+        list(client.turn_events(accepted.session_id, accepted.turn_id))
         before = client.session(accepted.session_id)
         server.kill()
         server.restart()
         after = client.session(accepted.session_id)
         second = client.send(accepted.session_id, "again")
-        events = settled_turn(client, accepted.session_id, second.turn_id)
+        events = list(client.turn_events(accepted.session_id, second.turn_id))
         last = client.session(accepted.session_id)
         client.close()
     finally:
@@ -157,3 +147,28 @@ def test_a_checkpoint_from_before_spend_keeps_its_token_totals() -> None:
     written = json.loads(encode_checkpoint(old))  # written back as spend only
     assert "input_tokens" not in written and "output_tokens" not in written
     assert decode_checkpoint(json.dumps(written)).spend == old.spend
+
+
+def test_a_turns_end_is_in_the_log_only_once_the_summary_counts_it(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``turn.completed`` waits for the turn's checkpoint: a slow save cannot let a client
+    that saw the turn end read a summary without it."""
+    saved = SessionStore.save_checkpoint
+
+    def slow_save(self: SessionStore, session_id: str, raw: str | None) -> None:
+        time.sleep(0.5)  # the turn's end is emitted while this runs
+        saved(self, session_id, raw)
+
+    monkeypatch.setattr(SessionStore, "save_checkpoint", slow_save)
+    root = scripted_app(make_app, [say("only reply")])
+    server = InProcessServer(root).start()
+    try:
+        with EveClient(server.url, transport=server.transport()) as client:
+            accepted = client.create("hello")
+            events = list(client.turn_events(accepted.session_id, accepted.turn_id))
+            summary = client.session(accepted.session_id)
+    finally:
+        server.stop()
+    assert events[-1].type == "turn.completed"
+    assert summary.turns == 1 and summary.usage.output_tokens > 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -60,12 +60,17 @@ def model_client(model_id: str, app_root: Path) -> ModelClient:
     return create_client(model_id, app_root=app_root, env=os.environ)
 
 
-def with_client(setup: AgentSetup, client: ModelClient) -> AgentSetup:
-    """``setup`` with every node answering through ``client`` (as ``eve run --model``)."""
+def _each_node(setup: AgentSetup, change: Callable[[AgentSetup], AgentSetup]) -> AgentSetup:
+    """``setup`` and every subagent node ``change``d, the new nodes calling each other."""
     nodes: dict[str, AgentSetup] = {}
     for node_id, child in setup.subagents.items():
-        nodes[node_id] = replace(child, client=client, subagents=nodes)
-    return replace(setup, client=client, subagents=nodes)
+        nodes[node_id] = replace(change(child), subagents=nodes)
+    return replace(change(setup), subagents=nodes)
+
+
+def with_client(setup: AgentSetup, client: ModelClient) -> AgentSetup:
+    """``setup`` with every node answering through ``client`` (as ``eve run --model``)."""
+    return _each_node(setup, lambda node: replace(node, client=client))
 
 
 def _stubbed(stub: Stub) -> Any:
@@ -101,15 +106,12 @@ def with_stubs(setup: AgentSetup, stubs: Mapping[str, Stub]) -> AgentSetup:
     """``setup`` with the function tools named in ``stubs`` running their stub, in every node."""
     if not stubs:
         return setup
-
-    def stubbed(node: AgentSetup, nodes: dict[str, AgentSetup]) -> AgentSetup:
-        agent = replace(node.agent, tools=_stub_tools(node.agent.tools, stubs))
-        return replace(node, agent=agent, subagents=nodes)
-
-    nodes: dict[str, AgentSetup] = {}
-    for node_id, child in setup.subagents.items():
-        nodes[node_id] = stubbed(child, nodes)
-    return stubbed(setup, nodes)
+    return _each_node(
+        setup,
+        lambda node: replace(
+            node, agent=replace(node.agent, tools=_stub_tools(node.agent.tools, stubs))
+        ),
+    )
 
 
 @dataclass(kw_only=True)

@@ -296,3 +296,25 @@ def parts_for(provider: str, parts: Sequence[AssistantPart]) -> list[AssistantPa
             case _:
                 assert_never(part)
     return kept
+
+
+def plain_transcript(messages: Sequence[Message]) -> str:
+    """``messages`` as plain text for a model to read about a conversation (a compaction's
+    summarizer, an eval's judge): one line per message, tool calls and results named."""
+    lines: list[str] = []
+    for message in messages:
+        match message:
+            case UserMessage(compaction=None):
+                lines.append(f"user: {message.text}")
+            case UserMessage():
+                lines.append(f"(earlier summary) {message.text}")
+            case AssistantMessage():
+                calls = [
+                    f"[called {c.name}({msgspec.json.encode(c.input).decode()})]"
+                    for c in message.tool_calls
+                ]
+                lines.append(" ".join(["assistant:", message.text, *calls]).strip())
+            case ToolResultMessage():
+                flag = " (error)" if message.is_error else ""
+                lines.append(f"tool result{flag} {message.name}: {message.content}")
+    return "\n".join(lines)

@@ -20,7 +20,7 @@ from typing import Any
 from eve.errors import JudgeAnswerInvalid
 from eve.evals.case_run import CaseRun
 from eve.evals.expectations import CheckOutcome, Judge, label
-from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage, user_message
+from eve.messages import Message, plain_transcript, user_message
 from eve.models.base import ModelClient, ModelRequest, ToolDeclaration
 from eve.models.events import TextDelta, ToolCallEnd
 from eve.models.registry import create_client
@@ -50,24 +50,9 @@ class Judgement:
 
 
 def render_transcript(messages: list[Message]) -> str:
-    """The conversation as the judge reads it: one line (or block) per message."""
-    lines = []
-    for message in messages:
-        match message:
-            case UserMessage():
-                lines.append(f"user: {message.text}")
-            case AssistantMessage():
-                if message.text:
-                    lines.append(f"assistant: {message.text}")
-                lines.extend(
-                    f"assistant called {c.name}({json.dumps(c.input)})" for c in message.tool_calls
-                )
-            case ToolResultMessage():
-                status = "error" if message.is_error else "result"
-                lines.append(f"tool {status} ({message.name or '?'}): {message.content}")
-            case _:
-                lines.append(f"{type(message).__name__}")
-    return "\n".join(lines)
+    """The conversation as the judge reads it: the plain transcript a compaction's
+    summarizer reads too (``eve.messages.plain_transcript``)."""
+    return plain_transcript(messages)
 
 
 def judge_prompt(rubric: str, transcript: str) -> str:

@@ -29,11 +29,11 @@ from eve.events import CompactionFailedData, CompactionReason, SessionCompactedD
 from eve.execution.trim import estimate_tokens, units
 from eve.manifest import Compaction
 from eve.messages import (
-    AssistantMessage,
     Message,
     ToolResultMessage,
     UserMessage,
     model_view,
+    plain_transcript,
     summary_message,
     user_message,
 )
@@ -179,34 +179,13 @@ def _after_summary(view: Sequence[Message]) -> int:
     return len(view)
 
 
-def render(messages: Sequence[Message]) -> str:
-    """The folded messages as the plain text the compaction model reads."""
-    lines: list[str] = []
-    for message in messages:
-        match message:
-            case UserMessage(compaction=None):
-                lines.append(f"user: {message.text}")
-            case UserMessage():
-                lines.append(f"(earlier summary) {message.text}")
-            case AssistantMessage():
-                calls = [
-                    f"[called {c.name}({msgspec.json.encode(c.input).decode()})]"
-                    for c in message.tool_calls
-                ]
-                lines.append(" ".join(["assistant:", message.text, *calls]).strip())
-            case ToolResultMessage():
-                flag = " (error)" if message.is_error else ""
-                lines.append(f"tool result{flag} {message.name}: {message.content}")
-    return "\n".join(lines)
-
-
 async def summarize(
     client: ModelClient, instructions: str, messages: Sequence[Message], *, max_tokens: int
 ) -> tuple[str, TokenUsage]:
     """Ask ``client`` for the summary of ``messages``; its text and what it cost."""
     request = ModelRequest(
         system=instructions,
-        messages=[user_message(render(messages))],
+        messages=[user_message(plain_transcript(messages))],
         max_output_tokens=max_tokens,
         purpose="compaction",
     )

@@ -9,7 +9,8 @@ import pytest
 
 from eve.errors import MessageInvalid, StepRecordCorrupt, TranscriptCorrupt
 from eve.execution import load_transcript
-from eve.execution.checkpoints import ModelResponse, RanAll, StepPart
+from eve.execution.checkpoints import RanAll, StepPart
+from eve.execution.response import ModelResponse
 from eve.execution.tool_calls import result_parts
 from eve.messages import (
     AssistantMessage,

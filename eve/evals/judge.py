@@ -20,9 +20,9 @@ from typing import Any
 from eve.errors import JudgeAnswerInvalid
 from eve.evals.case_run import CaseRun
 from eve.evals.expectations import CheckOutcome, Judge, label
+from eve.execution.model_stream import stream_response
 from eve.messages import Message, plain_transcript, user_message
 from eve.models.base import ModelClient, ModelRequest, ToolDeclaration
-from eve.models.events import TextDelta, ToolCallEnd
 from eve.models.registry import create_client
 
 JUDGE_SYSTEM = (
@@ -104,13 +104,9 @@ async def ask_judge(client: ModelClient, rubric: str, transcript: str) -> Judgem
         output_schema=JUDGEMENT_SCHEMA if structured else None,
         max_output_tokens=1024,
     )
-    text, call = "", None
-    async for event in client.stream(request):
-        if isinstance(event, TextDelta):
-            text += event.text
-        elif isinstance(event, ToolCallEnd) and event.name == JUDGEMENT_TOOL:
-            call = event.input
-    return parse_judgement(client.model_id, text, call)
+    response = await stream_response(client, request, step=None)
+    calls = [c.input for c in response.tool_calls if c.name == JUDGEMENT_TOOL]
+    return parse_judgement(client.model_id, response.text, calls[0] if calls else None)
 
 
 async def check_judge(judge: Judge, run: CaseRun, *, app_root: Path) -> CheckOutcome:

@@ -19,22 +19,8 @@ from typing import Literal, Protocol, TypeVar
 import msgspec
 
 from eve.execution.compaction import CompactionRecord, ProduceCompaction
+from eve.execution.response import ModelResponse
 from eve.execution.tool_calls import CallOutcome
-from eve.messages import AssistantMessage, StopReason
-from eve.usage import TokenUsage
-
-
-class ModelResponse(AssistantMessage, frozen=True, kw_only=True):
-    """One step's complete model response: the assistant message it records (its parts, in
-    the order the model produced them) with why it ended and what it cost. Step records
-    from before content parts (``text`` and ``tool_calls``) decode as AssistantMessage's do."""
-
-    finish_reason: StopReason
-    usage: TokenUsage
-
-    def message(self) -> AssistantMessage:
-        """What the history records of it."""
-        return AssistantMessage(parts=self.parts)
 
 
 class _Part(msgspec.Struct, frozen=True, kw_only=True, tag_field="stop"):

@@ -26,6 +26,7 @@ from pathlib import Path
 import msgspec
 
 from eve.events import CompactionFailedData, CompactionReason, SessionCompactedData
+from eve.execution.model_stream import stream_response
 from eve.execution.trim import estimate_tokens, units
 from eve.manifest import Compaction
 from eve.messages import (
@@ -39,9 +40,7 @@ from eve.messages import (
 )
 from eve.model_windows import window_for
 from eve.models.base import ModelClient, ModelRequest
-from eve.models.events import Done, PartCompleted, ReasoningDelta, Retrying, TextDelta
 from eve.redact import redact
-from eve.tracing import ModelCallSpan
 from eve.usage import TokenUsage
 
 log = logging.getLogger("eve.compaction")
@@ -189,27 +188,12 @@ async def summarize(
         max_output_tokens=max_tokens,
         purpose="compaction",
     )
-    text: list[str] = []
-    usage = TokenUsage()
-    with ModelCallSpan(client.model_id, request, step=None) as call:
-        async for event in client.stream(request):
-            call.saw(event)
-            match event:
-                case TextDelta(text=delta):
-                    text.append(delta)
-                case Retrying():
-                    text.clear()
-                case Done():
-                    usage = event.usage
-                case ReasoningDelta() | PartCompleted():
-                    pass
-                case _:
-                    # tool calls: no tools are offered, so a call is ignored
-                    pass
-    summary = "".join(text).strip()
+    # tool calls are ignored: no tools are offered
+    response = await stream_response(client, request, step=None)
+    summary = response.text.strip()
     if not summary:
         raise ValueError(f"{client.model_id} wrote an empty summary")
-    return summary, usage
+    return summary, response.usage
 
 
 @dataclass(frozen=True, kw_only=True)

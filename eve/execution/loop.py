@@ -39,7 +39,6 @@ from eve.execution.catalog_calls import as_entries, connection_of, loaded_skill,
 from eve.execution.checkpoints import (
     Aborted,
     AsksPerson,
-    ModelResponse,
     Produce,
     RanAll,
     StartsTask,
@@ -63,6 +62,7 @@ from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
 from eve.execution.model_stream import stream_response
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
+from eve.execution.response import ModelResponse
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.execution.tasks import TaskCall

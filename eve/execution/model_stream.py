@@ -1,5 +1,6 @@
-"""One model call of a step: the client's stream folded into a ``ModelResponse``, its text
-and reasoning published as they arrive, inside the call's trace span."""
+"""One model call: the client's stream folded into a ``ModelResponse`` (what came before a
+retry dropped), a step's text and reasoning published as they arrive, inside the call's
+trace span."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from eve.events import (
     ModelRetryingData,
     ReasoningAppendedData,
 )
-from eve.execution.checkpoints import ModelResponse
-from eve.execution.response import ResponseParts
+from eve.execution.response import ModelResponse, ResponseParts
 from eve.models.base import ModelClient, ModelRequest
 from eve.models.events import (
     Done,
@@ -29,16 +29,25 @@ from eve.models.events import (
 from eve.tracing import ModelCallSpan
 
 
+async def _no_events(data: EventData) -> None:
+    del data
+
+
+def _no_check() -> None:
+    pass
+
+
 async def stream_response(
     client: ModelClient,
     request: ModelRequest,
     *,
-    step: int,
-    emit: Callable[[EventData], Awaitable[None]],
-    check: Callable[[], None],
+    step: int | None,
+    emit: Callable[[EventData], Awaitable[None]] = _no_events,
+    check: Callable[[], None] = _no_check,
 ) -> ModelResponse:
     """Stream ``request``; ``check`` runs before each event and after the last (a
-    cancellation raises there)."""
+    cancellation raises there). ``step`` is None for a call outside the steps (a
+    compaction's summary, an eval's judge), which publishes nothing."""
     built = ResponseParts()
     with ModelCallSpan(client.model_id, request, step=step) as call:
         async for event in client.stream(request):

@@ -1,11 +1,13 @@
-"""Assembling one model response from its stream: the parts in order, deltas for display."""
+"""One model response: assembling it from its stream (the parts in order, deltas for
+display) and the response a step records."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eve.messages import AssistantPart, TextPart, ToolCallPart
+from eve.messages import AssistantMessage, AssistantPart, StopReason, TextPart, ToolCallPart
 from eve.models.events import Done, PartCompleted, ToolCallEnd
+from eve.usage import TokenUsage
 
 
 @dataclass
@@ -46,3 +48,16 @@ class ResponseParts:
         text = "".join(self.text)
         head: list[AssistantPart] = [TextPart(text=text)] if text else []
         return [*head, *self.calls]
+
+
+class ModelResponse(AssistantMessage, frozen=True, kw_only=True):
+    """One step's complete model response: the assistant message it records (its parts, in
+    the order the model produced them) with why it ended and what it cost. Step records
+    from before content parts (``text`` and ``tool_calls``) decode as AssistantMessage's do."""
+
+    finish_reason: StopReason
+    usage: TokenUsage
+
+    def message(self) -> AssistantMessage:
+        """What the history records of it."""
+        return AssistantMessage(parts=self.parts)

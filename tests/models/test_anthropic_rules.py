@@ -15,7 +15,8 @@ import msgspec
 import pytest
 
 from eve.errors import ModelHTTPError, ModelRateLimited
-from eve.execution.checkpoints import ModelResponse, RanAll, StepPart
+from eve.execution.checkpoints import RanAll, StepPart
+from eve.execution.response import ModelResponse
 from eve.manifest import PromptCache, Retries
 from eve.messages import (
     AssistantMessage,

@@ -40,7 +40,8 @@ class AttachmentLimits:
     total: int = MAX_ATTACHMENTS_BYTES
 
 
-def _accepted() -> str:
+def accepted_types() -> str:
+    """The media types a message or tool result may carry, as a list to show a person."""
     return ", ".join((*IMAGE_TYPES, *DOCUMENT_TYPES))
 
 
@@ -64,7 +65,7 @@ def read_attachment(path: Path, *, limits: AttachmentLimits | None = None) -> Me
     if media_type not in IMAGE_TYPES + DOCUMENT_TYPES:
         told = f"is {media_type}" if media_type else "has a name that does not tell its type"
         raise AttachmentUnsupported(
-            f"{path} {told}; models take {_accepted()} (name the file .png, .jpg, .gif, "
+            f"{path} {told}; models take {accepted_types()} (name the file .png, .jpg, .gif, "
             ".webp, .pdf or .txt)",
             media_type=media_type,
             source=str(path),

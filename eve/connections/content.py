@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 
 import mcp_types
 
-from eve.attachments import DOCUMENT_TYPES, IMAGE_TYPES
+from eve.attachments import DOCUMENT_TYPES, IMAGE_TYPES, accepted_types
 from eve.messages import DocumentPart, ImagePart, TextPart
 
 ResultPart = TextPart | ImagePart | DocumentPart
@@ -54,5 +54,5 @@ def _media(data: str, media_type: str, *, name: str | None, what: str) -> Result
         return ImagePart(media_type=media_type, data=raw)
     if media_type in DOCUMENT_TYPES:
         return DocumentPart(media_type=media_type, data=raw, name=name)
-    takes = ", ".join((*IMAGE_TYPES, *DOCUMENT_TYPES))
-    return TextPart(text=f"[{what} content ({media_type or 'no type'}): models take {takes}]")
+    kind = media_type or "no type"
+    return TextPart(text=f"[{what} content ({kind}): models take {accepted_types()}]")

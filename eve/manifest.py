@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -121,9 +121,16 @@ class _Tool(Base, frozen=True, kw_only=True, tag_field="kind"):
         kind: HandlingKind = self.__struct_config__.tag  # type: ignore[assignment]
         return kind
 
+    def __post_init__(self) -> None:
+        _checked_has_execute(self)
+
 
 class _LocalTool(_Tool, frozen=True, kw_only=True):
     """A tool eve runs itself: the model sees its input schema; approval and deferral apply."""
+
+    #: a local function (``execute`` or a workflow tool's ``run``) exists, and the runtime
+    #: re-attaches it from the module map; always true here (``_checked_has_execute``)
+    has_execute: bool = True
 
     #: the JSON Schema sent to the model
     input_schema: dict[str, Any]
@@ -149,6 +156,8 @@ class ProviderToolEntry(_Tool, frozen=True, kw_only=True, tag="provider-tool"):
     """A tool the model provider runs; eve declares it and never imports its module."""
 
     provider: ProviderToolSpec
+    #: never: the provider runs it (``_checked_has_execute``)
+    has_execute: bool = False
 
 
 class SubagentToolEntry(_Tool, frozen=True, kw_only=True, tag="subagent"):
@@ -158,6 +167,25 @@ class SubagentToolEntry(_Tool, frozen=True, kw_only=True, tag="subagent"):
     input_schema: dict[str, Any]
     #: the node the call runs (``researcher``, ``researcher/reviewer``)
     node_id: str
+    #: always: the runtime runs the subagent's loop (``_checked_has_execute``)
+    has_execute: bool = True
+
+
+#: what ``has_execute`` says for each kind, as the TypeScript eve's ``hasExecute``: a local
+#: function, a workflow tool's run and a subagent's loop execute here; a provider tool never
+_HAS_EXECUTE: dict[HandlingKind, bool] = {
+    "dispatch": True,
+    "workflow-tool": True,
+    "subagent": True,
+    "provider-tool": False,
+}
+
+
+def _checked_has_execute(entry: _Tool) -> None:
+    """A tool entry's ``has_execute`` is its kind's: a manifest saying otherwise is refused."""
+    expected = _HAS_EXECUTE[entry.handling]
+    if getattr(entry, "has_execute", expected) != expected:
+        raise ValueError(f"a {entry.handling} tool has has_execute {str(expected).lower()}")
 
 
 #: a compiled tool: what ``AgentNode.tools`` holds

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 8
-FINGERPRINT = "sha256:fbe3a05722b8dc8408c7fce91ee1ddaaa8f271f295f93dc7e3b0ede7c5772403"
+SCHEMA_VERSION = 9
+FINGERPRINT = "sha256:4a2495aaf7a4b5a84631c8ac15bb4f3ead7729751b8ec1ba2ad604c28413357a"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

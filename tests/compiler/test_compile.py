@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from eve.compiler import compile_agent, compile_to_disk
@@ -16,11 +17,13 @@ from eve.compiler.diagnostics import DiagnosticSink
 from eve.errors import CompileFailed
 from eve.manifest import (
     SCHEMA_VERSION,
+    CompiledManifest,
     FunctionToolEntry,
     ProviderToolEntry,
     ToolEntry,
     Usage,
     WorkflowToolEntry,
+    decode,
 )
 from tests.conftest import AppFactory
 
@@ -470,3 +473,40 @@ def test_an_imported_definition_is_not_a_second_candidate(make_app: AppFactory) 
     tools = tools_of(root)
     assert (tools["own"].export_name, tools["own"].description) == ("mine", "Mine.")
     assert (tools["reexport"].export_name, tools["reexport"].description) == ("helper", "Shared.")
+
+
+def test_every_tool_entry_on_disk_says_whether_it_executes_here(make_app: AppFactory) -> None:
+    """``has_execute`` is in each tool entry of the manifest file, as the kind says: eve runs
+    a function or workflow tool, the provider runs a provider tool."""
+    root = make_app(
+        {
+            "agent/tools/weather.py": PYDANTIC_TOOL,
+            "agent/tools/search.py": PROVIDER_TOOL,
+            "agent/tools/ask.py": WORKFLOW_TOOL,
+        }
+    )
+    compile_to_disk(root)
+    written = json.loads((root / ".eve/compile/compiled-agent-manifest.json").read_text())
+    entries = {t["name"]: t for t in written["nodes"]["__root__"]["tools"]}
+    assert {name: (t["kind"], t["has_execute"]) for name, t in entries.items()} == {
+        "ask": ("workflow-tool", True),
+        "search": ("provider-tool", False),
+        "weather": ("dispatch", True),
+    }
+
+
+@pytest.mark.parametrize(("kind", "wrong"), [("dispatch", False), ("provider-tool", True)])
+def test_a_manifest_whose_has_execute_contradicts_the_kind_is_refused(
+    make_app: AppFactory, kind: str, wrong: bool
+) -> None:
+    root = make_app(
+        {"agent/tools/weather.py": PYDANTIC_TOOL, "agent/tools/search.py": PROVIDER_TOOL}
+    )
+    compile_to_disk(root)
+    path = root / ".eve/compile/compiled-agent-manifest.json"
+    data = json.loads(path.read_text())
+    for tool in data["nodes"]["__root__"]["tools"]:
+        if tool["kind"] == kind:
+            tool["has_execute"] = wrong
+    with pytest.raises(msgspec.ValidationError, match=f"a {kind} tool has has_execute"):
+        decode(json.dumps(data).encode(), CompiledManifest)

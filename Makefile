@@ -9,18 +9,22 @@ BIN := $(VENV)/bin
 # crash-and-restart tests. PYTEST_WORKERS= runs them in one.
 PYTEST_WORKERS ?= -n 4 --dist worksteal
 
-.PHONY: run test test-postgres bench lint clean
+.PHONY: run test test-postgres test-install bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # the example agent connects to an MCP server (agent/connections/units.py): the mcp extra
+# a venv made before eve was named eve-durable has the old name installed: drop it first, or
+# its files and the `eve` script would be shared by two distributions
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip uninstall --quiet --yes eve 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[mcp]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip uninstall --quiet --yes eve 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
@@ -55,6 +59,10 @@ test: lint
 test-postgres: $(VENV)/.installed-dev
 	./scripts/ensure-postgres
 	EVE_REQUIRE_POSTGRES=1 $(BIN)/pytest -q tests/sessions/test_postgres.py
+
+# the wheel with its extras from the package index into a new venv outside the repo
+test-install:
+	PYTHON=$(PYTHON) ./scripts/check-install
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench

@@ -31,6 +31,7 @@ from typing import Any
 
 from bench._machine import machine_info
 from bench._results import publish
+from eve._version import DISTRIBUTION
 
 TURNS, QUICK_TURNS = 200, 100
 MESSAGE_CHARS = 400
@@ -193,7 +194,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     results = {
         "benchmark": "compaction",
         "turns": turns,
-        "eve": version("eve"),
+        "eve": version(DISTRIBUTION),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "met": met,

@@ -132,6 +132,8 @@ async def _measure(step_counts: tuple[int, ...]) -> list[dict[str, Any]]:
 def run(*, quick: bool = False) -> dict[str, Any]:
     from importlib.metadata import version
 
+    from eve._version import DISTRIBUTION
+
     rows = asyncio.run(_measure(STEPS[:1] if quick else STEPS))
     target = next(r for r in rows if r["steps"] == TARGET_STEPS)
     results = {
@@ -142,7 +144,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "target": {"steps": TARGET_STEPS, "max_ratio": TARGET_RATIO},
         "met": target["ratio"] <= TARGET_RATIO,
         "machine": machine_info(),
-        "versions": {"eve": version("eve"), "anthropic": version("anthropic")},
+        "versions": {"eve": version(DISTRIBUTION), "anthropic": version("anthropic")},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     print(_markdown(results))

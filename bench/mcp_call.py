@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._machine import machine_info
+from eve._version import DISTRIBUTION
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER = REPO / "examples" / "units_server.py"
@@ -123,7 +124,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "p90_us": p90,
         "ratio": median["eve"] / median["direct"],
         "machine": machine_info(),
-        "versions": {"eve": version("eve"), "mcp": version("mcp")},
+        "versions": {"eve": version(DISTRIBUTION), "mcp": version("mcp")},
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     text = _render(report)

@@ -40,7 +40,8 @@
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
-    ├── TracingSetupError               OTEL_* asks for traces eve cannot export (eve[otel] missing)
+    ├── TracingSetupError               OTEL_* asks for traces eve cannot export (no otel extra)
+    ├── ScaffoldConflict                eve init would overwrite files that exist
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
     │   ├── OutputInvalid               the typed answer stayed invalid after every fix
@@ -520,9 +521,23 @@ class WorkspaceUnsafe(EveError):
         self.conflict = conflict
 
 
+class ScaffoldConflict(EveError):
+    """``eve init`` would overwrite files that exist; it wrote nothing."""
+
+    code = "scaffold_conflict"
+    exit_code = 2
+
+    def __init__(self, message: str, *, directory: str, existing: list[str]) -> None:
+        super().__init__(message)
+        #: the directory the app was to be written into
+        self.directory = directory
+        #: the template's paths (relative to it) that exist there already
+        self.existing = existing
+
+
 class TracingSetupError(EveError):
     """``eve run``, ``dev`` or ``serve`` was asked for traces (``OTEL_*``) it cannot export:
-    the ``eve[otel]`` extra is not installed, or the exporter or protocol named is not one
+    the ``eve-durable[otel]`` extra is not installed, or the exporter or protocol named is not one
     eve sets up. They refuse to start rather than run untraced when traces were asked for."""
 
     code = "tracing_setup_error"

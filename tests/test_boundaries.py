@@ -58,9 +58,17 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+#: what `eve init` writes into a new app: the app's modules, never imported as eve's
+TEMPLATES = EVE / "templates"
+
+
 @cache
 def eve_modules() -> dict[str, Path]:
-    return {module_name(path): path for path in sorted(EVE.rglob("*.py"))}
+    return {
+        module_name(path): path
+        for path in sorted(EVE.rglob("*.py"))
+        if not path.is_relative_to(TEMPLATES)
+    }
 
 
 def _is_type_checking(test: ast.expr) -> bool:

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from eve._version import DISTRIBUTION
+
 # name → (module, attribute, one-line help); the help lives here so `eve --help` can list
 # commands without importing them (and pydantic, the compiler, the SDKs behind them).
 _COMMANDS = {
@@ -19,6 +21,7 @@ _COMMANDS = {
     ),
     "dev": ("eve.cli.dev_command", "dev_command", "Talk to the agent in the terminal."),
     "eval": ("eve.cli.eval_command", "eval_command", "Run the agent's evals and report."),
+    "init": ("eve.cli.init_command", "init_command", "Start a new agent in a directory."),
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
     "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
     "serve": ("eve.cli.serve_command", "serve_command", "Serve the durable session API."),
@@ -52,7 +55,7 @@ class _LazyGroup(click.Group):
     show_default=True,
     help="The directory that contains agent/.",
 )
-@click.version_option(package_name="eve")
+@click.version_option(package_name=DISTRIBUTION)
 @click.pass_context
 def main(ctx: click.Context, app_root: Path) -> None:
     """eve: filesystem-first durable agents."""

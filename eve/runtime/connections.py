@@ -63,7 +63,7 @@ def pool_of(connection: str) -> ConnectionPool:
         if not (error.name or "").startswith(("mcp", "httpx2")):
             raise
         raise MCPSdkMissing(
-            f"connection {connection!r} needs the mcp package: pip install 'eve[mcp]'",
+            f"connection {connection!r} needs the mcp package: pip install 'eve-durable[mcp]'",
             connection=connection,
         ) from None
     return current_pool()

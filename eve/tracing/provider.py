@@ -1,6 +1,6 @@
 """A tracer provider for ``eve serve`` / ``dev`` / ``run``, set only when ``OTEL_*`` asks.
 
-The only module that imports the OpenTelemetry SDK (the ``eve[otel]`` extra), and only
+The only module that imports the OpenTelemetry SDK (the ``eve-durable[otel]`` extra), and only
 when asked: an endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) or an exporter (``OTEL_TRACES_EXPORTER``). The
 exporter and the batch processor read the rest of the standard variables themselves
@@ -43,7 +43,7 @@ def install_from_environment(env: Mapping[str, str] = os.environ) -> bool:
 
     Nothing happens when nothing asks, when ``OTEL_TRACES_EXPORTER`` is ``none`` or when a
     provider is set already. Raises ``TracingSetupError`` when asked for traces eve cannot
-    export: the SDK is missing (install ``eve[otel]``) or the exporter or protocol is one
+    export: the SDK is missing (install ``eve-durable[otel]``) or the exporter or protocol is one
     eve does not set up.
     """
     variable = asked_for(env)
@@ -74,7 +74,7 @@ def _provider(exporter: str, variable: str, env: Mapping[str, str]) -> trace.Tra
     except ImportError:
         raise TracingSetupError(
             f"{variable} asks for traces, and the OpenTelemetry SDK is not installed: "
-            "install eve with its otel extra (pip install 'eve[otel]'), or unset "
+            "install eve with its otel extra (pip install 'eve-durable[otel]'), or unset "
             f"{variable}",
             variable=variable,
         ) from None
@@ -95,7 +95,7 @@ def _otlp(variable: str, env: Mapping[str, str]) -> SpanExporter:
     )
     if protocol.strip() not in ("", "http/protobuf"):
         raise TracingSetupError(
-            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: eve[otel] exports over "
+            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: eve-durable[otel] exports over "
             "'http/protobuf'; set that (or nothing), and point the endpoint at the "
             "collector's HTTP port (4318)",
             variable="OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -105,7 +105,7 @@ def _otlp(variable: str, env: Mapping[str, str]) -> SpanExporter:
     except ImportError:
         raise TracingSetupError(
             f"{variable} asks for traces over OTLP, and the OTLP exporter is not "
-            "installed: install eve with its otel extra (pip install 'eve[otel]')",
+            "installed: install eve with its otel extra (pip install 'eve-durable[otel]')",
             variable=variable,
         ) from None
     return OTLPSpanExporter()

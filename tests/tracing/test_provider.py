@@ -60,7 +60,7 @@ def test_asked_without_the_sdk_it_names_the_extra(
     with pytest.raises(TracingSetupError) as raised:
         install_from_environment(ENDPOINT)
     assert raised.value.variable == "OTEL_EXPORTER_OTLP_ENDPOINT"
-    assert "pip install 'eve[otel]'" in str(raised.value)
+    assert "pip install 'eve-durable[otel]'" in str(raised.value)
 
 
 def test_an_exporter_or_protocol_eve_does_not_set_up_is_refused(no_provider: None) -> None:

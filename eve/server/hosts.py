@@ -10,6 +10,7 @@ and a state-changing request only from the server's own origin (``guard.py``).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,10 @@ class HostPort:
     name: str
     port: int | None = None
 
+    def port_for(self, scheme: str) -> int:
+        """The port, or the one ``scheme`` means when none is named."""
+        return self.port if self.port is not None else DEFAULT_PORTS[scheme]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Origin:
@@ -51,7 +56,7 @@ class Origin:
 
     @property
     def port(self) -> int:
-        return self.host.port if self.host.port is not None else DEFAULT_PORTS[self.scheme]
+        return self.host.port_for(self.scheme)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +77,7 @@ class AllowedHosts:
         same port, and it is the same host or an allowed one (``localhost`` for a server
         reached as ``127.0.0.1``). The port matters: another server on the machine is
         another origin, however trusted its host name."""
-        if origin.port != (host.port if host.port is not None else DEFAULT_PORTS[origin.scheme]):
+        if origin.port != host.port_for(origin.scheme):
             return False
         return origin.host.name == host.name or origin.host.name in self.names
 
@@ -113,6 +118,8 @@ def listed_hosts(option: Sequence[str], env: Mapping[str, str]) -> tuple[str, ..
     return tuple(entry.strip() for item in raw for entry in item.split(",") if entry.strip())
 
 
+#: every request carries the same few values: parse each once (the results are frozen)
+@functools.lru_cache(maxsize=256)
 def parse_host(header: str) -> HostPort | None:
     """A ``Host`` header (``name``, ``name:port``, ``[v6]``, ``[v6]:port``), or None when
     it is none of those."""
@@ -135,6 +142,7 @@ def parse_host(header: str) -> HostPort | None:
     return HostPort(name=normal, port=None if port is None else int(port))
 
 
+@functools.lru_cache(maxsize=256)
 def parse_origin(header: str) -> Origin | None:
     """An ``Origin`` header (``scheme://host[:port]``), or None for ``null``, another
     scheme, or anything else."""

@@ -43,12 +43,18 @@ def test_dev_web_prints_the_url_with_a_token_opens_it_and_serves_the_ui(
     assert opened.read_text() == web.url
 
 
-def test_a_token_of_ones_own_is_used_and_not_printed(make_app: AppFactory) -> None:
+def test_a_token_of_ones_own_is_used_and_not_printed_and_hosts_can_be_added(
+    make_app: AppFactory,
+) -> None:
     token = "my-own-dev-token-0123456789abcdefghijkl"
-    with dev_web(make_app(), {"EVE_API_TOKEN": token}, "--no-browser") as web:
-        refused = httpx.get(web.page + "eve/v1/sessions", timeout=10)
-        answered = httpx.get(
-            web.page + "eve/v1/sessions", headers={"authorization": f"Bearer {token}"}, timeout=10
-        )
+    auth = {"authorization": f"Bearer {token}"}
+    args = ("--no-browser", "--allowed-host", "dev.localhost")
+    with dev_web(make_app(), {"EVE_API_TOKEN": token}, *args) as web:
+        sessions = web.page + "eve/v1/sessions"
+        refused = httpx.get(sessions, timeout=10)
+        answered = httpx.get(sessions, headers=auth, timeout=10)
+        added = httpx.get(sessions, headers={**auth, "host": "dev.localhost:8000"}, timeout=10)
+        other = httpx.get(sessions, headers={**auth, "host": "other.localhost"}, timeout=10)
     assert web.token is None and token not in web.line
     assert refused.status_code == 401 and answered.status_code == 200
+    assert added.status_code == 200 and other.json()["code"] == "host_not_allowed"

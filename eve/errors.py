@@ -78,7 +78,10 @@
     │   ├── IdempotencyKeyInvalid       400: an Idempotency-Key that is empty, long or not ASCII
     │   ├── IdempotencyKeyReused        422: a key already used for another request
     │   ├── InvalidStartIndex           400: a stream's startIndex is not an index
-    │   └── InvalidListQuery            400: a sessions list's limit or cursor is not valid
+    │   ├── InvalidListQuery            400: a sessions list's limit or cursor is not valid
+    │   ├── HostNotAllowed              400: a Host header the server does not answer to
+    │   ├── CrossOriginRefused          403: a state-changing request from another origin
+    │   └── UnsupportedContentType      415: a state-changing body that is not JSON
     ├── ClientError                     eve.client could not do what was asked
     │   ├── APIError                    the server answered {ok: false} (carries status, code)
     │   └── ServerUnreachable           no answer from the server, even after retrying
@@ -911,6 +914,45 @@ class InvalidListQuery(RequestError):
 
     code = "invalid_list_query"
     http_status = 400
+
+
+class HostNotAllowed(RequestError):
+    """The request's ``Host`` header names a host the server does not answer to (a page
+    reaching a loopback server through a DNS name that points there: DNS rebinding).
+    ``host`` is the header as sent, cut to 100 characters; nothing was done."""
+
+    code = "host_not_allowed"
+    http_status = 400
+
+    def __init__(self, message: str, *, host: str) -> None:
+        super().__init__(message)
+        self.host = host
+
+
+class CrossOriginRefused(RequestError):
+    """A state-changing request (POST, PUT, PATCH, DELETE) came from a page of another
+    origin: its ``Origin`` is not the server's, or ``Sec-Fetch-Site`` says another site.
+    ``origin`` is what the request named (the ``Origin``, else ``Sec-Fetch-Site``); nothing
+    was done."""
+
+    code = "cross_origin_refused"
+    http_status = 403
+
+    def __init__(self, message: str, *, origin: str) -> None:
+        super().__init__(message)
+        self.origin = origin
+
+
+class UnsupportedContentType(RequestError):
+    """A state-changing request has a body that is not declared ``application/json`` (a
+    form or ``text/plain`` post, which a page of any origin can send); nothing was done."""
+
+    code = "unsupported_content_type"
+    http_status = 415
+
+    def __init__(self, message: str, *, content_type: str) -> None:
+        super().__init__(message)
+        self.content_type = content_type
 
 
 class ClientError(EveError):

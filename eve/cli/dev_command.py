@@ -328,17 +328,30 @@ async def _dev(app_root: Path, model: str | None, resume: bool) -> None:
     help="With --web: the port (0 picks a free one).",
 )
 @click.option("--no-browser", is_flag=True, help="With --web: print the URL, open nothing.")
+@click.option(
+    "--allowed-host",
+    "allowed_host",
+    multiple=True,
+    metavar="NAME",
+    help="With --web: a Host name to answer besides loopback (repeatable).",
+)
 @click.pass_context
 @translate_errors
 def dev_command(
-    ctx: click.Context, model: str | None, resume: bool, web: bool, port: int, no_browser: bool
+    ctx: click.Context,
+    model: str | None,
+    resume: bool,
+    web: bool,
+    port: int,
+    no_browser: bool,
+    allowed_host: tuple[str, ...],
 ) -> None:
     """Talk to the agent in the terminal, or with --web in the browser; recompiles when
     agent/ changes.
 
     The conversation is a durable session in the app's database: ``--resume`` continues
     it after you quit, or after a crash. ``--web`` serves the session API and the dev UI
-    on loopback and prints its URL.
+    on loopback and prints its URL, with a token made for the run.
     """
     app_root = app_root_of(ctx)
     if not web:
@@ -349,5 +362,12 @@ def dev_command(
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     asyncio.run(
-        serve_web(app_root, model=model, port=port, open_browser=not no_browser, worker=DEV_WORKER)
+        serve_web(
+            app_root,
+            model=model,
+            port=port,
+            open_browser=not no_browser,
+            worker=DEV_WORKER,
+            allowed_host=allowed_host,
+        )
     )

@@ -19,6 +19,7 @@ from eve.runtime.load import read_manifest
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
+from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
 from eve.server.workers import Listen, bind, serve_on, supervise
 from eve.sessions.settings import resolve_settings, url_variable
 
@@ -28,17 +29,14 @@ def _worker_name(index: int) -> str:
 
 
 async def _serve_worker(
-    app_root: Path,
+    options: ServerOptions,
     sock: socket.socket,
     index: int,
     model: str | None,
-    concurrency: int,
     ready: Callable[[], None],
 ) -> None:
     os.environ["EVE_WORKER_ID"] = _worker_name(index)
-    setup = await prepare(app_root, model=model, max_turns=None)
-    token = os.environ.get(TOKEN_ENV) or None
-    options = ServerOptions(app_root=app_root, token=token, concurrency=concurrency)
+    setup = await prepare(options.app_root, model=model, max_turns=None)
     app = create_app(options, service_for(options, setup))
     await start_service(app)
     try:
@@ -90,14 +88,36 @@ def _check_workers(app_root: Path, workers: int) -> None:
     show_default=True,
     help="Turns one worker runs at once.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_host",
+    multiple=True,
+    metavar="NAME",
+    help=(
+        "A Host name to answer besides loopback and --host "
+        f"(repeatable; default: ${ALLOWED_HOSTS_ENV}, comma-separated)."
+    ),
+)
 @click.pass_context
 @translate_errors
 def serve_command(
-    ctx: click.Context, host: str, port: int, workers: int, model: str | None, concurrency: int
+    ctx: click.Context,
+    host: str,
+    port: int,
+    workers: int,
+    model: str | None,
+    concurrency: int,
+    allowed_host: tuple[str, ...],
 ) -> None:
     """Serve the agent's durable session API over HTTP."""
     app_root = app_root_of(ctx)
-    require_token_for(host, os.environ.get(TOKEN_ENV) or None)
+    token = os.environ.get(TOKEN_ENV) or None
+    require_token_for(host, token)
+    listed = listed_hosts(allowed_host, os.environ)
+    allowed = allowed_hosts(bind=host, listed=listed, token=token)
+    options = ServerOptions(
+        app_root=app_root, token=token, allowed_hosts=allowed, concurrency=concurrency
+    )
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     _check_workers(app_root, workers)  # after compiling: agent.py may name the URL variable
@@ -106,7 +126,7 @@ def serve_command(
     # in a forked worker too, an eve error is one `eve: …` line and the error's exit code
     @translate_errors
     def run_worker(index: int, ready: Callable[[], None]) -> None:
-        asyncio.run(_serve_worker(app_root, sock, index, model, concurrency, ready))
+        asyncio.run(_serve_worker(options, sock, index, model, ready))
 
     if workers == 1:
         run_worker(0, lambda: None)

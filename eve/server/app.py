@@ -29,8 +29,8 @@ from eve.errors import (
     Unauthorized,
 )
 from eve.execution.setup import AgentSetup
-from eve.redact import redact
 from eve.runtime.info import agent_info
+from eve.server.answers import error_response, refusal
 from eve.server.auth import authorized
 from eve.server.bodies import (
     MAX_BODY_BYTES,
@@ -41,6 +41,8 @@ from eve.server.bodies import (
     message_of,
     read_body,
 )
+from eve.server.guard import RequestGuard
+from eve.server.hosts import LOOPBACK, AllowedHosts
 from eve.server.session_list import session_list
 from eve.server.web_ui import ui_routes
 from eve.sessions import Accepted, SessionService, resolve_settings
@@ -60,6 +62,8 @@ class ServerOptions:
     app_root: Path
     #: bearer token every route but health requires; None on loopback without one
     token: str | None
+    #: the ``Host`` headers answered (``hosts.allowed_hosts``): loopback names unless given
+    allowed_hosts: AllowedHosts = LOOPBACK
     concurrency: int = 100
     #: characters of a message's text
     max_message_chars: int = 100_000
@@ -71,11 +75,6 @@ class ServerOptions:
     max_attachments_bytes: int = MAX_ATTACHMENTS_BYTES
     #: the session database's URL instead of the environment's (never shown in errors)
     database_url: str | None = None
-
-
-def _error(status: int, code: str, message: str, **headers: str) -> JSONResponse:
-    body = {"ok": False, "code": code, "error": redact(message)}
-    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 def _accepted(accepted: Accepted) -> JSONResponse:
@@ -99,7 +98,7 @@ def _guarded(handler: Handler) -> Handler:
             with fail_fast():
                 return await handler(request)
         except EveError as error:
-            return _error(error.http_status, error.code, str(error))
+            return refusal(error)
         except ClientDisconnect:
             raise  # nobody is left to answer
         except Exception as error:
@@ -113,9 +112,9 @@ def _unexpected(where: str, error: Exception) -> JSONResponse:
     lost = unavailable(error)
     if lost is not None:
         log.warning("%s: %s: %s", where, lost, scrub(first_line(error)))
-        return _error(lost.http_status, lost.code, str(lost))
+        return refusal(lost)
     log.error("%s: internal error\n%s", where, scrub("".join(traceback.format_exception(error))))
-    return _error(500, "internal_error", "internal error; see the server log")
+    return error_response(500, "internal_error", "internal error; see the server log")
 
 
 class _Routes:
@@ -230,12 +229,7 @@ class BearerAuth:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not authorized(Request(scope), self.token):
             refused = Unauthorized("missing or wrong bearer token")
-            response = _error(
-                refused.http_status,
-                refused.code,
-                str(refused),
-                **{"www-authenticate": "Bearer"},
-            )
+            response = refusal(refused, **{"www-authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -302,7 +296,11 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
             ),
             *ui_routes(),
         ],
-        middleware=[Middleware(BearerAuth, token=options.token)],
+        # the guard first: a rebound or cross-origin page is refused whatever it sends
+        middleware=[
+            Middleware(RequestGuard, allowed=options.allowed_hosts),
+            Middleware(BearerAuth, token=options.token),
+        ],
         lifespan=lifespan,
     )
     app.state.service = service

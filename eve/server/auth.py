@@ -26,13 +26,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_strong_token(token: str | None) -> bool:
+    """``token`` is long enough to guard a server any page or machine can reach."""
+    return token is not None and len(token) >= MIN_PUBLIC_TOKEN_LENGTH
+
+
 def require_token_for(host: str, token: str | None) -> None:
     """Binding beyond loopback without a strong token would publish every session: refuse.
 
     A public bind needs a token of at least ``MIN_PUBLIC_TOKEN_LENGTH`` characters; the
     message never repeats the token it refuses.
     """
-    if is_loopback(host) or (token and len(token) >= MIN_PUBLIC_TOKEN_LENGTH):
+    if is_loopback(host) or is_strong_token(token):
         return
     problem = (
         f"{TOKEN_ENV} is {len(token)} characters, shorter than {MIN_PUBLIC_TOKEN_LENGTH}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -24,9 +24,9 @@ from eve.artifacts import check_artifacts
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES
 from eve.errors import EveAppAlreadyRunning, EveAppNotStarted, StaleArtifacts
 from eve.runtime import CompiledAgent, load_compiled_agent
+from eve.server.answers import refusal
 from eve.server.app import (
     ServerOptions,
-    _error,
     create_app,
     service_for,
     start_service,
@@ -34,6 +34,8 @@ from eve.server.app import (
 )
 from eve.server.auth import TOKEN_ENV
 from eve.server.bodies import MAX_BODY_BYTES
+from eve.server.hosts import allowed_hosts as hosts_for
+from eve.server.hosts import listed_hosts
 from eve.sessions.service import MAX_MESSAGE_CHARS
 
 log = logging.getLogger("eve.server")
@@ -116,7 +118,7 @@ class EveApp:
         log.error("%s", refused)
         if scope["type"] != "http":  # a websocket has no status to answer with
             raise refused
-        response = _error(refused.http_status, refused.code, str(refused))
+        response = refusal(refused)
         await response(scope, receive, send)
 
 
@@ -150,6 +152,7 @@ def eve_app(
     agent: Path | str | CompiledAgent,
     *,
     token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
     model: str | None = None,
     database_url: str | None = None,
     concurrency: int = 100,
@@ -165,6 +168,12 @@ def eve_app(
             a ``CompiledAgent`` from ``eve.runtime.load_compiled_agent``.
         token: the bearer token every route but health requires; ``EVE_API_TOKEN`` when
             not given, and no token when neither is set.
+        allowed_hosts: the host names (and addresses) the app answers to beside
+            ``127.0.0.1``, ``localhost`` and ``[::1]``, as the browser sends them in
+            ``Host``; ``EVE_ALLOWED_HOSTS`` (comma-separated) when not given. Mounted, eve
+            does not know the address the host app listens on, so any other name is
+            refused until it is listed; ``["*"]`` answers every name and needs a token of
+            32 characters or more.
         model: the model every node uses instead of its configured one (``eve serve
             --model``).
         database_url: a ``postgresql://`` URL for the sessions, instead of the
@@ -175,14 +184,18 @@ def eve_app(
         max_attachment_bytes: bytes of one image or document (decoded).
         max_attachments_bytes: bytes of one message's images and documents together.
 
-    Raises ``ArtifactsMissing`` when the app root was never compiled and ``StaleArtifacts``
-    when ``agent/`` changed since (a server runs the artifacts it is given: run
-    ``eve compile``). Nothing authored is imported until the lifespan starts.
+    Raises ``ServerConfigError`` for an allowed host that is not a host name or an
+    address, or ``"*"`` without a strong token; ``ArtifactsMissing`` when the app root was
+    never compiled and ``StaleArtifacts`` when ``agent/`` changed since (a server runs the
+    artifacts it is given: run ``eve compile``). Nothing authored is imported until the
+    lifespan starts.
     """
     compiled = agent if isinstance(agent, CompiledAgent) else _fresh_artifacts(Path(agent))
+    token = token if token is not None else os.environ.get(TOKEN_ENV) or None
     options = ServerOptions(
         app_root=compiled.app_root,
-        token=token if token is not None else os.environ.get(TOKEN_ENV) or None,
+        token=token,
+        allowed_hosts=hosts_for(bind=None, listed=_listed(allowed_hosts), token=token),
         concurrency=concurrency,
         max_message_chars=max_message_chars,
         max_body_bytes=max_body_bytes,
@@ -191,6 +204,14 @@ def eve_app(
         database_url=database_url,
     )
     return EveApp(compiled, options=options, model=model)
+
+
+def _listed(allowed_hosts: Sequence[str] | None) -> tuple[str, ...]:
+    if allowed_hosts is None:
+        return listed_hosts((), os.environ)
+    # one name given as a string is one entry, not a sequence of letters
+    entries = [allowed_hosts] if isinstance(allowed_hosts, str) else list(allowed_hosts)
+    return listed_hosts(entries, {})
 
 
 def _fresh_artifacts(app_root: Path) -> CompiledAgent:

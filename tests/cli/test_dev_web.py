@@ -1,53 +1,60 @@
-"""``eve dev --web``: the dev UI on loopback, its URL printed and opened in the browser."""
+"""``eve dev --web``: the dev UI on loopback, its URL printed and opened with a token made
+for the run, which every API route but health requires."""
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
 from tests.conftest import AppFactory
+from tests.server.dev_web import dev_web
 
 
-def test_dev_web_prints_the_url_opens_it_and_serves_the_ui(make_app: AppFactory) -> None:
+def test_dev_web_prints_the_url_with_a_token_opens_it_and_serves_the_ui(
+    make_app: AppFactory,
+) -> None:
     root = make_app()
     opened = root / "opened.txt"
     # webbrowser runs $BROWSER with the URL for %s: a stand-in browser that notes it
     note = f"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])"
-    env = {**os.environ, "BROWSER": f"{shlex.quote(sys.executable)} -c {shlex.quote(note)} %s"}
-    env.pop("EVE_API_TOKEN", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eve", "dev", "--web", "--port", "0"],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = ""
+    env = {"BROWSER": f"{shlex.quote(sys.executable)} -c {shlex.quote(note)} %s"}
+    with dev_web(root, env) as web:
+        page = httpx.get(web.page, timeout=10)
+        without = httpx.get(web.page + "eve/v1/sessions", timeout=10)
+        sessions = httpx.get(web.page + "eve/v1/sessions", headers=web.auth(), timeout=10)
+        rebound = httpx.get(
+            web.page + "eve/v1/sessions",
+            headers={**web.auth(), "host": "attacker.example"},
+            timeout=10,
+        )
         deadline = time.monotonic() + 60
-        while "http://" not in line:
-            assert time.monotonic() < deadline and process.poll() is None, line
-            line = process.stderr.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert url is not None, line
-        page = httpx.get(url.group(0), timeout=10)
-        sessions = httpx.get(url.group(0) + "eve/v1/sessions", timeout=10)
         while not opened.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-    finally:
-        process.kill()
-        process.wait(10)
-    assert line.startswith("eve dev · offline/test · ")
+    assert web.line.startswith("eve dev · offline/test · ")
+    assert web.token is not None and len(web.token) >= 32
     assert page.status_code == 200 and '<script type="module" src="ui/app.js">' in page.text
+    # a page on the machine without the token gets nothing, even on loopback
+    assert without.status_code == 401 and without.json()["code"] == "unauthorized"
     assert sessions.json() == {"ok": True, "sessions": [], "nextCursor": None}
-    assert Path(opened).read_text() == url.group(0)
+    assert rebound.status_code == 400 and rebound.json()["code"] == "host_not_allowed"
+    assert opened.read_text() == web.url
+
+
+def test_a_token_of_ones_own_is_used_and_not_printed_and_hosts_can_be_added(
+    make_app: AppFactory,
+) -> None:
+    token = "my-own-dev-token-0123456789abcdefghijkl"
+    auth = {"authorization": f"Bearer {token}"}
+    args = ("--no-browser", "--allowed-host", "dev.localhost")
+    with dev_web(make_app(), {"EVE_API_TOKEN": token}, *args) as web:
+        sessions = web.page + "eve/v1/sessions"
+        refused = httpx.get(sessions, timeout=10)
+        answered = httpx.get(sessions, headers=auth, timeout=10)
+        added = httpx.get(sessions, headers={**auth, "host": "dev.localhost:8000"}, timeout=10)
+        other = httpx.get(sessions, headers={**auth, "host": "other.localhost"}, timeout=10)
+    assert web.token is None and token not in web.line
+    assert refused.status_code == 401 and answered.status_code == 200
+    assert added.status_code == 200 and other.json()["code"] == "host_not_allowed"

@@ -22,6 +22,7 @@ from eve.errors import (
     DatabaseUnavailable,
     EveAppAlreadyRunning,
     EveAppNotStarted,
+    ServerConfigError,
     StaleArtifacts,
 )
 from eve.runtime import load_compiled_agent
@@ -31,6 +32,8 @@ from tests.sessions.apps import say, scripted_app
 
 TOKEN = "embedded-test-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
+#: a loopback address: mounted, eve answers these (and the names it is given) only
+LOCAL = "http://127.0.0.1"
 
 
 async def hello(request: Request) -> PlainTextResponse:
@@ -53,7 +56,7 @@ def app_root(make_app: AppFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_host_lifespan_runs_eve_and_its_routes_answer_under_the_prefix(
     app_root: Path,
 ) -> None:
-    agent = eve_app(app_root, token=TOKEN)
+    agent = eve_app(app_root, token=TOKEN, allowed_hosts=["agent.example.com"])
     seen: list[bool] = []
 
     @contextlib.asynccontextmanager
@@ -63,7 +66,10 @@ def test_the_host_lifespan_runs_eve_and_its_routes_answer_under_the_prefix(
             yield
         seen.append(agent.started)
 
-    with TestClient(host_of(agent, lifespan=lifespan)) as http:
+    # the host app's public name, as listed in allowed_hosts
+    with TestClient(
+        host_of(agent, lifespan=lifespan), base_url="https://agent.example.com"
+    ) as http:
         assert http.get("/hello").text == "the host's own route"
         # health is public under the prefix too; everything else needs the token
         assert http.get("/agent/eve/v1/health").json() == {"ok": True, "status": "ready"}
@@ -91,6 +97,19 @@ def test_the_host_lifespan_runs_eve_and_its_routes_answer_under_the_prefix(
         assert page.status_code == 200 and "content-security-policy" in page.headers
         assert 'src="ui/app.js"' in page.text
         assert http.get("/agent/ui/app.js").status_code == 200
+        # below the mount, a name not listed gets nothing and a page of another origin
+        # changes nothing; health answers any name (a load balancer checks it by address)
+        rebound = {**AUTH, "host": "attacker.example"}
+        assert http.get("/agent/eve/v1/sessions", headers=rebound).status_code == 400
+        assert http.get("/agent/", headers=rebound).json()["code"] == "host_not_allowed"
+        assert http.get("/agent/eve/v1/health", headers=rebound).status_code == 200
+        foreign = {**AUTH, "origin": "https://attacker.example"}
+        posted = http.post("/agent/eve/v1/session", json={}, headers=foreign)
+        assert posted.json()["code"] == "cross_origin_refused"
+        own = {**AUTH, "origin": "https://agent.example.com"}
+        assert http.post("/agent/eve/v1/session", json={}, headers=own).status_code == 202
+        listed = http.get("/agent/eve/v1/sessions", headers=AUTH).json()["sessions"]
+        assert len(listed) == 2  # the first one, and the one its own origin made
     assert seen == [True, False]  # started inside the host's lifespan, stopped with it
 
 
@@ -129,7 +148,8 @@ def test_a_second_eve_app_in_the_process_is_refused(app_root: Path, make_app: Ap
     assert "one per process" in str(refused.value)
     assert not first.started  # the first one stopped as the host's startup failed
     # and released the process: the second one now starts, as the host's lifespan itself
-    with TestClient(Starlette(routes=[Mount("/two", app=second)], lifespan=second.lifespan)) as h:
+    two = Starlette(routes=[Mount("/two", app=second)], lifespan=second.lifespan)
+    with TestClient(two, base_url=LOCAL) as h:
         assert h.get("/two/eve/v1/health").status_code == 200
 
         async def enter_again() -> None:
@@ -143,8 +163,33 @@ def test_a_second_eve_app_in_the_process_is_refused(app_root: Path, make_app: Ap
 
 
 def test_served_directly_the_app_runs_its_own_lifespan(app_root: Path) -> None:
-    with TestClient(eve_app(app_root)) as http:
+    with TestClient(eve_app(app_root), base_url=LOCAL) as http:
         assert http.get("/eve/v1/health").json()["status"] == "ready"
+        # by default the loopback names only: eve does not know the host app's address
+        assert http.get("/eve/v1/sessions").status_code == 200
+        refused = http.get("/eve/v1/sessions", headers={"host": "agent.example.com"})
+        assert refused.json()["code"] == "host_not_allowed"
+
+
+def test_allowed_hosts_come_from_the_keyword_else_the_environment(
+    app_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVE_ALLOWED_HOSTS", "a.example, b.example")
+    from_env = eve_app(app_root).options.allowed_hosts
+    assert {"a.example", "b.example", "127.0.0.1", "localhost", "::1"} == from_env.names
+    given = eve_app(app_root, allowed_hosts="Agent.Example.com.").options.allowed_hosts
+    assert given.names == {"agent.example.com", "127.0.0.1", "localhost", "::1"}
+    assert not given.any_host
+    assert eve_app(app_root, allowed_hosts=[]).options.allowed_hosts.names == {
+        "127.0.0.1",
+        "localhost",
+        "::1",
+    }
+    with pytest.raises(ServerConfigError, match="32 characters or more"):
+        eve_app(app_root, token="short", allowed_hosts=["*"])
+    assert eve_app(app_root, token="t" * 32, allowed_hosts=["*"]).options.allowed_hosts.any_host
+    with pytest.raises(ServerConfigError, match="without scheme, port or path"):
+        eve_app(app_root, allowed_hosts=["https://agent.example.com"])
 
 
 def test_stale_or_missing_artifacts_are_refused_when_the_app_is_built(

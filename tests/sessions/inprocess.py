@@ -27,8 +27,9 @@ from eve.server import ServerOptions, create_app, service_for
 from eve.server.auth import TOKEN_ENV
 from tests.sessions.harness import Driver
 
-#: where ``TestClient`` sends requests; no socket is opened for it
-ROOT = "http://testserver"
+#: where ``TestClient`` sends requests (no socket is opened for it): a loopback address,
+#: a ``Host`` the app answers by default
+ROOT = "http://127.0.0.1"
 PREFIX = "/eve/v1"
 
 

@@ -21,6 +21,10 @@ def server(make_app: AppFactory) -> Iterator[InProcessServer]:
     running.stop()
 
 
+#: raw bytes go as JSON: any other content type is refused before the body is read
+JSON = {"content-type": "application/json"}
+
+
 def error_of(response: httpx.Response) -> tuple[int, str]:
     body = response.json()
     assert body["ok"] is False and body["error"]
@@ -46,7 +50,10 @@ def test_create_answers_202_with_the_id_in_body_and_header(server: InProcessServ
 
 def test_malformed_bodies_are_400(server: InProcessServer) -> None:
     session = server.create()
-    assert error_of(server.post("/session", content=b"{not json")) == (400, "invalid_body")
+    assert error_of(server.post("/session", content=b"{not json", headers=JSON)) == (
+        400,
+        "invalid_body",
+    )
     assert error_of(server.post("/session", {"message": 7})) == (400, "invalid_body")
     assert error_of(server.post("/session", {"mesage": "typo"})) == (400, "invalid_body")
     both = {"message": "hi", "inputResponses": [{"requestId": "r", "optionId": "approve"}]}
@@ -58,8 +65,8 @@ def test_malformed_bodies_are_400(server: InProcessServer) -> None:
 
 def test_oversized_body_and_message_are_413(server: InProcessServer) -> None:
     # the limit leaves room for attachments (in base64) beside a message at its length limit
-    huge = server.post("/session", content=b'{"message": "' + b"x" * 16_100_000 + b'"}')
-    assert error_of(huge) == (413, "body_too_large")
+    body = b'{"message": "' + b"x" * 16_100_000 + b'"}'
+    assert error_of(server.post("/session", content=body, headers=JSON)) == (413, "body_too_large")
     long_message = server.post("/session", {"message": "x" * 100_001})
     assert error_of(long_message) == (413, "message_too_long")
 
@@ -69,9 +76,9 @@ def test_deeply_nested_bodies_are_a_named_400(server: InProcessServer) -> None:
     task = f"/session/{session}/tasks/{session}:turn-0:task-0-c/events"
     for depth in (65, 490, 5_000):
         deep = b'{"name": "go", "data": ' + b"[" * depth + b"]" * depth + b"}"
-        assert error_of(server.post(task, content=deep)) == (400, "body_too_deep")
+        assert error_of(server.post(task, content=deep, headers=JSON)) == (400, "body_too_deep")
         # unclosed brackets are refused before the decoder recurses into them too
-        assert error_of(server.post(task, content=b'{"data": ' + b"{" * depth)) == (
+        assert error_of(server.post(task, content=b'{"data": ' + b"{" * depth, headers=JSON)) == (
             400,
             "body_too_deep",
         )

@@ -1,10 +1,21 @@
 // The public session API, by relative URLs: this module lives at <root>/ui/api.js, so the
 // API is <root>/eve/v1/ wherever eve is mounted. The token (when the server has one) is
-// kept in sessionStorage and sent only as a bearer header, never in a URL.
+// kept in sessionStorage and sent only as a bearer header, never in a URL it requests.
 
 const ROOT = new URL("../eve/v1/", import.meta.url);
 const TOKEN_KEY = "eve-api-token";
+// `eve dev --web` opens <root>/#token=<token>: a fragment is never sent to a server
+const TOKEN_FRAGMENT = "#token=";
 let asking = null;
+
+/** Keep the token the URL's fragment brings in this tab, and take it out of the address
+ * bar and the history, so it is neither shown nor bookmarked. */
+export function takeTokenFromUrl() {
+  if (!location.hash.startsWith(TOKEN_FRAGMENT)) return;
+  const token = decodeURIComponent(location.hash.slice(TOKEN_FRAGMENT.length));
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  history.replaceState(null, "", location.pathname + location.search);
+}
 
 export class ApiError extends Error {
   constructor(status, code, message) {

@@ -2,7 +2,10 @@
 // UI works wherever eve is mounted. Only the sessions page is loaded up front; the others
 // are imported when first visited, which keeps the first render short.
 
+import { takeTokenFromUrl } from "./api.js";
 import { sessionsPage } from "./sessions.js";
+
+takeTokenFromUrl(); // before the router reads the fragment, and before any request
 
 const main = document.getElementById("main");
 const connection = document.getElementById("connection");

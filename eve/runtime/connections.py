@@ -11,6 +11,7 @@ listing; a call that fails is the model's ``is_error`` result, like any tool's f
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -72,11 +73,12 @@ def pool_of(connection: str) -> ConnectionPool:
 async def close_pool() -> None:
     """Close the running loop's MCP connections (a stdio server's process group ends with
     its connection); nothing to do when none was opened or ``mcp`` is absent."""
-    try:
-        from eve.connections.pool import close_current_pool
-    except ModuleNotFoundError:
+    pool_module = sys.modules.get("eve.connections.pool")
+    if pool_module is None:
+        # no pool was ever made in this process: importing one now would import the mcp
+        # SDK (a second or more) only to find nothing to close, at every exit
         return
-    await close_current_pool()
+    await pool_module.close_current_pool()
 
 
 async def _listed(connection: ResolvedConnection) -> ListedConnection:

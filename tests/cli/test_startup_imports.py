@@ -81,6 +81,8 @@ def test_run_on_fresh_artifacts_loads_no_compiler_module(make_app: AppFactory) -
     assert matching(modules, "eve.compiler") == []
     # traces not asked for (no OTEL_*): the API's no-op tracer, no SDK
     assert matching(modules, "opentelemetry.sdk", "opentelemetry.exporter") == []
+    # no connections: the mcp SDK is never imported, not even to close a pool at exit
+    assert matching(modules, "mcp", "mcp_types", "eve.connections.pool") == []
 
 
 def test_run_on_stale_artifacts_recompiles_through_the_compiler(make_app: AppFactory) -> None:

@@ -8,6 +8,7 @@ stale artifacts on top, the server takes artifacts as they are.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,12 +27,19 @@ Notify = Callable[[str], None]
 
 
 async def build_setup(
-    compiled: CompiledAgent, *, model: str | None, max_turns: int | None, notify: Notify
+    compiled: CompiledAgent,
+    *,
+    model: str | None,
+    max_turns: int | None,
+    notify: Notify,
+    offline_fallback: bool,
 ) -> AgentSetup:
     """Resolve the root agent and its subagents and pick their models.
 
     ``model`` replaces every node's configured model; a subagent without one uses its
-    caller's.
+    caller's. ``offline_fallback``: a node whose model has no credentials runs on the
+    offline model, with a notice (``eve run``, ``dev``, ``eval``), rather than raising
+    ``ServedModelUnavailable`` (a server, where nobody would read the notice).
     """
     app_root = compiled.app_root
     agents = {
@@ -41,7 +49,8 @@ async def build_setup(
         for node_id in compiled.manifest.nodes
     }
     root = agents.pop(ROOT_NODE_ID)
-    client = _client(model, root.config.model, app_root, root.config.openai_api, notify)
+    choose = functools.partial(_client, app_root=app_root, notify=notify, fallback=offline_fallback)
+    client = choose(model, root.config.model, openai_api=root.config.openai_api)
     subagents: dict[str, AgentSetup] = {}
     clients = {ROOT_NODE_ID: client}
     # parents before children (ids are paths), so a child without a model takes its caller's
@@ -49,7 +58,7 @@ async def build_setup(
         agent = agents[node_id]
         own = agent.config.model
         clients[node_id] = (
-            _client(None, own, app_root, agent.config.openai_api, notify)
+            choose(None, own, openai_api=agent.config.openai_api)
             if model is None and own is not None and own != root.config.model
             else clients[parent_of(node_id)]
         )
@@ -63,13 +72,15 @@ async def build_setup(
 def _client(
     override: str | None,
     configured: str | None,
+    *,
     app_root: Path,
     openai_api: OpenAIApi,
     notify: Notify,
+    fallback: bool,
 ) -> ModelClient:
     if override is not None:
         return create_client(override, app_root=app_root, env=os.environ, openai_api=openai_api)
-    choice = choose_model(configured, app_root=app_root, openai_api=openai_api)
+    choice = choose_model(configured, app_root=app_root, openai_api=openai_api, fallback=fallback)
     if choice.notice:
         notify(choice.notice)
     return choice.client

@@ -67,6 +67,7 @@
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
     │   └── ServerConfigError           eve serve cannot start as configured
+    │       ├── ServedModelUnavailable  no credentials for the model eve serve would serve
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
     │       └── EveAppAlreadyRunning    a second eve app started in a process that runs one
     ├── RequestError                    the HTTP server refuses a request as sent
@@ -757,6 +758,21 @@ class ServerConfigError(SessionError):
 
     code = "server_config_error"
     exit_code = 2
+
+
+class ServedModelUnavailable(ServerConfigError):
+    """``eve serve`` or an embedded eve app has no credentials for the agent's model (or
+    the agent names none): it refuses to start rather than answer with the offline model
+    while its health check says ready. ``--model offline/test`` serves that on purpose."""
+
+    code = "served_model_unavailable"
+
+    def __init__(self, message: str, *, model_id: str | None, variable: str | None) -> None:
+        super().__init__(message)
+        #: the model that would have been served (``None``: agent.py names none)
+        self.model_id = model_id
+        #: the environment variable that should hold its key (never its value)
+        self.variable = variable
 
 
 class EveAppNotStarted(ServerConfigError):

@@ -36,14 +36,20 @@ def ensure_compiled(app_root: Path) -> bool:
 
 
 async def prepare(
-    app_root: Path, *, model: str | None, max_turns: int | None, announce: bool = True
+    app_root: Path,
+    *,
+    model: str | None,
+    max_turns: int | None,
+    announce: bool = True,
+    offline_fallback: bool = True,
 ) -> AgentSetup:
     """Compile if needed, resolve the root agent and its subagents and pick their models.
 
     ``model`` replaces every node's configured model; a subagent without one uses its
     caller's. ``announce=False`` keeps quiet about a configured model that is unavailable
-    (``eve eval``, whose cases usually pin models of their own). Sets up a tracer provider
-    first when ``OTEL_*`` asks for one (``eve.tracing.provider``).
+    (``eve eval``, whose cases usually pin models of their own). ``offline_fallback=False``
+    (``eve serve``) refuses a model without credentials (``ServedModelUnavailable``). Sets
+    up a tracer provider first when ``OTEL_*`` asks for one (``eve.tracing.provider``).
     """
     install_from_environment()
     if ensure_compiled(app_root):
@@ -53,6 +59,7 @@ async def prepare(
         model=model,
         max_turns=max_turns,
         notify=_to_stderr if announce else _quiet,
+        offline_fallback=offline_fallback,
     )
 
 

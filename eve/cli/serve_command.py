@@ -36,7 +36,9 @@ async def _serve_worker(
     ready: Callable[[], None],
 ) -> None:
     os.environ["EVE_WORKER_ID"] = _worker_name(index)
-    setup = await prepare(options.app_root, model=model, max_turns=None)
+    # a server never falls back to the offline model: nobody would read the notice, and
+    # /health would say ready while every answer is fake (ServedModelUnavailable, exit 2)
+    setup = await prepare(options.app_root, model=model, max_turns=None, offline_fallback=False)
     app = create_app(options, service_for(options, setup))
     await start_service(app)
     try:

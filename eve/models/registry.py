@@ -1,4 +1,5 @@
-"""Choose a model client from a model id; fall back to the offline model without credentials.
+"""Choose a model client from a model id; fall back to the offline model without credentials
+where a person is there to be told (``eve run``, ``dev``, ``eval``), and refuse where not.
 
 A prefix eve does not build in is looked up among the ``eve_model_providers`` of installed
 ``eve.plugins`` entry points, and only then: a built-in model never loads a plugin.
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from eve.errors import UnknownModel
+from eve.errors import ServedModelUnavailable, UnknownModel
 from eve.manifest import OpenAIApi
 from eve.models.base import ModelClient
 
@@ -79,20 +80,41 @@ def choose_model(
     app_root: Path,
     env: Mapping[str, str] | None = None,
     openai_api: OpenAIApi = "auto",
+    fallback: bool = True,
 ) -> ModelChoice:
-    """The configured model, or ``offline/test`` with a notice when its key is missing."""
+    """The configured model, or ``offline/test`` with a notice when its key is missing.
+
+    ``fallback=False`` (``eve serve``, an embedded app: nobody reads a notice there, and a
+    server that answers with a fake model looks healthy) raises ``ServedModelUnavailable``
+    instead of falling back.
+    """
     env = os.environ if env is None else env
     model_id = configured or OFFLINE_DEFAULT
     provider = model_id.partition("/")[0]
     variable = CREDENTIALS.get(provider)
     base_url = env.get(f"{variable.split('_')[0]}_BASE_URL") if variable else None
     if variable and not env.get(variable) and not (provider == "openai" and base_url):
+        if not fallback:
+            raise ServedModelUnavailable(
+                f"{variable} is not set, so {model_id} cannot be served: set it, or pass "
+                "--model offline/test (eve_app(model=...)) to serve the offline model on purpose",
+                model_id=model_id,
+                variable=variable,
+            )
         return ModelChoice(
             client=create_client(OFFLINE_DEFAULT, app_root=app_root, env=env),
             notice=f"eve: {variable} is not set, so {model_id} is unavailable; using the "
             "offline model offline/test (no network; it calls each tool once with sample input)",
         )
     if configured is None:
+        if not fallback:
+            raise ServedModelUnavailable(
+                "agent.py names no model, so there is none to serve: set "
+                "define_agent(model=...), or pass --model offline/test (eve_app(model=...)) "
+                "to serve the offline model on purpose",
+                model_id=None,
+                variable=None,
+            )
         return ModelChoice(
             client=create_client(OFFLINE_DEFAULT, app_root=app_root, env=env),
             notice="eve: no model configured in agent.py; using the offline model offline/test",

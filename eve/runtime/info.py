@@ -101,6 +101,9 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     agent: NodeInfo
     subagents: list[NodeInfo]
     artifacts: dict[str, str]
+    #: the model a server runs the root agent with (``--model`` included); ``None`` from
+    #: ``eve info``, which serves nothing
+    served_model: str | None = None
 
 
 def _path(node_id: str) -> str:

@@ -126,7 +126,9 @@ class _Routes:
         return JSONResponse({"ok": True, "status": "ready"})
 
     async def info(self, request: Request) -> Response:
+        # what runs the turns, not only what agent.py names: --model replaces it
         info = agent_info(self.options.app_root)
+        info.served_model = self.service.setup.client.model_id
         return Response(msgspec.json.encode(info), media_type="application/json")
 
     async def create(self, request: Request) -> Response:

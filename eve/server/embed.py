@@ -87,13 +87,17 @@ class EveApp:
         be a Starlette or FastAPI app's ``lifespan=`` as it is.
 
         Raises ``EveAppAlreadyRunning`` when another eve app runs in this process, and what
-        ``eve serve`` raises at startup (``DatabaseUnavailable``, ``ModelCredentialsMissing``
-        for a model it cannot load, ...).
+        ``eve serve`` raises at startup (``DatabaseUnavailable``, ``ServedModelUnavailable``
+        for a model without credentials, ...).
         """
         _claim_process(self)
         try:
             setup = await build_setup(
-                self.compiled, model=self.model, max_turns=None, notify=log.warning
+                self.compiled,
+                model=self.model,
+                max_turns=None,
+                notify=log.warning,
+                offline_fallback=False,
             )
             app = create_app(self.options, service_for(self.options, setup))
             await start_service(app)

@@ -51,13 +51,22 @@ def connections_command() -> None:
 @click.pass_context
 @translate_errors
 def list_command(ctx: click.Context, as_json: bool) -> None:
-    """Connect to each MCP server and list its tools as the model sees them."""
+    """Connect to each MCP server and list its tools as the model sees them; exit 1 when
+    any server could not be listed (CI can use it as a check)."""
     app_root = app_root_of(ctx)
     ensure_compiled(app_root)
     report = asyncio.run(_report(app_root))
+    failed = [c for listed in report.nodes.values() for c in listed if c.error is not None]
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report), indent=2))
-        return
+    else:
+        _print(report)
+    if failed:
+        click.echo(f"eve: {len(failed)} connection(s) could not be listed", err=True)
+        raise SystemExit(1)
+
+
+def _print(report: ConnectionsReport) -> None:
     if not report.nodes:
         click.echo("no connections (agent/connections/ is empty or absent)")
     for node_id, connections in report.nodes.items():

@@ -38,10 +38,15 @@ def test_info_lists_and_connections_list_connects(tmp_path: Path) -> None:
     info = runner.invoke(main, [*root, "info"])
     assert "connection calc (stdio " in info.output and "catalog): Arithmetic." in info.output
     listed = runner.invoke(main, [*root, "connections", "list"])
-    assert listed.exit_code == 0, listed.output
-    assert "connection calc: 2 tool(s)\n  calc__add(a, b): Add two integers." in listed.output
-    assert "connection down: MCPServerUnavailable: connection 'down'" in listed.output
+    # a server that is down fails the listing: usable as a check in CI
+    assert listed.exit_code == 1, listed.output
+    assert "connection calc: 2 tool(s)\n  calc__add(a, b): Add two integers." in listed.stdout
+    assert "connection down: MCPServerUnavailable: connection 'down'" in listed.stdout
+    assert "eve: 1 connection(s) could not be listed" in listed.stderr
     as_json = runner.invoke(main, [*root, "connections", "list", "--json"])
-    [calc, down] = json.loads(as_json.output)["nodes"]["__root__"]
+    assert as_json.exit_code == 1
+    [calc, down] = json.loads(as_json.stdout)["nodes"]["__root__"]
     assert [t["tool"] for t in calc["tools"]] == ["add", "process_id"]
     assert down["error"].startswith("MCPServerUnavailable")
+    (agent / "connections" / "down.py").unlink()
+    assert runner.invoke(main, [*root, "connections", "list"]).exit_code == 0  # all listed

@@ -12,6 +12,7 @@ from eve.events import (
     ActionResult,
     ActionsRequested,
     CompactionFailed,
+    ConnectionFailed,
     MessageAppended,
     MessageCompleted,
     SessionCompacted,
@@ -54,6 +55,13 @@ def activity(event: SessionEvent) -> list[str]:
             ]
         case CompactionFailed(data=data):
             return [f"! compaction failed, trimmed instead: {_short(data.error)}"]
+        case ConnectionFailed(data=data):
+            # shown when the turn starts, so a later call of one of its tools that fails is
+            # read in the light of the server being down
+            return [
+                f"! connection {data.connection} failed, its tools are missing this turn: "
+                f"{_short(data.error, 300)}"
+            ]
     return []
 
 

@@ -26,6 +26,17 @@ default = define_mcp_connection(
 """
 
 
+ECHO = '''
+from eve.tools import tool
+
+
+@tool
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+'''
+
+
 def test_info_lists_and_connections_list_connects(tmp_path: Path) -> None:
     agent = tmp_path / "agent"
     (agent / "connections").mkdir(parents=True)
@@ -50,3 +61,22 @@ def test_info_lists_and_connections_list_connects(tmp_path: Path) -> None:
     assert down["error"].startswith("MCPServerUnavailable")
     (agent / "connections" / "down.py").unlink()
     assert runner.invoke(main, [*root, "connections", "list"]).exit_code == 0  # all listed
+
+
+def test_a_connection_down_at_run_time_is_said_before_any_tool_call(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "connections").mkdir(parents=True)
+    (agent / "instructions.md").write_text("Help.\n")
+    (agent / "agent.py").write_text(
+        "from eve import define_agent\ndefault = define_agent(model='offline/test')\n"
+    )
+    (agent / "connections" / "down.py").write_text(DOWN)
+    (agent / "tools").mkdir()
+    (agent / "tools" / "echo.py").write_text(ECHO)
+    ran = CliRunner().invoke(main, ["--app-root", str(tmp_path), "run", "hello"])
+    assert ran.exit_code == 0, ran.output
+    lines = [line.strip() for line in ran.stderr.splitlines()]
+    said = [i for i, line in enumerate(lines) if line.startswith("! connection down failed")]
+    calls = [i for i, line in enumerate(lines) if line.startswith("→ ")]
+    assert said and "MCPServerUnavailable" in lines[said[0]], ran.stderr
+    assert calls and said[0] < calls[0], ran.stderr  # the turn's tools come after it

@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from eve.authoring.connections import TokenSource
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.process_group import ProcessGroup
+from eve.connections.server_stderr import StderrTail
 from eve.errors import (
     MCPCallTimedOut,
     MCPConnectionError,
@@ -98,6 +99,8 @@ class _Server:
         self.stop = asyncio.Event()
         self.lock = asyncio.Lock()
         self.listed: list[ServerTool] | None = None
+        #: a stdio server's stderr, whose last line explains a server that died at start
+        self.stderr: StderrTail | None = None
 
     @property
     def name(self) -> str:
@@ -124,7 +127,13 @@ class _Server:
                 params = StdioServerParameters(
                     command=command, args=args, env=env or None, cwd=server.cwd
                 )
-                read, write = await stack.enter_async_context(stdio_client(params, _errlog()))
+                self.stderr = StderrTail(_errlog())
+                stack.callback(self.stderr.started)
+                assert self.stderr.file is not None
+                read, write = await stack.enter_async_context(
+                    stdio_client(params, self.stderr.file)
+                )
+                self.stderr.started()
             case HttpServer():
                 headers = {
                     key: _env(value, connection=self.name, what=f"header {key}")
@@ -187,6 +196,8 @@ class _Server:
                     if isinstance(error, TimeoutError)
                     else _reason(error)
                 )
+                if self.stderr is not None:
+                    why += await asyncio.to_thread(self.stderr.explain)
                 raise MCPServerUnavailable(
                     f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
                     f"to its server: {why}",

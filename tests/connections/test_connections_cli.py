@@ -80,3 +80,28 @@ def test_a_connection_down_at_run_time_is_said_before_any_tool_call(tmp_path: Pa
     calls = [i for i, line in enumerate(lines) if line.startswith("→ ")]
     assert said and "MCPServerUnavailable" in lines[said[0]], ran.stderr
     assert calls and said[0] < calls[0], ran.stderr  # the turn's tools come after it
+
+
+V1_SERVER = """
+from mcp.server.fastmcp import FastMCP  # mcp 1.x: renamed MCPServer in mcp 2
+
+server = FastMCP("calc")
+server.run()
+"""
+
+
+def test_a_server_that_dies_at_start_is_explained_by_its_own_last_line(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    (agent / "connections").mkdir(parents=True)
+    (agent / "instructions.md").write_text("Help.\n")
+    (tmp_path / "v1_server.py").write_text(V1_SERVER)
+    server = str(tmp_path / "v1_server.py")
+    (agent / "connections" / "old.py").write_text(
+        "from eve.connections import define_mcp_connection\n"
+        f"default = define_mcp_connection(description='Old.', command=['python', {server!r}])\n"
+    )
+    listed = CliRunner().invoke(main, ["--app-root", str(tmp_path), "connections", "list"])
+    assert listed.exit_code == 1
+    line = next(line for line in listed.stdout.splitlines() if line.startswith("connection old"))
+    assert "the server said: ModuleNotFoundError: No module named 'mcp.server.fastmcp'" in line
+    assert "another major version of the mcp SDK" in line

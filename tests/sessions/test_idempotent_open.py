@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from eve.sessions import opening
 from eve.sessions.service import SessionService
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, call, say
-from tests.sessions.harness import count, script, types
+from tests.sessions.harness import Server, count, script, types
 from tests.sessions.inprocess import InProcessServer
 
 #: a session.started hook that counts its runs in a file, sets state the first turn reads,
@@ -94,7 +95,7 @@ def at_once(
     return asyncio.run(send_all())
 
 
-def hook_runs(server: InProcessServer, session: str) -> int:
+def hook_runs(server: InProcessServer | Server, session: str) -> int:
     log = server.app_root / "started.log"
     return log.read_text().split().count(session) if log.exists() else 0
 
@@ -103,7 +104,7 @@ def greetings(events: list[dict[str, Any]]) -> list[object]:
     return [e["data"]["output"] for e in events if e["type"] == "action.result"]
 
 
-def assert_opened_once(server: InProcessServer, session: str) -> list[dict[str, Any]]:
+def assert_opened_once(server: InProcessServer | Server, session: str) -> list[dict[str, Any]]:
     """One session.started, its hook once, the first turn once and with the hook's state."""
     events = server.wait_for(session, count("session.waiting"))
     assert types(events).count("session.started") == 1
@@ -245,3 +246,31 @@ def test_a_replay_waits_for_the_open_in_progress_then_gives_up(
     again = server.post("/session", {"message": "hi"}, headers=keyed("slow"))
     assert again.json() == first.json()
     assert_opened_once(server, first.json()["sessionId"])
+
+
+def test_ten_creates_at_once_across_two_workers_open_one_session_once(
+    make_app: AppFactory, postgres_url: str
+) -> None:
+    """Two ``eve serve`` processes on one PostgreSQL database get the retries between them."""
+    root = hooked_app(make_app)
+    env = {"EVE_DATABASE_URL": postgres_url}
+    a = Server(root, env={**env, "EVE_WORKER_ID": "idem-a"}).start()
+    try:
+        b = Server(root, env={**env, "EVE_WORKER_ID": "idem-b"}).start()
+        try:
+            with ThreadPoolExecutor(10) as pool:
+                answers = list(
+                    pool.map(
+                        lambda n: (a, b)[n % 2].post(
+                            "/session", {"message": "hi"}, headers=keyed("across")
+                        ),
+                        range(10),
+                    )
+                )
+            assert {a.status_code for a in answers} == {202}
+            assert len({a.json()["sessionId"] for a in answers}) == 1
+            assert_opened_once(b, answers[0].json()["sessionId"])
+        finally:
+            b.stop()
+    finally:
+        a.stop()

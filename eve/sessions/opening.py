@@ -3,23 +3,19 @@
 A create may come again with its ``Idempotency-Key`` (its answer was lost), ten times at
 once, to two workers on one database; each copy finds the session the first one made.
 None may publish ``session.started``, run its hooks or queue the first turn a second time,
-and if the first request died half-way, one of them must finish what it left. So how far
-the opening got is a durable fact in the session's row (``OpenStage``), and only the holder
-of the row's open claim moves it on. The create that inserts the row holds the claim from
-that transaction on; a replay that finds the session not yet open waits for the holder,
-and takes the claim over only once the holder let go (its open failed) or its lease ran
-out (its process died: a live holder renews its lease while it works)::
+and if the first request died half-way, one of them must finish what it left. So whether
+the session is open is a durable fact in its row (``OpenStage``), and only the holder of
+the row's open claim opens it. The create that inserts the row holds the claim from that
+transaction on; a replay that finds the session not yet open waits for the holder, and
+takes the claim over only once the holder let go (its open failed) or its lease ran out
+(its process died: a live holder renews its lease while it works).
 
-    OPENING ──publish──▶ PUBLISHED ──finish──▶ OPEN
-    publish: session.started, and what its hooks emit, in the log; their state saved
-    finish:  the idle timer started, the first turn queued
-
-A stage is stored once its work is done, so whoever takes over resumes after the last one
-stored. Each stage is safe to redo after a holder died inside it: ``publish`` first looks
-whether the dead holder's events reached the log, and the first turn is queued by its
-number, at most once (``SessionService._enqueue(first=True)``). So nothing reaches the log
-or the queue twice; only the hooks of an open that failed before its events were stored
-run again, as a durable step that failed before its result was recorded runs again.
+Opening is safe to redo after a holder died inside it: it publishes ``session.started``
+only if the log is still empty (the dead holder's events may have reached it), having
+saved its hooks' state first, and queues the first turn by its number, at most once
+(``SessionService._enqueue(first=True)``). So nothing reaches the log or the queue twice;
+only the hooks of an open that failed before its events were stored run again, as a
+durable step that failed before its result was recorded runs again.
 """
 
 from __future__ import annotations
@@ -29,8 +25,8 @@ import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from enum import Enum
+from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -48,25 +44,19 @@ MAX_PAUSE = 0.2
 
 
 class OpenStage(Enum):
-    """How far a session's opening got (``eve_sessions.open_stage``)."""
+    """Whether a session is open (``eve_sessions.open_stage``)."""
 
-    #: the row exists; session.started may not be in the log yet
+    #: the row exists; session.started may not be in the log, the first turn not queued
     OPENING = "opening"
-    #: session.started and its hooks' state are stored; the first turn may not be queued
-    PUBLISHED = "published"
     #: nothing is left to do
     OPEN = "open"
 
 
-Stage = Callable[[], Awaitable[None]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Opening:
-    """The work of opening one session, stage by stage (``SessionService`` supplies it)."""
-
-    publish: Stage
-    finish: Stage
+#: the work of opening one session, safe to redo (``SessionService`` supplies it)
+Work = Callable[[], Awaitable[None]]
+#: what a caller found of the open claim: its own (``claimed``: it opens the session), or
+#: another's that holds (``held``), or nothing left to do (``open``)
+Found = Literal["claimed", "held", "open"]
 
 
 def new_owner() -> str:
@@ -90,28 +80,26 @@ def claim_new(c: Connection, session_id: str, owner: str) -> None:
 async def open_session(
     store: SessionStore,
     session_id: str,
-    opening: Opening,
+    work: Work,
     *,
     owner: str | None = None,
     key: str | None = None,
 ) -> None:
-    """Return once the session is open, doing what is left of its opening if this caller
-    holds (``owner``: it made the row) or can take over the claim; a replay passes its
-    ``key`` for the error it gets if the holder is still at work after ``WAIT_SECONDS``."""
+    """Return once the session is open, opening it with ``work`` if this caller holds
+    (``owner``: it made the row) or can take over the claim; a replay passes its ``key``
+    for the error it gets if the holder is still at work after ``WAIT_SECONDS``."""
     mine = owner or new_owner()
-    stage: OpenStage | None = OpenStage.OPENING if owner else None
+    found: Found = "claimed" if owner else "held"
     deadline = time.monotonic() + WAIT_SECONDS
     pause = FIRST_PAUSE
     while True:
-        if stage is None:
-            stage = await asyncio.to_thread(store.run, lambda c: _take_over(c, session_id, mine))
-        if stage is OpenStage.OPEN:
-            return
-        if stage is not None and await _resume(store, session_id, mine, stage, opening):
+        if found == "held":
+            found = await asyncio.to_thread(store.run, lambda c: _take_over(c, session_id, mine))
+        if found == "open" or (found == "claimed" and await _run(store, session_id, mine, work)):
             return
         # another request holds the claim, or took it from this one (its lease ran out
         # while this process stalled): wait for it to open the session
-        stage = None
+        found = "held"
         if time.monotonic() > deadline:
             raise IdempotencyKeyInProgress(
                 f"session {session_id} is still being opened by an earlier request; send "
@@ -123,18 +111,12 @@ async def open_session(
         pause = min(pause * 2, MAX_PAUSE)
 
 
-async def _resume(
-    store: SessionStore, session_id: str, owner: str, stage: OpenStage, opening: Opening
-) -> bool:
-    """Do the stages after ``stage`` while holding the claim; False if it was lost."""
+async def _run(store: SessionStore, session_id: str, owner: str, work: Work) -> bool:
+    """Open the session while holding the claim; False if the claim was lost meanwhile."""
     renewing = asyncio.create_task(_renew(store, session_id, owner))
     try:
-        if stage is OpenStage.OPENING:
-            await opening.publish()
-            if not await _store(store, session_id, owner, OpenStage.PUBLISHED):
-                return False
-        await opening.finish()
-        return await _store(store, session_id, owner, OpenStage.OPEN)
+        await work()
+        return await _opened(store, session_id, owner)
     except BaseException:
         # let go now, so a retry need not wait for the lease to run out
         with contextlib.suppress(Exception):
@@ -146,40 +128,34 @@ async def _resume(
             await renewing
 
 
-def _take_over(c: Connection, session_id: str, owner: str) -> OpenStage | None:
-    """The stage to go on from, now that ``owner`` holds the claim; OPEN when there is
-    nothing to do; None while another holder's claim holds."""
+def _take_over(c: Connection, session_id: str, owner: str) -> Found:
     now = time.time()
     taken = c.execute(
         sessions.update()
         .where(
             sessions.c.id == session_id,
-            sessions.c.open_stage.in_([OpenStage.OPENING.value, OpenStage.PUBLISHED.value]),
+            sessions.c.open_stage == OpenStage.OPENING.value,
             sa.or_(sessions.c.open_owner.is_(None), sessions.c.open_until < now),
         )
         .values(open_owner=owner, open_until=now + LEASE_SECONDS)
-        .returning(sessions.c.open_stage)
-    ).first()
-    if taken is not None:
-        return OpenStage(taken[0])
-    found = c.execute(sa.select(sessions.c.open_stage).where(sessions.c.id == session_id)).first()
+    )
+    if taken.rowcount == 1:
+        return "claimed"
+    row = c.execute(sa.select(sessions.c.open_stage).where(sessions.c.id == session_id)).first()
     # no row (it was pruned), or a row an eve from before open stages opened (NULL)
-    if found is None or found[0] is None or found[0] == OpenStage.OPEN.value:
-        return OpenStage.OPEN
-    return None
+    if row is None or row[0] != OpenStage.OPENING.value:
+        return "open"
+    return "held"
 
 
-async def _store(store: SessionStore, session_id: str, owner: str, stage: OpenStage) -> bool:
-    """Record that ``stage`` is reached, if ``owner`` still holds the claim."""
-    values: dict[str, str | None] = {"open_stage": stage.value}
-    if stage is OpenStage.OPEN:
-        values |= {"open_owner": None, "open_until": None}  # no claim left to hold
+async def _opened(store: SessionStore, session_id: str, owner: str) -> bool:
+    """Record the session open, if ``owner`` still holds the claim."""
+    done = {"open_stage": OpenStage.OPEN.value, "open_owner": None, "open_until": None}
 
-    def advance(c: Connection) -> bool:
-        moved = c.execute(_mine(session_id, owner).values(**values))
-        return bool(moved.rowcount == 1)
+    def record(c: Connection) -> bool:
+        return bool(c.execute(_mine(session_id, owner).values(**done)).rowcount == 1)
 
-    return await asyncio.to_thread(store.run, advance)
+    return await asyncio.to_thread(store.run, record)
 
 
 async def _renew(store: SessionStore, session_id: str, owner: str) -> None:

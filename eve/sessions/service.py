@@ -52,7 +52,7 @@ from eve.sessions.idempotency import (
 from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
-from eve.sessions.opening import Opening, claim_new, new_owner, open_session
+from eve.sessions.opening import claim_new, new_owner, open_session
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
 from eve.sessions.summary import summarize
@@ -195,11 +195,14 @@ class SessionService:
     ) -> None:
         """Return once the session is open, opening it exactly once (``opening.py``):
         ``owner`` holds the claim of the create that made the row; a replay has none."""
-        stages = Opening(
-            publish=lambda: self._publish_started(session_id),
-            finish=lambda: self._start_first_turn(session_id, message),
-        )
-        await open_session(self.store, session_id, stages, owner=owner, key=key)
+
+        async def work() -> None:
+            await self._publish_started(session_id)
+            await self._watch_idle(session_id)
+            if message is not None:
+                await self._enqueue(session_id, message, first=True)
+
+        await open_session(self.store, session_id, work, owner=owner, key=key)
 
     async def _publish_started(self, session_id: str) -> None:
         """``session.started`` and what its hooks emit, into the log, their state saved
@@ -224,11 +227,6 @@ class SessionService:
         if state:
             initial = encode_checkpoint(SessionCheckpoint(state=state))
             await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
-
-    async def _start_first_turn(self, session_id: str, message: UserMessage | None) -> None:
-        await self._watch_idle(session_id)
-        if message is not None:
-            await self._enqueue(session_id, message, first=True)
 
     async def send(
         self, session_id: str, message: str | UserMessage, *, key: str | None = None

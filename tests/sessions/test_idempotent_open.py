@@ -18,6 +18,7 @@ import pytest
 
 from eve.sessions import opening
 from eve.sessions.service import SessionService
+from eve.sessions.store import SessionStore, sessions
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, call, say
 from tests.sessions.harness import Server, count, script, types
@@ -274,3 +275,30 @@ def test_ten_creates_at_once_across_two_workers_open_one_session_once(
             b.stop()
     finally:
         a.stop()
+
+
+async def test_a_session_an_earlier_eve_made_counts_as_open(tmp_path: Path) -> None:
+    """A row from before open stages (its stage NULL) was opened by that eve: a replay of
+    its create opens nothing, while a row still opening is opened by whoever claims it."""
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    opened: list[str] = []
+
+    def work(session_id: str) -> opening.Work:
+        async def run() -> None:
+            opened.append(session_id)
+
+        return run
+
+    try:
+        store.create_session("ses_old")  # as an earlier eve inserted it
+        await opening.open_session(store, "ses_old", work("ses_old"), key="k")
+        store.create_session(
+            "ses_new", also=lambda c: opening.claim_new(c, "ses_new", opening.new_owner())
+        )
+        # its creator let go without opening it (its open failed): a replay takes over
+        store.run(lambda c: c.execute(sessions.update().values(open_owner=None)))
+        for _ in range(2):
+            await opening.open_session(store, "ses_new", work("ses_new"), key="k")
+    finally:
+        store.close()
+    assert opened == ["ses_new"]

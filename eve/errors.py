@@ -78,6 +78,7 @@
     │   ├── BodyTooDeep                 400: JSON nested deeper than the server's limit
     │   ├── IdempotencyKeyInvalid       400: an Idempotency-Key that is empty, long or not ASCII
     │   ├── IdempotencyKeyReused        422: a key already used for another request
+    │   ├── IdempotencyKeyInProgress    409: the key's first request is still opening its session
     │   ├── InvalidStartIndex           400: a stream's startIndex is not an index
     │   ├── InvalidListQuery            400: a sessions list's limit or cursor is not valid
     │   ├── HostNotAllowed              400: a Host header the server does not answer to
@@ -915,6 +916,19 @@ class IdempotencyKeyReused(RequestError):
     def __init__(self, message: str, *, key: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+class IdempotencyKeyInProgress(RequestError):
+    """A repeated create found its first request (``key``) still opening ``session_id``
+    after waiting for it; nothing was done twice. Send the request again in a moment."""
+
+    code = "idempotency_key_in_progress"
+    http_status = 409
+
+    def __init__(self, message: str, *, key: str | None, session_id: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.session_id = session_id
 
 
 class InvalidStartIndex(RequestError):

@@ -13,6 +13,7 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import sqlalchemy as sa
@@ -28,7 +29,7 @@ from eve.errors import (
     SessionNotFound,
     TaskNotWaiting,
 )
-from eve.events import SessionStartedData
+from eve.events import SessionEvent, SessionStartedData
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
@@ -51,6 +52,7 @@ from eve.sessions.idempotency import (
 from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
+from eve.sessions.opening import claim_new, new_owner, open_session
 from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
 from eve.sessions.summary import summarize
@@ -157,23 +159,25 @@ class SessionService:
         idem = key_for("POST /session", key, None if checked is None else turn_input(checked))
         if (answer := await self._answered(idem)) is not None:
             accepted = Accepted.replay(answer)
-            # the first request may have died before its session was fully open
-            await self._open(accepted.session_id, checked)
+            # the first request may still be opening the session, or have died doing so
+            await self._open(accepted.session_id, checked, key=key)
             return accepted
         session_id = new_session_id()
         accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
+        owner = new_owner()
+
+        def made(c: Connection) -> None:
+            record(c, idem, accepted.answer())
+            claim_new(c, session_id, owner)
+
         try:
-            await asyncio.to_thread(
-                self.store.create_session,
-                session_id,
-                also=lambda c: record(c, idem, accepted.answer()),
-            )
+            await asyncio.to_thread(self.store.create_session, session_id, also=made)
         except sa.exc.IntegrityError:
             # the same key, sent twice at once: the other request made the session
             if (answer := await self._answered(idem)) is None:
                 raise
             return await self.create(message, key=key)
-        await self._open(session_id, checked)
+        await self._open(session_id, checked, owner=owner)
         return accepted
 
     async def _answered(self, idem: IdempotencyKey | None) -> Answer | None:
@@ -181,27 +185,48 @@ class SessionService:
             return None
         return await asyncio.to_thread(self.store.run, lambda c: lookup(c, idem))
 
-    async def _open(self, session_id: str, message: UserMessage | None) -> None:
-        """Publish ``session.started`` and queue the first turn, unless done already."""
-        if await asyncio.to_thread(self.store.next_event_index, session_id) == 0:
-            writer = self.log.writer(session_id)
-            emitter = EventEmitter(
-                lambda e: writer.add(Pending(event=e)),
-                session_id=session_id,
-                hooks=self.setup.hooks,
-            )
-            context = EveContext(session_id=session_id)
-            with use_context(context):
-                await emitter.emit(SessionStartedData())
-            await writer.flush()
-            if state := context.snapshot():
-                # what session.started hooks set is where the first turn starts from
-                initial = encode_checkpoint(SessionCheckpoint(state=state))
-                await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
-            self.log.forget(session_id)
-        await self._watch_idle(session_id)
-        if message is not None:
-            await self._enqueue(session_id, message, first=True)
+    async def _open(
+        self,
+        session_id: str,
+        message: UserMessage | None,
+        *,
+        owner: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        """Return once the session is open, opening it exactly once (``opening.py``):
+        ``owner`` holds the claim of the create that made the row; a replay has none."""
+
+        async def work() -> None:
+            await self._publish_started(session_id)
+            await self._watch_idle(session_id)
+            if message is not None:
+                await self._enqueue(session_id, message, first=True)
+
+        await open_session(self.store, session_id, work, owner=owner, key=key)
+
+    async def _publish_started(self, session_id: str) -> None:
+        """``session.started`` and what its hooks emit, into the log, their state saved
+        before them: a first turn never starts without it. Nothing, if an earlier holder of
+        the open died once its events were in the log."""
+        if await asyncio.to_thread(self.store.next_event_index, session_id) > 0:
+            return
+        emitted: list[SessionEvent] = []
+        emitter = EventEmitter(emitted.append, session_id=session_id, hooks=self.setup.hooks)
+        context = EveContext(session_id=session_id)
+        with use_context(context):
+            await emitter.emit(SessionStartedData())
+        await self._save_initial_state(session_id, context.snapshot())
+        writer = self.log.writer(session_id)
+        for event in emitted:
+            writer.add(Pending(event=event))
+        await writer.flush()
+        self.log.forget(session_id)
+
+    async def _save_initial_state(self, session_id: str, state: dict[str, Any]) -> None:
+        """What session.started hooks set is where the first turn starts from."""
+        if state:
+            initial = encode_checkpoint(SessionCheckpoint(state=state))
+            await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
 
     async def send(
         self, session_id: str, message: str | UserMessage, *, key: str | None = None

@@ -35,6 +35,12 @@ sessions = sa.Table(
     sa.Column("checkpoint", sa.Text),
     #: the turn workflow someone asked to cancel
     sa.Column("cancel_workflow_id", sa.String(128)),
+    #: how far the session's opening got (``opening.OpenStage``); NULL: opened by an eve
+    #: from before opening was recorded
+    sa.Column("open_stage", sa.String(16)),
+    #: who is opening it, and until when that claim holds unless renewed (``opening.py``)
+    sa.Column("open_owner", sa.String(32)),
+    sa.Column("open_until", sa.Float),
 )
 
 events = sa.Table(

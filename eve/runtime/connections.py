@@ -13,7 +13,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from eve.authoring.connections import MCPConnection
 from eve.authoring.context import ToolContext
@@ -26,7 +29,7 @@ from eve.connections.listing import (
 )
 from eve.connections.names import model_tool_names
 from eve.errors import MCPConnectionError, MCPSdkMissing
-from eve.manifest import Approval, ConnectionEntry, FunctionToolEntry
+from eve.manifest import Approval, ConnectionEntry, FunctionToolEntry, StdioServer
 from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolved import ResolvedConnection, ResolvedFunctionTool
@@ -47,12 +50,21 @@ __all__ = [
 
 
 async def resolve_connection(
-    entry: ConnectionEntry, module_map: ModuleMap, node_id: str | None
+    entry: ConnectionEntry, module_map: ModuleMap, node_id: str | None, *, app_root: Path
 ) -> ResolvedConnection:
-    """The declaration with its live definition (no connecting: that waits for a turn)."""
+    """The declaration with its live definition (no connecting: that waits for a turn).
+
+    A stdio server runs in the app root (or its ``cwd`` below it), as the example's
+    ``python examples/units_server.py`` assumes, whatever directory eve was started in
+    (``eve -C app ...``)."""
     definition = await load_definition(
         entry, module_map, node_id, kind="connection", definition_type=MCPConnection
     )
+    if isinstance(entry.server, StdioServer):
+        cwd = str(app_root / (entry.server.cwd or "."))
+        entry = msgspec.structs.replace(
+            entry, server=msgspec.structs.replace(entry.server, cwd=cwd)
+        )
     return ResolvedConnection(entry=entry, definition=definition)
 
 

@@ -76,13 +76,16 @@ async def resolve_agent(
             *(resolve_hook_definition(entry, module_map, node_key) for entry in node.hooks)
         )
     )
-    connections = list(
-        await asyncio.gather(
-            *(resolve_connection(entry, module_map, node_key) for entry in node.connections)
-        )
-    )
     # absolute now, so a later chdir cannot send skill reads elsewhere
     root = Path(app_root if app_root is not None else ".").resolve()
+    connections = list(
+        await asyncio.gather(
+            *(
+                resolve_connection(entry, module_map, node_key, app_root=root)
+                for entry in node.connections
+            )
+        )
+    )
     return ResolvedAgent(
         node_id=node_key,
         config=node.config,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from eve.cli import main
 from tests.connections.servers import STDIO_COMMAND, free_port
+
+REPO = Path(__file__).resolve().parents[2]
 
 CALC = f"""
 from eve.connections import define_mcp_connection
@@ -105,3 +108,21 @@ def test_a_server_that_dies_at_start_is_explained_by_its_own_last_line(tmp_path:
     line = next(line for line in listed.stdout.splitlines() if line.startswith("connection old"))
     assert "the server said: ModuleNotFoundError: No module named 'mcp.server.fastmcp'" in line
     assert "another major version of the mcp SDK" in line
+
+
+def test_a_stdio_server_runs_in_the_app_root_wherever_eve_started(tmp_path: Path) -> None:
+    """``command=["python", "units_server.py"]`` is relative to the app root, as the example
+    agent's connection is, also under ``eve -C APP`` from another directory."""
+    agent = tmp_path / "agent"
+    (agent / "connections").mkdir(parents=True)
+    (agent / "instructions.md").write_text("Help.\n")
+    shutil.copy(REPO / "examples" / "units_server.py", tmp_path / "units_server.py")
+    (agent / "connections" / "units.py").write_text(
+        "from eve.connections import define_mcp_connection\n"
+        "default = define_mcp_connection(description='Units.', "
+        "command=['python', 'units_server.py'])\n"
+    )
+    assert Path.cwd() != tmp_path
+    listed = CliRunner().invoke(main, ["--app-root", str(tmp_path), "connections", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "connection units: 1 tool(s)" in listed.stdout

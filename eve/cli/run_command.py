@@ -22,6 +22,7 @@ from eve.cli.agent_setup import prepare
 from eve.cli.console import ConsoleRenderer
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
+from eve.context.active import EveContext
 from eve.events import SessionEvent
 from eve.execution.environment import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
@@ -29,7 +30,7 @@ from eve.execution.loop import run_agent
 from eve.execution.output import output_text
 from eve.execution.result import RunResult
 from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
-from eve.execution.transcript import load_transcript
+from eve.execution.transcript import load_state, load_transcript, save_state, state_path
 from eve.messages import user_message
 from eve.runtime.connections import close_pool
 
@@ -121,15 +122,25 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     install_interrupt(cancel)
     renderer = ConsoleRenderer(stream_text=False)
     approve = approval_hook(options.yes)
+    context = EveContext(session_id="local")
+    if session:
+        # define_state of the conversation the transcript holds, as its last run left it
+        context.restore(load_state(state_path(session)))
     env = TurnEnvironment(
         signal=cancel,
         on_event=_json_sink if as_json else renderer,
         tasks=InlineTasks(setup=setup, approve=approve, ask=question_hook()),
         approve=approve,
         transcript=session,
+        context=context,
     )
     history = load_transcript(session) if session else ()
-    result = await run_agent(setup, message, history=history, env=env)
+    try:
+        result = await run_agent(setup, message, history=history, env=env)
+    finally:
+        if session:
+            # saved whatever the turn's end: its messages are in the transcript already
+            save_state(state_path(session), context.snapshot())
     if not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)
     if not as_json and result.output is not None:

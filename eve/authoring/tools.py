@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_type_hints, overload
+from typing import Annotated, Any, get_type_hints, overload
 
 import pydantic
+from pydantic.fields import FieldInfo
 
 from eve.authoring._caller import caller_module
 from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normalize_approval
 from eve.authoring.context import ToolContext
+from eve.authoring.docstrings import read_docstring
 from eve.errors import AuthoringError
 
 InputSchema = type[pydantic.BaseModel] | dict[str, Any]
@@ -68,6 +70,10 @@ class FunctionTool(_LocalDefinition):
     execute: Execute
     to_model_output: Callable[[Any], Any] | None = None
     ends_turn: bool = False
+    #: the decorated function's name and first line (``@tool``): the compiler warns when
+    #: the name is not the tool's, which is its file's
+    function_name: str | None = None
+    function_line: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,8 +238,21 @@ def _context_parameter(fn: Callable[..., Any], hints: dict[str, Any]) -> str | N
     return None
 
 
-def _signature_model(fn: Callable[..., Any], skip: str | None) -> type[pydantic.BaseModel]:
+def _described(hint: Any, description: str | None) -> Any:
+    """``hint`` with ``description`` for its schema field, unless a ``Field`` gives one."""
+    if not description:
+        return hint
+    for meta in getattr(hint, "__metadata__", ()):
+        if isinstance(meta, FieldInfo) and meta.description:
+            return hint  # what the author wrote in the signature wins over the docstring
+    return Annotated[hint, pydantic.Field(description=description)]
+
+
+def _signature_model(
+    fn: Callable[..., Any], skip: str | None, documented: Mapping[str, str] | None = None
+) -> type[pydantic.BaseModel]:
     hints = get_type_hints(fn, include_extras=True)
+    documented = documented or {}
     fields: dict[str, Any] = {}
     for name, param in inspect.signature(fn).parameters.items():
         if name == skip:
@@ -243,7 +262,7 @@ def _signature_model(fn: Callable[..., Any], skip: str | None) -> type[pydantic.
         if name not in hints:
             raise AuthoringError(f"@tool {fn.__name__}: parameter '{name}' needs a type annotation")
         default = ... if param.default is param.empty else param.default
-        fields[name] = (hints[name], default)
+        fields[name] = (_described(hints[name], documented.get(name)), default)
     title = "".join(part.capitalize() for part in fn.__name__.split("_")) + "Input"
     model: type[pydantic.BaseModel] = pydantic.create_model(
         title, __config__=pydantic.ConfigDict(extra="forbid"), **fields
@@ -308,16 +327,20 @@ def tool(
     """Make a typed function a tool: its signature is the schema, its docstring the description.
 
     A parameter annotated ``ToolContext`` receives the call context and is not in the schema.
+    A Google, NumPy or Sphinx (reST) parameter section of the docstring describes the
+    parameters in the schema (``Field(description=...)`` in the signature wins), and is left
+    out of the tool's description.
     """
 
     def build(function: Callable[..., Any]) -> FunctionTool:
         hints = get_type_hints(function, include_extras=True)
         ctx_name = _context_parameter(function, hints)
+        doc = read_docstring(function.__doc__)
         return FunctionTool(
             description=_require_description(
-                description or function.__doc__, f"@tool {function.__name__}"
+                description or doc.description, f"@tool {function.__name__}"
             ),
-            input_model=_signature_model(function, ctx_name),
+            input_model=_signature_model(function, ctx_name, doc.parameters),
             execute=_keyword_execute(function, ctx_name),
             output_schema=_output_schema(output_schema),
             output_schema_generated=_is_model(output_schema),
@@ -327,6 +350,8 @@ def tool(
             available_in_subagents=available_in_subagents,
             ends_turn=ends_turn,
             defined_in=function.__module__,
+            function_name=function.__name__,
+            function_line=function.__code__.co_firstlineno,
         )
 
     return build if fn is None else build(fn)

@@ -19,7 +19,7 @@ from eve.artifacts import AGENT_DIR, digest
 from eve.authoring.agent import BUILTIN_TOOL_NAMES, AgentConfigModel, AgentDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
-from eve.authoring.tools import ToolDefinition
+from eve.authoring.tools import FunctionTool, ToolDefinition
 from eve.builtins.automatic import AUTOMATIC_TOOLS
 from eve.compiler.bindings import (
     BUILTIN_REGISTRY,
@@ -165,7 +165,26 @@ class _NodeCompiler:
             return None
         if isinstance(entry, FunctionToolEntry):
             self.lint_state(path, node.node_id)
+        if isinstance(definition, FunctionTool):
+            self.lint_function_name(definition, name, path, node.node_id)
         return entry
+
+    def lint_function_name(
+        self, definition: FunctionTool, name: str, path: str, node_id: str
+    ) -> None:
+        """The model calls a tool by its file's name: a ``@tool`` function named otherwise
+        reads as a tool it is not (a renamed file, a copied tool)."""
+        function = definition.function_name
+        if function is None or function == name or function == name.rsplit("-", 1)[-1]:
+            return
+        self.sink.warning(
+            "compile/tool-name-mismatch",
+            f"@tool function `{function}` is the tool `{name}` (the model calls a tool by its "
+            f"file's name); rename the function or the file so they agree",
+            source_path=path,
+            line=definition.function_line,
+            node_id=node_id,
+        )
 
     def hook(self, node: NodeFiles, name: str, path: str) -> HookEntry | None:
         loaded = self.load(path, HookDefinition, node.node_id)

@@ -510,3 +510,48 @@ def test_a_manifest_whose_has_execute_contradicts_the_kind_is_refused(
             tool["has_execute"] = wrong
     with pytest.raises(msgspec.ValidationError, match=f"a {kind} tool has has_execute"):
         decode(json.dumps(data).encode(), CompiledManifest)
+
+
+def test_a_tool_function_named_unlike_its_file_is_a_warning(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/tools/forecast.py": """
+                from eve.tools import tool
+
+                @tool
+                def get_weather(city: str) -> str:
+                    '''The weather.'''
+                    return city
+            """,
+            "agent/tools/add.py": DECORATED_TOOL,
+        }
+    )
+    found = [c for c in codes(root) if c[0] == "compile/tool-name-mismatch"]
+    assert found == [("compile/tool-name-mismatch", "agent/tools/forecast.py", 4)]
+
+
+@pytest.mark.parametrize(
+    "docstring",
+    [
+        "Get weather.\n\n    Args:\n        city: The city name.\n    ",
+        "Get weather.\n\n    Parameters\n    ----------\n    city : str\n        The city name.\n    ",
+        "Get weather.\n\n    :param city: The city name.\n    ",
+    ],
+    ids=["google", "numpy", "sphinx"],
+)
+def test_docstring_parameter_sections_describe_the_schema(
+    make_app: AppFactory, docstring: str
+) -> None:
+    source = f'''
+from eve.tools import tool
+
+@tool
+def weather(city: str) -> str:
+    """{docstring}"""
+    return city
+'''
+    tools = tools_of(make_app({"agent/tools/weather.py": source}))
+    entry = tools["weather"]
+    assert isinstance(entry, FunctionToolEntry)
+    assert entry.input_schema["properties"]["city"]["description"] == "The city name."
+    assert entry.description == "Get weather."  # the section is not repeated there

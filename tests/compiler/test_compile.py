@@ -527,7 +527,7 @@ def test_a_tool_function_named_unlike_its_file_is_a_warning(make_app: AppFactory
         }
     )
     found = [c for c in codes(root) if c[0] == "compile/tool-name-mismatch"]
-    assert found == [("compile/tool-name-mismatch", "agent/tools/forecast.py", 4)]
+    assert found == [("compile/tool-name-mismatch", "agent/tools/forecast.py", 3)]  # @tool line
 
 
 @pytest.mark.parametrize(

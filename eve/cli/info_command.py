@@ -21,6 +21,10 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         click.echo(f"{indent}  description: {node.description}")
     if node.instructions_path:
         click.echo(f"{indent}  instructions: {node.instructions_path}")
+    if node.output_schema is not None:
+        fields = ", ".join(node.output_schema.get("properties", {}))
+        title = node.output_schema.get("title", "an object")
+        click.echo(f"{indent}  output: {title}({fields})")
     for tool in node.tools:
         extra = [tool.handling] if tool.handling != "dispatch" else []
         extra += [f"from {tool.source}"] if tool.source.startswith("plugin:") else []

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 from dataclasses import dataclass
@@ -111,6 +112,8 @@ class RunOptions:
     yes: bool
     #: files sent with the prompt, in order
     attach: tuple[Path, ...] = ()
+    #: ``text`` (the answer, then a typed one as JSON) or ``json`` (only the answer, as JSON)
+    output: str = "text"
 
 
 async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
@@ -141,9 +144,15 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
         if session:
             # saved whatever the turn's end: its messages are in the transcript already
             save_state(state_path(session), context.snapshot())
-    if not as_json and result.final_text and result.stop_reason != "aborted":
+    if options.output == "json":
+        if result.stop_reason in ("complete", "session_limit"):
+            # one JSON value on stdout and nothing else, for jq: the typed answer, or the
+            # text of an agent without output_schema as a JSON string
+            answer = result.output
+            click.echo(output_text(answer) if answer is not None else json.dumps(result.final_text))
+    elif not as_json and result.final_text and result.stop_reason != "aborted":
         click.echo(result.final_text)
-    if not as_json and result.output is not None:
+    if options.output == "text" and not as_json and result.output is not None:
         # the typed answer, as JSON on its own line (with --json it is in turn.completed)
         click.echo(output_text(result.output))
     if result.stop_reason == "max_turns":
@@ -163,6 +172,13 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
 )
 @click.option("--max-turns", type=click.IntRange(min=1), help="Cap on model requests this turn.")
 @click.option("--json", "as_json", is_flag=True, help="Print the event stream as NDJSON.")
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: print only the final answer as one JSON value (the typed answer), for jq.",
+)
 @click.option("--yes", is_flag=True, help="Approve every tool call that needs approval.")
 @click.option(
     "--attach",
@@ -174,6 +190,8 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
 @translate_errors
 def run_command(ctx: click.Context, /, prompt: str, **options: Any) -> None:
     """Run one turn of the agent and print its answer."""
+    if options["as_json"] and options["output"] == "json":
+        raise click.UsageError("--json prints every event; --output json only the answer: pick one")
     raise SystemExit(asyncio.run(_run_closing(app_root_of(ctx), prompt, RunOptions(**options))))
 
 

@@ -83,6 +83,8 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     hooks: list[HookInfo]
     subagents: list[str]
     connections: list[ConnectionInfo] = []
+    #: the JSON Schema of the typed final answer (``define_agent(output_schema=...)``)
+    output_schema: dict[str, Any] | None = None
 
 
 class DiagnosticCounts(msgspec.Struct, kw_only=True):
@@ -146,6 +148,7 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
         skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],
         hooks=[HookInfo(name=h.name, source=h.logical_path, events=h.events) for h in node.hooks],
         subagents=list(node.subagents),
+        output_schema=node.config.output.json_schema if node.config.output is not None else None,
         connections=[
             ConnectionInfo(
                 name=c.name,

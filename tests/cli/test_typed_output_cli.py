@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 
+from click.testing import CliRunner
+
+from eve.cli import main
+from eve.compiler import compile_to_disk
 from eve.compiler.pipeline import compile_agent
 from eve.manifest import OutputType
 from tests.cli.test_run_cli import eve_run
@@ -95,3 +99,23 @@ def test_an_output_class_the_runtime_cannot_import_is_a_compile_error(
     ]
     messages = " ".join(d.message for d in result.diagnostics.items)
     assert "inside a function" in messages and "must describe an object" in messages
+
+
+def test_info_shows_the_output_schema_and_run_output_json_prints_only_the_answer(
+    make_app: AppFactory,
+) -> None:
+    root = make_app(APP)
+    (root / "script.json").write_text(json.dumps(SCRIPT))
+    compile_to_disk(root)
+    info = CliRunner().invoke(main, ["-C", str(root), "info"])
+    assert "  output: Summary(count, kind)" in info.stdout, info.output
+    as_json = json.loads(CliRunner().invoke(main, ["-C", str(root), "info", "--json"]).stdout)
+    assert as_json["agent"]["output_schema"]["title"] == "Summary"
+    assert as_json["subagents"][0]["output_schema"]["required"] == ["count"]
+
+    done = eve_run(root, "tally", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"kind": "tally", "count": 2}  # one value, nothing else
+
+    refused = eve_run(root, "tally", "--output", "json", "--json")
+    assert refused.returncode == 2 and "pick one" in refused.stderr

@@ -21,6 +21,7 @@
     │   ├── ModelCredentialsMissing     no API key in the environment
     │   ├── UnknownModel                a model id with an unknown provider prefix
     │   ├── OfflineScriptError          an offline/script: file is missing or used up
+    │   ├── ModelSettingUnsupported     a model setting the provider's API lacks
     │   ├── ModelProtocolError          the stream broke the provider's protocol
     │   ├── ModelHTTPError              an error status
     │   │   ├── ModelAuthError          401/403
@@ -313,6 +314,18 @@ class ModelError(EveError):
         super().__init__(message)
         #: the provider prefix (``anthropic``, ``openai`` …), when one is concerned
         self.provider = provider
+
+
+class ModelSettingUnsupported(ModelError):
+    """``define_agent(model_settings=...)`` sets what the provider's API has no parameter
+    for (a seed on Anthropic's Messages API): refused, not silently dropped."""
+
+    code = "model_setting_unsupported"
+
+    def __init__(self, message: str, *, provider: str, setting: str) -> None:
+        super().__init__(message, provider=provider)
+        #: the ``model_settings`` field (``seed``, ``stop_sequences``)
+        self.setting = setting
 
 
 class ModelCredentialsMissing(ModelError):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -321,6 +321,20 @@ class Retries(Base, frozen=True, kw_only=True):
     max_delay_seconds: float = 30.0
 
 
+class ModelSettings(Base, frozen=True, kw_only=True):
+    """How the model samples (``define_agent(model_settings=...)``); unset: the provider's
+    default. Each adapter passes these as its API's own parameters."""
+
+    temperature: float | None = None
+    #: the most tokens one response may have; unset, eve asks for 4096
+    max_output_tokens: int | None = None
+    top_p: float | None = None
+    stop_sequences: list[str] = []
+    seed: int | None = None
+    #: more fields of the provider's request body (the SDKs' ``extra_body``)
+    extra: dict[str, Any] = {}
+
+
 class OutputType(Base, frozen=True, kw_only=True):
     """Where the class of a typed answer lives: a module binding of the node (marked
     ``runtime_entry``) and the class's name in it."""
@@ -369,6 +383,7 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     openai_api: OpenAIApi = "auto"
     #: the type the final answer is validated into, if any
     output: Output | None = None
+    model_settings: ModelSettings = ModelSettings()
 
 
 class AgentNode(Base, frozen=True, kw_only=True):

@@ -72,6 +72,20 @@ def _prompt_cache(value: Any) -> Any:
     return {"enabled": value} if isinstance(value, bool) else value
 
 
+class ModelSettingsConfig(_Strict):
+    """How the model samples, passed to each provider's API as its own parameters
+    (docs/models.md#model-settings). What is not set is the provider's default."""
+
+    temperature: float | None = pydantic.Field(default=None, ge=0, le=2)
+    #: the most tokens one response may have (eve's default: 4096)
+    max_output_tokens: int | None = pydantic.Field(default=None, ge=1)
+    top_p: float | None = pydantic.Field(default=None, gt=0, le=1)
+    stop_sequences: tuple[str, ...] = pydantic.Field(default=(), max_length=16)
+    seed: int | None = None
+    #: more fields of the provider's request body, as JSON (the SDK's ``extra_body``)
+    extra: dict[str, pydantic.JsonValue] = {}
+
+
 class AgentConfigModel(_Strict):
     model: ModelId | None = None
     description: str | None = None
@@ -103,6 +117,8 @@ class AgentConfigModel(_Strict):
     output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None
     #: how many times an answer that fails ``output_schema`` is shown to the model to fix
     output_retries: int = pydantic.Field(default=2, ge=0, le=10)
+    #: temperature, max output tokens, top_p, stop sequences, seed and provider extras
+    model_settings: ModelSettingsConfig = ModelSettingsConfig()
 
 
 class RuntimeConfig(_Strict):
@@ -161,7 +177,9 @@ def define_agent(**options: Any) -> AgentDefinition:
     tool sets), ``workspace``, ``database_url_env``, ``prompt_cache`` (``False`` or
     ``{"ttl": "1h"}``), ``retries`` (``{"attempts": 4, "max_delay_seconds": 30}``),
     ``thinking``, ``openai_api``, ``output_schema`` (a pydantic model class or a JSON Schema:
-    the final answer's type) and ``output_retries``; for a subagent, ``runtime_config`` (a
+    the final answer's type), ``output_retries`` and ``model_settings`` (``{"temperature":
+    0.2, "max_output_tokens": 2000, "top_p": ..., "stop_sequences": [...], "seed": ...,
+    "extra": {...}}``); for a subagent, ``runtime_config`` (a
     key made with ``runtime_config_key``) to be configured at each call instead.
     Unknown keys are rejected.
     """

@@ -20,6 +20,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HookEntry,
     Limits,
+    ModelSettings,
     Output,
     PromptCache,
     ProviderToolEntry,
@@ -189,4 +190,5 @@ def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> A
         thinking=config.thinking,
         openai_api=config.openai_api,
         output=output,
+        model_settings=ModelSettings(**config.model_settings.model_dump(mode="json")),
     )

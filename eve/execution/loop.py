@@ -84,7 +84,12 @@ from eve.messages import (
     summary_message,
     user_message,
 )
-from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
+from eve.models.base import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ModelRequest,
+    ProviderToolDeclaration,
+    ToolDeclaration,
+)
 from eve.redact import redact
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
@@ -176,6 +181,9 @@ class _Turn:
             thinking=self.setup.agent.config.thinking,
             prompt_cache=self.setup.agent.config.prompt_cache,
             retries=self.setup.agent.config.retries,
+            settings=self.setup.agent.config.model_settings,
+            max_output_tokens=self.setup.agent.config.model_settings.max_output_tokens
+            or DEFAULT_MAX_OUTPUT_TOKENS,
             output_schema=self.output.schema if self.output is not None and native else None,
             node_id=self.setup.agent.node_id,
             provider_tools=[

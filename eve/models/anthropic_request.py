@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from eve.manifest import PromptCache
+from eve.manifest import ModelSettings, PromptCache
 from eve.messages import (
     AssistantMessage,
     DocumentPart,
@@ -38,6 +38,7 @@ from eve.messages import (
     UserMessage,
     parts_for,
 )
+from eve.models._settings import extra_body, refuse_unsupported
 from eve.models.anthropic_models import Thinking, model_traits, thinking_for
 from eve.models.base import ModelRequest
 
@@ -214,4 +215,27 @@ def request_params(model: str, request: ModelRequest) -> dict[str, Any]:
         output["format"] = {"type": "json_schema", "schema": request.output_schema}
     if output:
         params["output_config"] = output
+    params.update(_sampling(request.settings))
+    return params
+
+
+def _sampling(settings: ModelSettings) -> dict[str, Any]:
+    """``model_settings`` as Messages API parameters
+    (https://docs.anthropic.com/en/api/messages: temperature, top_p, stop_sequences; no seed).
+    With extended thinking the API takes no temperature change; it answers that with a 400."""
+    refuse_unsupported(
+        settings,
+        api="Anthropic's Messages API",
+        provider="anthropic",
+        supported={"temperature", "top_p", "stop_sequences"},
+    )
+    params: dict[str, Any] = {}
+    if settings.temperature is not None:
+        params["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        params["top_p"] = settings.top_p
+    if settings.stop_sequences:
+        params["stop_sequences"] = list(settings.stop_sequences)
+    if (extra := extra_body(settings)) is not None:
+        params["extra_body"] = extra
     return params

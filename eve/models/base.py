@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from eve.cancellation import CancelSignal
-from eve.manifest import PromptCache, Retries, ThinkingMode
+from eve.manifest import ModelSettings, PromptCache, Retries, ThinkingMode
 from eve.messages import Message
 from eve.models.events import ModelEvent
 
@@ -39,13 +39,17 @@ class ProviderToolDeclaration:
     config: dict[str, Any] = field(default_factory=dict)
 
 
+#: what a request may answer with, unless ``model_settings.max_output_tokens`` says otherwise
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelRequest:
     system: str
     messages: list[Message]
     tools: list[ToolDeclaration] = field(default_factory=list)
     provider_tools: list[ProviderToolDeclaration] = field(default_factory=list)
-    max_output_tokens: int = 4096
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     reasoning: str | None = None
     #: how reasoning is asked for where a provider has two ways (Anthropic: adaptive or a
     #: token budget); ``auto`` leaves it to the adapter's table of models
@@ -54,6 +58,9 @@ class ModelRequest:
     prompt_cache: PromptCache = field(default_factory=PromptCache)
     #: how a failure worth retrying is tried again (``model.retrying``)
     retries: Retries = field(default_factory=Retries)
+    #: temperature, top_p, stop sequences, seed and provider extras, for each adapter to
+    #: send as its API's parameters (``max_output_tokens`` above holds the token limit)
+    settings: ModelSettings = field(default_factory=ModelSettings)
     #: the JSON Schema the final answer must match, given only to a client whose
     #: ``structured_output`` is True (it constrains the answer natively); for any other the
     #: loop offers a final-answer tool instead

@@ -38,6 +38,7 @@ from eve.messages import (
     UserMessage,
     parts_for,
 )
+from eve.models._settings import extra_body
 from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
 from eve.models.events import (
@@ -284,6 +285,7 @@ async def start_chat(
 ) -> openai.AsyncStream[sdk.ChatCompletionChunk]:
     """Start one streamed chat completion for ``request``."""
     tools = openai_tools(request)
+    settings = request.settings
     # OpenAI's reasoning models refuse max_tokens; compatible servers may not know the
     # newer max_completion_tokens.
     limit = request.max_output_tokens
@@ -304,7 +306,17 @@ async def start_chat(
         response_format=response_format,
         stream=True,
         stream_options={"include_usage": True},
+        # https://platform.openai.com/docs/api-reference/chat/create: all four are parameters
+        temperature=_given(settings.temperature),
+        top_p=_given(settings.top_p),
+        stop=list(settings.stop_sequences) if settings.stop_sequences else openai.omit,
+        seed=_given(settings.seed),
+        extra_body=extra_body(settings),
     )
+
+
+def _given(value: Any) -> Any:
+    return openai.omit if value is None else value
 
 
 def chat_usage(usage: CompletionUsage) -> TokenUsage:

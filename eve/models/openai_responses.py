@@ -39,6 +39,7 @@ from eve.messages import (
     UserMessage,
     parts_for,
 )
+from eve.models._settings import extra_body, refuse_unsupported
 from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
 from eve.models.events import (
@@ -361,6 +362,17 @@ async def start_response(
     client: openai.AsyncOpenAI, model: str, request: ModelRequest
 ) -> openai.AsyncStream[sdk.ResponseStreamEvent]:
     """Start one streamed, stateless response for ``request``."""
+    settings = request.settings
+    # https://platform.openai.com/docs/api-reference/responses/create: temperature and
+    # top_p, but no stop sequences and no seed
+    refuse_unsupported(
+        settings,
+        api="OpenAI's Responses API",
+        provider="openai",
+        supported={"temperature", "top_p"},
+        hint=", or speak Chat Completions, which takes it (define_agent(openai_api="
+        '"chat-completions"))',
+    )
     tools = responses_tools(request)
     reasoning: Any = openai.omit
     if request.reasoning is not None:
@@ -383,4 +395,7 @@ async def start_response(
         text=text,
         store=False,
         stream=True,
+        temperature=openai.omit if settings.temperature is None else settings.temperature,
+        top_p=openai.omit if settings.top_p is None else settings.top_p,
+        extra_body=extra_body(settings),
     )

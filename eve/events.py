@@ -392,6 +392,9 @@ class ActionResultData(EventData, frozen=True, kw_only=True):
     output: str
     #: the MCP connection whose server ran the tool, if any
     connection: str | None = None
+    #: a tool that raised: its traceback from the tool's frame on (the last 50 frames, at
+    #: most 8 KB, redacted), for a person; the model reads only ``output``
+    traceback: str | None = None
 
 
 class ActionResult(Event, frozen=True, kw_only=True, tag="action.result"):

@@ -19,7 +19,7 @@ from eve.attachments import read_attachment
 from eve.authoring.workflow import AskHook, Question
 from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
-from eve.cli.console import ConsoleRenderer
+from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.events import SessionEvent
@@ -110,6 +110,8 @@ class RunOptions:
     yes: bool
     #: files sent with the prompt, in order
     attach: tuple[Path, ...] = ()
+    #: a failing tool's traceback under its result
+    debug: bool = False
 
 
 async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
@@ -119,7 +121,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     setup = await prepare(app_root, model=model, max_turns=options.max_turns)
     cancel = CancelSignal()
     install_interrupt(cancel)
-    renderer = ConsoleRenderer(stream_text=False)
+    renderer = ConsoleRenderer(stream_text=False, debug=options.debug)
     approve = approval_hook(options.yes)
     env = TurnEnvironment(
         signal=cancel,
@@ -159,6 +161,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="An image (.png .jpg .gif .webp) or document (.pdf .txt) to send; repeatable.",
 )
+@debug_option
 @click.pass_context
 @translate_errors
 def run_command(ctx: click.Context, /, prompt: str, **options: Any) -> None:

@@ -426,6 +426,7 @@ class _Turn:
             status=result.status,
             output=result.result.content,
             connection=connection_of(call.name, self.runner.tools),
+            traceback=result.traceback,
         )
         await self.emit(data, step)
 

@@ -18,6 +18,7 @@ from eve.costs import Spend
 from eve.errors import EveError
 from eve.events import ActionPartialData, ResultStatus
 from eve.execution.events import EventEmitter
+from eve.execution.tracebacks import tool_traceback
 from eve.messages import (
     DocumentPart,
     ImagePart,
@@ -77,6 +78,8 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     ends_turn: bool = False
     #: a subagent's tokens and cost, which count toward the caller's turn
     spend: Spend | None = None
+    #: a tool that raised: its traceback, for the event (``eve.execution.tracebacks``)
+    traceback: str | None = None
 
 
 def _encode_default(value: Any) -> Any:
@@ -142,6 +145,13 @@ def outcome(
         ),
         status=status,
     )
+
+
+def raised(call: ToolCall, error: Exception) -> CallOutcome:
+    """The result of a tool that raised ``error``: the model reads ``ErrorName: message``;
+    the traceback goes only to the event, for a person."""
+    failed = outcome(call, f"{type(error).__name__}: {error}", "failed")
+    return msgspec.structs.replace(failed, traceback=tool_traceback(error))
 
 
 @dataclass(kw_only=True)
@@ -241,8 +251,9 @@ class ToolRunner:
                 if tool.to_model_output is not None:
                     value = tool.to_model_output(value)
             except Exception as error:
-                span.failed(error)
-                return outcome(call, f"{type(error).__name__}: {error}", "failed")
+                failed = raised(call, error)
+                span.failed(error, failed.traceback)
+                return failed
             done = outcome(call, result_parts(value), "completed")
             span.completed(done.result.content)
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 9
-FINGERPRINT = "sha256:4a2495aaf7a4b5a84631c8ac15bb4f3ead7729751b8ec1ba2ad604c28413357a"
+SCHEMA_VERSION = 10
+FINGERPRINT = "sha256:7ffb3e87b0a4e93f1b0e14c78a9a39e63bb0731ba3b771212b3abf0cc4abf2ac"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

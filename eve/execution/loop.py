@@ -74,6 +74,7 @@ from eve.execution.tool_calls import (
     ToolRunner,
     outcome,
 )
+from eve.execution.tool_output import agent_output_limit, bounded
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
 from eve.messages import (
@@ -314,6 +315,8 @@ class _Turn:
                 return StartsTask(response=own, first_call=first, outcomes=outcomes, call=position)
             if isinstance(admitted, Admitted):
                 admitted = await self.runner.run_admitted(admitted, step)
+            # capped before it is recorded: history, checkpoint and event never hold it whole
+            admitted = bounded(admitted, self.runner.output_limit_of(call))
             outcomes.append(admitted)
             self.record(admitted.result)
             skill = loaded_skill(call, admitted)
@@ -424,7 +427,7 @@ class _Turn:
             call_id=call.id,
             name=call.name,
             status=result.status,
-            output=result.result.content,
+            output=result.result.content if result.stored_output is None else result.stored_output,
             connection=connection_of(call.name, self.runner.tools),
             traceback=result.traceback,
         )
@@ -540,6 +543,7 @@ async def run_agent(
             workspace=setup.workspace,
             approved_once=env.approved_once,
             turn_id=env.turn_id,
+            output_limit=agent_output_limit(setup),
         ),
         history=list(history),
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,

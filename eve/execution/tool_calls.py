@@ -80,6 +80,9 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     spend: Spend | None = None
     #: a tool that raised: its traceback, for the event (``eve.execution.tracebacks``)
     traceback: str | None = None
+    #: what the event keeps when the model reads less (a result over the model's cap):
+    #: the whole text up to the store's cap (``eve.execution.tool_output``)
+    stored_output: str | None = None
 
 
 def _encode_default(value: Any) -> Any:
@@ -167,6 +170,14 @@ class ToolRunner:
     workspace: Path
     approved_once: set[str]
     turn_id: str | None = None
+    #: the node's cap on one result's text for the model (a tool's own comes first)
+    output_limit: int = 100_000
+
+    def output_limit_of(self, call: ToolCall) -> int:
+        """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""
+        tool = self.tools.get(call.name)
+        own = tool.entry.max_output_chars if isinstance(tool, ResolvedFunctionTool) else None
+        return own if own is not None else self.output_limit
 
     async def needs_person(self, tool: RunnableTool, data: Any) -> str | None:
         """The rule that requires asking a person, ``"denied"`` for a policy refusal, or None."""

@@ -317,12 +317,13 @@ class _Turn:
                 admitted = await self.runner.run_admitted(admitted, step)
             # capped before it is recorded: history, checkpoint and event never hold it whole
             admitted = bounded(admitted, self.runner.output_limit_of(call))
-            outcomes.append(admitted)
             self.record(admitted.result)
             skill = loaded_skill(call, admitted)
             if skill is not None:
                 await self.emit(SkillLoadedData(call_id=call.id, name=skill), step)
             await self.result_event(call, admitted, step)
+            # a replayed part emits no events: its checkpoint needs only what the model read
+            outcomes.append(msgspec.structs.replace(admitted, stored_output=None, traceback=None))
         return RanAll(response=own, first_call=first, outcomes=outcomes)
 
     async def first_part(self, step: int) -> StepPart:

@@ -170,8 +170,9 @@ class ToolRunner:
     workspace: Path
     approved_once: set[str]
     turn_id: str | None = None
-    #: the node's cap on one result's text for the model (a tool's own comes first)
-    output_limit: int = 100_000
+    #: the node's cap on one result's text for the model (a tool's own comes first;
+    #: ``eve.execution.tool_output.agent_output_limit``)
+    output_limit: int
 
     def output_limit_of(self, call: ToolCall) -> int:
         """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""

@@ -147,7 +147,8 @@ def define_tool(
     """Define a tool whose ``execute(input, ctx)`` runs in this process.
 
     ``execute`` may be sync, async or an async generator (each yield is a partial snapshot,
-    the last one the result).
+    the last one the result). ``max_output_chars`` caps the characters of its result the
+    model reads, over the agent's ``limits.max_tool_output_chars``.
     """
     if not callable(execute):
         raise AuthoringError("define_tool(execute=...) must be a function")

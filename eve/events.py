@@ -388,10 +388,14 @@ class ActionResultData(EventData, frozen=True, kw_only=True):
     call_id: str
     name: str
     status: ResultStatus
-    #: what the model reads
+    #: the result's text: what the model reads, or, for a result over the model's cap, the
+    #: whole text up to 1,000,000 characters (``eve.execution.tool_output``)
     output: str
     #: the MCP connection whose server ran the tool, if any
     connection: str | None = None
+    #: a tool that raised: its traceback from the tool's frame on (the last 50 frames, at
+    #: most 8 KB, redacted), for a person; the model reads only ``output``
+    traceback: str | None = None
 
 
 class ActionResult(Event, frozen=True, kw_only=True, tag="action.result"):

@@ -146,6 +146,9 @@ class FunctionToolEntry(_LocalTool, frozen=True, kw_only=True, tag="dispatch"):
 
     has_model_output_projection: bool = False
     ends_turn: bool = False
+    #: characters of its result the model reads, over the agent's
+    #: ``limits.max_tool_output_chars``; None: the agent's
+    max_output_chars: int | None = None
 
 
 class WorkflowToolEntry(_LocalTool, frozen=True, kw_only=True, tag="workflow-tool"):
@@ -292,6 +295,9 @@ class Limits(Base, frozen=True, kw_only=True):
     #: USD; the priced part of the session's cost counts (an unpriced model's share is unknown)
     max_cost_usd_per_session: float | None = None
     session_timeout_seconds: float | None = None
+    #: characters of one tool result the model reads (a tool's ``max_output_chars`` comes
+    #: first); None: 100,000, or fewer for a small window (``eve.execution.tool_output``)
+    max_tool_output_chars: int | None = None
 
 
 class Compaction(Base, frozen=True, kw_only=True):

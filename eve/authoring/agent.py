@@ -40,6 +40,8 @@ class LimitsConfig(_Strict):
     max_output_tokens_per_session: int | None = pydantic.Field(default=None, ge=1)
     max_cost_usd_per_session: float | None = pydantic.Field(default=None, gt=0)
     session_timeout_seconds: float | None = pydantic.Field(default=None, gt=0)
+    #: characters of one tool result the model reads; the rest is cut, with a marker
+    max_tool_output_chars: int | None = pydantic.Field(default=None, ge=1)
 
 
 class CompactionConfig(_Strict):

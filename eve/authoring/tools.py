@@ -70,6 +70,8 @@ class FunctionTool(_LocalDefinition):
     execute: Execute
     to_model_output: Callable[[Any], Any] | None = None
     ends_turn: bool = False
+    #: characters of its result the model reads (over the agent's limit); None: the agent's
+    max_output_chars: int | None = None
     #: the decorated function's name and first line (``@tool``): the compiler warns when
     #: the name is not the tool's, which is its file's
     function_name: str | None = None
@@ -122,6 +124,12 @@ def _output_schema(schema: InputSchema | None) -> dict[str, Any] | None:
     raise AuthoringError("output_schema takes a pydantic model class or a JSON Schema dict")
 
 
+def _output_cap(chars: int | None) -> int | None:
+    if chars is not None and (isinstance(chars, bool) or not isinstance(chars, int) or chars < 1):
+        raise AuthoringError(f"max_output_chars takes a number of characters from 1, not {chars!r}")
+    return chars
+
+
 def _require_description(description: str | None, where: str) -> str:
     text = inspect.cleandoc(description or "")
     if not text:
@@ -140,11 +148,13 @@ def define_tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
     ends_turn: bool = False,
+    max_output_chars: int | None = None,
 ) -> FunctionTool:
     """Define a tool whose ``execute(input, ctx)`` runs in this process.
 
     ``execute`` may be sync, async or an async generator (each yield is a partial snapshot,
-    the last one the result).
+    the last one the result). ``max_output_chars`` caps the characters of its result the
+    model reads, over the agent's ``limits.max_tool_output_chars``.
     """
     if not callable(execute):
         raise AuthoringError("define_tool(execute=...) must be a function")
@@ -157,6 +167,7 @@ def define_tool(
         deferred=deferred,
         available_in_subagents=available_in_subagents,
         ends_turn=ends_turn,
+        max_output_chars=_output_cap(max_output_chars),
     )
 
 
@@ -311,6 +322,7 @@ def tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
     ends_turn: bool = False,
+    max_output_chars: int | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -323,6 +335,7 @@ def tool(
     deferred: bool = False,
     available_in_subagents: bool = True,
     ends_turn: bool = False,
+    max_output_chars: int | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a typed function a tool: its signature is the schema, its docstring the description.
 
@@ -349,6 +362,7 @@ def tool(
             deferred=deferred,
             available_in_subagents=available_in_subagents,
             ends_turn=ends_turn,
+            max_output_chars=_output_cap(max_output_chars),
             defined_in=function.__module__,
             function_name=function.__name__,
             function_line=function.__code__.co_firstlineno,

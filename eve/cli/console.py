@@ -65,6 +65,15 @@ def activity(event: SessionEvent) -> list[str]:
     return []
 
 
+#: ``--debug`` of ``eve run`` and ``eve dev`` (or ``EVE_DEBUG=1``)
+debug_option = click.option(
+    "--debug",
+    is_flag=True,
+    envvar="EVE_DEBUG",
+    help="Print a failing tool's traceback under its result (also EVE_DEBUG=1).",
+)
+
+
 def footer(data: TurnCompletedData) -> str:
     """The line under a turn in ``eve dev``: its tokens by kind, its cost and the session's.
 
@@ -93,10 +102,12 @@ class ConsoleRenderer:
     A subagent's events (they carry ``parent``) are shown on stderr under its path: its
     text is what it tells its caller, not the answer."""
 
-    def __init__(self, *, stream_text: bool, footer: bool = False) -> None:
+    def __init__(self, *, stream_text: bool, footer: bool = False, debug: bool = False) -> None:
         self.stream_text = stream_text
         #: a line of tokens and cost under each turn (``eve dev``)
         self.footer = footer
+        #: a failing tool's traceback under its result (``--debug``)
+        self.debug = debug
         self.mid_line = False
 
     def __call__(self, event: SessionEvent) -> None:
@@ -111,6 +122,8 @@ class ConsoleRenderer:
             lines = [footer(event.data)]
         if delegated and isinstance(event, MessageCompleted):
             lines = [f"says: {_short(event.data.message, 200)}"]
+        if self.debug and isinstance(event, ActionResult) and event.data.traceback:
+            lines = [*lines, *("  " + line for line in event.data.traceback.splitlines())]
         if not lines:
             return
         self.end_line()

@@ -13,7 +13,7 @@ from prompt_toolkit import PromptSession
 
 from eve.attachments import read_attachment
 from eve.cli.agent_setup import ensure_compiled, prepare
-from eve.cli.console import ConsoleRenderer
+from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.errors import EveError, SessionNotActive
@@ -79,12 +79,14 @@ DEV_WORKER = "eve-dev"
 class DevSession:
     """A terminal conversation over the durable session runtime, like any API client."""
 
-    def __init__(self, app_root: Path, setup: AgentSetup, model: str | None) -> None:
+    def __init__(
+        self, app_root: Path, setup: AgentSetup, model: str | None, *, debug: bool = False
+    ) -> None:
         self.app_root = app_root
         self.setup = setup
         self.model = model
         self.input = _Input()
-        self.renderer = ConsoleRenderer(stream_text=True, footer=True)
+        self.renderer = ConsoleRenderer(stream_text=True, footer=True, debug=debug)
         self.session_id = ""
         self.cursor = 0
         self._cancelling: asyncio.Future[bool] | None = None
@@ -305,9 +307,9 @@ class DevSession:
         )
 
 
-async def _dev(app_root: Path, model: str | None, resume: bool) -> None:
+async def _dev(app_root: Path, model: str | None, resume: bool, *, debug: bool) -> None:
     setup = await prepare(app_root, model=model, max_turns=None)
-    session = DevSession(app_root, setup, model)
+    session = DevSession(app_root, setup, model, debug=debug)
     try:
         await session.open(resume)
         await session.run()
@@ -335,6 +337,7 @@ async def _dev(app_root: Path, model: str | None, resume: bool) -> None:
     metavar="NAME",
     help="With --web: a Host name to answer besides loopback (repeatable).",
 )
+@debug_option
 @click.pass_context
 @translate_errors
 def dev_command(
@@ -345,6 +348,7 @@ def dev_command(
     port: int,
     no_browser: bool,
     allowed_host: tuple[str, ...],
+    debug: bool,
 ) -> None:
     """Talk to the agent in the terminal, or with --web in the browser; recompiles when
     agent/ changes.
@@ -355,7 +359,7 @@ def dev_command(
     """
     app_root = app_root_of(ctx)
     if not web:
-        asyncio.run(_dev(app_root, model, resume))
+        asyncio.run(_dev(app_root, model, resume, debug=debug))
         return
     from eve.cli.dev_web import serve_web  # the server's imports only when asked for
 

@@ -20,7 +20,7 @@ from eve.attachments import read_attachment
 from eve.authoring.workflow import AskHook, Question
 from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
-from eve.cli.console import ConsoleRenderer
+from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.context.active import EveContext
@@ -114,6 +114,8 @@ class RunOptions:
     attach: tuple[Path, ...] = ()
     #: ``text`` (the answer, then a typed one as JSON) or ``json`` (only the answer, as JSON)
     output: str = "text"
+    #: a failing tool's traceback under its result
+    debug: bool = False
 
 
 async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
@@ -123,7 +125,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     setup = await prepare(app_root, model=model, max_turns=options.max_turns)
     cancel = CancelSignal()
     install_interrupt(cancel)
-    renderer = ConsoleRenderer(stream_text=False)
+    renderer = ConsoleRenderer(stream_text=False, debug=options.debug)
     approve = approval_hook(options.yes)
     context = EveContext(session_id="local")
     if session:
@@ -186,6 +188,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="An image (.png .jpg .gif .webp) or document (.pdf .txt) to send; repeatable.",
 )
+@debug_option
 @click.pass_context
 @translate_errors
 def run_command(ctx: click.Context, /, prompt: str, **options: Any) -> None:

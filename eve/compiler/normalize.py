@@ -87,6 +87,7 @@ def tool_entry(
                 **_local_fields(definition, logical_path, cache),
                 has_model_output_projection=definition.to_model_output is not None,
                 ends_turn=definition.ends_turn,
+                max_output_chars=definition.max_output_chars,
             )
         case WorkflowTool():
             return WorkflowToolEntry(**where, **_local_fields(definition, logical_path, cache))

@@ -74,6 +74,7 @@ from eve.execution.tool_calls import (
     ToolRunner,
     outcome,
 )
+from eve.execution.tool_output import agent_output_limit, bounded
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
 from eve.messages import (
@@ -322,12 +323,15 @@ class _Turn:
                 return StartsTask(response=own, first_call=first, outcomes=outcomes, call=position)
             if isinstance(admitted, Admitted):
                 admitted = await self.runner.run_admitted(admitted, step)
-            outcomes.append(admitted)
+            # capped before it is recorded: history, checkpoint and event never hold it whole
+            admitted = bounded(admitted, self.runner.output_limit_of(call))
             self.record(admitted.result)
             skill = loaded_skill(call, admitted)
             if skill is not None:
                 await self.emit(SkillLoadedData(call_id=call.id, name=skill), step)
             await self.result_event(call, admitted, step)
+            # a replayed part emits no events: its checkpoint needs only what the model read
+            outcomes.append(msgspec.structs.replace(admitted, stored_output=None, traceback=None))
         return RanAll(response=own, first_call=first, outcomes=outcomes)
 
     async def first_part(self, step: int) -> StepPart:
@@ -432,8 +436,9 @@ class _Turn:
             call_id=call.id,
             name=call.name,
             status=result.status,
-            output=result.result.content,
+            output=result.result.content if result.stored_output is None else result.stored_output,
             connection=connection_of(call.name, self.runner.tools),
+            traceback=result.traceback,
         )
         await self.emit(data, step)
 
@@ -547,6 +552,7 @@ async def run_agent(
             workspace=setup.workspace,
             approved_once=env.approved_once,
             turn_id=env.turn_id,
+            output_limit=agent_output_limit(setup),
         ),
         history=list(history),
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,

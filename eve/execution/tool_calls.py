@@ -18,6 +18,7 @@ from eve.costs import Spend
 from eve.errors import EveError
 from eve.events import ActionPartialData, ResultStatus
 from eve.execution.events import EventEmitter
+from eve.execution.tracebacks import tool_traceback
 from eve.messages import (
     DocumentPart,
     ImagePart,
@@ -77,6 +78,11 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     ends_turn: bool = False
     #: a subagent's tokens and cost, which count toward the caller's turn
     spend: Spend | None = None
+    #: a tool that raised: its traceback, for the event (``eve.execution.tracebacks``)
+    traceback: str | None = None
+    #: what the event keeps when the model reads less (a result over the model's cap):
+    #: the whole text up to the store's cap (``eve.execution.tool_output``)
+    stored_output: str | None = None
 
 
 def _encode_default(value: Any) -> Any:
@@ -144,6 +150,13 @@ def outcome(
     )
 
 
+def raised(call: ToolCall, error: Exception) -> CallOutcome:
+    """The result of a tool that raised ``error``: the model reads ``ErrorName: message``;
+    the traceback goes only to the event, for a person."""
+    failed = outcome(call, f"{type(error).__name__}: {error}", "failed")
+    return msgspec.structs.replace(failed, traceback=tool_traceback(error))
+
+
 @dataclass(kw_only=True)
 class ToolRunner:
     """Runs calls for one turn; ``approved_once`` remembers ``once()`` approvals per session."""
@@ -157,6 +170,15 @@ class ToolRunner:
     workspace: Path
     approved_once: set[str]
     turn_id: str | None = None
+    #: the node's cap on one result's text for the model (a tool's own comes first;
+    #: ``eve.execution.tool_output.agent_output_limit``)
+    output_limit: int
+
+    def output_limit_of(self, call: ToolCall) -> int:
+        """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""
+        tool = self.tools.get(call.name)
+        own = tool.entry.max_output_chars if isinstance(tool, ResolvedFunctionTool) else None
+        return own if own is not None else self.output_limit
 
     async def needs_person(self, tool: RunnableTool, data: Any) -> str | None:
         """The rule that requires asking a person, ``"denied"`` for a policy refusal, or None."""
@@ -241,8 +263,9 @@ class ToolRunner:
                 if tool.to_model_output is not None:
                     value = tool.to_model_output(value)
             except Exception as error:
-                span.failed(error)
-                return outcome(call, f"{type(error).__name__}: {error}", "failed")
+                failed = raised(call, error)
+                span.failed(error, failed.traceback)
+                return failed
             done = outcome(call, result_parts(value), "completed")
             span.completed(done.result.content)
         return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)

@@ -13,7 +13,7 @@ from eve.authoring.workflow import AskHook, Question, Waits, WorkflowContext
 from eve.errors import EveError, NoOneToAsk, TaskCancelled, WaitUnavailable
 from eve.events import InputRequestedData, InputResolvedData, Option, QuestionRequest
 from eve.execution.tasks import TaskCall, completed, failed
-from eve.execution.tool_calls import CallOutcome, publish_partial
+from eve.execution.tool_calls import CallOutcome, publish_partial, raised
 from eve.runtime.resolved import ResolvedWorkflowTool
 
 T = TypeVar("T")
@@ -39,7 +39,7 @@ async def run_workflow_tool(task: TaskCall, waits: Waits, workspace: Path) -> Ca
     try:
         value = await tool.run(data, ctx)
     except Exception as error:
-        return failed(call, error)
+        return raised(call, error)
     return completed(call, value)
 
 

@@ -17,7 +17,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from eve.redact import redact
-from eve.tracing.conventions import ERROR_TYPE
+from eve.tracing.conventions import ERROR_TYPE, EXCEPTION_STACKTRACE
 
 _tracer: tuple[trace.TracerProvider, Tracer] | None = None
 
@@ -49,24 +49,27 @@ def nanoseconds(at: str) -> int:
     return int(datetime.fromisoformat(at).timestamp() * 1_000_000_000)
 
 
-def fail(span: Span, kind: str, message: str) -> None:
+def fail(span: Span, kind: str, message: str, *, stacktrace: str | None = None) -> None:
     """Mark ``span`` failed with an ``exception`` event: its type and message, redacted.
 
-    No stack trace: it would add nothing a reader of the span can use, and it is the one
-    part of an exception eve does not write itself."""
+    A stack trace only where it helps (a tool's own, already bounded and redacted: see
+    ``eve.execution.tracebacks``); the frames of eve's loop would tell a reader nothing."""
     message = redact(message)
     span.set_attribute(ERROR_TYPE, kind)
-    span.add_event("exception", {"exception.type": kind, "exception.message": message})
+    attributes = {"exception.type": kind, "exception.message": message}
+    if stacktrace is not None:
+        attributes[EXCEPTION_STACKTRACE] = stacktrace
+    span.add_event("exception", attributes)
     span.set_status(Status(StatusCode.ERROR, f"{kind}: {message}"))
 
 
-def fail_with_text(span: Span, text: str) -> None:
+def fail_with_text(span: Span, text: str, *, stacktrace: str | None = None) -> None:
     """``fail`` for an error eve already wrote as ``ErrorName: message``."""
     named = _NAMED.match(text)
     if named is None:
-        fail(span, "_OTHER", text)
+        fail(span, "_OTHER", text, stacktrace=stacktrace)
     else:
-        fail(span, named.group(1), named.group(2))
+        fail(span, named.group(1), named.group(2), stacktrace=stacktrace)
 
 
 class SpanBlock:

@@ -29,6 +29,11 @@ CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 ERROR_TYPE = "error.type"
+#: on the span's ``exception`` event, the exception's stack trace "in a natural
+#: representation for the language runtime" (Python's traceback text): the semantic
+#: conventions for exceptions on spans, stable, at
+#: https://opentelemetry.io/docs/specs/semconv/exceptions/exceptions-spans/
+EXCEPTION_STACKTRACE = "exception.stacktrace"
 
 # opt-in content (see ``capture_content``)
 INPUT_MESSAGES = "gen_ai.input.messages"

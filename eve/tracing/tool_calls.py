@@ -50,9 +50,10 @@ class ToolCallSpan(SpanBlock):
             self._current.__enter__()
         return self
 
-    def failed(self, error: BaseException) -> None:
+    def failed(self, error: BaseException, traceback: str | None = None) -> None:
+        """The tool raised ``error``; ``traceback`` is its bounded, redacted traceback."""
         if self.span.is_recording():
-            fail(self.span, type(error).__name__, str(error))
+            fail(self.span, type(error).__name__, str(error), stacktrace=traceback)
             record_result(
                 self.span, "failed", f"{type(error).__name__}: {error}", content=self.content
             )

@@ -111,7 +111,7 @@ class TurnSpans:
                 span = turn.tasks.pop(result.call_id)
                 self.tasks.pop((result.session_id, result.call_id), None)
                 if result.status == "failed":
-                    fail_with_text(span, result.output)
+                    fail_with_text(span, result.output, stacktrace=result.traceback)
                 record_result(span, result.status, result.output, content=turn.content)
                 span.end(end_time=nanoseconds(at))
             case MessageCompleted(data=completed):

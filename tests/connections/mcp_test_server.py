@@ -81,6 +81,12 @@ def chart() -> list[ContentBlock]:
 
 
 @server.tool()
+def big(chars: int) -> str:
+    """A text of ``chars`` characters (``0123456789`` over and over)."""
+    return ("0123456789" * (chars // 10 + 1))[:chars]
+
+
+@server.tool()
 def exit_now() -> str:
     """Ends the server's process at once (a crash, as the client sees it)."""
     os._exit(3)

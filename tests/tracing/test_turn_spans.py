@@ -122,10 +122,16 @@ async def test_a_turn_is_a_tree_of_agent_chat_and_tool_spans(
     assert explode_span.attributes["error.type"] == "RuntimeError"
     (exception,) = explode_span.events
     assert exception.name == "exception"
-    assert dict(exception.attributes or {}) == {
+    attributes = dict(exception.attributes or {})
+    stacktrace = str(attributes.pop("exception.stacktrace"))
+    assert attributes == {
         "exception.type": "RuntimeError",
         "exception.message": "the fuse was lit",
     }
+    # the tool's traceback (eve.execution.tracebacks), as the event of its result keeps it
+    assert stacktrace.startswith("Traceback (most recent call last):\n")
+    assert f'File "{__file__}"' in stacktrace and ", in explode\n" in stacktrace
+    assert stacktrace.endswith("RuntimeError: the fuse was lit\n")
     # content is opt-in: no prompt, answer, argument or result anywhere
     for span in spans.get_finished_spans():
         assert not any(

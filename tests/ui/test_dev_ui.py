@@ -215,6 +215,27 @@ def test_a_turn_shows_its_tools_subagent_approval_question_and_answer(
     screenshot(browser, "event-log")
 
 
+def test_a_failed_calls_traceback_is_behind_a_toggle(browser: Any, shop: Server) -> None:
+    session = shop.create("What does a hammer cost?")
+    shop.wait_for(session, count("turn.waiting"))
+    browser.get(root_url(shop) + f"#/session/{session}")
+    box = wait_for(
+        browser,
+        lambda d: (
+            output_of(call_box(d, "get_price", "<script>")) and call_box(d, "get_price", "<script>")
+        ),
+    )
+    toggle = box.find_element(By.CSS_SELECTOR, "details.traceback")
+    trace = toggle.find_element(By.TAG_NAME, "pre")
+    assert toggle.get_attribute("open") is None and not trace.is_displayed()
+    toggle.find_element(By.TAG_NAME, "summary").click()
+    wait_for(browser, lambda d: trace.is_displayed())
+    assert trace.text.startswith("Traceback (most recent call last):")
+    assert "get_price.py" in trace.text and trace.text.endswith("is not in the catalog")
+    assert trace.find_elements(By.XPATH, "./*") == []  # text, never markup
+    assert browser.execute_script("return window.__xss") is None
+
+
 def test_a_server_restart_mid_stream_leaves_no_gap_and_no_duplicate(
     browser: Any, shop: Server
 ) -> None:

@@ -161,7 +161,10 @@ class Call {
     const ms = Date.parse(at) - this.at;
     if (!Number.isNaN(ms)) this.duration.textContent = `${ms} ms`;
     append(this.output, h("p", { class: "note" }, data.status === "completed" ? "Output" : "Error"),
-      h("pre", { class: `output ${data.status}` }, readable(data.output)));
+      h("pre", { class: `output ${data.status}` }, readable(data.output)),
+      // the tool's traceback is for a person (the model read only the error): closed until asked
+      data.traceback ? h("details", { class: "traceback" }, h("summary", {}, "Traceback"),
+        h("pre", {}, data.traceback)) : null);
   }
 }
 

@@ -106,6 +106,8 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     #: the model a server runs the root agent with (``--model`` included); ``None`` from
     #: ``eve info``, which serves nothing
     served_model: str | None = None
+    #: sources edited since the server loaded the agent (it serves what it loaded)
+    served_stale_sources: list[str] = []
 
 
 def _path(node_id: str) -> str:

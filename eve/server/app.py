@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -44,6 +45,7 @@ from eve.server.bodies import (
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
 from eve.server.session_list import session_list
+from eve.server.staleness import SourceWatch
 from eve.server.web_ui import ui_routes
 from eve.sessions import Accepted, SessionService, resolve_settings
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
@@ -75,6 +77,8 @@ class ServerOptions:
     max_attachments_bytes: int = MAX_ATTACHMENTS_BYTES
     #: the session database's URL instead of the environment's (never shown in errors)
     database_url: str | None = None
+    #: how often the server looks for edited agent sources it does not serve (``staleness``)
+    watch_seconds: float = 2.0
 
 
 def _accepted(accepted: Accepted) -> JSONResponse:
@@ -118,9 +122,10 @@ def _unexpected(where: str, error: Exception) -> JSONResponse:
 
 
 class _Routes:
-    def __init__(self, options: ServerOptions, service: SessionService) -> None:
+    def __init__(self, options: ServerOptions, service: SessionService, watch: SourceWatch) -> None:
         self.options = options
         self.service = service
+        self.watch = watch
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "status": "ready"})
@@ -129,6 +134,7 @@ class _Routes:
         # what runs the turns, not only what agent.py names: --model replaces it
         info = agent_info(self.options.app_root)
         info.served_model = self.service.setup.client.model_id
+        info.served_stale_sources = await asyncio.to_thread(self.watch.changed)
         return Response(msgspec.json.encode(info), media_type="application/json")
 
     async def create(self, request: Request) -> Response:
@@ -267,8 +273,9 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
     (Starlette's ``TestClient`` runs the lifespan); ``service_for`` builds the one
     ``eve serve`` uses.
     """
-    routes = _Routes(options, service)
-    running = _Running(service)
+    watch = SourceWatch(options.app_root)
+    routes = _Routes(options, service, watch)
+    running = _Running(service, watch, options.watch_seconds)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -327,18 +334,27 @@ async def stop_service(app: Starlette) -> None:
 
 
 class _Running:
-    """Starts the service once, whoever asks first, and stops it once."""
+    """Starts the service once, whoever asks first, and stops it once; meanwhile watches
+    the agent's sources for edits it does not serve."""
 
-    def __init__(self, service: SessionService) -> None:
+    def __init__(self, service: SessionService, watch: SourceWatch, every: float) -> None:
         self.service = service
         self.started = False
+        self.watch = watch
+        self.every = every
+        self._watching: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         if not self.started:
             await self.service.start()
             self.started = True
+            self._watching = asyncio.create_task(self.watch.watch(self.every))
 
     async def stop(self) -> None:
         if self.started:
             self.started = False
+            if self._watching is not None:
+                self._watching.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._watching
             await self.service.stop()

@@ -4,6 +4,8 @@ offline/test`` serves it on purpose, and ``/info`` says which model is served.""
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,17 @@ CLAUDE_APP = {
         default = define_agent(model="anthropic/claude-sonnet-4-5")
     """,
 }
+
+
+ECHO = '''
+from eve.tools import tool
+
+
+@tool
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+'''
 
 
 @pytest.fixture
@@ -71,3 +84,27 @@ def test_info_says_which_model_is_served(claude_app: Path) -> None:
         info = http.get("/eve/v1/info").json()
     assert info["agent"]["model"] == "anthropic/claude-sonnet-4-5"  # what agent.py names
     assert info["served_model"] == "offline/test"  # what answers
+
+
+def test_a_source_edited_after_start_is_said_on_info_and_in_the_log(
+    make_app: AppFactory, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVE_WORKER_ID", "served-stale-test")
+    root = make_app({"agent/tools/echo.py": ECHO})
+    compile_to_disk(root)
+    app = eve_app(root)
+    app.options = dataclasses.replace(app.options, watch_seconds=0.05)
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        assert http.get("/eve/v1/info").json()["served_stale_sources"] == []
+        (root / "agent/tools/echo.py").write_text(ECHO + "\n# edited\n")
+        (root / "agent/tools/new.py").write_text(ECHO.replace("def echo", "def new"))
+        info = http.get("/eve/v1/info").json()
+        assert info["served_stale_sources"] == ["agent/tools/echo.py", "agent/tools/new.py"]
+        deadline = 200  # polls of the watcher's log line, not a timing assertion
+        while "changed since this server loaded the agent" not in caplog.text and deadline:
+            http.get("/eve/v1/health")
+            time.sleep(0.05)
+            deadline -= 1
+    assert "agent/tools/echo.py, agent/tools/new.py changed since this server loaded" in (
+        caplog.text
+    )

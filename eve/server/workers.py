@@ -31,6 +31,7 @@ from starlette.applications import Starlette
 
 from eve.errors import ServerConfigError
 from eve.redact import redact
+from eve.server.app import end_streams
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5
@@ -91,16 +92,24 @@ def _bind_failure(listen: Listen, error: OSError) -> str:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, calling ``on_ready`` once it accepts connections."""
+    """uvicorn's server, calling ``on_ready`` once it accepts connections, and ending the
+    app's followed streams when it stops (they would never end by themselves)."""
 
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, app: Starlette, on_ready: Callable[[], None]
+    ) -> None:
         super().__init__(config)
+        self._app = app
         self._on_ready = on_ready
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
             self._on_ready()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        end_streams(self._app)
+        await super().shutdown(sockets=sockets)
 
 
 async def serve_on(
@@ -113,7 +122,7 @@ async def serve_on(
         lifespan="on",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    await _Server(config, on_ready).serve(sockets=[sock])
+    await _Server(config, app, on_ready).serve(sockets=[sock])
 
 
 def supervise(

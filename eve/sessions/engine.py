@@ -16,7 +16,7 @@ from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Engine
 
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
-from eve.sessions.dbos_data import EveSerializer, redact_dbos_log
+from eve.sessions.dbos_data import REPEATS, EveSerializer, redact_dbos_log, summarise_repeats
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
@@ -99,6 +99,7 @@ class DurableEngine:
         self._system_engine = config.get("system_database_engine")
         DBOS(config=config)
         redact_dbos_log()
+        summarise_repeats()
         DBOS.listen_queues([TURN_QUEUE])
         # launched on this loop's thread, DBOS runs dequeued workflows on this loop rather
         # than on a background loop of its own: cancellation and the event log's wakeups
@@ -122,6 +123,7 @@ class DurableEngine:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        REPEATS.flush()  # counts of a fault still going on, before the engine goes
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         if self._system_engine is not None:
             self._system_engine.dispose()
@@ -174,12 +176,20 @@ class DurableEngine:
     async def _rescue_loop(self) -> None:
         """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good)."""
         every = max(self.settings.worker_timeout_seconds / 3, 0.2)
+        failed = 0
         while True:
             await asyncio.sleep(every)
             try:
                 await self._beat_and_rescue()
             except Exception as error:  # a database blip must not stop the heartbeat
+                failed += 1
                 log.warning("worker heartbeat failed: %s", type(error).__name__)
+                continue
+            if failed:
+                # the fault is over: what was counted under it, then that it ended
+                REPEATS.flush()
+                log.warning("worker heartbeat works again, after %d failed beat(s)", failed)
+                failed = 0
 
     async def _recover_own(self) -> None:
         """Resume this worker's workflows that DBOS still has pending but nothing here runs:

@@ -38,10 +38,11 @@ CRASH_LOOP_EXITS = 5
 CRASH_LOOP_SECONDS = 60.0
 #: seconds between a serving worker's death and its restart
 RESTART_DELAY = 0.2
-#: seconds a stopping worker gives open requests to finish before it cancels them: a
-#: followed event stream never finishes by itself (a client, a dev UI tab, follows until it
-#: leaves), so without a bound SIGTERM or Ctrl-C waited as long as any follower stayed; a
-#: cut follower reconnects from the next index it needs
+#: seconds a stopping worker gives open requests to finish before it cancels them (each
+#: cancelled one is a traceback from uvicorn). A followed event stream never finishes by
+#: itself (a client, a dev UI tab, follows until it leaves), so ``_Server.shutdown`` ends
+#: those first, as complete responses; their clients reconnect from the next index
+#: they need
 GRACEFUL_SHUTDOWN_SECONDS = 3
 
 #: ``run_worker(index, ready)``: serve as worker ``index``, calling ``ready()`` once serving

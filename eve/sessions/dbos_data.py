@@ -96,8 +96,9 @@ def redact_dbos_log() -> None:
             target.addFilter(RedactingFilter())
 
 
-#: what a driver says when the database is out of reach or refuses writes (lowercase): a
-#: warning saying one of these is about that fault, whichever loop or request logged it
+#: what a driver says when the database is out of reach or refuses writes, and what a
+#: workflow still running says when DBOS's thread pool is shut down (lowercase): a warning
+#: saying one of these is about that fault, whichever loop or request logged it
 _FAULTS = (
     "connection refused",
     "the database system is shutting down",
@@ -113,6 +114,7 @@ _FAULTS = (
     "disk i/o error",
     "attempt to write a readonly database",
     "database is locked",
+    "cannot schedule new futures after shutdown",
 )
 _TRACEBACK = "Traceback (most recent call last):"
 #: the last line of a traceback: the exception's class and message
@@ -122,29 +124,31 @@ REPEATING_LOGGERS = ("dbos", "eve.sessions", "eve.server")
 
 
 def recognise_fault(record: logging.LogRecord) -> Recognised | None:
-    """The database fault a record reports, and the record in one redacted line: its first
-    line and the exception's class and message, never the traceback (the fault is known,
-    the traceback says nothing more). None for a record about anything else."""
+    """The fault a record reports (the session database out of reach or refusing writes, a
+    workflow cut by shutdown), and the record in one redacted line: its first line and the
+    exception's class and message, never the traceback (the fault is known, the traceback
+    says nothing more). None for a record about anything else."""
     text = message_of(record)
+    line = first_line_of(text).replace(_TRACEBACK, "").strip()
     error = record.exc_info[1] if record.exc_info else None
     if error is not None:
-        if unavailable(error) is None:
-            return None  # another failure: its traceback may be all there is to go on
         raised = f"{failure_kind(error)}: {first_line(error)}"
+        # what was raised decides, not the message: a bug's traceback is left whole
+        fault = _fault_in(raised) or (failure_kind(error) if unavailable(error) else None)
     else:
         # DBOS logs some tracebacks as text: its last line says what was raised
         raised = (_RAISED.findall(text) or [""])[-1] if _TRACEBACK in text else ""
-    line = first_line_of(text).replace(_TRACEBACK, "").strip()
-    # what the record says, not the frames of a traceback: a bug's is left whole
-    said = f"{line}\n{raised}".lower()
-    fault = next((f for f in _FAULTS if f in said), None)
+        fault = _fault_in(f"{line}\n{raised}")
     if fault is None:
-        if error is None:
-            return None
-        fault = failure_kind(error)
+        return None
     if raised and raised.split(": ", 1)[-1] not in line:
         line = f"{line} {raised}" if line.endswith(":") else f"{line} ({raised})"
     return Recognised(fault=fault, line=scrub(line))
+
+
+def _fault_in(text: str) -> str | None:
+    lowered = text.lower()
+    return next((fault for fault in _FAULTS if fault in lowered), None)
 
 
 #: this process's summary of repeated warnings: one per process, as logging is

@@ -123,11 +123,11 @@ class DurableEngine:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        REPEATS.flush()  # counts of a fault still going on, before the engine goes
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         if self._system_engine is not None:
             self._system_engine.dispose()
             self._system_engine = None
+        REPEATS.flush()  # what was counted and not yet said, the shutdown's own included
         # DBOS made its thread pool the loop's default executor and has now shut it down;
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())

@@ -124,14 +124,10 @@ class EventLog:
     async def drain(self) -> None:
         """Write every event still pending (at shutdown: none is lost, no task is left)."""
         for writer in list(self._writers.values()):
-            try:
+            # one session's failure must not keep the rest unwritten; its writer's task
+            # has said it already (SessionWriter._report), once
+            with contextlib.suppress(Exception):
                 await writer.flush()
-            except Exception as error:  # one session's failure must not keep the rest unwritten
-                log.warning(
-                    "events of session %s not written at shutdown: %s",
-                    writer.session_id,
-                    type(error).__name__,
-                )
 
     def writer(self, session_id: str) -> SessionWriter:
         writer = self._writers.get(session_id)

@@ -104,6 +104,9 @@ class Server(Driver):
     port: int = field(default_factory=free_port)
     token: str | None = None
     proc: subprocess.Popen[str] | None = None
+    #: a file for the server's output (a test that measures it, or whose server may say
+    #: more than a pipe holds); None: a pipe, read once the server stops
+    log_path: Path | None = None
 
     @property
     def url(self) -> str:
@@ -112,14 +115,19 @@ class Server(Driver):
     def start(self, timeout: float = 60.0) -> Server:
         # provider keys are already gone: tests/conftest.py removes them for every test
         env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
-        self.proc = subprocess.Popen(
-            self.command(),
-            cwd=self.app_root,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        log = self.log_path.open("ab") if self.log_path is not None else None
+        try:
+            self.proc = subprocess.Popen(
+                self.command(),
+                cwd=self.app_root,
+                env=env,
+                stdout=subprocess.PIPE if log is None else log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        finally:
+            if log is not None:
+                log.close()  # the server holds its own descriptor
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -136,12 +144,14 @@ class Server(Driver):
         return [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args]
 
     def output(self) -> str:
-        if self.proc is None or self.proc.stdout is None:
+        if self.proc is None:
             return ""
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
-        return self.proc.stdout.read()
+        if self.log_path is not None:
+            return self.log_path.read_text(errors="replace")
+        return self.proc.stdout.read() if self.proc.stdout is not None else ""
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a power cut."""

@@ -80,7 +80,8 @@ def first_line_of(text: str) -> str:
 class RepeatSummary(logging.Filter):
     """A filter for loggers whose warnings repeat under a fault (see the module docstring).
 
-    Records below WARNING pass untouched; so do the summaries ``flush`` logs.
+    Records below WARNING pass untouched; so do the summaries ``flush`` logs. A paused
+    summary lets every record pass, a recognised one still in one line.
     """
 
     def __init__(
@@ -94,6 +95,8 @@ class RepeatSummary(logging.Filter):
         self.recognise = recognise
         self.window = window
         self.clock = clock
+        #: whether repeats are dropped and counted (see ``pause``)
+        self.counting = True
         self._kinds: dict[tuple[str, ...], _Kind] = {}
         # records come from any thread: DBOS logs from its own
         self._lock = threading.Lock()
@@ -102,6 +105,8 @@ class RepeatSummary(logging.Filter):
         if record.levelno < logging.WARNING or getattr(record, _SUMMARY, False):
             return True
         key = self._key(record)
+        if not self.counting:
+            return True
         now = self.clock()
         with self._lock:
             kind = self._kinds.get(key)
@@ -163,6 +168,17 @@ class RepeatSummary(logging.Filter):
             logger = logging.getLogger(name)
             if self not in logger.filters:
                 logger.filters.insert(0, self)
+
+    def pause(self) -> None:
+        """Say what is still counted, then let every record pass (still shortened when
+        recognised) until ``resume``."""
+        self.flush()
+        self.counting = False
+
+    def resume(self) -> None:
+        """Count repeats again, afresh."""
+        self.flush()
+        self.counting = True
 
 
 def _first(record: logging.LogRecord, now: float) -> _Kind:

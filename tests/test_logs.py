@@ -143,3 +143,24 @@ def test_records_below_warning_pass_untouched(logs: Logs) -> None:
     for _ in range(3):
         log.info("turn started")
     assert logs.lines() == ["test.quiet.a INFO turn started"] * 3
+
+
+def test_paused_it_counts_nothing_but_still_shortens_a_known_fault(logs: Logs) -> None:
+    log = logging.getLogger("test.quiet.a")
+    log.warning("heartbeat failed")
+    log.warning("heartbeat failed")
+    logs.summary.pause()  # says what it counted
+    log.warning("heartbeat failed")
+    log.warning("POST: the disk is full\n  details")
+    log.warning("POST: the disk is full\n  details")
+    logs.summary.resume()
+    log.warning("heartbeat failed")
+    log.warning("heartbeat failed")
+    assert logs.lines() == [
+        "test.quiet.a WARNING heartbeat failed",
+        "test.quiet.a WARNING heartbeat failed — 1 more like it in the last 0 s",
+        "test.quiet.a WARNING heartbeat failed",
+        "test.quiet.a WARNING POST: the disk is full",
+        "test.quiet.a WARNING POST: the disk is full",
+        "test.quiet.a WARNING heartbeat failed",
+    ]

@@ -156,7 +156,14 @@ REPEATS = RepeatSummary(recognise=recognise_fault)
 
 
 def summarise_repeats() -> None:
-    """Summarise the repeats of ``REPEATING_LOGGERS``, counting afresh (a service that
-    starts again in this process, as under ``eve dev``, owes nothing to the last one)."""
-    REPEATS.flush()
+    """Summarise the repeats of ``REPEATING_LOGGERS`` while the engine runs, counting
+    afresh (a service started again owes nothing to the last)."""
     REPEATS.install(REPEATING_LOGGERS)
+    REPEATS.resume()
+
+
+def stop_summarising() -> None:
+    """Say what is still counted. Outside a running engine every record passes (a process
+    that embeds eve logs what it likes between two runs), a database fault or a workflow
+    the shutdown cut still in one line."""
+    REPEATS.pause()

@@ -16,7 +16,13 @@ from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Engine
 
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
-from eve.sessions.dbos_data import REPEATS, EveSerializer, redact_dbos_log, summarise_repeats
+from eve.sessions.dbos_data import (
+    REPEATS,
+    EveSerializer,
+    redact_dbos_log,
+    stop_summarising,
+    summarise_repeats,
+)
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
@@ -127,7 +133,7 @@ class DurableEngine:
         if self._system_engine is not None:
             self._system_engine.dispose()
             self._system_engine = None
-        REPEATS.flush()  # what was counted and not yet said, the shutdown's own included
+        stop_summarising()  # what was counted and not yet said, the shutdown's own included
         # DBOS made its thread pool the loop's default executor and has now shut it down;
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -18,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
 from eve.errors import (
@@ -42,6 +41,7 @@ from eve.server.bodies import (
     message_of,
     read_body,
 )
+from eve.server.followers import FollowedStream, Followers
 from eve.server.session_list import session_list
 from eve.server.web_ui import ui_routes
 from eve.sessions import Accepted, SessionService, resolve_settings
@@ -119,69 +119,9 @@ def _unexpected(where: str, error: Exception) -> JSONResponse:
     return _error(500, "internal_error", "internal error; see the server log")
 
 
-class _Followers:
-    """The followed event streams an app serves. A stopping server ends them first, each
-    as a whole response, so none is left for uvicorn to cancel once its graceful shutdown
-    runs out (each cancelled request was a traceback: 100 followers, 100 tracebacks)."""
-
-    def __init__(self) -> None:
-        self.closing = asyncio.Event()
-        self.open = 0
-
-    def end(self) -> None:
-        if self.open:
-            log.warning(
-                "ending %d followed event stream(s) for shutdown; "
-                "their clients reconnect from their next index",
-                self.open,
-            )
-        self.closing.set()
-
-
-class _FollowedStream(StreamingResponse):
-    """A followed stream that ends when its client leaves, as any does, or when the server
-    stops: then as a complete response (the client sees the stream end, not an error)."""
-
-    def __init__(self, content: AsyncIterator[bytes], *, followers: _Followers) -> None:
-        super().__init__(content, media_type="application/x-ndjson")
-        self.followers = followers
-        self.ended_by_server = False
-
-    async def listen_for_disconnect(self, receive: Receive) -> None:
-        # Starlette stops the stream once this returns: when the client leaves, or now also
-        # when the server stops
-        leaving = asyncio.ensure_future(super().listen_for_disconnect(receive))
-        closing = asyncio.ensure_future(self.followers.closing.wait())
-        try:
-            done, _ = await asyncio.wait({leaving, closing}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            leaving.cancel()
-            closing.cancel()
-        self.ended_by_server = leaving not in done
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        #: whether the response has started, and whether its last body was sent
-        state = {"started": False, "ended": False}
-
-        async def sending(message: Message) -> None:
-            await send(message)
-            if message["type"] == "http.response.start":
-                state["started"] = True
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                state["ended"] = True
-
-        self.followers.open += 1
-        try:
-            await super().__call__(scope, receive, sending)
-        finally:
-            self.followers.open -= 1
-        if self.ended_by_server and state["started"] and not state["ended"]:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
 class _Routes:
     def __init__(
-        self, options: ServerOptions, service: SessionService, followers: _Followers
+        self, options: ServerOptions, service: SessionService, followers: Followers
     ) -> None:
         self.options = options
         self.service = service
@@ -258,11 +198,20 @@ class _Routes:
         events = await self.service.events(session_id, start, follow=follow)
 
         async def lines() -> AsyncIterator[bytes]:
-            async for payload in events:
-                yield (payload + "\n").encode() if payload else b"\n"
+            try:
+                async for payload in events:
+                    yield (payload + "\n").encode() if payload else b"\n"
+            except Exception as error:
+                lost = unavailable(error)
+                if lost is None:
+                    raise
+                # ended whole, the stream's client reconnects from the next index it needs
+                # (503 until the database answers); one line here, not a traceback from
+                # uvicorn for every follower
+                log.warning("GET stream: ended; %s: %s", lost, scrub(first_line(error)))
 
         if follow:
-            return _FollowedStream(lines(), followers=self.followers)
+            return FollowedStream(lines(), followers=self.followers)
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
@@ -337,7 +286,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
     (Starlette's ``TestClient`` runs the lifespan); ``service_for`` builds the one
     ``eve serve`` uses.
     """
-    followers = _Followers()
+    followers = Followers()
     routes = _Routes(options, service, followers)
     running = _Running(service)
 
@@ -376,12 +325,6 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
     app.state.running = running
     app.state.followers = followers
     return app
-
-
-def end_streams(app: Starlette) -> None:
-    """End the followed event streams of an app ``create_app`` made (its server stops)."""
-    followers: _Followers = app.state.followers
-    followers.end()
 
 
 async def start_service(app: Starlette) -> None:

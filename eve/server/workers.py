@@ -31,7 +31,7 @@ from starlette.applications import Starlette
 
 from eve.errors import ServerConfigError
 from eve.redact import redact
-from eve.server.app import end_streams
+from eve.server.followers import end_streams
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -176,6 +177,24 @@ class Server(Driver):
     def stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
         kwargs.setdefault("headers", self.headers())
         return httpx.stream("GET", self.url + path, timeout=30, **kwargs)
+
+
+def follow_to_end(
+    driver: Driver, session_id: str, *, following: threading.Barrier | None = None
+) -> str:
+    """Follow the session's stream until it ends: ``"ended"`` when it ended as a complete
+    response, else the name of the client's error. Waits on ``following`` once served."""
+    try:
+        with driver.stream(f"/session/{session_id}/stream?startIndex=0") as response:
+            lines = response.iter_lines()
+            next(lines)  # the stream is open and served
+            if following is not None:
+                following.wait()
+            for _ in lines:
+                pass
+    except httpx.HTTPError as error:
+        return type(error).__name__
+    return "ended"
 
 
 def count(type_: str, n: int = 1) -> Callable[[list[Event]], bool]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import threading
 import time
 import traceback
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ from eve.sessions.settings import SESSIONS_DIR
 from tests.conftest import AppFactory
 from tests.postgres import PostgresServer
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server, count, free_port, script
+from tests.sessions.harness import Server, count, follow_to_end, free_port, script
 from tests.sessions.test_storage_faults import FAST, fill, small_disk  # noqa: F401 (fixture)
 
 #: how long each fault lasts while the client sends (the issue measured a minute)
@@ -35,6 +37,8 @@ BUDGET_BYTES = 8 * 1024
 #: a line that stands for the records dropped before it
 SUMMARY = re.compile(r" — (\d+) more like it in the last \d+ s$", re.MULTILINE)
 RECOVERED = "worker heartbeat works again"
+#: clients following the session's stream when PostgreSQL goes
+FOLLOWERS = 5
 
 
 def keep_sending(server: Server, session: str, seconds: float) -> dict[int, int]:
@@ -113,10 +117,19 @@ def test_a_minute_without_postgres_is_a_few_lines(
     env = {"EVE_DATABASE_URL": postgres_url, "EVE_WORKER_TIMEOUT": "1"}
     server = Server(root, env=env, log_path=tmp_path / "serve.log")
     server.start()
+    followers = ThreadPoolExecutor(FOLLOWERS)
     try:
         session = server.create("hello")
         server.wait_for(session, count("session.waiting"))
+        following = threading.Barrier(FOLLOWERS + 1, timeout=60)
+        ends = [
+            followers.submit(follow_to_end, server, session, following=following)
+            for _ in range(FOLLOWERS)
+        ]
+        following.wait()
         outage.halt()
+        # a stream that cannot read the log ends whole; its client reconnects later
+        assert [end.result(timeout=30) for end in ends] == ["ended"] * FOLLOWERS
         statuses = keep_sending(server, session, FAULT_SECONDS)
         outage.launch()
         wait_for_line(tmp_path / "serve.log", RECOVERED)
@@ -124,6 +137,7 @@ def test_a_minute_without_postgres_is_a_few_lines(
         server.wait_for(session, count("session.waiting", 2))
     finally:
         output = server.stop()
+        followers.shutdown(cancel_futures=True)
     assert statuses.get(503, 0) > 100, statuses
     assert_quiet(output, "connection refused")
 

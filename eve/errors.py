@@ -40,6 +40,9 @@
     │   ├── MCPToolFailed               the server answered a call with an error
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
+    ├── FileToolLimit                   a built-in file tool asked to read or write past its cap
+    │   ├── ReadOffsetTooFar            read_file's offset_line lies past the bytes it scans
+    │   └── WriteTooLarge               write_file's content is over its size cap
     ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
     ├── TracingSetupError               OTEL_* asks for traces eve cannot export (no otel extra)
     ├── ScaffoldConflict                eve init would overwrite files that exist
@@ -522,6 +525,46 @@ class WorkspaceViolation(EveError):
         super().__init__(message)
         #: the path the tool was asked for, as given
         self.path = path
+
+
+class FileToolLimit(EveError):
+    """A built-in file tool was asked to read or write past one of its caps (the model sees
+    the message, which says what to do instead)."""
+
+    code = "file_tool_limit"
+    http_status = 413
+
+    def __init__(self, message: str, *, path: str, limit: int) -> None:
+        super().__init__(message)
+        #: the path the tool was asked for, as given
+        self.path = path
+        #: the cap in bytes
+        self.limit = limit
+
+
+class ReadOffsetTooFar(FileToolLimit):
+    """``read_file``'s ``offset_line`` was not reached within the ``limit`` bytes it scans
+    per call to find a line: a call never reads a whole huge file to show a slice of it."""
+
+    code = "read_offset_too_far"
+
+    def __init__(
+        self, message: str, *, path: str, limit: int, offset_line: int, lines: int
+    ) -> None:
+        super().__init__(message, path=path, limit=limit)
+        self.offset_line = offset_line
+        #: the lines passed within the scanned bytes
+        self.lines = lines
+
+
+class WriteTooLarge(FileToolLimit):
+    """``write_file``'s content is ``size`` bytes, over its ``limit``; nothing was written."""
+
+    code = "write_too_large"
+
+    def __init__(self, message: str, *, path: str, limit: int, size: int) -> None:
+        super().__init__(message, path=path, limit=limit)
+        self.size = size
 
 
 class WorkspaceUnsafe(EveError):

@@ -191,6 +191,11 @@ class PostgresServer:
             env=self._env(),
             **self._as_user(),
         ).stdout.strip()
+        self.launch(timeout)
+
+    def launch(self, timeout: float = 60.0) -> None:
+        """Start the postmaster on the data directory: at start, and again after ``halt()``
+        (same port, same data)."""
         settings = {
             "listen_addresses": "127.0.0.1",
             "unix_socket_directories": str(self.directory),
@@ -245,6 +250,13 @@ class PostgresServer:
         except OSError:
             return ""
         return "\n".join(lines[-tail:])
+
+    def halt(self) -> None:
+        """Fast shutdown of the postmaster, keeping its data: an outage, which ``launch()``
+        ends. Clients see their connections closed and new ones refused."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(30)
 
     def stop(self) -> None:
         """Fast shutdown of the postmaster we started (by its pid), then delete everything."""

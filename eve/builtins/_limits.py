@@ -11,6 +11,12 @@ import codecs
 
 #: read_file shows at most this much of a file per call
 READ_MAX_BYTES = 256 * 1024
+#: read_file scans at most this much of a file per call to find ``offset_line``: showing a
+#: slice never costs reading a whole multi-GiB file (ReadOffsetTooFar past it)
+READ_SCAN_MAX_BYTES = 64 * 1024 * 1024
+#: write_file refuses content over this much (as UTF-8) before touching the disk: more than
+#: any model writes in one call, far less than a loop of calls could fill a disk with
+WRITE_MAX_BYTES = 1024 * 1024
 #: bash keeps at most this much of stdout and of stderr each
 OUTPUT_MAX_BYTES = 64 * 1024
 #: list_files names at most this many entries

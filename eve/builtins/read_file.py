@@ -5,13 +5,19 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 import pydantic
 
 from eve.authoring.context import ToolContext
-from eve.builtins._limits import READ_MAX_BYTES, decode_text, truncation_note
+from eve.builtins._limits import (
+    READ_MAX_BYTES,
+    READ_SCAN_MAX_BYTES,
+    decode_text,
+    truncation_note,
+)
 from eve.builtins.workspace import open_for_reading, workspace_errors
+from eve.errors import ReadOffsetTooFar
 from eve.tools import define_tool
 
 _CHUNK = 64 * 1024
@@ -32,18 +38,28 @@ class ReadFileInput(pydantic.BaseModel):
     )
 
 
-def _skip_lines(file: BinaryIO, count: int) -> int:
-    """Move past ``count`` lines, or to the end if there are fewer; how many were passed.
+#: how a scan for ``offset_line`` ended: on the line, at the end of the file, or at the cap
+_ScanEnd = Literal["found", "end_of_file", "cap"]
 
-    Reads in chunks so that one huge line is never held whole.
+
+def _skip_lines(file: BinaryIO, count: int, *, cap: int) -> tuple[int, _ScanEnd]:
+    """Move past ``count`` lines reading at most ``cap`` bytes; how many were passed, and why
+    the scan stopped.
+
+    Reads in chunks so that one huge line is never held whole, and stops at ``cap`` so that
+    a far offset (or a 2 GiB file without newlines) costs a bounded read, not the whole file.
     """
     skipped = 0
+    scanned = 0
     unterminated = False
     while skipped < count:
-        chunk = file.read(_CHUNK)
+        chunk = file.read(min(_CHUNK, cap - scanned))
         if not chunk:
+            if scanned >= cap and file.read(1):
+                return skipped, "cap"
             # A last line without "\n" is still a line.
-            return skipped + unterminated
+            return min(count, skipped + unterminated), "end_of_file"
+        scanned += len(chunk)
         newlines = chunk.count(b"\n")
         if skipped + newlines < count:
             skipped += newlines
@@ -53,8 +69,21 @@ def _skip_lines(file: BinaryIO, count: int) -> int:
         for _ in range(count - skipped):
             end = chunk.index(b"\n", end + 1)
         file.seek(end + 1 - len(chunk), os.SEEK_CUR)
-        return count
-    return skipped
+        return count, "found"
+    return skipped, "found"
+
+
+def _too_far(path: str, offset_line: int, lines: int) -> ReadOffsetTooFar:
+    mib = READ_SCAN_MAX_BYTES // (1024 * 1024)
+    return ReadOffsetTooFar(
+        f"offset_line={offset_line} of {path} lies past its first {mib} MiB (which hold "
+        f"{lines:,} lines): read_file scans at most that much per call to find a line; "
+        f"a bash command (tail, sed -n) reaches further",
+        path=path,
+        limit=READ_SCAN_MAX_BYTES,
+        offset_line=offset_line,
+        lines=lines,
+    )
 
 
 def _read(workspace: Path, path: str, offset_line: int, max_bytes: int) -> str:
@@ -63,9 +92,12 @@ def _read(workspace: Path, path: str, offset_line: int, max_bytes: int) -> str:
         opened = open_for_reading(workspace, path)
         with os.fdopen(opened.fd, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            skipped = _skip_lines(file, offset_line)
+            skipped, scan_end = _skip_lines(file, offset_line, cap=READ_SCAN_MAX_BYTES)
             start = file.tell()
-            data = file.read(max_bytes + 1)
+            # only what is shown is read (plus a byte, to tell whether it was cut)
+            data = b"" if scan_end == "cap" else file.read(max_bytes + 1)
+    if scan_end == "cap":
+        raise _too_far(path, offset_line, skipped)
     if skipped < offset_line:
         plural = "" if skipped == 1 else "s"
         raise ValueError(

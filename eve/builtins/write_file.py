@@ -12,7 +12,9 @@ from typing import Any
 import pydantic
 
 from eve.authoring.context import ToolContext
+from eve.builtins._limits import WRITE_MAX_BYTES
 from eve.builtins.workspace import slot_for_writing, workspace_errors
+from eve.errors import WriteTooLarge
 from eve.tools import define_tool
 
 
@@ -25,8 +27,23 @@ class WriteFileInput(pydantic.BaseModel):
     content: str = pydantic.Field(description="The whole new content, written as UTF-8.")
 
 
-def _write(workspace: Path, path: str, content: str) -> tuple[str, int]:
+def _encoded(path: str, content: str) -> bytes:
+    """``content`` as UTF-8, or ``WriteTooLarge`` when that is over the cap."""
     data = content.encode("utf-8")
+    if len(data) > WRITE_MAX_BYTES:
+        raise WriteTooLarge(
+            f"{path} was not written: its content is {len(data):,} bytes, over write_file's "
+            f"cap of {WRITE_MAX_BYTES:,}; split it over several files",
+            path=path,
+            limit=WRITE_MAX_BYTES,
+            size=len(data),
+        )
+    return data
+
+
+def _write(workspace: Path, path: str, content: str) -> tuple[str, int]:
+    # refused before anything is touched: no parent directory, no temp file
+    data = _encoded(path, content)
     # Every name below is relative to the directory's descriptor, found race-free (see
     # workspace.py): a directory swapped for a symlink meanwhile cannot move the write out.
     with workspace_errors(path), slot_for_writing(workspace, path) as slot:
@@ -58,9 +75,10 @@ async def write_file(data: WriteFileInput, ctx: ToolContext) -> dict[str, Any]:
 
 
 default = define_tool(
-    description="""
+    description=f"""
         Write a UTF-8 text file in the workspace, replacing it whole if it exists and creating
-        missing parent directories. Returns the path written and the number of bytes.
+        missing parent directories. Returns the path written and the number of bytes. At
+        most {WRITE_MAX_BYTES // 1024 // 1024} MiB per file.
     """,
     input_schema=WriteFileInput,
     execute=write_file,

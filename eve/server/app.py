@@ -42,6 +42,7 @@ from eve.server.bodies import (
     message_of,
     read_body,
 )
+from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
 from eve.server.session_list import session_list
@@ -122,9 +123,16 @@ def _unexpected(where: str, error: Exception) -> JSONResponse:
 
 
 class _Routes:
-    def __init__(self, options: ServerOptions, service: SessionService, watch: SourceWatch) -> None:
+    def __init__(
+        self,
+        options: ServerOptions,
+        service: SessionService,
+        followers: Followers,
+        watch: SourceWatch,
+    ) -> None:
         self.options = options
         self.service = service
+        self.followers = followers
         self.watch = watch
 
     async def health(self, request: Request) -> Response:
@@ -201,9 +209,20 @@ class _Routes:
         events = await self.service.events(session_id, start, follow=follow)
 
         async def lines() -> AsyncIterator[bytes]:
-            async for payload in events:
-                yield (payload + "\n").encode() if payload else b"\n"
+            try:
+                async for payload in events:
+                    yield (payload + "\n").encode() if payload else b"\n"
+            except Exception as error:
+                lost = unavailable(error)
+                if lost is None:
+                    raise
+                # ended whole, the stream's client reconnects from the next index it needs
+                # (503 until the database answers); one line here, not a traceback from
+                # uvicorn for every follower
+                log.warning("GET stream: ended; %s: %s", lost, scrub(first_line(error)))
 
+        if follow:
+            return FollowedStream(lines(), followers=self.followers)
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
 
@@ -273,8 +292,9 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
     (Starlette's ``TestClient`` runs the lifespan); ``service_for`` builds the one
     ``eve serve`` uses.
     """
+    followers = Followers()
     watch = SourceWatch(options.app_root)
-    routes = _Routes(options, service, watch)
+    routes = _Routes(options, service, followers, watch)
     running = _Running(service, watch, options.watch_seconds)
 
     @contextlib.asynccontextmanager
@@ -314,6 +334,7 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
     )
     app.state.service = service
     app.state.running = running
+    app.state.followers = followers
     return app
 
 

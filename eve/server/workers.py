@@ -31,16 +31,18 @@ from starlette.applications import Starlette
 
 from eve.errors import ServerConfigError
 from eve.redact import redact
+from eve.server.followers import end_streams
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5
 CRASH_LOOP_SECONDS = 60.0
 #: seconds between a serving worker's death and its restart
 RESTART_DELAY = 0.2
-#: seconds a stopping worker gives open requests to finish before it cancels them: a
-#: followed event stream never finishes by itself (a client, a dev UI tab, follows until it
-#: leaves), so without a bound SIGTERM or Ctrl-C waited as long as any follower stayed; a
-#: cut follower reconnects from the next index it needs
+#: seconds a stopping worker gives open requests to finish before it cancels them (each
+#: cancelled one is a traceback from uvicorn). A followed event stream never finishes by
+#: itself (a client, a dev UI tab, follows until it leaves), so ``_Server.shutdown`` ends
+#: those first, as complete responses; their clients reconnect from the next index
+#: they need
 GRACEFUL_SHUTDOWN_SECONDS = 3
 
 #: ``run_worker(index, ready)``: serve as worker ``index``, calling ``ready()`` once serving
@@ -91,16 +93,24 @@ def _bind_failure(listen: Listen, error: OSError) -> str:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, calling ``on_ready`` once it accepts connections."""
+    """uvicorn's server, calling ``on_ready`` once it accepts connections, and ending the
+    app's followed streams when it stops (they would never end by themselves)."""
 
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, app: Starlette, on_ready: Callable[[], None]
+    ) -> None:
         super().__init__(config)
+        self._app = app
         self._on_ready = on_ready
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
             self._on_ready()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        end_streams(self._app)
+        await super().shutdown(sockets=sockets)
 
 
 async def serve_on(
@@ -113,7 +123,7 @@ async def serve_on(
         lifespan="on",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    await _Server(config, on_ready).serve(sockets=[sock])
+    await _Server(config, app, on_ready).serve(sockets=[sock])
 
 
 def supervise(

@@ -16,7 +16,13 @@ from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Engine
 
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
-from eve.sessions.dbos_data import EveSerializer, redact_dbos_log
+from eve.sessions.dbos_data import (
+    REPEATS,
+    EveSerializer,
+    redact_dbos_log,
+    stop_summarising,
+    summarise_repeats,
+)
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
@@ -99,6 +105,7 @@ class DurableEngine:
         self._system_engine = config.get("system_database_engine")
         DBOS(config=config)
         redact_dbos_log()
+        summarise_repeats()
         DBOS.listen_queues([TURN_QUEUE])
         # launched on this loop's thread, DBOS runs dequeued workflows on this loop rather
         # than on a background loop of its own: cancellation and the event log's wakeups
@@ -126,6 +133,7 @@ class DurableEngine:
         if self._system_engine is not None:
             self._system_engine.dispose()
             self._system_engine = None
+        stop_summarising()  # what was counted and not yet said, the shutdown's own included
         # DBOS made its thread pool the loop's default executor and has now shut it down;
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
@@ -174,12 +182,20 @@ class DurableEngine:
     async def _rescue_loop(self) -> None:
         """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good)."""
         every = max(self.settings.worker_timeout_seconds / 3, 0.2)
+        failed = 0
         while True:
             await asyncio.sleep(every)
             try:
                 await self._beat_and_rescue()
             except Exception as error:  # a database blip must not stop the heartbeat
+                failed += 1
                 log.warning("worker heartbeat failed: %s", type(error).__name__)
+                continue
+            if failed:
+                # the fault is over: what was counted under it, then that it ended
+                REPEATS.flush()
+                log.warning("worker heartbeat works again, after %d failed beat(s)", failed)
+                failed = 0
 
     async def _recover_own(self) -> None:
         """Resume this worker's workflows that DBOS still has pending but nothing here runs:

@@ -57,11 +57,20 @@ class SessionWriter:
         self.pending.append(item)
         if self.task is None or self.task.done():
             self.task = asyncio.create_task(self._drain())
+            # whoever flushes sees a failure too, but no one may: then it is logged here,
+            # not left to asyncio's "Task exception was never retrieved" and its traceback
+            self.task.add_done_callback(self._report)
 
     async def flush(self) -> None:
         # the drain task keeps going while events arrive, so when it ends all are written
         if self.task is not None:
             await self.task
+
+    def _report(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.warning(
+                "events of session %s not written: %s", self.session_id, type(error).__name__
+            )
 
     async def _drain(self) -> None:
         while self.pending:
@@ -115,14 +124,10 @@ class EventLog:
     async def drain(self) -> None:
         """Write every event still pending (at shutdown: none is lost, no task is left)."""
         for writer in list(self._writers.values()):
-            try:
+            # one session's failure must not keep the rest unwritten; its writer's task
+            # has said it already (SessionWriter._report), once
+            with contextlib.suppress(Exception):
                 await writer.flush()
-            except Exception as error:  # one session's failure must not keep the rest unwritten
-                log.warning(
-                    "events of session %s not written at shutdown: %s",
-                    writer.session_id,
-                    type(error).__name__,
-                )
 
     def writer(self, session_id: str) -> SessionWriter:
         writer = self._writers.get(session_id)

@@ -10,7 +10,8 @@ import pytest
 
 from eve.authoring.context import ToolContext
 from eve.builtins import read_file
-from eve.errors import WorkspaceViolation
+from eve.builtins._limits import READ_SCAN_MAX_BYTES
+from eve.errors import ReadOffsetTooFar, WorkspaceViolation
 from tests.builtins.conftest import call
 
 READ = read_file.default
@@ -67,6 +68,80 @@ async def test_a_cut_never_splits_a_character(tmp_path: Path, ctx: ToolContext) 
     (tmp_path / "e.txt").write_text("é" * 10)  # 20 bytes, no newline
     text = await call(READ, ctx, path="e.txt", max_bytes=5)
     assert text.startswith("éé\n[truncated: showed 5 of 20 bytes")  # 5th byte dropped, no U+FFFD
+
+
+def _bytes_read_by_this_process() -> int:
+    """``rchar``: every byte this process got from read() calls, in any thread."""
+    io = Path("/proc/self/io").read_text()
+    return int(next(line for line in io.splitlines() if line.startswith("rchar:")).split()[1])
+
+
+@pytest.fixture
+def huge(tmp_path: Path) -> Path:
+    """A 2 GiB file (sparse: no disk used) that starts with 200 short lines, then zeros."""
+    path = tmp_path / "huge.log"
+    path.write_text("".join(f"line {i}\n" for i in range(200)))
+    os.truncate(path, 2 * 1024**3)
+    return path
+
+
+async def test_a_slice_of_a_huge_file_reads_only_the_slice(huge: Path, ctx: ToolContext) -> None:
+    before = _bytes_read_by_this_process()
+    text = await call(READ, ctx, path=huge.name, offset_line=100, max_bytes=40)
+    read = _bytes_read_by_this_process() - before
+    assert text.startswith("line 100\nline 101\n")
+    assert "read on with offset_line=" in text
+    assert read < 1024 * 1024  # one scan chunk and the window, not 2 GiB
+
+
+async def test_an_offset_past_the_scan_cap_is_refused_after_a_bounded_read(
+    huge: Path, ctx: ToolContext
+) -> None:
+    before = _bytes_read_by_this_process()
+    with pytest.raises(ReadOffsetTooFar) as raised:
+        await call(READ, ctx, path=huge.name, offset_line=500)
+    read = _bytes_read_by_this_process() - before
+    assert READ_SCAN_MAX_BYTES <= read < READ_SCAN_MAX_BYTES + 1024 * 1024
+    assert (raised.value.path, raised.value.offset_line, raised.value.lines) == (
+        huge.name,
+        500,
+        200,
+    )
+    assert str(raised.value) == (
+        "offset_line=500 of huge.log lies past its first 64 MiB (which hold 200 lines): "
+        "read_file scans at most that much per call to find a line; a bash command "
+        "(tail, sed -n) reaches further"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "offset_line", "outcome"),
+    [
+        ("aa\nbb\ncc\n", 3, ""),  # the end of the file right at the cap is the end
+        ("aa\nbb\ncc\n", 4, "past the end"),
+        ("aa\nbb\ncc", 3, ""),  # so is a last line without a newline
+        ("aa\nbb\ncc\nd", 4, "too far"),  # one byte more than the cap
+        ("aa\nbb\ncc\ndd\n", 3, "dd\n"),  # found within the cap, read past it
+    ],
+)
+async def test_the_scan_cap_boundary(
+    tmp_path: Path,
+    ctx: ToolContext,
+    monkeypatch: pytest.MonkeyPatch,
+    content: str,
+    offset_line: int,
+    outcome: str,
+) -> None:
+    monkeypatch.setattr(read_file, "READ_SCAN_MAX_BYTES", 9)
+    (tmp_path / "f.txt").write_text(content)
+    if outcome == "too far":
+        with pytest.raises(ReadOffsetTooFar):
+            await call(READ, ctx, path="f.txt", offset_line=offset_line)
+    elif outcome == "past the end":
+        with pytest.raises(ValueError, match=r"is past the end of f\.txt"):
+            await call(READ, ctx, path="f.txt", offset_line=offset_line)
+    else:
+        assert await call(READ, ctx, path="f.txt", offset_line=offset_line) == outcome
 
 
 def test_max_bytes_is_bounded_by_the_schema() -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from eve.authoring.context import ToolContext
 from eve.builtins import write_file
-from eve.errors import WorkspaceViolation
+from eve.builtins._limits import WRITE_MAX_BYTES
+from eve.errors import WorkspaceViolation, WriteTooLarge
 from tests.builtins.conftest import call
 
 WRITE = write_file.default
@@ -45,6 +46,33 @@ async def test_new_file_gets_the_umask_mode(tmp_path: Path, ctx: ToolContext) ->
     finally:
         os.umask(umask)
     assert stat.S_IMODE((tmp_path / "n.txt").stat().st_mode) == 0o644
+
+
+async def test_content_up_to_the_cap_is_written(tmp_path: Path, ctx: ToolContext) -> None:
+    result = await call(WRITE, ctx, path="full.txt", content="x" * WRITE_MAX_BYTES)
+    assert result["bytes_written"] == WRITE_MAX_BYTES == (tmp_path / "full.txt").stat().st_size
+
+
+@pytest.mark.parametrize("content", ["x" * (WRITE_MAX_BYTES + 1), "é" * (WRITE_MAX_BYTES // 2 + 1)])
+async def test_content_over_the_cap_is_refused_before_anything_is_written(
+    tmp_path: Path, ctx: ToolContext, content: str
+) -> None:
+    (tmp_path / "keep.txt").write_text("old")
+    for path in ("keep.txt", "new/dir/big.txt"):
+        with pytest.raises(WriteTooLarge) as raised:
+            await call(WRITE, ctx, path=path, content=content)
+        size = len(content.encode())
+        assert (raised.value.path, raised.value.size, raised.value.limit) == (
+            path,
+            size,
+            WRITE_MAX_BYTES,
+        )
+        assert str(raised.value) == (
+            f"{path} was not written: its content is {size:,} bytes, over write_file's cap "
+            f"of 1,048,576; split it over several files"
+        )
+    assert (tmp_path / "keep.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]  # no directory, no temp
 
 
 async def test_writing_onto_a_directory_fails_clearly(tmp_path: Path, ctx: ToolContext) -> None:

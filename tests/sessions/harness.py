@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -104,6 +105,9 @@ class Server(Driver):
     port: int = field(default_factory=free_port)
     token: str | None = None
     proc: subprocess.Popen[str] | None = None
+    #: a file for the server's output (a test that measures it, or whose server may say
+    #: more than a pipe holds); None: a pipe, read once the server stops
+    log_path: Path | None = None
 
     @property
     def url(self) -> str:
@@ -112,14 +116,19 @@ class Server(Driver):
     def start(self, timeout: float = 60.0) -> Server:
         # provider keys are already gone: tests/conftest.py removes them for every test
         env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
-        self.proc = subprocess.Popen(
-            self.command(),
-            cwd=self.app_root,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        log = self.log_path.open("ab") if self.log_path is not None else None
+        try:
+            self.proc = subprocess.Popen(
+                self.command(),
+                cwd=self.app_root,
+                env=env,
+                stdout=subprocess.PIPE if log is None else log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        finally:
+            if log is not None:
+                log.close()  # the server holds its own descriptor
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -136,12 +145,14 @@ class Server(Driver):
         return [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args]
 
     def output(self) -> str:
-        if self.proc is None or self.proc.stdout is None:
+        if self.proc is None:
             return ""
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
-        return self.proc.stdout.read()
+        if self.log_path is not None:
+            return self.log_path.read_text(errors="replace")
+        return self.proc.stdout.read() if self.proc.stdout is not None else ""
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a power cut."""
@@ -166,6 +177,24 @@ class Server(Driver):
     def stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
         kwargs.setdefault("headers", self.headers())
         return httpx.stream("GET", self.url + path, timeout=30, **kwargs)
+
+
+def follow_to_end(
+    driver: Driver, session_id: str, *, following: threading.Barrier | None = None
+) -> str:
+    """Follow the session's stream until it ends: ``"ended"`` when it ended as a complete
+    response, else the name of the client's error. Waits on ``following`` once served."""
+    try:
+        with driver.stream(f"/session/{session_id}/stream?startIndex=0") as response:
+            lines = response.iter_lines()
+            next(lines)  # the stream is open and served
+            if following is not None:
+                following.wait()
+            for _ in lines:
+                pass
+    except httpx.HTTPError as error:
+        return type(error).__name__
+    return "ended"
 
 
 def count(type_: str, n: int = 1) -> Callable[[list[Event]], bool]:

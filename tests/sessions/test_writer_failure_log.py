@@ -1,0 +1,47 @@
+"""An event writer whose database refuses a batch says so in one line, even when no one
+waits for it: never asyncio's "Task exception was never retrieved" with a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.store import SessionStore
+from tests.sessions.test_step_events import step_events
+
+
+async def test_a_failed_batch_no_one_waits_for_is_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "eve.sqlite"
+    store = SessionStore(f"sqlite:///{path}", busy_timeout=0.05)
+    store.create_session("ses_x")
+    unretrieved: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: unretrieved.append(context))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock past the busy timeout
+    try:
+        writer = EventLog(store).writer("ses_x")
+        with caplog.at_level(logging.WARNING, logger="eve.sessions"):
+            for event in await step_events(2):
+                writer.add(Pending(event=event))
+            task = writer.task
+            assert task is not None
+            await asyncio.wait([task])  # it ends; no one awaits its result
+            del task, writer
+            gc.collect()  # where asyncio would complain about an unretrieved exception
+            await asyncio.sleep(0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        store.close()
+    assert unretrieved == []
+    lines = [r.getMessage() for r in caplog.records if r.name == "eve.sessions"]
+    assert lines == ["events of session ses_x not written: OperationalError"]
+    assert all(r.exc_info is None for r in caplog.records)

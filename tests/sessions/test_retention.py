@@ -1,0 +1,82 @@
+"""Retention: pruning deletes DBOS's records of old finished workflows and nothing a session
+still needs; a parked turn and a finished session both go on after it."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from eve.sessions.retention import prune_workflows
+from eve.sessions.settings import SESSIONS_DIR, resolve_settings
+from tests.conftest import AppFactory
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
+from tests.sessions.test_approvals import request_of
+
+#: a prune that sees every workflow as an hour old
+LATER = 3600.0
+
+
+def _rows(root: Path, table: str, session_id: str) -> int:
+    with sqlite3.connect(root / SESSIONS_DIR / "dbos.sqlite") as c:
+        (n,) = c.execute(
+            f"SELECT count(*) FROM {table} WHERE workflow_uuid LIKE ?",
+            (f"{session_id}:%",),
+        ).fetchone()
+    return int(n)
+
+
+def test_prune_deletes_old_finished_workflows_and_keeps_what_sessions_need(
+    make_app: AppFactory,
+) -> None:
+    script = [call("ship", item="anvil"), say("shipped"), say("again")]
+    root = scripted_app(make_app, script, tools=("ship",))
+    settings = resolve_settings(root, env={})
+    server = InProcessServer(root).start()
+    try:
+        done = server.create("ship it")
+        server.answer(
+            done, request_of(server.wait_for(done, count("turn.waiting")))["request_id"], "approve"
+        )
+        server.wait_for(done, count("session.waiting"))
+        parked = server.create("ship it")
+        request = request_of(server.wait_for(parked, count("turn.waiting")))
+        logged = len(server.events(done))
+        assert _rows(root, "operation_outputs", done) > 0
+
+        # just finished: nothing is older than a minute yet
+        young = prune_workflows(settings, older_than=60, dry_run=False)
+        assert young.total == 0 and _rows(root, "workflow_status", done) == 1
+
+        dry = prune_workflows(settings, older_than=60, dry_run=True, now=time.time() + LATER)
+        assert dry.deleted == {"SUCCESS": 1} and dry.dry_run
+        assert _rows(root, "workflow_status", done) == 1, "a dry run deleted something"
+
+        pruned = prune_workflows(settings, older_than=60, dry_run=False, now=time.time() + LATER)
+        assert pruned.deleted == {"SUCCESS": 1}
+        for table in ("workflow_status", "workflow_input", "operation_outputs"):
+            assert _rows(root, table, done) == 0, table
+        # the parked turn is untouched, and the finished session's history is eve's
+        assert _rows(root, "workflow_status", parked) == 1
+        assert len(server.events(done)) == logged
+
+        server.answer(parked, request["request_id"], "approve")
+        replies = server.wait_for(parked, count("session.waiting"))
+        assert [e["data"]["message"] for e in replies if e["type"] == "message.completed"] == [
+            "shipped"
+        ]
+        assert server.send(done, "once more").status_code == 202
+        later = server.wait_for(done, count("session.waiting", 2))
+        said = [e["data"]["message"] for e in later if e["type"] == "message.completed"]
+        assert said == ["shipped", "again"]  # the script went on from the stored history
+        assert server.get(f"/session/{done}").json()["turns"] == 2
+    finally:
+        server.stop()
+
+
+def test_prune_of_an_app_that_never_ran_deletes_nothing(make_app: AppFactory) -> None:
+    root = make_app()
+    report = prune_workflows(resolve_settings(root, env={}), older_than=0, dry_run=False)
+    assert report.total == 0 and report.kept == 0

@@ -21,6 +21,7 @@ import random
 import sqlite3
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,10 +169,14 @@ async def _settled(service: Any, session_id: str) -> None:
     raise AssertionError("the turn's workflow never finished")
 
 
-async def run(turns: int, at: set[int], app_root: Path) -> dict[str, Any]:
+async def run(
+    turns: int, at: set[int], app_root: Path, env: Mapping[str, str] = os.environ
+) -> dict[str, Any]:
+    """``turns`` turns of one session; the bytes held after each turn in ``at``. The
+    database is ``env``'s ``EVE_DATABASE_URL``, else SQLite under ``app_root``."""
     from eve.sessions import SessionService, resolve_settings
 
-    settings = resolve_settings(app_root, env=os.environ, executor_id="bench-storage")
+    settings = resolve_settings(app_root, env=env, executor_id="bench-storage")
     service = SessionService(_setup(app_root), settings)
     await service.start()
     sizes: dict[str, Any] = {}

@@ -71,3 +71,10 @@ def test_eve_retention_is_the_default_period(make_app: AppFactory) -> None:
 def test_a_database_that_is_not_postgres_is_named(make_app: AppFactory) -> None:
     code, out = _prune(make_app(), "--database", "mysql://db")
     assert code != 0 and "--database must be a postgresql:// URL" in out
+
+
+def test_eve_serve_refuses_an_eve_retention_it_cannot_read(make_app: AppFactory) -> None:
+    root = make_app()
+    result = CliRunner().invoke(main, ["-C", str(root), "serve"], env={"EVE_RETENTION": "7x"})
+    assert result.exit_code == 2, result.output
+    assert "EVE_RETENTION must be a number and a unit" in result.output

@@ -11,7 +11,7 @@ from eve.sessions.retention import prune_workflows
 from eve.sessions.settings import SESSIONS_DIR, resolve_settings
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import count
+from tests.sessions.harness import Server, count
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_approvals import request_of
 
@@ -80,3 +80,25 @@ def test_prune_of_an_app_that_never_ran_deletes_nothing(make_app: AppFactory) ->
     root = make_app()
     report = prune_workflows(resolve_settings(root, env={}), older_than=0, dry_run=False)
     assert report.total == 0 and report.kept == 0
+
+
+def test_eve_serve_prunes_at_start_when_eve_retention_is_set(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [say("one"), say("two")])
+    server = Server(root).start()
+    try:
+        session = server.create("hello")
+        server.wait_for(session, count("session.waiting"))
+        server.stop()
+        assert _rows(root, "workflow_status", session) == 1
+        server.env = {"EVE_RETENTION": "0s"}
+        server.start()
+        deadline = time.monotonic() + 30
+        while _rows(root, "workflow_status", session) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _rows(root, "workflow_status", session) == 0, "worker 0 never pruned"
+        assert server.send(session, "again").status_code == 202
+        events = server.wait_for(session, count("session.waiting", 2))
+    finally:
+        log = server.stop()
+    said = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
+    assert said == ["one", "two"], log

@@ -40,7 +40,8 @@ RETENTION_ENV = "EVE_RETENTION"
 DEFAULT_RETENTION = "7d"
 #: how often ``eve serve`` prunes when ``EVE_RETENTION`` is set
 PRUNE_EVERY_SECONDS = 3600.0
-#: workflow ids per delete: one transaction each, so a long prune holds no lock for long
+#: workflows listed and deleted at once: one transaction each, so a long prune holds no
+#: lock for long
 BATCH = 500
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -130,18 +131,24 @@ def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> PruneReport:
         s.parent_workflow_id for s in active if s.parent_workflow_id
     }
     before = datetime.fromtimestamp(cutoff, UTC).isoformat()
-    old = _listed(client, status=_FINISHED, completed_before=before)
-    doomed = [
-        s for s in old if s.workflow_id not in guarded and s.parent_workflow_id not in guarded
-    ]
-    if not dry_run:
-        ids = [s.workflow_id for s in doomed]
-        for start in range(0, len(ids), BATCH):
-            client.delete_workflows(ids[start : start + BATCH])
     deleted: dict[str, int] = {}
-    for status in doomed:
-        deleted[str(status.status)] = deleted.get(str(status.status), 0) + 1
-    return PruneReport(cutoff=cutoff, dry_run=dry_run, deleted=deleted, kept=len(old) - len(doomed))
+    kept = offset = 0
+    while True:  # a page at a time: the finished workflows of years may not fit in memory
+        page = _listed(
+            client, status=_FINISHED, completed_before=before, limit=BATCH, offset=offset
+        )
+        doomed = [
+            s for s in page if s.workflow_id not in guarded and s.parent_workflow_id not in guarded
+        ]
+        for status in doomed:
+            deleted[str(status.status)] = deleted.get(str(status.status), 0) + 1
+        kept += len(page) - len(doomed)
+        if doomed and not dry_run:
+            client.delete_workflows([s.workflow_id for s in doomed])
+        if len(page) < BATCH:
+            return PruneReport(cutoff=cutoff, dry_run=dry_run, deleted=deleted, kept=kept)
+        # what was deleted left the listing; what was kept (all, in a dry run) is still in it
+        offset += len(page) - (0 if dry_run else len(doomed))
 
 
 def _listed(client: DBOSClient, **query: object) -> list[WorkflowStatus]:

@@ -7,13 +7,17 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
+from eve.sessions import retention
 from eve.sessions.retention import prune_workflows
 from eve.sessions.settings import SESSIONS_DIR, resolve_settings
 from tests.conftest import AppFactory
-from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.apps import TOOLS, call, say, scripted_app
 from tests.sessions.harness import Server, count
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_approvals import request_of
+from tests.sessions.test_tasks import app as tasks_app
 
 #: a prune that sees every workflow as an hour old
 LATER = 3600.0
@@ -102,3 +106,38 @@ def test_eve_serve_prunes_at_start_when_eve_retention_is_set(make_app: AppFactor
         log = server.stop()
     said = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
     assert said == ["one", "two"], log
+
+
+QUICK = """
+    from eve.tools import WorkflowContext, define_workflow_tool
+
+    async def quick(data, ctx: WorkflowContext):
+        return {"ok": True}
+
+    default = define_workflow_tool(description="Finish at once.", run=quick)
+"""
+
+
+def test_a_finished_task_of_a_parked_turn_is_kept_until_the_turn_ends(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retention, "BATCH", 1)  # page by page
+    files = {"agent/tools/quick.py": QUICK, "agent/tools/ship.py": TOOLS["ship"]}
+    root = tasks_app(make_app, files, [call("quick"), call("ship", item="anvil"), say("done")])
+    settings = resolve_settings(root, env={})
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("go")
+        request = request_of(server.wait_for(session, count("turn.waiting")))
+        later = time.time() + LATER
+        parked = prune_workflows(settings, older_than=60, dry_run=False, now=later)
+        # the task finished, but a replay of its parked turn asks DBOS for its result
+        assert (parked.deleted, parked.kept) == ({}, 1)
+        server.answer(session, request["request_id"], "approve")
+        server.wait_for(session, count("session.waiting"))
+        dry = prune_workflows(settings, older_than=60, dry_run=True, now=later)
+        ended = prune_workflows(settings, older_than=60, dry_run=False, now=later)
+    finally:
+        server.stop()
+    assert dry.deleted == ended.deleted == {"SUCCESS": 2} and ended.kept == 0
+    assert _rows(root, "workflow_status", session) == 0

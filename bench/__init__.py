@@ -66,6 +66,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="a 200-turn offline session: context under the threshold, time per turn flat",
     ),
     Benchmark(
+        name="storage_growth",
+        target="bench.storage_growth:run",
+        summary="bytes a session adds per turn at turn 10/100/1,000, SQLite and PostgreSQL",
+    ),
+    Benchmark(
         name="ui",
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",

@@ -67,6 +67,8 @@
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
+    │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
+    │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
     │   ├── MessageTooLong              a message over the configured length
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
@@ -881,6 +883,34 @@ class StepRecordCorrupt(SessionError):
         #: the turn's workflow (``<session>:turn-<n>``) and the step's key (``step:0``)
         self.workflow_id = workflow_id
         self.step = step
+
+
+class CheckpointMissing(SessionError):
+    """The checkpoint version a workflow loaded (its recorded ``checkpoint.load`` step) is no
+    longer stored, so it cannot be replayed from the history it started with."""
+
+    code = "checkpoint_missing"
+    http_status = 500
+
+    def __init__(self, message: str, *, session_id: str, version: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        #: the version the workflow's first run loaded
+        self.version = version
+
+
+class RetentionInvalid(SessionError):
+    """A retention period is not one eve reads (``--older-than``, ``EVE_RETENTION``): a
+    number and a unit, ``30d``, ``12h``, ``90m``, ``45s``, or ``off``."""
+
+    code = "retention_invalid"
+    http_status = 400
+    exit_code = 2
+
+    def __init__(self, message: str, *, value: str) -> None:
+        super().__init__(message)
+        #: what was given, as given
+        self.value = value
 
 
 class TaskNotWaiting(SessionError):

@@ -25,6 +25,11 @@ _COMMANDS = {
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
     "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
     "serve": ("eve.cli.serve_command", "serve_command", "Serve the durable session API."),
+    "sessions": (
+        "eve.cli.sessions_command",
+        "sessions_command",
+        "Upkeep of the session database (prune old workflow records).",
+    ),
 }
 
 

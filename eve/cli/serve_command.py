@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -13,14 +14,14 @@ import click
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
+from eve.cli.sessions_command import url_env_of
 from eve.errors import ServerConfigError
-from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
-from eve.runtime.load import read_manifest
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
 from eve.server.workers import Listen, bind, serve_on, supervise
+from eve.sessions.retention import configured_retention, prune_periodically
 from eve.sessions.settings import resolve_settings, url_variable
 
 
@@ -39,8 +40,14 @@ async def _serve_worker(
     # a server never falls back to the offline model: nobody would read the notice, and
     # /health would say ready while every answer is fake (ServedModelUnavailable, exit 2)
     setup = await prepare(options.app_root, model=model, max_turns=None, offline_fallback=False)
-    app = create_app(options, service_for(options, setup))
+    service = service_for(options, setup)
+    app = create_app(options, service)
     await start_service(app)
+    retention = configured_retention(os.environ)
+    # one worker prunes for all: they share the database
+    pruning = None
+    if retention is not None and index == 0:
+        pruning = asyncio.create_task(prune_periodically(service.settings, older_than=retention))
     try:
         host, port = sock.getsockname()[:2]
         click.echo(
@@ -49,6 +56,10 @@ async def _serve_worker(
         )
         await serve_on(app, sock, on_ready=ready)
     finally:
+        if pruning is not None:
+            pruning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pruning
         await stop_service(app)
 
 
@@ -60,8 +71,7 @@ def _check_workers(app_root: Path, workers: int) -> None:
     """
     if workers == 1:
         return
-    node = read_manifest(app_root / MANIFEST_PATH).nodes.get(ROOT_NODE_ID)
-    url_env = node.config.database_url_env if node is not None else None
+    url_env = url_env_of(app_root)
     if resolve_settings(app_root, url_env=url_env).is_postgres:
         return
     name = url_variable(url_env)
@@ -115,6 +125,7 @@ def serve_command(
     app_root = app_root_of(ctx)
     token = os.environ.get(TOKEN_ENV) or None
     require_token_for(host, token)
+    configured_retention(os.environ)  # a bad EVE_RETENTION stops it here, not in a worker
     listed = listed_hosts(allowed_host, os.environ)
     allowed = allowed_hosts(bind=host, listed=listed, token=token)
     options = ServerOptions(

@@ -8,7 +8,6 @@ so a crash while it runs writes it again and a finished one is never asked for t
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 
 import msgspec
@@ -31,7 +30,7 @@ from eve.execution.compaction import (
 from eve.execution.events import EventEmitter
 from eve.manifest import Compaction
 from eve.messages import model_view, summary_message
-from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.turn_workflow import TurnRuntime, current_runtime
 from eve.usage import TokenUsage
@@ -49,10 +48,8 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
     workflow_id = DBOS.workflow_id or f"{session_id}:compact"
     events = await runtime.events_of(session_id, workflow_id)
     emitter = EventEmitter(events, session_id=session_id)
-    raw = await DBOS.run_step_async(
-        {"name": "checkpoint.load"}, asyncio.to_thread, runtime.store.load_checkpoint, session_id
-    )
-    checkpoint = decode_checkpoint(raw)
+    loaded = await load_checkpoint(runtime.store, session_id)
+    checkpoint = loaded.checkpoint
     setup = runtime.setup
     config = setup.agent.config
     compiled = config.context_window.tokens if config.context_window is not None else None
@@ -101,15 +98,14 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
     recorder = DurableRecorder(events, context, set(checkpoint.approved_once), gate=runtime.gate)
     record = await recorder.compaction(compaction_key(None), produce)
     if isinstance(record, Summarized):
-        await _save(runtime, session_id, checkpoint, record)
+        await _save(runtime, session_id, loaded, record)
     await events.flush()
     runtime.log.forget(session_id)
     return "compacted" if isinstance(record, Summarized) else "failed"
 
 
-async def _save(
-    runtime: TurnRuntime, session_id: str, before: SessionCheckpoint, record: Summarized
-) -> None:
+async def _save(runtime: TurnRuntime, session_id: str, loaded: Loaded, record: Summarized) -> None:
+    before = loaded.checkpoint
     summary = summary_message(record.summary, folded=record.folded, kept=record.kept)
     after = msgspec.structs.replace(
         before,
@@ -117,13 +113,7 @@ async def _save(
         # the summary's tokens count toward the session, like a turn's
         spend=before.spend + Spend(usage=record.usage, cost=price(record.model, record.usage)),
     )
-    await DBOS.run_step_async(
-        {"name": "checkpoint.save"},
-        asyncio.to_thread,
-        runtime.store.save_checkpoint,
-        session_id,
-        encode_checkpoint(after),
-    )
+    await save_checkpoint(runtime.store, session_id, after, after=loaded)
 
 
 @DBOS.workflow(name=COMPACT_WORKFLOW)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from eve.errors import InvalidListQuery
 from eve.session_summary import Activity, SessionListEntry, SessionPage
 from eve.sessions.checkpoint import decode_checkpoint
-from eve.sessions.store import events, sessions
+from eve.sessions.store import current_checkpoint, events, sessions
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -81,7 +81,7 @@ def list_sessions(c: Connection, *, limit: int, cursor: str | None) -> SessionPa
         sessions.c.created_at,
         sessions.c.status,
         sessions.c.ended_reason,
-        sessions.c.checkpoint,
+        current_checkpoint(),
     )
     if cursor is not None:
         created_at, session_id = decode_cursor(cursor)

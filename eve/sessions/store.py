@@ -17,7 +17,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from eve.errors import DatabaseUnavailable
+from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.sqlite import sqlite_engine
 
@@ -32,7 +32,10 @@ sessions = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("ended_reason", sa.Text),
     sa.Column("next_turn", sa.Integer, nullable=False),
+    #: the checkpoint as an eve before ``eve_checkpoints`` stored it; moved there on first use
     sa.Column("checkpoint", sa.Text),
+    #: the session's current version in ``eve_checkpoints`` (NULL: none yet)
+    sa.Column("checkpoint_version", sa.Integer),
     #: the turn workflow someone asked to cancel
     sa.Column("cancel_workflow_id", sa.String(128)),
     #: how far the session's opening got (``opening.OpenStage``); NULL: opened by an eve
@@ -41,6 +44,18 @@ sessions = sa.Table(
     #: who is opening it, and until when that claim holds unless renewed (``opening.py``)
     sa.Column("open_owner", sa.String(32)),
     sa.Column("open_until", sa.Float),
+)
+
+#: a session's checkpoints by version: the current one and the one before it, which a
+#: replay of the workflow that saved the current one still starts from (``checkpoint.load``
+#: records only the version it read, so DBOS never stores a copy of the history per turn)
+checkpoints = sa.Table(
+    "eve_checkpoints",
+    _metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    #: the checkpoint's JSON; NULL for a cleared one (a reset)
+    sa.Column("data", sa.Text),
 )
 
 events = sa.Table(
@@ -165,6 +180,33 @@ def _add_missing_columns(engine: Engine) -> None:
                         raise
 
 
+def current_checkpoint() -> sa.ColumnElement[str | None]:
+    """A session row's current checkpoint, as a column (``checkpoint``) of a select from
+    ``eve_sessions``: its version's, or one an older eve kept in the row."""
+    versioned = (
+        sa.select(checkpoints.c.data)
+        .where(
+            checkpoints.c.session_id == sessions.c.id,
+            checkpoints.c.version == sessions.c.checkpoint_version,
+        )
+        .scalar_subquery()
+    )
+    return sa.func.coalesce(versioned, sessions.c.checkpoint).label("checkpoint")
+
+
+def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | None) -> None:
+    """``data`` as ``version``, the session's current one; versions before the previous go."""
+    mine = checkpoints.c.session_id == session_id
+    c.execute(checkpoints.delete().where(mine, checkpoints.c.version == version))
+    c.execute(checkpoints.insert().values(session_id=session_id, version=version, data=data))
+    c.execute(
+        sessions.update()
+        .where(sessions.c.id == session_id)
+        .values(checkpoint_version=version, checkpoint=None)
+    )
+    c.execute(checkpoints.delete().where(mine, checkpoints.c.version < version - 1))
+
+
 class SessionStore:
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
@@ -280,17 +322,70 @@ class SessionStore:
         return value
 
     def load_checkpoint(self, session_id: str) -> str | None:
+        """The session's current checkpoint (for a reader: a turn loads by version)."""
         with self._tx() as c:
             value: str | None = c.execute(
-                sa.select(sessions.c.checkpoint).where(sessions.c.id == session_id)
+                sa.select(current_checkpoint()).where(sessions.c.id == session_id)
             ).scalar()
         return value
 
-    def save_checkpoint(self, session_id: str, checkpoint: str | None) -> None:
+    def checkpoint_version(self, session_id: str) -> int:
+        """The version of the session's current checkpoint, 0 for none; a checkpoint an
+        older eve kept in the session's row becomes version 1 first."""
         with self._tx() as c:
-            c.execute(
-                sessions.update().where(sessions.c.id == session_id).values(checkpoint=checkpoint)
+            row = c.execute(
+                sa.select(sessions.c.checkpoint_version, sessions.c.checkpoint).where(
+                    sessions.c.id == session_id
+                )
+            ).first()
+            if row is None or row[0] is not None:
+                return 0 if row is None else int(row[0])
+            if row[1] is None:
+                return 0
+            _write_checkpoint(c, session_id, 1, row[1])
+            return 1
+
+    def checkpoint_at(self, session_id: str, version: int) -> str | None:
+        """The checkpoint ``version`` of the session (0: none, the empty one)."""
+        if version == 0:
+            return None
+        with self._tx() as c:
+            row = c.execute(
+                sa.select(checkpoints.c.data).where(
+                    checkpoints.c.session_id == session_id, checkpoints.c.version == version
+                )
+            ).first()
+        if row is None:
+            raise CheckpointMissing(
+                f"checkpoint version {version} of session {session_id} is no longer stored, "
+                "so the workflow that loaded it cannot be replayed: reset the session "
+                "(POST …/reset) or start a new one",
+                session_id=session_id,
+                version=version,
             )
+        value: str | None = row[0]
+        return value
+
+    def save_checkpoint(
+        self, session_id: str, checkpoint: str | None, *, after: int | None = None
+    ) -> int:
+        """Store ``checkpoint`` (None: cleared) as the session's current one, the version
+        after ``after`` (the one the saving workflow loaded; by default the current one),
+        and return that version.
+
+        Saving the same version again overwrites it (a replayed save writes what it wrote
+        before). The version before the new one stays, for a replay of the workflow that
+        saved it; older ones go: a session's workflows run one at a time, so nothing
+        still running loaded them.
+        """
+        with self._tx() as c:
+            if after is None:
+                current = c.execute(
+                    sa.select(sessions.c.checkpoint_version).where(sessions.c.id == session_id)
+                ).scalar()
+                after = int(current or 0)
+            _write_checkpoint(c, session_id, after + 1, checkpoint)
+        return after + 1
 
     # --- cancellation ------------------------------------------------------------------
 

@@ -29,7 +29,8 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
-from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.checkpoint import SessionCheckpoint
+from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.durable_steps import DurableRecorder
@@ -125,13 +126,8 @@ class TurnRuntime:
         if events.progress.finished:
             return "recovered"  # the log tells its end already; do not run it twice
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
-        raw = await DBOS.run_step_async(
-            {"name": "checkpoint.load"},
-            asyncio.to_thread,
-            self.store.load_checkpoint,
-            session_id,
-        )
-        checkpoint = decode_checkpoint(raw)
+        loaded = await load_checkpoint(self.store, session_id)
+        checkpoint = loaded.checkpoint
         context = EveContext(session_id=session_id)
         context.restore(checkpoint.state)
         approved_once = set(checkpoint.approved_once)
@@ -172,7 +168,7 @@ class TurnRuntime:
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
             await events.flush()
             return "failed"
-        ended = await self._finish(session_id, checkpoint, context, approved_once, raised, result)
+        ended = await self._finish(session_id, loaded, context, approved_once, raised, result)
         events.release()  # the turn's end, now that its checkpoint counts it
         # hooks of session.completed read the state the session ended with
         with use_context(context):
@@ -187,7 +183,7 @@ class TurnRuntime:
     async def _finish(
         self,
         session_id: str,
-        before: SessionCheckpoint,
+        loaded: Loaded,
         context: EveContext,
         approved_once: set[str],
         raised: dict[str, int],
@@ -199,17 +195,11 @@ class TurnRuntime:
             messages=result.messages,
             state=context.snapshot(),
             approved_once=sorted(approved_once),
-            turns=before.turns + 1,
+            turns=loaded.checkpoint.turns + 1,
             spend=result.session,
             raised_limits=raised,
         )
-        await DBOS.run_step_async(
-            {"name": "checkpoint.save"},
-            asyncio.to_thread,
-            self.store.save_checkpoint,
-            session_id,
-            encode_checkpoint(after),
-        )
+        await save_checkpoint(self.store, session_id, after, after=loaded)
         reason = result.ended_by
         if reason is not None:
             await DBOS.run_step_async(
@@ -226,13 +216,7 @@ class TurnRuntime:
         events = await self.events_of(session_id, workflow_id)
         if events.progress.finished:
             return "reset"
-        await DBOS.run_step_async(
-            {"name": "checkpoint.clear"},
-            asyncio.to_thread,
-            self.store.save_checkpoint,
-            session_id,
-            None,
-        )
+        await save_checkpoint(self.store, session_id, None, after=None, step="checkpoint.clear")
         await EventEmitter(events, session_id=session_id).emit(SessionResetData())
         await events.flush()
         self.log.forget(session_id)

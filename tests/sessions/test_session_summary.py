@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -156,9 +157,9 @@ def test_a_turns_end_is_in_the_log_only_once_the_summary_counts_it(
     that saw the turn end read a summary without it."""
     saved = SessionStore.save_checkpoint
 
-    def slow_save(self: SessionStore, session_id: str, raw: str | None) -> None:
+    def slow_save(self: SessionStore, session_id: str, raw: str | None, **kwargs: Any) -> int:
         time.sleep(0.5)  # the turn's end is emitted while this runs
-        saved(self, session_id, raw)
+        return saved(self, session_id, raw, **kwargs)
 
     monkeypatch.setattr(SessionStore, "save_checkpoint", slow_save)
     root = scripted_app(make_app, [say("only reply")])

@@ -1,0 +1,80 @@
+"""``eve sessions prune``: counts what it deletes, deletes nothing on a dry run, and names a
+period it cannot read (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eve.cli import main
+from tests.conftest import AppFactory
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
+
+
+def _prune(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["-C", str(root), "sessions", "prune", *args], env=env)
+    return result.exit_code, result.output
+
+
+def _ran_a_session(make_app: AppFactory) -> Path:
+    root = scripted_app(make_app, [say("one"), say("two")])
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("hello")
+        server.wait_for(session, count("session.waiting"))
+        assert server.send(session, "again").status_code == 202
+        server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()
+    return root
+
+
+def test_prune_dry_run_then_prune_says_what_it_deleted(make_app: AppFactory) -> None:
+    root = _ran_a_session(make_app)
+    code, out = _prune(root, "--older-than", "1d", "--json")
+    assert code == 0, out
+    assert json.loads(out)["total"] == 0  # finished just now: younger than a day
+
+    code, out = _prune(root, "--older-than", "0s", "--dry-run", "--json")
+    assert code == 0, out
+    dry = json.loads(out)
+    assert dry["dryRun"] and dry["deleted"] == {"SUCCESS": 2} and dry["total"] == 2
+
+    code, out = _prune(root, "--older-than", "0s")
+    assert code == 0, out
+    assert out.startswith("deleted the records of 2 workflow(s) that finished more than 0s ago")
+    assert "SUCCESS 2" in out
+
+    code, out = _prune(root, "--older-than", "0s", "--json")
+    assert json.loads(out)["total"] == 0  # gone: the dry run had deleted nothing before
+
+
+@pytest.mark.parametrize("period", ["7x", "seven days", "-1d", ""])
+def test_a_period_eve_cannot_read_is_exit_2(make_app: AppFactory, period: str) -> None:
+    code, out = _prune(make_app(), "--older-than", period)
+    assert code == 2, out
+    assert "--older-than must be a number and a unit" in out and repr(period) in out
+
+
+def test_eve_retention_is_the_default_period(make_app: AppFactory) -> None:
+    code, out = _prune(make_app(), env={"EVE_RETENTION": "soon"})
+    assert code == 2 and "EVE_RETENTION must be a number and a unit" in out
+    code, out = _prune(make_app(), env={"EVE_RETENTION": "off"})
+    assert code == 0 and "nothing deleted: EVE_RETENTION is 'off'" in out
+
+
+def test_a_database_that_is_not_postgres_is_named(make_app: AppFactory) -> None:
+    code, out = _prune(make_app(), "--database", "mysql://db")
+    assert code != 0 and "--database must be a postgresql:// URL" in out
+
+
+def test_eve_serve_refuses_an_eve_retention_it_cannot_read(make_app: AppFactory) -> None:
+    root = make_app()
+    result = CliRunner().invoke(main, ["-C", str(root), "serve"], env={"EVE_RETENTION": "7x"})
+    assert result.exit_code == 2, result.output
+    assert "EVE_RETENTION must be a number and a unit" in result.output

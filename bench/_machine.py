@@ -17,3 +17,12 @@ def machine_info() -> dict[str, Any]:
         # Other work on the machine moves every figure; the load says how quiet it was.
         "load_average_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
+
+
+def package_version(name: str) -> str:
+    """The installed version of ``name``; ``eve`` is the distribution eve installs as."""
+    from importlib.metadata import version
+
+    from eve._version import DISTRIBUTION
+
+    return version(DISTRIBUTION if name == "eve" else name)

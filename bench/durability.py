@@ -25,11 +25,10 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir
 
 LONG, SHORT = 20, 1
@@ -416,7 +415,7 @@ def _environment(raw: dict[str, Any]) -> dict[str, Any]:
     packages: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
-            packages[name] = version(name)
+            packages[name] = package_version(name)
         except Exception:
             packages[name] = None
     return {

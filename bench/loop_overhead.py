@@ -20,12 +20,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from bench._add_tool import FINAL_TEXT, Tally, add_or_finish, add_tool
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 
 STEPS = 50
 TOOL_CALLS = STEPS - 1
@@ -240,7 +239,7 @@ def _ratios(frameworks: dict[str, dict[str, float]]) -> dict[str, dict[str, floa
 def _environment() -> dict[str, Any]:
     return {
         **machine_info(),
-        "packages": {name: version(name) for name in PACKAGES},
+        "packages": {name: package_version(name) for name in PACKAGES},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

@@ -32,11 +32,10 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 from bench.compile_bench import generate_agent, git_commit
 
 BENCH_DIR = Path(__file__).parent
@@ -254,7 +253,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "repeats": repeats,
         "warmup": warmup,
         "machine": machine_info(),
-        "packages": {name: version(name) for name in PACKAGES},
+        "packages": {name: package_version(name) for name in PACKAGES},
         "method": {
             "timer": "time.perf_counter around subprocess.run: spawn to exit",
             "statistic": "median and min over interleaved repeats",

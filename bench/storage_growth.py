@@ -27,11 +27,10 @@ import subprocess
 import sys
 import tempfile
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 from bench._results import RESULTS_DIR, publish
 from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir
 
@@ -201,7 +200,7 @@ def run(quick: bool = False, baseline_root: Path | None = None) -> dict[str, Any
     results = {
         "date": datetime.now(UTC).date().isoformat(),
         "machine": machine_info(),
-        "packages": {p: version(p) for p in ("eve", "dbos", "SQLAlchemy", "psycopg")},
+        "packages": {p: package_version(p) for p in ("eve", "dbos", "SQLAlchemy", "psycopg")},
         "turns": plan.turns,
         "windows": {str(k): v for k, v in plan.windows.items()},
         "runs": runs,

@@ -31,7 +31,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import version
 from typing import Any
 
 from opentelemetry import trace
@@ -39,7 +38,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.util._once import Once
 
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 from bench.loop_overhead import RESULTS_DIR, STEPS, Case, _eve_case, _per_step_us, _timed
 from eve.events import (
     ActionResultData,
@@ -183,7 +182,7 @@ def _results(
         "spans_exported": exporter.spans,
         "environment": {
             **machine_info(),
-            "packages": {n: version(n) for n in ("eve", "opentelemetry-sdk")},
+            "packages": {n: package_version(n) for n in ("eve", "opentelemetry-sdk")},
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
         },
     }

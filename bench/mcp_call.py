@@ -44,6 +44,7 @@ async def _measure(blocks: int) -> dict[str, list[float]]:
     from eve.connections.pool import ConnectionPool, current_pool
     from eve.execution.events import EventEmitter
     from eve.execution.tool_calls import Admitted, ToolRunner
+    from eve.execution.tool_output import DEFAULT_CHARS
     from eve.messages import ToolCall
     from eve.runtime.connections import connection_tools, list_connections
     from eve.runtime.resolved import ResolvedConnection
@@ -70,6 +71,7 @@ async def _measure(blocks: int) -> dict[str, list[float]]:
         node_id="__root__",
         workspace=REPO,
         approved_once=set(),
+        output_limit=DEFAULT_CHARS,
     )
     call = ToolCall(id="c0", name="units__convert_units", input=ARGS)
     timings: dict[str, list[float]] = {"direct": [], "eve": []}

@@ -62,6 +62,7 @@
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
+    │   ├── TurnLost                    an accepted turn ended with no outcome and could not rerun
     │   ├── MessageTooLong              a message over the configured length
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
@@ -790,6 +791,21 @@ class StepRecordCorrupt(SessionError):
         #: the turn's workflow (``<session>:turn-<n>``) and the step's key (``step:0``)
         self.workflow_id = workflow_id
         self.step = step
+
+
+class TurnLost(SessionError):
+    """An accepted turn's workflow ended without an outcome in the log (the database went
+    away for longer than eve waits, a workflow cancelled by hand) and could not run again in
+    its place: the session went on without it. Its ``turn.failed`` carries this error."""
+
+    code = "turn_lost"
+    http_status = 500
+
+    def __init__(self, message: str, *, session_id: str, turn_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        #: ``turn_<n>``, as the 202 that accepted it said
+        self.turn_id = turn_id
 
 
 class TaskNotWaiting(SessionError):

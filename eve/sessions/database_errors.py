@@ -59,6 +59,21 @@ def fail_fast() -> Iterator[None]:
         _FAIL_FAST.reset(token)
 
 
+def failing_fast() -> bool:
+    """Whether a request is being served (``fail_fast``): its database calls do not wait."""
+    return _FAIL_FAST.get()
+
+
+def transient(error: BaseException) -> bool:
+    """Whether ``error`` may pass if the call is made again: the database went away (a
+    restart, a killed connection) or a lock was held past the busy timeout. A full disk or
+    read-only files are not: the engine resumes what they stopped (``engine.py``)."""
+    failed = storage_failure(error)
+    if failed is not None:
+        return failed.kind == "locked"
+    return unavailable(error) is not None
+
+
 def storage_failure(error: BaseException) -> StorageFailed | None:
     """The named error when ``error`` (or what it was raised from) is a write the storage
     refused: disk full, I/O error, read-only files, a lock held too long."""

@@ -10,12 +10,14 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
+from eve.sessions import accepted
+from eve.sessions.accepted_sweep import AcceptedSweep
+from eve.sessions.compact_workflow import COMPACT_WORKFLOW
 from eve.sessions.dbos_data import EveSerializer, redact_dbos_log
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.settings import SessionSettings
@@ -88,6 +90,9 @@ class DurableEngine:
         self.runtime = runtime
         self._tasks: list[asyncio.Task[None]] = []
         self._system_engine: Engine | None = None
+        self.sweep = AcceptedSweep(
+            store=store, log=runtime.log, dispatch=self.dispatch, enqueue=self.enqueue
+        )
 
     async def start(self) -> None:
         # beat before launching: a sibling must not mistake a restarted worker, still
@@ -113,6 +118,11 @@ class DurableEngine:
             worker_concurrency=None,
             polling_interval_sec=0.05,
         )
+        try:
+            # what was accepted before a crash or an outage and never ran
+            await self.sweep.run()
+        except Exception as error:
+            log.warning("sweep of accepted turns failed at start: %s", type(error).__name__)
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
 
     async def stop(self) -> None:
@@ -130,22 +140,47 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
-        """Put a turn on the queue (blocking: called inside the turn's claim, in a thread);
-        ``message`` is the turn's input (``turn_workflow.turn_input``)."""
-        options = self._options(TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id)
+    def dispatch(self, session_id: str) -> None:
+        """Put the session's accepted places on the queue, in turn order (blocking).
+
+        Each is enqueued and marked in one transaction of eve's that holds the session's
+        row: a crash between the two leaves it ``accepted``, and delivering it again hands
+        DBOS a workflow id it has, which DBOS answers with the same workflow."""
+
+        def deliver(c: Connection) -> None:
+            for place in accepted.waiting_for_queue(c, session_id):
+                self.enqueue(place)
+                accepted.mark_enqueued(c, place)
+
+        self.store.run(deliver)
+
+    def enqueue(self, place: accepted.Place) -> None:
+        """Put ``place`` on the queue under its workflow id (blocking)."""
+        match place.kind:
+            case "turn":
+                self.enqueue_turn(
+                    place.session_id, place.turn, place.input, workflow_id=place.workflow_id
+                )
+            case "reset":
+                self._enqueue(RESET_WORKFLOW, place.workflow_id, place.session_id, place.turn)
+            case "compact":
+                self._enqueue(COMPACT_WORKFLOW, place.workflow_id, place.session_id, place.turn)
+            case _:
+                assert_never(place.kind)
+
+    def enqueue_turn(
+        self, session_id: str, turn: int, message: TurnInput, *, workflow_id: str | None = None
+    ) -> None:
+        """Put a turn on the queue (blocking); ``message`` is the turn's input
+        (``turn_workflow.turn_input``), ``workflow_id`` a rerun's id."""
+        wid = workflow_id or turn_workflow_id(session_id, turn)
+        options = self._options(TURN_WORKFLOW, wid, session_id)
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
 
-    def enqueue_compaction(self, session_id: str, turn: int) -> None:
-        """Queue a compaction of the session behind its turns (``compact_workflow``);
-        blocking: called inside the claim of its place, in a thread."""
-        options = self._options(COMPACT_WORKFLOW, compact_workflow_id(session_id, turn), session_id)
-        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
-
-    def enqueue_reset(self, session_id: str, turn: int) -> None:
-        options = self._options(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+    def _enqueue(self, name: str, workflow_id: str, session_id: str, turn: int) -> None:
+        options = self._options(name, workflow_id, session_id)
         DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
     def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
@@ -225,6 +260,7 @@ class DurableEngine:
 
     async def _beat_and_rescue(self) -> None:
         await self._recover_own()
+        await self.sweep.run()
         me, version = self.settings.executor_id, self.settings.application_version
         await asyncio.to_thread(self.store.heartbeat, me, version)
         cutoff = time.time() - self.settings.worker_timeout_seconds

@@ -1,0 +1,87 @@
+"""Outside a request, a call to eve's tables waits out a database that went away.
+
+A workflow body, the event writer and the sweeps must not lose what they were doing because
+PostgreSQL restarted, a connection was killed or a SQLite lock was held a while: they retry
+the whole call (each store method is one transaction, so a failed try left nothing behind)
+with a backoff, up to ``SessionStore.retry_seconds``. DBOS does the same for its own tables.
+A request does not wait: its caller gets a 503 at once and may retry (``fail_fast``).
+
+The log says once that the database is out of reach and once that it is back, however many
+calls waited meanwhile.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, cast
+
+from eve.sessions.database_errors import failing_fast, failure_kind, transient
+
+log = logging.getLogger("eve.sessions")
+
+F = TypeVar("F", bound=Callable[..., Any])
+FIRST_DELAY = 0.05
+MAX_DELAY = 2.0
+
+
+class _Retrying(Protocol):
+    retry_seconds: float
+
+
+class _Outage:
+    """Whether the database is known to be out of reach, so each change is logged once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down = False
+
+    def began(self, error: BaseException) -> None:
+        with self._lock:
+            if self._down:
+                return
+            self._down = True
+        log.warning(
+            "the session database is out of reach (%s); waiting for it", failure_kind(error)
+        )
+
+    def ended(self) -> None:
+        with self._lock:
+            if not self._down:
+                return
+            self._down = False
+        log.warning("the session database is reachable again")
+
+
+_outage = _Outage()
+
+
+def retried(method: F) -> F:
+    """``method`` of a store, tried again while its failure is ``transient``."""
+
+    @functools.wraps(method)
+    def call(self: _Retrying, *args: Any, **kwargs: Any) -> Any:
+        if failing_fast():
+            return method(self, *args, **kwargs)
+        delay = FIRST_DELAY
+        deadline = time.monotonic() + self.retry_seconds
+        waited = False
+        while True:
+            try:
+                result = method(self, *args, **kwargs)
+            except Exception as error:
+                if not transient(error) or time.monotonic() + delay > deadline:
+                    raise
+                _outage.began(error)
+                waited = True
+                time.sleep(delay)
+                delay = min(delay * 2, MAX_DELAY)
+                continue
+            if waited:
+                _outage.ended()
+            return result
+
+    return cast(F, call)

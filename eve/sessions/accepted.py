@@ -140,18 +140,29 @@ def finish(c: Connection, workflow_id: str) -> None:
     )
 
 
-def unfinished(c: Connection, *, accepted_before: float, limit: int = 200) -> list[Place]:
-    """Places not done that were accepted before ``accepted_before``, oldest first."""
-    rows = c.execute(
-        sa.select(accepted_places)
-        .where(
-            accepted_places.c.state != "done",
-            accepted_places.c.accepted_at < accepted_before,
-        )
-        .order_by(accepted_places.c.accepted_at)
-        .limit(limit)
-    ).all()
+#: where a sweep stopped: the ``(accepted_at, session_id, turn)`` of the last place it saw
+Cursor = tuple[float, str, int]
+
+
+def unfinished(
+    c: Connection, *, accepted_before: float, after: Cursor | None = None, limit: int = 200
+) -> list[Place]:
+    """Up to ``limit`` places not done, accepted before ``accepted_before``, in the order
+    they were accepted from just after ``after`` (so a sweep that pages through them
+    reaches them all, however many parked turns come first)."""
+    order = (accepted_places.c.accepted_at, accepted_places.c.session_id, accepted_places.c.turn)
+    query = sa.select(accepted_places).where(
+        accepted_places.c.state.in_(["accepted", "enqueued"]),
+        accepted_places.c.accepted_at < accepted_before,
+    )
+    if after is not None:
+        query = query.where(sa.tuple_(*order) > sa.tuple_(*after))
+    rows = c.execute(query.order_by(*order).limit(limit)).all()
     return [_place(row) for row in rows]
+
+
+def cursor_of(place: Place) -> Cursor:
+    return (place.accepted_at, place.session_id, place.turn)
 
 
 def later_places(c: Connection, place: Place) -> list[Place]:

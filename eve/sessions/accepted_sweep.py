@@ -33,9 +33,11 @@ from eve.errors import TurnLost
 from eve.events import SessionEvent, SessionWaitingData, TurnFailedData
 from eve.execution.events import EventEmitter
 from eve.sessions.accepted import (
+    Cursor,
     Place,
     claim_rerun,
     claim_settled,
+    cursor_of,
     later_places,
     reopen,
     unfinished,
@@ -47,6 +49,8 @@ log = logging.getLogger("eve.sessions")
 
 #: a place younger than this may still be delivered by the request that accepted it
 GRACE_SECONDS = 2.0
+#: how many places one sweep looks at (parked turns are places too)
+PAGE = 200
 #: how often one turn may run again before it fails visibly
 MAX_RERUNS = 2
 #: DBOS's statuses of a workflow that runs, or will
@@ -61,11 +65,17 @@ class AcceptedSweep:
     dispatch: Callable[[str], None]
     enqueue: Callable[[Place], None]
 
+    #: where the last sweep stopped; the next one goes on from there, then from the start
+    cursor: Cursor | None = None
+
     async def run(self) -> None:
         cutoff = time.time() - GRACE_SECONDS
+        after = self.cursor
         places = await asyncio.to_thread(
-            self.store.run, lambda c: unfinished(c, accepted_before=cutoff)
+            self.store.run,
+            lambda c: unfinished(c, accepted_before=cutoff, after=after, limit=PAGE),
         )
+        self.cursor = cursor_of(places[-1]) if len(places) == PAGE else None
         for session_id in sorted({p.session_id for p in places if p.state == "accepted"}):
             await asyncio.to_thread(self.dispatch, session_id)
         queued = [p for p in places if p.state == "enqueued"]

@@ -30,6 +30,8 @@ MAX_DELAY = 2.0
 
 class _Retrying(Protocol):
     retry_seconds: float
+    #: set by ``close``: a call still waiting gives up, so a shutdown never waits on it
+    closed: bool
 
 
 class _Outage:
@@ -73,7 +75,7 @@ def retried(method: F) -> F:
             try:
                 result = method(self, *args, **kwargs)
             except Exception as error:
-                if not transient(error) or time.monotonic() + delay > deadline:
+                if self.closed or not transient(error) or time.monotonic() + delay > deadline:
                     raise
                 _outage.began(error)
                 waited = True

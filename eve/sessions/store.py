@@ -186,6 +186,7 @@ class SessionStore:
     #: how long a call made outside a request waits for the database to come back
     #: (``db_retry.py``); a request's calls fail at once
     retry_seconds: float = 60.0
+    closed: bool = False
 
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
@@ -206,6 +207,7 @@ class SessionStore:
             ) from None
 
     def close(self) -> None:
+        self.closed = True
         self.engine.dispose()
 
     @contextmanager

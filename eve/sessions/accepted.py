@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -197,16 +197,7 @@ def claim_rerun(c: Connection, place: Place) -> Place | None:
     workflow_id = rerun_id(place)
     if not _claim(c, place, workflow_id=workflow_id, reruns=place.reruns + 1):
         return None
-    return Place(
-        session_id=place.session_id,
-        turn=place.turn,
-        kind=place.kind,
-        input=place.input,
-        state=place.state,
-        workflow_id=workflow_id,
-        reruns=place.reruns + 1,
-        accepted_at=place.accepted_at,
-    )
+    return replace(place, workflow_id=workflow_id, reruns=place.reruns + 1)
 
 
 def claim_settled(c: Connection, place: Place) -> bool:

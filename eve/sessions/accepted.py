@@ -123,6 +123,8 @@ def mark_enqueued(c: Connection, place: Place) -> None:
         .where(
             accepted_places.c.session_id == place.session_id,
             accepted_places.c.turn == place.turn,
+            # a body quick enough to have finished already stays done
+            accepted_places.c.state == "accepted",
         )
         .values(state="enqueued")
     )

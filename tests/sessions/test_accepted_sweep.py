@@ -7,10 +7,13 @@ the queue behind a turn that holds the session.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from dbos import DBOS
 
+from eve.sessions.accepted import accept, cursor_of, finish, unfinished
+from eve.sessions.store import SessionStore
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Event, assert_dense, count
@@ -82,3 +85,34 @@ def test_a_turn_overtaken_by_a_later_one_fails_visibly(make_app: AppFactory) -> 
     assert failed["error"].startswith("TurnLost: turn_1 of session "), failed
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["first", "third"]
+
+
+def test_a_sweep_pages_through_every_unfinished_place(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    for session in ("ses_a", "ses_b"):
+        store.create_session(session)
+        for turn in range(3):
+            store.run(
+                lambda c, s=session, t=turn: accept(
+                    c, session_id=s, turn=t, kind="turn", workflow_id=f"{s}:turn-{t}"
+                )
+            )
+    store.run(lambda c: finish(c, "ses_a:turn-1"))
+    seen: list[tuple[str, int]] = []
+    after = None
+    while True:
+        page = store.run(
+            lambda c, a=after: unfinished(c, accepted_before=time.time() + 1, after=a, limit=2)
+        )
+        seen += [(p.session_id, p.turn) for p in page]
+        if len(page) < 2:
+            break
+        after = cursor_of(page[-1])
+    store.close()
+    assert sorted(seen) == [
+        ("ses_a", 0),
+        ("ses_a", 2),
+        ("ses_b", 0),
+        ("ses_b", 1),
+        ("ses_b", 2),
+    ]

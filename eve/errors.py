@@ -794,9 +794,9 @@ class StepRecordCorrupt(SessionError):
 
 
 class TurnLost(SessionError):
-    """An accepted turn's workflow ended without an outcome in the log (the database went
-    away for longer than eve waits, a workflow cancelled by hand) and could not run again in
-    its place: the session went on without it. Its ``turn.failed`` carries this error."""
+    """An accepted turn's workflow ended without an outcome in the log (cancelled by hand in
+    DBOS, or crashed more often than DBOS retries) and could not run again in its place: the
+    session went on without it. Its ``turn.failed`` carries this error."""
 
     code = "turn_lost"
     http_status = 500

@@ -6,13 +6,14 @@ done yet (``accepted.py``):
 - still ``accepted`` (the request that claimed it could not reach the queue): delivered now,
   with every earlier one of its session, in turn order;
 - ``enqueued``, but its workflow ended without marking it done: if its outcome is in the log
-  after all, it is marked done. Otherwise (the database stayed away longer than eve waits,
-  the workflow was cancelled by hand) a turn that no later place has overtaken runs again,
-  under a new workflow id that writes into the log under the turn's own (``rerun_id``): the
-  turn id stays, so the next message is not misnumbered, and what the ended run wrote is
-  not written twice. A turn overtaken, or rerun ``MAX_RERUNS`` times already, fails
-  visibly: ``turn.failed`` with ``TurnLost``, then ``session.waiting``, so the client hears
-  of it and the session goes on. A reset or compaction that ended is only marked done.
+  after all, it is marked done. Otherwise (the workflow was cancelled by hand, crashed more
+  often than DBOS retries, or its body failed in a way nothing caught) a turn that no later
+  place has overtaken runs again, under a new workflow id that writes into the log under
+  the turn's own (``rerun_id``): the turn id stays, so the next message is not
+  misnumbered, and what the ended run wrote is not written twice. A turn overtaken, or
+  rerun ``MAX_RERUNS`` times already, fails visibly: ``turn.failed`` with ``TurnLost``,
+  then ``session.waiting``, so the client hears of it and the session goes on. A reset
+  or compaction that ended is only marked done.
 
 A place whose workflow is queued or running is left to DBOS and the engine's own recovery.
 Two workers may sweep at once: each change to a place is made only if the place is still

@@ -3,8 +3,12 @@
 A workflow body, the event writer and the sweeps must not lose what they were doing because
 PostgreSQL restarted, a connection was killed or a SQLite lock was held a while: they retry
 the whole call (each store method is one transaction, so a failed try left nothing behind)
-with a backoff, up to ``SessionStore.retry_seconds``. DBOS does the same for its own tables.
-A request does not wait: its caller gets a 503 at once and may retry (``fail_fast``).
+with a backoff. A workflow body waits for as long as it takes (``patient``), as DBOS does for
+its own tables: a turn that gave up would free its session's place in the queue for the
+next turn, and could then only fail, since running it after that one would break the order
+(``accepted_sweep.py``). Other callers (the sweeps, the heartbeat, a follower's reads) give
+up after ``SessionStore.retry_seconds``; a request does not wait at all: its caller gets a
+503 at once and may retry (``fail_fast``). A closed store stops every wait.
 
 The log says once that the database is out of reach and once that it is back, however many
 calls waited meanwhile.
@@ -12,11 +16,14 @@ calls waited meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
 
 from eve.sessions.database_errors import failing_fast, failure_kind, transient
@@ -59,6 +66,22 @@ class _Outage:
 
 
 _outage = _Outage()
+_PATIENT: ContextVar[bool] = ContextVar("eve_patient", default=False)
+
+
+@contextlib.contextmanager
+def patient() -> Iterator[None]:
+    """Around a workflow body: its calls wait out a transient fault with no deadline."""
+    token = _PATIENT.set(True)
+    try:
+        yield
+    finally:
+        _PATIENT.reset(token)
+
+
+def waits_out(error: BaseException) -> bool:
+    """Whether the caller (a workflow body) should try again after ``error``."""
+    return _PATIENT.get() and transient(error)
 
 
 def retried(method: F) -> F:
@@ -69,7 +92,7 @@ def retried(method: F) -> F:
         if failing_fast():
             return method(self, *args, **kwargs)
         delay = FIRST_DELAY
-        deadline = time.monotonic() + self.retry_seconds
+        deadline = math.inf if _PATIENT.get() else time.monotonic() + self.retry_seconds
         waited = False
         while True:
             try:

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from eve.events import EventMeta, SessionEvent
 from eve.redact import redact
+from eve.sessions.db_retry import waits_out
 from eve.sessions.store import EventRow, SessionStore
 
 _encoder = msgspec.json.Encoder()
@@ -59,11 +60,19 @@ class SessionWriter:
             self._start()
 
     async def flush(self) -> None:
-        if self.pending and (self.task is None or self.task.done()):
-            self._start()  # what a failed drain kept
-        # the drain task keeps going while events arrive, so when it ends all are written
-        if self.task is not None:
-            await self.task
+        while True:
+            if self.pending and (self.task is None or self.task.done()):
+                self._start()  # what a failed drain kept
+            if self.task is None:
+                return
+            try:
+                # the drain task keeps going while events arrive: when it ends all are written
+                await self.task
+                return
+            except Exception as error:
+                # a drain started outside a body gave up; a body's flush waits on (db_retry)
+                if self.store.closed or not waits_out(error):
+                    raise
 
     def _start(self) -> None:
         if self.task is not None and self.task.done() and not self.task.cancelled():

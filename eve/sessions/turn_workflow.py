@@ -33,6 +33,7 @@ from eve.sessions.accepted import finish
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
+from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import DurableApproval, InputDesk
@@ -97,7 +98,8 @@ class TurnRuntime:
         workflow_id = DBOS.workflow_id or ""
         self.inflight.add(workflow_id)
         try:
-            yield
+            with patient():
+                yield
         except BaseException:
             self.orphans_possible = True
             raise

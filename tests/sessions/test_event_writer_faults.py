@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from eve.events import SessionEvent
+from eve.sessions.db_retry import patient
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.store import EventRow, SessionStore
 from tests.sessions.test_step_events import step_events
@@ -97,4 +98,17 @@ async def test_a_lost_commit_answer_is_not_written_twice(store: SessionStore) ->
     writer.add(Pending(event=(await step_events(3))[2]))
     await writer.flush()
     assert deltas(logged(store)[3:]) == ["2"]
+    store.close()
+
+
+async def test_a_workflow_body_waits_however_long_the_fault_lasts(store: SessionStore) -> None:
+    store.retry_seconds = 0  # anyone else would give up at the first failure
+    left = fail_inserts(store, 3)
+    writer = EventLog(store).writer("ses_x")
+    with patient():  # what TurnRuntime.tracked puts around a body
+        for event in await step_events(2):
+            writer.add(Pending(event=event))
+        await writer.flush()
+    assert left == [0]
+    assert deltas(logged(store)) == ["0", "1"]
     store.close()

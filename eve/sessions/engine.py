@@ -207,7 +207,8 @@ class DurableEngine:
         await DBOS.send_async(workflow_id, message, "input", idempotency_key=key)
 
     async def _rescue_loop(self) -> None:
-        """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good)."""
+        """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good);
+        sweep the accepted turns nothing runs (``accepted_sweep.py``)."""
         every = max(self.settings.worker_timeout_seconds / 3, 0.2)
         while True:
             await asyncio.sleep(every)
@@ -215,6 +216,12 @@ class DurableEngine:
                 await self._beat_and_rescue()
             except Exception as error:  # a database blip must not stop the heartbeat
                 log.warning("worker heartbeat failed: %s", type(error).__name__)
+            try:
+                # after the beat: a place it cannot settle must not make this worker
+                # look dead to its siblings
+                await self.sweep.run()
+            except Exception as error:
+                log.warning("sweep of accepted turns failed: %s", type(error).__name__)
 
     async def _recover_own(self) -> None:
         """Resume this worker's workflows that DBOS still has pending but nothing here runs:
@@ -260,7 +267,6 @@ class DurableEngine:
 
     async def _beat_and_rescue(self) -> None:
         await self._recover_own()
-        await self.sweep.run()
         me, version = self.settings.executor_id, self.settings.application_version
         await asyncio.to_thread(self.store.heartbeat, me, version)
         cutoff = time.time() - self.settings.worker_timeout_seconds

@@ -125,9 +125,12 @@ def test_postgres_restarts_and_killed_connections_lose_no_accepted_turn(
     server.start()
     try:
         client, events = drive(server, faults)
-    finally:
-        server.stop()
+    except BaseException:
+        print(server.stop())  # the server's side of it, in the failure's report
+        raise
+    log = server.stop()
     assert_answered_once_in_order(client, events)
+    assert "did not stop" not in log, log
 
 
 def test_a_held_sqlite_lock_loses_no_accepted_turn(make_app: AppFactory) -> None:

@@ -51,12 +51,17 @@ _FAIL_FAST: ContextVar[bool] = ContextVar("eve_fail_fast", default=False)
 
 
 @contextlib.contextmanager
-def fail_fast() -> Iterator[None]:
-    token = _FAIL_FAST.set(True)
+def raised(flag: ContextVar[bool]) -> Iterator[None]:
+    """``flag`` is True inside the block (and in the threads ``asyncio.to_thread`` starts)."""
+    token = flag.set(True)
     try:
         yield
     finally:
-        _FAIL_FAST.reset(token)
+        flag.reset(token)
+
+
+def fail_fast() -> contextlib.AbstractContextManager[None]:
+    return raised(_FAIL_FAST)
 
 
 def failing_fast() -> bool:

@@ -22,11 +22,11 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
 
-from eve.sessions.database_errors import failing_fast, failure_kind, transient
+from eve.sessions.database_errors import failing_fast, failure_kind, raised, transient
 
 log = logging.getLogger("eve.sessions")
 
@@ -69,14 +69,9 @@ _outage = _Outage()
 _PATIENT: ContextVar[bool] = ContextVar("eve_patient", default=False)
 
 
-@contextlib.contextmanager
-def patient() -> Iterator[None]:
+def patient() -> contextlib.AbstractContextManager[None]:
     """Around a workflow body: its calls wait out a transient fault with no deadline."""
-    token = _PATIENT.set(True)
-    try:
-        yield
-    finally:
-        _PATIENT.reset(token)
+    return raised(_PATIENT)
 
 
 def waits_out(error: BaseException) -> bool:

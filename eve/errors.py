@@ -69,6 +69,7 @@
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
     │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
+    │   ├── TurnLost                    an accepted turn ended with no outcome and could not rerun
     │   ├── MessageTooLong              a message over the configured length
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
@@ -911,6 +912,21 @@ class RetentionInvalid(SessionError):
         super().__init__(message)
         #: what was given, as given
         self.value = value
+
+
+class TurnLost(SessionError):
+    """An accepted turn's workflow ended without an outcome in the log (cancelled by hand in
+    DBOS, or crashed more often than DBOS retries) and could not run again in its place: the
+    session went on without it. Its ``turn.failed`` carries this error."""
+
+    code = "turn_lost"
+    http_status = 500
+
+    def __init__(self, message: str, *, session_id: str, turn_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        #: ``turn_<n>``, as the 202 that accepted it said
+        self.turn_id = turn_id
 
 
 class TaskNotWaiting(SessionError):

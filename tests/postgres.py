@@ -157,6 +157,10 @@ class PostgresServer:
         return env
 
     def _start(self, timeout: float) -> None:
+        self._initdb()
+        self.launch(timeout)
+
+    def _initdb(self) -> None:
         if self.user is not None:
             os.chown(self.directory, self.user.pw_uid, self.user.pw_gid)
         initdb = subprocess.run(
@@ -191,11 +195,10 @@ class PostgresServer:
             env=self._env(),
             **self._as_user(),
         ).stdout.strip()
-        self.launch(timeout)
 
     def launch(self, timeout: float = 60.0) -> None:
         """Start the postmaster on the data directory: at start, and again after ``halt()``
-        (same port, same data)."""
+        or in ``restart()`` (same port, same data)."""
         settings = {
             "listen_addresses": "127.0.0.1",
             "unix_socket_directories": str(self.directory),
@@ -260,6 +263,10 @@ class PostgresServer:
 
     def stop(self) -> None:
         """Fast shutdown of the postmaster we started (by its pid), then delete everything."""
+        self._shut_down()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _shut_down(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -267,7 +274,26 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 self.proc.send_signal(signal.SIGQUIT)  # immediate shutdown
                 self.proc.wait(10)
-        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def restart(self, *, pause: float = 0.0, timeout: float = 60.0) -> None:
+        """A fast shutdown (every connection is cut, open transactions roll back), ``pause``
+        seconds with no server, then the same data on the same port again."""
+        self._shut_down()
+        time.sleep(pause)
+        self.launch(timeout)
+
+    def terminate_backends(self, url: str) -> int:
+        """``pg_terminate_backend`` every connection to ``url``'s database; how many."""
+        import psycopg
+
+        name = url.rsplit("/", 1)[-1]
+        with psycopg.connect(self.url_of("postgres"), autocommit=True) as connection:
+            rows = connection.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            ).fetchall()
+        return len(rows)
 
     # --- databases ---------------------------------------------------------------------
 

@@ -210,8 +210,11 @@ class _Routes:
 
         async def lines() -> AsyncIterator[bytes]:
             try:
-                async for payload in events:
-                    yield (payload + "\n").encode() if payload else b"\n"
+                # a follower's read does not wait out a database fault (db_retry): it ends
+                # the stream whole, and the client reconnects from its next index
+                with fail_fast():
+                    async for payload in events:
+                        yield (payload + "\n").encode() if payload else b"\n"
             except Exception as error:
                 lost = unavailable(error)
                 if lost is None:

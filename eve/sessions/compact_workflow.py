@@ -118,4 +118,6 @@ async def _save(runtime: TurnRuntime, session_id: str, loaded: Loaded, record: S
 
 @DBOS.workflow(name=COMPACT_WORKFLOW)
 async def compact_workflow(session_id: str) -> str:
-    return await run_compaction(current_runtime(), session_id)
+    outcome = await run_compaction(current_runtime(), session_id)
+    await current_runtime().settle()
+    return outcome

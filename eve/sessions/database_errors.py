@@ -51,12 +51,32 @@ _FAIL_FAST: ContextVar[bool] = ContextVar("eve_fail_fast", default=False)
 
 
 @contextlib.contextmanager
-def fail_fast() -> Iterator[None]:
-    token = _FAIL_FAST.set(True)
+def raised(flag: ContextVar[bool]) -> Iterator[None]:
+    """``flag`` is True inside the block (and in the threads ``asyncio.to_thread`` starts)."""
+    token = flag.set(True)
     try:
         yield
     finally:
-        _FAIL_FAST.reset(token)
+        flag.reset(token)
+
+
+def fail_fast() -> contextlib.AbstractContextManager[None]:
+    return raised(_FAIL_FAST)
+
+
+def failing_fast() -> bool:
+    """Whether a request is being served (``fail_fast``): its database calls do not wait."""
+    return _FAIL_FAST.get()
+
+
+def transient(error: BaseException) -> bool:
+    """Whether ``error`` may pass if the call is made again: the database went away (a
+    restart, a killed connection) or a lock was held past the busy timeout. A full disk or
+    read-only files are not: the engine resumes what they stopped (``engine.py``)."""
+    failed = storage_failure(error)
+    if failed is not None:
+        return failed.kind == "locked"
+    return unavailable(error) is not None
 
 
 def storage_failure(error: BaseException) -> StorageFailed | None:

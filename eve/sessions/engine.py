@@ -10,12 +10,14 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.compact_workflow import COMPACT_WORKFLOW, compact_workflow_id
+from eve.sessions import accepted
+from eve.sessions.accepted_sweep import AcceptedSweep
+from eve.sessions.compact_workflow import COMPACT_WORKFLOW
 from eve.sessions.dbos_data import (
     REPEATS,
     EveSerializer,
@@ -94,6 +96,9 @@ class DurableEngine:
         self.runtime = runtime
         self._tasks: list[asyncio.Task[None]] = []
         self._system_engine: Engine | None = None
+        self.sweep = AcceptedSweep(
+            store=store, log=runtime.log, dispatch=self.dispatch, enqueue=self.enqueue
+        )
 
     async def start(self) -> None:
         # beat before launching: a sibling must not mistake a restarted worker, still
@@ -120,6 +125,11 @@ class DurableEngine:
             worker_concurrency=None,
             polling_interval_sec=0.05,
         )
+        try:
+            # what was accepted before a crash or an outage and never ran
+            await self.sweep.run()
+        except Exception as error:
+            log.warning("sweep of accepted turns failed at start: %s", type(error).__name__)
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
 
     async def stop(self) -> None:
@@ -138,22 +148,47 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
-        """Put a turn on the queue (blocking: called inside the turn's claim, in a thread);
-        ``message`` is the turn's input (``turn_workflow.turn_input``)."""
-        options = self._options(TURN_WORKFLOW, turn_workflow_id(session_id, turn), session_id)
+    def dispatch(self, session_id: str) -> None:
+        """Put the session's accepted places on the queue, in turn order (blocking).
+
+        Each is enqueued and marked in one transaction of eve's that holds the session's
+        row: a crash between the two leaves it ``accepted``, and delivering it again hands
+        DBOS a workflow id it has, which DBOS answers with the same workflow."""
+
+        def deliver(c: Connection) -> None:
+            for place in accepted.waiting_for_queue(c, session_id):
+                self.enqueue(place)
+                accepted.mark_enqueued(c, place)
+
+        self.store.run(deliver)
+
+    def enqueue(self, place: accepted.Place) -> None:
+        """Put ``place`` on the queue under its workflow id (blocking)."""
+        match place.kind:
+            case "turn":
+                self.enqueue_turn(
+                    place.session_id, place.turn, place.input, workflow_id=place.workflow_id
+                )
+            case "reset":
+                self._enqueue(RESET_WORKFLOW, place.workflow_id, place.session_id, place.turn)
+            case "compact":
+                self._enqueue(COMPACT_WORKFLOW, place.workflow_id, place.session_id, place.turn)
+            case _:
+                assert_never(place.kind)
+
+    def enqueue_turn(
+        self, session_id: str, turn: int, message: TurnInput, *, workflow_id: str | None = None
+    ) -> None:
+        """Put a turn on the queue (blocking); ``message`` is the turn's input
+        (``turn_workflow.turn_input``), ``workflow_id`` a rerun's id."""
+        wid = workflow_id or turn_workflow_id(session_id, turn)
+        options = self._options(TURN_WORKFLOW, wid, session_id)
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
 
-    def enqueue_compaction(self, session_id: str, turn: int) -> None:
-        """Queue a compaction of the session behind its turns (``compact_workflow``);
-        blocking: called inside the claim of its place, in a thread."""
-        options = self._options(COMPACT_WORKFLOW, compact_workflow_id(session_id, turn), session_id)
-        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
-
-    def enqueue_reset(self, session_id: str, turn: int) -> None:
-        options = self._options(RESET_WORKFLOW, f"{session_id}:reset-{turn}", session_id)
+    def _enqueue(self, name: str, workflow_id: str, session_id: str, turn: int) -> None:
+        options = self._options(name, workflow_id, session_id)
         DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
     def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
@@ -180,7 +215,8 @@ class DurableEngine:
         await DBOS.send_async(workflow_id, message, "input", idempotency_key=key)
 
     async def _rescue_loop(self) -> None:
-        """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good)."""
+        """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good);
+        sweep the accepted turns nothing runs (``accepted_sweep.py``)."""
         every = max(self.settings.worker_timeout_seconds / 3, 0.2)
         failed = 0
         while True:
@@ -196,6 +232,12 @@ class DurableEngine:
                 REPEATS.flush()
                 log.warning("worker heartbeat works again, after %d failed beat(s)", failed)
                 failed = 0
+            try:
+                # after the beat: a place it cannot settle must not make this worker
+                # look dead to its siblings
+                await self.sweep.run()
+            except Exception as error:
+                log.warning("sweep of accepted turns failed: %s", type(error).__name__)
 
     async def _recover_own(self) -> None:
         """Resume this worker's workflows that DBOS still has pending but nothing here runs:

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from eve.events import EventMeta, SessionEvent
 from eve.redact import redact
+from eve.sessions.db_retry import waits_out
 from eve.sessions.store import EventRow, SessionStore
 
 _encoder = msgspec.json.Encoder()
@@ -56,15 +57,31 @@ class SessionWriter:
     def add(self, item: Pending) -> None:
         self.pending.append(item)
         if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self._drain())
-            # whoever flushes sees a failure too, but no one may: then it is logged here,
-            # not left to asyncio's "Task exception was never retrieved" and its traceback
-            self.task.add_done_callback(self._report)
+            self._start()
 
     async def flush(self) -> None:
-        # the drain task keeps going while events arrive, so when it ends all are written
-        if self.task is not None:
-            await self.task
+        while True:
+            if self.pending and (self.task is None or self.task.done()):
+                self._start()  # what a failed drain kept
+            if self.task is None:
+                return
+            try:
+                # the drain task keeps going while events arrive: when it ends all are written
+                await self.task
+                return
+            except Exception as error:
+                # a drain started outside a body gave up; a body's flush waits on (db_retry)
+                if self.store.closed or not waits_out(error):
+                    raise
+
+    def _start(self) -> None:
+        if self.task is not None and self.task.done() and not self.task.cancelled():
+            # a failed drain's error, seen here: its batch is kept and this drain writes it
+            self.task.exception()
+        self.task = asyncio.create_task(self._drain())
+        # whoever flushes sees a failure too, but no one may: then it is logged here,
+        # not left to asyncio's "Task exception was never retrieved" and its traceback
+        self.task.add_done_callback(self._report)
 
     def _report(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and (error := task.exception()) is not None:
@@ -78,8 +95,20 @@ class SessionWriter:
             # burst into one transaction rather than writing each as it comes
             await asyncio.sleep(COALESCE_SECONDS)
             batch, self.pending = self.pending, []
-            await self._write(batch)
+            try:
+                await self._write(batch)
+            except BaseException:
+                # kept, ahead of what came since: nothing after it may reach the log first
+                # (a replay skips what follows a gap), and the next drain writes it
+                self.pending[:0] = batch
+                raise
             self.on_written.set()
+
+    def discard(self, workflow_id: str) -> None:
+        """Drop the unwritten events of a body that ended with an error: its rerun or
+        replay emits them again from the durable record, in their place."""
+        if self.task is None or self.task.done():
+            self.pending = [item for item in self.pending if item.workflow_id != workflow_id]
 
     async def _write(self, batch: list[Pending]) -> None:
         for _ in range(5):
@@ -93,12 +122,21 @@ class SessionWriter:
                     self.store.append_events, self.session_id, self.next_index, rows
                 )
             except sa.exc.IntegrityError:
+                if await self._landed(batch[0], self.next_index):
+                    # a commit whose answer was lost (the database restarted as it
+                    # answered), and the retry found its own rows: written once
+                    self.next_index += len(batch)
+                    return
                 # another process wrote this session meanwhile (a worker presumed dead)
                 self.next_index = None
                 continue
             self.next_index += len(batch)
             return
         raise RuntimeError(f"could not append events to session {self.session_id}")
+
+    async def _landed(self, first: Pending, index: int) -> bool:
+        found = await asyncio.to_thread(self.store.event_id_at, self.session_id, index)
+        return found == first.event.meta.id
 
     def _row(self, item: Pending, index: int) -> EventRow:
         meta = EventMeta(id=item.event.meta.id, at=item.event.meta.at, index=index)
@@ -147,6 +185,11 @@ class EventLog:
             and (writer.task is None or writer.task.done())
         ):
             del self._writers[session_id]
+
+    def discard(self, session_id: str, workflow_id: str) -> None:
+        """``SessionWriter.discard`` on the session's writer, if it has one."""
+        if (writer := self._writers.get(session_id)) is not None:
+            writer.discard(workflow_id)
 
     def _signal(self, session_id: str) -> asyncio.Event:
         return self._written.setdefault(session_id, asyncio.Event())

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +37,11 @@ from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_mes
 from eve.redact import redact
 from eve.runtime.connections import close_pool
 from eve.session_summary import SessionPage, SessionSummary
+from eve.sessions.accepted import Kind, accept
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
+from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.idempotency import (
@@ -57,7 +61,15 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.store import SessionRow, SessionStore
 from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
-from eve.sessions.turn_workflow import TurnRuntime, install_runtime, turn_input
+from eve.sessions.turn_workflow import (
+    TurnRuntime,
+    install_runtime,
+    reset_workflow_id,
+    turn_input,
+    turn_workflow_id,
+)
+
+log = logging.getLogger("eve.sessions")
 
 #: the default cap on one message's length, in characters
 MAX_MESSAGE_CHARS = 100_000
@@ -250,8 +262,15 @@ class SessionService:
             replay_if_answered(c, idem)
             if first and turn != 0:
                 raise Replayed({"sessionId": session_id, "turnId": "turn_0"})
-            # the workflow's input, in DBOS's tables: _checked redacted its secrets
-            self.engine.enqueue_turn(session_id, turn, turn_input(message))
+            # the turn's input, stored: _checked redacted its secrets
+            accept(
+                c,
+                session_id=session_id,
+                turn=turn,
+                kind="turn",
+                workflow_id=turn_workflow_id(session_id, turn),
+                turn_input=turn_input(message),
+            )
             accepted = Accepted(session_id=session_id, turn_id=f"turn_{turn}")
             record(c, idem, accepted.answer())
             return accepted
@@ -264,7 +283,31 @@ class SessionService:
             raise SessionNotActive(
                 f"session {session_id} has ended", session_id=session_id, reason="ended"
             )
+        await self._dispatch(session_id)
         return accepted
+
+    async def _claim_place(
+        self, session_id: str, kind: Kind, workflow_id: Callable[[int], str]
+    ) -> None:
+        """Claim the session's next place for a reset or compaction, and queue it."""
+
+        def claimed(c: Connection, turn: int) -> None:
+            accept(c, session_id=session_id, turn=turn, kind=kind, workflow_id=workflow_id(turn))
+
+        await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
+        await self._dispatch(session_id)
+
+    async def _dispatch(self, session_id: str) -> None:
+        """Queue what the session accepted. Accepted is durable already: if the queue cannot
+        be reached now, the engine's sweep queues it, so the caller still gets its 202."""
+        try:
+            await asyncio.to_thread(self.engine.dispatch, session_id)
+        except Exception as error:
+            log.warning(
+                "session %s: accepted, queued later by the sweep (%s)",
+                session_id,
+                failure_kind(error),
+            )
 
     def _checked(self, message: str | UserMessage) -> UserMessage:
         """``message`` as its turn's input: within the limits, and with no secret in it,
@@ -406,19 +449,15 @@ class SessionService:
         """Cancel the running turn, then clear history and state once it has stopped."""
         await self.require_active(session_id)
         await self.cancel(session_id)
-        await asyncio.to_thread(
-            self.store.claim_turn,
-            session_id,
-            lambda c, turn: self.engine.enqueue_reset(session_id, turn),
+        await self._claim_place(
+            session_id, "reset", lambda turn: reset_workflow_id(session_id, turn)
         )
 
     async def compact(self, session_id: str) -> None:
         """Queue a compaction behind the session's turns (``sessions.compact_workflow``)."""
         await self.require_active(session_id)
-        await asyncio.to_thread(
-            self.store.claim_turn,
-            session_id,
-            lambda c, turn: self.engine.enqueue_compaction(session_id, turn),
+        await self._claim_place(
+            session_id, "compact", lambda turn: compact_workflow_id(session_id, turn)
         )
 
     # --- the event log -----------------------------------------------------------------

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
+from eve.sessions.db_retry import retried
 from eve.sessions.sqlite import sqlite_engine
 
 _metadata = sa.MetaData()
@@ -95,6 +96,28 @@ idempotency_keys = sa.Table(
     sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("answer", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+)
+
+#: every claimed place in a session's queue (a turn, a reset, a compaction) from the claim
+#: until its outcome is in the log: the durable fact a 202 stands for (``accepted.py``)
+accepted_places = sa.Table(
+    "eve_accepted",
+    _metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("turn", sa.Integer, primary_key=True, autoincrement=False),
+    #: ``turn``, ``reset`` or ``compact``
+    sa.Column("kind", sa.String(16), nullable=False),
+    #: a turn's input as JSON (redacted already, as DBOS stores it); cleared once done
+    sa.Column("input", sa.Text),
+    #: ``accepted`` (not on DBOS's queue yet), ``enqueued`` or ``done``
+    sa.Column("state", sa.String(16), nullable=False),
+    #: the workflow that runs it now: its own id, or a rerun's (``<id>.rerun-<n>``)
+    sa.Column("workflow_id", sa.String(200), nullable=False),
+    #: how many times the sweep started it again
+    sa.Column("reruns", sa.Integer, nullable=False),
+    sa.Column("accepted_at", sa.Float, nullable=False),
+    sa.Index("eve_accepted_state", "state"),
+    sa.Index("eve_accepted_workflow", "workflow_id"),
 )
 
 workers = sa.Table(
@@ -208,6 +231,11 @@ def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | 
 
 
 class SessionStore:
+    #: how long a call made outside a request waits for the database to come back
+    #: (``db_retry.py``); a request's calls fail at once
+    retry_seconds: float = 60.0
+    closed: bool = False
+
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
     ) -> None:
@@ -227,6 +255,7 @@ class SessionStore:
             ) from None
 
     def close(self) -> None:
+        self.closed = True
         self.engine.dispose()
 
     @contextmanager
@@ -234,6 +263,7 @@ class SessionStore:
         with self.engine.begin() as connection:
             yield connection
 
+    @retried
     def run(self, work: Callable[[Connection], T]) -> T:
         """``work`` in one transaction (for a module with tables of its own here)."""
         with self._tx() as c:
@@ -255,6 +285,7 @@ class SessionStore:
             if also is not None:
                 also(c)
 
+    @retried
     def get_session(self, session_id: str) -> SessionRow | None:
         with self._tx() as c:
             row = c.execute(
@@ -287,6 +318,7 @@ class SessionStore:
                 return None
             return then(c, int(row[0]) - 1)
 
+    @retried
     def end_session(self, session_id: str, reason: str) -> None:
         with self._tx() as c:
             c.execute(
@@ -295,6 +327,7 @@ class SessionStore:
                 .values(status="ended", ended_reason=reason)
             )
 
+    @retried
     def end_if_unchanged(self, session_id: str, next_turn: int, reason: str) -> bool:
         """End the session unless it ended already or a turn was claimed since ``next_turn``
         was read (a message arrived meanwhile); whether this call ended it."""
@@ -310,6 +343,7 @@ class SessionStore:
             )
         return ended.rowcount == 1
 
+    @retried
     def last_event(self, session_id: str) -> str | None:
         """The payload of the session's latest event (its ``meta.at`` says when)."""
         with self._tx() as c:
@@ -321,6 +355,7 @@ class SessionStore:
             ).scalar()
         return value
 
+    @retried
     def load_checkpoint(self, session_id: str) -> str | None:
         """The session's current checkpoint (for a reader: a turn loads by version)."""
         with self._tx() as c:
@@ -329,6 +364,7 @@ class SessionStore:
             ).scalar()
         return value
 
+    @retried
     def checkpoint_version(self, session_id: str) -> int:
         """The version of the session's current checkpoint, 0 for none; a checkpoint an
         older eve kept in the session's row becomes version 1 first."""
@@ -345,6 +381,7 @@ class SessionStore:
             _write_checkpoint(c, session_id, 1, row[1])
             return 1
 
+    @retried
     def checkpoint_at(self, session_id: str, version: int) -> str | None:
         """The checkpoint ``version`` of the session (0: none, the empty one)."""
         if version == 0:
@@ -366,6 +403,7 @@ class SessionStore:
         value: str | None = row[0]
         return value
 
+    @retried
     def save_checkpoint(
         self, session_id: str, checkpoint: str | None, *, after: int | None = None
     ) -> int:
@@ -389,6 +427,7 @@ class SessionStore:
 
     # --- cancellation ------------------------------------------------------------------
 
+    @retried
     def request_cancel(self, session_id: str, workflow_id: str) -> None:
         with self._tx() as c:
             c.execute(
@@ -397,6 +436,7 @@ class SessionStore:
                 .values(cancel_workflow_id=workflow_id)
             )
 
+    @retried
     def cancel_requested(self, workflow_ids: Sequence[str]) -> set[str]:
         if not workflow_ids:
             return set()
@@ -410,6 +450,7 @@ class SessionStore:
 
     # --- the event log -----------------------------------------------------------------
 
+    @retried
     def next_event_index(self, session_id: str) -> int:
         with self._tx() as c:
             value = c.execute(
@@ -417,6 +458,7 @@ class SessionStore:
             ).scalar()
         return 0 if value is None else int(value) + 1
 
+    @retried
     def append_events(self, session_id: str, first_index: int, rows: Sequence[EventRow]) -> None:
         """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken."""
         with self._tx() as c:
@@ -436,6 +478,21 @@ class SessionStore:
                 ],
             )
 
+    @retried
+    def event_id_at(self, session_id: str, index: int) -> str | None:
+        """The id of the event at ``index`` (its ``meta.id``), if there is one."""
+        with self._tx() as c:
+            payload = c.execute(
+                sa.select(events.c.payload).where(
+                    events.c.session_id == session_id, events.c.idx == index
+                )
+            ).scalar()
+        if payload is None:
+            return None
+        found: str | None = json.loads(payload).get("meta", {}).get("id")
+        return found
+
+    @retried
     def read_events(self, session_id: str, start: int, limit: int = 500) -> list[str]:
         with self._tx() as c:
             rows = c.execute(
@@ -446,6 +503,7 @@ class SessionStore:
             ).all()
         return [row[0] for row in rows]
 
+    @retried
     def turn_progress(self, workflow_id: str) -> TurnProgress:
         with self._tx() as c:
             last = c.execute(
@@ -475,6 +533,7 @@ class SessionStore:
 
     # --- input requests ----------------------------------------------------------------
 
+    @retried
     def add_input_request(
         self,
         request_id: str,
@@ -499,6 +558,7 @@ class SessionStore:
                     )
                 )
 
+    @retried
     def pending_request(self, session_id: str, request_id: str) -> PendingRequest | None:
         """What waits on ``request_id`` in this session, if it still waits."""
         with self._tx() as c:
@@ -515,6 +575,7 @@ class SessionStore:
             workflow_id=row[0], options=None if row[1] is None else list(json.loads(row[1]))
         )
 
+    @retried
     def resolve_input_request(self, request_id: str) -> None:
         with self._tx() as c:
             c.execute(
@@ -525,6 +586,7 @@ class SessionStore:
 
     # --- workers -----------------------------------------------------------------------
 
+    @retried
     def heartbeat(self, executor_id: str, version: str) -> None:
         now = time.time()
         with self._tx() as c:
@@ -540,6 +602,7 @@ class SessionStore:
                     )
                 )
 
+    @retried
     def stale_workers(self, version: str, older_than: float) -> list[str]:
         with self._tx() as c:
             rows = c.execute(
@@ -549,6 +612,7 @@ class SessionStore:
             ).all()
         return [row[0] for row in rows]
 
+    @retried
     def claim_stale_worker(self, executor_id: str, older_than: float) -> bool:
         """Remove a stale worker's row; only the one caller that removes it adopts its turns."""
         with self._tx() as c:

@@ -29,10 +29,12 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
+from eve.sessions.accepted import finish
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
+from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import DurableApproval, InputDesk
@@ -54,6 +56,10 @@ TurnInput = str | list[dict[str, Any]]
 
 def turn_workflow_id(session_id: str, turn: int) -> str:
     return f"{session_id}:turn-{turn}"
+
+
+def reset_workflow_id(session_id: str, turn: int) -> str:
+    return f"{session_id}:reset-{turn}"
 
 
 def turn_input(message: UserMessage) -> list[dict[str, Any]]:
@@ -93,12 +99,18 @@ class TurnRuntime:
         workflow_id = DBOS.workflow_id or ""
         self.inflight.add(workflow_id)
         try:
-            yield
+            with patient():
+                yield
         except BaseException:
             self.orphans_possible = True
             raise
         finally:
             self.inflight.discard(workflow_id)
+
+    async def settle(self) -> None:
+        """The running workflow's place is done: its outcome is in the log (accepted.py)."""
+        workflow_id = DBOS.workflow_id or ""
+        await asyncio.to_thread(self.store.run, lambda c: finish(c, workflow_id))
 
     async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents:
         """The sink of a workflow body writing into ``session_id``'s log, which skips what an
@@ -121,10 +133,23 @@ class TurnRuntime:
 
     async def run_turn(self, session_id: str, turn: int, given: TurnInput) -> str:
         workflow_id = DBOS.workflow_id or turn_workflow_id(session_id, turn)
-        turn_id = f"turn_{turn}"
-        events = await self.events_of(session_id, workflow_id)
+        # a rerun (accepted_sweep.py) writes under its turn's id: what the ended run wrote
+        # is skipped, as for a replay
+        log_id = turn_workflow_id(session_id, turn)
+        events = await self.events_of(session_id, log_id)
         if events.progress.finished:
             return "recovered"  # the log tells its end already; do not run it twice
+        try:
+            return await self._run_turn(session_id, turn, given, workflow_id, events)
+        except BaseException:
+            # what did not reach the log is emitted again by the replay or rerun
+            self.log.discard(session_id, log_id)
+            raise
+
+    async def _run_turn(
+        self, session_id: str, turn: int, given: TurnInput, workflow_id: str, events: TurnEvents
+    ) -> str:
+        turn_id = f"turn_{turn}"
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
         loaded = await load_checkpoint(self.store, session_id)
         checkpoint = loaded.checkpoint
@@ -267,10 +292,14 @@ def _current() -> TurnRuntime:
 @DBOS.workflow(name=TURN_WORKFLOW)
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     async with _current().tracked():
-        return await _current().run_turn(session_id, turn, message)
+        outcome = await _current().run_turn(session_id, turn, message)
+        await _current().settle()
+        return outcome
 
 
 @DBOS.workflow(name=RESET_WORKFLOW)
 async def reset_workflow(session_id: str) -> str:
     async with _current().tracked():
-        return await _current().reset(session_id)
+        outcome = await _current().reset(session_id)
+        await _current().settle()
+        return outcome

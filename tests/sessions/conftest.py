@@ -17,6 +17,24 @@ def postgres_server() -> Iterator[PostgresServer]:
     Without server binaries the tests that use it skip (run ``scripts/ensure-postgres``),
     unless ``EVE_REQUIRE_POSTGRES=1``, as under ``make test``: then they fail.
     """
+    server = _started()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def restartable_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test's own, which it may restart or cut connections of."""
+    server = _started()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _started() -> PostgresServer:
     bindir = find_bindir()
     if bindir is None:
         reason = (
@@ -33,10 +51,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         # the binaries are installed, so this is a broken setup, never a reason to skip
         pytest.fail(f"could not start PostgreSQL from {bindir}: {error}", pytrace=False)
     print(f"\n{server.version} on port {server.port} in {time.monotonic() - started:.1f}s")
-    try:
-        yield server
-    finally:
-        server.stop()
+    return server
 
 
 @pytest.fixture

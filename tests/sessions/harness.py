@@ -12,13 +12,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -105,9 +106,12 @@ class Server(Driver):
     port: int = field(default_factory=free_port)
     token: str | None = None
     proc: subprocess.Popen[str] | None = None
-    #: a file for the server's output (a test that measures it, or whose server may say
-    #: more than a pipe holds); None: a pipe, read once the server stops
+    #: where the server's output goes, for a test that measures it; None: a temporary file
     log_path: Path | None = None
+    #: what the process writes, in a file rather than a pipe: a pipe nobody reads while
+    #: the test runs fills up (64 KiB) under a burst of warnings, and then every thread of
+    #: the server that logs blocks, requests and shutdown included
+    log: IO[str] | None = None
 
     @property
     def url(self) -> str:
@@ -116,19 +120,20 @@ class Server(Driver):
     def start(self, timeout: float = 60.0) -> Server:
         # provider keys are already gone: tests/conftest.py removes them for every test
         env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
-        log = self.log_path.open("ab") if self.log_path is not None else None
-        try:
-            self.proc = subprocess.Popen(
-                self.command(),
-                cwd=self.app_root,
-                env=env,
-                stdout=subprocess.PIPE if log is None else log,
-                stderr=subprocess.STDOUT,
-                text=True,
+        if self.log is None:
+            self.log = (
+                self.log_path.open("a+", encoding="utf-8")
+                if self.log_path is not None
+                else tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
             )
-        finally:
-            if log is not None:
-                log.close()  # the server holds its own descriptor
+        self.proc = subprocess.Popen(
+            self.command(),
+            cwd=self.app_root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -145,14 +150,21 @@ class Server(Driver):
         return [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args]
 
     def output(self) -> str:
-        if self.proc is None:
+        """Stop the process; everything it (and the ones before a ``restart``) wrote."""
+        if self.proc is None or self.log is None:
             return ""
+        stuck = ""
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(10)
-        if self.log_path is not None:
-            return self.log_path.read_text(errors="replace")
-        return self.proc.stdout.read() if self.proc.stdout is not None else ""
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                # still say what it wrote: a server that will not stop is what to debug
+                self.proc.kill()
+                self.proc.wait(10)
+                stuck = "\n[did not stop within 10 s of SIGTERM]"
+        self.log.seek(0)
+        return self.log.read() + stuck
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a power cut."""

@@ -37,13 +37,10 @@ def answered_within(send: object, seconds: float) -> httpx.Response | None:
     return box[0] if box else None
 
 
-@pytest.mark.parametrize("database", ["dbos.sqlite", "eve.sqlite"])
-def test_a_held_write_lock_is_a_503_after_the_busy_timeout(
-    make_app: AppFactory, database: str
-) -> None:
+def test_a_held_write_lock_is_a_503_after_the_busy_timeout(make_app: AppFactory) -> None:
     root = scripted_app(make_app, [say("hello")])
     server = InProcessServer(root, env=FAST).start()
-    holder = sqlite3.connect(root / SESSIONS_DIR / database, isolation_level=None)
+    holder = sqlite3.connect(root / SESSIONS_DIR / "eve.sqlite", isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")  # the write lock, held by another process's writer
         key = {"Idempotency-Key": "first"}
@@ -62,6 +59,28 @@ def test_a_held_write_lock_is_a_503_after_the_busy_timeout(
         holder.close()
         server.stop()
     assert [e["type"] for e in events].count("turn.completed") == 1
+
+
+def test_a_locked_queue_still_accepts_and_the_sweep_queues_the_turn(
+    make_app: AppFactory,
+) -> None:
+    """DBOS's file locked: the turn is accepted in eve's tables (a 202, at once), and put on
+    the queue once the lock is gone, by the sweep, without another request."""
+    root = scripted_app(make_app, [say("hello")])
+    server = InProcessServer(root, env=FAST).start()
+    holder = sqlite3.connect(root / SESSIONS_DIR / "dbos.sqlite", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        accepted = answered_within(lambda: server.post("/session", {"message": "hi"}), 20)
+        assert accepted is not None, "the request waited for the lock instead of answering"
+        assert accepted.status_code == 202, accepted.text
+        holder.execute("ROLLBACK")
+        events = server.wait_for(accepted.json()["sessionId"], count("session.waiting"))
+    finally:
+        holder.close()
+        log = server.stop()
+    assert [e["type"] for e in events].count("turn.completed") == 1
+    assert "accepted, queued later by the sweep (StorageFailed)" in log, log
 
 
 @pytest.fixture

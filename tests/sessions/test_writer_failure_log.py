@@ -22,6 +22,7 @@ async def test_a_failed_batch_no_one_waits_for_is_one_line(
     path = tmp_path / "eve.sqlite"
     store = SessionStore(f"sqlite:///{path}", busy_timeout=0.05)
     store.create_session("ses_x")
+    store.retry_seconds = 0.2  # waits out a fault this long (db_retry), then gives up
     unretrieved: list[dict[str, object]] = []
     asyncio.get_running_loop().set_exception_handler(lambda _, context: unretrieved.append(context))
     holder = sqlite3.connect(path, isolation_level=None)
@@ -43,5 +44,9 @@ async def test_a_failed_batch_no_one_waits_for_is_one_line(
         store.close()
     assert unretrieved == []
     lines = [r.getMessage() for r in caplog.records if r.name == "eve.sessions"]
-    assert lines == ["events of session ses_x not written: OperationalError"]
+    # the store waits out the fault first (db_retry), then the writer gives up in one line
+    assert lines == [
+        "the session database is out of reach (OperationalError); waiting for it",
+        "events of session ses_x not written: OperationalError",
+    ]
     assert all(r.exc_info is None for r in caplog.records)

@@ -1,0 +1,220 @@
+"""Accepted places in a session's queue: the durable fact a 202 stands for (an outbox).
+
+A message's turn (or a reset, a compaction) is accepted when its row here commits, in the
+transaction that claims its number and records its ``Idempotency-Key``. Putting it on DBOS's
+queue is a separate write that can fail or be repeated: eve's tables and DBOS's are in two
+databases on SQLite (two files), and DBOS writes through its own engine, so no transaction
+holds both the claim and the enqueue. The row is therefore the truth, and the enqueue a
+delivery of it: ``waiting_for_queue`` hands a session's accepted rows out in turn order while
+the session's row is locked, the engine enqueues each with its fixed workflow id (DBOS takes
+an id it has as the same workflow, so a repeated delivery never runs a turn twice) and marks
+it ``enqueued`` in that same transaction. Whoever delivers (the request that claimed it, or
+the sweep, ``accepted_sweep.py``) delivers every earlier waiting row first, so turns reach the
+queue in the order of their numbers.
+
+A row's life: ``accepted`` → ``enqueued`` → ``done``. A body marks its row done once its
+outcome is in the log; the sweep settles the rows whose workflow ended without doing so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from eve.sessions.store import accepted_places, sessions
+
+#: what holds a place in a session's queue
+Kind = Literal["turn", "reset", "compact"]
+#: a rerun's workflow id is its turn's with this and a number after it
+RERUN_MARK = ".rerun-"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Place:
+    """One accepted place: what runs there and which workflow runs it now."""
+
+    session_id: str
+    turn: int
+    kind: Kind
+    #: a turn's input (``turn_workflow.TurnInput``); None for a reset or compaction
+    input: Any
+    state: str
+    workflow_id: str
+    reruns: int
+    accepted_at: float
+
+    @property
+    def log_id(self) -> str:
+        """The workflow id its events carry in the log, the same for every rerun."""
+        return original_id(self.workflow_id)
+
+
+def original_id(workflow_id: str) -> str:
+    """The workflow id a rerun (``<id>.rerun-<n>``) stands in for; an id itself otherwise."""
+    return workflow_id.split(RERUN_MARK, 1)[0]
+
+
+def rerun_id(place: Place) -> str:
+    return f"{place.log_id}{RERUN_MARK}{place.reruns + 1}"
+
+
+def accept(
+    c: Connection,
+    *,
+    session_id: str,
+    turn: int,
+    kind: Kind,
+    workflow_id: str,
+    turn_input: Any = None,
+) -> None:
+    """Record the claimed place ``turn`` (inside the claim's transaction)."""
+    c.execute(
+        accepted_places.insert().values(
+            session_id=session_id,
+            turn=turn,
+            kind=kind,
+            input=None if turn_input is None else json.dumps(turn_input),
+            state="accepted",
+            workflow_id=workflow_id,
+            reruns=0,
+            accepted_at=time.time(),
+        )
+    )
+
+
+def _place(row: Any) -> Place:
+    raw = row.input
+    return Place(
+        session_id=row.session_id,
+        turn=int(row.turn),
+        kind=row.kind,
+        input=None if raw is None else json.loads(raw),
+        state=row.state,
+        workflow_id=row.workflow_id,
+        reruns=int(row.reruns),
+        accepted_at=float(row.accepted_at),
+    )
+
+
+def waiting_for_queue(c: Connection, session_id: str) -> list[Place]:
+    """The session's places not on DBOS's queue yet, in turn order, with the session's row
+    locked until the transaction ends: two deliveries of one session never interleave."""
+    # a write that changes nothing still takes the row's lock (PostgreSQL) or the
+    # database's (SQLite), the same lock a claim takes
+    c.execute(
+        sessions.update().where(sessions.c.id == session_id).values(next_turn=sessions.c.next_turn)
+    )
+    rows = c.execute(
+        sa.select(accepted_places)
+        .where(accepted_places.c.session_id == session_id, accepted_places.c.state == "accepted")
+        .order_by(accepted_places.c.turn)
+    ).all()
+    return [_place(row) for row in rows]
+
+
+def mark_enqueued(c: Connection, place: Place) -> None:
+    c.execute(
+        accepted_places.update()
+        .where(
+            accepted_places.c.session_id == place.session_id,
+            accepted_places.c.turn == place.turn,
+            # a body quick enough to have finished already stays done
+            accepted_places.c.state == "accepted",
+        )
+        .values(state="enqueued")
+    )
+
+
+def finish(c: Connection, workflow_id: str) -> None:
+    """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
+    c.execute(
+        accepted_places.update()
+        .where(
+            accepted_places.c.workflow_id == workflow_id,
+            accepted_places.c.state != "done",
+        )
+        .values(state="done", input=None)
+    )
+
+
+#: where a sweep stopped: the ``(accepted_at, session_id, turn)`` of the last place it saw
+Cursor = tuple[float, str, int]
+
+
+def unfinished(
+    c: Connection, *, accepted_before: float, after: Cursor | None = None, limit: int = 200
+) -> list[Place]:
+    """Up to ``limit`` places not done, accepted before ``accepted_before``, in the order
+    they were accepted from just after ``after`` (so a sweep that pages through them
+    reaches them all, however many parked turns come first)."""
+    order = (accepted_places.c.accepted_at, accepted_places.c.session_id, accepted_places.c.turn)
+    query = sa.select(accepted_places).where(
+        accepted_places.c.state.in_(["accepted", "enqueued"]),
+        accepted_places.c.accepted_at < accepted_before,
+    )
+    if after is not None:
+        query = query.where(sa.tuple_(*order) > sa.tuple_(*after))
+    rows = c.execute(query.order_by(*order).limit(limit)).all()
+    return [_place(row) for row in rows]
+
+
+def cursor_of(place: Place) -> Cursor:
+    return (place.accepted_at, place.session_id, place.turn)
+
+
+def later_places(c: Connection, place: Place) -> list[Place]:
+    """The session's places after ``place`` that were delivered (enqueued or done)."""
+    rows = c.execute(
+        sa.select(accepted_places).where(
+            accepted_places.c.session_id == place.session_id,
+            accepted_places.c.turn > place.turn,
+            accepted_places.c.state != "accepted",
+        )
+    ).all()
+    return [_place(row) for row in rows]
+
+
+def _claim(c: Connection, place: Place, **values: Any) -> bool:
+    """Change ``place`` unless someone (another worker's sweep) changed it since it was read."""
+    done = c.execute(
+        accepted_places.update()
+        .where(
+            accepted_places.c.session_id == place.session_id,
+            accepted_places.c.turn == place.turn,
+            accepted_places.c.state == place.state,
+            accepted_places.c.workflow_id == place.workflow_id,
+        )
+        .values(**values)
+    )
+    return bool(done.rowcount == 1)
+
+
+def claim_rerun(c: Connection, place: Place) -> Place | None:
+    """Hand ``place`` to a new workflow (``rerun_id``); None if another sweep took it."""
+    workflow_id = rerun_id(place)
+    if not _claim(c, place, workflow_id=workflow_id, reruns=place.reruns + 1):
+        return None
+    return replace(place, workflow_id=workflow_id, reruns=place.reruns + 1)
+
+
+def claim_settled(c: Connection, place: Place) -> bool:
+    """Mark ``place`` done for the sweep; False if another sweep took it first."""
+    return _claim(c, place, state="done", input=None)
+
+
+def reopen(c: Connection, place: Place) -> None:
+    """Undo ``claim_settled`` when what it settled could not be written: the next sweep tries
+    again."""
+    c.execute(
+        accepted_places.update()
+        .where(
+            accepted_places.c.session_id == place.session_id,
+            accepted_places.c.turn == place.turn,
+        )
+        .values(state=place.state)
+    )

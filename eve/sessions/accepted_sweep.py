@@ -1,0 +1,160 @@
+"""The sweep of accepted places: what a 202 promised and no workflow is doing gets done.
+
+At start and with every heartbeat, a worker looks at the places accepted a while ago and not
+done yet (``accepted.py``):
+
+- still ``accepted`` (the request that claimed it could not reach the queue): delivered now,
+  with every earlier one of its session, in turn order;
+- ``enqueued``, but its workflow ended without marking it done: if its outcome is in the log
+  after all, it is marked done. Otherwise (the workflow was cancelled by hand, crashed more
+  often than DBOS retries, or its body failed in a way nothing caught) a turn that no later
+  place has overtaken runs again, under a new workflow id that writes into the log under
+  the turn's own (``rerun_id``): the turn id stays, so the next message is not
+  misnumbered, and what the ended run wrote is not written twice. A turn overtaken, or
+  rerun ``MAX_RERUNS`` times already, fails visibly: ``turn.failed`` with ``TurnLost``,
+  then ``session.waiting``, so the client hears of it and the session goes on. A reset
+  or compaction that ended is only marked done.
+
+A place whose workflow is queued or running is left to DBOS and the engine's own recovery.
+Two workers may sweep at once: each change to a place is made only if the place is still
+what the sweep read (``claim_rerun``, ``claim_settled``), so one of them makes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dbos import DBOS
+
+from eve.errors import TurnLost
+from eve.events import SessionEvent, SessionWaitingData, TurnFailedData
+from eve.execution.events import EventEmitter
+from eve.sessions.accepted import (
+    Cursor,
+    Place,
+    claim_rerun,
+    claim_settled,
+    cursor_of,
+    later_places,
+    reopen,
+    unfinished,
+)
+from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.store import SessionStore, TurnProgress
+
+log = logging.getLogger("eve.sessions")
+
+#: a place younger than this may still be delivered by the request that accepted it
+GRACE_SECONDS = 2.0
+#: how many places one sweep looks at (parked turns are places too)
+PAGE = 200
+#: how often one turn may run again before it fails visibly
+MAX_RERUNS = 2
+#: DBOS's statuses of a workflow that runs, or will
+_LIVE = frozenset({"ENQUEUED", "PENDING", "DELAYED"})
+
+
+@dataclass(kw_only=True)
+class AcceptedSweep:
+    store: SessionStore
+    log: EventLog
+    #: ``DurableEngine.dispatch`` and ``DurableEngine.enqueue`` (blocking)
+    dispatch: Callable[[str], None]
+    enqueue: Callable[[Place], None]
+
+    #: where the last sweep stopped; the next one goes on from there, then from the start
+    cursor: Cursor | None = None
+
+    async def run(self) -> None:
+        cutoff = time.time() - GRACE_SECONDS
+        after = self.cursor
+        places = await asyncio.to_thread(
+            self.store.run,
+            lambda c: unfinished(c, accepted_before=cutoff, after=after, limit=PAGE),
+        )
+        self.cursor = cursor_of(places[-1]) if len(places) == PAGE else None
+        for session_id in sorted({p.session_id for p in places if p.state == "accepted"}):
+            await asyncio.to_thread(self.dispatch, session_id)
+        queued = [p for p in places if p.state == "enqueued"]
+        statuses = await _statuses([p.workflow_id for p in queued])
+        for place in queued:
+            status = statuses.get(place.workflow_id)
+            if status not in _LIVE:
+                await self._settle(place, status)
+
+    async def _settle(self, place: Place, status: str | None) -> None:
+        if status is None:
+            # marked enqueued in the transaction that enqueued it, so DBOS had it: give it
+            # back under the same id rather than lose it
+            await asyncio.to_thread(self.enqueue, place)
+            return
+        progress = await asyncio.to_thread(self.store.turn_progress, place.log_id)
+        if place.kind != "turn" or progress.finished:
+            await asyncio.to_thread(self.store.run, lambda c: claim_settled(c, place))
+            return
+        if place.reruns < MAX_RERUNS and not await self._overtaken(place):
+            rerun = await asyncio.to_thread(self.store.run, lambda c: claim_rerun(c, place))
+            if rerun is not None:
+                await asyncio.to_thread(self.enqueue, rerun)
+                log.warning(
+                    "turn %s ended (%s) with no outcome; running it again as %s",
+                    place.log_id,
+                    status,
+                    rerun.workflow_id,
+                )
+            return
+        await self._fail(place, status, progress)
+
+    async def _overtaken(self, place: Place) -> bool:
+        """Whether a later place of its session started: running it now would be out of order."""
+        later = await asyncio.to_thread(self.store.run, lambda c: later_places(c, place))
+        if any(p.state == "done" for p in later):
+            return True
+        statuses = await _statuses([p.workflow_id for p in later])
+        return any(status != "ENQUEUED" for status in statuses.values())
+
+    async def _fail(self, place: Place, status: str, progress: TurnProgress) -> None:
+        if not await asyncio.to_thread(self.store.run, lambda c: claim_settled(c, place)):
+            return  # another worker's sweep settled it
+        turn_id = f"turn_{place.turn}"
+        error = TurnLost(
+            f"{turn_id} of session {place.session_id} was accepted, but its run ended "
+            f"({status}) with no outcome and it could not run again in its place; "
+            "send the message again",
+            session_id=place.session_id,
+            turn_id=turn_id,
+        )
+        writer = self.log.writer(place.session_id)
+        seq = [progress.last_body_seq]
+
+        def sink(event: SessionEvent) -> None:
+            # in the body's place, after what it wrote: a replay of it finds its end here
+            seq[0] += 1
+            writer.add(Pending(event=event, workflow_id=place.log_id, body_seq=seq[0]))
+
+        emitter = EventEmitter(sink, session_id=place.session_id)
+        try:
+            await emitter.emit(TurnFailedData(turn_id=turn_id, error=f"TurnLost: {error}"))
+            await emitter.emit(SessionWaitingData(turn_id=turn_id))
+            await writer.flush()
+        except Exception:
+            self.log.discard(place.session_id, place.log_id)
+            await asyncio.to_thread(self.store.run, lambda c: reopen(c, place))
+            raise
+        self.log.forget(place.session_id)
+        log.warning(
+            "turn %s ended (%s) with no outcome; failed it: %s", place.log_id, status, error
+        )
+
+
+async def _statuses(workflow_ids: list[str]) -> dict[str, str]:
+    if not workflow_ids:
+        return {}
+    found = await DBOS.list_workflows_async(
+        workflow_ids=workflow_ids, load_input=False, load_output=False
+    )
+    return {s.workflow_id: str(s.status) for s in found}

@@ -1,0 +1,107 @@
+"""Outside a request, a call to eve's tables waits out a database that went away.
+
+A workflow body, the event writer and the sweeps must not lose what they were doing because
+PostgreSQL restarted, a connection was killed or a SQLite lock was held a while: they retry
+the whole call (each store method is one transaction, so a failed try left nothing behind)
+with a backoff. A workflow body waits for as long as it takes (``patient``), as DBOS does for
+its own tables: a turn that gave up would free its session's place in the queue for the
+next turn, and could then only fail, since running it after that one would break the order
+(``accepted_sweep.py``). Other callers (the sweeps, the heartbeat, a follower's reads) give
+up after ``SessionStore.retry_seconds``; a request does not wait at all: its caller gets a
+503 at once and may retry (``fail_fast``). A closed store stops every wait.
+
+The log says once that the database is out of reach and once that it is back, however many
+calls waited meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar, cast
+
+from eve.sessions.database_errors import failing_fast, failure_kind, raised, transient
+
+log = logging.getLogger("eve.sessions")
+
+F = TypeVar("F", bound=Callable[..., Any])
+FIRST_DELAY = 0.05
+MAX_DELAY = 2.0
+
+
+class _Retrying(Protocol):
+    retry_seconds: float
+    #: set by ``close``: a call still waiting gives up, so a shutdown never waits on it
+    closed: bool
+
+
+class _Outage:
+    """Whether the database is known to be out of reach, so each change is logged once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down = False
+
+    def began(self, error: BaseException) -> None:
+        with self._lock:
+            if self._down:
+                return
+            self._down = True
+        log.warning(
+            "the session database is out of reach (%s); waiting for it", failure_kind(error)
+        )
+
+    def ended(self) -> None:
+        with self._lock:
+            if not self._down:
+                return
+            self._down = False
+        log.warning("the session database is reachable again")
+
+
+_outage = _Outage()
+_PATIENT: ContextVar[bool] = ContextVar("eve_patient", default=False)
+
+
+def patient() -> contextlib.AbstractContextManager[None]:
+    """Around a workflow body: its calls wait out a transient fault with no deadline."""
+    return raised(_PATIENT)
+
+
+def waits_out(error: BaseException) -> bool:
+    """Whether the caller (a workflow body) should try again after ``error``."""
+    return _PATIENT.get() and transient(error)
+
+
+def retried(method: F) -> F:
+    """``method`` of a store, tried again while its failure is ``transient``."""
+
+    @functools.wraps(method)
+    def call(self: _Retrying, *args: Any, **kwargs: Any) -> Any:
+        if failing_fast():
+            return method(self, *args, **kwargs)
+        delay = FIRST_DELAY
+        deadline = math.inf if _PATIENT.get() else time.monotonic() + self.retry_seconds
+        waited = False
+        while True:
+            try:
+                result = method(self, *args, **kwargs)
+            except Exception as error:
+                if self.closed or not transient(error) or time.monotonic() + delay > deadline:
+                    raise
+                _outage.began(error)
+                waited = True
+                time.sleep(delay)
+                delay = min(delay * 2, MAX_DELAY)
+                continue
+            if waited:
+                _outage.ended()
+            return result
+
+    return cast(F, call)

@@ -1,0 +1,118 @@
+"""The sweep of accepted turns: a turn whose workflow ended with no outcome runs again in its
+place, or, when a later turn overtook it, fails visibly with ``TurnLost`` (accepted_sweep.py).
+
+The workflow ends the way nothing of eve's would end it: cancelled in DBOS while it waits on
+the queue behind a turn that holds the session.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from dbos import DBOS
+
+from eve.sessions.accepted import accept, cursor_of, finish, unfinished
+from eve.sessions.store import SessionStore
+from tests.conftest import AppFactory, wait_for_file
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import Event, assert_dense, count
+from tests.sessions.inprocess import InProcessServer
+
+FAST = {"EVE_WORKER_TIMEOUT": "1"}
+
+
+def held_app(make_app: AppFactory) -> Path:
+    return scripted_app(
+        make_app, [call("hold"), say("held"), say("one"), say("two")], tools=("hold",)
+    )
+
+
+def outcomes(events: list[Event]) -> list[tuple[str, str]]:
+    ends = ("turn.completed", "turn.failed")
+    return [(e["data"]["turn_id"], e["type"]) for e in events if e["type"] in ends]
+
+
+def test_a_turn_whose_workflow_ended_unanswered_runs_again_in_its_place(
+    make_app: AppFactory,
+) -> None:
+    root = held_app(make_app)
+    server = InProcessServer(root, env=FAST).start()
+    try:
+        session = server.create("first")
+        wait_for_file(root / f"hold-{session}.started")
+        assert server.send(session, "second").json()["turnId"] == "turn_1"
+        DBOS.cancel_workflow(f"{session}:turn-1")  # ended, and nothing in the log says so
+        (root / "release").write_text("go")
+        server.wait_for(session, count("session.waiting", 2))
+        follow_up = server.send(session, "third")
+        assert follow_up.json()["turnId"] == "turn_2"  # not misnumbered
+        events = server.wait_for(session, count("session.waiting", 3))
+    finally:
+        log = server.stop()
+    assert_dense(events)
+    assert outcomes(events) == [
+        ("turn_0", "turn.completed"),
+        ("turn_1", "turn.completed"),
+        ("turn_2", "turn.completed"),
+    ]
+    received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
+    assert received == ["first", "second", "third"]
+    assert f"running it again as {session}:turn-1.rerun-1" in log, log
+
+
+def test_a_turn_overtaken_by_a_later_one_fails_visibly(make_app: AppFactory) -> None:
+    root = held_app(make_app)
+    server = InProcessServer(root, env=FAST).start()
+    try:
+        session = server.create("first")
+        wait_for_file(root / f"hold-{session}.started")
+        server.send(session, "second")
+        server.send(session, "third")
+        DBOS.cancel_workflow(f"{session}:turn-1")
+        (root / "release").write_text("go")
+        events = server.wait_for(session, count("session.waiting", 3))
+    finally:
+        server.stop()
+    assert_dense(events)
+    # turn_2 ran when turn_1's place came free; turn_1 cannot run after it
+    assert sorted(outcomes(events)) == [
+        ("turn_0", "turn.completed"),
+        ("turn_1", "turn.failed"),
+        ("turn_2", "turn.completed"),
+    ]
+    [failed] = [e["data"] for e in events if e["type"] == "turn.failed"]
+    assert failed["error"].startswith("TurnLost: turn_1 of session "), failed
+    received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
+    assert received == ["first", "third"]
+
+
+def test_a_sweep_pages_through_every_unfinished_place(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    for session in ("ses_a", "ses_b"):
+        store.create_session(session)
+        for turn in range(3):
+            store.run(
+                lambda c, s=session, t=turn: accept(
+                    c, session_id=s, turn=t, kind="turn", workflow_id=f"{s}:turn-{t}"
+                )
+            )
+    store.run(lambda c: finish(c, "ses_a:turn-1"))
+    seen: list[tuple[str, int]] = []
+    after = None
+    while True:
+        page = store.run(
+            lambda c, a=after: unfinished(c, accepted_before=time.time() + 1, after=a, limit=2)
+        )
+        seen += [(p.session_id, p.turn) for p in page]
+        if len(page) < 2:
+            break
+        after = cursor_of(page[-1])
+    store.close()
+    assert sorted(seen) == [
+        ("ses_a", 0),
+        ("ses_a", 2),
+        ("ses_b", 0),
+        ("ses_b", 1),
+        ("ses_b", 2),
+    ]

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.test_docs import fenced_blocks
+from tests.test_docs_outputs import run_eve
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENTRY = re.compile(r"^((?:[│ ]   )*)[├└]── (\S+)")
@@ -130,15 +129,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("compiled")
     for name in ("agent", "examples"):
         shutil.copytree(REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns(*NOT_SOURCES))
-    done = subprocess.run(
-        [sys.executable, "-m", "eve", "compile"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    printed = run_eve(["compile"], root)
+    assert "eve: compiled agent/ → .eve/" in printed, printed
     return root
 
 

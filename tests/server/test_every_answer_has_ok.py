@@ -17,19 +17,12 @@ import httpx
 from starlette.routing import Route
 
 from tests.conftest import AppFactory
-from tests.sessions.apps import SCRIPTED_AGENT, call, say
+from tests.sessions.apps import call, say
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.test_tasks import DELIVERY, app
 
 TOKEN = "t" * 32
-TRACK = """
-    from eve.tools import WorkflowContext, define_workflow_tool
-
-    async def track(data, ctx: WorkflowContext):
-        return {"delivered": await ctx.wait_for_event("delivered")}
-
-    default = define_workflow_tool(description="Wait until the parcel is delivered.", run=track)
-"""
 
 
 @dataclass(frozen=True)
@@ -98,15 +91,8 @@ def assert_has_ok(response: httpx.Response, where: str) -> None:
 
 
 def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
-    root = make_app(
-        {
-            "agent/agent.py": SCRIPTED_AGENT.replace("{limits}", "{'max_turns': 5}"),
-            "agent/instructions.md": "Follow the script.\n",
-            "agent/tools/track.py": TRACK,
-        },
-        minimal=False,
-    )
-    (root / "script.json").write_text(json.dumps([call("track"), say("it arrived")]))
+    # a workflow tool that waits for an event: a task to send one to
+    root = app(make_app, {"agent/tools/track.py": DELIVERY}, [call("track"), say("it arrived")])
     server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     try:
         assert routes_of(server) == ROUTES.keys() | UI_ROUTES

@@ -92,6 +92,14 @@ def _accepted(accepted: Accepted) -> JSONResponse:
     return JSONResponse(body, status_code=202, headers=headers)
 
 
+def _document(document: msgspec.Struct) -> Response:
+    """``document`` as a JSON answer with ``"ok": true`` first, as every JSON answer has.
+    The Structs themselves go without it: ``AgentInfo`` is also ``eve info --json``'s
+    document, and ``SessionSummary`` what the client decodes."""
+    body = {"ok": True, **msgspec.to_builtins(document)}
+    return Response(msgspec.json.encode(body), media_type="application/json")
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -143,7 +151,7 @@ class _Routes:
         info = agent_info(self.options.app_root)
         info.served_model = self.service.setup.client.model_id
         info.served_stale_sources = await asyncio.to_thread(self.watch.changed)
-        return Response(msgspec.json.encode(info), media_type="application/json")
+        return _document(info)
 
     async def create(self, request: Request) -> Response:
         key = _idempotency_key(request)
@@ -152,8 +160,7 @@ class _Routes:
         return _accepted(await self.service.create(message, key=key))
 
     async def summary(self, request: Request) -> Response:
-        summary = await self.service.summary(request.path_params["session_id"])
-        return Response(msgspec.json.encode(summary), media_type="application/json")
+        return _document(await self.service.summary(request.path_params["session_id"]))
 
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]

@@ -84,7 +84,7 @@ class _Input:
 
 DEV_SESSION_FILE = "dev-session"
 #: how long a second Ctrl-C waits for the first one's cancel to be recorded
-_CANCEL_GRACE_SECONDS = 1.0
+_CANCEL_GRACE_SECONDS = 2.0
 #: dev's own worker name, so it never takes turns of an ``eve serve`` on the same database
 DEV_WORKER = "eve-dev"
 
@@ -203,7 +203,7 @@ class DevSession:
     def _quit(self) -> None:
         """Exit with 130 now, whatever a tool is doing: once the cancel the first Ctrl-C
         asked for is recorded (then ``--resume`` ends the turn as cancelled instead of
-        running its step again), and at most a second later."""
+        running its step again), and at most two seconds later."""
         cancelling = self._cancelling
         if cancelling is None or cancelling.done():
             quit_now(INTERRUPTED)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from eve.cli.run_command import INTERRUPTED_CALL
 from eve.execution import load_transcript
 from eve.execution.tool_calls import ABORTED_BEFORE_EXECUTION
@@ -174,28 +176,42 @@ def test_a_second_sigint_quits_at_once_while_a_sync_tool_blocks(make_app: AppFac
     assert (root / "s.jsonl.state.json").exists()
 
 
-def test_sigint_at_an_approval_prompt_cancels_instead_of_answering(make_app: AppFactory) -> None:
-    from tests.cli.test_dev_cli import APP  # greet, which always needs approval
+@pytest.mark.parametrize(
+    ("app", "prompt", "result"),
+    [
+        # greet needs approval
+        ("APP", "Allow greet({'name': 'example'})? [y/N]: ", ABORTED_BEFORE_EXECUTION),
+        # a workflow tool's question
+        (
+            "ASKING",
+            "confirm asks: Friday? [yes/no] ",
+            "TaskCancelled: the turn was cancelled while the tool asked a question",
+        ),
+    ],
+)
+def test_sigint_at_a_prompt_cancels_instead_of_answering(
+    make_app: AppFactory, app: str, prompt: str, result: str
+) -> None:
+    from tests.cli import test_dev_cli
 
-    root = make_app(APP)
-    terminal = Terminal(
-        root, "run", "hello", "--json", "--session", "s.jsonl", pipes=True
-    )  # stdin is a terminal
+    root = make_app(getattr(test_dev_cli, app))
+    # stdin is a terminal: eve asks only there
+    terminal = Terminal(root, "run", "hi", "--json", "--session", "s.jsonl", pipes=True)
     process = terminal.process
     try:
         assert process.stderr is not None
-        read_until(process.stderr, "Allow greet({'name': 'example'})? [y/N]: ")
+        read_until(process.stderr, prompt)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=20)
     finally:
         process.kill()
     assert process.returncode == 130, err
     assert "eve: turn cancelled" in err
-    events = [json.loads(line) for line in out.splitlines()]
-    types = [e["type"] for e in events]
-    assert types[-1] == "turn.cancelled" and "action.result" not in types  # no denial
+    types = [json.loads(line)["type"] for line in out.splitlines()]
+    assert types[-1] == "turn.cancelled" and "input.resolved" not in types
     results = [m for m in load_transcript(root / "s.jsonl") if isinstance(m, ToolResultMessage)]
-    assert [(r.content, r.is_error) for r in results] == [(ABORTED_BEFORE_EXECUTION, True)]
+    # neither denied nor answered: cancelled
+    assert [(r.content, r.is_error) for r in results] == [(result, True)]
 
 
 def test_json_prints_the_event_stream(make_app: AppFactory) -> None:

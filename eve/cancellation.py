@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class CancelSignal:
@@ -23,3 +28,22 @@ class CancelSignal:
 
     async def wait(self) -> None:
         await self._event.wait()
+
+
+async def unless_cancelled(signal: CancelSignal, waiting: Awaitable[T]) -> T | None:
+    """What ``waiting`` gives, or None when ``signal`` is set first (``waiting`` is then
+    cancelled): a prompt or a read that a cancelled turn stops waiting for."""
+    if signal.cancelled:
+        if inspect.iscoroutine(waiting):
+            waiting.close()  # never started: no "was never awaited" warning
+        return None
+    task = asyncio.ensure_future(waiting)
+    stop = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait([task, stop], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, stop):
+            pending.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    return None

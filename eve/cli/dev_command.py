@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import signal
+import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import click
 from prompt_toolkit import PromptSession
 
 from eve.attachments import read_attachment
+from eve.cancellation import CancelSignal, unless_cancelled
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
+from eve.cli.interrupts import INTERRUPTED, CtrlC, quit_now
 from eve.cli.main import app_root_of
+from eve.cli.stdin_lines import StdinLines
 from eve.errors import EveError, SessionNotActive
 from eve.events import (
     CompactionFailed,
@@ -46,7 +49,12 @@ HELP = """commands:
   /new    start a new conversation
   /exit   leave (Ctrl-D works too)
   /help   this list
-Ctrl-C cancels the running turn without leaving."""
+Ctrl-C cancels the running turn without leaving; a second Ctrl-C quits at once."""
+
+
+class _CtrlCKey(Exception):
+    """Ctrl-C pressed at a terminal prompt (a key there, not a signal). Not KeyboardInterrupt:
+    asyncio lets that one out of a task and through the event loop."""
 
 
 class _Input:
@@ -56,22 +64,27 @@ class _Input:
         self.session: PromptSession[str] | None = None
         if sys.stdin.isatty():
             self.session = PromptSession()
+        self.lines = StdinLines()
 
-    async def line(self, prompt: str) -> str | None:
+    async def line(self, prompt: str, *, in_turn: bool = False) -> str | None:
+        """The next line; None when input ended. Ctrl-C at a terminal prompt raises
+        ``_CtrlCKey``. ``in_turn``: the turn's own SIGINT handler stays in place
+        (prompt_toolkit's would replace it, and remove it when the prompt ends)."""
         if self.session is not None:
             try:
-                text: str = await self.session.prompt_async(prompt)
+                text: str = await self.session.prompt_async(prompt, handle_sigint=not in_turn)
                 return text
             except KeyboardInterrupt:
-                return ""
+                raise _CtrlCKey from None
             except EOFError:
                 return None
         click.echo(prompt, nl=False)
-        raw = await asyncio.to_thread(sys.stdin.readline)
-        return raw.rstrip("\n") if raw else None
+        return await self.lines.line()
 
 
 DEV_SESSION_FILE = "dev-session"
+#: how long a second Ctrl-C waits for the first one's cancel to be recorded
+_CANCEL_GRACE_SECONDS = 2.0
 #: dev's own worker name, so it never takes turns of an ``eve serve`` on the same database
 DEV_WORKER = "eve-dev"
 
@@ -89,7 +102,10 @@ class DevSession:
         self.renderer = ConsoleRenderer(stream_text=True, footer=True, debug=debug)
         self.session_id = ""
         self.cursor = 0
+        #: set by the first Ctrl-C of the turn being shown: prompts stop waiting
+        self.interrupted = CancelSignal()
         self._cancelling: asyncio.Future[bool] | None = None
+        self.ctrl_c = CtrlC(cancel=self._cancel_turn, leave=self._quit)
         #: what ``/attach`` read, sent with the next message
         self.attached: list[MediaPart] = []
 
@@ -145,9 +161,10 @@ class DevSession:
                     waiting.clear()
         if await self.service.engine.active_turns(self.session_id):
             click.echo("eve: finishing the turn the last run left behind", err=True)
-            if waiting:
-                await self.answer(list(waiting.values()))
-            await self.follow(None)
+            with self.interruptible():
+                if waiting:
+                    await self.answer(list(waiting.values()))
+                await self.follow(None)
         click.echo(f"eve: resumed session {self.session_id}", err=True)
 
     async def reload_if_changed(self) -> None:
@@ -166,17 +183,35 @@ class DevSession:
     async def turn(self, text: str) -> None:
         await self.reload_if_changed()
         message = user_message(text, self.attached)
-        accepted = await self.service.send(self.session_id, message)
-        self.attached = []
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, self._interrupt)
-        try:
+        # from before the send: the turn may reach its tools before send returns
+        with self.interruptible():
+            accepted = await self.service.send(self.session_id, message)
+            self.attached = []
             await self.follow(accepted.turn_id)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
 
-    def _interrupt(self) -> None:
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """While a turn is shown: the first Ctrl-C cancels it, a second quits at once."""
+        self.interrupted = CancelSignal()
+        self._cancelling = None
+        self.ctrl_c = CtrlC(cancel=self._cancel_turn, leave=self._quit)
+        with self.ctrl_c.installed():
+            yield
+
+    def _cancel_turn(self) -> None:
+        self.interrupted.cancel("interrupted")
         self._cancelling = asyncio.ensure_future(self.service.cancel(self.session_id))
+
+    def _quit(self) -> None:
+        """Exit with 130 now, whatever a tool is doing: once the cancel the first Ctrl-C
+        asked for is recorded (then ``--resume`` ends the turn as cancelled instead of
+        running its step again), and at most two seconds later."""
+        cancelling = self._cancelling
+        if cancelling is None or cancelling.done():
+            quit_now(INTERRUPTED)
+            return
+        cancelling.add_done_callback(lambda _: quit_now(INTERRUPTED))
+        asyncio.get_running_loop().call_later(_CANCEL_GRACE_SECONDS, quit_now, INTERRUPTED)
 
     async def rendered(self) -> AsyncIterator[SessionEvent]:
         """The session's events from the cursor on, each rendered as it comes."""
@@ -225,29 +260,41 @@ class DevSession:
         for request in requests:
             option = await self.choose(request)
             if option is None:
-                return
+                return  # input ended, or Ctrl-C cancelled the turn: nothing is answered
             responses.append(InputResponse(request_id=request.request_id, option_id=option))
         await self.service.respond(self.session_id, responses)
 
+    async def ask(self, prompt: str) -> str | None:
+        """A reply at a prompt inside the turn; None when input ended or Ctrl-C was pressed
+        (at a terminal prompt it is a key, not a signal: it counts as the first press)."""
+        try:
+            return await unless_cancelled(self.interrupted, self.input.line(prompt, in_turn=True))
+        except _CtrlCKey:
+            self.ctrl_c()
+            return None
+
     async def choose(self, request: InputRequest) -> str | None:
-        """The option picked for one request; None when input ended."""
+        """The option picked for one request (an approval is denied when input ended); None
+        when input ended or the turn is being cancelled: the request stays open, for the
+        cancel to close or for --resume to ask again."""
         if isinstance(request, ToolApprovalRequest):
-            asked = f"  allow {request.tool_name}({request.input})? [y/N] "
-            said = (await self.input.line(asked) or "").strip().lower()
-            return "approve" if said in ("y", "yes") else "deny"
+            said = await self.ask(f"  allow {request.tool_name}({request.input})? [y/N] ")
+            if said is None and self.interrupted.cancelled:
+                return None
+            return "approve" if (said or "").strip().lower() in ("y", "yes") else "deny"
         if isinstance(request, SessionLimitRequest):
             asked = (
                 f"  the session reached {request.limit} ({request.used} of {request.allowed}); "
                 f"raise it by {request.raise_by}? [y/N] "
             )
-            reply = await self.input.line(asked)
+            reply = await self.ask(asked)
             if reply is None:
-                return None  # input ended: the request stays open for --resume
+                return None
             return "raise" if reply.strip().lower() in ("y", "yes") else "end"
         options = [option.id for option in request.options]
         while True:
             asked = f"  {request.tool_name} asks: {request.question} [{'/'.join(options)}] "
-            reply = await self.input.line(asked)
+            reply = await self.ask(asked)
             if reply is None:
                 return None
             if reply.strip() in options:
@@ -263,7 +310,10 @@ class DevSession:
 
     async def loop(self) -> None:
         while True:
-            line = await self.input.line("you › ")
+            try:
+                line = await self.input.line("you › ")
+            except _CtrlCKey:
+                continue  # Ctrl-C at the prompt discards the line
             if line is None or line.strip() == "/exit":
                 return
             command = line.strip()

@@ -9,6 +9,7 @@ import asyncio
 import json
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,26 +19,38 @@ import msgspec
 
 from eve.attachments import read_attachment
 from eve.authoring.workflow import AskHook, Question
-from eve.cancellation import CancelSignal
+from eve.cancellation import CancelSignal, unless_cancelled
 from eve.cli.agent_setup import prepare
 from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
+from eve.cli.interrupts import INTERRUPTED, CtrlC, quit_now
 from eve.cli.main import app_root_of
+from eve.cli.stdin_lines import StdinLines
 from eve.context.active import EveContext
+from eve.errors import EveError
 from eve.events import SessionEvent
 from eve.execution.environment import TurnEnvironment
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.loop import run_agent
 from eve.execution.output import output_text
 from eve.execution.result import RunResult
-from eve.execution.tool_calls import ApprovalHook, ApprovalRequest
-from eve.execution.transcript import load_state, load_transcript, save_state, state_path
+from eve.execution.tool_calls import ABORTED_BEFORE_EXECUTION, ApprovalHook, ApprovalRequest
+from eve.execution.transcript import (
+    close_open_calls,
+    load_state,
+    load_transcript,
+    save_state,
+    state_path,
+)
 from eve.messages import user_message
 from eve.runtime.connections import close_pool
 
+#: the result a second Ctrl-C gives the call that was running when eve quit
+INTERRUPTED_CALL = "interrupted: eve quit while this call ran; it may have taken effect"
+
 #: ``session_limit`` needs a person to end the session, so eve run never stops with it; a
 #: limit crossed here is SessionLimitReached (its exit code, 3)
-EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": 130, "session_limit": 3}
+EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": INTERRUPTED, "session_limit": 3}
 
 
 def exit_code_for(result: RunResult) -> int:
@@ -49,56 +62,73 @@ def _json_sink(event: SessionEvent) -> None:
     sys.stdout.flush()
 
 
-def approval_hook(auto_yes: bool) -> ApprovalHook:
+def approval_hook(auto_yes: bool, cancel: CancelSignal, lines: StdinLines) -> ApprovalHook:
+    """Ask on the terminal; a Ctrl-C while asking cancels the turn (the call is closed as
+    aborted, not denied)."""
+
     async def approve(request: ApprovalRequest) -> bool:
         if auto_yes:
             return True
         if not sys.stdin.isatty():
             click.echo(f"  ⊘ {request.tool_name} needs approval; pass --yes to allow", err=True)
             return False
-        question = f"Allow {request.tool_name}({request.input})?"
-        return await asyncio.to_thread(click.confirm, question, default=False, err=True)
+        click.echo(f"Allow {request.tool_name}({request.input})? [y/N]: ", nl=False, err=True)
+        answer = await unless_cancelled(cancel, lines.line())
+        return answer is not None and answer.strip().lower() in ("y", "yes")
 
     return approve
 
 
-def question_hook() -> AskHook:
+def question_hook(cancel: CancelSignal, lines: StdinLines) -> AskHook:
     """Ask on the terminal; without one, read each answer as a line of standard input."""
 
     async def ask(question: Question) -> str | None:
-        choices = ", ".join(question.options)
-        if sys.stdin.isatty():
-            answer = await asyncio.to_thread(
-                click.prompt,
-                f"{question.tool_name} asks: {question.question}",
-                type=click.Choice(question.options),
-                err=True,
-            )
-            return str(answer)
-        line: str = await asyncio.to_thread(sys.stdin.readline)
-        if not line:
-            click.echo(
-                f"  ⊘ {question.tool_name} asks {question.question!r} ({choices}); "
-                "no answer on standard input",
-                err=True,
-            )
-            return None
-        return line.strip()
+        choices, slashed = ", ".join(question.options), "/".join(question.options)
+        while True:
+            if sys.stdin.isatty():
+                asked = f"{question.tool_name} asks: {question.question} [{slashed}] "
+                click.echo(asked, nl=False, err=True)
+            line = await unless_cancelled(cancel, lines.line())
+            if line is None:
+                if not cancel.cancelled:
+                    click.echo(
+                        f"  ⊘ {question.tool_name} asks {question.question!r} ({choices}); "
+                        "no answer on standard input",
+                        err=True,
+                    )
+                return None
+            if not sys.stdin.isatty() or line.strip() in question.options:
+                return line.strip()
+            click.echo(f"  answer one of: {choices}", err=True)
 
     return ask
 
 
-def install_interrupt(cancel: CancelSignal) -> None:
-    """First Ctrl-C cancels the turn cooperatively; a second one exits at once."""
-    loop = asyncio.get_running_loop()
+def install_interrupt(cancel: CancelSignal, *, before_quit: Callable[[], None]) -> None:
+    """First Ctrl-C cancels the turn cooperatively; a second one saves what ``before_quit``
+    saves and exits at once (130), whatever a tool is doing."""
 
-    def interrupted() -> None:
-        if cancel.cancelled:
-            raise SystemExit(130)
-        click.echo("\neve: cancelling (Ctrl-C again to quit now)", err=True)
-        cancel.cancel("interrupted")
+    def leave() -> None:
+        try:
+            before_quit()
+        except EveError as error:
+            click.echo(f"eve: {error}", err=True)
+        quit_now(INTERRUPTED)
 
-    loop.add_signal_handler(signal.SIGINT, interrupted)
+    handler = CtrlC(cancel=lambda: cancel.cancel("interrupted"), leave=leave)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, handler)
+
+
+def _closed_on_quit(session: Path | None, context: EveContext) -> Callable[[], None]:
+    """What a second Ctrl-C saves of a ``--session`` run: the calls left without a result
+    get one saying so (the transcript stays one the model accepts), and the state."""
+
+    def save() -> None:
+        if session is not None:
+            close_open_calls(session, running=INTERRUPTED_CALL, not_run=ABORTED_BEFORE_EXECUTION)
+            save_state(state_path(session), context.snapshot())
+
+    return save
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,17 +154,18 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     message = user_message(prompt, [read_attachment(path) for path in options.attach])
     setup = await prepare(app_root, model=model, max_turns=options.max_turns)
     cancel = CancelSignal()
-    install_interrupt(cancel)
     renderer = ConsoleRenderer(stream_text=False, debug=options.debug)
-    approve = approval_hook(options.yes)
+    lines = StdinLines()
+    approve = approval_hook(options.yes, cancel, lines)
     context = EveContext(session_id="local")
     if session:
         # define_state of the conversation the transcript holds, as its last run left it
         context.restore(load_state(state_path(session)))
+    install_interrupt(cancel, before_quit=_closed_on_quit(session, context))
     env = TurnEnvironment(
         signal=cancel,
         on_event=_json_sink if as_json else renderer,
-        tasks=InlineTasks(setup=setup, approve=approve, ask=question_hook()),
+        tasks=InlineTasks(setup=setup, approve=approve, ask=question_hook(cancel, lines)),
         approve=approve,
         transcript=session,
         context=context,

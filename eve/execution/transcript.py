@@ -11,7 +11,13 @@ from typing import Any
 import msgspec
 
 from eve.errors import TranscriptCorrupt, TranscriptWriteFailed
-from eve.messages import Message
+from eve.messages import (
+    AssistantMessage,
+    Message,
+    ToolCallPart,
+    ToolResultMessage,
+    tool_result,
+)
 
 _decoder = msgspec.json.Decoder(Message)
 _encoder = msgspec.json.Encoder()
@@ -57,6 +63,33 @@ class TranscriptWriter:
                 "the run was stopped so nothing goes unsaved",
                 path=str(self.path),
             ) from error
+
+
+def open_calls(messages: list[Message]) -> list[list[ToolCallPart]]:
+    """Per response in ``messages``, its tool calls that have no result yet, in order."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)}
+    groups = [
+        [call for call in message.tool_calls if call.id not in answered]
+        for message in messages
+        if isinstance(message, AssistantMessage)
+    ]
+    return [group for group in groups if group]
+
+
+def close_open_calls(path: Path, *, running: str, not_run: str) -> int:
+    """Give each call of the transcript at ``path`` that has no result an error result, so
+    that the conversation can go on (a model refuses a call left without its result).
+    Calls run in order, so the first open call of a response is the one that was running
+    (its result says ``running``) and the others had not started (``not_run``). The
+    number closed."""
+    writer = TranscriptWriter(path)
+    closed = 0
+    for calls in open_calls(load_transcript(path)):
+        for position, call in enumerate(calls):
+            reason = running if position == 0 else not_run
+            writer.append(tool_result(call.id, reason, name=call.name, is_error=True))
+            closed += 1
+    return closed
 
 
 def state_path(transcript: Path) -> Path:

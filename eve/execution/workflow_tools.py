@@ -91,6 +91,9 @@ class LocalWaits:
         request = question_request(request_id, question, self.task_id)
         await emit(InputRequestedData(turn_id=turn, requests=[request]))
         answer = None if self.ask_hook is None else await self.ask_hook(question)
+        if answer is None and self.task.signal.cancelled:
+            # a Ctrl-C while the person was asked: the turn stops, the question is unanswered
+            raise TaskCancelled("the turn was cancelled while the tool asked a question")
         if answer is not None and answer in question.options:
             await emit(InputResolvedData(turn_id=turn, request_id=request_id, option_id=answer))
         if answer is None:

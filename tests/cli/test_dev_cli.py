@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
+from eve.execution.transcript import open_calls
+from eve.messages import UserMessage
+from eve.sessions.checkpoint import decode_checkpoint
+from eve.sessions.store import SessionStore
+from tests.cli.terminal import Terminal
+from tests.cli.terminal import read_until as read_stream
+from tests.cli.test_run_cli import BLOCKING_TOOL
 from tests.conftest import AppFactory, wait_for_file
 
 APP = {
@@ -38,14 +46,7 @@ def start(root: Path, *args: str) -> subprocess.Popen[str]:
 
 def read_until(process: subprocess.Popen[str], marker: str) -> str:
     assert process.stdout is not None
-    seen = ""
-    deadline = time.monotonic() + 30
-    while marker not in seen:
-        assert time.monotonic() < deadline, f"never saw {marker!r} in {seen!r}"
-        char = process.stdout.read(1)
-        assert char, f"dev exited before {marker!r}: {seen!r}"
-        seen += char
-    return seen
+    return read_stream(process.stdout, marker)
 
 
 def send(process: subprocess.Popen[str], line: str) -> None:
@@ -105,8 +106,6 @@ SLOW = {
 
 
 def test_ctrl_c_cancels_the_turn_but_not_the_session(make_app: AppFactory) -> None:
-    import signal
-
     root = make_app(SLOW)
     process = start(root)
     read_until(process, "you › ")
@@ -157,8 +156,6 @@ def test_resume_continues_the_last_conversation_with_its_state(make_app: AppFact
 
 
 def test_resume_asks_again_what_a_killed_run_was_asking(make_app: AppFactory) -> None:
-    import signal
-
     root = make_app(APP)
     process = start(root)
     read_until(process, "you › ")
@@ -237,3 +234,72 @@ def test_dev_asks_to_raise_a_session_limit_then_ends_the_session(make_app: AppFa
     _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert "eve: the session ended (max_output_tokens_per_session)" in err
+
+
+def dev_store(root: Path) -> tuple[SessionStore, str]:
+    """The store of ``eve dev`` in ``root`` and the id of its conversation."""
+    session_id = (root / ".eve/sessions/dev-session").read_text().strip()
+    return SessionStore(f"sqlite:///{root / '.eve/sessions/eve.sqlite'}"), session_id
+
+
+def dev_events(root: Path) -> list[dict[str, Any]]:
+    store, session_id = dev_store(root)
+    return [json.loads(payload) for payload in store.read_events(session_id, 0)]
+
+
+def test_ctrl_c_at_an_approval_prompt_cancels_the_turn(make_app: AppFactory) -> None:
+    root = make_app(APP)
+    terminal = Terminal(root, "dev")
+    try:
+        terminal.read_until("you ›")
+        terminal.type("hello\r")
+        terminal.read_until("allow greet({'name': 'example'})? [y/N]")
+        terminal.type("\x03")  # the key: at prompt_toolkit's prompt it is no signal
+        terminal.read_until("eve: turn cancelled")
+        terminal.read_until("you ›")
+        terminal.type("again\r")
+        terminal.read_until("[y/N]")
+        terminal.process.send_signal(signal.SIGINT)  # the signal, as `kill -INT` sends it
+        terminal.read_until("eve: turn cancelled")
+        terminal.read_until("you ›")
+        terminal.type("/exit\r")
+        assert terminal.wait() == 0
+    finally:
+        terminal.process.kill()
+    events = dev_events(root)
+    assert [e["type"] for e in events].count("turn.cancelled") == 2
+    resolved = [e["data"]["option_id"] for e in events if e["type"] == "input.resolved"]
+    assert resolved == ["cancelled", "cancelled"]  # not denied: no call ran or was refused
+    assert "action.result" not in [e["type"] for e in events]
+
+
+def test_a_second_ctrl_c_quits_while_a_sync_tool_blocks(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/agent.py": "from eve import define_agent\n"
+            "default = define_agent(model='offline/script:script.json')\n",
+            "agent/tools/block.py": BLOCKING_TOOL,
+        }
+    )
+    (root / "script.json").write_text(json.dumps([{"tool_calls": [{"name": "block"}]}]))
+    process = start(root)
+    try:
+        send(process, "go")
+        wait_for_file(root / "block.runs")
+        process.send_signal(signal.SIGINT)
+        assert process.stderr is not None
+        read_stream(process.stderr, "eve: cancelling (Ctrl-C again to quit now)")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)  # a bound below the tool's 60 s
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    # resumed: the turn asked to cancel ends cancelled; its interrupted step is not run again
+    _, resumed = one_turn(root, "", "--resume")
+    assert "finishing the turn the last run left behind" in resumed
+    assert "eve: turn cancelled" in resumed
+    assert (root / "block.runs").read_text() == "run\n"
+    store, session_id = dev_store(root)
+    history = decode_checkpoint(store.load_checkpoint(session_id)).messages
+    assert [type(m) for m in history] == [UserMessage] and open_calls(history) == []
+    assert [e["type"] for e in dev_events(root)][-2:] == ["turn.cancelled", "session.waiting"]

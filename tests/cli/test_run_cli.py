@@ -9,8 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from eve.cli.run_command import INTERRUPTED_CALL
 from eve.execution import load_transcript
+from eve.execution.tool_calls import ABORTED_BEFORE_EXECUTION
 from eve.messages import ToolResultMessage
+from tests.cli.terminal import Terminal, read_until
 from tests.conftest import AppFactory, wait_for_file
 
 SCRIPTED = {
@@ -36,6 +41,22 @@ SCRIPTED = {
 }
 
 
+#: a sync tool that blocks its thread: nothing can interrupt it
+BLOCKING_TOOL = """
+    import time
+    from pathlib import Path
+    from eve.tools import tool
+
+    @tool
+    def block() -> str:
+        '''Block the thread for a minute.'''
+        with Path("block.runs").open("a") as runs:
+            runs.write("run\\n")
+        time.sleep(60)
+        return "woke"
+"""
+
+
 def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "eve", *args],
@@ -57,8 +78,10 @@ def eve_run(
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def scripted_app(make_app: AppFactory, responses: list[dict[str, object]]) -> Path:
-    root = make_app(SCRIPTED)
+def scripted_app(
+    make_app: AppFactory, responses: list[dict[str, object]], tools: dict[str, str] | None = None
+) -> Path:
+    root = make_app({**SCRIPTED, **(tools or {})})
     (root / "script.json").write_text(json.dumps(responses))
     return root
 
@@ -122,6 +145,73 @@ def test_sigint_during_a_slow_tool_cancels_and_exits_130(make_app: AppFactory) -
         ("stopped early", False),
         ("aborted before execution", True),
     ]
+
+
+def test_a_second_sigint_quits_at_once_while_a_sync_tool_blocks(make_app: AppFactory) -> None:
+    block = {"name": "block", "input": {}}
+    root = scripted_app(
+        make_app,
+        [{"tool_calls": [block, block]}, {"text": "never reached"}],
+        tools={"agent/tools/block.py": BLOCKING_TOOL},
+    )
+    process = eve_process(root, "run", "go", "--session", "s.jsonl")
+    try:
+        wait_for_file(root / "block.runs")
+        process.send_signal(signal.SIGINT)
+        assert process.stderr is not None
+        read_until(process.stderr, "eve: cancelling (Ctrl-C again to quit now)")
+        assert process.poll() is None  # the turn waits for the tool, which cannot be stopped
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)  # a bound below the tool's 60 s
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert "eve: quitting now" in err and "never reached" not in out
+    # the transcript stays one a model accepts: every call has its result
+    results = [m for m in load_transcript(root / "s.jsonl") if isinstance(m, ToolResultMessage)]
+    assert [(r.content, r.is_error) for r in results] == [
+        (INTERRUPTED_CALL, True),
+        (ABORTED_BEFORE_EXECUTION, True),
+    ]
+    assert (root / "s.jsonl.state.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("app", "prompt", "result"),
+    [
+        # greet needs approval
+        ("APP", "Allow greet({'name': 'example'})? [y/N]: ", ABORTED_BEFORE_EXECUTION),
+        # a workflow tool's question
+        (
+            "ASKING",
+            "confirm asks: Friday? [yes/no] ",
+            "TaskCancelled: the turn was cancelled while the tool asked a question",
+        ),
+    ],
+)
+def test_sigint_at_a_prompt_cancels_instead_of_answering(
+    make_app: AppFactory, app: str, prompt: str, result: str
+) -> None:
+    from tests.cli import test_dev_cli
+
+    root = make_app(getattr(test_dev_cli, app))
+    # stdin is a terminal: eve asks only there
+    terminal = Terminal(root, "run", "hi", "--json", "--session", "s.jsonl", pipes=True)
+    process = terminal.process
+    try:
+        assert process.stderr is not None
+        read_until(process.stderr, prompt)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert "eve: turn cancelled" in err
+    types = [json.loads(line)["type"] for line in out.splitlines()]
+    assert types[-1] == "turn.cancelled" and "input.resolved" not in types
+    results = [m for m in load_transcript(root / "s.jsonl") if isinstance(m, ToolResultMessage)]
+    # neither denied nor answered: cancelled
+    assert [(r.content, r.is_error) for r in results] == [(result, True)]
 
 
 def test_json_prints_the_event_stream(make_app: AppFactory) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from eve.cli import main
 from tests.conftest import AppFactory, wait_for_file
 
 APP = {
@@ -136,11 +140,20 @@ COUNTER = {
 }
 
 
+def piped(root: Path, lines: str, *args: str) -> tuple[str, str]:
+    """``eve dev`` in this process (click's ``CliRunner``), its input piped in at once: what
+    a conversation whose lines need not wait on the output tests without a second of a new
+    interpreter's imports. It must exit 0; its stdout and stderr."""
+    with contextlib.chdir(root):
+        done = CliRunner().invoke(main, ["dev", *args], input=lines)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    assert done.exit_code == 0, done.stderr
+    return done.stdout, done.stderr
+
+
 def one_turn(root: Path, message: str, *args: str) -> tuple[str, str]:
-    process = start(root, *args)
-    out, err = process.communicate(f"{message}\n/exit\n", timeout=60)
-    assert process.returncode == 0, err
-    return out, err
+    return piped(root, f"{message}\n/exit\n", *args)
 
 
 def test_resume_continues_the_last_conversation_with_its_state(make_app: AppFactory) -> None:
@@ -193,18 +206,10 @@ def test_dev_asks_a_workflow_tools_question_until_it_gets_an_option(
     make_app: AppFactory,
 ) -> None:
     root = make_app(ASKING)
-    process = start(root)
-    read_until(process, "you › ")
-    send(process, "deliver?")
-    read_until(process, "confirm asks: Friday? [yes/no] ")
-    send(process, "maybe")
-    read_until(process, "[yes/no] ")
-    send(process, "no")
-    done = read_until(process, "you › ")
-    assert "- confirm: customer said no" in done
-    send(process, "/exit")
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+    out, err = piped(root, "deliver?\nmaybe\nno\n/exit\n")
+    asked = out.index("confirm asks: Friday? [yes/no] ")
+    again = out.index("[yes/no] ", asked + 1)
+    assert out.index("- confirm: customer said no") > again
     assert "answer one of: yes, no" in err
     assert "⇢ confirm started (workflow-tool)" in err
 
@@ -222,18 +227,10 @@ def test_dev_asks_to_raise_a_session_limit_then_ends_the_session(make_app: AppFa
     )
     replies = [{"text": "a" * 40}, {"text": "b" * 40}]
     (root / "script.json").write_text(json.dumps(replies))
-    process = start(root)
-    read_until(process, "you › ")
-    send(process, "hello")
-    asked = read_until(process, "max_output_tokens_per_session (11 of 10); raise it by 10? [y/N] ")
-    assert "a" * 40 in asked  # the step that crossed it streamed first
-    send(process, "y")
-    read_until(process, "you › ")
-    send(process, "again")  # raised to 20, so the next crossing is at 22 of 20
-    read_until(process, "max_output_tokens_per_session (22 of 20); raise it by 10? [y/N] ")
-    send(process, "n")
-    read_until(process, "you › ")
-    send(process, "/exit")
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+    # "again" comes after a raise to 20, so the next crossing is at 22 of 20
+    out, err = piped(root, "hello\ny\nagain\nn\n/exit\n")
+    first = out.index("max_output_tokens_per_session (11 of 10); raise it by 10? [y/N] ")
+    assert out.index("a" * 40) < first  # the step that crossed it streamed first
+    second = out.index("max_output_tokens_per_session (22 of 20); raise it by 10? [y/N] ")
+    assert first < out.index("b" * 40) < second
     assert "eve: the session ended (max_output_tokens_per_session)" in err

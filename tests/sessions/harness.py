@@ -104,12 +104,26 @@ class Server(Driver):
     port: int = field(default_factory=free_port)
     token: str | None = None
     proc: subprocess.Popen[str] | None = None
+    #: one client for every request: ``httpx.get`` builds a client (and its TLS context) per
+    #: call, 24 ms of CPU, and the tests poll every 0.1 s; none outlives the process it spoke to
+    _http: httpx.Client | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/eve/v1"
 
+    def _client(self) -> httpx.Client:
+        if self._http is None:
+            self._http = httpx.Client(timeout=30)
+        return self._http
+
+    def _forget_connections(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
     def start(self, timeout: float = 60.0) -> Server:
+        self._forget_connections()  # a new process: nothing pooled from the last one
         # provider keys are already gone: tests/conftest.py removes them for every test
         env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
         self.proc = subprocess.Popen(
@@ -125,7 +139,7 @@ class Server(Driver):
             if self.proc.poll() is not None:
                 raise AssertionError(f"eve serve exited early:\n{self.output()}")
             try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                if self._client().get(self.url + "/health", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.1)
@@ -136,6 +150,7 @@ class Server(Driver):
         return [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args]
 
     def output(self) -> str:
+        self._forget_connections()
         if self.proc is None or self.proc.stdout is None:
             return ""
         if self.proc.poll() is None:
@@ -146,6 +161,7 @@ class Server(Driver):
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a power cut."""
         assert self.proc is not None
+        self._forget_connections()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
 
@@ -161,11 +177,11 @@ class Server(Driver):
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         kwargs.setdefault("headers", self.headers())
-        return httpx.request(method, self.url + path, timeout=30, **kwargs)
+        return self._client().request(method, self.url + path, **kwargs)
 
     def stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
         kwargs.setdefault("headers", self.headers())
-        return httpx.stream("GET", self.url + path, timeout=30, **kwargs)
+        return self._client().stream("GET", self.url + path, **kwargs)
 
 
 def count(type_: str, n: int = 1) -> Callable[[list[Event]], bool]:

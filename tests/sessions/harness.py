@@ -105,7 +105,8 @@ class Server(Driver):
     token: str | None = None
     proc: subprocess.Popen[str] | None = None
     #: one client for every request: ``httpx.get`` builds a client (and its TLS context) per
-    #: call, 24 ms of CPU, and the tests poll every 0.1 s; none outlives the process it spoke to
+    #: call, 24 ms of CPU, and the tests poll every 0.1 s. It keeps no connection alive, as
+    #: ``httpx.get`` did not: a test may SIGKILL the worker process a pooled one went to
     _http: httpx.Client | None = None
 
     @property
@@ -114,16 +115,15 @@ class Server(Driver):
 
     def _client(self) -> httpx.Client:
         if self._http is None:
-            self._http = httpx.Client(timeout=30)
+            self._http = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
         return self._http
 
-    def _forget_connections(self) -> None:
+    def _close_client(self) -> None:
         if self._http is not None:
             self._http.close()
             self._http = None
 
     def start(self, timeout: float = 60.0) -> Server:
-        self._forget_connections()  # a new process: nothing pooled from the last one
         # provider keys are already gone: tests/conftest.py removes them for every test
         env = {**os.environ, "EVE_WORKER_ID": "test-worker", **self.env}
         self.proc = subprocess.Popen(
@@ -150,7 +150,7 @@ class Server(Driver):
         return [sys.executable, "-m", "eve", "serve", "--port", str(self.port), *self.args]
 
     def output(self) -> str:
-        self._forget_connections()
+        self._close_client()
         if self.proc is None or self.proc.stdout is None:
             return ""
         if self.proc.poll() is None:
@@ -161,7 +161,6 @@ class Server(Driver):
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a power cut."""
         assert self.proc is not None
-        self._forget_connections()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from eve.cli import main
+from tests.cli.test_run_cli import eve_in_process
 from tests.conftest import AppFactory, wait_for_file
 
 APP = {
@@ -141,13 +138,9 @@ COUNTER = {
 
 
 def piped(root: Path, lines: str, *args: str) -> tuple[str, str]:
-    """``eve dev`` in this process (click's ``CliRunner``), its input piped in at once: what
-    a conversation whose lines need not wait on the output tests without a second of a new
-    interpreter's imports. It must exit 0; its stdout and stderr."""
-    with contextlib.chdir(root):
-        done = CliRunner().invoke(main, ["dev", *args], input=lines)
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception
+    """``eve dev`` in this process, its input piped in at once: a conversation whose lines
+    need not wait on its output. It must exit 0; its stdout and stderr."""
+    done = eve_in_process(root, "dev", *args, stdin=lines)
     assert done.exit_code == 0, done.stderr
     return done.stdout, done.stderr
 

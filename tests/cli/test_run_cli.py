@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from eve.cli import main
 from eve.execution import load_transcript
@@ -53,21 +53,32 @@ def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> su
     )
 
 
+def eve_in_process(
+    root: Path,
+    *args: str,
+    stdin: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> Result:
+    """``eve ARGS`` in ``root``, in this process through click's ``CliRunner``: a process of
+    its own would only add a second of imports. ``env`` is what to set (``None``: unset) in
+    the environment while it runs; an exception other than an exit is raised here."""
+    with contextlib.chdir(root):
+        done = CliRunner().invoke(main, list(args), input=stdin, env=env)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    return done
+
+
 def eve_run(
     root: Path,
     *args: str,
     env: Mapping[str, str | None] | None = None,
     answers: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``eve run`` in ``root``, in this process through click's ``CliRunner``; ``answers`` is
-    its standard input (what it asks a person) and ``env`` what to set (``None``: unset) in
-    the environment while it runs. A process of its own would only add a second of imports;
-    what needs one (a signal, what a fresh interpreter imports or prints through logging's
-    last resort) uses ``eve_run_process``."""
-    with contextlib.chdir(root):
-        done = CliRunner().invoke(main, ["run", *args], input=answers, env=env)
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception
+    """``eve run`` in ``root``, in this process; ``answers`` is its standard input (what it
+    asks a person). What needs a process (a signal, what a fresh interpreter imports or
+    prints through logging's last resort) uses ``eve_run_process``."""
+    done = eve_in_process(root, "run", *args, stdin=answers, env=env)
     return subprocess.CompletedProcess(
         ["eve", "run", *args], done.exit_code, done.stdout, done.stderr
     )

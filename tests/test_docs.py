@@ -90,8 +90,11 @@ def example_server(tmp: Path) -> Iterator[str]:
     shutil.copytree(
         REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions", "*.sqlite*")
     )
-    with ThreadedServer(root, model="offline/test") as url:
-        yield url
+    server = ThreadedServer(root, model="offline/test")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
 
 
 def section_table(text: str, heading: str) -> list[dict[str, str]]:

@@ -14,7 +14,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import uvicorn
 
@@ -26,8 +25,8 @@ from eve.server.workers import Listen, bind
 
 @dataclass
 class ThreadedServer:
-    """``with ThreadedServer(root, model=...) as url:`` serves ``root``'s agent at ``url``
-    (the root URL, ``/eve/v1`` under it) until the block ends."""
+    """``start()`` serves ``root``'s agent and returns its root URL (the API is under
+    ``/eve/v1``); ``stop()`` stops it, as ``Server`` and ``InProcessServer`` do."""
 
     app_root: Path
     #: ``eve serve --model``: the model every node uses instead of its configured one
@@ -37,7 +36,7 @@ class ThreadedServer:
     _failure: BaseException | None = None
     _done: threading.Event = field(default_factory=threading.Event)
 
-    def __enter__(self) -> str:
+    def start(self) -> str:
         sock = bind(Listen(host="127.0.0.1", port=0))
         host, port = sock.getsockname()[:2]
         self._thread = threading.Thread(target=self._run, args=(sock,), daemon=True)
@@ -52,18 +51,14 @@ class ThreadedServer:
             time.sleep(0.02)
         return f"http://{host}:{port}"
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
-        assert self._thread is not None
+        if self._thread is None:
+            return  # never started
         self._thread.join(30)
         assert not self._thread.is_alive(), "the threaded server did not stop"
-        if self._failure is not None and error is None:
+        if self._failure is not None:
             raise AssertionError("the threaded server failed") from self._failure
 
     def _run(self, sock: socket.socket) -> None:

@@ -3,9 +3,9 @@
 * every ```python block of docs/*.md runs (a page's blocks in order, in one namespace, in the
   repo root, so the example agent and its .eve/ are what they use); ```python no-run and
   ```text blocks are illustrations;
-* a page with ```python server or ```sh server blocks gets a real `eve serve` of a copy of
-  the example agent on the offline model, its URL in ``$EVE_URL``; its ```sh server blocks
-  (curl examples) run in order as one bash script that must succeed;
+* a page with ```python server or ```sh server blocks gets what `eve serve` serves for a copy
+  of the example agent on the offline model, on a loopback port, its URL in ``$EVE_URL``;
+  its ```sh server blocks (curl examples) run in order as one bash script that must succeed;
 * every ```console block's `$ eve ...` command (read-only ones only) prints the lines shown;
 * every diagnostic code, error class, manifest Struct field and `eve info --json` field is
   documented, with the manifest's types and defaults as the code has them;
@@ -34,7 +34,7 @@ import pytest
 import eve.errors
 import eve.manifest
 import eve.runtime.info
-from tests.sessions.harness import Server
+from tests.sessions.threaded import ThreadedServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
@@ -82,16 +82,17 @@ def server_blocks(page: Path) -> list[Block]:
 
 @contextmanager
 def example_server(tmp: Path) -> Iterator[str]:
-    """``eve serve`` of a copy of the example agent (its own session database), on a free
-    port with the offline model; yields the server's URL."""
+    """What ``eve serve --model offline/test`` serves, for a copy of the example agent (its
+    own session database), on a free loopback port; yields the server's root URL. It runs
+    in a thread of this process: nothing here needs the server to die."""
     root = tmp / "example"
     shutil.copytree(REPO_ROOT / "agent", root / "agent")
     shutil.copytree(
         REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions", "*.sqlite*")
     )
-    server = Server(root, args=["--model", "offline/test"]).start()
+    server = ThreadedServer(root, model="offline/test")
     try:
-        yield server.url.removesuffix("/eve/v1")
+        yield server.start()
     finally:
         server.stop()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 _CHUNK = 65536
 
@@ -15,8 +16,10 @@ _CHUNK = 65536
 class StdinLines:
     """The lines of one file descriptor (standard input by default), read as they come."""
 
-    def __init__(self, fd: int = 0) -> None:
-        self.fd = fd
+    def __init__(self, fd: int | None = None) -> None:
+        #: None: standard input was replaced by an in-memory stream (click's ``CliRunner``,
+        #: a host embedding the CLI), read a line at a time: it never blocks
+        self.fd = _fd_of_stdin() if fd is None else fd
         self._pending = b""
         self._ended = False
 
@@ -32,6 +35,9 @@ class StdinLines:
         return line.decode(errors="replace").removesuffix("\r")
 
     async def _read(self) -> bytes:
+        if self.fd is None:
+            # no standard input at all (None) reads as one that has ended
+            return sys.stdin.readline().encode() if sys.stdin is not None else b""
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
 
@@ -49,3 +55,10 @@ class StdinLines:
         finally:
             loop.remove_reader(self.fd)
         return os.read(self.fd, _CHUNK)
+
+
+def _fd_of_stdin() -> int | None:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None

@@ -10,7 +10,7 @@ from eve.cli.console import footer
 from eve.costs import Cost, Spend
 from eve.events import TurnCompletedData
 from eve.usage import TokenUsage
-from tests.cli.test_dev_cli import read_until, send, start
+from tests.cli.test_dev_cli import piped
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 
@@ -34,14 +34,7 @@ def test_eve_run_json_carries_the_turns_tokens_and_cost(make_app: AppFactory) ->
 
 def test_eve_dev_prints_a_footer_under_each_turn(make_app: AppFactory) -> None:
     root = make_app(APP)
-    process = start(root)
-    read_until(process, "you › ")
-    for message in ("hello", "again"):
-        send(process, message)
-        read_until(process, "you › ")
-    send(process, "/exit")
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+    _, err = piped(root, "hello\nagain\n/exit\n")
     footers = re.findall(r"tokens [\d,]+ in · [\d,]+ out · turn \$0 · session \$0", err)
     assert len(footers) == 2, err
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.cli.test_dev_cli import read_until, send, start
+from tests.cli.test_dev_cli import piped
 from tests.conftest import AppFactory
 from tests.test_attachments import PNG
 
@@ -11,22 +11,9 @@ def test_attach_sends_a_file_with_the_next_message(make_app: AppFactory) -> None
     root = make_app()  # offline/test without tools: it says what it got
     (root / "photo.png").write_bytes(PNG)
     (root / "notes.md").write_text("# no")
-    process = start(root)
-    try:
-        read_until(process, "you › ")
-        send(process, "/attach notes.md")
-        read_until(process, "you › ")
-        send(process, "/attach photo.png")
-        read_until(process, "you › ")
-        send(process, "what is this?")
-        first = read_until(process, "you › ")
-        assert f"what is this? (received 1 image: image/png, {len(PNG)} bytes)" in first
-        send(process, "and now?")
-        assert "You said: and now?\n" in read_until(process, "you › ")
-        send(process, "/exit")
-        _, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    lines = "/attach notes.md\n/attach photo.png\nwhat is this?\nand now?\n/exit\n"
+    out, err = piped(root, lines)
+    assert f"what is this? (received 1 image: image/png, {len(PNG)} bytes)" in out
+    assert "You said: and now?\n" in out  # the next message goes without it
     assert "eve: notes.md is text/markdown" in err
     assert f"eve: attached photo.png (image/png, {len(PNG)} bytes)" in err

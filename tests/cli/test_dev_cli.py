@@ -15,7 +15,7 @@ from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionStore
 from tests.cli.terminal import Terminal
 from tests.cli.terminal import read_until as read_stream
-from tests.cli.test_run_cli import BLOCKING_TOOL
+from tests.cli.test_run_cli import BLOCKING_TOOL, eve_in_process
 from tests.conftest import AppFactory, wait_for_file
 
 APP = {
@@ -135,11 +135,16 @@ COUNTER = {
 }
 
 
+def piped(root: Path, lines: str, *args: str) -> tuple[str, str]:
+    """``eve dev`` in this process, its input piped in at once: a conversation whose lines
+    need not wait on its output. It must exit 0; its stdout and stderr."""
+    done = eve_in_process(root, "dev", *args, stdin=lines)
+    assert done.exit_code == 0, done.stderr
+    return done.stdout, done.stderr
+
+
 def one_turn(root: Path, message: str, *args: str) -> tuple[str, str]:
-    process = start(root, *args)
-    out, err = process.communicate(f"{message}\n/exit\n", timeout=60)
-    assert process.returncode == 0, err
-    return out, err
+    return piped(root, f"{message}\n/exit\n", *args)
 
 
 def test_resume_continues_the_last_conversation_with_its_state(make_app: AppFactory) -> None:
@@ -190,18 +195,10 @@ def test_dev_asks_a_workflow_tools_question_until_it_gets_an_option(
     make_app: AppFactory,
 ) -> None:
     root = make_app(ASKING)
-    process = start(root)
-    read_until(process, "you › ")
-    send(process, "deliver?")
-    read_until(process, "confirm asks: Friday? [yes/no] ")
-    send(process, "maybe")
-    read_until(process, "[yes/no] ")
-    send(process, "no")
-    done = read_until(process, "you › ")
-    assert "- confirm: customer said no" in done
-    send(process, "/exit")
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+    out, err = piped(root, "deliver?\nmaybe\nno\n/exit\n")
+    asked = out.index("confirm asks: Friday? [yes/no] ")
+    again = out.index("[yes/no] ", asked + 1)
+    assert out.index("- confirm: customer said no") > again
     assert "answer one of: yes, no" in err
     assert "⇢ confirm started (workflow-tool)" in err
 
@@ -219,20 +216,12 @@ def test_dev_asks_to_raise_a_session_limit_then_ends_the_session(make_app: AppFa
     )
     replies = [{"text": "a" * 40}, {"text": "b" * 40}]
     (root / "script.json").write_text(json.dumps(replies))
-    process = start(root)
-    read_until(process, "you › ")
-    send(process, "hello")
-    asked = read_until(process, "max_output_tokens_per_session (11 of 10); raise it by 10? [y/N] ")
-    assert "a" * 40 in asked  # the step that crossed it streamed first
-    send(process, "y")
-    read_until(process, "you › ")
-    send(process, "again")  # raised to 20, so the next crossing is at 22 of 20
-    read_until(process, "max_output_tokens_per_session (22 of 20); raise it by 10? [y/N] ")
-    send(process, "n")
-    read_until(process, "you › ")
-    send(process, "/exit")
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+    # "again" comes after a raise to 20, so the next crossing is at 22 of 20
+    out, err = piped(root, "hello\ny\nagain\nn\n/exit\n")
+    first = out.index("max_output_tokens_per_session (11 of 10); raise it by 10? [y/N] ")
+    assert out.index("a" * 40) < first  # the step that crossed it streamed first
+    second = out.index("max_output_tokens_per_session (22 of 20); raise it by 10? [y/N] ")
+    assert first < out.index("b" * 40) < second
     assert "eve: the session ended (max_output_tokens_per_session)" in err
 
 

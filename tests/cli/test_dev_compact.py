@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.cli.test_dev_cli import read_until, send, start
+from tests.cli.test_dev_cli import piped
 from tests.conftest import AppFactory
 
 WORDS = "lorem ipsum dolor sit amet " * 20
@@ -15,21 +15,9 @@ def test_compact_folds_the_history_and_the_conversation_goes_on(make_app: AppFac
         default = define_agent(model="offline/test", model_context_window_tokens=2000)
     """
     root = make_app({"agent/agent.py": agent})
-    process = start(root)
-    try:
-        read_until(process, "you › ")
-        for n in range(3):
-            send(process, f"message {n} {WORDS}")
-            read_until(process, "you › ")
-        send(process, "/compact")
-        read_until(process, "you › ")
-        send(process, "and now?")
-        assert "You said: and now?\n" in read_until(process, "you › ")
-        send(process, "/exit")
-        _, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    said = "".join(f"message {n} {WORDS}\n" for n in range(3))
+    out, err = piped(root, said + "/compact\nand now?\n/exit\n")
+    assert "You said: and now?\n" in out
     [line] = [x for x in err.splitlines() if "⇣ compacted " in x]
     folded = int(line.split("⇣ compacted ")[1].split(" ")[0])
     assert folded > 0, line

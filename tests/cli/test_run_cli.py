@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
+from eve.cli import main
 from eve.cli.run_command import INTERRUPTED_CALL
 from eve.execution import load_transcript
 from eve.execution.tool_calls import ABORTED_BEFORE_EXECUTION
@@ -69,12 +73,43 @@ def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> su
     )
 
 
+def eve_in_process(
+    root: Path,
+    *args: str,
+    stdin: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> Result:
+    """``eve ARGS`` in ``root``, in this process through click's ``CliRunner``: a process of
+    its own would only add a second of imports. ``env`` is what to set (``None``: unset) in
+    the environment while it runs; an exception other than an exit is raised here."""
+    with contextlib.chdir(root):
+        done = CliRunner().invoke(main, list(args), input=stdin, env=env)
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    return done
+
+
 def eve_run(
-    root: Path, *args: str, env: dict[str, str] | None = None, answers: str | None = None
+    root: Path,
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    answers: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``eve run`` in ``root``; ``answers`` is its standard input (what it asks a person)."""
+    """``eve run`` in ``root``, in this process; ``answers`` is its standard input (what it
+    asks a person). What needs a process (a signal, what a fresh interpreter imports or
+    prints through logging's last resort) uses ``eve_run_process``."""
+    done = eve_in_process(root, "run", *args, stdin=answers, env=env)
+    return subprocess.CompletedProcess(
+        ["eve", "run", *args], done.exit_code, done.stdout, done.stderr
+    )
+
+
+def eve_run_process(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``eve run`` as a process of its own, for what only a fresh interpreter shows."""
     process = eve_process(root, "run", *args, env=env)
-    out, err = process.communicate(input=answers, timeout=60)
+    out, err = process.communicate(timeout=60)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
@@ -231,16 +266,8 @@ def test_without_credentials_the_offline_model_runs(make_app: AppFactory) -> Non
             "agent/tools/greet.py": "from eve.tools import tool\n@tool\ndef greet(name: str) -> str:\n    'Greet.'\n    return 'hi ' + name\n",
         }
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
-    process = subprocess.run(
-        [sys.executable, "-m", "eve", "run", "hello"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    unset = {k: None for k in os.environ if k.startswith(("OPENAI", "ANTHROPIC"))}
+    process = eve_run(root, "hello", env=unset)
     assert process.returncode == 0, process.stderr
     assert (
         "OPENAI_API_KEY is not set, so openai/gpt-4o-mini is unavailable; using the offline model"

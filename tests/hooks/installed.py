@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -26,16 +25,12 @@ def install(site: Path, module: str, source: str, entry: str, *, version: str = 
     (info / "entry_points.txt").write_text(f"[{PLUGIN_GROUP}]\n{entry}\n")
 
 
-def site_env(site: Path) -> dict[str, str]:
-    """The environment of an ``eve`` subprocess that sees what was installed in ``site``."""
-    return {
-        "PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
-    }
-
-
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A fresh site directory on ``sys.path``; its ``eve_test_*`` modules are forgotten after."""
+    """A fresh site directory on ``sys.path``; its ``eve_test_*`` modules are forgotten after.
+
+    ``eve run`` in the tests runs in this process (``tests/cli/test_run_cli.py``), so it finds
+    the entry points here as an installed eve finds those of ``pip install``."""
     path = tmp_path / "site"
     path.mkdir()
     monkeypatch.syspath_prepend(str(path))

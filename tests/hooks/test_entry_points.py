@@ -12,7 +12,7 @@ from eve.hooks import HookRelay
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.execution.helpers import Script, text
-from tests.hooks.installed import install, site_env
+from tests.hooks.installed import install
 from tests.hooks.test_relay import run
 
 PLUGIN = """
@@ -55,7 +55,7 @@ def test_plugins_can_be_left_out(site: Path) -> None:
 
 def test_eve_run_stops_at_startup_on_a_broken_plugin(site: Path, make_app: AppFactory) -> None:
     install(site, "eve_test_broken", "raise ImportError('no luck')", "broken = eve_test_broken")
-    done = eve_run(make_app(), "hi", env=site_env(site))
+    done = eve_run(make_app(), "hi")
     assert done.returncode == 1
     assert "eve: the eve.plugins entry point 'broken'" in done.stderr
     assert "ImportError: no luck" in done.stderr

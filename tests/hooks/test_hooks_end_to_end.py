@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.test_run_cli import eve_run
+from tests.cli.test_run_cli import eve_run_process
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, call, say
 from tests.sessions.harness import count, script
@@ -67,7 +67,9 @@ def outputs(events: list[dict[str, object]]) -> list[object]:
 def test_eve_run_fires_hooks_and_reports_a_failing_one(make_app: AppFactory) -> None:
     root = make_app(FILES, minimal=False)
     (root / "script.json").write_text(json.dumps([call("counts_so_far"), say("done")]))
-    done = eve_run(root, "count", "--json")
+    # a process of its own: the failing hook reaches stderr through logging's last resort,
+    # which pytest's log capture would take in this one
+    done = eve_run_process(root, "count", "--json")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     # eve run is one turn without a session: no session.started, the turn is the first

@@ -11,7 +11,7 @@ from eve.errors import PluginConflict, PluginLoadError, UnknownModel
 from eve.models.registry import choose_model, create_client
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
-from tests.hooks.installed import install, site_env
+from tests.hooks.installed import install
 
 ACME = """
 from eve.hooks import hookimpl
@@ -50,8 +50,7 @@ def eve_model_providers():
 
 def test_eve_run_model_uses_a_plugin_provider(site: Path, make_app: AppFactory) -> None:
     install(site, "eve_test_acme", ACME, "acme = eve_test_acme")
-    env = {**site_env(site), "ACME_GREETING": "hello"}
-    done = eve_run(make_app(), "hi there", "--model", "acme/echo-1", env=env)
+    done = eve_run(make_app(), "hi there", "--model", "acme/echo-1", env={"ACME_GREETING": "hello"})
     assert done.returncode == 0, done.stderr
     assert done.stdout == "hello from acme/echo-1: hi there\n"
 
@@ -59,7 +58,7 @@ def test_eve_run_model_uses_a_plugin_provider(site: Path, make_app: AppFactory) 
 def test_define_agent_model_uses_a_plugin_provider(site: Path, make_app: AppFactory) -> None:
     install(site, "eve_test_acme", ACME, "acme = eve_test_acme")
     agent = 'from eve import define_agent\ndefault = define_agent(model="acme/echo-2")\n'
-    done = eve_run(make_app({"agent/agent.py": agent}), "ping", env=site_env(site))
+    done = eve_run(make_app({"agent/agent.py": agent}), "ping")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo from acme/echo-2: ping\n"
 
@@ -112,7 +111,7 @@ def test_a_built_in_model_never_loads_plugins(site: Path, tmp_path: Path) -> Non
 
 def test_eve_run_reports_a_prefix_conflict_at_startup(site: Path, make_app: AppFactory) -> None:
     install(site, "eve_test_thief", provider("offline"), "thief = eve_test_thief")
-    done = eve_run(make_app(), "hi", "--model", "acme/x", env=site_env(site))
+    done = eve_run(make_app(), "hi", "--model", "acme/x")
     assert done.returncode == 1
     assert "eve: the eve.plugins entry point 'thief'" in done.stderr
     assert "which is built into eve" in done.stderr

@@ -23,7 +23,7 @@ from eve.runtime import load_compiled_agent, resolve_agent
 from eve.runtime.resolved import ResolvedFunctionTool
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
-from tests.hooks.installed import install, site_env
+from tests.hooks.installed import install
 
 TOOLS = """
 from eve.hooks import hookimpl
@@ -118,9 +118,7 @@ def test_the_model_calls_a_set_tool_in_a_turn(site: Path, make_app: AppFactory) 
         {"text": "said both"},
     ]
     (root / "script.json").write_text(json.dumps(script))
-    done = eve_run(
-        root, "speak", "--json", "--model", "offline/script:script.json", env=site_env(site)
-    )
+    done = eve_run(root, "speak", "--json", "--model", "offline/script:script.json")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     results = [e["data"] for e in events if e["type"] == "action.result"]

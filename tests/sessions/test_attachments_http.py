@@ -15,17 +15,18 @@ from eve.client import AsyncEveClient, EveClient
 from eve.errors import AttachmentUnsupported
 from eve.messages import ImagePart
 from tests.conftest import MINIMAL, write_files
-from tests.sessions.harness import Event, Server, count
+from tests.sessions.harness import Event, count
+from tests.sessions.inprocess import InProcessServer
 from tests.test_attachments import PNG
 
 KEY = "sk-ant-" + "k3y" * 8
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
     root = tmp_path_factory.mktemp("attach")
     write_files(root, MINIMAL)  # offline/test with no tools: every turn is one reply
-    running = Server(root).start()
+    running = InProcessServer(root).start()
     yield running
     running.stop()
 
@@ -44,11 +45,11 @@ def error_of(response: httpx.Response) -> tuple[int, str]:
     return response.status_code, body["code"]
 
 
-def send(server: Server, session: str, message: list[dict[str, Any]]) -> httpx.Response:
+def send(server: InProcessServer, session: str, message: list[dict[str, Any]]) -> httpx.Response:
     return server.post(f"/session/{session}", {"message": message})
 
 
-def turns(server: Server, session: str, n: int) -> list[Event]:
+def turns(server: InProcessServer, session: str, n: int) -> list[Event]:
     return server.wait_for(session, count("session.waiting", n))
 
 
@@ -56,7 +57,7 @@ def of_type(events: list[Event], kind: str) -> list[dict[str, Any]]:
     return [e["data"] for e in events if e["type"] == kind]
 
 
-def test_parts_are_a_turn_the_model_sees_and_the_log_describes(server: Server) -> None:
+def test_parts_are_a_turn_the_model_sees_and_the_log_describes(server: InProcessServer) -> None:
     created = server.post("/session", {"message": [text("what is this?"), image()]})
     assert created.status_code == 202, created.text
     session = created.json()["sessionId"]
@@ -89,7 +90,7 @@ def test_parts_are_a_turn_the_model_sees_and_the_log_describes(server: Server) -
     assert KEY not in str(events)
 
 
-def test_bad_parts_are_400_with_their_path(server: Server) -> None:
+def test_bad_parts_are_400_with_their_path(server: InProcessServer) -> None:
     session = server.create()
     cases = {
         "invalid_part": [
@@ -117,7 +118,7 @@ def test_bad_parts_are_400_with_their_path(server: Server) -> None:
     assert server.events(session)[-1]["type"] == "session.started"  # no turn was queued
 
 
-def test_oversized_parts_and_totals_are_413(server: Server) -> None:
+def test_oversized_parts_and_totals_are_413(server: InProcessServer) -> None:
     one = server.post("/session", {"message": [image(b"\0" * 5_000_001)]})
     assert error_of(one) == (413, "attachment_too_large")
     assert "has 5000001 bytes; the limit is 5000000" in one.json()["error"]
@@ -126,17 +127,16 @@ def test_oversized_parts_and_totals_are_413(server: Server) -> None:
     assert "together has 10200000 bytes; the limit is 10000000" in three.json()["error"]
 
 
-def test_the_clients_send_files_and_parts(server: Server, tmp_path: Path) -> None:
+def test_the_clients_send_files_and_parts(server: InProcessServer, tmp_path: Path) -> None:
     (tmp_path / "photo.png").write_bytes(PNG)
     (tmp_path / "notes.md").write_text("# no")
-    root = f"http://127.0.0.1:{server.port}"
-    with EveClient(root) as client:
+    with EveClient(server.url, transport=server.transport()) as client:
         created = client.create("look", attachments=[tmp_path / "photo.png"])
         with pytest.raises(AttachmentUnsupported, match="text/markdown"):
             client.send(created.session_id, "and this", attachments=[tmp_path / "notes.md"])
 
     async def send_async() -> str | None:
-        async with AsyncEveClient(root) as client:
+        async with AsyncEveClient(server.url, transport=server.async_transport()) as client:
             part = ImagePart(media_type="image/gif", data=b"GIF89a")
             return (await client.send(created.session_id, "", attachments=[part])).turn_id
 

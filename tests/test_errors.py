@@ -92,6 +92,8 @@ def test_no_other_exception_tree_in_the_server() -> None:
     allowed |= {"eve._frontmatter.FrontMatterError"}
     # rolls back a turn claim that found its Idempotency-Key answered; the service catches it
     allowed |= {"eve.sessions.idempotency.Replayed"}
+    # eve dev's Ctrl-C at its prompt, turned into a cancel where it is caught (dev_command)
+    allowed |= {"eve.cli.dev_command._CtrlCKey"}
     found = {
         f"{loaded.__name__}.{value.__qualname__}"
         for loaded in _import_all()

@@ -15,7 +15,7 @@ from typing import Any, assert_never
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions import accepted
+from eve.sessions.accepted import Place, mark_enqueued, waiting_for_queue
 from eve.sessions.accepted_sweep import AcceptedSweep
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW
 from eve.sessions.dbos_data import (
@@ -156,13 +156,13 @@ class DurableEngine:
         DBOS a workflow id it has, which DBOS answers with the same workflow."""
 
         def deliver(c: Connection) -> None:
-            for place in accepted.waiting_for_queue(c, session_id):
+            for place in waiting_for_queue(c, session_id):
                 self.enqueue(place)
-                accepted.mark_enqueued(c, place)
+                mark_enqueued(c, place)
 
         self.store.run(deliver)
 
-    def enqueue(self, place: accepted.Place) -> None:
+    def enqueue(self, place: Place) -> None:
         """Put ``place`` on the queue under its workflow id (blocking)."""
         match place.kind:
             case "turn":

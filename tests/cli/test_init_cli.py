@@ -25,7 +25,11 @@ def test_a_new_app_compiles_runs_offline_and_passes_its_eval(tmp_path: Path) -> 
     code, out, err = invoke("init", str(app))
     assert code == 0, err
     assert "wrote 6 files" in out and "eve run" in out
-    written = sorted(p.relative_to(app).as_posix() for p in app.rglob("*") if p.is_file())
+    written = sorted(
+        p.relative_to(app).as_posix()
+        for p in app.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts  # the compile's own bytecode
+    )
     assert [p for p in written if not p.startswith(".eve/")] == [
         ".gitignore",
         "README.md",
@@ -59,7 +63,10 @@ def test_init_example_copies_the_example_agent(tmp_path: Path) -> None:
         assert (shop / path).read_bytes() == (REPO / path).read_bytes()
     # its MCP connection starts this server from the app root
     assert (shop / "examples/units_server.py").is_file()
-    assert not list(shop.rglob("__pycache__"))
+    # what was copied: the template's files, none of the repo's bytecode
+    copied = {f.path for f in template_files("example")}
+    assert not [p for p in copied if "__pycache__" in p or p.endswith(".pyc")]
+    assert {"agent/tools/place_order.py", "examples/units_server.py"} <= copied
     assert check_artifacts(shop).fresh
 
 

@@ -202,8 +202,10 @@ class Server(Driver):
         return self._client().request(method, self.url + path, **kwargs)
 
     def stream(self, path: str, **kwargs: Any) -> AbstractContextManager[httpx.Response]:
+        # a client of its own: a stream outlives requests, and may still be read while the
+        # server stops, when the shared client is closed
         kwargs.setdefault("headers", self.headers())
-        return self._client().stream("GET", self.url + path, **kwargs)
+        return httpx.stream("GET", self.url + path, timeout=30, **kwargs)
 
 
 def follow_to_end(

@@ -9,6 +9,7 @@ workers overlap them with the rest of the suite.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -30,8 +31,9 @@ from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server, count, follow_to_end, free_port, script
 from tests.sessions.test_storage_faults import FAST, fill, small_disk  # noqa: F401 (fixture)
 
-#: how long each fault lasts while the client sends (the issue measured a minute)
-FAULT_SECONDS = 60.0
+#: how long each fault lasts while the client sends: the issue measured a minute, which
+#: `make test-faults` runs; `make test` runs 20 s of each to keep the suite short
+FAULT_SECONDS = float(os.environ.get("EVE_FAULT_SECONDS", "60"))
 #: what a minute of fault may cost in log, all told (it was ~1 MB)
 BUDGET_BYTES = 8 * 1024
 #: a line that stands for the records dropped before it
@@ -93,7 +95,7 @@ def test_a_minute_of_full_disk_is_a_few_lines(small_disk: Path, tmp_path: Path) 
         assert server.send(session, "and now?").status_code == 202
     finally:
         output = server.stop()
-    assert statuses.get(503, 0) > 100, statuses  # the fault was real
+    assert statuses.get(503, 0) > FAULT_SECONDS * 1.5, statuses  # the fault was real
     assert_quiet(output, "disk is full")
 
 
@@ -138,7 +140,7 @@ def test_a_minute_without_postgres_is_a_few_lines(
     finally:
         output = server.stop()
         followers.shutdown(cancel_futures=True)
-    assert statuses.get(503, 0) > 100, statuses
+    assert statuses.get(503, 0) > FAULT_SECONDS * 1.5, statuses
     assert_quiet(output, "connection refused")
 
 

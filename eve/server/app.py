@@ -213,15 +213,14 @@ class _Routes:
                 f"startIndex must be an integer from 0 to {MAX_START_INDEX}, in ASCII digits"
             )
         follow = request.query_params.get("follow", "true").lower() not in ("false", "0", "no")
-        events = await self.service.events(session_id, start, follow=follow)
+        # a read does not wait out a database fault (db_retry): the stream ends whole, and
+        # its client follows it again from its next index
+        events = await self.service.events(session_id, start, follow=follow, fast=True)
 
         async def lines() -> AsyncIterator[bytes]:
             try:
-                # a follower's read does not wait out a database fault (db_retry): it ends
-                # the stream whole, and the client reconnects from its next index
-                with fail_fast():
-                    async for payload in events:
-                        yield (payload + "\n").encode() if payload else b"\n"
+                async for payload in events:
+                    yield (payload + "\n").encode() if payload else b"\n"
             except Exception as error:
                 lost = unavailable(error)
                 if lost is None:

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from eve.events import EventMeta, SessionEvent
 from eve.redact import redact
+from eve.sessions.database_errors import fail_fast
 from eve.sessions.db_retry import waits_out
 from eve.sessions.store import EventRow, SessionStore
 
@@ -191,20 +192,32 @@ class EventLog:
         if (writer := self._writers.get(session_id)) is not None:
             writer.discard(workflow_id)
 
+    def _rows(self, session_id: str, index: int, fast: bool) -> list[str]:
+        # the flag is set in the reading thread's own context: a generator's context
+        # changes between its steps, so a flag held across a yield could not be reset
+        if not fast:
+            return self.store.read_events(session_id, index)
+        with fail_fast():
+            return self.store.read_events(session_id, index)
+
     def _signal(self, session_id: str) -> asyncio.Event:
         return self._written.setdefault(session_id, asyncio.Event())
 
-    async def read(self, session_id: str, start: int, *, follow: bool) -> AsyncIterator[str]:
+    async def read(
+        self, session_id: str, start: int, *, follow: bool, fast: bool = False
+    ) -> AsyncIterator[str]:
         """Encoded events from ``start`` on; with ``follow``, then new ones until closed.
 
-        While following and idle, yields ``""`` every ``HEARTBEAT_SECONDS``.
+        While following and idle, yields ``""`` every ``HEARTBEAT_SECONDS``. ``fast``: a
+        read does not wait out a database fault (``db_retry``) but raises it (an HTTP
+        stream, which ends whole and is followed again from its next index).
         """
         index = start
         idle_since = time.monotonic()
         while True:
             signal = self._signal(session_id)
             signal.clear()
-            rows = await asyncio.to_thread(self.store.read_events, session_id, index)
+            rows = await asyncio.to_thread(self._rows, session_id, index, fast)
             for payload in rows:
                 yield payload
                 index += 1

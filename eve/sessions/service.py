@@ -462,9 +462,13 @@ class SessionService:
 
     # --- the event log -----------------------------------------------------------------
 
-    async def events(self, session_id: str, start: int, *, follow: bool) -> AsyncIterator[str]:
+    async def events(
+        self, session_id: str, start: int, *, follow: bool, fast: bool = False
+    ) -> AsyncIterator[str]:
+        """The log from ``start``; ``fast``: a database fault ends it rather than being
+        waited out (``EventLog.read``)."""
         await self.get(session_id)
-        return self.log.read(session_id, start, follow=follow)
+        return self.log.read(session_id, start, follow=follow, fast=fast)
 
 
 def _redacted(part: UserPart) -> UserPart:

@@ -38,7 +38,9 @@ FAULT_SECONDS = float(os.environ.get("EVE_FAULT_SECONDS", "60"))
 BUDGET_BYTES = 8 * 1024
 #: a line that stands for the records dropped before it
 SUMMARY = re.compile(r" — (\d+) more like it in the last \d+ s$", re.MULTILINE)
-RECOVERED = "worker heartbeat works again"
+#: the line that says the fault is over: the heartbeat's, when the fault outlasted what its
+#: store calls wait out (db_retry), else the store's own
+RECOVERED = re.compile(r"worker heartbeat works again|the session database is reachable again")
 #: clients following the session's stream when PostgreSQL goes
 FOLLOWERS = 5
 
@@ -54,10 +56,10 @@ def keep_sending(server: Server, session: str, seconds: float) -> dict[int, int]
     return statuses
 
 
-def wait_for_line(log: Path, text: str, timeout: float = 60.0) -> None:
+def wait_for_line(log: Path, text: re.Pattern[str], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while text not in log.read_text(errors="replace"):
-        assert time.monotonic() < deadline, f"{text!r} never logged:\n{log.read_text()}"
+    while not text.search(log.read_text(errors="replace")):
+        assert time.monotonic() < deadline, f"{text.pattern!r} never logged:\n{log.read_text()}"
         time.sleep(0.2)
 
 
@@ -68,8 +70,9 @@ def assert_quiet(output: str, fault: str) -> None:
     assert "never retrieved" not in output, output
     said = [line for line in output.splitlines() if SUMMARY.search(line) and fault in line.lower()]
     assert said, output
-    assert sum(int(m[1]) for m in SUMMARY.finditer(output)) > 100, output  # many were dropped
-    assert RECOVERED in output, output
+    dropped = sum(int(m[1]) for m in SUMMARY.finditer(output))
+    assert dropped > FAULT_SECONDS * 1.5, output  # many were dropped
+    assert RECOVERED.search(output), output
 
 
 # --- one minute of full disk -------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.sessions.store import accepted_places, sessions
+from eve.sessions.tables import accepted_places, sessions
 
 #: what holds a place in a session's queue
 Kind = Literal["turn", "reset", "compact"]

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
-from eve.sessions.store import idempotency_keys
+from eve.sessions.tables import idempotency_keys
 
 #: the request header that carries the key
 HEADER = "Idempotency-Key"

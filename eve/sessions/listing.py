@@ -19,7 +19,8 @@ from sqlalchemy.engine import Connection
 from eve.errors import InvalidListQuery
 from eve.session_summary import Activity, SessionListEntry, SessionPage
 from eve.sessions.checkpoint import decode_checkpoint
-from eve.sessions.store import current_checkpoint, events, sessions
+from eve.sessions.store import current_checkpoint
+from eve.sessions.tables import events, sessions
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

@@ -32,7 +32,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.errors import IdempotencyKeyInProgress
-from eve.sessions.store import SessionStore, sessions
+from eve.sessions.store import SessionStore
+from eve.sessions.tables import sessions
 
 #: how long a claim holds unless renewed; its holder renews it every third of this
 LEASE_SECONDS = 10.0

@@ -1,4 +1,5 @@
-"""eve's own tables beside DBOS's: sessions, the event log, input requests and workers.
+"""eve's own tables beside DBOS's (``tables.py``), read and written: sessions, checkpoints,
+the event log, input requests and workers.
 
 DBOS holds the workflows, their steps and messages; these tables hold what a reader asks
 for by session (the event log, the checkpoint a turn starts from). Methods are synchronous
@@ -21,113 +22,16 @@ from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.sqlite import sqlite_engine
+from eve.sessions.tables import (
+    checkpoints,
+    create_tables,
+    events,
+    input_requests,
+    sessions,
+    workers,
+)
 
-_metadata = sa.MetaData()
 T = TypeVar("T")
-
-sessions = sa.Table(
-    "eve_sessions",
-    _metadata,
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("ended_reason", sa.Text),
-    sa.Column("next_turn", sa.Integer, nullable=False),
-    #: the checkpoint as an eve before ``eve_checkpoints`` stored it; moved there on first use
-    sa.Column("checkpoint", sa.Text),
-    #: the session's current version in ``eve_checkpoints`` (NULL: none yet)
-    sa.Column("checkpoint_version", sa.Integer),
-    #: the turn workflow someone asked to cancel
-    sa.Column("cancel_workflow_id", sa.String(128)),
-    #: how far the session's opening got (``opening.OpenStage``); NULL: opened by an eve
-    #: from before opening was recorded
-    sa.Column("open_stage", sa.String(16)),
-    #: who is opening it, and until when that claim holds unless renewed (``opening.py``)
-    sa.Column("open_owner", sa.String(32)),
-    sa.Column("open_until", sa.Float),
-)
-
-#: a session's checkpoints by version: the current one and the one before it, which a
-#: replay of the workflow that saved the current one still starts from (``checkpoint.load``
-#: records only the version it read, so DBOS never stores a copy of the history per turn)
-checkpoints = sa.Table(
-    "eve_checkpoints",
-    _metadata,
-    sa.Column("session_id", sa.String(64), primary_key=True),
-    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
-    #: the checkpoint's JSON; NULL for a cleared one (a reset)
-    sa.Column("data", sa.Text),
-)
-
-events = sa.Table(
-    "eve_events",
-    _metadata,
-    sa.Column("session_id", sa.String(64), primary_key=True),
-    sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("workflow_id", sa.String(128)),
-    #: position among the events the workflow body emitted (None inside a step)
-    sa.Column("body_seq", sa.Integer),
-    #: the durable step an event was emitted in, and which run of it
-    sa.Column("step_key", sa.String(200)),
-    sa.Column("attempt", sa.Integer),
-    sa.Column("payload", sa.Text, nullable=False),
-    sa.Index("eve_events_workflow", "workflow_id"),
-)
-
-input_requests = sa.Table(
-    "eve_input_requests",
-    _metadata,
-    sa.Column("request_id", sa.String(64), primary_key=True),
-    sa.Column("session_id", sa.String(64), nullable=False),
-    sa.Column("workflow_id", sa.String(128), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    #: the option ids a question offers, as JSON; NULL for a tool approval (approve, deny)
-    sa.Column("options", sa.Text),
-)
-
-#: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)
-idempotency_keys = sa.Table(
-    "eve_idempotency_keys",
-    _metadata,
-    #: ``POST /session`` or ``POST /session/<id>``: a key is only ever compared within one
-    sa.Column("scope", sa.String(128), primary_key=True),
-    sa.Column("key", sa.String(255), primary_key=True),
-    #: sha256 of the request as decoded: the same key with another body is refused
-    sa.Column("fingerprint", sa.String(64), nullable=False),
-    sa.Column("answer", sa.Text, nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-)
-
-#: every claimed place in a session's queue (a turn, a reset, a compaction) from the claim
-#: until its outcome is in the log: the durable fact a 202 stands for (``accepted.py``)
-accepted_places = sa.Table(
-    "eve_accepted",
-    _metadata,
-    sa.Column("session_id", sa.String(64), primary_key=True),
-    sa.Column("turn", sa.Integer, primary_key=True, autoincrement=False),
-    #: ``turn``, ``reset`` or ``compact``
-    sa.Column("kind", sa.String(16), nullable=False),
-    #: a turn's input as JSON (redacted already, as DBOS stores it); cleared once done
-    sa.Column("input", sa.Text),
-    #: ``accepted`` (not on DBOS's queue yet), ``enqueued`` or ``done``
-    sa.Column("state", sa.String(16), nullable=False),
-    #: the workflow that runs it now: its own id, or a rerun's (``<id>.rerun-<n>``)
-    sa.Column("workflow_id", sa.String(200), nullable=False),
-    #: how many times the sweep started it again
-    sa.Column("reruns", sa.Integer, nullable=False),
-    sa.Column("accepted_at", sa.Float, nullable=False),
-    sa.Index("eve_accepted_state", "state"),
-    sa.Index("eve_accepted_workflow", "workflow_id"),
-)
-
-workers = sa.Table(
-    "eve_workers",
-    _metadata,
-    sa.Column("executor_id", sa.String(128), primary_key=True),
-    sa.Column("application_version", sa.String(64), nullable=False),
-    sa.Column("heartbeat_at", sa.Float, nullable=False),
-)
-
 
 #: the events a turn or reset workflow's body emits last
 _BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
@@ -174,35 +78,6 @@ class TurnProgress:
     finished: bool = False
 
 
-def _create_tables(engine: Engine) -> None:
-    try:
-        _metadata.create_all(engine)
-    except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
-        # another process created them between our check and our CREATE (two workers
-        # starting on a new PostgreSQL database): they exist now, which is all we need
-        _metadata.create_all(engine)
-    _add_missing_columns(engine)
-
-
-def _add_missing_columns(engine: Engine) -> None:
-    """Columns later versions added, on a database an earlier eve created (all nullable)."""
-    inspector = sa.inspect(engine)
-    for table in _metadata.sorted_tables:
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name not in present:
-                kind = column.type.compile(dialect=engine.dialect)
-                alter = f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"
-                try:
-                    with engine.begin() as c:
-                        c.execute(sa.text(alter))
-                except sa.exc.SQLAlchemyError:
-                    # another worker upgrading the same database added it first
-                    columns = sa.inspect(engine).get_columns(table.name)
-                    if column.name not in {found["name"] for found in columns}:
-                        raise
-
-
 def current_checkpoint() -> sa.ColumnElement[str | None]:
     """A session row's current checkpoint, as a column (``checkpoint``) of a select from
     ``eve_sessions``: its version's, or one an older eve kept in the row."""
@@ -246,7 +121,7 @@ class SessionStore:
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
-            _create_tables(self.engine)
+            create_tables(self.engine)
         except sa.exc.SQLAlchemyError as error:
             self.engine.dispose()
             # the URL may hold a password: say what failed, never where

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from eve.errors import CheckpointMissing
 from eve.sessions.listing import list_sessions
-from eve.sessions.store import SessionStore, checkpoints, sessions
+from eve.sessions.store import SessionStore
+from eve.sessions.tables import checkpoints, sessions
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import Server, assert_dense, count, types

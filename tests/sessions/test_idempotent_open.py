@@ -18,7 +18,8 @@ import pytest
 
 from eve.sessions import opening
 from eve.sessions.service import SessionService
-from eve.sessions.store import SessionStore, sessions
+from eve.sessions.store import SessionStore
+from eve.sessions.tables import sessions
 from tests.conftest import AppFactory
 from tests.sessions.apps import SCRIPTED_AGENT, call, say
 from tests.sessions.harness import Server, count, script, types

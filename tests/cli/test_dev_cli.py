@@ -15,7 +15,7 @@ from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionStore
 from tests.cli.terminal import Terminal
 from tests.cli.terminal import read_until as read_stream
-from tests.cli.test_run_cli import BLOCKING_TOOL, eve_in_process
+from tests.cli.test_run_cli import BLOCKING_TOOL, eve_process
 from tests.conftest import AppFactory, wait_for_file
 
 APP = {
@@ -136,11 +136,14 @@ COUNTER = {
 
 
 def piped(root: Path, lines: str, *args: str) -> tuple[str, str]:
-    """``eve dev`` in this process, its input piped in at once: a conversation whose lines
-    need not wait on its output. It must exit 0; its stdout and stderr."""
-    done = eve_in_process(root, "dev", *args, stdin=lines)
-    assert done.exit_code == 0, done.stderr
-    return done.stdout, done.stderr
+    """``eve dev`` with its input piped in at once: a conversation whose lines need not
+    wait on its output. It must exit 0; its stdout and stderr. A process of its own: in the
+    test's process, DBOS launched and destroyed by one test after another once left a
+    conversation waiting for a turn that never ran (a hung suite)."""
+    process = eve_process(root, "dev", *args)
+    out, err = process.communicate(input=lines, timeout=120)
+    assert process.returncode == 0, err
+    return out, err
 
 
 def one_turn(root: Path, message: str, *args: str) -> tuple[str, str]:

@@ -26,12 +26,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import version
 from typing import Any
 
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 from bench._results import publish
-from eve._version import DISTRIBUTION
 
 TURNS, QUICK_TURNS = 200, 100
 MESSAGE_CHARS = 400
@@ -194,7 +192,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     results = {
         "benchmark": "compaction",
         "turns": turns,
-        "eve": version(DISTRIBUTION),
+        "eve": package_version("eve"),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_info(),
         "met": met,

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._machine import machine_info
+from bench._machine import machine_info, package_version
 
 MODEL = "claude-sonnet-4-5"
 WRITE_PRICE, READ_PRICE = 1.25, 0.1
@@ -130,9 +130,6 @@ async def _measure(step_counts: tuple[int, ...]) -> list[dict[str, Any]]:
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
-    from importlib.metadata import version
-
-    from eve._version import DISTRIBUTION
 
     rows = asyncio.run(_measure(STEPS[:1] if quick else STEPS))
     target = next(r for r in rows if r["steps"] == TARGET_STEPS)
@@ -144,7 +141,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "target": {"steps": TARGET_STEPS, "max_ratio": TARGET_RATIO},
         "met": target["ratio"] <= TARGET_RATIO,
         "machine": machine_info(),
-        "versions": {"eve": version(DISTRIBUTION), "anthropic": version("anthropic")},
+        "versions": {"eve": package_version("eve"), "anthropic": package_version("anthropic")},
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     print(_markdown(results))

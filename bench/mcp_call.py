@@ -19,12 +19,10 @@ import statistics
 import sys
 import time
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench._machine import machine_info
-from eve._version import DISTRIBUTION
+from bench._machine import machine_info, package_version
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER = REPO / "examples" / "units_server.py"
@@ -126,7 +124,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "p90_us": p90,
         "ratio": median["eve"] / median["direct"],
         "machine": machine_info(),
-        "versions": {"eve": version(DISTRIBUTION), "mcp": version("mcp")},
+        "versions": {"eve": package_version("eve"), "mcp": package_version("mcp")},
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     text = _render(report)

@@ -68,6 +68,16 @@ def hash_sources(app_root: Path) -> dict[str, str]:
     return out
 
 
+def source_changes(
+    before: dict[str, str], now: dict[str, str]
+) -> tuple[list[str], list[str], list[str]]:
+    """The paths added, removed and changed between two ``hash_sources``, each sorted."""
+    added = sorted(set(now) - set(before))
+    removed = sorted(set(before) - set(now))
+    changed = sorted(p for p in set(now) & set(before) if now[p] != before[p])
+    return added, removed, changed
+
+
 def _read_bytes(path: str) -> bytes:
     # a file object's buffering costs more than the read itself for a small source file
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -115,11 +125,8 @@ def check_artifacts(app_root: Path | str) -> CheckReport:
             f"artifacts were written by eve {metadata.generator.version}, this is {__version__}"
         )
     _tampered(app_root, metadata, report)
-    current = hash_sources(app_root)
     before = {source.path: source.sha256 for source in recorded.sources}
-    report.added = sorted(set(current) - set(before))
-    report.removed = sorted(set(before) - set(current))
-    report.changed = sorted(p for p in set(current) & set(before) if current[p] != before[p])
+    report.added, report.removed, report.changed = source_changes(before, hash_sources(app_root))
     report.plugins = [m for p in metadata.plugins if (m := _plugin_moved(p)) is not None]
     return report
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 import msgspec
@@ -143,7 +143,7 @@ class RunOptions:
     #: files sent with the prompt, in order
     attach: tuple[Path, ...] = ()
     #: ``text`` (the answer, then a typed one as JSON) or ``json`` (only the answer, as JSON)
-    output: str = "text"
+    output: Literal["text", "json"] = "text"
     #: a failing tool's traceback under its result
     debug: bool = False
 

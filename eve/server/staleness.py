@@ -10,7 +10,7 @@ import contextlib
 import logging
 from pathlib import Path
 
-from eve.artifacts import hash_sources
+from eve.artifacts import hash_sources, source_changes
 
 log = logging.getLogger("eve.server")
 
@@ -25,8 +25,8 @@ class SourceWatch:
 
     def changed(self) -> list[str]:
         """Sources added, removed or edited since the server loaded the agent, sorted."""
-        now = hash_sources(self.app_root)
-        return sorted(p for p in set(now) | set(self.loaded) if now.get(p) != self.loaded.get(p))
+        added, removed, changed = source_changes(self.loaded, hash_sources(self.app_root))
+        return sorted([*added, *removed, *changed])
 
     async def watch(self, every_seconds: float) -> None:
         """Log one line each time the set of changed sources changes."""

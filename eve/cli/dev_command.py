@@ -42,6 +42,7 @@ from eve.redact import redact
 from eve.runtime.connections import close_pool
 from eve.sessions import InputResponse, SessionService, resolve_settings
 from eve.sessions.settings import SESSIONS_DIR
+from eve.sessions.turn_workflow import turn_id_of
 
 HELP = """commands:
   /attach PATH  send an image or document with your next message
@@ -147,6 +148,7 @@ class DevSession:
         """Skip what was already shown; finish a turn the last run left running, asking
         again whatever it was waiting for a person to answer."""
         waiting: dict[str, InputRequest] = {}
+        settled: set[str] = set()  # turns whose end the log already tells
         events = await self.service.events(self.session_id, 0, follow=False)
         async for payload in events:
             if not payload:
@@ -159,7 +161,14 @@ class DevSession:
                     waiting.pop(data.request_id, None)
                 case TurnCompleted() | TurnFailed() | TurnCancelled():
                     waiting.clear()
-        if await self.service.engine.active_turns(self.session_id):
+                case SessionWaiting(data=data) | SessionCompleted(data=data):
+                    settled.add(data.turn_id or "")
+        # a turn whose end was logged may still be active in the engine: the last run quit
+        # between the log's last write and the workflow's return. Its recovery adds nothing
+        # to the log, so following it would wait forever
+        active = await self.service.engine.active_turns(self.session_id)
+        running = {turn_id_of(workflow_id) for workflow_id, _ in active} - {None, *settled}
+        if running:
             click.echo("eve: finishing the turn the last run left behind", err=True)
             with self.interruptible():
                 if waiting:

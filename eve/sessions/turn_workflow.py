@@ -58,6 +58,13 @@ def turn_workflow_id(session_id: str, turn: int) -> str:
     return f"{session_id}:turn-{turn}"
 
 
+def turn_id_of(workflow_id: str) -> str | None:
+    """The ``turn_N`` a turn workflow (or one of its tasks) runs; None for other workflows."""
+    _, _, name = turn_of(workflow_id).rpartition(":")
+    kind, _, number = name.partition("-")
+    return f"turn_{number}" if kind == "turn" and number.isdigit() else None
+
+
 def reset_workflow_id(session_id: str, turn: int) -> str:
     return f"{session_id}:reset-{turn}"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -161,6 +162,25 @@ def test_resume_continues_the_last_conversation_with_its_state(make_app: AppFact
     fresh, _ = one_turn(root, "three")
     assert "- tally: 1" in fresh  # without --resume, a new conversation
     assert (root / ".eve/sessions/dev-session").read_text().strip() != session_id
+
+
+def test_resume_after_a_quit_that_left_the_ended_turn_active(make_app: AppFactory) -> None:
+    """The last run quit after the turn's end was logged but before its workflow returned:
+    the engine still lists it, and its recovery logs nothing more. Resuming must not wait
+    for an end that was already shown."""
+    root = make_app(COUNTER)
+    one_turn(root, "one")
+    session_id = (root / ".eve/sessions/dev-session").read_text().strip()
+    with sqlite3.connect(root / ".eve/sessions/dbos.sqlite") as db:
+        reopened = db.execute(
+            "UPDATE workflow_status SET status = 'PENDING' WHERE workflow_uuid = ?",
+            (f"{session_id}:turn-0",),
+        ).rowcount
+    assert reopened == 1
+    resumed, err = one_turn(root, "two", "--resume")
+    assert "finishing the turn" not in err
+    assert f"eve: resumed session {session_id}" in err
+    assert "- tally: 2" in resumed
 
 
 def test_resume_asks_again_what_a_killed_run_was_asking(make_app: AppFactory) -> None:

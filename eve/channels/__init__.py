@@ -1,0 +1,1 @@
+"""Channels: the doors to an agent (``agent/channels/<name>.py``)."""

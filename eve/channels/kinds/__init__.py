@@ -1,0 +1,15 @@
+"""The built-in channel kinds, by name: each a module with ``Options`` and ``routes``."""
+
+from __future__ import annotations
+
+#: imported only when an agent declares a channel of the kind: a kind's protocol package
+#: (a2a-sdk, slack_sdk…) costs nothing to an agent without one
+KIND_MODULES: dict[str, str] = {
+    "ai_sdk": "eve.channels.kinds.ai_sdk",
+    "ag_ui": "eve.channels.kinds.ag_ui",
+    "a2a": "eve.channels.kinds.a2a",
+    "mcp": "eve.channels.kinds.mcp",
+    "openai": "eve.channels.kinds.openai",
+    "slack": "eve.channels.kinds.slack",
+    "custom": "eve.channels.kinds.custom",
+}

@@ -1,0 +1,45 @@
+"""The session facade a channel works through, bound to the principal it serves."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from eve.auth import Principal
+from eve.messages import UserMessage
+from eve.session_summary import SessionSummary
+from eve.sessions import Accepted, InputResponse, SessionService
+
+
+class ChannelSessions:
+    """``SessionService``'s operations as ``principal`` may use them. Every channel goes
+    through here, so the rules of who may see and do what hold for every door alike."""
+
+    def __init__(self, service: SessionService, principal: Principal) -> None:
+        self.service = service
+        self.principal = principal
+
+    async def create(
+        self, message: str | UserMessage | None = None, *, key: str | None = None
+    ) -> Accepted:
+        return await self.service.create(message, key=key)
+
+    async def send(
+        self, session_id: str, message: str | UserMessage, *, key: str | None = None
+    ) -> Accepted:
+        return await self.service.send(session_id, message, key=key)
+
+    async def respond(
+        self, session_id: str, responses: list[InputResponse], *, key: str | None = None
+    ) -> Accepted:
+        return await self.service.respond(session_id, responses, key=key)
+
+    async def cancel(self, session_id: str) -> bool:
+        return await self.service.cancel(session_id)
+
+    async def summary(self, session_id: str) -> SessionSummary:
+        return await self.service.summary(session_id)
+
+    async def events(self, session_id: str, start: int = 0, *, follow: bool) -> AsyncIterator[str]:
+        """The session's log from ``start``: each item one encoded event
+        (``eve.events.decode_event``), or ``""`` as a keep-alive while following."""
+        return await self.service.events(session_id, start, follow=follow)

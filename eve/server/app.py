@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
+from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.errors import (
     EveError,
     InvalidBody,
@@ -32,7 +33,7 @@ from eve.errors import (
 from eve.execution.setup import AgentSetup
 from eve.runtime.info import agent_info
 from eve.server.answers import error_response, refusal
-from eve.server.auth import authorized
+from eve.server.auth import authorized, route_path, token_authenticator
 from eve.server.bodies import (
     MAX_BODY_BYTES,
     CreateBody,
@@ -258,12 +259,22 @@ def _not_active(session_id: str) -> EveError:
 class BearerAuth:
     """ASGI middleware: 401 unless the request carries the token (health is public)."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, channel_paths: Sequence[str] = ()) -> None:
         self.app = app
         self.token = token
+        #: a channel authenticates its own requests, by the token or its protocol's scheme
+        self.channel_paths = [path.rstrip("/") for path in channel_paths]
+
+    def _is_channel(self, request: Request) -> bool:
+        path = route_path(request)
+        return any(path == p or path.startswith(p + "/") for p in self.channel_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not authorized(Request(scope), self.token):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if not self._is_channel(request) and not authorized(request, self.token):
             refused = Unauthorized("missing or wrong bearer token")
             response = refusal(refused, **{"www-authenticate": "Bearer"})
             await response(scope, receive, send)
@@ -293,7 +304,12 @@ def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
     )
 
 
-def create_app(options: ServerOptions, service: SessionService) -> Starlette:
+def create_app(
+    options: ServerOptions,
+    service: SessionService,
+    *,
+    channels: Sequence[ChannelDeclaration] = (),
+) -> Starlette:
     """The session API over ``service``, which starts with the app's lifespan and stops
     with it (or earlier, through ``start_service``).
 
@@ -333,11 +349,16 @@ def create_app(options: ServerOptions, service: SessionService) -> Starlette:
                 methods=["POST"],
             ),
             *ui_routes(),
+            *[
+                route
+                for channel in channels
+                for route in channel_routes(channel, service, token_authenticator(options.token))
+            ],
         ],
         # the guard first: a rebound or cross-origin page is refused whatever it sends
         middleware=[
             Middleware(RequestGuard, allowed=options.allowed_hosts),
-            Middleware(BearerAuth, token=options.token),
+            Middleware(BearerAuth, token=options.token, channel_paths=[c.path for c in channels]),
         ],
         lifespan=lifespan,
     )

@@ -7,7 +7,9 @@ import ipaddress
 
 from starlette.requests import Request
 
-from eve.errors import ServerConfigError
+from eve.auth import OPERATOR, Principal
+from eve.channels.mount import Authenticate
+from eve.errors import ServerConfigError, Unauthorized
 from eve.server.web_ui import is_ui_path
 
 TOKEN_ENV = "EVE_API_TOKEN"
@@ -57,6 +59,10 @@ def authorized(request: Request, token: str | None) -> bool:
     # the dev UI's files hold no secret; the page asks for the token before it calls the API
     if token is None or path in PUBLIC_PATHS or is_ui_path(path):
         return True
+    return _carries(request, token)
+
+
+def _carries(request: Request, token: str) -> bool:
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
     # Compared as bytes, in constant time, so response timing tells nothing about the token.
@@ -64,6 +70,18 @@ def authorized(request: Request, token: str | None) -> bool:
     # which for a non-ASCII token are its UTF-8 bytes.
     sent = given.encode("latin-1", errors="replace")
     return scheme.lower() == "bearer" and hmac.compare_digest(sent, token.encode("utf-8"))
+
+
+def token_authenticator(token: str | None) -> Authenticate:
+    """The principal of a request by the shared token: the operator, when it carries the
+    token (or the server has none); a channel's routes call it for each request."""
+
+    async def authenticate(request: Request) -> Principal:
+        if token is None or _carries(request, token):
+            return OPERATOR
+        raise Unauthorized("missing or wrong bearer token")
+
+    return authenticate
 
 
 def route_path(request: Request) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from starlette.testclient import TestClient
 
+from eve.channels.declaration import ChannelDeclaration
 from eve.cli.agent_setup import prepare
 from eve.server import ServerOptions, create_app, service_for
 from eve.server.auth import TOKEN_ENV
@@ -49,6 +50,8 @@ class InProcessServer(Driver):
     model: str | None = None
     #: ``eve serve --concurrency``: steps computing at once in this worker
     concurrency: int = 100
+    #: the channels mounted beside the session API (as ``agent/channels/`` declares them)
+    channels: list[ChannelDeclaration] = field(default_factory=list)
     http: TestClient | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     _saved_cwd: Path | None = None
@@ -68,7 +71,7 @@ class InProcessServer(Driver):
                 token=os.environ.get(TOKEN_ENV) or None,
                 concurrency=self.concurrency,
             )
-            app = create_app(options, service_for(options, setup))
+            app = create_app(options, service_for(options, setup), channels=self.channels)
             # as a server would: an unhandled error is a 500 to the client, not a raise here
             self.http = TestClient(app, base_url=ROOT, raise_server_exceptions=False)
             self.http.__enter__()  # the lifespan: the service starts

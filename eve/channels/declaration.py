@@ -1,0 +1,47 @@
+"""A channel as the server mounts it: its name, kind, URL path and the kind's options."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import msgspec
+from starlette.routing import BaseRoute
+
+from eve.channels.kinds import KIND_MODULES
+from eve.channels.mount import Authenticate, ChannelMount
+from eve.sessions import SessionService
+
+#: where a channel's routes live unless its declaration says ``path=``
+CHANNELS_PREFIX = "/channels"
+
+
+class ChannelDeclaration(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    #: a key of ``KIND_MODULES``
+    kind: str
+    #: the URL path its routes live under, without a trailing slash
+    path: str
+    #: the kind's ``Options`` as plain data (names of variables, never secret values)
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def default_path(name: str) -> str:
+    return f"{CHANNELS_PREFIX}/{name}"
+
+
+def channel_routes(
+    declaration: ChannelDeclaration, service: SessionService, authenticate: Authenticate
+) -> list[BaseRoute]:
+    """The routes of one channel: its kind's module, imported now, given its mount."""
+    module = importlib.import_module(KIND_MODULES[declaration.kind])
+    options = msgspec.convert(declaration.options, module.Options)
+    mount: ChannelMount[Any] = ChannelMount(
+        name=declaration.name,
+        path=declaration.path.rstrip("/"),
+        options=options,
+        service=service,
+        authenticate=authenticate,
+    )
+    routes: list[BaseRoute] = module.routes(mount)
+    return routes

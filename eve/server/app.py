@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
+from eve.auth import OPERATOR
 from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.errors import (
     EveError,
@@ -33,7 +34,12 @@ from eve.errors import (
 from eve.execution.setup import AgentSetup
 from eve.runtime.info import agent_info
 from eve.server.answers import error_response, refusal
-from eve.server.auth import authorized, route_path, token_authenticator
+from eve.server.auth import (
+    PRINCIPAL_STATE,
+    authorized,
+    route_path,
+    token_authenticator,
+)
 from eve.server.bodies import (
     MAX_BODY_BYTES,
     CreateBody,
@@ -279,6 +285,8 @@ class BearerAuth:
             response = refusal(refused, **{"www-authenticate": "Bearer"})
             await response(scope, receive, send)
             return
+        # who asks, for the routes (``principal_of``): the shared token's holder is the operator
+        scope.setdefault("state", {})[PRINCIPAL_STATE] = OPERATOR
         await self.app(scope, receive, send)
 
 

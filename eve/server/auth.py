@@ -72,6 +72,16 @@ def _carries(request: Request, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(sent, token.encode("utf-8"))
 
 
+#: the key of ``request.state`` where the auth middleware puts the request's principal
+PRINCIPAL_STATE = "principal"
+
+
+def principal_of(request: Request) -> Principal:
+    """Who makes ``request``, as the auth middleware verified it."""
+    principal: Principal = getattr(request.state, PRINCIPAL_STATE)
+    return principal
+
+
 def token_authenticator(token: str | None) -> Authenticate:
     """The principal of a request by the shared token: the operator, when it carries the
     token (or the server has none); a channel's routes call it for each request."""

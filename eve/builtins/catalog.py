@@ -107,14 +107,24 @@ def _holdings(catalog: Sequence[CatalogEntry]) -> str:
     return f"{plural(tools, 'tool')} and {plural(len(catalog) - tools, 'skill')}"
 
 
-def search_declaration(catalog: Sequence[CatalogEntry]) -> FunctionToolEntry:
-    """``eve__search`` as the model sees it, saying what the catalog holds."""
-    assert catalog, "eve__search comes only with a catalog"
+def search_declaration(
+    catalog: Sequence[CatalogEntry], servers: Sequence[str] = ()
+) -> FunctionToolEntry:
+    """``eve__search`` as the model sees it, saying what the catalog holds: ``catalog``'s
+    tools and skills, and the tools of the MCP ``servers`` exposed through it, named but
+    not counted. A turn lists those servers only when it first searches or calls one of
+    their tools, and the declaration must read the same before and after, or the step
+    after the listing would miss the provider's prompt cache."""
+    assert catalog or servers, "eve__search comes only with a catalog"
     tools = sum(entry.kind == "tool" for entry in catalog)
     skills = len(catalog) - tools
-    holds = []
+    callable_ = []
     if tools:
-        holds.append(f"{plural(tools, 'tool')} kept out of your tool list (call with {CALL_TOOL})")
+        callable_.append(f"{plural(tools, 'tool')} kept out of your tool list")
+    if servers:
+        server = "MCP server" if len(servers) == 1 else "MCP servers"
+        callable_.append(f"the tools of the {server} {', '.join(servers)}")
+    holds = [f"{' and '.join(callable_)} (call with {CALL_TOOL})"] if callable_ else []
     if skills:
         holds.append(f"{plural(skills, 'skill')} (load with {SKILL_TOOL})")
     return declaration(

@@ -3,8 +3,9 @@
 A step is one model call plus the tool calls that follow it. The loop hands the recorder a
 function that produces a part of the step: the first part streams the model response and
 runs its calls; it stops early only at a call that must wait for a person or that runs as
-a task (a subagent, a workflow tool: see ``execution.tasks``), and the part after the
-answer or the task's result runs the rest. ``Inline`` just calls the function. A durable
+a task (a subagent, a workflow tool: see ``execution.tasks``), or that needs MCP servers'
+tools not listed yet (``execution.connections``), and the part after the answer, the task's
+result or the listing runs the rest. ``Inline`` just calls the function. A durable
 recorder runs it as one checkpointed step the first time and, on recovery, returns the
 recorded part without calling it: the model is not asked again and the tools do not run
 twice. A step without approvals or tasks is therefore exactly one checkpoint. Parts are
@@ -57,11 +58,22 @@ class StartsTask(_Part, frozen=True, kw_only=True, tag="starts-task"):
     call: int
 
 
+class NeedsListing(_Part, frozen=True, kw_only=True, tag="needs-listing"):
+    """Stopped before ``call``, which needs the tools of MCP servers the turn has not listed
+    yet (a catalog search, or a call of a server's tool through ``eve__tool``): the loop
+    lists them between parts, as a recorded value, and the next part goes on from ``call``.
+    ``announce``: the calls are not announced yet (``actions.requested`` names a server's
+    tool only once it is listed), so the next part announces them first."""
+
+    call: int
+    announce: bool = False
+
+
 class Aborted(_Part, frozen=True, kw_only=True, tag="aborted"):
     """The turn was cancelled before the call after the last outcome."""
 
 
-StepPart = RanAll | AsksPerson | StartsTask | Aborted
+StepPart = RanAll | AsksPerson | StartsTask | NeedsListing | Aborted
 
 
 Produce = Callable[[], Awaitable[StepPart]]
@@ -69,13 +81,14 @@ Produce = Callable[[], Awaitable[StepPart]]
 S = TypeVar("S", bound=msgspec.Struct)
 
 
-PartAfter = Literal["answered", "settled"]
+PartAfter = Literal["answered", "settled", "listed"]
 
 
 def part_key(step: int, resumed: int | None = None, after: PartAfter = "answered") -> str:
     """A part's name within its turn: ``step:3``; ``step:3:answered:1`` for the part that
     goes on from call 1 once a person answered about it; ``step:3:settled:1`` for the one
-    that records call 1's task result and goes on after it."""
+    that records call 1's task result and goes on after it; ``step:3:listed:1`` for the
+    one that goes on from call 1 once the MCP servers' tools are listed."""
     return f"step:{step}" if resumed is None else f"step:{step}:{after}:{resumed}"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard, TypeVar, assert_never
+from typing import Any, TypeVar, assert_never
 
 import msgspec
 
@@ -39,6 +39,7 @@ from eve.execution.catalog_calls import as_entries, connection_of, loaded_skill,
 from eve.execution.checkpoints import (
     Aborted,
     AsksPerson,
+    NeedsListing,
     Produce,
     RanAll,
     StartsTask,
@@ -53,10 +54,8 @@ from eve.execution.compaction import (
     compaction_key,
     needs_compaction,
     plan,
-    policy_for,
-    window_tokens,
 )
-from eve.execution.connections import with_connections
+from eve.execution.connections import TurnConnections
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
@@ -77,6 +76,7 @@ from eve.execution.tool_calls import (
 from eve.execution.tool_output import agent_output_limit, bounded
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
+from eve.execution.turn_config import compaction_policy, offered, output_check
 from eve.messages import (
     Message,
     ToolCall,
@@ -93,12 +93,8 @@ from eve.models.base import (
 )
 from eve.redact import redact
 from eve.runtime.resolved import (
-    ResolvedFunctionTool,
     ResolvedProviderTool,
     ResolvedSubagent,
-    ResolvedTool,
-    ResolvedWorkflowTool,
-    RunnableTool,
     is_task,
 )
 
@@ -136,6 +132,8 @@ class _Turn:
     trim_to: int | None = None
     #: the session limit a person ended the session on
     ended_by: LimitName | None = None
+    #: which MCP connections the turn has listed (set when it starts)
+    connections: TurnConnections | None = None
 
     def result(self, stop: TurnStop, *, output: Any = None) -> RunResult:
         spend = self.spend
@@ -176,7 +174,7 @@ class _Turn:
                     name=t.name, description=t.description, input_schema=t.entry.input_schema
                 )
                 for t in tools
-                if _offered(t)
+                if offered(t)
             ],
             reasoning=self.setup.reasoning,
             thinking=self.setup.agent.config.thinking,
@@ -237,10 +235,13 @@ class _Turn:
         self.record(summary_message(record.summary, folded=record.folded, kept=record.kept))
 
     async def connect(self) -> None:
-        """Add the node's MCP tools for this turn (``execution.connections``)."""
-        self.runner.tools = await with_connections(
-            self.setup.agent, self.runner.tools, recorder=self.env.recorder, emit=self.emit
-        )
+        """Add the tools of the node's MCP connections that every request offers; the
+        catalog's wait until the turn needs them (``execution.connections``)."""
+        self.connections = TurnConnections(self.setup.agent, self.env.recorder, self.emit)
+        self.runner.tools = await self.connections.start(self.runner.tools)
+
+    def needs_listing(self, call: ToolCall) -> bool:
+        return self.connections is not None and self.connections.needs_listing(call)
 
     async def stream(self, step: int) -> ModelResponse:
         self.check()
@@ -286,6 +287,8 @@ class _Turn:
         first: int,
         answer: Answer | None = None,
         settled: CallOutcome | None = None,
+        *,
+        listed: bool = False,
     ) -> StepPart:
         """Run the response's calls from ``first`` on, inside one part of the step.
 
@@ -300,13 +303,18 @@ class _Turn:
         outcomes: list[CallOutcome] = []
         # only the first part carries the response: a replay records what a part holds,
         # and the part after an answer about call 0 must not record the response again
-        own = response if first == 0 and answer is None and settled is None else None
+        resumed = answer is not None or settled is not None or listed
+        own = response if first == 0 and not resumed else None
         for position in range(first, len(calls)):
             call = calls[position]
             # a settled task has run: its result is recorded even when the turn was
             # cancelled meanwhile; only calls not yet run are closed as aborted
             if self.env.signal.cancelled and not (position == first and settled is not None):
                 return Aborted(response=own, first_call=first, outcomes=outcomes)
+            if self.needs_listing(response.tool_calls[position]):
+                return NeedsListing(
+                    response=own, first_call=first, outcomes=outcomes, call=position
+                )
             admitted: Admitted | CallOutcome | NeedsPerson
             if position == first and settled is not None:
                 admitted = settled
@@ -345,12 +353,37 @@ class _Turn:
         self.record(response.message())
         if text:
             await self.emit(MessageCompletedData(message=text, finish_reason=finish), step)
+        connections = self.connections
+        if connections is not None and any(map(connections.names_pending_tool, calls)):
+            # announced once listed: until then a server's tool is not known by its name
+            return NeedsListing(response=response, call=0, announce=True)
+        await self.announce(response, step)
+        return await self.run_calls(step, response, 0)
+
+    async def announce(self, response: ModelResponse, step: int) -> None:
+        """``actions.requested``: the response's calls, each as it runs."""
+        calls = response.tool_calls
         if calls:
             runs_as = self.calls_of(response)
             tools = self.runner.tools
             actions = [requested(c, r, tools) for c, r in zip(calls, runs_as, strict=True)]
             await self.emit(ActionsRequestedData(actions=actions), step)
-        return await self.run_calls(step, response, 0)
+
+    async def after_listing(
+        self, step: int, response: ModelResponse, part: NeedsListing
+    ) -> StepPart:
+        """The part after ``part`` stopped for the catalog's MCP servers: list them (a
+        recorded value, between parts), then go on from the call that needed them."""
+        assert self.connections is not None, "only a started turn stops for a listing"
+        self.runner.tools = await self.connections.list_catalog(self.runner.tools)
+        position = part.call
+
+        async def listed() -> StepPart:
+            if part.announce:
+                await self.announce(response, step)
+            return await self.run_calls(step, response, position, listed=True)
+
+        return await self.part(part_key(step, position, "listed"), listed)
 
     async def part(self, key: str, produce: Produce) -> StepPart:
         """A part from the recorder; a replayed one (not produced now) is recorded here."""
@@ -471,6 +504,8 @@ class _Turn:
                     raise _Aborted
                 case AsksPerson() | StartsTask():
                     part = await self.resume(step, response, part)
+                case NeedsListing():
+                    part = await self.after_listing(step, response, part)
                 case _:
                     assert_never(part)
         self.spend = self.spend + self.step_spend
@@ -482,35 +517,6 @@ class _Turn:
         )
         await self.emit(done, step)
         return ends or not calls
-
-
-def _offered(tool: ResolvedTool) -> TypeGuard[RunnableTool]:
-    """Whether the model finds ``tool`` in its tool list: a deferred tool is reached through
-    the catalog, and a provider tool is declared to the provider as its own."""
-    match tool:
-        case ResolvedFunctionTool() | ResolvedWorkflowTool():
-            return not tool.entry.deferred
-        case ResolvedSubagent():
-            return True
-        case ResolvedProviderTool():
-            return False
-        case _:
-            assert_never(tool)
-
-
-def _output_check(setup: AgentSetup) -> OutputCheck | None:
-    output = setup.agent.output
-    if output is None:
-        return None
-    return OutputCheck(output, native=bool(getattr(setup.client, "structured_output", False)))
-
-
-def _policy(setup: AgentSetup) -> Policy | None:
-    config = setup.agent.config
-    compiled = config.context_window.tokens if config.context_window is not None else None
-    model_id = setup.client.model_id
-    tokens = window_tokens(model_id, override=config.model_context_window_tokens, compiled=compiled)
-    return policy_for(config.compaction, model_id=model_id, window_tokens=tokens)
 
 
 async def run_agent(
@@ -535,7 +541,7 @@ async def run_agent(
     env = env or TurnEnvironment()
     emitter = env.events(setup.hooks)
     context = env.context or EveContext(session_id=env.session_id)
-    check = _output_check(setup)
+    check = output_check(setup)
     final = check.tool() if check is not None else None
     turn = _Turn(
         setup=setup,
@@ -558,7 +564,7 @@ async def run_agent(
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,
         output=check,
         start=len(history),
-        compaction=_policy(setup),
+        compaction=compaction_policy(setup),
     )
     with use_context(context):
         return await _run(turn, message)

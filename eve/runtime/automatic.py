@@ -30,17 +30,24 @@ from eve.runtime.resolved import (
 from eve.runtime.validation import JsonSchemaValidator
 
 
+def catalog_servers(node: AgentNode) -> list[str]:
+    """The node's MCP connections whose tools are reached through the catalog."""
+    return [c.name for c in node.connections if c.expose == "catalog"]
+
+
 def automatic_entries(node: AgentNode) -> list[FunctionToolEntry]:
     """The node's automatic built-ins, by name: ``eve__search`` when it has a catalog
-    (deferred tools or skills), ``eve__skill`` when it has skills, ``eve__tool`` when it has
-    deferred tools (with none, it would have nothing to call)."""
+    (deferred tools, skills, or connections exposed through it), ``eve__skill`` when it has
+    skills, ``eve__tool`` when it has deferred tools or such connections (with none, it
+    would have nothing to call)."""
     entries = []
     catalog = catalog_of(node.tools, node.skills)
-    if catalog:
-        entries.append(search_declaration(catalog))
+    servers = catalog_servers(node)
+    if catalog or servers:
+        entries.append(search_declaration(catalog, servers))
     if node.skills:
         entries.append(skill_declaration(node.skills))
-    if catalog_tools(node.tools):
+    if catalog_tools(node.tools) or servers:
         entries.append(call_declaration())
     return entries
 
@@ -65,10 +72,14 @@ def bind_automatic(node: AgentNode, app_root: Path) -> list[ResolvedFunctionTool
 
 
 def with_catalog_tools(
-    tools: Sequence[ResolvedTool], skills: Sequence[SkillEntry], added: Sequence[ResolvedTool]
+    tools: Sequence[ResolvedTool],
+    skills: Sequence[SkillEntry],
+    added: Sequence[ResolvedTool],
+    servers: Sequence[str] = (),
 ) -> list[ResolvedTool]:
     """``tools`` with ``added`` (a turn's MCP tools), and ``eve__search`` and ``eve__tool``
-    bound again so the catalog holds the deferred ones among them; ``eve__skill`` stays."""
+    bound again so the catalog holds the deferred ones among them; ``eve__skill`` stays.
+    ``servers``: the connections exposed through the catalog, listed or not yet."""
     kept = [t for t in tools if t.name not in (SEARCH_TOOL, CALL_TOOL)]
     runnable: list[ToolEntry] = [
         t.entry
@@ -76,15 +87,28 @@ def with_catalog_tools(
         if isinstance(t, ResolvedFunctionTool | ResolvedWorkflowTool)
         and t.name not in (SKILL_TOOL,)
     ]
+    # the declaration counts the node's own entries only: the servers' are named
+    own: list[ToolEntry] = [
+        t.entry
+        for t in kept
+        if isinstance(t, ResolvedFunctionTool | ResolvedWorkflowTool) and _own_entry(t)
+    ]
     catalog = catalog_of(runnable, skills)
     automatic: list[ResolvedTool] = []
-    if catalog:
-        search = search_declaration(catalog)
+    if catalog or servers:
+        search = search_declaration(catalog_of(own, skills), servers)
         automatic.append(_bound(search, searcher(catalog)))
-    if catalog_tools(runnable):
+    if catalog_tools(runnable) or servers:
         refusal = call_refusal([e.name for e in runnable], [s.name for s in skills])
         automatic.append(_bound(call_declaration(), refusal))
     return [*kept, *added, *automatic]
+
+
+def _own_entry(tool: ResolvedFunctionTool | ResolvedWorkflowTool) -> bool:
+    """A runnable tool of the node itself, not of an MCP server."""
+    if isinstance(tool, ResolvedFunctionTool):
+        return tool.connection is None and tool.name != SKILL_TOOL
+    return True
 
 
 def _bound(entry: FunctionToolEntry, execute: Execute) -> ResolvedFunctionTool:

@@ -66,7 +66,11 @@ def test_info_lists_and_connections_list_connects(tmp_path: Path) -> None:
     assert runner.invoke(main, [*root, "connections", "list"]).exit_code == 0  # all listed
 
 
-def test_a_connection_down_at_run_time_is_said_before_any_tool_call(tmp_path: Path) -> None:
+def test_a_connection_down_at_run_time_is_said_before_the_search_it_fails(
+    tmp_path: Path,
+) -> None:
+    """The catalog's servers are listed when the turn first searches it: the server's own
+    error comes then, before the search's answer and the failed call that follow from it."""
     agent = tmp_path / "agent"
     (agent / "connections").mkdir(parents=True)
     (agent / "instructions.md").write_text("Help.\n")
@@ -80,9 +84,12 @@ def test_a_connection_down_at_run_time_is_said_before_any_tool_call(tmp_path: Pa
     assert ran.exit_code == 0, ran.output
     lines = [line.strip() for line in ran.stderr.splitlines()]
     said = [i for i, line in enumerate(lines) if line.startswith("! connection down failed")]
-    calls = [i for i, line in enumerate(lines) if line.startswith("→ ")]
+    searched = [i for i, line in enumerate(lines) if line.startswith("← eve__search")]
+    called = [i for i, line in enumerate(lines) if line.startswith("✗ eve__tool")]
+    echoed = [i for i, line in enumerate(lines) if line.startswith("← echo")]
     assert said and "MCPServerUnavailable" in lines[said[0]], ran.stderr
-    assert calls and said[0] < calls[0], ran.stderr  # the turn's tools come after it
+    assert searched and called and echoed, ran.stderr
+    assert echoed[0] < said[0] < searched[0] < called[0], ran.stderr
 
 
 V1_SERVER = """

@@ -128,11 +128,49 @@ async def test_catalog_tools_are_searched_and_called_direct_ones_offered(
 async def test_a_server_that_is_down_is_a_named_event_and_its_tools_are_absent(
     agent: ResolvedAgent,
 ) -> None:
-    model, events = await run(agent, text("nothing to call"))
+    model, events = await run(
+        agent, calls(("eve__search", {"query": "anything"})), text("nothing found")
+    )
     failed = [e for e in events if isinstance(e, ConnectionFailed)]
     assert [e.data.connection for e in failed] == ["down"]
     assert failed[0].data.error.startswith("MCPServerUnavailable: connection 'down'")
-    assert not any(t.name.startswith("down__") for t in model.requests[0].tools)
+    assert not any(t.name.startswith("down__") for t in model.requests[1].tools)
+    searched = next(e for e in events if isinstance(e, ActionResult))
+    assert events.index(failed[0]) < events.index(searched)  # its error before the search's
+
+
+async def test_the_catalogs_servers_are_listed_only_when_the_turn_needs_them(
+    agent: ResolvedAgent,
+) -> None:
+    """A turn that never searches the catalog nor calls a server's tool through it lists
+    only the connection every request offers (``direct``): ``down`` is never tried."""
+    recorder = JsonRecorder()
+    model, events = await run(agent, text("nothing to call"), recorder=recorder)
+    assert not [e for e in events if isinstance(e, ConnectionFailed)]
+    assert [k for k in recorder.produced if k.startswith("connections.")] == ["connections.list"]
+    offered = [tool.name for tool in model.requests[0].tools]
+    assert "direct__add" in offered and {"eve__search", "eve__tool"} <= set(offered)
+
+
+async def test_a_call_of_a_server_tool_not_listed_yet_is_announced_once_it_is(
+    agent: ResolvedAgent,
+) -> None:
+    """Without a search first, ``eve__tool`` naming a catalog server's tool lists the
+    servers, and ``actions.requested`` names the tool it runs as."""
+    recorder = JsonRecorder()
+    _, events = await run(
+        agent,
+        calls(("eve__tool", {"name": "calc__add", "input": {"a": 1, "b": 2}})),
+        text("3"),
+        recorder=recorder,
+    )
+    [requested] = [e for e in events if isinstance(e, ActionsRequested)]
+    assert [(a.name, a.via, a.connection) for a in requested.data.actions] == [
+        ("calc__add", "eve__tool", "calc")
+    ]
+    assert results(events)["calc__add"].data.output == "3"
+    assert "connections.list.catalog" in recorder.produced
+    assert "step:0:listed:0" in recorder.produced
 
 
 async def test_input_is_checked_against_the_servers_schema_before_any_call(
@@ -182,14 +220,19 @@ async def test_a_hanging_tool_ends_in_a_timeout_result_not_a_hung_turn(
 
 async def test_a_replayed_turn_reads_the_recorded_listing(agent: ResolvedAgent) -> None:
     recorder = JsonRecorder()
-    first, _ = await run(agent, text("one"), recorder=recorder)
-    assert "connections.list" in recorder.produced
-    # the turn crashed after listing: only the listing is on record
-    recorder.log = {"connections.list": recorder.log["connections.list"]}
+    script = (calls(("eve__search", {"query": "add"})), text("one"))
+    first, _ = await run(agent, *script, recorder=recorder)
+    assert {"connections.list", "connections.list.catalog"} <= set(recorder.produced)
+    # the turn crashed after the catalog's listing: the listings and the part before are
+    # on record, and the part after the listing is not
+    kept = ("connections.list", "connections.list.catalog", "step:0")
+    recorder.log = {key: recorder.log[key] for key in kept}
     recorder.produced.clear()
-    replayed, _ = await run(agent, text("one"), recorder=recorder)
-    assert "connections.list" not in recorder.produced
-    assert [t.name for t in replayed.requests[0].tools] == [t.name for t in first.requests[0].tools]
+    replayed, events = await run(agent, *script[1:], recorder=recorder)
+    assert not [k for k in recorder.produced if k.startswith("connections.")]
+    assert recorder.produced[0] == "step:0:listed:0"
+    assert [t.name for t in replayed.requests[0].tools] == [t.name for t in first.requests[1].tools]
+    assert '"calc__add"' in results(events)["eve__search"].data.output
 
 
 async def test_images_and_documents_of_a_result_reach_the_model_as_parts(

@@ -8,7 +8,7 @@ streams it as NDJSON until the turn parks or ends).
 
 from __future__ import annotations
 
-INBOX = '''
+INBOX = """
 import json
 
 from starlette.responses import JSONResponse, StreamingResponse
@@ -69,4 +69,4 @@ default = define_channel(
     routes=["POST /", "POST /{session_id}", "POST /{session_id}/cancel", "GET /{session_id}/log"],
     handler=inbox,
 )
-'''
+"""

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 10
-FINGERPRINT = "sha256:7ffb3e87b0a4e93f1b0e14c78a9a39e63bb0731ba3b771212b3abf0cc4abf2ac"
+SCHEMA_VERSION = 11
+FINGERPRINT = "sha256:80ddaa0bca2619c552ad717b5783a4ccf3286ac9fca263ac2ee740f1dbb73b2c"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from bench.channel_probes.custom import SOURCE as INBOX
 from eve.authoring.channels import ChannelDefinition
 from eve.channels import a2a, ai_sdk, define_channel
 from eve.channels.kind_modules import load_kind
@@ -22,7 +23,6 @@ from eve.errors import AuthoringError, ChannelKindUnavailable
 from eve.manifest import ROOT_NODE_ID, ChannelEntry
 from eve.server.app import PREFIX
 from eve.server.web_ui import UI_PATH_PREFIX
-from tests.channels.custom_app import INBOX
 from tests.conftest import AppFactory
 
 TEST_KIND = "tests.channels.kind_for_tests"

@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
+from bench.channel_probes.custom import SOURCE as INBOX
 from eve.channels.serving import channel_declarations
 from eve.compiler import compile_to_disk
 from eve.runtime import load_compiled_agent
-from tests.channels.custom_app import INBOX
 from tests.conftest import AppFactory, wait_for_file, write_files
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count

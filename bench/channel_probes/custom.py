@@ -1,14 +1,45 @@
-"""A ``define_channel`` webhook for the tests and the latency bench: an inbox over sessions.
+"""The ``custom`` kind's latency probe, and the model for the other kinds' probes.
 
-``POST /`` starts a session with ``{"text"}``; ``POST /{session_id}`` sends ``{"text"}`` or
-answers ``{"request_id", "option_id"}``; ``POST /{session_id}/cancel`` cancels;
-``GET /{session_id}/log?start=N`` reads the session's log from index N (``follow=1``
-streams it as NDJSON until the turn parks or ends).
+``SOURCE`` is the channel the bench declares (``agent/channels/custom.py``): an inbox over
+sessions, which the tests of ``define_channel`` drive too. ``POST /`` starts a session with
+``{"text"}``; ``POST /{session_id}`` sends ``{"text"}`` or answers ``{"request_id",
+"option_id"}``; ``POST /{session_id}/cancel`` cancels; ``GET /{session_id}/log?start=N``
+reads the session's log from index N, and with ``follow=1`` streams it as NDJSON until the
+session rests (waits for a message or an answer).
+
+The probe is one turn as the channel's client sees it: the time from sending the message to
+the first byte of the followed log, then the gaps between the log's lines.
 """
 
 from __future__ import annotations
 
-INBOX = """
+import time
+from typing import Any
+
+import httpx
+
+from bench.channel_probes import Probe
+
+KIND = "custom"
+#: a define_channel carries code, so the bench writes ``SOURCE`` rather than options
+OPTIONS: dict[str, Any] = {}
+
+
+async def probe(client: httpx.AsyncClient, path: str) -> Probe:
+    sent = time.perf_counter()
+    created = await client.post(path, json={"text": "What does the anvil cost?"})
+    created.raise_for_status()
+    session = created.json()["sessionId"]
+    marks: list[float] = []
+    async with client.stream("GET", f"{path}/{session}/log", params={"follow": "1"}) as log:
+        log.raise_for_status()
+        async for line in log.aiter_lines():
+            if line:
+                marks.append(time.perf_counter())
+    return Probe.of(sent, marks)
+
+
+SOURCE = """
 import json
 
 from starlette.responses import JSONResponse, StreamingResponse

@@ -12,6 +12,7 @@ agent nothing until a server mounts it.
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -162,9 +163,13 @@ def define_channel(
     seen = [(r.method, r.path) for r in parsed]
     if len(set(seen)) != len(seen):
         raise AuthoringError(f"define_channel: a route is listed twice in {list(routes)!r}")
-    if not callable(handler):
+    # the custom kind awaits it: a plain function would fail at the first request
+    if not (
+        inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)
+    ):
         raise AuthoringError(
-            "define_channel: handler must be `async def handler(request, sessions)`"
+            f"define_channel: handler must be `async def handler(request, sessions)`, "
+            f"not {handler!r}"
         )
     if auth not in ("token", "none"):
         raise AuthoringError(f"define_channel: auth={auth!r} must be 'token' or 'none'")

@@ -219,6 +219,8 @@ def test_definitions_refuse_impossible_arguments() -> None:
         define_channel(routes=["FETCH /"], handler=handler)  # type: ignore[arg-type]
     with pytest.raises(AuthoringError, match="at least one route"):
         define_channel(routes=[], handler=handler)  # type: ignore[arg-type]
+    with pytest.raises(AuthoringError, match="async def handler"):
+        define_channel(routes=["POST /"], handler=print)  # type: ignore[arg-type]
     with pytest.raises(AuthoringError, match="absolute URL path"):
         ai_sdk(path="chat/")
     declared = a2a(path="/agents", api_key_env="A2A_KEY")

@@ -152,6 +152,7 @@ def test_the_token_is_required_unless_the_channel_says_none(make_app: AppFactory
     finally:
         server.stop()
     assert (refused.status_code, refused.json()["code"]) == (401, "unauthorized")
+    assert refused.headers["www-authenticate"] == "Bearer"
     assert wrong.status_code == 401
     assert sessions == []
     assert open_door.json() == {"principal": "channel:hook"}

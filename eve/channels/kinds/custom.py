@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 from eve.auth import Principal
 from eve.authoring.channels import ChannelHandler
 from eve.channels.mount import ChannelMount
-from eve.errors import ChannelHandlerInvalid, EveError
+from eve.errors import ChannelHandlerInvalid, EveError, Unauthorized
 from eve.server.answers import refusal
 
 log = logging.getLogger("eve.channels")
@@ -68,6 +68,8 @@ def _endpoint(
                 else channel_principal(mount.name)
             )
             response = await handler(request, mount.sessions(principal))
+        except Unauthorized as refused:
+            return refusal(refused, **{"www-authenticate": "Bearer"})
         except EveError as error:
             # a refused session operation (not found, not waiting, too long) keeps its
             # status and code, as the session API answers it

@@ -48,6 +48,11 @@ class ChannelSource:
     factory: bool
 
 
+def _where(path: str, line: int | None) -> dict[str, str | int | None]:
+    """Where a diagnostic about a channel points: its file and its constructor's line."""
+    return {"source_path": path, "line": line, "node_id": ROOT_NODE_ID}
+
+
 def url_path(name: str, definition: ChannelDefinition) -> str:
     return definition.path or f"{CHANNELS_PREFIX}/{name}"
 
@@ -56,7 +61,7 @@ def channel_entry(
     definition: ChannelDefinition, source: ChannelSource, sink: DiagnosticSink
 ) -> ChannelEntry | None:
     """The manifest entry of one channel, or None (with diagnostics) when it cannot be."""
-    where = {"source_path": source.logical_path, "line": definition.line, "node_id": ROOT_NODE_ID}
+    where = _where(source.logical_path, definition.line)
     problems = list(_option_problems(definition.options))
     for code, message in problems:
         sink.error(code, f"{source.logical_path}: {message}", **where)
@@ -84,7 +89,7 @@ def channel_entry(
 def _checked_against_kind(
     definition: ChannelDefinition, source: ChannelSource, sink: DiagnosticSink
 ) -> bool:
-    where = {"source_path": source.logical_path, "line": definition.line, "node_id": ROOT_NODE_ID}
+    where = _where(source.logical_path, definition.line)
     try:
         kind = load_kind(definition.kind)
     except ChannelKindUnavailable as unavailable:
@@ -165,11 +170,7 @@ def check_paths(
     """A channel owns its path and every path below it: one under eve's own routes, or
     where another channel's are, is refused (the later file is the one reported)."""
     for index, entry in enumerate(entries):
-        where = {
-            "source_path": entry.logical_path,
-            "line": lines.get(entry.name),
-            "node_id": ROOT_NODE_ID,
-        }
+        where = _where(entry.logical_path, lines.get(entry.name))
         reserved = [p for p in RESERVED_PREFIXES if _owns(p, entry.url_path)]
         if reserved:
             sink.error(

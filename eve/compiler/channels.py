@@ -95,7 +95,7 @@ def _checked_against_kind(
     except ChannelKindUnavailable as unavailable:
         sink.warning(
             "compile/channel-kind-unavailable",
-            f"{source.logical_path}: {unavailable} Its options were checked as data only, and "
+            f"{source.logical_path}: {unavailable}. Its options were checked as data only, and "
             "a server refuses to start until the kind can be loaded",
             **where,
         )

@@ -64,7 +64,7 @@ def channel_entry(
     where = _where(source.logical_path, definition.line)
     problems = list(_option_problems(definition.options))
     for code, message in problems:
-        sink.error(code, f"{source.logical_path}: {message}", **where)
+        sink.error(code, message, **where)
     if problems:
         return None
     checked = _checked_against_kind(definition, source, sink)
@@ -95,7 +95,7 @@ def _checked_against_kind(
     except ChannelKindUnavailable as unavailable:
         sink.warning(
             "compile/channel-kind-unavailable",
-            f"{source.logical_path}: {unavailable}. Its options were checked as data only, and "
+            f"{unavailable}. Its options were checked as data only, and "
             "a server refuses to start until the kind can be loaded",
             **where,
         )
@@ -105,7 +105,7 @@ def _checked_against_kind(
     except msgspec.ValidationError as error:
         sink.error(
             "compile/channel-options-invalid",
-            f"{source.logical_path}: the options of this {definition.kind} channel are not "
+            f"the options of this {definition.kind} channel are not "
             f"valid: {error} (see docs/channels/{definition.kind}.md)",
             **where,
         )

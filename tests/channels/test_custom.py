@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import pytest
 
 from bench.channel_probes.custom import SOURCE as INBOX
+from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.channels.serving import channel_declarations
 from eve.compiler import compile_to_disk
+from eve.errors import ChannelHandlerInvalid
 from eve.runtime import load_compiled_agent
+from eve.server.auth import token_authenticator
+from eve.sessions import SessionService
 from tests.conftest import AppFactory, wait_for_file, write_files
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
@@ -137,7 +142,15 @@ def test_the_token_is_required_unless_the_channel_says_none(make_app: AppFactory
                     return JSONResponse({"principal": sessions.principal.id})
 
                 default = define_channel(routes=["GET /"], handler=whoami, auth="none")
-            """
+            """,
+            "agent/channels/broken.py": """
+                from eve.channels import define_channel
+
+                async def not_a_response(request, sessions):
+                    return {"principal": sessions.principal.id}
+
+                default = define_channel(routes=["GET /"], handler=not_a_response)
+            """,
         },
     )
     server = serve(root)
@@ -148,6 +161,7 @@ def test_the_token_is_required_unless_the_channel_says_none(make_app: AppFactory
         )
         assert server.http is not None
         open_door = server.http.get("/channels/hook")
+        broken = server.http.get("/channels/broken", headers=server.headers())
         sessions = server.request("GET", "/sessions").json()["sessions"]
     finally:
         server.stop()
@@ -156,6 +170,16 @@ def test_the_token_is_required_unless_the_channel_says_none(make_app: AppFactory
     assert wrong.status_code == 401
     assert sessions == []
     assert open_door.json() == {"principal": "channel:hook"}
+    assert (broken.status_code, broken.json()["code"]) == (500, "channel_handler_invalid")
+    assert "returned dict" in broken.json()["error"]
+
+
+def test_a_custom_channel_without_its_handler_is_refused_at_mount() -> None:
+    declaration = ChannelDeclaration(
+        name="inbox", kind="custom", path="/channels/inbox", options={"routes": []}
+    )
+    with pytest.raises(ChannelHandlerInvalid, match="run `eve compile`"):
+        channel_routes(declaration, cast(SessionService, None), token_authenticator(None))
 
 
 def test_a_restart_mid_turn_loses_nothing(make_app: AppFactory) -> None:

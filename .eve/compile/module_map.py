@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 11
-FINGERPRINT = "sha256:80ddaa0bca2619c552ad717b5783a4ccf3286ac9fca263ac2ee740f1dbb73b2c"
+FINGERPRINT = "sha256:a4d1971e825cbf0f1ad1b54001c66ac50ae0c0f934c7dc67b5103244890fc04f"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -71,6 +71,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="bytes a session adds per turn at turn 10/100/1,000, SQLite and PostgreSQL",
     ),
     Benchmark(
+        name="channel_latency",
+        target="bench.channel_latency:run",
+        summary="each channel's first byte and per-event gap over the native stream",
+    ),
+    Benchmark(
         name="ui",
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",

@@ -19,8 +19,9 @@ import, as a user at a terminal or a CI job pays them. Commands:
 
 Repeats are interleaved across commands with a rotating start; bytecode caches are warm (a
 warm-up round runs first). Targets: ``check_1000`` within 1.5x of ``help``, ``run`` at
-most 0.4 s and ``example_first_event`` at most 0.5 s (medians). Run alone with ``python -m bench.startup [--quick]``; ``run(quick=...)``
-is the entry point for ``python -m bench``. Results land in ``bench/results/startup.{json,md}``.
+most 0.4 s and ``example_first_event`` at most 0.5 s (medians). Run alone with
+``python -m bench.startup [--quick]``; ``run(quick=...)`` is the entry point for
+``python -m bench``. Results land in ``bench/results/startup.{json,md}``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@
     ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
     ├── TracingSetupError               OTEL_* asks for traces eve cannot export (no otel extra)
     ├── ScaffoldConflict                eve init would overwrite files that exist
+    ├── ChannelHandlerInvalid           a define_channel handler answered with no Response
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
     │   ├── OutputInvalid               the typed answer stayed invalid after every fix
@@ -76,7 +77,8 @@
     │   └── ServerConfigError           eve serve cannot start as configured
     │       ├── ServedModelUnavailable  no credentials for the model eve serve would serve
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
-    │       └── EveAppAlreadyRunning    a second eve app started in a process that runs one
+    │       ├── EveAppAlreadyRunning    a second eve app started in a process that runs one
+    │       └── ChannelKindUnavailable  a channel's kind module or protocol package is not installed
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
@@ -585,6 +587,18 @@ class WorkspaceUnsafe(EveError):
         self.conflict = conflict
 
 
+class ChannelHandlerInvalid(EveError):
+    """A ``define_channel`` handler returned something other than a Starlette ``Response``
+    (the client gets a 500; the server log names the channel)."""
+
+    code = "channel_handler_invalid"
+    http_status = 500
+
+    def __init__(self, message: str, *, channel: str) -> None:
+        super().__init__(message)
+        self.channel = channel
+
+
 class ScaffoldConflict(EveError):
     """``eve init`` would overwrite files that exist; it wrote nothing."""
 
@@ -859,6 +873,22 @@ class EveAppAlreadyRunning(ServerConfigError):
         #: the app root of the app refused, and of the one already running
         self.app_root = app_root
         self.running_app_root = running_app_root
+
+
+class ChannelKindUnavailable(ServerConfigError):
+    """A channel of ``agent/channels/`` has a kind eve cannot load: its module is not part of
+    this eve, or the protocol package it needs is not installed (the message names the
+    extra to install)."""
+
+    code = "channel_kind_unavailable"
+
+    def __init__(self, message: str, *, kind: str, missing: str, extra: str | None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        #: the module that could not be imported (the kind's, or its protocol package's)
+        self.missing = missing
+        #: the eve extra that installs it, when one does
+        self.extra = extra
 
 
 class MessageTooLong(SessionError):

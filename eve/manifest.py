@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -285,6 +285,40 @@ class ConnectionEntry(Base, frozen=True, kw_only=True):
     call_timeout_seconds: float = 30.0
 
 
+# --- channels ------------------------------------------------------------------------------
+
+
+class ChannelRouteEntry(Base, frozen=True, kw_only=True):
+    """One route a channel answers: a method and a URL path."""
+
+    method: str
+    #: the full URL path below the app's mount point (``/channels/hooks/{session_id}``)
+    url_path: str
+
+
+class ChannelEntry(Base, frozen=True, kw_only=True):
+    """A door to the agent (``channels/<name>.py``, root only): a declaration the server
+    mounts; a ``define_channel``'s handler is re-attached from the module map."""
+
+    #: the file name without ``.py``
+    name: str
+    #: a key of ``eve.channels.kinds.KIND_MODULES`` (``ai_sdk``, ``a2a``, ``custom`` …)
+    kind: str
+    #: where its routes live, without a trailing slash; the channel owns every path below
+    url_path: str
+    #: a ``define_channel``'s own routes; a built-in kind's entry (``POST`` at its path,
+    #: its other routes below it are the kind's, see docs/channels/<kind>.md)
+    routes: list[ChannelRouteEntry]
+    logical_path: str
+    source_id: str
+    export_name: str = "default"
+    factory: bool = False
+    #: the kind's options as written: plain data, the names of variables, never secrets
+    options: dict[str, Any] = {}
+    #: a handler function exists (``define_channel``), re-attached at resolve time
+    has_handler: bool = False
+
+
 # --- agent config --------------------------------------------------------------------------
 
 
@@ -405,6 +439,8 @@ class AgentNode(Base, frozen=True, kw_only=True):
     hooks: list[HookEntry] = []
     #: the MCP servers of the node, in discovery order
     connections: list[ConnectionEntry] = []
+    #: the channels the server mounts (the root's only), in discovery order
+    channels: list[ChannelEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
     #: source ids the compiler imported to read a definition
@@ -475,6 +511,7 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     skills: list[str] = []
     hooks: list[str] = []
     connections: list[str] = []
+    channels: list[str] = []
     subagents: list[str] = []
 
 

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from bench import _durability_worker, loop_overhead, tracing_overhead
+from eve.compiler import compile_to_disk
 
 
 async def test_the_loop_overhead_case_runs_a_whole_turn() -> None:
@@ -41,3 +42,23 @@ async def test_the_tracing_overhead_variants_trace_their_turns() -> None:
         on.provider.shutdown()
     # the turn, 50 model calls, 49 tool calls
     assert exporter.spans == 1 + loop_overhead.STEPS + loop_overhead.TOOL_CALLS
+
+
+def test_the_channel_latency_bench_measures_the_native_stream_and_the_custom_probe(
+    tmp_path: Path,
+) -> None:
+    from bench import channel_latency
+    from bench.channel_probes import custom
+
+    channel_latency.write_app(tmp_path, {"custom": custom})
+    compile_to_disk(tmp_path)
+    doors = [
+        channel_latency.Door(channel_latency.NATIVE, "/eve/v1/session/{id}/stream"),
+        channel_latency.Door("custom", "/channels/custom", custom),
+    ]
+    with channel_latency._Serving(tmp_path) as url:
+        asyncio.run(channel_latency._measure(url, doors, 1))
+    for door in doors:
+        [probe] = door.probes
+        # the turn's events: started … a tool call, its result, the answer … resting
+        assert len(probe.gaps) >= 8 and probe.first_byte > 0

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 10
-FINGERPRINT = "sha256:7ffb3e87b0a4e93f1b0e14c78a9a39e63bb0731ba3b771212b3abf0cc4abf2ac"
+SCHEMA_VERSION = 11
+FINGERPRINT = "sha256:a4d1971e825cbf0f1ad1b54001c66ac50ae0c0f934c7dc67b5103244890fc04f"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

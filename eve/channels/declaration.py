@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import msgspec
 from starlette.routing import BaseRoute
 
-from eve.channels.kinds import KIND_MODULES
+from eve.authoring.channels import ChannelHandler
+from eve.channels.kind_modules import load_kind
 from eve.channels.mount import Authenticate, ChannelMount
 from eve.sessions import SessionService
 
@@ -24,6 +24,9 @@ class ChannelDeclaration(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     #: the kind's ``Options`` as plain data (names of variables, never secret values)
     options: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: a ``define_channel``'s handler, re-attached from the module map (None for the
+    #: built-in kinds, whose behaviour is their module's)
+    handler: ChannelHandler | None = None
 
 
 def default_path(name: str) -> str:
@@ -33,8 +36,11 @@ def default_path(name: str) -> str:
 def channel_routes(
     declaration: ChannelDeclaration, service: SessionService, authenticate: Authenticate
 ) -> list[BaseRoute]:
-    """The routes of one channel: its kind's module, imported now, given its mount."""
-    module = importlib.import_module(KIND_MODULES[declaration.kind])
+    """The routes of one channel: its kind's module, imported now, given its mount.
+
+    Raises ``ChannelKindUnavailable`` when the kind's module or its protocol package is not
+    installed (the message names the extra)."""
+    module = load_kind(declaration.kind)
     options = msgspec.convert(declaration.options, module.Options)
     mount: ChannelMount[Any] = ChannelMount(
         name=declaration.name,
@@ -42,6 +48,7 @@ def channel_routes(
         options=options,
         service=service,
         authenticate=authenticate,
+        handler=declaration.handler,
     )
     routes: list[BaseRoute] = module.routes(mount)
     return routes

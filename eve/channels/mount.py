@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 from starlette.requests import Request
 
 from eve.auth import Principal
+from eve.authoring.channels import ChannelHandler
 from eve.channels.sessions import ChannelSessions
 from eve.execution.setup import AgentSetup
 from eve.sessions import SessionService
@@ -36,6 +37,8 @@ class ChannelMount(Generic[OptionsT]):
     options: OptionsT
     service: SessionService
     authenticate: Authenticate
+    #: a ``define_channel``'s handler (the ``custom`` kind); None for the built-in kinds
+    handler: ChannelHandler | None = None
 
     @property
     def setup(self) -> AgentSetup:

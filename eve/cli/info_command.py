@@ -65,4 +65,6 @@ def info_command(ctx: click.Context, as_json: bool) -> None:
     _print_node(info.agent, "")
     for node in info.subagents:
         _print_node(node, "  ")
+    for channel in info.channels:
+        click.echo(f"channel {channel.name} ({channel.kind}): {channel.method} {channel.url_path}")
     click.echo(f"artifacts: {info.artifacts['manifest']}, {info.artifacts['module_map']}")

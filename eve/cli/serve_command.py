@@ -11,11 +11,13 @@ from pathlib import Path
 
 import click
 
+from eve.channels.serving import channel_declarations
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.cli.sessions_command import url_env_of
 from eve.errors import ServerConfigError
+from eve.runtime import load_compiled_agent
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
@@ -41,7 +43,8 @@ async def _serve_worker(
     # /health would say ready while every answer is fake (ServedModelUnavailable, exit 2)
     setup = await prepare(options.app_root, model=model, max_turns=None, offline_fallback=False)
     service = service_for(options, setup)
-    app = create_app(options, service)
+    channels = await channel_declarations(load_compiled_agent(options.app_root))
+    app = create_app(options, service, channels=channels)
     await start_service(app)
     retention = configured_retention(os.environ)
     # one worker prunes for all: they share the database
@@ -54,6 +57,12 @@ async def _serve_worker(
             f"eve serve · worker {index} · http://{host}:{port}/eve/v1 · {setup.client.model_id}",
             err=True,
         )
+        for channel in channels:
+            click.echo(
+                f"eve serve · channel {channel.name} ({channel.kind}) · "
+                f"http://{host}:{port}{channel.path}",
+                err=True,
+            )
         await serve_on(app, sock, on_ready=ready)
     finally:
         if pruning is not None:

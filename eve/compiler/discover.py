@@ -21,15 +21,17 @@ TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOOK_NAME = TOOL_NAME
-KNOWN_DIRS = frozenset({"tools", "skills", "hooks", "connections", "subagents", "lib", "evals"})
+KNOWN_DIRS = frozenset(
+    {"tools", "skills", "hooks", "connections", "channels", "subagents", "lib", "evals"}
+)
 EVAL_NAME = TOOL_NAME
+CHANNEL_NAME = TOOL_NAME
 #: a connection's name prefixes its tools' names (``docs__search``), within the 64 characters
 #: providers allow a tool name (``eve.connections.names``), so it stays short
 CONNECTION_NAME_MAX = 40
 #: directories eve knows of (the TypeScript eve supports them) but this version does not run
 UNSUPPORTED_DIRS = frozenset(
     {
-        "channels",
         "extensions",
         "instructions",
         "memory",
@@ -59,6 +61,7 @@ class NodeFiles:
     skills: list[SkillFile] = field(default_factory=list)
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (hook name, path)
     connections: list[tuple[str, str]] = field(default_factory=list)  # (connection name, path)
+    channels: list[tuple[str, str]] = field(default_factory=list)  # (channel name, path)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -84,6 +87,7 @@ class Discovery:
                     skills=[skill.path for skill in node.skills],
                     hooks=[path for _, path in node.hooks],
                     connections=[path for _, path in node.connections],
+                    channels=[path for _, path in node.channels],
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -148,8 +152,8 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-file",
                 f"{entry.name} is not part of an agent (expected agent.py, instructions.md "
-                "and the directories tools/, skills/, hooks/, connections/, subagents/, lib/); "
-                "it is ignored",
+                "and the directories tools/, skills/, hooks/, connections/, channels/, "
+                "subagents/, lib/); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -164,6 +168,8 @@ class _Walker:
             self.hooks(node, entry)
         elif entry.name == "connections":
             self.connections(node, entry)
+        elif entry.name == "channels":
+            self.channels(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -181,8 +187,7 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-directory",
                 f"{entry.name}/ is not an agent directory (tools, skills, hooks, connections, "
-                "subagents, lib); "
-                "it is ignored",
+                "channels, subagents, lib); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -285,6 +290,30 @@ class _Walker:
                 "connection",
                 "the file name is the connection's name and prefixes its tools' names "
                 "(<name>__<tool>)",
+            ),
+        )
+
+    def channels(self, node: NodeFiles, directory: Path) -> None:
+        if node.node_id != ROOT_NODE_ID:
+            # a server mounts the agent's doors; a subagent is reached through its parent
+            self.sink.error(
+                "discover/channels-not-at-root",
+                "channels/ belongs at the agent's root (agent/channels/): a channel is a door "
+                "to the whole agent, and a subagent is reached only through its parent; move "
+                "the files there",
+                source_path=self.rel(directory),
+                node_id=node.node_id,
+            )
+            return
+        node.channels += self.modules(
+            node,
+            directory,
+            holds="one channel per .py file (ai_sdk(...), a2a(...), define_channel(...) …)",
+            name_problem=_snake_case_problem(CHANNEL_NAME),
+            invalid=(
+                "discover/channel-name-invalid",
+                "channel",
+                "the file name is the channel's name and its default path /channels/<name>",
             ),
         )
 

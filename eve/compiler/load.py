@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eve.authoring.agent import AgentDefinition
+from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
@@ -26,12 +27,14 @@ DEFINITION_TYPES: tuple[type, ...] = (
     ToolDefinition,
     HookDefinition,
     MCPConnection,
+    ChannelDefinition,
 )
 _KIND_NAMES = {
     AgentDefinition: "an agent definition",
     ToolDefinition: "a tool definition",
     HookDefinition: "a hook definition (define_hook(events=...))",
     MCPConnection: "an MCP connection (define_mcp_connection(...))",
+    ChannelDefinition: "a channel (ai_sdk(...), a2a(...), define_channel(...) …)",
 }
 
 

@@ -17,6 +17,7 @@ from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
 from eve.artifacts import AGENT_DIR, digest
 from eve.authoring.agent import BUILTIN_TOOL_NAMES, AgentConfigModel, AgentDefinition
+from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
@@ -29,6 +30,7 @@ from eve.compiler.bindings import (
     source_id_for,
 )
 from eve.compiler.cache import CompileCache
+from eve.compiler.channels import ChannelSource, channel_entry, check_paths
 from eve.compiler.connections import connection_entry
 from eve.compiler.diagnostics import DiagnosticSink
 from eve.compiler.discover import Discovery, NodeFiles, discover
@@ -50,6 +52,7 @@ from eve.manifest import (
     ROOT_NODE_ID,
     SCHEMA_VERSION,
     AgentNode,
+    ChannelEntry,
     CompiledManifest,
     CompileMetadata,
     ConnectionEntry,
@@ -217,6 +220,31 @@ class _NodeCompiler:
             factory=factory,
         )
 
+    def channels(self, node: NodeFiles) -> list[ChannelEntry]:
+        """The node's channels (discovery finds them at the root only), their paths checked
+        against eve's routes and each other."""
+        entries: list[ChannelEntry] = []
+        lines: dict[str, int | None] = {}
+        for name, path in node.channels:
+            loaded = self.load(path, ChannelDefinition, node.node_id)
+            if loaded is None:
+                continue
+            definition, export_name, factory = loaded
+            assert isinstance(definition, ChannelDefinition)
+            source = ChannelSource(
+                name=name,
+                logical_path=path,
+                source_id=source_id_for(path, node.root, AGENT_DIR),
+                export_name=export_name,
+                factory=factory,
+            )
+            entry = channel_entry(definition, source, self.sink)
+            if entry is not None:
+                entries.append(entry)
+                lines[name] = definition.line
+        check_paths(entries, lines, self.sink)
+        return entries
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -260,6 +288,7 @@ class _NodeCompiler:
         connections = [
             c for name, path in node.connections if (c := self.connection(node, name, path))
         ]
+        channels = self.channels(node)
         sets = self.tool_sets.node(
             sorted(set(config.tool_sets)),
             taken=self.taken_names(node),
@@ -270,12 +299,16 @@ class _NodeCompiler:
         # a connection's module is read again at run time: its get_token and approval
         # policies are functions the manifest cannot hold
         compile_reads |= {path for _, path in node.connections}
+        # a channel's module is read for its declaration; a define_channel's again at run
+        # time, for its handler
+        compile_reads |= {path for _, path in node.channels}
         if node.agent_module:
             compile_reads.add(node.agent_module)
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
             e.logical_path for e in hooks
         }
         runtime_roots |= {c.logical_path for c in connections}
+        runtime_roots |= {c.logical_path for c in channels if c.has_handler}
         output = self.output(node, config)
         if output is not None and output.runtime_root is not None:
             runtime_roots.add(output.runtime_root)
@@ -308,6 +341,7 @@ class _NodeCompiler:
             ],
             hooks=hooks,
             connections=connections,
+            channels=channels,
             subagents=node.subagents,
             compile_loads=sorted(
                 source_id_for(path, node.root, AGENT_DIR) for path in compile_reads

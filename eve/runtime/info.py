@@ -69,6 +69,18 @@ class ConnectionInfo(msgspec.Struct, kw_only=True):
     expose: str
 
 
+class ChannelInfo(msgspec.Struct, kw_only=True):
+    """One route of a channel (``agent/channels/``): a built-in kind's entry route, or
+    each of a ``define_channel``'s."""
+
+    name: str
+    kind: str
+    method: str
+    url_path: str
+    #: the file that declares it
+    source: str
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     #: "" for the root agent, else the subagent path (``researcher/reviewer``)
     path: str
@@ -108,6 +120,8 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     served_model: str | None = None
     #: sources edited since the server loaded the agent (it serves what it loaded)
     served_stale_sources: list[str] = []
+    #: the doors a server opens to the agent, beside the session API
+    channels: list[ChannelInfo] = []
 
 
 def _path(node_id: str) -> str:
@@ -186,6 +200,17 @@ def agent_info(root: Path) -> AgentInfo:
         ),
         agent=_node_info(manifest, ROOT_NODE_ID),
         subagents=[_node_info(manifest, k) for k in sorted(manifest.nodes) if k != ROOT_NODE_ID],
+        channels=[
+            ChannelInfo(
+                name=channel.name,
+                kind=channel.kind,
+                method=route.method,
+                url_path=route.url_path,
+                source=channel.logical_path,
+            )
+            for channel in manifest.nodes[ROOT_NODE_ID].channels
+            for route in channel.routes
+        ],
         artifacts={
             "discovery_manifest": DISCOVERY_MANIFEST_PATH,
             "diagnostics": DIAGNOSTICS_PATH,

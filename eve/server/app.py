@@ -37,8 +37,8 @@ from eve.server.answers import error_response, refusal
 from eve.server.auth import (
     PRINCIPAL_STATE,
     authorized,
-    route_path,
     token_authenticator,
+    under_channel,
 )
 from eve.server.bodies import (
     MAX_BODY_BYTES,
@@ -271,16 +271,12 @@ class BearerAuth:
         #: a channel authenticates its own requests, by the token or its protocol's scheme
         self.channel_paths = [path.rstrip("/") for path in channel_paths]
 
-    def _is_channel(self, request: Request) -> bool:
-        path = route_path(request)
-        return any(path == p or path.startswith(p + "/") for p in self.channel_paths)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        if not self._is_channel(request) and not authorized(request, self.token):
+        if not under_channel(request, self.channel_paths) and not authorized(request, self.token):
             refused = Unauthorized("missing or wrong bearer token")
             response = refusal(refused, **{"www-authenticate": "Bearer"})
             await response(scope, receive, send)
@@ -365,7 +361,11 @@ def create_app(
         ],
         # the guard first: a rebound or cross-origin page is refused whatever it sends
         middleware=[
-            Middleware(RequestGuard, allowed=options.allowed_hosts),
+            Middleware(
+                RequestGuard,
+                allowed=options.allowed_hosts,
+                channel_paths=[c.path.rstrip("/") for c in channels],
+            ),
             Middleware(BearerAuth, token=options.token, channel_paths=[c.path for c in channels]),
         ],
         lifespan=lifespan,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Sequence
 
 from starlette.requests import Request
 
@@ -92,6 +93,13 @@ def token_authenticator(token: str | None) -> Authenticate:
         raise Unauthorized("missing or wrong bearer token")
 
     return authenticate
+
+
+def under_channel(request: Request, channel_paths: Sequence[str]) -> bool:
+    """``request`` is for a channel's routes (its path or below): the channel's kind
+    authenticates it and reads its body in its protocol's way."""
+    path = route_path(request)
+    return any(path == p or path.startswith(p + "/") for p in channel_paths)
 
 
 def route_path(request: Request) -> str:

@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from eve.agent_setup import build_setup
 from eve.artifacts import check_artifacts
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES
+from eve.channels.serving import channel_declarations
 from eve.errors import EveAppAlreadyRunning, EveAppNotStarted, StaleArtifacts
 from eve.runtime import CompiledAgent, load_compiled_agent
 from eve.server.answers import refusal
@@ -99,7 +100,8 @@ class EveApp:
                 notify=log.warning,
                 offline_fallback=False,
             )
-            app = create_app(self.options, service_for(self.options, setup))
+            channels = await channel_declarations(self.compiled)
+            app = create_app(self.options, service_for(self.options, setup), channels=channels)
             await start_service(app)
             self._app = app
             try:

@@ -12,13 +12,15 @@ sends no ``Origin`` and no ``Sec-Fetch-Site``, and is unaffected.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from eve.errors import CrossOriginRefused, HostNotAllowed, RequestError, UnsupportedContentType
 from eve.server.answers import refusal
-from eve.server.auth import PUBLIC_PATHS, route_path
+from eve.server.auth import PUBLIC_PATHS, route_path, under_channel
 from eve.server.hosts import AllowedHosts, HostPort, parse_host, parse_origin, shown_header
 
 #: methods that change nothing on eve's routes, so a page of any origin may send them (it
@@ -32,22 +34,32 @@ JSON_MEDIA_TYPE = "application/json"
 class RequestGuard:
     """Answers a refused request with its named error; passes the others on unchanged."""
 
-    def __init__(self, app: ASGIApp, allowed: AllowedHosts) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed: AllowedHosts, channel_paths: Sequence[str] = ()
+    ) -> None:
         self.app = app
         self.allowed = allowed
+        self.channel_paths = channel_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = refused_request(Request(scope), self.allowed)
+            request = Request(scope)
+            channel = under_channel(request, self.channel_paths)
+            refused = refused_request(request, self.allowed, channel=channel)
             if refused is not None:
                 await refusal(refused)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-def refused_request(request: Request, allowed: AllowedHosts) -> RequestError | None:
+def refused_request(
+    request: Request, allowed: AllowedHosts, *, channel: bool = False
+) -> RequestError | None:
     """Why ``request`` is refused, or None. Health answers any host: a load balancer checks
-    it by address, and it tells nothing."""
+    it by address, and it tells nothing. A ``channel``'s request may have any body (a Slack
+    form, a webhook's own format): no form can carry what guards it, a bearer token or a
+    signature its handler checks, so the JSON rule against simple cross-origin posts has
+    nothing to add there."""
     if route_path(request) in PUBLIC_PATHS:
         return None
     headers = request.headers
@@ -57,7 +69,7 @@ def refused_request(request: Request, allowed: AllowedHosts) -> RequestError | N
         return _host_refused(raw_host)
     if request.method in SAFE_METHODS:
         return None
-    return _foreign_origin(headers, host, allowed) or _not_json(headers)
+    return _foreign_origin(headers, host, allowed) or (None if channel else _not_json(headers))
 
 
 def _host_refused(raw_host: str) -> HostNotAllowed:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bench.channel_probes.custom import SOURCE as INBOX
 from tests.ui.conftest import REQUIRE_ENV
 
 if os.environ.get(REQUIRE_ENV) != "1":  # required: a missing selenium fails the import
@@ -61,6 +62,9 @@ def shop(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Ser
     shutil.copytree(REPO_ROOT / "agent", root / "agent")
     shutil.copytree(REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions"))
     (root / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
+    # a door of its own beside the session API, for the agent page (eve serve recompiles)
+    (root / "agent/channels").mkdir(exist_ok=True)
+    (root / "agent/channels/inbox.py").write_text(INBOX, encoding="utf-8")
     server = Server(root, args=["--model", "offline/script:script.json"]).start()
     try:
         yield server
@@ -170,6 +174,13 @@ def test_the_agent_page_shows_tools_with_schemas_subagents_skills_and_hooks(
     page = browser.find_element(By.TAG_NAME, "main").text
     assert "Subagent researcher" in page and "Subagent triage" in page
     assert "returns-policy" in page and "turn_counter" in page
+    inbox = css(browser, "li[data-channel='inbox']")
+    assert (
+        inbox
+        and "custom" in inbox[0].text
+        and "GET /channels/inbox/{session_id}/log"
+        in (browser.find_element(By.CSS_SELECTOR, "section[aria-label='Channels']").text)
+    )
     screenshot(browser, "agent")
 
 

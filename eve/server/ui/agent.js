@@ -20,6 +20,16 @@ function node(n, title) {
     n.hooks?.length ? [h("h3", {}, "Hooks"), h("ul", {}, n.hooks.map((k) => h("li", {}, h("strong", {}, k.name), ` on ${k.events.join(", ")} (${k.source})`)))] : null);
 }
 
+// the doors a server opens to the agent beside its session API (agent/channels/)
+function channels(list) {
+  if (!list?.length) return null;
+  return h("section", { "aria-label": "Channels" },
+    h("h2", {}, `Channels (${list.length})`),
+    h("ul", { class: "channel-list" }, list.map((c) => h("li", { "data-channel": c.name },
+      h("strong", {}, c.name), ` ${c.kind} · `, h("code", {}, `${c.method} ${c.url_path}`),
+      h("span", { class: "muted" }, ` (${c.source})`)))));
+}
+
 export function agentPage(main) {
   const status = h("p", { class: "muted", role: "status" }, "Loading…");
   fill(main, h("h1", {}, "Agent"), status);
@@ -27,6 +37,7 @@ export function agentPage(main) {
     fill(main, h("h1", {}, "Agent"),
       h("p", { class: "muted" }, `artifacts ${info.status} · ${info.diagnostics.errors} errors · ${info.diagnostics.warnings} warnings`),
       node(info.agent, "Root agent"),
+      channels(info.channels),
       info.subagents.map((s) => node(s, `Subagent ${s.path}`)));
   }, (err) => { status.textContent = `could not read the agent: ${err.message}`; });
   return () => {};

@@ -132,6 +132,7 @@ class ChatServer:
     port: int = 0
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
+    _cwd: Path | None = None
 
     @property
     def base(self) -> str:
@@ -139,12 +140,10 @@ class ChatServer:
 
     def start(self) -> ChatServer:
         os.environ["EVE_WORKER_ID"] = "ai-sdk-test"
-        cwd = Path.cwd()
-        os.chdir(self.app_root)  # tools write their files where a server started there would
-        try:
-            setup = asyncio.run(prepare(self.app_root, model=None, max_turns=None, announce=False))
-        finally:
-            os.chdir(cwd)
+        # while it runs, tools write their files where a server started there would
+        self._cwd = Path.cwd()
+        os.chdir(self.app_root)
+        setup = asyncio.run(prepare(self.app_root, model=None, max_turns=None, announce=False))
         setup = replace(setup, client=FunctionModel(answer))
         options = ServerOptions(app_root=self.app_root, token=TOKEN, watch_seconds=3600)
         app = create_app(options, service_for(options, setup), channels=self.channels)
@@ -168,6 +167,8 @@ class ChatServer:
         self._server.should_exit = True
         self._thread.join(30)
         self._server = self._thread = None
+        if self._cwd is not None:
+            os.chdir(self._cwd)
 
     def sessions(self) -> list[dict[str, Any]]:
         response = httpx.get(
@@ -189,6 +190,15 @@ def node_client(server: ChatServer, steps: list[dict[str, Any]], *, chat: str) -
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def streaming(process: subprocess.Popen[str], step: int) -> None:
+    """Until the client reads the first chunk of step ``step`` (it says so on stderr)."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.strip() == f"streaming step {step}":
+            return
+    raise AssertionError(f"the client ended before step {step} streamed")
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 30) -> list[dict[str, Any]]:

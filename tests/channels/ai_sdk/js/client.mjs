@@ -32,6 +32,8 @@ async function read(stream, { message, abort, dropAfter }) {
     const { value, done } = await reader.read();
     if (done) break;
     chunks.push(value);
+    // the test waits for this line to act while the stream is open
+    if (chunks.length === 1) process.stderr.write(`streaming step ${results.length}\n`);
     if (dropAfter && value.type === dropAfter) {
       dropped = true;
       abort.abort();
@@ -103,8 +105,9 @@ async function cancel() {
 const results = [];
 for (const step of steps) {
   try {
-    if (step.op === 'send' || step.op === 'approve') results.push(await send(step));
-    else if (step.op === 'resume') results.push(await resume(step));
+    // copied: a later step goes on with the same message objects
+    if (step.op === 'send' || step.op === 'approve') results.push(structuredClone(await send(step)));
+    else if (step.op === 'resume') results.push(structuredClone(await resume(step)));
     else if (step.op === 'cancel') results.push(await cancel());
     else throw new Error(`unknown step ${step.op}`);
   } catch (error) {

@@ -22,12 +22,13 @@ from eve.events import (
     ActionResult,
     ActionsRequested,
     Event,
+    InputRequest,
     InputRequested,
     MessageAppended,
     MessageCompleted,
     ModelRetrying,
-    ResultStatus,
     ReasoningAppended,
+    ResultStatus,
     SessionEvent,
     StepCompleted,
     StepStarted,
@@ -128,7 +129,11 @@ class Segment:
                 if self.reasoning is None:
                     self.reasoning = f"reasoning_{event.meta.index}"
                     yield {"type": "reasoning-start", "id": self.reasoning}
-                yield {"type": "reasoning-delta", "id": self.reasoning, "delta": data.reasoning_delta}
+                yield {
+                    "type": "reasoning-delta",
+                    "id": self.reasoning,
+                    "delta": data.reasoning_delta,
+                }
             case MessageAppended(data=data):
                 yield from self._step()
                 yield from self._close_reasoning()
@@ -143,21 +148,20 @@ class Segment:
                 # failed call stopped, and the retry's text is a part of its own
                 yield from self._close_parts()
                 yield _data(event)
+            case StepCompleted():
+                yield from self._close_step()
+            case _:
+                yield from self._tool_chunks(event)
+
+    def _tool_chunks(self, event: SessionEvent) -> Iterator[Chunk]:
+        match event:
             case ActionsRequested(data=data):
                 yield from self._step()
                 yield from self._close_parts()
                 for action in data.actions:
                     yield from self._call(action.call_id, action.name, action.input)
             case InputRequested(data=data):
-                for request in data.requests:
-                    if isinstance(request, ToolApprovalRequest) and request.call_id in self.calls:
-                        yield {
-                            "type": "tool-approval-request",
-                            "approvalId": request.request_id,
-                            "toolCallId": request.call_id,
-                        }
-                    else:  # a question, a session limit: answered through eve's API
-                        yield _data(event)
+                yield from self._requested(event, data.requests)
             case ActionPartial(data=data) if data.call_id in self.calls:
                 yield from self._step()
                 output = {"toolCallId": data.call_id, "output": data.partial}
@@ -165,8 +169,11 @@ class Segment:
             case ActionResult(data=data) if data.call_id in self.calls:
                 yield from self._step()
                 yield _result(data.call_id, data.status, data.output)
-            case StepCompleted():
-                yield from self._close_step()
+            case _:
+                yield from self._end_chunks(event)
+
+    def _end_chunks(self, event: SessionEvent) -> Iterator[Chunk]:
+        match event:
             case TurnCompleted(data=data):
                 yield from self._close_step()
                 if data.output is not None:
@@ -186,11 +193,31 @@ class Segment:
             case _:
                 yield _data(event)
 
+    def _requested(self, event: SessionEvent, requests: list[InputRequest]) -> Iterator[Chunk]:
+        """A call's approval as the protocol asks it; a question or a session limit (which
+        the protocol has no word for, answered through eve's API) as data."""
+        if not all(self._approval(request) for request in requests):
+            yield _data(event)
+        for request in requests:
+            if isinstance(request, ToolApprovalRequest) and self._approval(request):
+                yield {
+                    "type": "tool-approval-request",
+                    "approvalId": request.request_id,
+                    "toolCallId": request.call_id,
+                }
+
+    def _approval(self, request: InputRequest) -> bool:
+        return isinstance(request, ToolApprovalRequest) and request.call_id in self.calls
+
     def _call(self, call_id: str, name: str, data: dict[str, Any]) -> Iterator[Chunk]:
         self.calls.add(call_id)
         call = {"toolCallId": call_id, "toolName": name}
         yield {"type": "tool-input-start", **call}
-        yield {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": json.dumps(data)}
+        yield {
+            "type": "tool-input-delta",
+            "toolCallId": call_id,
+            "inputTextDelta": json.dumps(data),
+        }
         yield {"type": "tool-input-available", **call, "input": data}
 
     def _step(self) -> Iterator[Chunk]:
@@ -240,4 +267,3 @@ def _data(event: Event) -> Chunk:
     """An event beyond the vocabulary, whole, for the client's ``onData``."""
     body = {"type": event.type, "data": msgspec.to_builtins(event.data)}
     return {"type": "data-eve", "id": event.meta.id, "data": body, "transient": True}
-

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -133,7 +132,12 @@ def test_a_denied_call(server: ChatServer) -> None:
 def test_reasoning_parts(server: ChatServer) -> None:
     [result] = run_client(server, [{"op": "send", "text": "think hard"}], chat="think")
     assert types(result)[:6] == [
-        "start", "start-step", "reasoning-start", "reasoning-delta", "reasoning-end", "text-start"
+        "start",
+        "start-step",
+        "reasoning-start",
+        "reasoning-delta",
+        "reasoning-end",
+        "text-start",
     ]
     assert [p["type"] for p in parts(result)] == ["step-start", "reasoning", "text"]
     assert parts(result)[1]["text"] == "thinking it over"

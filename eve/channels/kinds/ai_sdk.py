@@ -112,7 +112,9 @@ class _Chat:
         log = await _snapshot(sessions, session_id)
         match action:
             case NewMessage(text=text, message_id=ui_id):
-                accepted = await sessions.send(session_id, text, key="ai_sdk:message:" + _digest(ui_id))
+                accepted = await sessions.send(
+                    session_id, text, key="ai_sdk:message:" + _digest(ui_id)
+                )
                 assert accepted.turn_id is not None
                 segment = Segment(session_id=session_id, turn_id=accepted.turn_id)
                 # a repeated request replays its turn from the log; a new one follows it
@@ -224,8 +226,10 @@ async def _snapshot(sessions: ChannelSessions, session_id: str) -> list[SessionE
 
 
 def _starts(event: SessionEvent, turn_id: str) -> bool:
-    return isinstance(event, TurnStarted) and event.data.node_id is None and (
-        event.data.turn_id == turn_id
+    return (
+        isinstance(event, TurnStarted)
+        and event.data.node_id is None
+        and (event.data.turn_id == turn_id)
     )
 
 
@@ -259,4 +263,3 @@ def _calls(log: list[SessionEvent]) -> set[str]:
 def _digest(*parts: str) -> str:
     """A key of bounded length (the store keeps 255 characters) from parts of any length."""
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-

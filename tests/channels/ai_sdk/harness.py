@@ -181,7 +181,9 @@ class ChatServer:
         return sessions
 
 
-def node_client(server: ChatServer, steps: list[dict[str, Any]], *, chat: str) -> subprocess.Popen[str]:
+def node_client(
+    server: ChatServer, steps: list[dict[str, Any]], *, chat: str
+) -> subprocess.Popen[str]:
     """``js/client.mjs`` running ``steps`` in one chat; its answer is JSON on stdout."""
     config = {"api": server.base + CHANNEL.path, "token": TOKEN, "chatId": chat, "steps": steps}
     return subprocess.Popen(
@@ -209,5 +211,7 @@ def finish(process: subprocess.Popen[str], timeout: float = 30) -> list[dict[str
     return results
 
 
-def run_client(server: ChatServer, steps: list[dict[str, Any]], *, chat: str) -> list[dict[str, Any]]:
+def run_client(
+    server: ChatServer, steps: list[dict[str, Any]], *, chat: str
+) -> list[dict[str, Any]]:
     return finish(node_client(server, steps, chat=chat))

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+from starlette.applications import Starlette
 
 from eve.channels.declaration import ChannelDeclaration
 from eve.cli.agent_setup import prepare
@@ -143,10 +144,11 @@ class ChatServer:
         # while it runs, tools write their files where a server started there would
         self._cwd = Path.cwd()
         os.chdir(self.app_root)
-        setup = asyncio.run(prepare(self.app_root, model=None, max_turns=None, announce=False))
-        setup = replace(setup, client=FunctionModel(answer))
-        options = ServerOptions(app_root=self.app_root, token=TOKEN, watch_seconds=3600)
-        app = create_app(options, service_for(options, setup), channels=self.channels)
+        try:
+            app = self._app()
+        except BaseException:
+            os.chdir(self._cwd)
+            raise
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self.port))
@@ -161,6 +163,12 @@ class ChatServer:
         if not ready.wait(30):
             raise RuntimeError("the server did not start in 30 s")
         return self
+
+    def _app(self) -> Starlette:
+        setup = asyncio.run(prepare(self.app_root, model=None, max_turns=None, announce=False))
+        setup = replace(setup, client=FunctionModel(answer))
+        options = ServerOptions(app_root=self.app_root, token=TOKEN, watch_seconds=3600)
+        return create_app(options, service_for(options, setup), channels=self.channels)
 
     def stop(self) -> None:
         assert self._server is not None and self._thread is not None

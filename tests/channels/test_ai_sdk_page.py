@@ -1,0 +1,97 @@
+"""The example useChat-style page (examples/ai-sdk-chat), bundled from the ``ai`` package
+with esbuild and served by the channel, in real headless Chromium: a message answered, and a
+tool call approved with the page's button."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.ui import browser_missing, open_browser
+from eve.channels.declaration import ChannelDeclaration
+from eve.errors import ServerConfigError
+from tests.channels.ai_sdk.harness import CHANNEL, JS, TOKEN, ChatServer, make_root
+from tests.conftest import REPO_ROOT
+
+EXAMPLE = REPO_ROOT / "examples" / "ai-sdk-chat"
+
+
+def bundle(page: Path) -> None:
+    """The example's ``npm run build``, with the test client's packages."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the page cannot be bundled")
+    if not (JS / "node_modules" / "esbuild").is_dir():
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, capture_output=True
+        )
+    shutil.copytree(EXAMPLE / "page", page)
+    esbuild = JS / "node_modules" / ".bin" / "esbuild"
+    flags = ["--bundle", "--format=esm", "--minify", "--log-level=warning"]
+    subprocess.run(
+        [str(esbuild), str(EXAMPLE / "chat.mjs"), *flags, f"--outfile={page / 'chat.js'}"],
+        env={**os.environ, "NODE_PATH": str(JS / "node_modules")},
+        check=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    missing = browser_missing()
+    if missing is not None:
+        if os.environ.get("EVE_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"EVE_REQUIRE_BROWSER=1 but {missing}", pytrace=False)
+        pytest.skip(missing)
+    browser = open_browser()
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def test_the_page_chats_and_approves(driver: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    bundle(tmp_path / "page")
+    channel = ChannelDeclaration(
+        name="chat", kind="ai_sdk", path=CHANNEL.path, options={"page": str(tmp_path / "page")}
+    )
+    server = ChatServer(make_root(tmp_path / "app"), channels=[channel]).start()
+    wait = WebDriverWait(driver, 30, poll_frequency=0.05)
+
+    def texts(selector: str = "li.assistant p.text") -> list[str]:
+        # read in one script: the page renders the list again with every chunk
+        found: list[str] = driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)",
+            selector,
+        )
+        return found
+
+    def send(text: str) -> None:
+        driver.find_element(By.ID, "message").send_keys(text)
+        driver.find_element(By.ID, "send").click()
+
+    try:
+        driver.get(f"{server.base}{CHANNEL.path}/page/#token={TOKEN}")
+        send("hello browser")
+        wait.until(lambda _: "you said: hello browser" in texts())
+        send("ship anvil")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "button.approve"))
+        driver.execute_script("document.querySelector('button.approve').click()")
+        wait.until(lambda _: "done: shipped anvil" in texts())
+        assert texts("#error") == [""]
+        assert texts("div.tool.output-available pre.output") == ["shipped anvil"]
+    finally:
+        server.stop()
+
+
+def test_a_page_without_index_html_is_refused(tmp_path: Path) -> None:
+    channel = ChannelDeclaration(name="chat", kind="ai_sdk", path="/c", options={"page": "ui"})
+    with pytest.raises(ServerConfigError, match=r"page='ui' has no index.html"):
+        ChatServer(make_root(tmp_path), channels=[channel]).start()

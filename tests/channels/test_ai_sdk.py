@@ -4,8 +4,7 @@ validated by the package's schemas and every message built by its state machine.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,27 +12,25 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.channel_probes import Probe
+from bench.channel_probes.ai_sdk import probe
 from tests.channels.ai_sdk.harness import (
     CHANNEL,
-    JS,
     TOKEN,
     ChatServer,
-    finish,
+    NodeClient,
     make_root,
     node_client,
-    run_client,
-    streaming,
 )
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are not installed: the ai package's client cannot run")
-    if not (JS / "node_modules" / "ai").is_dir():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, capture_output=True
-        )
+def node() -> Iterator[NodeClient]:
+    yield from node_client()
+
+
+@pytest.fixture(scope="module")
+def server(node: NodeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
     running = ChatServer(make_root(tmp_path_factory.mktemp("ai_sdk"))).start()
     try:
         yield running
@@ -71,8 +68,8 @@ def release(server: ChatServer, session_id: str) -> None:
     (server.app_root / f"release-{session_id}").write_text("go")
 
 
-def test_a_plain_answer(server: ChatServer) -> None:
-    [result] = run_client(server, [{"op": "send", "text": "hello there"}], chat="plain")
+def test_a_plain_answer(server: ChatServer, node: NodeClient) -> None:
+    [result] = node.run(server, [{"op": "send", "text": "hello there"}], chat="plain")
     assert types(result) == [
         "start", "start-step", "text-start", "text-delta", "text-delta", "text-delta",
         "text-end", "finish-step", "finish",
@@ -93,8 +90,8 @@ def tool_part(result: dict[str, Any]) -> dict[str, Any]:
     return part
 
 
-def test_a_tool_call_approved_through_the_protocol(server: ChatServer) -> None:
-    asked, approved = run_client(
+def test_a_tool_call_approved_through_the_protocol(server: ChatServer, node: NodeClient) -> None:
+    asked, approved = node.run(
         server,
         [{"op": "send", "text": "ship anvil"}, {"op": "approve", "approved": True}],
         chat="approve",
@@ -119,8 +116,8 @@ def test_a_tool_call_approved_through_the_protocol(server: ChatServer) -> None:
     assert "input.resolved" in eve_types(approved)
 
 
-def test_a_denied_call(server: ChatServer) -> None:
-    _, denied = run_client(
+def test_a_denied_call(server: ChatServer, node: NodeClient) -> None:
+    _, denied = node.run(
         server,
         [{"op": "send", "text": "ship piano"}, {"op": "approve", "approved": False}],
         chat="deny",
@@ -129,8 +126,8 @@ def test_a_denied_call(server: ChatServer) -> None:
     assert "tool-output-denied" in types(denied)
 
 
-def test_reasoning_parts(server: ChatServer) -> None:
-    [result] = run_client(server, [{"op": "send", "text": "think hard"}], chat="think")
+def test_reasoning_parts(server: ChatServer, node: NodeClient) -> None:
+    [result] = node.run(server, [{"op": "send", "text": "think hard"}], chat="think")
     assert types(result)[:6] == [
         "start",
         "start-step",
@@ -143,16 +140,16 @@ def test_reasoning_parts(server: ChatServer) -> None:
     assert parts(result)[1]["text"] == "thinking it over"
 
 
-def test_a_dropped_stream_is_resumed_from_the_log(server: ChatServer) -> None:
-    client = node_client(
+def test_a_dropped_stream_is_resumed_from_the_log(server: ChatServer, node: NodeClient) -> None:
+    node.start(
         server,
         [{"op": "send", "text": "hold", "dropAfter": "tool-input-available"}, {"op": "resume"}],
         chat="drop",
     )
     session_id = started(server, "hold")
-    streaming(client, 1)  # the turn is still running as the client resumes
+    node.streaming(1)  # the turn is still running as the client resumes
     release(server, session_id)
-    dropped, resumed = finish(client)
+    dropped, resumed = node.finish()
     assert dropped["dropped"] and types(dropped)[-1] == "tool-input-available"
     # the replay rebuilt the whole turn's message, and followed it to its end
     assert resumed["resumed"] and resumed["message"]["id"] == dropped["message"]["id"]
@@ -161,12 +158,12 @@ def test_a_dropped_stream_is_resumed_from_the_log(server: ChatServer) -> None:
     assert tool_part(resumed)["output"] == "released"
     assert [p["text"] for p in parts(resumed) if p["type"] == "text"] == ["done: released"]
     # nothing is running now: nothing to resume
-    [again] = run_client(server, [{"op": "resume"}], chat="drop")
+    [again] = node.run(server, [{"op": "resume"}], chat="drop")
     assert again == {"resumed": False}
 
 
-def test_a_cancel(server: ChatServer) -> None:
-    client = node_client(server, [{"op": "send", "text": "wait"}], chat="cancel")
+def test_a_cancel(server: ChatServer, node: NodeClient) -> None:
+    node.start(server, [{"op": "send", "text": "wait"}], chat="cancel")
     session_id = started(server, "wait")
     answer = httpx.post(
         f"{server.base}{CHANNEL.path}/cancel/cancel",
@@ -175,14 +172,14 @@ def test_a_cancel(server: ChatServer) -> None:
     )
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"ok": True, "sessionId": session_id, "cancelled": True}
-    [cancelled] = finish(client)
+    [cancelled] = node.finish()
     assert types(cancelled)[-1] == "abort"
     assert cancelled["chunks"][-1]["reason"]
 
 
-def test_bad_input_is_refused_and_stores_nothing(server: ChatServer) -> None:
+def test_bad_input_is_refused_and_stores_nothing(server: ChatServer, node: NodeClient) -> None:
     before = len(server.sessions())
-    regenerate, files = run_client(
+    regenerate, files = node.run(
         server,
         [
             {"op": "send", "text": "again", "trigger": "regenerate-message"},
@@ -203,9 +200,9 @@ def test_bad_input_is_refused_and_stores_nothing(server: ChatServer) -> None:
     assert len(server.sessions()) == before
 
 
-def test_auth_refused(server: ChatServer) -> None:
+def test_auth_refused(server: ChatServer, node: NodeClient) -> None:
     before = len(server.sessions())
-    [sent] = run_client(server, [{"op": "send", "text": "hi", "token": "wrong"}], chat="auth")
+    [sent] = node.run(server, [{"op": "send", "text": "hi", "token": "wrong"}], chat="auth")
     assert "unauthorized" in sent["error"]
     for method, path in (("GET", "/auth/stream"), ("POST", "/auth/cancel")):
         answer = httpx.request(method, server.base + CHANNEL.path + path, timeout=10)
@@ -213,8 +210,8 @@ def test_auth_refused(server: ChatServer) -> None:
     assert len(server.sessions()) == before
 
 
-def test_a_restart_mid_turn_loses_nothing(server: ChatServer) -> None:
-    client = node_client(
+def test_a_restart_mid_turn_loses_nothing(server: ChatServer, node: NodeClient) -> None:
+    node.start(
         server, [{"op": "send", "text": "hold"}, {"op": "resume", "untilEnd": True}], chat="restart"
     )
     session_id = started(server, "hold")
@@ -223,8 +220,19 @@ def test_a_restart_mid_turn_loses_nothing(server: ChatServer) -> None:
     server.start()
     started(server, "hold")  # the recovered turn runs the call again
     release(server, session_id)
-    cut, resumed = finish(client)
+    cut, resumed = node.finish()
     assert "finish" not in types(cut)  # the stopping server ended the stream whole
     assert types(resumed)[-1] == "finish"
     assert tool_part(resumed)["output"] == "released"
     assert [p["text"] for p in parts(resumed) if p["type"] == "text"] == ["done: released"]
+
+
+def test_the_latency_probe(server: ChatServer, node: NodeClient) -> None:
+    auth = {"authorization": f"Bearer {TOKEN}"}
+
+    async def probed() -> Probe:
+        async with httpx.AsyncClient(base_url=server.base, headers=auth, timeout=30) as client:
+            return await probe(client, CHANNEL.path)
+
+    measured = asyncio.run(probed())
+    assert measured.first_byte > 0 and len(measured.gaps) >= 8  # start … finish, [DONE]

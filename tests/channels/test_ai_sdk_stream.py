@@ -4,9 +4,7 @@ question); each sequence is then read by the ``ai`` package, so it must pass its
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,7 +32,7 @@ from eve.events import (
     event_of,
 )
 from eve.usage import TokenUsage
-from tests.channels.ai_sdk.harness import JS
+from tests.channels.ai_sdk.harness import NodeClient, node_client
 
 SESSION, TURN = "ses_x", "turn_0"
 
@@ -56,19 +54,13 @@ def chunks(log: list[SessionEvent], *, parked_before: int = 0) -> list[dict[str,
     return found
 
 
-def read_in_node(*sequences: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if shutil.which("node") is None or not (JS / "node_modules" / "ai").is_dir():
-        pytest.skip("node or the ai package is not installed (tests/channels/test_ai_sdk.py)")
-    bodies = [b"".join(sse(c) for c in sequence).decode() + DONE.decode() for sequence in sequences]
-    done = subprocess.run(
-        ["node", str(JS / "validate.mjs"), json.dumps(bodies)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    results: list[dict[str, Any]] = json.loads(done.stdout)
-    return results
+@pytest.fixture(scope="module")
+def node() -> Iterator[NodeClient]:
+    yield from node_client()
+
+
+def read_in_node(node: NodeClient, *sequences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return node.validate([b"".join(map(sse, s)).decode() + DONE.decode() for s in sequences])
 
 
 step = StepStartedData(turn_id=TURN)
@@ -85,7 +77,9 @@ def completed(output: Any = None) -> TurnCompletedData:
     )
 
 
-def test_typed_output_a_failure_a_retry_and_a_subagent_read_by_the_ai_package() -> None:
+def test_typed_output_a_failure_a_retry_and_a_subagent_read_by_the_ai_package(
+    node: NodeClient,
+) -> None:
     typed = chunks(events(step, said("ok"), done, completed({"answer": 42})))
     assert [c["type"] for c in typed[-3:]] == ["finish-step", "data-output", "finish"]
     failed = chunks(events(step, said("half"), TurnFailedData(turn_id=TURN, error="Boom: no")))
@@ -103,7 +97,7 @@ def test_typed_output_a_failure_a_retry_and_a_subagent_read_by_the_ai_package() 
     assert any(c["type"] == "data-eve" and c["data"]["data"]["node_id"] for c in nested)
 
     read_typed, read_failed, read_retried, read_nested = read_in_node(
-        typed, failed, retried, nested
+        node, typed, failed, retried, nested
     )
     assert {"type": "data-output", "id": TURN, "data": {"answer": 42}} in read_typed["message"][
         "parts"
@@ -114,7 +108,7 @@ def test_typed_output_a_failure_a_retry_and_a_subagent_read_by_the_ai_package() 
     assert not [p for p in read_nested["message"]["parts"] if p["type"] == "text"]
 
 
-def test_a_question_is_data_and_a_past_park_goes_on() -> None:
+def test_a_question_is_data_and_a_past_park_goes_on(node: NodeClient) -> None:
     call = ActionRequest(call_id="call_1", name="deploy", input={})
     question = QuestionRequest(
         request_id="req_1",
@@ -148,7 +142,7 @@ def test_a_question_is_data_and_a_past_park_goes_on() -> None:
     types = [c["type"] for c in replayed]
     assert types[-4:] == ["tool-output-available", "tool-output-available", "finish-step", "finish"]
     assert replayed[-4]["preliminary"] is True
-    [read_parked, read_replayed] = read_in_node(parked, replayed)
+    [read_parked, read_replayed] = read_in_node(node, parked, replayed)
     [tool] = [p for p in read_replayed["message"]["parts"] if p["type"] == "tool-deploy"]
     assert (tool["state"], tool["output"]) == ("output-available", "ok")
     [asked] = [p for p in read_parked["message"]["parts"] if p["type"] == "tool-deploy"]

@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
+import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 
@@ -189,37 +192,83 @@ class ChatServer:
         return sessions
 
 
-def node_client(
-    server: ChatServer, steps: list[dict[str, Any]], *, chat: str
-) -> subprocess.Popen[str]:
-    """``js/client.mjs`` running ``steps`` in one chat; its answer is JSON on stdout."""
-    config = {"api": server.base + CHANNEL.path, "token": TOKEN, "chatId": chat, "steps": steps}
-    return subprocess.Popen(
-        ["node", str(JS / "client.mjs"), json.dumps(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+class NodeClient:
+    """``js/client.mjs``, one process for a test module (loading the ``ai`` package once):
+    ``start`` sends it a chat to run, ``finish`` reads each step's outcome."""
+
+    def __init__(self) -> None:
+        if shutil.which("node") is None or shutil.which("npm") is None:
+            pytest.skip("node and npm are not installed: the ai package's client cannot run")
+        if (
+            not (JS / "node_modules" / "ai").is_dir()
+            or not (JS / "node_modules" / "esbuild").is_dir()
+        ):
+            install = ["npm", "ci", "--no-audit", "--no-fund"]
+            subprocess.run(install, cwd=JS, check=True, capture_output=True)
+        self.process = subprocess.Popen(
+            ["node", str(JS / "client.mjs")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # the process ended
+
+    def _send(self, command: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+
+    def _next(self, timeout: float = 30) -> dict[str, Any]:
+        line = self.lines.get(timeout=timeout)
+        assert line, f"the Node client ended (exit code {self.process.poll()})"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def start(self, server: ChatServer, steps: list[dict[str, Any]], *, chat: str) -> None:
+        api = server.base + server.channels[0].path
+        self._send({"api": api, "token": TOKEN, "chatId": chat, "steps": steps})
+
+    def streaming(self, step: int) -> None:
+        """Until the client reads the first chunk of step ``step``."""
+        while (answer := self._next()).get("streaming") != step:
+            assert "done" not in answer, f"the chat ended before step {step} streamed: {answer}"
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Each step's outcome, once the chat is done."""
+        while "done" not in (answer := self._next()):
+            pass
+        done: list[dict[str, Any]] = answer["done"]
+        return done
+
+    def run(
+        self, server: ChatServer, steps: list[dict[str, Any]], *, chat: str
+    ) -> list[dict[str, Any]]:
+        self.start(server, steps, chat=chat)
+        return self.finish()
+
+    def validate(self, bodies: list[str]) -> list[dict[str, Any]]:
+        """Each SSE body read as the transport reads a response."""
+        self._send({"validate": bodies})
+        return self.finish()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(10)
 
 
-def streaming(process: subprocess.Popen[str], step: int) -> None:
-    """Until the client reads the first chunk of step ``step`` (it says so on stderr)."""
-    assert process.stderr is not None
-    for line in process.stderr:
-        if line.strip() == f"streaming step {step}":
-            return
-    raise AssertionError(f"the client ended before step {step} streamed")
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 30) -> list[dict[str, Any]]:
-    """Each step's outcome, once the client is done."""
-    out, err = process.communicate(timeout=timeout)
-    assert process.returncode == 0, f"the Node client failed:\n{err}\n{out}"
-    results: list[dict[str, Any]] = json.loads(out)
-    return results
-
-
-def run_client(
-    server: ChatServer, steps: list[dict[str, Any]], *, chat: str
-) -> list[dict[str, Any]]:
-    return finish(node_client(server, steps, chat=chat))
+def node_client() -> Iterator[NodeClient]:
+    """A module's client (its fixture)."""
+    client = NodeClient()
+    try:
+        yield client
+    finally:
+        client.close()

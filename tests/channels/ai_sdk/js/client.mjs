@@ -1,13 +1,16 @@
 // The ai package's own chat transport and UI message reader, run against eve's ai_sdk channel.
-// argv[2]: {api, token, chatId, steps}; prints each step's outcome as JSON: the chunks as the
-// transport validated them (its uiMessageChunkSchema), the UI message readUIMessageStream built
-// from them, or the error the transport raised.
+// One process serves a test module: each line of stdin is a chat to run, {api, token, chatId,
+// steps}, or {validate: [SSE bodies]}; each answer is a line of stdout, {done: [outcomes]}:
+// per step the chunks as the transport validated them (its uiMessageChunkSchema), the UI
+// message readUIMessageStream built from them, or the error raised. While a step streams it
+// says so first, {streaming: step}, for a test that acts while the stream is open.
+import { createInterface } from 'node:readline';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 
-const { api, token, chatId, steps } = JSON.parse(process.argv[2]);
+const say = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+let api, token, chatId, messages, results;
 const transport = (bearer) =>
   new DefaultChatTransport({ api, headers: { authorization: `Bearer ${bearer}` } });
-const messages = [];
 let counter = 0;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -33,7 +36,7 @@ async function read(stream, { message, abort, dropAfter }) {
     if (done) break;
     chunks.push(value);
     // the test waits for this line to act while the stream is open
-    if (chunks.length === 1) process.stderr.write(`streaming step ${results.length}\n`);
+    if (chunks.length === 1) say({ streaming: results.length });
     if (dropAfter && value.type === dropAfter) {
       dropped = true;
       abort.abort();
@@ -94,24 +97,47 @@ async function resume(step) {
   }
 }
 
-async function cancel() {
-  const response = await fetch(`${api}/${encodeURIComponent(chatId)}/cancel`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}` },
-  });
-  return { status: response.status, body: await response.json() };
+async function chat(steps) {
+  results = [];
+  for (const step of steps) {
+    try {
+      // copied: a later step goes on with the same message objects
+      if (step.op === 'send' || step.op === 'approve') results.push(structuredClone(await send(step)));
+      else if (step.op === 'resume') results.push(structuredClone(await resume(step)));
+      else throw new Error(`unknown step ${step.op}`);
+    } catch (error) {
+      results.push({ error: String(error.message ?? error) });
+    }
+  }
+  return results;
 }
 
-const results = [];
-for (const step of steps) {
-  try {
-    // copied: a later step goes on with the same message objects
-    if (step.op === 'send' || step.op === 'approve') results.push(structuredClone(await send(step)));
-    else if (step.op === 'resume') results.push(structuredClone(await resume(step)));
-    else if (step.op === 'cancel') results.push(await cancel());
-    else throw new Error(`unknown step ${step.op}`);
-  } catch (error) {
-    results.push({ error: String(error.message ?? error) });
+// each body read as the transport reads a response, without a server
+async function validate(bodies) {
+  const found = [];
+  for (const body of bodies) {
+    const bytes = new Response(body).body;
+    try {
+      const chunks = new DefaultChatTransport().processResponseStream(bytes);
+      let message;
+      for await (const snapshot of readUIMessageStream({ stream: chunks, terminateOnError: true })) {
+        message = snapshot;
+      }
+      found.push({ message: structuredClone(message) });
+    } catch (error) {
+      found.push({ error: String(error.message ?? error) });
+    }
   }
+  return found;
 }
-process.stdout.write(JSON.stringify(results));
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const command = JSON.parse(line);
+  if (command.validate) {
+    say({ done: await validate(command.validate) });
+    continue;
+  }
+  ({ api, token, chatId } = command);
+  messages = [];
+  say({ done: await chat(command.steps) });
+}

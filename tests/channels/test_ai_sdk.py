@@ -5,6 +5,7 @@ validated by the package's schemas and every message built by its state machine.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -236,3 +237,25 @@ def test_the_latency_probe(server: ChatServer, node: NodeClient) -> None:
 
     measured = asyncio.run(probed())
     assert measured.first_byte > 0 and len(measured.gaps) >= 8  # start … finish, [DONE]
+
+
+def sse_chunks(response: httpx.Response) -> list[dict[str, Any]]:
+    lines = response.text.splitlines()
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+
+
+def test_a_repeated_request_replays_its_turn(server: ChatServer) -> None:
+    """The same user message (its UI id) sent again, as after a lost answer: the same turn
+    is streamed again from the log, and no second turn runs."""
+    text = {"type": "text", "text": "once only"}
+    body = {"id": "repeat", "messages": [{"id": "m-1", "role": "user", "parts": [text]}]}
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    url = server.base + CHANNEL.path
+    first, again = (httpx.post(url, json=body, headers=headers, timeout=30) for _ in range(2))
+    assert first.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert first.text.endswith("data: [DONE]\n\n") and again.text.endswith("data: [DONE]\n\n")
+    vocabulary = [c for c in sse_chunks(first) if c["type"] != "data-eve"]
+    assert [c for c in sse_chunks(again) if c["type"] != "data-eve"] == vocabulary
+    session_id = vocabulary[0]["messageMetadata"]["sessionId"]
+    [listed] = [s for s in server.sessions() if s["sessionId"] == session_id]
+    assert listed["turns"] == 1

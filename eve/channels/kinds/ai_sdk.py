@@ -120,7 +120,7 @@ class _Chat:
                 # a repeated request replays its turn from the log; a new one follows it
                 segment.parked_before = len(log) - 1 if accepted.replayed else len(log)
                 start = 0 if accepted.replayed else len(log)
-                return self._stream(request, sessions, segment, start, skip=True)
+                return await self._stream(request, sessions, segment, start, skip=True)
             case Approvals(responses=responses):
                 turn = _latest_turn(log)
                 if turn is None:
@@ -131,7 +131,7 @@ class _Chat:
                 start = _resolved_at(log, set(ids)) if accepted.replayed else len(log)
                 segment = Segment(session_id=session_id, turn_id=turn[1], parked_before=start)
                 segment.calls = _calls(log[turn[0] :])
-                return self._stream(request, sessions, segment, start, skip=False)
+                return await self._stream(request, sessions, segment, start, skip=False)
 
     async def resume(self, request: Request) -> Response:
         sessions = await self._sessions(request)
@@ -144,7 +144,7 @@ class _Chat:
         ):
             return Response(status_code=204)  # nothing running: nothing to resume
         segment = Segment(session_id=session_id, turn_id=turn[1], parked_before=len(log) - 1)
-        return self._stream(request, sessions, segment, turn[0], skip=False)
+        return await self._stream(request, sessions, segment, turn[0], skip=False)
 
     async def cancel(self, request: Request) -> Response:
         sessions = await self._sessions(request)
@@ -163,7 +163,7 @@ class _Chat:
         key = "ai_sdk:chat:" + _digest(self.mount.name, sessions.principal.id, chat_id)
         return (await sessions.create(None, key=key)).session_id
 
-    def _stream(
+    async def _stream(
         self,
         request: Request,
         sessions: ChannelSessions,
@@ -172,7 +172,9 @@ class _Chat:
         *,
         skip: bool,
     ) -> Response:
-        chunks = _chunks(sessions, segment, start, skip=skip)
+        # opened here, not in the body: a refusal is still an answer of its own
+        events = await sessions.events(segment.session_id, start, follow=True)
+        chunks = _chunks(events, segment, skip=skip)
         followers = getattr(request.app.state, "followers", None)
         response: StreamingResponse
         if followers is None:
@@ -186,11 +188,10 @@ class _Chat:
 
 
 async def _chunks(
-    sessions: ChannelSessions, segment: Segment, start: int, *, skip: bool
+    events: AsyncIterator[str], segment: Segment, *, skip: bool
 ) -> AsyncIterator[bytes]:
-    """The segment's SSE body, read from the log from ``start``; ``skip``: events before
+    """The segment's SSE body, from the followed log; ``skip``: events before
     the turn's ``turn.started`` (a turn still running ahead of it) are not the turn's."""
-    events = await sessions.events(segment.session_id, start, follow=True)
     for chunk in segment.begin():
         yield sse(chunk)
     async for payload in events:

@@ -45,6 +45,8 @@ from tests.conftest import write_files
 
 JS = Path(__file__).resolve().parent / "js"
 TOKEN = "ai-sdk-channel-token"
+#: where the tools write the files the tests wait on (the server's app root)
+ROOT_ENV = "EVE_AI_SDK_TEST_ROOT"
 CHANNEL = ChannelDeclaration(name="chat", kind="ai_sdk", path="/channels/chat")
 
 FILES = {
@@ -64,26 +66,31 @@ FILES = {
     """,
     "agent/tools/hold.py": """
         import asyncio
+        import os
         from pathlib import Path
         from eve.tools import ToolContext, tool
+        ROOT_ENV = "EVE_AI_SDK_TEST_ROOT"
 
         @tool
         async def hold(ctx: ToolContext) -> str:
             '''Run until the test writes release-<session id>.'''
-            Path(f"hold-{ctx.session_id}.started").write_text("yes")
-            while not Path(f"release-{ctx.session_id}").exists():
+            here = Path(os.environ[ROOT_ENV])
+            (here / f"hold-{ctx.session_id}.started").write_text("yes")
+            while not (here / f"release-{ctx.session_id}").exists():
                 await asyncio.sleep(0.02)
             return "released"
     """,
     "agent/tools/wait.py": """
         import asyncio
+        import os
         from pathlib import Path
         from eve.tools import ToolContext, tool
+        ROOT_ENV = "EVE_AI_SDK_TEST_ROOT"
 
         @tool
         async def wait(ctx: ToolContext) -> str:
             '''Run until the turn is cancelled (at most a minute).'''
-            Path(f"wait-{ctx.session_id}.started").write_text("yes")
+            (Path(os.environ[ROOT_ENV]) / f"wait-{ctx.session_id}.started").write_text("yes")
             await asyncio.wait_for(ctx.signal.wait(), 60)
             return "cancelled"
     """,
@@ -137,20 +144,23 @@ class ChatServer:
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
     _cwd: Path | None = None
+    _saved_env: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ChatServer:
-        os.environ["EVE_WORKER_ID"] = "ai-sdk-test"
-        # while it runs, tools write their files where a server started there would
+        env = {"EVE_WORKER_ID": "ai-sdk-test", ROOT_ENV: str(self.app_root)}
+        self._saved_env = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        # while it runs, the process works where a server started there would
         self._cwd = Path.cwd()
         os.chdir(self.app_root)
         try:
             app = self._app()
         except BaseException:
-            os.chdir(self._cwd)
+            self._leave()
             raise
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -178,8 +188,16 @@ class ChatServer:
         self._server.should_exit = True
         self._thread.join(30)
         self._server = self._thread = None
+        self._leave()
+
+    def _leave(self) -> None:
         if self._cwd is not None:
             os.chdir(self._cwd)
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     def sessions(self) -> list[dict[str, Any]]:
         response = httpx.get(

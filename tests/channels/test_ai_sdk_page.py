@@ -7,19 +7,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.ui import browser_missing, open_browser
 from eve.channels.declaration import ChannelDeclaration
 from eve.errors import ServerConfigError
 from tests.channels.ai_sdk.harness import CHANNEL, JS, TOKEN, ChatServer, make_root
 from tests.conftest import REPO_ROOT
+from tests.ui import conftest as ui
 
 EXAMPLE = REPO_ROOT / "examples" / "ai-sdk-chat"
+#: the dev UI tests' headless Chromium (a fixture, found here by its name)
+browser = ui.browser
 
 
 def bundle(page: Path) -> None:
@@ -40,21 +41,7 @@ def bundle(page: Path) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    missing = browser_missing()
-    if missing is not None:
-        if os.environ.get("EVE_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"EVE_REQUIRE_BROWSER=1 but {missing}", pytrace=False)
-        pytest.skip(missing)
-    browser = open_browser()
-    try:
-        yield browser
-    finally:
-        browser.quit()
-
-
-def test_the_page_chats_and_approves(driver: Any, tmp_path: Path) -> None:
+def test_the_page_chats_and_approves(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -63,6 +50,7 @@ def test_the_page_chats_and_approves(driver: Any, tmp_path: Path) -> None:
         name="chat", kind="ai_sdk", path=CHANNEL.path, options={"page": str(tmp_path / "page")}
     )
     server = ChatServer(make_root(tmp_path / "app"), channels=[channel]).start()
+    driver = browser
     wait = WebDriverWait(driver, 30, poll_frequency=0.05)
 
     def texts(selector: str = "li.assistant p.text") -> list[str]:

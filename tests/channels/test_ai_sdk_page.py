@@ -1,6 +1,6 @@
 """The example useChat-style page (examples/ai-sdk-chat), bundled from the ``ai`` package
-with esbuild and served by the channel, in real headless Chromium: a message answered, and a
-tool call approved with the page's button."""
+with esbuild and served by the channel, in real headless Chromium: a message answered, a
+tool call approved with the page's button, and a turn stopped."""
 
 from __future__ import annotations
 
@@ -75,6 +75,14 @@ def test_the_page_chats_and_approves(browser: Any, tmp_path: Path) -> None:
         wait.until(lambda _: "done: shipped anvil" in texts())
         assert texts("#error") == [""]
         assert texts("div.tool.output-available pre.output") == ["shipped anvil"]
+        send("wait")  # Stop cancels the turn: its stream ends with abort, the chat is ready
+        wait.until(lambda _: "wait: input-available" in texts("div.tool"))
+        driver.find_element(By.ID, "stop").click()
+        wait.until(
+            lambda _: (
+                texts("#status") == ["ready"] and "wait: input-available" not in texts("div.tool")
+            )
+        )
     finally:
         server.stop()
 

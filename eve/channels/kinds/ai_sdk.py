@@ -43,7 +43,7 @@ from eve.channels.ai_sdk_stream import (
 )
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.errors import EveError, InvalidBody, ServerConfigError, SessionNotFound
+from eve.errors import EveError, InvalidBody, ServerConfigError, SessionNotFound, Unauthorized
 from eve.events import ActionsRequested, InputResolved, SessionEvent, TurnStarted, decode_event
 from eve.server.answers import refusal
 from eve.server.bodies import MAX_BODY_BYTES
@@ -91,6 +91,8 @@ def _answering(handler: Handler) -> Handler:
     async def run(request: Request) -> Response:
         try:
             return await handler(request)
+        except Unauthorized as error:
+            return refusal(error, **{"www-authenticate": "Bearer"})
         except EveError as error:
             return refusal(error)
 

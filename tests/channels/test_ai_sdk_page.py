@@ -14,7 +14,14 @@ import pytest
 
 from eve.channels.declaration import ChannelDeclaration
 from eve.errors import ServerConfigError
-from tests.channels.ai_sdk.harness import CHANNEL, JS, TOKEN, ChatServer, make_root
+from tests.channels.ai_sdk.harness import (
+    CHANNEL,
+    JS,
+    TOKEN,
+    ChatServer,
+    install_packages,
+    make_root,
+)
 from tests.conftest import REPO_ROOT
 from tests.ui import conftest as ui
 
@@ -25,12 +32,7 @@ browser = ui.browser
 
 def bundle(page: Path) -> None:
     """The example's ``npm run build``, with the test client's packages."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed: the page cannot be bundled")
-    if not (JS / "node_modules" / "esbuild").is_dir():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, capture_output=True
-        )
+    install_packages()
     shutil.copytree(EXAMPLE / "page", page)
     esbuild = JS / "node_modules" / ".bin" / "esbuild"
     flags = ["--bundle", "--format=esm", "--minify", "--log-level=warning"]

@@ -8,6 +8,7 @@ answered in text."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import queue
@@ -210,19 +211,24 @@ class ChatServer:
         return sessions
 
 
+def install_packages() -> None:
+    """``npm ci`` in ``js/`` unless its packages are there; one installer at a time (pytest
+    workers start together). Skips when Node is not installed."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed: the ai package's client cannot run")
+    with (JS / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((JS / "node_modules" / name).is_dir() for name in ("ai", "esbuild")):
+            install = ["npm", "ci", "--no-audit", "--no-fund"]
+            subprocess.run(install, cwd=JS, check=True, capture_output=True)
+
+
 class NodeClient:
     """``js/client.mjs``, one process for a test module (loading the ``ai`` package once):
     ``start`` sends it a chat to run, ``finish`` reads each step's outcome."""
 
     def __init__(self) -> None:
-        if shutil.which("node") is None or shutil.which("npm") is None:
-            pytest.skip("node and npm are not installed: the ai package's client cannot run")
-        if (
-            not (JS / "node_modules" / "ai").is_dir()
-            or not (JS / "node_modules" / "esbuild").is_dir()
-        ):
-            install = ["npm", "ci", "--no-audit", "--no-fund"]
-            subprocess.run(install, cwd=JS, check=True, capture_output=True)
+        install_packages()
         self.process = subprocess.Popen(
             ["node", str(JS / "client.mjs")],
             stdin=subprocess.PIPE,

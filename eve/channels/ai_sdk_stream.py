@@ -94,7 +94,6 @@ class Segment:
     session_id: str
     turn_id: str
     parked_before: int = 0
-    started: bool = False
     ended: bool = False
     step_open: bool = False
     #: the open text and reasoning parts' ids (the index of the event that opened them)
@@ -105,7 +104,6 @@ class Segment:
 
     def begin(self) -> list[Chunk]:
         """``start``: the turn's message, with the session it lives in as metadata."""
-        self.started = True
         metadata = {"sessionId": self.session_id, "turnId": self.turn_id}
         start = {"type": "start", "messageId": message_id(self.session_id, self.turn_id)}
         return [{**start, "messageMetadata": metadata}]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import assert_never
 
 import msgspec
 from starlette.requests import Request
@@ -134,6 +135,8 @@ class _Chat:
                 segment = Segment(session_id=session_id, turn_id=turn[1], parked_before=start)
                 segment.calls = _calls(log[turn[0] :])
                 return await self._stream(request, sessions, segment, start, skip=False)
+            case _:
+                assert_never(action)
 
     async def resume(self, request: Request) -> Response:
         sessions = await self._sessions(request)

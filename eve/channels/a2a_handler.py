@@ -71,8 +71,7 @@ def _as_a2a() -> Iterator[None]:
     except SessionNotActive as error:
         if error.reason == "unknown":
             raise InvalidParamsError(
-                f"no context {error.session_id}: send the message without a contextId to "
-                "start one",
+                f"no context {error.session_id}: send the message without a contextId to start one",
                 data={"code": error.code},
             ) from error
         raise UnsupportedOperationError(str(error), data={"code": error.code}) from error

@@ -3,8 +3,12 @@ dropped and resumed, cancels, refusals and the agent card."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 from a2a.client import A2AClientError
 from a2a.types import (
@@ -18,12 +22,14 @@ from a2a.types import (
     SubscribeToTaskRequest,
 )
 from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
     InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
 
+from bench.channel_probes import a2a as a2a_probe
 from tests.channels.a2a_client import (
     CANCELED,
     CHANNEL,
@@ -32,8 +38,8 @@ from tests.channels.a2a_client import (
     PATH,
     TOKEN,
     a2a_client,
-    card_of,
     answer_of,
+    card_of,
     data_of,
     final_state,
     read,
@@ -41,10 +47,10 @@ from tests.channels.a2a_client import (
     task_of,
     text,
 )
-from tests.conftest import write_files
+from tests.conftest import REPO_ROOT, wait_for_file, write_files
 from tests.sessions.apps import TOOLS, call, say
 from tests.sessions.harness import script
-from tests.sessions.inprocess import InProcessServer
+from tests.sessions.inprocess import ROOT, InProcessServer
 
 AGENT = """
     from eve import define_agent
@@ -53,8 +59,14 @@ AGENT = """
     )
 """
 SKILL = "---\ndescription: How returns work.\n---\nReturns take 30 days.\n"
-#: every session replays it from the top: turn 0 answers, turn 1 asks to ship
-SCRIPT = [say("hello from eve"), call("ship", item="anvil"), say("shipped it")]
+#: every session replays it from the top: turn 0 answers, turn 1 asks to ship, turn 2 waits
+SCRIPT = [
+    say("hello from eve"),
+    call("ship", item="anvil"),
+    say("shipped it"),
+    call("slowly", seconds=30),
+    say("stopped"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +79,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer
             "agent/instructions.md": "Follow the script.\n",
             "agent/skills/returns.md": SKILL,
             "agent/tools/ship.py": TOOLS["ship"],
+            "agent/tools/slowly.py": TOOLS["slowly"],
         },
     )
     script(root, SCRIPT)
@@ -131,9 +144,7 @@ async def test_an_approval_is_answered_through_the_protocol_after_a_dropped_stre
         [first] = await read(client, text("ship it", context_id=context), stop_after=1)
         task_id = first.task.id
         # ... and the task is read again from the log, up to where it waits
-        resumed = [
-            item async for item in client.subscribe(SubscribeToTaskRequest(id=task_id))
-        ]
+        resumed = [item async for item in client.subscribe(SubscribeToTaskRequest(id=task_id))]
         assert final_state(resumed) == INPUT_REQUIRED
         waiting = await client.get_task(GetTaskRequest(id=task_id))
         [request] = waiting.status.message.parts[1].data.struct_value["inputRequests"]
@@ -143,7 +154,28 @@ async def test_an_approval_is_answered_through_the_protocol_after_a_dropped_stre
     [result] = data_of(answered, "toolResult")
     assert (result["status"], result["output"]) == ("completed", "shipped anvil")
     assert streamed_text(answered).endswith("shipped it")
-    assert (server.app_root / "shipped.log").read_text() == "anvil\n"
+    assert "anvil\n" in (server.app_root / "shipped.log").read_text()
+    async with a2a_client(server) as client:
+        page = await client.list_tasks(ListTasksRequest(context_id=context, page_size=1))
+        rest = await client.list_tasks(
+            ListTasksRequest(context_id=context, page_token=page.next_page_token)
+        )
+    assert [t.id for t in page.tasks] == [task_id] and page.total_size == 2
+    assert [t.id for t in rest.tasks] == [f"{context}:turn_0"] and not rest.next_page_token
+
+
+async def test_a_cancel_stops_a_running_task(server: InProcessServer) -> None:
+    async with a2a_client(server, streaming=False) as client:
+        context = task_of(await read(client, text("hi"))).context_id
+        parked = task_of(await read(client, text("ship it", context_id=context)))
+        await read(client, text("deny", task_id=parked.id))
+        request = text("wait", context_id=context)
+        request.configuration.return_immediately = True
+        running = task_of(await read(client, request))
+        await asyncio.to_thread(wait_for_file, server.app_root / f"slowly-{context}.started")
+        cancelled = await client.cancel_task(CancelTaskRequest(id=running.id))
+    assert running.id == f"{context}:turn_2"
+    assert cancelled.status.state == CANCELED
 
 
 async def test_a_tool_call_shows_in_the_stream(server: InProcessServer) -> None:
@@ -181,6 +213,10 @@ async def test_bad_input_is_a_protocol_error_and_stores_nothing(server: InProces
         with pytest.raises(InvalidParamsError, match="without a mediaType"):
             file = Message(message_id="f-1", role=Role.ROLE_USER, parts=[Part(raw=b"%PDF")])
             await read(client, SendMessageRequest(message=file))
+        with pytest.raises(ContentTypeNotSupportedError, match="application/zip"):
+            zipped = Part(raw=b"PK", media_type="application/zip")
+            file = Message(message_id="f-2", role=Role.ROLE_USER, parts=[zipped])
+            await read(client, SendMessageRequest(message=file))
         with pytest.raises(TaskNotFoundError, match="eve's task ids are"):
             await client.get_task(GetTaskRequest(id="not-a-task"))
         with pytest.raises(TaskNotFoundError, match="has no turn_9"):
@@ -192,6 +228,10 @@ async def test_bad_input_is_a_protocol_error_and_stores_nothing(server: InProces
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
     unparsable = raw.post(PATH, content=b"{", headers=headers)
     assert unparsable.json()["error"]["code"] == -32700
+    # an A2A 0.3 client (no A2A-Version header) is told which version this server speaks
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+    old = raw.post(PATH, json=body, headers={"authorization": f"Bearer {TOKEN}"})
+    assert old.json()["error"]["code"] == -32009
     assert session_count(server) == sessions
     assert len(server.events(context)) == events
 
@@ -222,3 +262,25 @@ async def test_a_request_without_the_token_is_refused(server: InProcessServer) -
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
     assert TOKEN not in refused.text
     assert session_count(server) == before
+
+
+async def test_the_docs_example_asks_the_agent(server: InProcessServer) -> None:
+    page = (REPO_ROOT / "docs/channels/a2a.md").read_text(encoding="utf-8")
+    [example] = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "docs/channels/a2a.md", "exec"), namespace)
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    transport = server.async_transport()
+    async with httpx.AsyncClient(transport=transport, headers=headers, timeout=30) as http:
+        assert await namespace["ask"](http, ROOT + PATH, "hello") == "hello from eve"
+
+
+async def test_the_latency_probe_reads_a_whole_streamed_task(server: InProcessServer) -> None:
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    transport = server.async_transport()
+    async with httpx.AsyncClient(
+        transport=transport, base_url=ROOT, headers=headers, timeout=30
+    ) as http:
+        measured = await a2a_probe.probe(http, PATH)
+    # the task, working, each word of the answer, its last chunk, completed
+    assert len(measured.gaps) >= 4

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
@@ -20,12 +20,8 @@ from a2a.server.request_handlers.request_handler import RequestHandler, validate
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
-    DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
-    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
@@ -34,7 +30,6 @@ from a2a.types import (
     Task,
     TaskNotCancelableError,
     TaskNotFoundError,
-    TaskPushNotificationConfig,
     TaskState,
     UnsupportedOperationError,
 )
@@ -217,25 +212,13 @@ class EveRequestHandler(RequestHandler):
 
     # --- what eve does not offer -----------------------------------------------------------
 
-    async def on_create_task_push_notification_config(
-        self, params: TaskPushNotificationConfig, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
+    async def _no_push(self, params: object, context: ServerCallContext) -> NoReturn:
         raise PushNotificationNotSupportedError(_NO_PUSH)
 
-    async def on_get_task_push_notification_config(
-        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError(_NO_PUSH)
-
-    async def on_list_task_push_notification_configs(
-        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
-    ) -> ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError(_NO_PUSH)
-
-    async def on_delete_task_push_notification_config(
-        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> None:
-        raise PushNotificationNotSupportedError(_NO_PUSH)
+    on_create_task_push_notification_config = _no_push
+    on_get_task_push_notification_config = _no_push
+    on_list_task_push_notification_configs = _no_push
+    on_delete_task_push_notification_config = _no_push
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

@@ -20,10 +20,12 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
 )
 from a2a.utils.errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -223,6 +225,9 @@ async def test_bad_input_is_a_protocol_error_and_stores_nothing(server: InProces
             await client.get_task(GetTaskRequest(id=f"{context}:turn_9"))
         with pytest.raises(InvalidParamsError, match="needs a contextId"):
             await client.list_tasks(ListTasksRequest())
+        with pytest.raises(PushNotificationNotSupportedError, match="no push notifications"):
+            config = TaskPushNotificationConfig(task_id=f"{context}:turn_0", url="http://x")
+            await client.create_task_push_notification_config(config)
     raw = server.http
     assert raw is not None
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}

@@ -76,7 +76,8 @@
     │   └── ServerConfigError           eve serve cannot start as configured
     │       ├── ServedModelUnavailable  no credentials for the model eve serve would serve
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
-    │       └── EveAppAlreadyRunning    a second eve app started in a process that runs one
+    │       ├── EveAppAlreadyRunning    a second eve app started in a process that runs one
+    │       └── ChannelPackageMissing   a channel's kind needs a package that is not installed
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
@@ -846,6 +847,18 @@ class EveAppNotStarted(ServerConfigError):
         super().__init__(message)
         #: the request's path, as the host received it
         self.path = path
+
+
+class ChannelPackageMissing(ServerConfigError):
+    """A channel's kind needs a package that is not installed (the ``a2a`` kind the
+    a2a-sdk): ``kind`` names the kind, ``extra`` the pip extra that installs it."""
+
+    code = "channel_package_missing"
+
+    def __init__(self, message: str, *, kind: str, extra: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.extra = extra
 
 
 class EveAppAlreadyRunning(ServerConfigError):

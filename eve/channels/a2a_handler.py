@@ -34,6 +34,7 @@ from a2a.types import (
     UnsupportedOperationError,
 )
 from a2a.utils.errors import (
+    A2AError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     InvalidParamsError,
@@ -145,6 +146,8 @@ class EveRequestHandler(RequestHandler):
         # read before answering: following from here sees the answer taken
         view, start = await _snapshot(sessions, ref)
         if not view.waiting:
+            if await _replayed(sessions, view, message, key):
+                return view, start, True
             raise UnsupportedOperationError(_not_waiting(view))
         answers = answers_of(message, list(view.pending.values()))
         await sessions.respond(ref.session_id, answers, key=key)
@@ -230,6 +233,21 @@ _NO_PUSH = (
     "eve's A2A channel has no push notifications: stream the task (SendStreamingMessage, "
     "SubscribeToTask) or poll GetTask"
 )
+
+
+async def _replayed(
+    sessions: ChannelSessions, view: TurnView, message: Message, key: str | None
+) -> bool:
+    """Whether ``message`` is a retry (same messageId) of the one that answered the task's
+    last requests: the session's idempotency record says so, and nothing is answered again."""
+    if key is None or not view.asked:
+        return False
+    try:
+        answers = answers_of(message, view.asked)
+        accepted = await sessions.respond(view.ref.session_id, answers, key=key)
+    except (A2AError, EveError):
+        return False  # not the same answer: the task is simply not waiting
+    return accepted.replayed
 
 
 def _state(view: TurnView) -> str:

@@ -160,6 +160,8 @@ class TurnView:
     artifacts: dict[str, Artifact] = field(default_factory=dict)
     #: the requests the turn waits on, by request id
     pending: dict[str, InputRequest] = field(default_factory=dict)
+    #: the requests it waited on when it last asked (what a retried answer answered)
+    asked: list[InputRequest] = field(default_factory=list)
     #: each step's text so far, by artifact id (what the stream has sent of it)
     _texts: dict[str, str] = field(default_factory=dict)
 
@@ -342,6 +344,7 @@ class TurnView:
     def _asked(self, event: InputRequested) -> list[Update]:
         for request in event.data.requests:
             self.pending[request.request_id] = request
+        self.asked = list(self.pending.values())
         prompt = "\n".join(request_prompt(r) for r in self.pending.values())
         requests = [request_data(r) for r in self.pending.values()]
         parts = [new_text_part(prompt), new_data_part({"inputRequests": requests})]

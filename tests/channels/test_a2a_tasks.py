@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+import sys
+from typing import Any, cast
 
 import pytest
 from a2a.helpers import get_data_parts, get_message_text
@@ -11,6 +12,9 @@ from a2a.types import TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from a2a.utils.errors import TaskNotFoundError
 
 from eve.channels.a2a_tasks import TaskRef, TurnView, parse_task_id, request_prompt
+from eve.channels.kinds.a2a import Options, routes
+from eve.channels.mount import ChannelMount
+from eve.errors import ChannelPackageMissing
 from eve.events import (
     EventData,
     EventMeta,
@@ -27,6 +31,7 @@ from eve.events import (
     TurnStartedData,
     event_of,
 )
+from eve.server.auth import token_authenticator
 from eve.usage import TokenUsage
 
 SESSION = "ses_abc-DEF_123"
@@ -116,3 +121,20 @@ def test_other_turns_and_subagents_events_are_not_the_tasks() -> None:
     child = mine(parent=ParentLink(session_id="ses_parent", call_id="c"))
     assert fold(view, TurnStartedData(**other), TurnStartedData(**child)) == []
     assert view.state == TaskState.TASK_STATE_SUBMITTED
+
+
+def test_an_a2a_channel_without_the_sdk_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "sse_starlette", None)  # as if never installed
+    mount = ChannelMount(
+        name="peers",
+        path="/channels/peers",
+        options=Options(),
+        service=cast(Any, None),
+        authenticate=token_authenticator(None),
+    )
+    with pytest.raises(ChannelPackageMissing, match=r"pip install 'eve-durable\[a2a\]'") as error:
+        routes(mount)
+    assert (error.value.kind, error.value.extra) == ("a2a", "a2a")
+    assert "'peers'" in str(error.value) and error.value.exit_code == 2

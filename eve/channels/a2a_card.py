@@ -19,7 +19,8 @@ from eve.execution.setup import AgentSetup
 
 #: the scheme's name in ``securitySchemes``
 BEARER = "bearer"
-INPUT_MODES = ["text/plain", "application/json", *IMAGE_TYPES, *DOCUMENT_TYPES]
+#: text, data (as its JSON text) and the files a model takes (``eve.attachments``)
+INPUT_MODES = list(dict.fromkeys(["text/plain", "application/json", *IMAGE_TYPES, *DOCUMENT_TYPES]))
 #: text as each step's artifact and status messages; a typed answer as JSON data
 OUTPUT_MODES = ["text/plain", "application/json"]
 

@@ -105,6 +105,8 @@ async def test_the_card_says_what_the_agent_is_where_to_call_it_and_how(
     assert interface.url == "http://127.0.0.1" + PATH
     assert (interface.protocol_binding, interface.protocol_version) == ("JSONRPC", "1.0")
     assert card.capabilities.streaming and not card.capabilities.push_notifications
+    assert len(set(card.default_input_modes)) == len(card.default_input_modes)
+    assert {"text/plain", "image/png", "application/pdf"} <= set(card.default_input_modes)
     assert [(s.id, s.description) for s in card.skills] == [("returns", "How returns work.")]
     assert card.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
     assert list(card.security_requirements[0].schemes) == ["bearer"]

@@ -8,6 +8,8 @@ authenticated by the server's scheme (``mount.authenticate``) before it is read.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes.common import DefaultServerCallContextBuilder
@@ -19,9 +21,12 @@ from starlette.routing import BaseRoute, Route
 
 from eve.channels.a2a_card import agent_card
 from eve.channels.a2a_handler import PRINCIPAL, EveRequestHandler
-from eve.channels.kinds.a2a import Options
 from eve.channels.mount import ChannelMount
 from eve.errors import Unauthorized
+
+if TYPE_CHECKING:
+    # the kind's module imports this one when it builds its routes
+    from eve.channels.kinds.a2a import Options
 
 #: where the route puts the principal it verified, for the dispatcher's context builder
 _PRINCIPAL_STATE = "a2a_principal"

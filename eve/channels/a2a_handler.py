@@ -48,7 +48,7 @@ from eve.channels.a2a_tasks import TaskRef, TurnView, parse_task_id
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.errors import AttachmentError, EveError, SessionNotActive, SessionNotFound
-from eve.events import SessionEvent, decode_event
+from eve.events import decode_event
 from eve.sessions.idempotency import parse_key
 
 #: the key of ``ServerCallContext.state`` that holds the request's principal
@@ -307,10 +307,13 @@ async def _follow(
     async for line in await sessions.events(view.ref.session_id, start, follow=True):
         if not line:
             continue  # a keep-alive of the log
-        event = decode_event(line)
-        for update in view.apply(event):
+        updates = view.apply(decode_event(line))
+        for update in updates:
             yield update
-        if _stops(view, event, until):
+        if view.terminal:
+            return
+        # a status sent while the task waits is its question: the stream ends on it
+        if until == "interrupt" and view.waiting and updates:
             return
 
 
@@ -329,15 +332,6 @@ async def _nothing() -> AsyncIterator[Event]:
     yield
 
 
-def _stops(view: TurnView, event: SessionEvent, until: Until) -> bool:
-    if view.terminal:
-        return True
-    # only the task's own request or answer moves it into (or keeps it in) input-required
-    moved = event.type in ("input.requested", "input.resolved")
-    mine = event.data.turn_id == view.ref.turn_id
-    return until == "interrupt" and view.waiting and moved and mine
-
-
 async def _tasks_of(sessions: ChannelSessions, session_id: str) -> list[Task]:
     """Every task of the context, newest first: one pass over its log."""
     try:
@@ -348,16 +342,22 @@ async def _tasks_of(sessions: ChannelSessions, session_id: str) -> list[Task]:
     started = -1
     async for line in await sessions.events(session_id, 0, follow=False):
         event = decode_event(line)
-        turn = event.data.turn_id
-        if turn is not None and turn.startswith("turn_"):
-            number = int(turn.removeprefix("turn_"))
+        number = _turn_number(event.data.turn_id)
+        if event.data.parent is None and number is not None and number < len(views):
             started = max(started, number)
-            if number < len(views):
-                views[number].apply(event)
+            views[number].apply(event)
+        elif event.data.parent is not None and started >= 0:
+            views[started].apply(event)  # a subagent's, during the turn that runs
     # a place with no events before a started turn was a reset or compaction, not a task;
     # one after the last started turn is a task still queued
     kept = [v for v in views if v.ref.number > started or v.state != TaskState.TASK_STATE_SUBMITTED]
     return [view.task() for view in reversed(kept)]
+
+
+def _turn_number(turn_id: str | None) -> int | None:
+    if turn_id is None or not turn_id.startswith("turn_"):
+        return None
+    return int(turn_id.removeprefix("turn_"))
 
 
 def _listed(task: Task, params: ListTasksRequest) -> bool:

@@ -224,8 +224,9 @@ class TurnView:
     def apply(self, event: SessionEvent) -> list[Update]:
         """Take the log's next event; return what a stream of this task sends for it."""
         data = event.data
-        # another turn's event, or one of a subagent's (its own session tells its story)
-        if data.turn_id != self.ref.turn_id or data.parent is not None:
+        if data.parent is not None:
+            return self._delegated(event)
+        if data.turn_id != self.ref.turn_id:
             return []
         match event:
             case TurnStarted():
@@ -240,10 +241,7 @@ class TurnView:
             case InputRequested():
                 return self._asked(event)
             case InputResolved():
-                self.pending.pop(event.data.request_id, None)
-                if self.pending:
-                    return []
-                return self._moved(event, TaskState.TASK_STATE_WORKING, None)
+                return self._resolved(event)
             case TurnCompleted() | TurnFailed() | TurnCancelled():
                 return self._ended(event)
             case (
@@ -291,6 +289,8 @@ class TurnView:
                 }
             case _:
                 assert_never(event)
+        if self.waiting:
+            return []  # a call run beside one that waits: the question stays the status
         message = self._message(event, [new_data_part(data)])
         return self._moved(event, TaskState.TASK_STATE_WORKING, message)
 
@@ -341,10 +341,33 @@ class TurnView:
 
     # --- people and the end ----------------------------------------------------------------
 
+    def _delegated(self, event: SessionEvent) -> list[Update]:
+        """A subagent's event: its own session tells its story, but its requests are asked
+        and answered through the root session, so they are this task's while it runs (a
+        session runs one turn at a time: what comes between its start and end is its)."""
+        running = self.state != TaskState.TASK_STATE_SUBMITTED and not self.terminal
+        match event:
+            case InputRequested() if running:
+                return self._asked(event)
+            case InputResolved() if running:
+                return self._resolved(event)
+            case _:
+                return []
+
     def _asked(self, event: InputRequested) -> list[Update]:
         for request in event.data.requests:
             self.pending[request.request_id] = request
         self.asked = list(self.pending.values())
+        return self._waiting(event)
+
+    def _resolved(self, event: InputResolved) -> list[Update]:
+        if self.pending.pop(event.data.request_id, None) is None:
+            return []
+        if self.pending:
+            return self._waiting(event)  # what still waits
+        return self._moved(event, TaskState.TASK_STATE_WORKING, None)
+
+    def _waiting(self, event: SessionEvent) -> list[Update]:
         prompt = "\n".join(request_prompt(r) for r in self.pending.values())
         requests = [request_data(r) for r in self.pending.values()]
         parts = [new_text_part(prompt), new_data_part({"inputRequests": requests})]

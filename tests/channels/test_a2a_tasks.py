@@ -19,6 +19,7 @@ from eve.events import (
     EventData,
     EventMeta,
     InputRequestedData,
+    InputResolvedData,
     MessageAppendedData,
     MessageCompletedData,
     ModelRetryingData,
@@ -26,6 +27,7 @@ from eve.events import (
     ParentLink,
     QuestionRequest,
     SessionEvent,
+    ToolApprovalRequest,
     TurnCompletedData,
     TurnFailedData,
     TurnStartedData,
@@ -113,6 +115,39 @@ def test_a_question_is_input_required_with_its_options_and_a_failure_says_why() 
     [failed] = fold(view, TurnFailedData(**mine(error="ModelError: down")))
     assert failed.status.state == TaskState.TASK_STATE_FAILED and view.terminal
     assert get_message_text(failed.status.message) == "ModelError: down"
+
+
+def approval(request_id: str) -> ToolApprovalRequest:
+    return ToolApprovalRequest(
+        request_id=request_id,
+        options=[Option(id="approve", label="Approve"), Option(id="deny", label="Deny")],
+        tool_name="ship",
+        call_id=f"call_{request_id}",
+        input={"item": "anvil"},
+        rule="always",
+    )
+
+
+def test_a_subagents_requests_are_the_running_tasks_and_each_answer_says_what_waits() -> None:
+    child = {
+        "session_id": "ses_child",
+        "turn_id": "turn_0",
+        "node_id": "researcher",
+        "parent": ParentLink(session_id=SESSION, call_id="call_0"),
+    }
+    view = TurnView(REF)
+    # before the task runs, a subagent's request is an earlier turn's
+    assert fold(view, InputRequestedData(**child, requests=[approval("inp_0")])) == []
+    fold(view, TurnStartedData(**mine()))
+    fold(view, InputRequestedData(**child, requests=[approval("inp_1"), approval("inp_2")]))
+    assert view.waiting and list(view.pending) == ["inp_1", "inp_2"]
+    [still] = fold(view, InputResolvedData(**child, request_id="inp_1", option_id="approve"))
+    assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "inp_2" in get_message_text(still.status.message)
+    assert "inp_1" not in get_message_text(still.status.message)
+    [going] = fold(view, InputResolvedData(**child, request_id="inp_2", option_id="deny"))
+    assert going.status.state == TaskState.TASK_STATE_WORKING
+    assert [r.request_id for r in view.asked] == ["inp_1", "inp_2"]
 
 
 def test_other_turns_and_subagents_events_are_not_the_tasks() -> None:

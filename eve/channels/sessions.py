@@ -8,6 +8,7 @@ from eve.auth import Principal
 from eve.messages import UserMessage
 from eve.session_summary import SessionSummary
 from eve.sessions import Accepted, InputResponse, SessionService
+from eve.sessions.store import SessionRow
 
 
 class ChannelSessions:
@@ -35,6 +36,11 @@ class ChannelSessions:
 
     async def cancel(self, session_id: str) -> bool:
         return await self.service.cancel(session_id)
+
+    async def get(self, session_id: str) -> SessionRow:
+        """The session's record: whether it is active, and how many turns it has accepted
+        (``next_turn``), queued ones included."""
+        return await self.service.get(session_id)
 
     async def summary(self, session_id: str) -> SessionSummary:
         return await self.service.summary(session_id)

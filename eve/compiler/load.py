@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eve.authoring.agent import AgentDefinition
+from eve.authoring.auth import AuthDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import ToolDefinition
@@ -26,12 +27,14 @@ DEFINITION_TYPES: tuple[type, ...] = (
     ToolDefinition,
     HookDefinition,
     MCPConnection,
+    AuthDefinition,
 )
 _KIND_NAMES = {
     AgentDefinition: "an agent definition",
     ToolDefinition: "a tool definition",
     HookDefinition: "a hook definition (define_hook(events=...))",
     MCPConnection: "an MCP connection (define_mcp_connection(...))",
+    AuthDefinition: "a custom auth hook (define_auth(authenticate))",
 }
 
 

@@ -197,11 +197,11 @@ def eve_app(
         auth_client_id: the public client the dev UI signs in as (``EVE_AUTH_CLIENT_ID``).
 
     Raises ``AuthConfigInvalid`` for an issuer without an audience (or the reverse) or an
-    issuer that is not https, ``ServerConfigError`` for an allowed host that is not a host name or an
-    address, or ``"*"`` without a strong token; ``ArtifactsMissing`` when the app root was
-    never compiled and ``StaleArtifacts`` when ``agent/`` changed since (a server runs the
-    artifacts it is given: run ``eve compile``). Nothing authored is imported until the
-    lifespan starts.
+    issuer that is not https, ``ServerConfigError`` for an allowed host that is not a host
+    name or an address, or ``"*"`` without a strong token; ``ArtifactsMissing`` when the
+    app root was never compiled and ``StaleArtifacts`` when ``agent/`` changed since (a
+    server runs the artifacts it is given: run ``eve compile``). Nothing authored is
+    imported until the lifespan starts.
     """
     compiled = agent if isinstance(agent, CompiledAgent) else _fresh_artifacts(Path(agent))
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None

@@ -148,9 +148,14 @@ def serve_command(
         issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
     )
     configured_retention(os.environ)  # a bad EVE_RETENTION stops it here, not in a worker
+    # a short token is refused before compiling; only a bind with neither a token nor an
+    # issuer waits for the compile, which tells whether agent/auth.py verifies users
+    if token is not None or oidc is not None:
+        require_token_for(host, token, verifies_users=oidc is not None)
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
-    require_token_for(host, token, verifies_users=oidc is not None or _has_auth_hook(app_root))
+    if token is None and oidc is None:
+        require_token_for(host, None, verifies_users=_has_auth_hook(app_root))
     listed = listed_hosts(allowed_host, os.environ)
     allowed = allowed_hosts(bind=host, listed=listed, token=token)
     options = ServerOptions(

@@ -9,10 +9,13 @@ import logging
 from collections.abc import Callable, Iterator
 
 import pytest
+from click.testing import CliRunner
 
 from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration
 from eve.channels.kinds import KIND_MODULES
+from eve.cli.main import main
+from eve.errors import IdentityProviderUnavailable
 from tests.conftest import AppFactory
 from tests.oidc.provider import AUDIENCE, CLIENT_ID, Provider, new_key
 from tests.sessions.apps import say, scripted_app
@@ -165,3 +168,27 @@ def test_the_auth_config_tells_the_ui_the_issuer_and_nothing_secret(
     page = server._client().get("/")
     assert f"connect-src 'self' {provider.issuer}" in page.headers["content-security-policy"]
     assert TOKEN not in str(answer)
+
+
+def test_a_server_whose_issuer_is_down_does_not_start(
+    make_app: AppFactory, provider: Provider
+) -> None:
+    provider.down = True
+    server = InProcessServer(
+        make_app(),
+        oidc=OIDCSettings(issuer=provider.issuer, audience=AUDIENCE),
+        oidc_transport=provider.transport(),
+    )
+    with pytest.raises(IdentityProviderUnavailable, match="discovery document cannot be fetched"):
+        server.start()
+
+
+def test_eve_serve_stops_with_exit_2_when_the_issuer_is_unreachable(make_app: AppFactory) -> None:
+    root = make_app()
+    args = ["-C", str(root), "serve", "--port", "0", "--model", "offline/test"]
+    issuer = ["--auth-issuer", "http://127.0.0.1:9", "--auth-audience", "api"]
+    result = CliRunner().invoke(main, [*args, *issuer])
+    assert result.exit_code == 2, result.output
+    assert "http://127.0.0.1:9/.well-known/openid-configuration" in result.output
+    half = CliRunner().invoke(main, [*args, "--auth-issuer", "https://id.example"])
+    assert half.exit_code == 2 and "EVE_AUTH_AUDIENCE is not" in half.output

@@ -23,6 +23,7 @@ UI_FILES: dict[str, str] = {
     "style.css": "text/css; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "api.js": "text/javascript; charset=utf-8",
+    "login.js": "text/javascript; charset=utf-8",
     "dom.js": "text/javascript; charset=utf-8",
     "sessions.js": "text/javascript; charset=utf-8",
     "session.js": "text/javascript; charset=utf-8",

@@ -71,6 +71,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="bytes a session adds per turn at turn 10/100/1,000, SQLite and PostgreSQL",
     ),
     Benchmark(
+        name="auth_check",
+        target="bench.auth_check:run",
+        summary="the auth check per request: none, shared token, JWT, agent/auth.py hook",
+    ),
+    Benchmark(
         name="ui",
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",

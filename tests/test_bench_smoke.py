@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bench import _durability_worker, loop_overhead, tracing_overhead
+from bench import _durability_worker, auth_check, loop_overhead, tracing_overhead
 
 
 async def test_the_loop_overhead_case_runs_a_whole_turn() -> None:
@@ -41,3 +41,16 @@ async def test_the_tracing_overhead_variants_trace_their_turns() -> None:
         on.provider.shutdown()
     # the turn, 50 model calls, 49 tool calls
     assert exporter.spans == 1 + loop_overhead.STEPS + loop_overhead.TOOL_CALLS
+
+
+def test_the_auth_check_bench_passes_every_variant() -> None:
+    # each timed request asserts a 200: a variant eve refused would time nothing
+    timings = asyncio.run(auth_check.measure(rounds=1, per_round=2))
+    assert set(timings) == {
+        "no auth",
+        "shared token",
+        "JWT (seen before)",
+        "JWT (first sight)",
+        "hook (async)",
+        "hook (sync)",
+    }

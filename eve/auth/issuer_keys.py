@@ -87,6 +87,11 @@ class IssuerKeys:
                 await self._refetch(keep_on_failure=kid in self._keys)
             return self._keys.get(kid)
 
+    def is_current(self, kid: str) -> bool:
+        """``kid`` is among the keys and they are not due for a fetch: what a token
+        verified before may still rely on without asking ``key_for``."""
+        return kid in self._keys and not self._too_old()
+
     def _too_old(self) -> bool:
         fetched = self._fetched_at
         return fetched is None or self._clock() - fetched >= self.settings.max_key_age_seconds

@@ -8,6 +8,9 @@ wrong and never quotes the token or its claims.
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import jwt
@@ -29,6 +32,16 @@ _REASONS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
 )
 #: claims every accepted token carries
 REQUIRED_CLAIMS = ("iss", "sub", "aud", "exp")
+#: tokens remembered as verified: a client sends the same one on every request, and a
+#: lookup costs microseconds where PyJWT's parse and an RSA check cost a few hundred
+VERIFIED_CACHE_SIZE = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Verified:
+    principal: Principal
+    kid: str
+    expires: float
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -40,9 +53,11 @@ def looks_like_jwt(token: str) -> bool:
 class TokenVerifier:
     """Verifies bearer JWTs of one issuer."""
 
-    def __init__(self, settings: OIDCSettings, keys: IssuerKeys) -> None:
+    def __init__(self, settings: OIDCSettings, keys: IssuerKeys, *, clock: Any = time.time) -> None:
         self.settings = settings
         self.keys = keys
+        self._clock = clock
+        self._verified: OrderedDict[str, _Verified] = OrderedDict()
 
     async def start(self) -> None:
         await self.keys.start()
@@ -50,6 +65,19 @@ class TokenVerifier:
     async def verify(self, token: str) -> Principal:
         """The principal ``token`` proves; raises ``InvalidToken`` (401) or, when the
         issuer's keys cannot be fetched, ``IdentityProviderUnavailable`` (503)."""
+        known = self._verified.get(token)
+        # a token verified before stands while it has not expired and its key is still
+        # published (and not due for a fetch, which could drop it)
+        if known is not None and self._clock() < known.expires and self.keys.is_current(known.kid):
+            return known.principal
+        self._verified.pop(token, None)
+        principal, kid, expires = await self._check(token)
+        self._verified[token] = _Verified(principal=principal, kid=kid, expires=expires)
+        if len(self._verified) > VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+        return principal
+
+    async def _check(self, token: str) -> tuple[Principal, str, float]:
         header = _header(token)
         algorithm, kid = header.get("alg"), header.get("kid")
         if algorithm not in ALGORITHMS:
@@ -61,7 +89,8 @@ class TokenVerifier:
             raise InvalidToken("the token is signed by a key the issuer does not publish")
         claims = self._decode(token, key.key, algorithm)
         principal_id = f"{claims['iss']}#{claims['sub']}"
-        return Principal(id=principal_id, kind="user", claims=self._with_roles(claims))
+        principal = Principal(id=principal_id, kind="user", claims=self._with_roles(claims))
+        return principal, kid, float(claims["exp"]) + self.settings.leeway_seconds
 
     def _decode(self, token: str, key: Any, algorithm: str) -> dict[str, Any]:
         try:

@@ -229,3 +229,26 @@ def test_settings_come_from_the_environment_and_options_win() -> None:
     assert read is not None and read.issuer == "https://a.example" and read.roles_claim == "roles"
     given = oidc_settings(issuer="http://127.0.0.1:8080", client_id="ui", env=env)
     assert given is not None and given.issuer == "http://127.0.0.1:8080" and given.client_id == "ui"
+
+
+def test_a_verified_token_is_remembered_only_until_it_expires() -> None:
+    provider = Provider()
+    clock = Clock()
+    clock.now = 0.0
+    oidc = OIDCSettings(issuer=provider.issuer, audience=AUDIENCE)
+    verifier = TokenVerifier(oidc, IssuerKeys(oidc, transport=provider.transport()), clock=clock)
+    checks: list[str] = []
+    check = verifier._check
+
+    async def counted(token: str) -> Any:
+        checks.append(token)
+        return await check(token)
+
+    verifier._check = counted  # type: ignore[method-assign]
+    token = provider.token(expires_in=60)
+    for _ in range(3):
+        run(verifier.verify(token))
+    assert len(checks) == 1
+    clock.now = float(jwt.decode(token, options={"verify_signature": False})["exp"]) + 31
+    run(verifier.verify(token))  # past exp + leeway by this clock: checked again
+    assert len(checks) == 2

@@ -152,12 +152,12 @@ def serve_command(
     # issuer waits for the compile, which tells whether agent/auth.py verifies users
     if token is not None or oidc is not None:
         require_token_for(host, token, verifies_users=oidc is not None)
+    listed = listed_hosts(allowed_host, os.environ)
+    allowed = allowed_hosts(bind=host, listed=listed, token=token)
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
     if token is None and oidc is None:
         require_token_for(host, None, verifies_users=_has_auth_hook(app_root))
-    listed = listed_hosts(allowed_host, os.environ)
-    allowed = allowed_hosts(bind=host, listed=listed, token=token)
     options = ServerOptions(
         app_root=app_root, token=token, oidc=oidc, allowed_hosts=allowed, concurrency=concurrency
     )

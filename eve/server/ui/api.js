@@ -74,7 +74,14 @@ async function offerLogin() {
   if (!oidc || !button.hidden) return;
   button.textContent = `Sign in with ${new URL(oidc.issuer).host}`;
   button.hidden = false;
-  button.addEventListener("click", () => startLogin(oidc));
+  button.addEventListener("click", () =>
+    startLogin(oidc).catch(() => {
+      // crypto.subtle (the PKCE challenge) exists only on https:// pages and loopback
+      const error = document.getElementById("token-error");
+      error.textContent = "Signing in needs this page over https (or on 127.0.0.1).";
+      error.hidden = false;
+    }),
+  );
 }
 
 async function fetchAuthorized(path, init = {}) {

@@ -76,6 +76,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="each channel's first byte and per-event gap over the native stream",
     ),
     Benchmark(
+        name="auth_check",
+        target="bench.auth_check:run",
+        summary="the auth check per request: none, shared token, JWT, agent/auth.py hook",
+    ),
+    Benchmark(
         name="ui",
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",

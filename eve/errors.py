@@ -78,9 +78,11 @@
     │       ├── ServedModelUnavailable  no credentials for the model eve serve would serve
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
     │       ├── EveAppAlreadyRunning    a second eve app started in a process that runs one
-    │       └── ChannelKindUnavailable  a channel's kind module or protocol package is not installed
+    │       ├── ChannelKindUnavailable  a channel's kind module or protocol package is not installed
+    │       └── AuthConfigInvalid       auth settings that cannot work (an issuer without audience)
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
+    │   │   └── InvalidToken            401: a token expired, for another audience, badly signed
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
     │   ├── InvalidPart                 400: a content part of `message` that is not valid
     │   ├── BodyTooLarge                413: over the server's body limit
@@ -93,6 +95,9 @@
     │   ├── HostNotAllowed              400: a Host header the server does not answer to
     │   ├── CrossOriginRefused          403: a state-changing request from another origin
     │   └── UnsupportedContentType      415: a state-changing body that is not JSON
+    ├── AuthError                       who asks could not be established (not the caller's fault)
+    │   ├── IdentityProviderUnavailable 503: the OIDC issuer's discovery or keys cannot be fetched
+    │   └── AuthHookFailed              500: agent/auth.py raised, or returned no Principal
     ├── ClientError                     eve.client could not do what was asked
     │   ├── APIError                    the server answered {ok: false} (carries status, code)
     │   └── ServerUnreachable           no answer from the server, even after retrying
@@ -970,6 +975,17 @@ class TaskNotWaiting(SessionError):
         self.task_id = task_id
 
 
+class AuthConfigInvalid(ServerConfigError):
+    """The auth settings cannot work: an issuer without an audience (or the reverse), an
+    issuer that is not an ``https`` URL (``http`` only on loopback), an empty roles claim."""
+
+    code = "auth_config_invalid"
+
+    def __init__(self, message: str, *, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
 class RequestError(EveError):
     """The HTTP server refuses a request as it was sent; nothing was changed."""
 
@@ -982,6 +998,15 @@ class Unauthorized(RequestError):
 
     code = "unauthorized"
     http_status = 401
+
+
+class InvalidToken(Unauthorized):
+    """The bearer token is a JWT eve does not accept: expired or not yet valid, for another
+    audience or issuer, signed by an unknown key or not signed right, or not a JWT at all.
+    The answer's ``WWW-Authenticate`` says ``error="invalid_token"``; neither the token nor
+    its claims are ever shown."""
+
+    code = "invalid_token"
 
 
 class InvalidBody(RequestError):
@@ -1115,6 +1140,39 @@ class UnsupportedContentType(RequestError):
     def __init__(self, message: str, *, content_type: str) -> None:
         super().__init__(message)
         self.content_type = content_type
+
+
+class AuthError(EveError):
+    """The server could not establish who asks, through no fault of the request."""
+
+    code = "auth_error"
+    http_status = 500
+
+
+class IdentityProviderUnavailable(AuthError):
+    """The OIDC issuer's discovery document or keys cannot be fetched (``url``): at start
+    ``eve serve`` stops with it (exit code 2); a request that needed fresh keys gets 503."""
+
+    code = "identity_provider_unavailable"
+    http_status = 503
+    exit_code = 2
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class AuthHookFailed(AuthError):
+    """``agent/auth.py``'s ``authenticate`` raised, or returned something that is neither a
+    ``Principal`` nor None. Its message names the file and the exception's type, never the
+    exception's text (which may quote a credential)."""
+
+    code = "auth_hook_failed"
+    http_status = 500
+
+    def __init__(self, message: str, *, source: str) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 class ClientError(EveError):

@@ -223,6 +223,17 @@ class HookEntry(Base, frozen=True, kw_only=True):
     events: list[str]
 
 
+class AuthEntry(Base, frozen=True, kw_only=True):
+    """The root agent's custom auth hook (``agent/auth.py``, ``define_auth``)."""
+
+    logical_path: str
+    source_id: str
+    #: ``default`` or the module-level name the definition was found under
+    export_name: str
+    #: ``default`` was a factory, evaluated again at resolve time
+    factory: bool = False
+
+
 class Instructions(Base, frozen=True, kw_only=True):
     """The always-on system prompt of a node."""
 
@@ -443,6 +454,8 @@ class AgentNode(Base, frozen=True, kw_only=True):
     channels: list[ChannelEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
+    #: the custom auth hook, on the root node only
+    auth: AuthEntry | None = None
     #: source ids the compiler imported to read a definition
     compile_loads: list[str] = []
     #: source ids the runtime imports directly (their closures are in ``bindings``)
@@ -507,6 +520,7 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     root: str
     agent_module: str | None
     instructions: str | None
+    auth_module: str | None = None
     tools: list[str] = []
     skills: list[str] = []
     hooks: list[str] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bench import _durability_worker, loop_overhead, tracing_overhead
+from bench import _durability_worker, auth_check, loop_overhead, tracing_overhead
 from eve.compiler import compile_to_disk
 
 
@@ -62,3 +62,16 @@ def test_the_channel_latency_bench_measures_the_native_stream_and_the_custom_pro
         [probe] = door.probes
         # the turn's events: started … a tool call, its result, the answer … resting
         assert len(probe.gaps) >= 8 and probe.first_byte > 0
+
+
+def test_the_auth_check_bench_passes_every_variant() -> None:
+    # each timed request asserts a 200: a variant eve refused would time nothing
+    timings = asyncio.run(auth_check.measure(rounds=1, per_round=2))
+    assert set(timings) == {
+        "no auth",
+        "shared token",
+        "JWT (seen before)",
+        "JWT (first sight)",
+        "hook (async)",
+        "hook (sync)",
+    }

@@ -11,13 +11,16 @@ from pathlib import Path
 
 import click
 
+from eve.auth.settings import AUDIENCE_ENV, CLIENT_ID_ENV, ISSUER_ENV, oidc_settings
 from eve.channels.serving import channel_declarations
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.cli.sessions_command import url_env_of
 from eve.errors import ServerConfigError
+from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
 from eve.runtime import load_compiled_agent
+from eve.runtime.load import read_manifest
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
@@ -72,6 +75,11 @@ async def _serve_worker(
         await stop_service(app)
 
 
+def _has_auth_hook(app_root: Path) -> bool:
+    """The compiled agent has ``agent/auth.py``: it verifies users itself."""
+    return read_manifest(app_root / MANIFEST_PATH).nodes[ROOT_NODE_ID].auth is not None
+
+
 def _check_workers(app_root: Path, workers: int) -> None:
     """Several workers share sessions only through PostgreSQL: refuse before forking them.
 
@@ -119,6 +127,15 @@ def _check_workers(app_root: Path, workers: int) -> None:
         f"(repeatable; default: ${ALLOWED_HOSTS_ENV}, comma-separated)."
     ),
 )
+@click.option("--auth-issuer", metavar="URL", help=f"OIDC issuer of users' tokens (${ISSUER_ENV}).")
+@click.option(
+    "--auth-audience", metavar="AUD", help=f"Audience users' tokens must carry (${AUDIENCE_ENV})."
+)
+@click.option(
+    "--auth-client-id",
+    metavar="ID",
+    help=f"Public client the dev UI signs in as (${CLIENT_ID_ENV}).",
+)
 @click.pass_context
 @translate_errors
 def serve_command(
@@ -129,19 +146,30 @@ def serve_command(
     model: str | None,
     concurrency: int,
     allowed_host: tuple[str, ...],
+    auth_issuer: str | None,
+    auth_audience: str | None,
+    auth_client_id: str | None,
 ) -> None:
     """Serve the agent's durable session API over HTTP."""
     app_root = app_root_of(ctx)
     token = os.environ.get(TOKEN_ENV) or None
-    require_token_for(host, token)
+    oidc = oidc_settings(
+        issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
+    )
     configured_retention(os.environ)  # a bad EVE_RETENTION stops it here, not in a worker
+    # a short token is refused before compiling; only a bind with neither a token nor an
+    # issuer waits for the compile, which tells whether agent/auth.py verifies users
+    if token is not None or oidc is not None:
+        require_token_for(host, token, verifies_users=oidc is not None)
     listed = listed_hosts(allowed_host, os.environ)
     allowed = allowed_hosts(bind=host, listed=listed, token=token)
-    options = ServerOptions(
-        app_root=app_root, token=token, allowed_hosts=allowed, concurrency=concurrency
-    )
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
+    if token is None and oidc is None:
+        require_token_for(host, None, verifies_users=_has_auth_hook(app_root))
+    options = ServerOptions(
+        app_root=app_root, token=token, oidc=oidc, allowed_hosts=allowed, concurrency=concurrency
+    )
     _check_workers(app_root, workers)  # after compiling: agent.py may name the URL variable
     sock = bind(Listen(host=host, port=port))
 

@@ -40,6 +40,8 @@ UNSUPPORTED_DIRS = frozenset(
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
+#: the root agent's custom auth hook (``define_auth``)
+AUTH_FILE = "auth.py"
 
 
 @dataclass(kw_only=True)
@@ -57,6 +59,8 @@ class NodeFiles:
     root: str
     agent_module: str | None = None
     instructions: str | None = None
+    #: ``auth.py``: the server's custom auth hook (root agent only)
+    auth_module: str | None = None
     tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, path)
     skills: list[SkillFile] = field(default_factory=list)
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (hook name, path)
@@ -83,6 +87,7 @@ class Discovery:
                     root=node.root,
                     agent_module=node.agent_module,
                     instructions=node.instructions,
+                    auth_module=node.auth_module,
                     tools=[path for _, path in node.tools],
                     skills=[skill.path for skill in node.skills],
                     hooks=[path for _, path in node.hooks],
@@ -148,15 +153,30 @@ class _Walker:
             node.agent_module = rel
         elif entry.name == "instructions.md":
             node.instructions = rel
+        elif entry.name == AUTH_FILE:
+            self.auth_file(node, rel)
         elif entry.name not in ROOT_FILES:
             self.sink.warning(
                 "discover/unknown-file",
-                f"{entry.name} is not part of an agent (expected agent.py, instructions.md "
-                "and the directories tools/, skills/, hooks/, connections/, channels/, "
-                "subagents/, lib/); it is ignored",
+                f"{entry.name} is not part of an agent (expected agent.py, instructions.md, "
+                "auth.py and the directories tools/, skills/, hooks/, connections/, "
+                "channels/, subagents/, lib/); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
+
+    def auth_file(self, node: NodeFiles, rel: str) -> None:
+        if node.node_id == ROOT_NODE_ID:
+            node.auth_module = rel
+            return
+        # a subagent is reached through its caller's session, never by a request of its own
+        self.sink.error(
+            "discover/auth-in-subagent",
+            f"{AUTH_FILE} decides who calls the server, so only the root agent has one "
+            f"(agent/{AUTH_FILE}); move it there or delete it",
+            source_path=rel,
+            node_id=node.node_id,
+        )
 
     def node_dir(self, node: NodeFiles, entry: Path) -> None:
         rel = self.rel(entry)

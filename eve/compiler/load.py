@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eve.authoring.agent import AgentDefinition
+from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
@@ -28,6 +29,7 @@ DEFINITION_TYPES: tuple[type, ...] = (
     HookDefinition,
     MCPConnection,
     ChannelDefinition,
+    AuthDefinition,
 )
 _KIND_NAMES = {
     AgentDefinition: "an agent definition",
@@ -35,6 +37,7 @@ _KIND_NAMES = {
     HookDefinition: "a hook definition (define_hook(events=...))",
     MCPConnection: "an MCP connection (define_mcp_connection(...))",
     ChannelDefinition: "a channel (ai_sdk(...), a2a(...), define_channel(...) …)",
+    AuthDefinition: "a custom auth hook (define_auth(authenticate))",
 }
 
 

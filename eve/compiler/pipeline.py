@@ -17,6 +17,7 @@ from eve._authored import module_id_for, prepare_authored_imports
 from eve._version import __version__
 from eve.artifacts import AGENT_DIR, digest
 from eve.authoring.agent import BUILTIN_TOOL_NAMES, AgentConfigModel, AgentDefinition
+from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
@@ -52,6 +53,7 @@ from eve.manifest import (
     ROOT_NODE_ID,
     SCHEMA_VERSION,
     AgentNode,
+    AuthEntry,
     ChannelEntry,
     CompiledManifest,
     CompileMetadata,
@@ -205,6 +207,19 @@ class _NodeCompiler:
             factory=factory,
         )
 
+    def auth(self, node: NodeFiles) -> AuthEntry | None:
+        path = node.auth_module
+        loaded = None if path is None else self.load(path, AuthDefinition, node.node_id)
+        if path is None or loaded is None:
+            return None
+        _, export_name, factory = loaded
+        return AuthEntry(
+            logical_path=path,
+            source_id=source_id_for(path, node.root, AGENT_DIR),
+            export_name=export_name,
+            factory=factory,
+        )
+
     def connection(self, node: NodeFiles, name: str, path: str) -> ConnectionEntry | None:
         loaded = self.load(path, MCPConnection, node.node_id)
         if loaded is None:
@@ -295,6 +310,7 @@ class _NodeCompiler:
             where={"source_path": node.agent_module, "node_id": node.node_id},
         )
         provided = builtins + sets.tools
+        auth = self.auth(node)
         compile_reads = {path for _, path in node.tools} | {path for _, path in node.hooks}
         # a connection's module is read again at run time: its get_token and approval
         # policies are functions the manifest cannot hold
@@ -309,6 +325,10 @@ class _NodeCompiler:
         }
         runtime_roots |= {c.logical_path for c in connections}
         runtime_roots |= {c.logical_path for c in channels if c.has_handler}
+        if auth is not None:
+            # the server calls it on every request its own schemes do not accept
+            compile_reads.add(auth.logical_path)
+            runtime_roots.add(auth.logical_path)
         output = self.output(node, config)
         if output is not None and output.runtime_root is not None:
             runtime_roots.add(output.runtime_root)
@@ -343,6 +363,7 @@ class _NodeCompiler:
             connections=connections,
             channels=channels,
             subagents=node.subagents,
+            auth=auth,
             compile_loads=sorted(
                 source_id_for(path, node.root, AGENT_DIR) for path in compile_reads
             )

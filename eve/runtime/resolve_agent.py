@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from eve.authoring.auth import AuthDefinition
 from eve.errors import ResolveAgentError, StaleArtifacts
-from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, CompiledManifest
+from eve.manifest import ROOT_NODE_ID, SCHEMA_VERSION, AuthEntry, CompiledManifest
 from eve.runtime.automatic import bind_automatic
 from eve.runtime.connections import resolve_connection
 from eve.runtime.delegation import session_node, session_tools, subagent_entries
+from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.resolve_hook import resolve_hook_definition
 from eve.runtime.resolve_output import resolve_output
@@ -96,4 +98,15 @@ async def resolve_agent(
         connections=connections,
         subagents=list(node.subagents),
         output=await resolve_output(node, module_map),
+        auth=await _resolve_auth(node.auth, module_map, node_key),
+    )
+
+
+async def _resolve_auth(
+    entry: AuthEntry | None, module_map: ModuleMap, node_id: str
+) -> AuthDefinition | None:
+    if entry is None:
+        return None
+    return await load_definition(
+        entry, module_map, node_id, kind="auth", definition_type=AuthDefinition
     )

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeGuard, TypeVar
 import pydantic
 
 from eve.authoring.approval import NEVER, ApprovalRule
+from eve.authoring.auth import AuthDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import Execute
@@ -150,6 +151,8 @@ class ResolvedAgent:
     subagents: list[str] = field(default_factory=list)
     #: the type the final answer is validated into (``define_agent(output_schema=...)``)
     output: ResolvedOutput | None = None
+    #: the custom auth hook of ``agent/auth.py`` (root only), which the server calls
+    auth: AuthDefinition | None = None
 
     def tool(self, name: str) -> ResolvedTool | None:
         return next((t for t in self.tools if t.name == name), None)

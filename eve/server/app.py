@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
-from eve.auth import OPERATOR
+from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.errors import (
     EveError,
@@ -29,17 +29,13 @@ from eve.errors import (
     InvalidStartIndex,
     SessionNotActive,
     SessionNotFound,
-    Unauthorized,
 )
 from eve.execution.setup import AgentSetup
 from eve.runtime.info import agent_info
 from eve.server.answers import error_response, refusal
-from eve.server.auth import (
-    PRINCIPAL_STATE,
-    authorized,
-    token_authenticator,
-    under_channel,
-)
+from eve.server.auth import AUTH_CONFIG_PATH, ServerAuth
+from eve.server.auth_config import auth_config_route, server_auth, token_endpoint_origin
+from eve.server.auth_middleware import PrincipalAuth
 from eve.server.bodies import (
     MAX_BODY_BYTES,
     CreateBody,
@@ -70,8 +66,12 @@ log = logging.getLogger("eve.server")
 @dataclass(frozen=True, kw_only=True)
 class ServerOptions:
     app_root: Path
-    #: bearer token every route but health requires; None on loopback without one
+    #: the shared bearer token, whose holder is the operator; None on loopback without one
     token: str | None
+    #: the OIDC issuer whose bearer JWTs prove users (``docs/auth.md``), if any
+    oidc: OIDCSettings | None = None
+    #: how the issuer is reached instead of the network (a provider served in process)
+    oidc_transport: httpx.AsyncBaseTransport | None = None
     #: the ``Host`` headers answered (``hosts.allowed_hosts``): loopback names unless given
     allowed_hosts: AllowedHosts = LOOPBACK
     concurrency: int = 100
@@ -262,30 +262,6 @@ def _not_active(session_id: str) -> EveError:
     return SessionNotActive(f"no active session {session_id}", session_id=session_id)
 
 
-class BearerAuth:
-    """ASGI middleware: 401 unless the request carries the token (health is public)."""
-
-    def __init__(self, app: ASGIApp, token: str | None, channel_paths: Sequence[str] = ()) -> None:
-        self.app = app
-        self.token = token
-        #: a channel authenticates its own requests, by the token or its protocol's scheme
-        self.channel_paths = [path.rstrip("/") for path in channel_paths]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope)
-        if not under_channel(request, self.channel_paths) and not authorized(request, self.token):
-            refused = Unauthorized("missing or wrong bearer token")
-            response = refusal(refused, **{"www-authenticate": "Bearer"})
-            await response(scope, receive, send)
-            return
-        # who asks, for the routes (``principal_of``): the shared token's holder is the operator
-        scope.setdefault("state", {})[PRINCIPAL_STATE] = OPERATOR
-        await self.app(scope, receive, send)
-
-
 def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
     """The durable service ``eve serve`` runs for ``setup``: its database is
     ``options.database_url``, else the environment's (agent.py's ``database_url_env``, else
@@ -324,7 +300,13 @@ def create_app(
     followers = Followers()
     watch = SourceWatch(options.app_root)
     routes = _Routes(options, service, followers, watch)
-    running = _Running(service, watch, options.watch_seconds)
+    auth = server_auth(
+        token=options.token,
+        oidc=options.oidc,
+        hook=service.setup.agent.auth,
+        transport=options.oidc_transport,
+    )
+    running = _Running(service, watch, options.watch_seconds, auth)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -339,6 +321,7 @@ def create_app(
         routes=[
             Route(PREFIX + "/health", _guarded(routes.health), methods=["GET"]),
             Route(PREFIX + "/info", _guarded(routes.info), methods=["GET"]),
+            Route(AUTH_CONFIG_PATH, _guarded(auth_config_route(auth)), methods=["GET"]),
             Route(PREFIX + "/session", _guarded(routes.create), methods=["POST"]),
             Route(PREFIX + "/sessions", _guarded(session_list(service)), methods=["GET"]),
             Route(session, _guarded(routes.follow_up), methods=["POST"]),
@@ -352,11 +335,11 @@ def create_app(
                 _guarded(routes.task_event),
                 methods=["POST"],
             ),
-            *ui_routes(),
+            *ui_routes(connect=lambda: token_endpoint_origin(auth)),
             *[
                 route
                 for channel in channels
-                for route in channel_routes(channel, service, token_authenticator(options.token))
+                for route in channel_routes(channel, service, auth.authenticate)
             ],
         ],
         # the guard first: a rebound or cross-origin page is refused whatever it sends
@@ -366,7 +349,7 @@ def create_app(
                 allowed=options.allowed_hosts,
                 channel_paths=[c.path.rstrip("/") for c in channels],
             ),
-            Middleware(BearerAuth, token=options.token, channel_paths=[c.path for c in channels]),
+            Middleware(PrincipalAuth, auth=auth, channel_paths=[c.path for c in channels]),
         ],
         lifespan=lifespan,
     )
@@ -396,8 +379,11 @@ class _Running:
     """Starts the service once, whoever asks first, and stops it once; meanwhile watches
     the agent's sources for edits it does not serve."""
 
-    def __init__(self, service: SessionService, watch: SourceWatch, every: float) -> None:
+    def __init__(
+        self, service: SessionService, watch: SourceWatch, every: float, auth: ServerAuth
+    ) -> None:
         self.service = service
+        self.auth = auth
         self.started = False
         self.watch = watch
         self.every = every
@@ -405,6 +391,8 @@ class _Running:
 
     async def start(self) -> None:
         if not self.started:
+            # the issuer first: unreachable, it stops the start before a database is opened
+            await self.auth.start()
             await self.service.start()
             self.started = True
             self._watching = asyncio.create_task(self.watch.watch(self.every))

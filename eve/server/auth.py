@@ -1,23 +1,37 @@
-"""Bearer-token authentication and the rule for when a token is required."""
+"""Who asks: the server's chain of schemes, and the rule for when a public bind is guarded.
+
+The chain, first match wins: the shared bearer token (``EVE_API_TOKEN``) proves the
+operator; a bearer JWT the configured OIDC issuer signed proves a user; the custom hook of
+``agent/auth.py`` may prove anyone; else the request is refused (401). A server with none
+of the three (loopback, no token) answers every request as the operator.
+"""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from starlette.requests import Request
 
 from eve.auth import OPERATOR, Principal
+from eve.auth.tokens import TokenVerifier, looks_like_jwt
 from eve.channels.mount import Authenticate
-from eve.errors import ServerConfigError, Unauthorized
-from eve.server.web_ui import is_ui_path
+from eve.errors import InvalidToken, ServerConfigError, Unauthorized
 
 TOKEN_ENV = "EVE_API_TOKEN"
 #: the shortest token a public bind accepts: 32 random characters are beyond guessing
 MIN_PUBLIC_TOKEN_LENGTH = 32
-#: routes anyone may call: a load balancer's health check has no token
+#: routes anyone may call from any host: a load balancer's health check has no token
 PUBLIC_PATHS = frozenset({"/eve/v1/health"})
+#: what the dev UI reads before it can sign in: the issuer and client id, nothing secret
+AUTH_CONFIG_PATH = "/eve/v1/auth/config"
+#: routes that need no principal (the dev UI's files are public too: ``is_ui_path``)
+ANONYMOUS_PATHS = PUBLIC_PATHS | {AUTH_CONFIG_PATH}
+
+#: ``agent/auth.py``'s hook as the server calls it: a principal, or None to refuse
+AuthHook = Callable[[Request], Awaitable[Principal | None]]
 
 
 def is_loopback(host: str) -> bool:
@@ -34,43 +48,87 @@ def is_strong_token(token: str | None) -> bool:
     return token is not None and len(token) >= MIN_PUBLIC_TOKEN_LENGTH
 
 
-def require_token_for(host: str, token: str | None) -> None:
-    """Binding beyond loopback without a strong token would publish every session: refuse.
+def require_token_for(host: str, token: str | None, *, verifies_users: bool = False) -> None:
+    """Binding beyond loopback without a guard would publish every session: refuse.
 
-    A public bind needs a token of at least ``MIN_PUBLIC_TOKEN_LENGTH`` characters; the
-    message never repeats the token it refuses.
+    A public bind needs a shared token of at least ``MIN_PUBLIC_TOKEN_LENGTH`` characters,
+    or none at all when users are verified another way (``verifies_users``: an OIDC issuer
+    or ``agent/auth.py``), and then there is no operator unless the hook makes one. A short
+    token is refused either way. The message never repeats the token it refuses.
     """
-    if is_loopback(host) or is_strong_token(token):
+    if is_loopback(host) or is_strong_token(token) or (verifies_users and token is None):
         return
     problem = (
         f"{TOKEN_ENV} is {len(token)} characters, shorter than {MIN_PUBLIC_TOKEN_LENGTH}"
         if token
-        else f"{TOKEN_ENV} is not set"
+        else f"{TOKEN_ENV} is not set and no OIDC issuer (EVE_AUTH_ISSUER) or agent/auth.py "
+        "verifies users"
     )
     raise ServerConfigError(
         f"eve serve --host {host} is reachable from other machines and {problem}; set "
         f"{TOKEN_ENV} to a random token of {MIN_PUBLIC_TOKEN_LENGTH} characters or more "
-        "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`); "
-        "clients send it as 'Authorization: Bearer <token>'"
+        "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`), or an "
+        "issuer to verify users' tokens (docs/auth.md); clients send it as "
+        "'Authorization: Bearer <token>'"
     )
 
 
-def authorized(request: Request, token: str | None) -> bool:
-    path = route_path(request)
-    # the dev UI's files hold no secret; the page asks for the token before it calls the API
-    if token is None or path in PUBLIC_PATHS or is_ui_path(path):
-        return True
-    return _carries(request, token)
+def bearer_of(request: Request) -> str | None:
+    """The credentials of an ``Authorization: Bearer`` header, as sent."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return given.strip() if scheme.lower() == "bearer" and given.strip() else None
 
 
-def _carries(request: Request, token: str) -> bool:
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
+def _is_token(sent: str, token: str) -> bool:
     # Compared as bytes, in constant time, so response timing tells nothing about the token.
     # Starlette decodes header bytes as Latin-1; encoding back gives the bytes as sent,
     # which for a non-ASCII token are its UTF-8 bytes.
-    sent = given.encode("latin-1", errors="replace")
-    return scheme.lower() == "bearer" and hmac.compare_digest(sent, token.encode("utf-8"))
+    given = sent.encode("latin-1", errors="replace")
+    return hmac.compare_digest(given, token.encode("utf-8"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerAuth:
+    """The schemes a server accepts, in the order it tries them."""
+
+    #: the shared bearer token, whose holder is the operator
+    token: str | None = None
+    #: verifies bearer JWTs of the configured OIDC issuer
+    verifier: TokenVerifier | None = None
+    #: ``agent/auth.py``'s ``authenticate``
+    hook: AuthHook | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """No scheme at all: a loopback server without a token, whose caller is its operator."""
+        return self.token is None and self.verifier is None and self.hook is None
+
+    async def start(self) -> None:
+        """Fetch the issuer's keys now, so an unreachable issuer stops the server at start
+        (``IdentityProviderUnavailable``) instead of failing its first request."""
+        if self.verifier is not None:
+            await self.verifier.start()
+
+    async def authenticate(self, request: Request) -> Principal:
+        """The principal of ``request``; raises ``Unauthorized`` (``InvalidToken`` for a JWT
+        eve refuses), ``IdentityProviderUnavailable`` or ``AuthHookFailed``."""
+        if self.is_open:
+            return OPERATOR
+        refused: Unauthorized = Unauthorized("missing or wrong bearer token")
+        bearer = bearer_of(request)
+        if bearer is not None:
+            if self.token is not None and _is_token(bearer, self.token):
+                return OPERATOR
+            if self.verifier is not None and looks_like_jwt(bearer):
+                try:
+                    return await self.verifier.verify(bearer)
+                except InvalidToken as invalid:
+                    refused = invalid  # the hook may still know the request another way
+        if self.hook is not None:
+            principal = await self.hook(request)
+            if principal is not None:
+                return principal
+        raise refused
 
 
 #: the key of ``request.state`` where the auth middleware puts the request's principal
@@ -84,15 +142,9 @@ def principal_of(request: Request) -> Principal:
 
 
 def token_authenticator(token: str | None) -> Authenticate:
-    """The principal of a request by the shared token: the operator, when it carries the
-    token (or the server has none); a channel's routes call it for each request."""
-
-    async def authenticate(request: Request) -> Principal:
-        if token is None or _carries(request, token):
-            return OPERATOR
-        raise Unauthorized("missing or wrong bearer token")
-
-    return authenticate
+    """The server's chain with the shared token alone: the operator, when a request
+    carries the token (or the server has none)."""
+    return ServerAuth(token=token).authenticate
 
 
 def under_channel(request: Request, channel_paths: Sequence[str]) -> bool:

@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from eve.agent_setup import build_setup
 from eve.artifacts import check_artifacts
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES
+from eve.auth.settings import oidc_settings
 from eve.channels.serving import channel_declarations
 from eve.errors import EveAppAlreadyRunning, EveAppNotStarted, StaleArtifacts
 from eve.runtime import CompiledAgent, load_compiled_agent
@@ -166,6 +167,9 @@ def eve_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     max_attachment_bytes: int = MAX_ATTACHMENT_BYTES,
     max_attachments_bytes: int = MAX_ATTACHMENTS_BYTES,
+    auth_issuer: str | None = None,
+    auth_audience: str | None = None,
+    auth_client_id: str | None = None,
 ) -> EveApp:
     """eve's HTTP session API for an agent, to mount in a Starlette or FastAPI app.
 
@@ -189,12 +193,17 @@ def eve_app(
         max_body_bytes: bytes of a request body.
         max_attachment_bytes: bytes of one image or document (decoded).
         max_attachments_bytes: bytes of one message's images and documents together.
+        auth_issuer: the OIDC issuer whose bearer JWTs prove users (``EVE_AUTH_ISSUER``
+            when not given); see docs/auth.md.
+        auth_audience: the audience those tokens must carry (``EVE_AUTH_AUDIENCE``).
+        auth_client_id: the public client the dev UI signs in as (``EVE_AUTH_CLIENT_ID``).
 
-    Raises ``ServerConfigError`` for an allowed host that is not a host name or an
-    address, or ``"*"`` without a strong token; ``ArtifactsMissing`` when the app root was
-    never compiled and ``StaleArtifacts`` when ``agent/`` changed since (a server runs the
-    artifacts it is given: run ``eve compile``). Nothing authored is imported until the
-    lifespan starts.
+    Raises ``AuthConfigInvalid`` for an issuer without an audience (or the reverse) or an
+    issuer that is not https, ``ServerConfigError`` for an allowed host that is not a host
+    name or an address, or ``"*"`` without a strong token; ``ArtifactsMissing`` when the
+    app root was never compiled and ``StaleArtifacts`` when ``agent/`` changed since (a
+    server runs the artifacts it is given: run ``eve compile``). Nothing authored is
+    imported until the lifespan starts.
     """
     compiled = agent if isinstance(agent, CompiledAgent) else _fresh_artifacts(Path(agent))
     token = token if token is not None else os.environ.get(TOKEN_ENV) or None
@@ -208,6 +217,9 @@ def eve_app(
         max_attachment_bytes=max_attachment_bytes,
         max_attachments_bytes=max_attachments_bytes,
         database_url=database_url,
+        oidc=oidc_settings(
+            issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
+        ),
     )
     return EveApp(compiled, options=options, model=model)
 

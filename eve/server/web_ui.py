@@ -9,6 +9,7 @@ needs a token: the page asks for the token and sends it as the bearer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 
@@ -22,6 +23,7 @@ UI_FILES: dict[str, str] = {
     "style.css": "text/css; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "api.js": "text/javascript; charset=utf-8",
+    "login.js": "text/javascript; charset=utf-8",
     "dom.js": "text/javascript; charset=utf-8",
     "sessions.js": "text/javascript; charset=utf-8",
     "session.js": "text/javascript; charset=utf-8",
@@ -29,19 +31,29 @@ UI_FILES: dict[str, str] = {
     "agent.js": "text/javascript; charset=utf-8",
 }
 
-#: only this origin's files run, nothing inline, no frames, no forms posted anywhere
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
-    ]
-)
+#: where the page may connect beside its own origin: the OIDC issuer's token endpoint
+#: (``auth_config.token_endpoint_origin``), known once the server fetched its discovery
+ExtraConnect = Callable[[], str | None]
+
+
+def content_security_policy(connect: str | None = None) -> str:
+    """Only this origin's files run, nothing inline, no frames, no forms posted anywhere;
+    the page fetches from its own origin and ``connect`` (the issuer, to redeem a login)."""
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            f"connect-src 'self' {connect}" if connect else "connect-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+CONTENT_SECURITY_POLICY = content_security_policy()
 
 SECURITY_HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -65,23 +77,24 @@ def ui_file(name: str) -> bytes:
     return resources.files("eve.server").joinpath("ui", name).read_bytes()
 
 
-def _file_response(name: str) -> Response:
-    return Response(ui_file(name), media_type=UI_FILES[name], headers=SECURITY_HEADERS)
+def ui_routes(connect: ExtraConnect = lambda: None) -> list[Route]:
+    def file_response(name: str) -> Response:
+        extra = connect()
+        headers = SECURITY_HEADERS
+        if extra is not None:
+            headers = {**headers, "content-security-policy": content_security_policy(extra)}
+        return Response(ui_file(name), media_type=UI_FILES[name], headers=headers)
 
+    async def index(request: Request) -> Response:
+        return file_response("index.html")
 
-async def _index(request: Request) -> Response:
-    return _file_response("index.html")
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in UI_FILES or name == "index.html":
+            return PlainTextResponse("not found", status_code=404, headers=SECURITY_HEADERS)
+        return file_response(name)
 
-
-async def _asset(request: Request) -> Response:
-    name = request.path_params["name"]
-    if name not in UI_FILES or name == "index.html":
-        return PlainTextResponse("not found", status_code=404, headers=SECURITY_HEADERS)
-    return _file_response(name)
-
-
-def ui_routes() -> list[Route]:
     return [
-        Route("/", _index, methods=["GET", "HEAD"]),
-        Route(UI_PATH_PREFIX + "{name}", _asset, methods=["GET", "HEAD"]),
+        Route("/", index, methods=["GET", "HEAD"]),
+        Route(UI_PATH_PREFIX + "{name}", asset, methods=["GET", "HEAD"]),
     ]

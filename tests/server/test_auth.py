@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from starlette.requests import Request
 
+from eve.auth import OPERATOR
 from eve.cli.main import main
-from eve.errors import ServerConfigError
-from eve.server.auth import MIN_PUBLIC_TOKEN_LENGTH, authorized, require_token_for
+from eve.errors import ServerConfigError, Unauthorized
+from eve.server.auth import (
+    ANONYMOUS_PATHS,
+    MIN_PUBLIC_TOKEN_LENGTH,
+    ServerAuth,
+    require_token_for,
+    route_path,
+)
 
 STRONG = "t" * MIN_PUBLIC_TOKEN_LENGTH
 
@@ -55,6 +63,13 @@ def _request(authorization: bytes) -> Request:
     return Request(scope)
 
 
+def authorized(request: Request, token: str) -> bool:
+    try:
+        return asyncio.run(ServerAuth(token=token).authenticate(request)) == OPERATOR
+    except Unauthorized:
+        return False
+
+
 def test_a_non_ascii_token_matches_its_utf8_bytes() -> None:
     token = "clé-секрет-令牌-" + STRONG
     assert authorized(_request(b"Bearer " + token.encode("utf-8")), token)
@@ -62,11 +77,19 @@ def test_a_non_ascii_token_matches_its_utf8_bytes() -> None:
     assert not authorized(_request(b"Bearer " + token.encode("latin-1", "replace")), token)
 
 
-def test_an_ascii_token_and_the_public_paths() -> None:
+def test_an_ascii_token_is_the_operator_only_as_a_bearer() -> None:
     assert authorized(_request(b"Bearer " + STRONG.encode()), STRONG)
     assert authorized(_request(b"bearer " + STRONG.encode()), STRONG)
     assert not authorized(_request(b"Basic " + STRONG.encode()), STRONG)
     assert not authorized(_request(b""), STRONG)
+
+
+def test_a_public_bind_may_go_without_a_token_when_users_are_verified() -> None:
+    require_token_for("0.0.0.0", None, verifies_users=True)
+    with pytest.raises(ServerConfigError, match="is 1 characters"):
+        require_token_for("0.0.0.0", "a", verifies_users=True)  # a weak token is still weak
+    with pytest.raises(ServerConfigError, match="no OIDC issuer"):
+        require_token_for("0.0.0.0", None)
 
 
 @pytest.mark.parametrize(
@@ -80,4 +103,4 @@ def test_an_ascii_token_and_the_public_paths() -> None:
 def test_health_is_public_below_a_mount_point(path: str, public: bool) -> None:
     # mounted under /agent, Starlette hands the app the full path and root_path="/agent"
     scope = {"type": "http", "method": "GET", "path": path, "root_path": "/agent", "headers": []}
-    assert authorized(Request(scope), STRONG) is public
+    assert (route_path(Request(scope)) in ANONYMOUS_PATHS) is public

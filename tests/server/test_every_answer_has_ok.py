@@ -49,6 +49,8 @@ ROUTES: dict[tuple[str, str], tuple[Case, Case | None]] = {
     # health answers any host and needs no token: nothing refuses it
     ("GET", "/health"): (Case("/health"), None),
     ("GET", "/info"): (Case("/info"), Case("/info", headers={})),
+    # what the dev UI reads before it signs in: public, nothing refuses it
+    ("GET", "/auth/config"): (Case("/auth/config", headers={}), None),
     ("POST", "/session"): (Case("/session", {}), Case("/session", {"nope": 1})),
     ("GET", "/sessions"): (Case("/sessions"), Case("/sessions?limit=0")),
     ("POST", "/session/{session_id}"): (Case(S, {"message": "and?"}), Case("/session/x", {})),

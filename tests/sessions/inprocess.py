@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from starlette.testclient import TestClient
 
+from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration
 from eve.cli.agent_setup import prepare
 from eve.server import ServerOptions, create_app, service_for
@@ -52,6 +53,9 @@ class InProcessServer(Driver):
     concurrency: int = 100
     #: the channels mounted beside the session API (as ``agent/channels/`` declares them)
     channels: list[ChannelDeclaration] = field(default_factory=list)
+    #: the OIDC issuer whose tokens prove users, and how it is reached (``Provider``)
+    oidc: OIDCSettings | None = None
+    oidc_transport: httpx.AsyncBaseTransport | None = None
     http: TestClient | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     _saved_cwd: Path | None = None
@@ -70,6 +74,8 @@ class InProcessServer(Driver):
                 app_root=self.app_root,
                 token=os.environ.get(TOKEN_ENV) or None,
                 concurrency=self.concurrency,
+                oidc=self.oidc,
+                oidc_transport=self.oidc_transport,
             )
             app = create_app(options, service_for(options, setup), channels=self.channels)
             # as a server would: an unhandled error is a 500 to the client, not a raise here

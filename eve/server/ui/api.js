@@ -1,19 +1,27 @@
 // The public session API, by relative URLs: this module lives at <root>/ui/api.js, so the
-// API is <root>/eve/v1/ wherever eve is mounted. The token (when the server has one) is
-// kept in sessionStorage and sent only as a bearer header, never in a URL it requests.
+// API is <root>/eve/v1/ wherever eve is mounted. The token (when the server has one, or
+// an OIDC sign-in's, see login.js) is kept in sessionStorage and sent only as a bearer
+// header, never in a URL it requests.
+
+import { currentToken, keepToken, loginConfig, startLogin } from "./login.js";
 
 const ROOT = new URL("../eve/v1/", import.meta.url);
-const TOKEN_KEY = "eve-api-token";
 // `eve dev --web` opens <root>/#token=<token>: a fragment is never sent to a server
 const TOKEN_FRAGMENT = "#token=";
 let asking = null;
+let loginFailure = "";
+
+/** Say why the last sign-in failed, the next time the token dialog opens. */
+export function noteLoginFailure(message) {
+  loginFailure = message;
+}
 
 /** Keep the token the URL's fragment brings in this tab, and take it out of the address
  * bar and the history, so it is neither shown nor bookmarked. */
 export function takeTokenFromUrl() {
   if (!location.hash.startsWith(TOKEN_FRAGMENT)) return;
   const token = decodeURIComponent(location.hash.slice(TOKEN_FRAGMENT.length));
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  if (token) keepToken(token);
   history.replaceState(null, "", location.pathname + location.search);
 }
 
@@ -26,7 +34,7 @@ export class ApiError extends Error {
 }
 
 function headers(extra = {}) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
+  const token = currentToken();
   return token ? { ...extra, authorization: `Bearer ${token}` } : extra;
 }
 
@@ -38,12 +46,15 @@ function askToken(refused) {
       const form = document.getElementById("token-form");
       const input = document.getElementById("token-input");
       const error = document.getElementById("token-error");
-      error.hidden = !refused;
-      error.textContent = refused ? "That token was refused; try again." : "";
+      const message = loginFailure || (refused ? "That token was refused; try again." : "");
+      loginFailure = "";
+      error.hidden = !message;
+      error.textContent = message;
+      offerLogin();
       form.addEventListener("submit", function submitted(event) {
         event.preventDefault();
         form.removeEventListener("submit", submitted);
-        sessionStorage.setItem(TOKEN_KEY, input.value);
+        keepToken(input.value);
         input.value = "";
         dialog.close();
         asking = null;
@@ -56,12 +67,29 @@ function askToken(refused) {
   return asking;
 }
 
+/** Show the issuer's sign-in button in the token dialog when the server has one. */
+async function offerLogin() {
+  const oidc = await loginConfig();
+  const button = document.getElementById("oidc-login");
+  if (!oidc || !button.hidden) return;
+  button.textContent = `Sign in with ${new URL(oidc.issuer).host}`;
+  button.hidden = false;
+  button.addEventListener("click", () =>
+    startLogin(oidc).catch(() => {
+      // crypto.subtle (the PKCE challenge) exists only on https:// pages and loopback
+      const error = document.getElementById("token-error");
+      error.textContent = "Signing in needs this page over https (or on 127.0.0.1).";
+      error.hidden = false;
+    }),
+  );
+}
+
 async function fetchAuthorized(path, init = {}) {
   let refused = false;
   for (;;) {
     const response = await fetch(new URL(path, ROOT), { ...init, headers: headers(init.headers) });
     if (response.status !== 401) return response;
-    await askToken(refused || Boolean(sessionStorage.getItem(TOKEN_KEY)));
+    await askToken(refused || Boolean(currentToken()));
     refused = true;
   }
 }

@@ -2,10 +2,13 @@
 // UI works wherever eve is mounted. Only the sessions page is loaded up front; the others
 // are imported when first visited, which keeps the first render short.
 
-import { takeTokenFromUrl } from "./api.js";
+import { noteLoginFailure, takeTokenFromUrl } from "./api.js";
+import { finishLogin } from "./login.js";
 import { sessionsPage } from "./sessions.js";
 
 takeTokenFromUrl(); // before the router reads the fragment, and before any request
+// back from the issuer's sign-in: the code is redeemed before the first API call
+const signIn = finishLogin().catch((error) => error);
 
 const main = document.getElementById("main");
 const connection = document.getElementById("connection");
@@ -43,4 +46,7 @@ window.addEventListener("hashchange", () => {
   route();
   main.focus();
 });
-route();
+signIn.then((failed) => {
+  if (failed) noteLoginFailure(failed.message);
+  route();
+});

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from eve.auth.principal import OPERATOR, Principal
+from eve.channels.sessions import ChannelSessions
 from eve.errors import EveError, InputRequestNotPending, TaskNotWaiting
 from eve.sessions import InputResponse, SessionService
 from tests.conftest import AppFactory
@@ -53,8 +54,12 @@ def server(make_app: AppFactory) -> Iterator[InProcessServer]:
 
 def outcome(server: InProcessServer, name: str, session_id: str, principal: Principal) -> Any:
     """What the operation answered, or the refusal's (class, code, status)."""
+    return outcome_of(server, lambda s: OPERATIONS[name](s, session_id, principal))
+
+
+def outcome_of(server: InProcessServer, call: Callable[[SessionService], Awaitable[Any]]) -> Any:
     try:
-        return on_service(server, lambda s: OPERATIONS[name](s, session_id, principal))
+        return on_service(server, call)
     except EveError as error:
         return (type(error).__name__, error.code, error.http_status)
 
@@ -158,3 +163,15 @@ def test_the_routes_check_the_requests_principal(server: InProcessServer) -> Non
     # the operator (the shared token, no stand-in) sees it and may act on it
     assert server.get(path).json()["owner"]["id"] == "alice"
     assert server.send(session, "from the operator").status_code == 202
+
+
+def test_a_channel_acts_as_its_principal(server: InProcessServer) -> None:
+    async def mine(service: SessionService) -> str:
+        created = await ChannelSessions(service, ALICE).create()
+        summary = await ChannelSessions(service, ALICE).summary(created.session_id)
+        return summary.owner.id if summary.owner else ""
+
+    assert on_service(server, mine) == "alice"
+    session = on_service(server, lambda s: s.create()).session_id
+    refused = outcome_of(server, lambda s: ChannelSessions(s, BOB).summary(session))
+    assert refused == ("SessionNotFound", "session_not_found", 404)

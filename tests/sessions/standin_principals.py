@@ -20,7 +20,7 @@ import msgspec
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from eve.auth.principal import OPERATOR, Principal
+from eve.auth.principal import Principal
 from eve.server.auth import PRINCIPAL_STATE
 from eve.sessions import SessionService
 from tests.sessions.harness import Driver
@@ -93,6 +93,3 @@ def on_service(server: InProcessServer, call: Callable[[SessionService], Awaitab
         return await call(service)
 
     return server.http.portal.call(run)
-
-
-__all__ = ["ALICE", "BOB", "CAROL", "OPERATOR", "As", "on_service", "stand_in"]

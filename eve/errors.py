@@ -66,6 +66,7 @@
     │   ├── SessionLimitReached         a session limit crossed with no person to raise it
     │   ├── InputRequestNotPending      an answer to a request that is not waiting
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
+    │   ├── AnswerNotAllowed            an answer from someone the request is not for
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
@@ -811,6 +812,20 @@ class InputOptionUnknown(SessionError):
         super().__init__(message)
         self.option_id = option_id
         self.options = options
+
+
+class AnswerNotAllowed(SessionError):
+    """An input response from a principal who may see the session but not answer this
+    request: only the principal whose message asked it, an operator, or a holder of the
+    role its tool names (``answer_by``, e.g. ``role:finance``) may."""
+
+    code = "answer_not_allowed"
+    http_status = 403
+
+    def __init__(self, message: str, *, request_id: str, answer_by: str | None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        self.answer_by = answer_by
 
 
 class DatabaseUnavailable(SessionError):

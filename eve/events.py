@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args, get_type_hints
 
 import msgspec
 
+from eve.auth.principal import PrincipalRef
 from eve.costs import Cost, Spend
 from eve.messages import StopReason
 from eve.usage import TokenUsage
@@ -480,6 +481,9 @@ class ToolApprovalRequest(_ToolRequest, frozen=True, kw_only=True, tag="tool-app
     input: dict[str, Any]
     #: the approval rule that asks: ``always``, ``once`` or ``policy``
     rule: str
+    #: who may answer besides the principal whose message asked and operators
+    #: (``role:<name>``, from the rule's ``by=``); absent: nobody else
+    by: str | None = None
 
 
 class QuestionRequest(_ToolRequest, frozen=True, kw_only=True, tag="question"):
@@ -523,6 +527,8 @@ class InputResolvedData(EventData, frozen=True, kw_only=True):
     request_id: str
     #: the option chosen, or ``cancelled`` when the turn was cancelled first
     option_id: str
+    #: who answered (id and kind, never claims); absent for ``cancelled``
+    responder: PrincipalRef | None = None
 
 
 class InputResolved(Event, frozen=True, kw_only=True, tag="input.resolved"):

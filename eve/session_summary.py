@@ -12,6 +12,7 @@ from typing import Literal
 
 import msgspec
 
+from eve.auth.principal import PrincipalRef
 from eve.costs import Cost
 from eve.usage import TokenUsage
 
@@ -32,6 +33,8 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """A session as of its last finished turn (its running turn is not in the totals yet)."""
 
     session_id: str
+    #: who created it (id and kind, never claims): only it and operators may see it
+    owner: PrincipalRef | None = None
     #: ``active`` (takes messages) or ``ended``
     status: str
     #: why it ended (``max_input_tokens_per_session``, ``session_timeout``, …)
@@ -63,6 +66,8 @@ class SessionListEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"
     """One session of ``GET /eve/v1/sessions``."""
 
     session_id: str
+    #: who created it (id and kind)
+    owner: PrincipalRef | None = None
     #: ``active`` (takes messages) or ``ended``
     status: str
     activity: Activity

@@ -25,6 +25,41 @@ class Principal(msgspec.Struct, frozen=True, kw_only=True):
     def is_operator(self) -> bool:
         return self.kind == "operator"
 
+    @property
+    def roles(self) -> frozenset[str]:
+        """The roles it holds: the strings in ``claims["roles"]``."""
+        return roles_of(self)
+
+    def is_same(self, other: Principal | PrincipalRef | None) -> bool:
+        """``other`` names this principal (the same id and kind)."""
+        return other is not None and (other.id, other.kind) == (self.id, self.kind)
+
 
 #: the principal of the server's shared bearer token (or of a loopback server without one)
 OPERATOR = Principal(id="operator", kind="operator")
+
+
+class PrincipalRef(msgspec.Struct, frozen=True, kw_only=True):
+    """A principal named without its claims: what a session summary says of its owner and
+    an ``input.resolved`` event of who answered. Never more than the id and the kind."""
+
+    id: str
+    kind: PrincipalKind
+
+
+def ref_of(principal: Principal) -> PrincipalRef:
+    return PrincipalRef(id=principal.id, kind=principal.kind)
+
+
+def roles_of(principal: Principal) -> frozenset[str]:
+    """The strings in ``claims["roles"]`` (a list of them, or one string)."""
+    raw = principal.claims.get("roles")
+    if isinstance(raw, str):
+        return frozenset({raw})
+    if isinstance(raw, list | tuple):
+        return frozenset(role for role in raw if isinstance(role, str))
+    return frozenset()
+
+
+#: the operator, named: the owner of sessions an eve from before ownership created
+OPERATOR_REF = ref_of(OPERATOR)

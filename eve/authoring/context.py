@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
 
 
@@ -21,6 +22,8 @@ class ToolContext:
         signal: set when the turn is cancelled; long tools should check it.
         workspace: the directory file tools are confined to (``workspace`` in agent.py,
             relative to the app root; the app root itself by default).
+        principal: who sent the message this turn answers (``eve.auth.Principal``: id,
+            kind, claims); the operator in ``eve run`` and ``eve dev``.
     """
 
     session_id: str
@@ -29,3 +32,4 @@ class ToolContext:
     node_id: str = "__root__"
     signal: CancelSignal = field(default_factory=CancelSignal)
     workspace: Path = field(default_factory=Path.cwd)
+    principal: Principal = OPERATOR

@@ -22,20 +22,20 @@ class ChannelSessions:
     async def create(
         self, message: str | UserMessage | None = None, *, key: str | None = None
     ) -> Accepted:
-        return await self.service.create(message, key=key)
+        return await self.service.create(message, key=key, principal=self.principal)
 
     async def send(
         self, session_id: str, message: str | UserMessage, *, key: str | None = None
     ) -> Accepted:
-        return await self.service.send(session_id, message, key=key)
+        return await self.service.send(session_id, message, key=key, principal=self.principal)
 
     async def respond(
         self, session_id: str, responses: list[InputResponse], *, key: str | None = None
     ) -> Accepted:
-        return await self.service.respond(session_id, responses, key=key)
+        return await self.service.respond(session_id, responses, key=key, principal=self.principal)
 
     async def cancel(self, session_id: str) -> bool:
-        return await self.service.cancel(session_id)
+        return await self.service.cancel(session_id, principal=self.principal)
 
     async def get(self, session_id: str) -> SessionRow:
         """The session's record: whether it is active, and how many turns it has accepted
@@ -43,9 +43,9 @@ class ChannelSessions:
         return await self.service.get(session_id)
 
     async def summary(self, session_id: str) -> SessionSummary:
-        return await self.service.summary(session_id)
+        return await self.service.summary(session_id, principal=self.principal)
 
     async def events(self, session_id: str, start: int = 0, *, follow: bool) -> AsyncIterator[str]:
         """The session's log from ``start``: each item one encoded event
         (``eve.events.decode_event``), or ``""`` as a keep-alive while following."""
-        return await self.service.events(session_id, start, follow=follow)
+        return await self.service.events(session_id, start, follow=follow, principal=self.principal)

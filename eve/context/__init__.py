@@ -1,6 +1,6 @@
 """Context keys and per-session state: ``from eve.context import ContextKey, define_state``."""
 
-from eve.context.active import EveContext, active_context, use_context
+from eve.context.active import EveContext, active_context, current_principal, use_context
 from eve.context.keys import JSON_CODEC, Codec, ContextKey
 from eve.context.state import StateSlot, define_state
 
@@ -11,6 +11,7 @@ __all__ = [
     "EveContext",
     "StateSlot",
     "active_context",
+    "current_principal",
     "define_state",
     "use_context",
 ]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from eve.auth.principal import OPERATOR, Principal
 from eve.context._registry import current_context_var, registered_keys
 from eve.errors import NoActiveContext
 
@@ -20,6 +21,9 @@ class EveContext:
 
     session_id: str
     values: dict[str, Any] = field(default_factory=dict)
+    #: who sent the message the turn answers (a subagent's turn: its caller's); the
+    #: operator where no server verified anyone (``eve run``, ``eve dev``)
+    principal: Principal = OPERATOR
 
     def snapshot(self) -> dict[str, Any]:
         """Encoded values of every codec-bearing key: what a checkpoint stores."""
@@ -55,6 +59,12 @@ def require_context(what: str) -> EveContext:
             "(inside a tool, hook or the agent loop), not at import time or in a plain script."
         )
     return context
+
+
+def current_principal() -> Principal:
+    """Who sent the message the running turn answers: for a hook or any code a tool calls
+    (a tool has it as ``ctx.principal`` too). Raises ``NoActiveContext`` outside a turn."""
+    return require_context("current_principal()").principal
 
 
 @contextlib.contextmanager

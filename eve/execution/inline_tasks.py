@@ -54,7 +54,8 @@ class InlineTasks:
             task,
             session_id,
             emitter=emitter,
-            context=EveContext(session_id=session_id),
+            # the subagent's turn answers the same message: its principal is the caller's
+            context=EveContext(session_id=session_id, principal=task.context.principal),
             approve=self.approve,
             tasks=self,
         )

@@ -559,6 +559,7 @@ async def run_agent(
             approved_once=env.approved_once,
             turn_id=env.turn_id,
             output_limit=agent_output_limit(setup),
+            principal=context.principal,
         ),
         history=list(history),
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pydantic
 
+from eve.auth.principal import OPERATOR, Principal
 from eve.authoring.context import ToolContext
 from eve.cancellation import CancelSignal
 from eve.costs import Spend
@@ -33,6 +34,7 @@ from eve.runtime.resolved import (
     ResolvedProviderTool,
     ResolvedSubagent,
     ResolvedTool,
+    ResolvedWorkflowTool,
     RunnableTool,
 )
 from eve.tracing import ToolCallSpan
@@ -49,6 +51,8 @@ class ApprovalRequest:
     input: dict[str, Any]
     #: ``always``, ``once`` or ``policy`` (a policy that answered needs-user-approval)
     rule: str
+    #: who may answer besides the turn's principal and operators (``role:<name>``)
+    by: str | None = None
 
 
 ApprovalHook = Callable[[ApprovalRequest], Awaitable[bool] | bool]
@@ -173,6 +177,8 @@ class ToolRunner:
     #: the node's cap on one result's text for the model (a tool's own comes first;
     #: ``eve.execution.tool_output.agent_output_limit``)
     output_limit: int
+    #: who sent the turn's message: ``ctx.principal`` of every call
+    principal: Principal = OPERATOR
 
     def output_limit_of(self, call: ToolCall) -> int:
         """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""
@@ -200,8 +206,13 @@ class ToolRunner:
     async def ask(self, call: ToolCall, rule: str) -> bool:
         if self.approve is None:
             return False
+        tool = self.tools.get(call.name)
+        gated = tool if isinstance(tool, ResolvedFunctionTool | ResolvedWorkflowTool) else None
+        by = None if gated is None else gated.approval.by
         answer = self.approve(
-            ApprovalRequest(tool_name=call.name, call_id=call.id, input=call.input, rule=rule)
+            ApprovalRequest(
+                tool_name=call.name, call_id=call.id, input=call.input, rule=rule, by=by
+            )
         )
         return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
 
@@ -280,6 +291,7 @@ class ToolRunner:
             node_id=self.node_id,
             signal=self.signal,
             workspace=self.workspace,
+            principal=self.principal,
         )
         fn = tool.execute
         if inspect.isasyncgenfunction(fn):

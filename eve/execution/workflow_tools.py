@@ -34,6 +34,7 @@ async def run_workflow_tool(task: TaskCall, waits: Waits, workspace: Path) -> Ca
         node_id=task.node_id,
         signal=task.signal,
         workspace=workspace,
+        principal=task.context.principal,
         waits=waits,
     )
     try:

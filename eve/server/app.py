@@ -33,7 +33,7 @@ from eve.errors import (
 from eve.execution.setup import AgentSetup
 from eve.runtime.info import agent_info
 from eve.server.answers import error_response, refusal
-from eve.server.auth import AUTH_CONFIG_PATH, ServerAuth
+from eve.server.auth import AUTH_CONFIG_PATH, ServerAuth, principal_of
 from eve.server.auth_config import auth_config_route, server_auth, token_endpoint_origin
 from eve.server.auth_middleware import PrincipalAuth
 from eve.server.bodies import (
@@ -164,25 +164,30 @@ class _Routes:
         key = _idempotency_key(request)
         body = await read_body(request, CreateBody, self.options.max_body_bytes)
         message = None if body.message is None else message_of(body.message)
-        return _accepted(await self.service.create(message, key=key))
+        principal = principal_of(request)
+        return _accepted(await self.service.create(message, key=key, principal=principal))
 
     async def summary(self, request: Request) -> Response:
-        return _document(await self.service.summary(request.path_params["session_id"]))
+        session_id = request.path_params["session_id"]
+        return _document(await self.service.summary(session_id, principal=principal_of(request)))
 
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         key = _idempotency_key(request)
         body = follow_up(await read_body(request, FollowUpBody, self.options.max_body_bytes))
+        principal = principal_of(request)
         if body.message is not None:
             message = message_of(body.message)
-            return _accepted(await self.service.send(session_id, message, key=key))
+            sent = await self.service.send(session_id, message, key=key, principal=principal)
+            return _accepted(sent)
         responses = body.input_responses or []
-        return _accepted(await self.service.respond(session_id, responses, key=key))
+        answered = await self.service.respond(session_id, responses, key=key, principal=principal)
+        return _accepted(answered)
 
     async def cancel(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         try:
-            cancelled = await self.service.cancel(session_id)
+            cancelled = await self.service.cancel(session_id, principal=principal_of(request))
         except SessionNotFound as missing:
             raise _not_active(session_id) from missing
         if not cancelled:
@@ -193,12 +198,12 @@ class _Routes:
 
     async def reset(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        await self.service.reset(session_id)
+        await self.service.reset(session_id, principal=principal_of(request))
         return JSONResponse({"ok": True, "sessionId": session_id, "status": "reset"})
 
     async def compact(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        await self.service.compact(session_id)
+        await self.service.compact(session_id, principal=principal_of(request))
         return JSONResponse({"ok": True, "sessionId": session_id, "status": "compacting"})
 
     async def task_event(self, request: Request) -> Response:
@@ -206,7 +211,9 @@ class _Routes:
         body = await read_body(request, TaskEventBody, self.options.max_body_bytes)
         if not body.name:
             raise InvalidBody("`name` is empty")
-        await self.service.send_event(session_id, task_id, body.name, body.data)
+        await self.service.send_event(
+            session_id, task_id, body.name, body.data, principal=principal_of(request)
+        )
         return JSONResponse(
             {"ok": True, "sessionId": session_id, "taskId": task_id, "status": "delivered"},
             status_code=202,
@@ -222,7 +229,9 @@ class _Routes:
         follow = request.query_params.get("follow", "true").lower() not in ("false", "0", "no")
         # a read does not wait out a database fault (db_retry): the stream ends whole, and
         # its client follows it again from its next index
-        events = await self.service.events(session_id, start, follow=follow, fast=True)
+        events = await self.service.events(
+            session_id, start, follow=follow, fast=True, principal=principal_of(request)
+        )
 
         async def lines() -> AsyncIterator[bytes]:
             try:

@@ -8,6 +8,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from eve.server.auth import principal_of
 from eve.sessions import SessionService
 from eve.sessions.listing import parse_limit
 
@@ -18,7 +19,8 @@ def session_list(service: SessionService) -> Callable[[Request], Awaitable[Respo
     async def sessions(request: Request) -> Response:
         limit = parse_limit(request.query_params.get("limit"))
         cursor = request.query_params.get("cursor") or None
-        page = await service.list_page(limit=limit, cursor=cursor)
+        principal = principal_of(request)
+        page = await service.list_page(limit=limit, cursor=cursor, principal=principal)
         return Response(msgspec.json.encode(page), media_type="application/json")
 
     return sessions

@@ -4,9 +4,9 @@ A client that lost the answer to ``POST /session`` or ``POST /session/{id}`` (th
 dropped, the server was killed) sends the request again with the same key; the server
 answers what it answered the first time and does nothing twice. The first answer is written
 in the transaction that does the work (the session row, the turn claim), so either both are
-stored or neither. Keys are scoped by route and session: the same key on another session is
-another key. A key lives ``TTL_SECONDS`` (24 hours) from its first use; after that it is
-forgotten and a repeat is a new request.
+stored or neither. Keys are scoped by route, session and principal: the same key on another
+session, or from another principal, is another key. A key lives ``TTL_SECONDS`` (24 hours)
+from its first use; after that it is forgotten and a repeat is a new request.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve.auth.principal import OPERATOR, Principal
 from eve.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
 from eve.sessions.tables import idempotency_keys
 
@@ -66,11 +67,23 @@ def parse_key(raw: str | None) -> str | None:
     return raw
 
 
-def key_for(scope: str, key: str | None, request: object) -> IdempotencyKey | None:
+def key_for(
+    route: str, key: str | None, request: object, *, principal: Principal = OPERATOR
+) -> IdempotencyKey | None:
     if key is None:
         return None
     fingerprint = hashlib.sha256(msgspec.json.encode(request)).hexdigest()
-    return IdempotencyKey(scope=scope, key=key, fingerprint=fingerprint)
+    return IdempotencyKey(scope=scope_of(route, principal), key=key, fingerprint=fingerprint)
+
+
+def scope_of(route: str, principal: Principal) -> str:
+    """Where a key applies: ``route`` as ``principal`` calls it. The shared token's
+    operator's scope is the route alone, as before principals, so its keys from an older
+    eve still replay; another principal's ends with a digest of its kind and id."""
+    if principal.is_same(OPERATOR):
+        return route
+    who = hashlib.sha256(f"{principal.kind}\0{principal.id}".encode()).hexdigest()[:24]
+    return f"{route} by {who}"
 
 
 def lookup(c: Connection, key: IdempotencyKey) -> Answer | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from dbos import DBOS
 
+from eve.auth.principal import OPERATOR, Principal, PrincipalRef
 from eve.cancellation import CancelSignal
 from eve.events import (
     InputRequest,
@@ -39,8 +40,28 @@ INPUT_TOPIC = "input"
 WAIT_SECONDS = 3600.0
 APPROVAL_OPTIONS = [Option(id="approve", label="Approve"), Option(id="deny", label="Deny")]
 
-#: waits for the answer to a request id: the option chosen, or None when cancelled
-Answer = Callable[[str], Awaitable[str | None]]
+
+@dataclass(frozen=True, kw_only=True)
+class Answered:
+    """An answer as the workflow receives it: the option, and who chose it."""
+
+    option_id: str
+    #: None for an answer sent by an eve from before answers named their responder
+    responder: PrincipalRef | None
+
+
+def answered(message: dict[str, Any]) -> Answered:
+    """The answer a message of ``SessionService.respond`` carries."""
+    who = message.get("responder")
+    responder = None
+    if isinstance(who, dict) and who.get("kind") in ("operator", "user", "channel"):
+        responder = PrincipalRef(id=str(who.get("id")), kind=who["kind"])
+    return Answered(option_id=str(message.get("option_id")), responder=responder)
+
+
+#: waits for the answer to a request id: the option chosen and by whom, or None when
+#: cancelled
+Answer = Callable[[str], Awaitable[Answered | None]]
 
 
 def request_id_for(workflow_id: str, asker: str) -> str:
@@ -59,12 +80,20 @@ class InputDesk:
     turn_id: str
     emitter: EventEmitter
     events: TurnEvents
+    #: who sent the turn's message: its requests are theirs to answer
+    principal: Principal = OPERATOR
 
     async def ask(
-        self, request: InputRequest, options: Sequence[str] | None, answer: Answer
+        self,
+        request: InputRequest,
+        options: Sequence[str] | None,
+        answer: Answer,
+        *,
+        by: str | None = None,
     ) -> str | None:
         """Park on ``request`` (an ``input.requested`` entry with its ``request_id``) until
-        ``answer`` returns; ``options`` are the ids it accepts (None: approve and deny)."""
+        ``answer`` returns; ``options`` are the ids it accepts (None: approve and deny);
+        ``by`` names who may answer besides the turn's principal and operators."""
         request_id = request.request_id
         await DBOS.run_step_async(
             {"name": f"input.open:{request_id}"},
@@ -74,22 +103,28 @@ class InputDesk:
             self.session_id,
             self.workflow_id,
             options,
+            asker=self.principal,
+            answer_by=by,
         )
         await self.emitter.emit(InputRequestedData(turn_id=self.turn_id, requests=[request]))
         await self.emitter.emit(TurnWaitingData(turn_id=self.turn_id, on="input"))
         await self.events.flush()
-        option = await answer(request_id)
+        given = await answer(request_id)
         await DBOS.run_step_async(
             {"name": f"input.close:{request_id}"},
             asyncio.to_thread,
             self.store.resolve_input_request,
             request_id,
         )
-        chosen = "cancelled" if option is None else option
         await self.emitter.emit(
-            InputResolvedData(turn_id=self.turn_id, request_id=request_id, option_id=chosen)
+            InputResolvedData(
+                turn_id=self.turn_id,
+                request_id=request_id,
+                option_id="cancelled" if given is None else given.option_id,
+                responder=None if given is None else given.responder,
+            )
         )
-        return option
+        return None if given is None else given.option_id
 
 
 class DurableApproval:
@@ -108,15 +143,17 @@ class DurableApproval:
             input=request.input,
             rule=request.rule,
             options=APPROVAL_OPTIONS,
+            by=request.by,
         )
-        return await self.desk.ask(entry, None, answers(self.signal)) == "approve"
+        chosen = await self.desk.ask(entry, None, answers(self.signal), by=request.by)
+        return chosen == "approve"
 
 
 def answers(signal: CancelSignal) -> Answer:
     """Waits on the workflow's messages for the answer to a request id; a cancel message
     cancels ``signal`` and answers None."""
 
-    async def answer(request_id: str) -> str | None:
+    async def answer(request_id: str) -> Answered | None:
         while True:
             message: Any = await DBOS.recv_async(INPUT_TOPIC, timeout_seconds=WAIT_SECONDS)
             if not isinstance(message, dict):
@@ -125,6 +162,6 @@ def answers(signal: CancelSignal) -> Answer:
                 signal.cancel("cancelled")
                 return None
             if message.get("request_id") == request_id:
-                return str(message.get("option_id"))
+                return answered(message)
 
     return answer

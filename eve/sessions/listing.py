@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from eve.errors import InvalidListQuery
 from eve.session_summary import Activity, SessionListEntry, SessionPage
 from eve.sessions.checkpoint import decode_checkpoint
-from eve.sessions.store import current_checkpoint
+from eve.sessions.store import current_checkpoint, owner_ref
 from eve.sessions.tables import events, sessions
 
 DEFAULT_LIMIT = 20
@@ -75,15 +75,26 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     return float(created_at), session_id
 
 
-def list_sessions(c: Connection, *, limit: int, cursor: str | None) -> SessionPage:
-    """Up to ``limit`` sessions older than ``cursor`` (all, without one), newest first."""
+def list_sessions(
+    c: Connection,
+    *,
+    limit: int,
+    cursor: str | None,
+    where: sa.ColumnElement[bool] | None = None,
+) -> SessionPage:
+    """Up to ``limit`` sessions older than ``cursor`` (all, without one), newest first;
+    only those ``where`` admits, when given (``access.owned_by``)."""
     query = sa.select(
         sessions.c.id,
         sessions.c.created_at,
         sessions.c.status,
         sessions.c.ended_reason,
+        sessions.c.owner_id,
+        sessions.c.owner_kind,
         current_checkpoint(),
     )
+    if where is not None:
+        query = query.where(where)
     if cursor is not None:
         created_at, session_id = decode_cursor(cursor)
         query = query.where(
@@ -116,6 +127,7 @@ def _entry(c: Connection, row: sa.Row[Any, Any, Any, Any, Any]) -> SessionListEn
     created = _iso(row.created_at)
     return SessionListEntry(
         session_id=row.id,
+        owner=owner_ref(row.owner_id, row.owner_kind),
         status=row.status,
         activity="ended" if row.status == "ended" else _activity(payloads),
         ended_reason=row.ended_reason,

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.attachments import AttachmentLimits, check_attachments
+from eve.auth.principal import OPERATOR, Principal
 from eve.context.active import EveContext, use_context
 from eve.errors import (
     InputOptionUnknown,
@@ -38,6 +39,7 @@ from eve.redact import redact
 from eve.runtime.connections import close_pool
 from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.accepted import Kind, accept
+from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
@@ -58,13 +60,14 @@ from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
 from eve.sessions.opening import claim_new, new_owner, open_session
 from eve.sessions.settings import SessionSettings
-from eve.sessions.store import SessionRow, SessionStore
+from eve.sessions.store import PendingRequest, SessionRow, SessionStore
 from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
 from eve.sessions.turn_workflow import (
     TurnRuntime,
     install_runtime,
     reset_workflow_id,
+    sent_input,
     turn_input,
     turn_workflow_id,
 )
@@ -163,16 +166,21 @@ class SessionService:
     # --- sessions ----------------------------------------------------------------------
 
     async def create(
-        self, message: str | UserMessage | None = None, *, key: str | None = None
+        self,
+        message: str | UserMessage | None = None,
+        *,
+        key: str | None = None,
+        principal: Principal = OPERATOR,
     ) -> Accepted:
-        """A new session, with a first turn when ``message`` is given; ``key`` is the
-        request's ``Idempotency-Key``."""
+        """A new session owned by ``principal``, with a first turn when ``message`` is
+        given; ``key`` is the request's ``Idempotency-Key``."""
         checked = None if message is None else self._checked(message)
-        idem = key_for("POST /session", key, None if checked is None else turn_input(checked))
+        request = None if checked is None else turn_input(checked)
+        idem = key_for("POST /session", key, request, principal=principal)
         if (answer := await self._answered(idem)) is not None:
             accepted = Accepted.replay(answer)
             # the first request may still be opening the session, or have died doing so
-            await self._open(accepted.session_id, checked, key=key)
+            await self._open(accepted.session_id, checked, principal, key=key)
             return accepted
         session_id = new_session_id()
         accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
@@ -183,13 +191,15 @@ class SessionService:
             claim_new(c, session_id, owner)
 
         try:
-            await asyncio.to_thread(self.store.create_session, session_id, also=made)
+            await asyncio.to_thread(
+                self.store.create_session, session_id, owner=principal, also=made
+            )
         except sa.exc.IntegrityError:
             # the same key, sent twice at once: the other request made the session
             if (answer := await self._answered(idem)) is None:
                 raise
-            return await self.create(message, key=key)
-        await self._open(session_id, checked, owner=owner)
+            return await self.create(message, key=key, principal=principal)
+        await self._open(session_id, checked, principal, owner=owner)
         return accepted
 
     async def _answered(self, idem: IdempotencyKey | None) -> Answer | None:
@@ -201,6 +211,7 @@ class SessionService:
         self,
         session_id: str,
         message: UserMessage | None,
+        principal: Principal,
         *,
         owner: str | None = None,
         key: str | None = None,
@@ -209,14 +220,14 @@ class SessionService:
         ``owner`` holds the claim of the create that made the row; a replay has none."""
 
         async def work() -> None:
-            await self._publish_started(session_id)
+            await self._publish_started(session_id, principal)
             await self._watch_idle(session_id)
             if message is not None:
-                await self._enqueue(session_id, message, first=True)
+                await self._enqueue(session_id, message, principal, first=True)
 
         await open_session(self.store, session_id, work, owner=owner, key=key)
 
-    async def _publish_started(self, session_id: str) -> None:
+    async def _publish_started(self, session_id: str, principal: Principal) -> None:
         """``session.started`` and what its hooks emit, into the log, their state saved
         before them: a first turn never starts without it. Nothing, if an earlier holder of
         the open died once its events were in the log."""
@@ -224,7 +235,7 @@ class SessionService:
             return
         emitted: list[SessionEvent] = []
         emitter = EventEmitter(emitted.append, session_id=session_id, hooks=self.setup.hooks)
-        context = EveContext(session_id=session_id)
+        context = EveContext(session_id=session_id, principal=principal)
         with use_context(context):
             await emitter.emit(SessionStartedData())
         await self._save_initial_state(session_id, context.snapshot())
@@ -241,19 +252,31 @@ class SessionService:
             await asyncio.to_thread(self.store.save_checkpoint, session_id, initial)
 
     async def send(
-        self, session_id: str, message: str | UserMessage, *, key: str | None = None
+        self,
+        session_id: str,
+        message: str | UserMessage,
+        *,
+        key: str | None = None,
+        principal: Principal = OPERATOR,
     ) -> Accepted:
+        """A new turn of the session with ``message``, sent by ``principal``."""
         checked = self._checked(message)
-        idem = key_for(f"POST /session/{session_id}", key, ["message", turn_input(checked)])
+        idem = key_for(
+            f"POST /session/{session_id}",
+            key,
+            ["message", turn_input(checked)],
+            principal=principal,
+        )
         if (answer := await self._answered(idem)) is not None:
             return Accepted.replay(answer)  # even once the session has ended
-        await self.require_active(session_id)
-        return await self._enqueue(session_id, checked, idem=idem)
+        await self.require_active(session_id, principal=principal)
+        return await self._enqueue(session_id, checked, principal, idem=idem)
 
     async def _enqueue(
         self,
         session_id: str,
         message: UserMessage,
+        principal: Principal,
         *,
         idem: IdempotencyKey | None = None,
         first: bool = False,
@@ -269,7 +292,7 @@ class SessionService:
                 turn=turn,
                 kind="turn",
                 workflow_id=turn_workflow_id(session_id, turn),
-                turn_input=turn_input(message),
+                turn_input=sent_input(message, principal),
             )
             accepted = Accepted(session_id=session_id, turn_id=f"turn_{turn}")
             record(c, idem, accepted.answer())
@@ -322,15 +345,15 @@ class SessionService:
         check_attachments(user.parts, self.attachment_limits)
         return UserMessage(parts=[_redacted(part) for part in user.parts])
 
-    async def get(self, session_id: str) -> SessionRow:
+    async def get(self, session_id: str, *, principal: Principal = OPERATOR) -> SessionRow:
+        """The session's row; ``SessionNotFound`` if there is none ``principal`` may see."""
         row = await asyncio.to_thread(self.store.get_session, session_id)
-        if row is None:
-            raise SessionNotFound(f"no session {session_id}", session_id=session_id)
-        return row
+        return seen_by(row, session_id, principal)
 
-    async def summary(self, session_id: str) -> SessionSummary:
-        """The session's status, turns, tokens, cost and limits (``GET /session/{id}``)."""
-        row = await self.get(session_id)
+    async def summary(self, session_id: str, *, principal: Principal = OPERATOR) -> SessionSummary:
+        """The session's owner, status, turns, tokens, cost and limits
+        (``GET /session/{id}``)."""
+        row = await self.get(session_id, principal=principal)
         raw = await asyncio.to_thread(self.store.load_checkpoint, session_id)
         limits = self.setup.agent.config.limits
         idle_left = None
@@ -339,17 +362,24 @@ class SessionService:
             idle_left = 0.0 if seen.over else seen.deadline - seen.now
         return summarize(row, decode_checkpoint(raw), limits, idle_left=idle_left)
 
-    async def list_page(self, *, limit: int, cursor: str | None) -> SessionPage:
-        """Up to ``limit`` sessions older than ``cursor``, newest first (``GET /sessions``)."""
+    async def list_page(
+        self, *, limit: int, cursor: str | None, principal: Principal = OPERATOR
+    ) -> SessionPage:
+        """Up to ``limit`` sessions older than ``cursor``, newest first (``GET /sessions``):
+        ``principal``'s own, or every session for an operator."""
 
         def page(c: Connection) -> SessionPage:
-            return list_sessions(c, limit=limit, cursor=cursor)
+            return list_sessions(c, limit=limit, cursor=cursor, where=owned_by(principal))
 
         return await asyncio.to_thread(self.store.run, page)
 
-    async def require_active(self, session_id: str) -> SessionRow:
+    async def require_active(
+        self, session_id: str, *, principal: Principal = OPERATOR
+    ) -> SessionRow:
+        """The session's row if it takes messages; ``SessionNotActive`` if it has ended,
+        or ``principal`` may not see it (which says no more than that it is not active)."""
         try:
-            row = await self.get(session_id)
+            row = await self.get(session_id, principal=principal)
         except SessionNotFound as missing:
             raise SessionNotActive(
                 f"no active session {session_id}", session_id=session_id, reason="unknown"
@@ -373,22 +403,42 @@ class SessionService:
     # --- parked turns, cancel, reset -----------------------------------------------------
 
     async def respond(
-        self, session_id: str, responses: list[InputResponse], *, key: str | None = None
+        self,
+        session_id: str,
+        responses: list[InputResponse],
+        *,
+        key: str | None = None,
+        principal: Principal = OPERATOR,
     ) -> Accepted:
-        idem = key_for(f"POST /session/{session_id}", key, ["inputResponses", responses])
+        """Answer input requests the session's turns wait on, as ``principal`` (whose id and
+        kind the answers carry into ``input.resolved``)."""
+        idem = key_for(
+            f"POST /session/{session_id}",
+            key,
+            ["inputResponses", responses],
+            principal=principal,
+        )
         if (answer := await self._answered(idem)) is not None:
             return Accepted.replay(answer)
+        pendings = [await self._pending(session_id, response) for response in responses]
+        row = await asyncio.to_thread(self.store.get_session, session_id)
+        if row is None or not (
+            may_see(row.owner, principal)
+            # a holder of the role a request names may answer it, and see nothing else
+            or all(pending is not None and by_role(pending, principal) for pending in pendings)
+        ):
+            raise SessionNotActive(
+                f"no active session {session_id}", session_id=session_id, reason="unknown"
+            )
         await self.require_active(session_id)
         targets = []
-        for response in responses:
-            pending = await asyncio.to_thread(
-                self.store.pending_request, session_id, response.request_id
-            )
+        for response, pending in zip(responses, pendings, strict=True):
             if pending is None:
                 raise InputRequestNotPending(
                     f"input request {response.request_id} is not waiting in this session",
                     request_id=response.request_id,
                 )
+            check_answer(pending, response.request_id, principal)
             options = pending.options or list(OPTION_IDS)
             if response.option_id not in options:
                 raise InputOptionUnknown(
@@ -398,10 +448,15 @@ class SessionService:
                     options=options,
                 )
             targets.append((pending.workflow_id, response))
+        responder = {"id": principal.id, "kind": principal.kind}
         for workflow_id, response in targets:
             await self.engine.send_input(
                 workflow_id,
-                {"request_id": response.request_id, "option_id": response.option_id},
+                {
+                    "request_id": response.request_id,
+                    "option_id": response.option_id,
+                    "responder": responder,
+                },
                 key=f"answer:{response.request_id}",
             )
         accepted = Accepted(session_id=session_id, turn_id=None, status="resolved")
@@ -414,9 +469,12 @@ class SessionService:
                 )
         return accepted
 
-    async def cancel(self, session_id: str) -> bool:
+    async def _pending(self, session_id: str, response: InputResponse) -> PendingRequest | None:
+        return await asyncio.to_thread(self.store.pending_request, session_id, response.request_id)
+
+    async def cancel(self, session_id: str, *, principal: Principal = OPERATOR) -> bool:
         """Cancel the running turn; False when there is none (queued turns stay queued)."""
-        await self.get(session_id)
+        await self.get(session_id, principal=principal)
         active = [wid for wid, status in await self.engine.active_turns(session_id)]
         turns = [wid for wid in active if turn_of(wid) == wid]
         if not turns:
@@ -429,10 +487,18 @@ class SessionService:
             await self.engine.send_input(waiting, {"cancel": True}, key=f"cancel:{waiting}")
         return True
 
-    async def send_event(self, session_id: str, task_id: str, name: str, data: object) -> None:
+    async def send_event(
+        self,
+        session_id: str,
+        task_id: str,
+        name: str,
+        data: object,
+        *,
+        principal: Principal = OPERATOR,
+    ) -> None:
         """Deliver the event ``name`` to a task of this session (a workflow tool waiting in
         ``wait_for_event``, now or later)."""
-        await self.require_active(session_id)
+        await self.require_active(session_id, principal=principal)
         if turn_of(task_id) == task_id or not task_id.startswith(f"{session_id}:"):
             raise TaskNotWaiting(
                 f"{task_id} is not a task of session {session_id}", task_id=task_id
@@ -445,17 +511,17 @@ class SessionService:
             task_id, {"event": name, "data": plain}, key=f"event:{secrets.token_hex(12)}"
         )
 
-    async def reset(self, session_id: str) -> None:
+    async def reset(self, session_id: str, *, principal: Principal = OPERATOR) -> None:
         """Cancel the running turn, then clear history and state once it has stopped."""
-        await self.require_active(session_id)
+        await self.require_active(session_id, principal=principal)
         await self.cancel(session_id)
         await self._claim_place(
             session_id, "reset", lambda turn: reset_workflow_id(session_id, turn)
         )
 
-    async def compact(self, session_id: str) -> None:
+    async def compact(self, session_id: str, *, principal: Principal = OPERATOR) -> None:
         """Queue a compaction behind the session's turns (``sessions.compact_workflow``)."""
-        await self.require_active(session_id)
+        await self.require_active(session_id, principal=principal)
         await self._claim_place(
             session_id, "compact", lambda turn: compact_workflow_id(session_id, turn)
         )
@@ -463,11 +529,17 @@ class SessionService:
     # --- the event log -----------------------------------------------------------------
 
     async def events(
-        self, session_id: str, start: int, *, follow: bool, fast: bool = False
+        self,
+        session_id: str,
+        start: int,
+        *,
+        follow: bool,
+        fast: bool = False,
+        principal: Principal = OPERATOR,
     ) -> AsyncIterator[str]:
         """The log from ``start``; ``fast``: a database fault ends it rather than being
         waited out (``EventLog.read``)."""
-        await self.get(session_id)
+        await self.get(session_id, principal=principal)
         return self.log.read(session_id, start, follow=follow, fast=fast)
 
 

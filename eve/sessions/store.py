@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind, PrincipalRef
 from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
@@ -44,6 +45,15 @@ class SessionRow:
     status: str
     ended_reason: str | None
     next_turn: int
+    #: who created it: the operator, for a session an eve from before ownership made
+    owner: PrincipalRef = OPERATOR_REF
+
+
+def owner_ref(owner_id: str | None, owner_kind: str | None) -> PrincipalRef:
+    """The owner a session row names; the operator where it names none (an older eve's)."""
+    if owner_id is None or owner_kind is None:
+        return OPERATOR_REF
+    return PrincipalRef(id=owner_id, kind=cast(PrincipalKind, owner_kind))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +72,10 @@ class PendingRequest:
 
     workflow_id: str
     options: list[str] | None
+    #: the principal whose turn asks (the operator, for a request from before turns had one)
+    asker: PrincipalRef = OPERATOR_REF
+    #: who else may answer (``role:finance``), or None
+    answer_by: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,14 +161,23 @@ class SessionStore:
     # --- sessions ----------------------------------------------------------------------
 
     def create_session(
-        self, session_id: str, *, also: Callable[[Connection], None] | None = None
+        self,
+        session_id: str,
+        *,
+        owner: Principal = OPERATOR,
+        also: Callable[[Connection], None] | None = None,
     ) -> None:
-        """Insert the session row; ``also`` runs in the same transaction (an idempotency
-        record: both are written or neither)."""
+        """Insert the session row, owned by ``owner``; ``also`` runs in the same transaction
+        (an idempotency record: both are written or neither)."""
         with self._tx() as c:
             c.execute(
                 sessions.insert().values(
-                    id=session_id, created_at=time.time(), status="active", next_turn=0
+                    id=session_id,
+                    created_at=time.time(),
+                    status="active",
+                    next_turn=0,
+                    owner_id=owner.id,
+                    owner_kind=owner.kind,
                 )
             )
             if also is not None:
@@ -170,9 +193,20 @@ class SessionStore:
                     sessions.c.status,
                     sessions.c.ended_reason,
                     sessions.c.next_turn,
+                    sessions.c.owner_id,
+                    sessions.c.owner_kind,
                 ).where(sessions.c.id == session_id)
             ).first()
-        return None if row is None else SessionRow(**row._asdict())
+        if row is None:
+            return None
+        return SessionRow(
+            id=row.id,
+            created_at=row.created_at,
+            status=row.status,
+            ended_reason=row.ended_reason,
+            next_turn=row.next_turn,
+            owner=owner_ref(row.owner_id, row.owner_kind),
+        )
 
     def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
         """Take the next turn number of an active session and run ``then`` with it while
@@ -415,7 +449,12 @@ class SessionStore:
         session_id: str,
         workflow_id: str,
         options: Sequence[str] | None = None,
+        *,
+        asker: Principal = OPERATOR,
+        answer_by: str | None = None,
     ) -> None:
+        """Open a request, answerable by ``asker`` (whose turn asks), an operator, or
+        ``answer_by`` (``role:<name>``)."""
         with self._tx() as c:
             exists = c.execute(
                 sa.select(input_requests.c.request_id).where(
@@ -430,6 +469,9 @@ class SessionStore:
                         workflow_id=workflow_id,
                         status="pending",
                         options=None if options is None else json.dumps(list(options)),
+                        asker_id=asker.id,
+                        asker_kind=asker.kind,
+                        answer_by=answer_by,
                     )
                 )
 
@@ -438,7 +480,13 @@ class SessionStore:
         """What waits on ``request_id`` in this session, if it still waits."""
         with self._tx() as c:
             row = c.execute(
-                sa.select(input_requests.c.workflow_id, input_requests.c.options).where(
+                sa.select(
+                    input_requests.c.workflow_id,
+                    input_requests.c.options,
+                    input_requests.c.asker_id,
+                    input_requests.c.asker_kind,
+                    input_requests.c.answer_by,
+                ).where(
                     input_requests.c.request_id == request_id,
                     input_requests.c.session_id == session_id,
                     input_requests.c.status == "pending",
@@ -447,7 +495,10 @@ class SessionStore:
         if row is None:
             return None
         return PendingRequest(
-            workflow_id=row[0], options=None if row[1] is None else list(json.loads(row[1]))
+            workflow_id=row.workflow_id,
+            options=None if row.options is None else list(json.loads(row.options)),
+            asker=owner_ref(row.asker_id, row.asker_kind),
+            answer_by=row.answer_by,
         )
 
     @retried

@@ -64,6 +64,7 @@ def summarize(
     )
     return SessionSummary(
         session_id=row.id,
+        owner=row.owner,
         status=row.status,
         ended_reason=row.ended_reason,
         turns=checkpoint.turns,

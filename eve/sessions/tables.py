@@ -32,6 +32,12 @@ sessions = sa.Table(
     #: who is opening it, and until when that claim holds unless renewed (``opening.py``)
     sa.Column("open_owner", sa.String(32)),
     sa.Column("open_until", sa.Float),
+    #: the principal that created it (``eve.auth.Principal`` id and kind); NULL: created by
+    #: an eve from before ownership, and the operator's
+    sa.Column("owner_id", sa.String(255)),
+    sa.Column("owner_kind", sa.String(16)),
+    #: a principal's own sessions, newest first (``listing.py``)
+    sa.Index("eve_sessions_owner", "owner_kind", "owner_id", "created_at"),
 )
 
 #: a session's checkpoints by version: the current one and the one before it, which a
@@ -70,6 +76,12 @@ input_requests = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     #: the option ids a question offers, as JSON; NULL for a tool approval (approve, deny)
     sa.Column("options", sa.Text),
+    #: the principal whose turn asks (id and kind); NULL: asked before turns recorded one,
+    #: and only an operator answers it
+    sa.Column("asker_id", sa.String(255)),
+    sa.Column("asker_kind", sa.String(16)),
+    #: who else may answer, as the tool's rule names it (``role:finance``); NULL: nobody else
+    sa.Column("answer_by", sa.String(128)),
 )
 
 #: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)
@@ -124,6 +136,21 @@ def create_tables(engine: Engine) -> None:
         # starting on a new PostgreSQL database): they exist now, which is all we need
         _metadata.create_all(engine)
     _add_missing_columns(engine)
+    _add_missing_indexes(engine)
+
+
+def _add_missing_indexes(engine: Engine) -> None:
+    """Indexes later versions added: ``create_all`` makes a missing table's, not an
+    existing one's."""
+    for table in _metadata.sorted_tables:
+        for index in table.indexes:
+            try:
+                index.create(engine, checkfirst=True)
+            except sa.exc.SQLAlchemyError:
+                # another worker upgrading the same database made it first
+                names = {found["name"] for found in sa.inspect(engine).get_indexes(table.name)}
+                if index.name not in names:
+                    raise
 
 
 def _add_missing_columns(engine: Engine) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 import msgspec
 from dbos import DBOS, SetWorkflowID
 
+from eve.auth.principal import OPERATOR, Principal
 from eve.authoring.workflow import Question
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
@@ -51,8 +52,10 @@ from eve.sessions.event_log import EventLog
 from eve.sessions.input_requests import (
     INPUT_TOPIC,
     WAIT_SECONDS,
+    Answered,
     DurableApproval,
     InputDesk,
+    answered,
     request_id_for,
 )
 from eve.sessions.store import SessionStore
@@ -83,6 +86,9 @@ class TaskSpec(msgspec.Struct, frozen=True, kw_only=True):
     call: ToolCall
     #: the caller's context values a subagent's runtime configuration is read from
     config: dict[str, Any] = {}
+    #: who sent the turn's message: the task's ``ctx.principal``, and whom its requests
+    #: belong to (the operator, for a task an eve from before principals started)
+    principal: Principal = OPERATOR
 
 
 class TaskHost(Protocol):
@@ -129,6 +135,7 @@ class DurableTasks:
             delegation=task.emitter.delegation,
             call=task.call,
             config=config,
+            principal=task.context.principal,
         )
         encoded = redact(msgspec.json.encode(spec).decode())
         with SetWorkflowID(task_id):
@@ -194,12 +201,12 @@ class DurableWaits:
         self.asked += 1
         request_id = request_id_for(self.task_id, f"ask-{self.asked}")
 
-        async def answer(request_id: str) -> str | None:
+        async def answer(request_id: str) -> Answered | None:
             try:
                 message = await self._next(lambda m: m.get("request_id") == request_id, None)
             except TaskCancelled:
                 return None
-            return str(message.get("option_id"))
+            return answered(message)
 
         option = await self.desk.ask(
             question_request(request_id, question, self.task_id), question.options, answer
@@ -244,7 +251,11 @@ async def run_task(host: TaskHost, encoded: str) -> str:
                 turn_id=spec.turn_id,
                 session_id=spec.session_id,
                 node_id=spec.node_id,
-                context=EveContext(session_id=spec.session_id, values=dict(spec.config)),
+                context=EveContext(
+                    session_id=spec.session_id,
+                    values=dict(spec.config),
+                    principal=spec.principal,
+                ),
                 emitter=emitter,
                 signal=signal,
             )
@@ -270,6 +281,7 @@ async def _run(
             turn_id=spec.turn_id,
             emitter=emitter,
             events=events,
+            principal=spec.principal,
         )
 
     if isinstance(task.tool, ResolvedWorkflowTool):
@@ -282,7 +294,8 @@ async def _run(
     child_emitter = EventEmitter(
         events, session_id=session_id, hooks=child.hooks, delegation=link(task, node_id)
     )
-    context = EveContext(session_id=session_id)
+    # the subagent's turn answers the same message: its principal is the caller's
+    context = EveContext(session_id=session_id, principal=spec.principal)
     env = child_environment(
         task,
         session_id,

@@ -4,8 +4,9 @@ A turn loads the session's checkpoint (history, state, ``once`` approvals), runs
 agent loop with durable steps, saves the new checkpoint and reports the session waiting.
 A failed turn leaves the checkpoint as it was: the message that failed is not half-added.
 
-A turn's input is its user message's parts as JSON data (``TurnInput``); a turn queued by
-an eve from before content parts has the message's text, and still runs.
+A turn's input is its user message's parts as JSON data and the principal who sent it
+(``TurnInput``); a turn queued by an eve from before principals has the parts alone (the
+operator's), and one from before content parts the message's text, and both still run.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import msgspec
 from dbos import DBOS
 
+from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext, use_context
 from eve.events import SessionCompletedData, SessionResetData, SessionWaitingData
@@ -49,9 +51,10 @@ TURN_WORKFLOW = "eve.turn"
 RESET_WORKFLOW = "eve.reset"
 
 
-#: a turn's input as DBOS stores it: the user message's parts as plain data (bytes in
-#: base64), or, for a turn queued before messages had parts, the message's text
-TurnInput = str | list[dict[str, Any]]
+#: a turn's input as DBOS stores it: ``{"parts": [...], "principal": {...}}`` (the user
+#: message's parts as plain data, bytes in base64, and who sent it); for a turn queued
+#: before principals, the parts alone; before messages had parts, the message's text
+TurnInput = str | list[dict[str, Any]] | dict[str, Any]
 
 
 def turn_workflow_id(session_id: str, turn: int) -> str:
@@ -76,11 +79,24 @@ def turn_input(message: UserMessage) -> list[dict[str, Any]]:
     return data
 
 
+def sent_input(message: UserMessage, principal: Principal) -> dict[str, Any]:
+    """``message`` as the input of a turn ``principal`` sent."""
+    return {"parts": turn_input(message), "principal": msgspec.to_builtins(principal)}
+
+
 def message_of(raw: TurnInput) -> UserMessage:
-    """The user message of a turn's input, in either form."""
+    """The user message of a turn's input, in any of its forms."""
     if isinstance(raw, str):
         return user_message(raw)
-    return UserMessage(parts=msgspec.convert(raw, type=list[UserPart]))
+    parts = raw["parts"] if isinstance(raw, dict) else raw
+    return UserMessage(parts=msgspec.convert(parts, type=list[UserPart]))
+
+
+def sender_of(raw: TurnInput) -> Principal:
+    """Who sent a turn's message: the operator, for a turn queued before principals."""
+    if isinstance(raw, dict):
+        return msgspec.convert(raw["principal"], type=Principal)
+    return OPERATOR
 
 
 @dataclass(kw_only=True)
@@ -160,7 +176,7 @@ class TurnRuntime:
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
         loaded = await load_checkpoint(self.store, session_id)
         checkpoint = loaded.checkpoint
-        context = EveContext(session_id=session_id)
+        context = EveContext(session_id=session_id, principal=sender_of(given))
         context.restore(checkpoint.state)
         approved_once = set(checkpoint.approved_once)
         raised = dict(checkpoint.raised_limits)
@@ -173,6 +189,7 @@ class TurnRuntime:
                     turn_id=turn_id,
                     emitter=emitter,
                     events=events,
+                    principal=context.principal,
                 )
                 env = TurnEnvironment(
                     session_id=session_id,

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from eve.context import JSON_CODEC, ContextKey, EveContext, define_state, use_context
+from eve.auth.principal import OPERATOR, Principal
+from eve.context import (
+    JSON_CODEC,
+    ContextKey,
+    EveContext,
+    current_principal,
+    define_state,
+    use_context,
+)
 from eve.errors import AuthoringError, ContextKeyCollision, NoActiveContext
 from tests.conftest import REPO_ROOT
 
@@ -103,3 +111,13 @@ def vendored_error() -> type[Exception]:
     errors = importlib.import_module("eve_vendored.errors")
     error: type[Exception] = errors.ContextKeyCollision
     return error
+
+
+def test_the_principal_of_a_context_is_the_operator_unless_a_server_verified_one() -> None:
+    with pytest.raises(NoActiveContext, match="current_principal"):
+        current_principal()
+    with use_context(EveContext(session_id="local")):  # eve run, eve dev
+        assert current_principal() == OPERATOR
+    alice = Principal(id="alice", kind="user", claims={"roles": "finance"})
+    with use_context(EveContext(session_id="s", principal=alice)):
+        assert current_principal().roles == {"finance"}

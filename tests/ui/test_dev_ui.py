@@ -148,6 +148,8 @@ def test_the_sessions_page_lists_new_sessions_without_a_reload(browser: Any, sho
     created = shop.create()
     row = wait_for(browser, lambda d: css(d, f"tr[data-session='{created}']"))[0]
     assert "new" in row.text
+    # who owns it: the shared token's holder
+    assert row.find_element(By.CSS_SELECTOR, "td[data-label='Owner']").text == "operator"
     assert browser.execute_script("return location.href") == url
     # what the page loaded (the other pages' modules load when visited) is within the files
     assert 0 < transferred_bytes(browser) < sum(ui_weight().values()) <= WEIGHT_BUDGET_BYTES
@@ -210,6 +212,10 @@ def test_a_turn_shows_its_tools_subagent_approval_question_and_answer(
     wait_for(browser, lambda d: "Hammer prices rose 4%" in nested[0].text)
 
     answer(browser, "place_order", "approve")
+    # the answer names who gave it (input.resolved's responder)
+    approval = "article.call[data-tool='place_order'] fieldset.ask.answered"
+    wait_for(browser, lambda d: any("by operator" in f.text for f in css(d, approval)))
+    assert "answered: approve by operator" in css(browser, approval)[0].text
     answer(browser, "confirm_delivery", "yes")
     final = wait_for(
         browser,
@@ -217,6 +223,7 @@ def test_a_turn_shows_its_tools_subagent_approval_question_and_answer(
     )
     assert final.get_attribute("aria-live") == "polite"
     wait_for(browser, lambda d: "done · complete" in d.find_element(By.TAG_NAME, "main").text)
+    assert "owner operator" in browser.find_element(By.CSS_SELECTOR, "p.summary").text
     screenshot(browser, "session")
 
     browser.find_element(By.XPATH, "//button[text()='Event log']").click()
@@ -260,6 +267,10 @@ def test_a_server_restart_mid_stream_leaves_no_gap_and_no_duplicate(
     shop.restart()  # SIGKILL, then a new process on the same port and database
     wait_for(browser, lambda d: connection.text == "live")
     answer(browser, "place_order", "approve")
+    # the answer names who gave it (input.resolved's responder)
+    approval = "article.call[data-tool='place_order'] fieldset.ask.answered"
+    wait_for(browser, lambda d: any("by operator" in f.text for f in css(d, approval)))
+    assert "answered: approve by operator" in css(browser, approval)[0].text
     answer(browser, "confirm_delivery", "yes")
     wait_for(browser, lambda d: any(ANSWER in m.text for m in css(d, ".message.assistant")))
 

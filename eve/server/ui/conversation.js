@@ -2,7 +2,7 @@
 // reasoning, tool calls with input, output and duration, approvals and questions as forms,
 // and each subagent or workflow-tool task nested under the call that started it.
 
-import { append, badge, cost, h, pretty, tokens } from "./dom.js";
+import { append, badge, cost, h, pretty, tokens, who } from "./dom.js";
 
 const key = (sessionId, callId) => `${sessionId} ${callId}`;
 
@@ -258,7 +258,9 @@ export class Conversation {
     const asked = this.forms.get(data.request_id);
     if (!asked) return;
     for (const button of asked.buttons) button.disabled = true;
-    asked.status.textContent = `answered: ${data.option_id}`;
+    // an answer names who gave it; a cancelled request names no one
+    asked.status.textContent = data.responder
+      ? `answered: ${data.option_id} by ${who(data.responder)}` : `answered: ${data.option_id}`;
     asked.form.classList.add("answered");
     if (asked.call && asked.call.status.textContent === "waiting") asked.call.mark("running");
   }

@@ -51,3 +51,9 @@ export function cost(value = {}) {
   if (value.usd === undefined || value.usd === null) return value.unpriced?.length ? "unpriced" : "$0";
   return `$${value.usd}${value.unpriced?.length ? "+" : ""}`;
 }
+
+/** A principal as a person reads it: `alice (user)`, or `operator` (the shared token). */
+export function who(ref) {
+  if (!ref) return "operator";
+  return ref.kind === "operator" ? ref.id : `${ref.id} (${ref.kind})`;
+}

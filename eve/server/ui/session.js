@@ -2,7 +2,7 @@
 
 import { api, follow } from "./api.js";
 import { Conversation } from "./conversation.js";
-import { badge, cost, fill, h, pretty, tokens } from "./dom.js";
+import { badge, cost, fill, h, pretty, tokens, who } from "./dom.js";
 
 const SUMMARY_AFTER = new Set(["turn.completed", "turn.failed", "turn.cancelled", "turn.waiting",
   "session.waiting", "session.completed", "session.reset", "session.compacted", "input.resolved"]);
@@ -18,7 +18,8 @@ export function sessionPage(main, sessionId, setConnection) {
   async function refreshSummary() {
     try {
       const s = await api.summary(sessionId);
-      fill(summary, badge(s.status), ` · ${s.turns} turns · ${tokens(s.usage)} · ${cost(s.cost)}`,
+      fill(summary, badge(s.status), ` · owner ${who(s.owner)}`,
+        ` · ${s.turns} turns · ${tokens(s.usage)} · ${cost(s.cost)}`,
         s.endedReason ? ` · ended: ${s.endedReason}` : "");
     } catch (err) {
       fill(summary, h("span", { class: "error" }, err.message));

@@ -1,7 +1,7 @@
 // The sessions page: every session with what it is doing, refreshed while the page is open.
 
 import { api } from "./api.js";
-import { badge, cost, fill, h, tokens, when } from "./dom.js";
+import { badge, cost, fill, h, tokens, when, who } from "./dom.js";
 
 const REFRESH_MS = 2000;
 const RENDERED = "eve:sessions-rendered";
@@ -11,6 +11,7 @@ function row(entry) {
   return h("tr", { "data-session": entry.sessionId },
     h("td", { class: "id", "data-label": "Session" },
       h("a", { href: `#/session/${encodeURIComponent(entry.sessionId)}` }, entry.sessionId)),
+    cell("Owner", who(entry.owner)),
     cell("Activity", badge(entry.activity)),
     cell("Last activity", h("time", { datetime: entry.lastActivityAt }, when(entry.lastActivityAt))),
     cell("Turns", String(entry.turns)),
@@ -66,7 +67,7 @@ export function sessionsPage(main) {
 
   fill(main, h("h1", {}, "Sessions"), form,
     h("table", {}, h("caption", { class: "muted" }, "Newest first"),
-      h("thead", {}, h("tr", {}, ["Session", "Activity", "Last activity", "Turns", "Usage"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["Session", "Owner", "Activity", "Last activity", "Turns", "Usage"].map((t) => h("th", { scope: "col" }, t)))),
       body),
     status, more);
   refresh();

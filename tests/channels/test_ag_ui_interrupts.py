@@ -1,0 +1,88 @@
+"""The ag_ui channel's approvals: AG-UI interrupts, answered by the next run's ``resume``;
+through ``@ag-ui/client``'s HttpAgent in Node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.channels.ag_ui import client
+from tests.channels.ag_ui.apps import serve, thread, user
+from tests.channels.ag_ui.client import scenario
+from tests.channels.ag_ui.loopback import TOKEN, ChannelServer
+from tests.sessions.apps import call, say
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _client() -> None:
+    client.install()
+
+
+@pytest.fixture(scope="module")
+def approvals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChannelServer]:
+    """Each session: a call of ``ship``, which a person approves, then an answer."""
+    root = tmp_path_factory.mktemp("approvals")
+    server = serve(root, [call("ship", item="anvil"), say("shipped")], ("ship",))
+    yield server
+    server.stop()
+
+
+def test_an_approval_is_an_interrupt_answered_by_resume(approvals: ChannelServer) -> None:
+    result = client.run(
+        scenario(
+            approvals.channel_url,
+            thread(),
+            [{"message": user("ship the anvil")}],
+            token=TOKEN,
+        )
+    )
+    [parked] = result["runs"]
+    assert (approvals.app_root / "shipped.log").exists() is False
+    finished = parked["events"][-1]
+    assert finished["type"] == "RUN_FINISHED" and finished["outcome"]["type"] == "interrupt"
+    [interrupt] = finished["outcome"]["interrupts"]
+    assert interrupt["reason"] == "tool_approval"
+    assert interrupt["responseSchema"]["properties"]["optionId"]["enum"] == ["approve", "deny"]
+    [start] = [e for e in parked["events"] if e["type"] == "TOOL_CALL_START"]
+    assert interrupt["toolCallId"] == start["toolCallId"]
+    assert parked["pendingInterrupts"] == [interrupt]
+    resume = [
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"optionId": "approve"}}
+    ]
+    answered = client.run(
+        scenario(
+            approvals.channel_url,
+            parked["events"][0]["threadId"],
+            [{"resume": resume}],
+            token=TOKEN,
+            messages=result["messages"],
+        )
+    )
+    [run] = answered["runs"]
+    assert run["error"] is None, run
+    assert [e["content"] for e in run["events"] if e["type"] == "TOOL_CALL_RESULT"] == [
+        "shipped anvil"
+    ]
+    said = "".join(e["delta"] for e in run["events"] if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert said == "shipped"
+    assert "outcome" not in run["events"][-1]
+    assert (approvals.app_root / "shipped.log").read_text() == "anvil\n"
+
+
+def test_an_abandoned_interrupt_cancels_the_turn(approvals: ChannelServer) -> None:
+    result = client.run(
+        scenario(approvals.channel_url, thread(), [{"message": user("ship it")}], token=TOKEN)
+    )
+    [interrupt] = result["runs"][0]["pendingInterrupts"]
+    abandoned = client.run(
+        scenario(
+            approvals.channel_url,
+            result["runs"][0]["events"][0]["threadId"],
+            [{"resume": [{"interruptId": interrupt["id"], "status": "cancelled"}]}],
+            token=TOKEN,
+            messages=result["messages"],
+        )
+    )
+    [run] = abandoned["runs"]
+    assert run["events"][-1]["outcome"] == {"type": "cancelled"}, run

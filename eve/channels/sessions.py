@@ -10,10 +10,10 @@ from eve.auth import Principal
 from eve.messages import UserMessage
 from eve.session_summary import SessionSummary
 from eve.sessions.checkpoint import decode_checkpoint
+from eve.sessions import Accepted, InputResponse, SessionService
 
 #: how ``define_state`` names its slot's context key (``eve.context.state``)
 STATE_PREFIX = "state:"
-from eve.sessions import Accepted, InputResponse, SessionService
 
 
 class ChannelSessions:

@@ -3,7 +3,10 @@ connection, a cancel, a restart mid-turn; through ``@ag-ui/client``'s HttpAgent 
 
 from __future__ import annotations
 
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +77,41 @@ def test_a_cancel_ends_the_run_as_cancelled(holds: ChannelServer) -> None:
     assert cancelled["error"] is None, cancelled
     assert types(cancelled["events"])[-1] == "RUN_FINISHED"
     assert cancelled["events"][-1]["outcome"] == {"type": "cancelled"}
+
+
+def _await_new_hold(root: Path, before: set[Path], running: subprocess.Popen[str]) -> None:
+    """Until the client's turn is inside ``hold`` (its marker file appears)."""
+    deadline = time.monotonic() + 30
+    while not set(root.glob("hold-*.started")) - before:
+        assert running.poll() is None, running.communicate()
+        assert time.monotonic() < deadline, "the turn never reached its tool"
+        time.sleep(0.02)
+
+
+def test_a_turn_survives_a_server_restart(holds: ChannelServer) -> None:
+    (holds.app_root / "release").unlink(missing_ok=True)
+    thread_id, message = thread(), user("hold on")
+    running = client.start(
+        scenario(holds.channel_url, thread_id, [{"message": message}], token=TOKEN)
+    )
+    before = set(holds.app_root.glob("hold-*.started"))
+    _await_new_hold(holds.app_root, before, running)
+    holds.stop()  # the tool is running: its turn is left mid-step
+    [cut] = client.finish(running, cut=True)["runs"]
+    assert "RUN_FINISHED" not in types(cut["events"]) and cut["error"] is not None
+    holds.start()
+    (holds.app_root / "release").write_text("yes")
+    # the client posts its conversation again to the restarted server
+    result = client.run(
+        scenario(
+            holds.channel_url, thread_id, [{}], token=TOKEN, messages=[{"role": "user", **message}]
+        )
+    )
+    [resumed] = result["runs"]
+    assert resumed["error"] is None, resumed
+    assert [e["content"] for e in resumed["events"] if e["type"] == "TOOL_CALL_RESULT"] == [
+        "released"
+    ]
+    said = "".join(e["delta"] for e in resumed["events"] if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert said == "released"
+    assert types(resumed["events"])[-1] == "RUN_FINISHED"

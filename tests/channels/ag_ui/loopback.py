@@ -47,6 +47,10 @@ class ChannelServer(ThreadedServer):
         return self.base
 
     def stop(self) -> None:
+        if self._uvicorn is not None:
+            # a run's stream stays open while its turn runs: drop it, as a dying server
+            # would, instead of waiting for it to end
+            self._uvicorn.force_exit = True
         try:
             super().stop()
         finally:

@@ -9,8 +9,8 @@ from typing import Any
 from eve.auth import Principal
 from eve.messages import UserMessage
 from eve.session_summary import SessionSummary
-from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions import Accepted, InputResponse, SessionService
+from eve.sessions.checkpoint import decode_checkpoint
 
 #: how ``define_state`` names its slot's context key (``eve.context.state``)
 STATE_PREFIX = "state:"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -36,4 +37,4 @@ async def probe(client: httpx.AsyncClient, path: str) -> Probe:
                 last = json.loads(line[len("data: ") :])["type"]
     if last != "RUN_FINISHED" or first_byte is None:
         raise RuntimeError(f"the ag_ui run did not finish (its last event: {last or 'none'})")
-    return Probe(first_byte=first_byte, gaps=[b - a for a, b in zip(stamps, stamps[1:])])
+    return Probe(first_byte=first_byte, gaps=[b - a for a, b in itertools.pairwise(stamps)])

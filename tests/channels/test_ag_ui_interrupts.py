@@ -9,7 +9,7 @@ import pytest
 
 from tests.channels.ag_ui import client
 from tests.channels.ag_ui.apps import serve, thread, user
-from tests.channels.ag_ui.client import scenario
+from tests.channels.ag_ui.client import scenario, types
 from tests.channels.ag_ui.loopback import TOKEN, ChannelServer
 from tests.sessions.apps import call, say
 
@@ -33,56 +33,43 @@ def test_an_approval_is_an_interrupt_answered_by_resume(approvals: ChannelServer
         scenario(
             approvals.channel_url,
             thread(),
-            [{"message": user("ship the anvil")}],
+            [{"message": user("ship the anvil")}, {"answer": "approve"}],
             token=TOKEN,
         )
     )
-    [parked] = result["runs"]
-    assert (approvals.app_root / "shipped.log").exists() is False
+    parked, answered = result["runs"]
     finished = parked["events"][-1]
     assert finished["type"] == "RUN_FINISHED" and finished["outcome"]["type"] == "interrupt"
+    assert types(parked["events"])[-2] == "STATE_SNAPSHOT"
     [interrupt] = finished["outcome"]["interrupts"]
     assert interrupt["reason"] == "tool_approval"
     assert interrupt["responseSchema"]["properties"]["optionId"]["enum"] == ["approve", "deny"]
     [start] = [e for e in parked["events"] if e["type"] == "TOOL_CALL_START"]
     assert interrupt["toolCallId"] == start["toolCallId"]
-    assert parked["pendingInterrupts"] == [interrupt]
-    resume = [
-        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"optionId": "approve"}}
-    ]
-    answered = client.run(
-        scenario(
-            approvals.channel_url,
-            parked["events"][0]["threadId"],
-            [{"resume": resume}],
-            token=TOKEN,
-            messages=result["messages"],
-        )
-    )
-    [run] = answered["runs"]
-    assert run["error"] is None, run
-    assert [e["content"] for e in run["events"] if e["type"] == "TOOL_CALL_RESULT"] == [
+    assert interrupt["metadata"]["eve"]["input"] == {"item": "anvil"}
+    # the client resumed every pending interrupt, and its run is the rest of the turn
+    assert answered["error"] is None, answered
+    assert answered["pendingInterrupts"] == []
+    assert [e["content"] for e in answered["events"] if e["type"] == "TOOL_CALL_RESULT"] == [
         "shipped anvil"
     ]
-    said = "".join(e["delta"] for e in run["events"] if e["type"] == "TEXT_MESSAGE_CONTENT")
+    said = "".join(e["delta"] for e in answered["events"] if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert said == "shipped"
-    assert "outcome" not in run["events"][-1]
+    assert "outcome" not in answered["events"][-1]
     assert (approvals.app_root / "shipped.log").read_text() == "anvil\n"
 
 
 def test_an_abandoned_interrupt_cancels_the_turn(approvals: ChannelServer) -> None:
     result = client.run(
-        scenario(approvals.channel_url, thread(), [{"message": user("ship it")}], token=TOKEN)
-    )
-    [interrupt] = result["runs"][0]["pendingInterrupts"]
-    abandoned = client.run(
         scenario(
             approvals.channel_url,
-            result["runs"][0]["events"][0]["threadId"],
-            [{"resume": [{"interruptId": interrupt["id"], "status": "cancelled"}]}],
+            thread(),
+            [{"message": user("ship it")}, {"abandon": True}],
             token=TOKEN,
-            messages=result["messages"],
         )
     )
-    [run] = abandoned["runs"]
-    assert run["events"][-1]["outcome"] == {"type": "cancelled"}, run
+    parked, abandoned = result["runs"]
+    assert parked["events"][-1]["outcome"]["type"] == "interrupt"
+    assert abandoned["events"][-1]["outcome"] == {"type": "cancelled"}, abandoned
+    assert abandoned["pendingInterrupts"] == []
+    assert (approvals.app_root / "shipped.log").read_text() == "anvil\n"  # not shipped again

@@ -1,6 +1,7 @@
 // Drives an eve ag_ui channel with @ag-ui/client's HttpAgent, as a CopilotKit app would.
 // argv[2] is a JSON scenario: {url, token, threadId, messages, runs: [{message, resume,
-// abortOn, cancelOn, touch}]} (touch: a file written before the run); the runs go one after another on one agent, whose client-side
+// answer, abandon, abortOn, cancelOn, touch}]} (answer: resume every pending interrupt with
+// that option; abandon: cancel them; touch: a file written before the run); the runs go one after another on one agent, whose client-side
 // verifier checks each run's event order. Prints {runs: [{events, error,
 // pendingInterrupts}], messages, state} as JSON.
 import { writeFileSync } from "node:fs";
@@ -24,6 +25,23 @@ async function cancel() {
   return response.json();
 }
 
+function resumeOf(step) {
+  if (step.answer) {
+    return agent.pendingInterrupts.map((interrupt) => ({
+      interruptId: interrupt.id,
+      status: "resolved",
+      payload: { optionId: step.answer },
+    }));
+  }
+  if (step.abandon) {
+    return agent.pendingInterrupts.map((interrupt) => ({
+      interruptId: interrupt.id,
+      status: "cancelled",
+    }));
+  }
+  return step.resume;
+}
+
 const runs = [];
 for (const step of scenario.runs) {
   const run = { events: [], error: null, cancelAnswer: null };
@@ -38,7 +56,7 @@ for (const step of scenario.runs) {
     },
   };
   try {
-    await agent.runAgent(step.resume ? { resume: step.resume } : {}, subscriber);
+    await agent.runAgent(resumeOf(step) ? { resume: resumeOf(step) } : {}, subscriber);
   } catch (error) {
     run.error = String(error?.message ?? error);
   }

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.channels.ag_ui import client
-from tests.channels.ag_ui.apps import serve, thread, user
+from tests.channels.ag_ui.apps import served, thread, user
 from tests.channels.ag_ui.client import scenario, types
 from tests.channels.ag_ui.loopback import TOKEN, ChannelServer
 from tests.sessions.apps import call, say
@@ -26,10 +26,12 @@ def _client() -> None:
 def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChannelServer]:
     """Each session: a call of ``leak`` (it counts in ``define_state("mine")``), its
     answer, then a plain answer to the next message."""
-    root = tmp_path_factory.mktemp("answers")
-    server = serve(root, [call("leak"), say("counted"), say("a plain answer")], ("leak",))
-    yield server
-    server.stop()
+    yield from served(
+        tmp_path_factory,
+        "answers",
+        [call("leak"), say("counted"), say("a plain answer")],
+        ("leak",),
+    )
 
 
 def test_a_tool_call_then_a_plain_answer_with_the_state(answers: ChannelServer) -> None:

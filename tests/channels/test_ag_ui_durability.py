@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.channels.ag_ui import client
-from tests.channels.ag_ui.apps import serve, thread, user
+from tests.channels.ag_ui.apps import served, thread, user
 from tests.channels.ag_ui.client import scenario, types
 from tests.channels.ag_ui.loopback import TOKEN, ChannelServer
 from tests.sessions.apps import call, say
@@ -25,10 +25,7 @@ def _client() -> None:
 @pytest.fixture(scope="module")
 def holds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChannelServer]:
     """Each session: a call of ``hold`` (it waits for the file ``release``), then an answer."""
-    root = tmp_path_factory.mktemp("holds")
-    server = serve(root, [call("hold"), say("released")], ("hold",))
-    yield server
-    server.stop()
+    yield from served(tmp_path_factory, "holds", [call("hold"), say("released")], ("hold",))
 
 
 def test_a_dropped_connection_resumes_from_the_log(holds: ChannelServer) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.channels.ag_ui import client
-from tests.channels.ag_ui.apps import serve, thread, user
+from tests.channels.ag_ui.apps import served, thread, user
 from tests.channels.ag_ui.client import scenario, types
 from tests.channels.ag_ui.loopback import TOKEN, ChannelServer
 from tests.sessions.apps import call, say
@@ -22,10 +22,9 @@ def _client() -> None:
 @pytest.fixture(scope="module")
 def approvals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChannelServer]:
     """Each session: a call of ``ship``, which a person approves, then an answer."""
-    root = tmp_path_factory.mktemp("approvals")
-    server = serve(root, [call("ship", item="anvil"), say("shipped")], ("ship",))
-    yield server
-    server.stop()
+    yield from served(
+        tmp_path_factory, "approvals", [call("ship", item="anvil"), say("shipped")], ("ship",)
+    )
 
 
 def test_an_approval_is_an_interrupt_answered_by_resume(approvals: ChannelServer) -> None:

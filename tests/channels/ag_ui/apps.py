@@ -4,8 +4,11 @@ server (one eve app runs per process at a time, so each test module has its own)
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.channels.ag_ui.loopback import ChannelServer
 from tests.conftest import write_files
@@ -48,6 +51,19 @@ def serve(root: Path, responses: list[dict[str, Any]], tools: tuple[str, ...]) -
     server = ChannelServer(root)
     server.start()
     return server
+
+
+def served(
+    factory: pytest.TempPathFactory,
+    name: str,
+    responses: list[dict[str, Any]],
+    tools: tuple[str, ...],
+) -> Iterator[ChannelServer]:
+    """A module's server (its fixture yields from this): started on a fresh app root, and
+    stopped once the module's tests are done."""
+    server = serve(factory.mktemp(name), responses, tools)
+    yield server
+    server.stop()
 
 
 def thread() -> str:

@@ -9,16 +9,10 @@ the turns the stopped one left running.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import uvicorn
-
 from eve.channels.declaration import ChannelDeclaration
-from eve.cli.agent_setup import prepare
-from eve.server import ServerOptions, create_app
-from eve.server.app import service_for, start_service, stop_service
 from tests.sessions.threaded import ThreadedServer
 
 TOKEN = "ag-ui-channel-test-token"
@@ -28,6 +22,8 @@ CHANNEL = ChannelDeclaration(name="copilot", kind="ag_ui", path=CHANNEL_PATH)
 
 @dataclass
 class ChannelServer(ThreadedServer):
+    token: str | None = TOKEN
+    channels: list[ChannelDeclaration] = field(default_factory=lambda: [CHANNEL])
     base: str = ""
     _cwd: Path | None = None
     _saved: dict[str, str | None] = field(default_factory=dict)
@@ -61,15 +57,3 @@ class ChannelServer(ThreadedServer):
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-
-    async def _serve(self, sock: socket.socket) -> None:
-        setup = await prepare(self.app_root, model=self.model, max_turns=None)
-        options = ServerOptions(app_root=self.app_root, token=TOKEN, concurrency=100)
-        app = create_app(options, service_for(options, setup), channels=[CHANNEL])
-        await start_service(app)
-        try:
-            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-            self._uvicorn = uvicorn.Server(config)
-            await self._uvicorn.serve(sockets=[sock])
-        finally:
-            await stop_service(app)

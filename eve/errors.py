@@ -76,7 +76,8 @@
     │   └── ServerConfigError           eve serve cannot start as configured
     │       ├── ServedModelUnavailable  no credentials for the model eve serve would serve
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
-    │       └── EveAppAlreadyRunning    a second eve app started in a process that runs one
+    │       ├── EveAppAlreadyRunning    a second eve app started in a process that runs one
+    │       └── ChannelPackageMissing   a channel's kind needs a package that is not installed
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   ├── InvalidBody                 400: not JSON, unknown fields, wrong types
@@ -859,6 +860,19 @@ class EveAppAlreadyRunning(ServerConfigError):
         #: the app root of the app refused, and of the one already running
         self.app_root = app_root
         self.running_app_root = running_app_root
+
+
+class ChannelPackageMissing(ServerConfigError):
+    """An agent declares a channel whose kind needs a package that is not installed (the
+    kind's extra, ``eve-durable[<kind>]``); the server refuses to start."""
+
+    code = "channel_package_missing"
+
+    def __init__(self, message: str, *, kind: str, package: str) -> None:
+        super().__init__(message)
+        #: the channel kind, and the distribution it needs
+        self.kind = kind
+        self.package = package
 
 
 class MessageTooLong(SessionError):

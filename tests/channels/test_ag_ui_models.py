@@ -5,6 +5,8 @@ before anything runs; and the view's translation of what the Node tests cannot r
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ from pydantic import TypeAdapter
 from eve import events as ev
 from eve.channels.ag_ui_view import RunView
 from eve.channels.declaration import ChannelDeclaration
+from eve.errors import ChannelPackageMissing
 from eve.usage import TokenUsage
 from tests.channels.ag_ui.apps import SOURCES
 from tests.conftest import write_files
@@ -160,3 +163,17 @@ def test_reasoning_a_retry_and_unnamed_events() -> None:
     assert customs[1].value["name"] == "howto"  # type: ignore[attr-defined]
     assert isinstance(view.ending, RunFinishedEvent) and view.ending.result == {"n": 1}
     assert view.feed(logged(ev.SessionWaitingData(session_id="ses_x"), 99)) == []
+
+
+def test_without_the_protocol_package_the_kind_is_a_named_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as if ag-ui-protocol were not installed: importing it raises ImportError
+    monkeypatch.setitem(sys.modules, "ag_ui", None)
+    for name in ("eve.channels.kinds.ag_ui", "eve.channels.ag_ui_view"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(ChannelPackageMissing) as missing:
+        importlib.import_module("eve.channels.kinds.ag_ui")
+    assert (missing.value.kind, missing.value.package) == ("ag_ui", "ag-ui-protocol")
+    assert "pip install 'eve-durable[ag_ui]'" in str(missing.value)
+    assert missing.value.exit_code == 2

@@ -17,6 +17,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+
+from eve.errors import ChannelPackageMissing
+
+try:
+    import ag_ui.core  # noqa: F401  (the protocol's package, which the view imports too)
+except ImportError as missing:
+    raise ChannelPackageMissing(
+        "the ag_ui channel kind needs the ag-ui-protocol package: pip install 'eve-durable[ag_ui]'",
+        kind="ag_ui",
+        package="ag-ui-protocol",
+    ) from missing
+
 from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,

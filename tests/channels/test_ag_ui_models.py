@@ -95,8 +95,14 @@ def test_a_wrong_answer_is_refused_before_anything_runs(server: InProcessServer)
     shipped = server.app_root / "shipped.log"
     before = shipped.read_text() if shipped.exists() else ""
     [interrupt] = parked[-1].outcome.interrupts  # type: ignore[union-attr]
-    for payload, code in [({"optionId": "maybe"}, "input_option_unknown"), (7, "invalid_body")]:
-        answer = {"interruptId": interrupt.id, "status": "resolved", "payload": payload}
+    wrong = [
+        (interrupt.id, "resolved", {"optionId": "maybe"}, "input_option_unknown"),
+        (interrupt.id, "resolved", 7, "invalid_body"),
+        ("req_nothing", "resolved", "approve", "input_request_not_pending"),
+        ("req_nothing", "cancelled", None, "input_request_not_pending"),
+    ]
+    for interrupt_id, status, payload, code in wrong:
+        answer = {"interruptId": interrupt_id, "status": status, "payload": payload}
         body = {"threadId": "t-wrong", "runId": "r2", "messages": [], "resume": [answer]}
         refused = post(server, PATH, body)
         assert refused.json()["code"] == code, refused.text

@@ -50,8 +50,8 @@ from starlette.routing import BaseRoute, Route
 from eve.channels.ag_ui_view import RunView, is_logged_user_message
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.errors import EveError, InvalidBody, SessionNotFound
-from eve.events import TurnStarted, decode_event
+from eve.errors import EveError, InputRequestNotPending, InvalidBody, SessionNotFound
+from eve.events import InputRequested, InputResolved, TurnStarted, decode_event
 from eve.redact import redact
 from eve.sessions import InputResponse
 
@@ -215,6 +215,13 @@ async def _resumed(
     resolved = [entry for entry in entries if entry.status == "resolved"]
     answers = _responses(resolved)
     session_id = await _session_of(sessions, run.thread_id)
+    waiting = await _waiting_requests(sessions, session_id)
+    for entry in entries:
+        if entry.interrupt_id not in waiting:
+            raise InputRequestNotPending(
+                f"interrupt {entry.interrupt_id} is not waiting in thread {run.thread_id}",
+                request_id=entry.interrupt_id,
+            )
     if len(resolved) < len(entries):
         # an interrupt abandoned: the turn waiting on it is cancelled (its other requests
         # resolve as cancelled with it)
@@ -227,6 +234,21 @@ async def _resumed(
         session_id=session_id,
         answered=frozenset(entry.interrupt_id for entry in entries),
     )
+
+
+async def _waiting_requests(sessions: ChannelSessions, session_id: str) -> set[str]:
+    """The ids of the session's requests that wait for an answer, from its log: a resume
+    naming another would wait for a window that never opens."""
+    waiting: set[str] = set()
+    async for line in await sessions.events(session_id, 0, follow=False):
+        match decode_event(line) if line else None:
+            case InputRequested(data=data):
+                waiting |= {request.request_id for request in data.requests}
+            case InputResolved(data=data):
+                waiting.discard(data.request_id)
+            case _:
+                pass
+    return waiting
 
 
 async def _latest_turn(sessions: ChannelSessions, session_id: str) -> str | None:

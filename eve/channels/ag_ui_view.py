@@ -191,6 +191,11 @@ class RunView:
         if self.ending is not None or event.data.session_id not in ("", self.session_id):
             return []  # a subagent's own events: its result reaches the run as a tool result
         if not self._open:
+            if isinstance(event, ev.SessionCompleted):
+                # the session ended before the run's turn began: it never will
+                reason = event.data.reason
+                self.ending = RunErrorEvent(message=f"the session ended ({reason})", code=reason)
+                return []
             if not self._opens(event):
                 self._history.fold(event)
                 return []

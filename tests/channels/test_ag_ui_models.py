@@ -183,3 +183,38 @@ def test_without_the_protocol_package_the_kind_is_a_named_error(
     assert (missing.value.kind, missing.value.package) == ("ag_ui", "ag-ui-protocol")
     assert "pip install 'eve-durable[ag_ui]'" in str(missing.value)
     assert missing.value.exit_code == 2
+
+
+def test_a_question_is_an_interrupt_and_an_ended_session_an_error() -> None:
+    turn = {"session_id": "ses_x", "turn_id": "turn_1"}
+    options = [ev.Option(id="red", label="Red"), ev.Option(id="blue", label="Blue")]
+    question = ev.QuestionRequest(
+        request_id="req_1",
+        options=options,
+        tool_name="paint",
+        call_id="call_7",
+        question="Which colour?",
+        task_id="ses_x:turn_1:call_7",
+    )
+    log = [
+        ev.TurnStartedData(**turn),
+        ev.InputRequestedData(**turn, requests=[question]),
+        ev.TurnWaitingData(**turn, on="input"),
+    ]
+    view = RunView(thread_id="t", run_id="r", session_id="ses_x", turn_id="turn_1")
+    for i, data in enumerate(log):
+        view.feed(logged(data, i))
+    assert isinstance(view.ending, RunFinishedEvent) and view.ending.outcome is not None
+    [interrupt] = view.ending.outcome.interrupts  # type: ignore[union-attr]
+    assert (interrupt.id, interrupt.reason, interrupt.message) == (
+        "req_1",
+        "question",
+        "Which colour?",
+    )
+    assert interrupt.response_schema is not None
+    assert interrupt.response_schema["properties"]["optionId"]["enum"] == ["red", "blue"]
+    # a run whose turn never began, because the session ended first
+    waiting = RunView(thread_id="t", run_id="r2", session_id="ses_x", turn_id="turn_2")
+    ended = ev.SessionCompletedData(session_id="ses_x", reason="session_timeout")
+    assert waiting.feed(logged(ended, 0)) == []
+    assert isinstance(waiting.ending, RunErrorEvent) and waiting.ending.code == "session_timeout"

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from eve.auth import Principal
 from eve.messages import UserMessage
 from eve.session_summary import SessionSummary
 from eve.sessions import Accepted, InputResponse, SessionService
+from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionRow
+
+#: how ``define_state`` names its slot's context key (``eve.context.state``)
+STATE_PREFIX = "state:"
 
 
 class ChannelSessions:
@@ -44,6 +50,18 @@ class ChannelSessions:
 
     async def summary(self, session_id: str) -> SessionSummary:
         return await self.service.summary(session_id, principal=self.principal)
+
+    async def state(self, session_id: str) -> dict[str, Any]:
+        """The session's ``define_state`` values as of its last finished step, by their
+        names (other context keys, and eve's own ``eve.*`` slots, left out)."""
+        await self.service.get(session_id)
+        raw = await asyncio.to_thread(self.service.store.load_checkpoint, session_id)
+        slots = {
+            key.removeprefix(STATE_PREFIX): value
+            for key, value in decode_checkpoint(raw).state.items()
+            if key.startswith(STATE_PREFIX)
+        }
+        return {name: value for name, value in slots.items() if not name.startswith("eve.")}
 
     async def events(self, session_id: str, start: int = 0, *, follow: bool) -> AsyncIterator[str]:
         """The session's log from ``start``: each item one encoded event

@@ -175,7 +175,8 @@ def test_without_the_protocol_package_the_kind_is_a_named_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # as if ag-ui-protocol were not installed: importing it raises ImportError
-    monkeypatch.setitem(sys.modules, "ag_ui", None)
+    for name in [m for m in sys.modules if m == "ag_ui" or m.startswith("ag_ui.")]:
+        monkeypatch.setitem(sys.modules, name, None)
     for name in ("eve.channels.kinds.ag_ui", "eve.channels.ag_ui_view"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(ChannelKindUnavailable) as missing:

@@ -1,0 +1,77 @@
+"""The agent every channel kind's tests talk to: one script, so each session goes the same way.
+
+Turn 0 calls ``lookup`` (a plain tool, inside eve) and answers ``TEA``; turn 1 calls ``ship``,
+which a person must approve, and answers ``SHIPPED``; turn 2 calls ``hold``, which runs until
+the test writes ``release-<session>`` (or the turn is cancelled), and answers ``HELD``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import write_files
+
+TEA = "Tea is a drink."
+SHIPPED = "Shipped the book."
+HELD = "Held and released."
+
+SCRIPT = [
+    {"tool_calls": [{"name": "lookup", "input": {"topic": "tea"}}]},
+    {"text": TEA},
+    {"tool_calls": [{"name": "ship", "input": {"item": "book"}}]},
+    {"text": SHIPPED},
+    {"tool_calls": [{"name": "hold", "input": {}}]},
+    {"text": HELD},
+    {"text": "More."},
+    {"text": "More."},
+]
+
+FILES = {
+    "agent/agent.py": """
+        from eve import define_agent
+        default = define_agent(model="offline/script:script.json", limits={"max_turns": 10})
+    """,
+    "agent/instructions.md": "Follow the script.\n",
+    "agent/tools/lookup.py": """
+        from eve.tools import tool
+
+        @tool
+        def lookup(topic: str) -> str:
+            '''Look a topic up.'''
+            return f"{topic}: a drink"
+    """,
+    "agent/tools/ship.py": """
+        from pathlib import Path
+        from eve.tools import tool
+        from eve.tools.approval import always
+
+        @tool(approval=always())
+        def ship(item: str) -> str:
+            '''Ship an item (a person approves every call).'''
+            with Path("shipped.log").open("a") as log:
+                log.write(item + "\\n")
+            return f"shipped {item}"
+    """,
+    "agent/tools/hold.py": """
+        import asyncio
+        from pathlib import Path
+        from eve.tools import ToolContext, tool
+
+        @tool
+        async def hold(ctx: ToolContext) -> str:
+            '''Run until the test writes release-<session>, or the turn is cancelled.'''
+            Path(f"hold-{ctx.session_id}.started").write_text("yes")
+            while not Path(f"release-{ctx.session_id}").exists():
+                if ctx.signal.cancelled:
+                    return "stopped"
+                await asyncio.sleep(0.02)
+            return "released"
+    """,
+}
+
+
+def write_app(root: Path) -> Path:
+    write_files(root, FILES)
+    (root / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
+    return root

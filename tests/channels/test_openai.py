@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from bench.channel_probes import Probe
+from bench.channel_probes import openai as openai_probe
 from eve.channels.declaration import ChannelDeclaration
 from tests.channels.agent_app import HELD, SHIPPED, TEA, write_app
 from tests.conftest import wait_for_file
@@ -19,13 +22,16 @@ from tests.sessions.inprocess import ROOT, InProcessServer
 TOKEN = "openai-channel-token"
 MODEL = "tea"
 CHANNEL = ChannelDeclaration(name=MODEL, kind="openai", path="/channels/tea", options={})
+BENCH = ChannelDeclaration(
+    name="bench", kind="openai", path="/channels/bench", options=openai_probe.OPTIONS
+)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
     root = write_app(tmp_path_factory.mktemp("openai"))
     env = {"EVE_API_TOKEN": TOKEN}
-    running = InProcessServer(root, env=env, token=TOKEN, channels=[CHANNEL]).start()
+    running = InProcessServer(root, env=env, token=TOKEN, channels=[CHANNEL, BENCH]).start()
     yield running
     running.stop()
 
@@ -265,3 +271,16 @@ def test_a_turn_survives_a_restart_and_the_stream_resumes(
     )
     assert text_of(rest) == HELD
     assert rest[-1].type == "response.completed"
+
+
+def test_the_bench_probe_times_a_streamed_turn(server: InProcessServer) -> None:
+    async def run() -> Probe:
+        async with httpx.AsyncClient(
+            transport=server.async_transport(), base_url=ROOT, headers=server.headers()
+        ) as http:
+            return await openai_probe.probe(http, "/channels/bench")
+
+    measured = asyncio.run(run())
+    assert measured.first_byte > 0
+    # the role chunk, the answer's words, the finish chunk and [DONE]
+    assert len(measured.gaps) >= len(TEA.split()) + 2

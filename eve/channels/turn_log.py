@@ -28,6 +28,7 @@ from eve.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnStarted,
     decode_event,
 )
 from eve.sessions import InputResponse
@@ -75,13 +76,30 @@ def _ending(event: SessionEvent) -> Ended | None:
             return None
 
 
+class _Said:
+    """The text of one turn as it streams: its messages' deltas, a blank line between two."""
+
+    def __init__(self) -> None:
+        self.said = False
+        self.fresh = True
+
+    def add(self, event: SessionEvent) -> str | None:
+        """The text ``event`` adds, or None when it adds none."""
+        if isinstance(event, MessageCompleted):
+            self.fresh = True
+        if not isinstance(event, MessageAppended) or not event.data.message_delta:
+            return None
+        gap = "\n\n" if self.fresh and self.said else ""
+        self.said, self.fresh = True, False
+        return gap + event.data.message_delta
+
+
 async def turn_pieces(
     sessions: ChannelSessions, session_id: str, turn_id: str, start: int, *, follow: bool
 ) -> AsyncIterator[Piece | None]:
     """The turn's text and its end from log index ``start`` on (``None``: a keep-alive
     while following). Without ``follow`` it stops where the log does, perhaps with no end."""
-    said = False
-    fresh = True
+    said = _Said()
     lines = await sessions.events(session_id, start, follow=follow)
     async for line in lines:
         if not line:
@@ -90,13 +108,8 @@ async def turn_pieces(
         event = decode_event(line)
         if event.data.turn_id != turn_id:
             continue
-        if isinstance(event, MessageAppended) and event.data.message_delta:
-            if fresh and said:
-                yield Delta(text="\n\n", index=event.meta.index)
-            said, fresh = True, False
-            yield Delta(text=event.data.message_delta, index=event.meta.index)
-        elif isinstance(event, MessageCompleted):
-            fresh = True
+        if (text := said.add(event)) is not None:
+            yield Delta(text=text, index=event.meta.index)
         elif (end := _ending(event)) is not None:
             yield end
             return
@@ -219,3 +232,50 @@ async def start_turn(
     # a replayed request's turn may be behind the log's head: read it from the start
     start = 0 if accepted.replayed else head.next_index
     return Started(session_id=session_id, turn_id=accepted.turn_id, start=start)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """A stretch of a turn up to where it stopped (its end, or a wait on a person): what a
+    channel that answers once per stop (Slack) posts for it."""
+
+    turn_id: str
+    text: str
+    end: Ended
+
+
+async def log_replies(sessions: ChannelSessions, session_id: str) -> list[Reply]:
+    """Every stop of every turn in the session's log, with the text said before it."""
+    replies: list[Reply] = []
+    texts: dict[str, list[str]] = {}
+    saying: dict[str, _Said] = {}
+    async for line in await sessions.events(session_id, 0, follow=False):
+        if not line:
+            continue
+        event = decode_event(line)
+        turn = event.data.turn_id
+        if turn is None:
+            continue
+        if (text := saying.setdefault(turn, _Said()).add(event)) is not None:
+            texts.setdefault(turn, []).append(text)
+        elif (end := _ending(event)) is not None:
+            replies.append(Reply(turn_id=turn, text="".join(texts.pop(turn, [])), end=end))
+            saying[turn] = _Said()
+    return replies
+
+
+async def running_turn(sessions: ChannelSessions, session_id: str) -> tuple[str, int] | None:
+    """The turn the log shows running (not stopped, nor waiting on a person), with the
+    index it started or went on from; None when every turn in the log has stopped."""
+    running: tuple[str, int] | None = None
+    async for line in await sessions.events(session_id, 0, follow=False):
+        event = decode_event(line) if line else None
+        if event is None or event.data.turn_id is None:
+            continue
+        if _ending(event) is not None:
+            running = None
+        elif isinstance(event, TurnStarted | InputResolved) and running is None:
+            # only these set a turn going: session.waiting and hooks' events carry a
+            # turn's id after it stopped
+            running = (event.data.turn_id, event.meta.index)
+    return running

@@ -3,6 +3,7 @@ through slack_sdk's WebClient to a loopback Slack that keeps Slack's documented 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -16,11 +17,13 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
+from bench.channel_probes import Probe
+from bench.channel_probes import slack as slack_probe
 from eve.channels.declaration import ChannelDeclaration
 from tests.channels.agent_app import HELD, SHIPPED, TEA, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.conftest import wait_for_file
-from tests.sessions.inprocess import InProcessServer
+from tests.sessions.inprocess import ROOT, InProcessServer
 
 SECRET = "slack-signing-secret"
 EVENTS = "/channels/team/events"
@@ -41,8 +44,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, slack: FakeSlack) -> Iterat
     channel = ChannelDeclaration(
         name="team", kind="slack", path="/channels/team", options={"api_url": slack.api_url}
     )
+    bench = ChannelDeclaration(
+        name="bench", kind="slack", path="/channels/bench", options=slack_probe.OPTIONS
+    )
     env = {"EVE_API_TOKEN": "t", "SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
-    running = InProcessServer(root, env=env, token="t", channels=[channel]).start()
+    running = InProcessServer(root, env=env, token="t", channels=[channel, bench]).start()
     yield running
     running.stop()
 
@@ -270,3 +276,19 @@ def test_a_turn_running_at_a_restart_is_answered_after_it(
     assert wait_for_replies(slack, thread, 4)[-1]["text"] == HELD
     assert wait_for_replies(slack, other, 1)[0]["text"] == TEA
     assert len(slack.bot_replies("C1", thread)) == 4
+
+
+def test_the_bench_probe_times_a_mention_to_its_reply(server: InProcessServer) -> None:
+    async def run() -> Probe:
+        async with httpx.AsyncClient(
+            transport=server.async_transport(), base_url=ROOT, headers=server.headers()
+        ) as http:
+            return await slack_probe.probe(http, "/channels/bench")
+
+    try:
+        measured = asyncio.run(run())
+    finally:
+        slack_probe.SLACK.stop()
+    assert measured.first_byte > 0 and measured.gaps == []
+    [reply] = slack_probe.SLACK.bot_replies("C1", slack_probe.SLACK.messages["C1"][0]["ts"])
+    assert reply["text"] == TEA

@@ -41,6 +41,10 @@ class FakeSlack:
     _server: uvicorn.Server | None = None
 
     @property
+    def running(self) -> bool:
+        return self._server is not None and not self._server.should_exit
+
+    @property
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/"
 

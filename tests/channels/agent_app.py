@@ -7,10 +7,16 @@ the test writes ``release-<session>`` (or the turn is cancelled), and answers ``
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
+import httpx
+
+from bench.channel_probes import Probe, ProbeFn
 from tests.conftest import write_files
+from tests.sessions.apps import TOOLS
+from tests.sessions.inprocess import ROOT, InProcessServer
 
 TEA = "Tea is a drink."
 SHIPPED = "Shipped the book."
@@ -41,18 +47,7 @@ FILES = {
             '''Look a topic up.'''
             return f"{topic}: a drink"
     """,
-    "agent/tools/ship.py": """
-        from pathlib import Path
-        from eve.tools import tool
-        from eve.tools.approval import always
-
-        @tool(approval=always())
-        def ship(item: str) -> str:
-            '''Ship an item (a person approves every call).'''
-            with Path("shipped.log").open("a") as log:
-                log.write(item + "\\n")
-            return f"shipped {item}"
-    """,
+    "agent/tools/ship.py": TOOLS["ship"],
     "agent/tools/hold.py": """
         import asyncio
         from pathlib import Path
@@ -75,3 +70,23 @@ def write_app(root: Path) -> Path:
     write_files(root, FILES)
     (root / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
     return root
+
+
+def run_probe(server: InProcessServer, probe: ProbeFn, path: str) -> Probe:
+    """A kind's bench probe, run against ``server`` as the benchmark runs it."""
+
+    async def run() -> Probe:
+        async with httpx.AsyncClient(
+            transport=server.async_transport(), base_url=ROOT, headers=server.headers()
+        ) as http:
+            return await probe(http, path)
+
+    return asyncio.run(run())
+
+
+def restart_and_release(server: InProcessServer, session_id: str) -> None:
+    """Stop the server while the session's ``hold`` runs, start it again on the same root
+    (the turn recovers), then let the hold end."""
+    server.stop()
+    server.start()
+    (server.app_root / f"release-{session_id}").write_text("go")

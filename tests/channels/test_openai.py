@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,10 +10,9 @@ import openai
 import pytest
 from openai import OpenAI
 
-from bench.channel_probes import Probe
 from bench.channel_probes import openai as openai_probe
 from eve.channels.declaration import ChannelDeclaration
-from tests.channels.agent_app import HELD, SHIPPED, TEA, write_app
+from tests.channels.agent_app import HELD, SHIPPED, TEA, restart_and_release, run_probe, write_app
 from tests.conftest import wait_for_file
 from tests.sessions.inprocess import ROOT, InProcessServer
 
@@ -261,9 +258,7 @@ def test_a_turn_survives_a_restart_and_the_stream_resumes(
     client: OpenAI, server: InProcessServer
 ) -> None:
     response_id, seen = hold_turn(client, server)
-    server.stop()
-    server.start()
-    Path(server.app_root / f"release-{session_of(response_id)}").write_text("go")
+    restart_and_release(server, session_of(response_id))
     rest = list(
         client_of(server).responses.retrieve(
             response_id, stream=True, starting_after=seen[-1].sequence_number
@@ -274,13 +269,7 @@ def test_a_turn_survives_a_restart_and_the_stream_resumes(
 
 
 def test_the_bench_probe_times_a_streamed_turn(server: InProcessServer) -> None:
-    async def run() -> Probe:
-        async with httpx.AsyncClient(
-            transport=server.async_transport(), base_url=ROOT, headers=server.headers()
-        ) as http:
-            return await openai_probe.probe(http, "/channels/bench")
-
-    measured = asyncio.run(run())
+    measured = run_probe(server, openai_probe.probe, "/channels/bench")
     assert measured.first_byte > 0
     # the role chunk, the answer's words, the finish chunk and [DONE]
     assert len(measured.gaps) >= len(TEA.split()) + 2

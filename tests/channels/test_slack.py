@@ -3,11 +3,9 @@ through slack_sdk's WebClient to a loopback Slack that keeps Slack's documented 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,13 +15,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
-from bench.channel_probes import Probe
 from bench.channel_probes import slack as slack_probe
 from eve.channels.declaration import ChannelDeclaration
-from tests.channels.agent_app import HELD, SHIPPED, TEA, write_app
+from tests.channels.agent_app import HELD, SHIPPED, TEA, restart_and_release, run_probe, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.conftest import wait_for_file
-from tests.sessions.inprocess import ROOT, InProcessServer
+from tests.sessions.inprocess import InProcessServer
 
 SECRET = "slack-signing-secret"
 EVENTS = "/channels/team/events"
@@ -268,9 +265,7 @@ def test_a_turn_running_at_a_restart_is_answered_after_it(
     server: InProcessServer, slack: FakeSlack
 ) -> None:
     thread, session_id = held_thread(server, slack)
-    server.stop()
-    server.start()
-    Path(server.app_root / f"release-{session_id}").write_text("go")
+    restart_and_release(server, session_id)
     # the restarted channel picks up its threads when it next hears from Slack
     other, _ = mention(server, slack, "what is tea?")
     assert wait_for_replies(slack, thread, 4)[-1]["text"] == HELD
@@ -279,14 +274,8 @@ def test_a_turn_running_at_a_restart_is_answered_after_it(
 
 
 def test_the_bench_probe_times_a_mention_to_its_reply(server: InProcessServer) -> None:
-    async def run() -> Probe:
-        async with httpx.AsyncClient(
-            transport=server.async_transport(), base_url=ROOT, headers=server.headers()
-        ) as http:
-            return await slack_probe.probe(http, "/channels/bench")
-
     try:
-        measured = asyncio.run(run())
+        measured = run_probe(server, slack_probe.probe, "/channels/bench")
     finally:
         slack_probe.SLACK.stop()
     assert measured.first_byte > 0 and measured.gaps == []

@@ -130,6 +130,32 @@ def test_a_streamed_chat_continues_its_session_and_answers_an_approval(
     assert (server.app_root / "shipped.log").read_text() == "book\n"
 
 
+def test_a_chat_sent_again_with_its_idempotency_key_answers_the_same_turn(
+    client: OpenAI, server: InProcessServer
+) -> None:
+    # a client whose connection dropped before the answer sends the request again
+    first = client.chat.completions.with_raw_response.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "what is tea?"}],
+        extra_headers={"Idempotency-Key": "chat-once"},
+    )
+    again = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "what is tea?"}],
+        extra_headers={"Idempotency-Key": "chat-once"},
+    )
+    assert again.id == first.parse().id and again.choices[0].message.content == TEA
+    session_id = first.headers["x-eve-session-id"]
+    assert event_types(server, session_id).count("turn.started") == 1
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-eve-session-id": "ses_nobody"},
+        )
+    assert unknown.value.code == "session_not_found"
+
+
 def test_a_response_continues_by_previous_id_and_takes_an_approval_item(
     client: OpenAI, server: InProcessServer
 ) -> None:

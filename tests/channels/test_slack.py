@@ -26,6 +26,8 @@ SECRET = "slack-signing-secret"
 EVENTS = "/channels/team/events"
 ACTIONS = "/channels/team/interactivity"
 STARTER, OTHER = "U1", "U2"
+#: a mention with no channel and no ts, which Slack always sends
+MENTION_WITHOUT_CHANNEL = {"type": "app_mention", "user": STARTER, "text": "hi"}
 
 
 @pytest.fixture(scope="module")
@@ -241,11 +243,15 @@ def test_a_request_not_signed_by_slack_is_refused_and_stores_nothing(
     assert session_count(server) == before
 
 
-def test_a_signed_body_that_is_not_slacks_is_a_400(server: InProcessServer) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [b"[1, 2]", json.dumps({"type": "event_callback", "event": MENTION_WITHOUT_CHANNEL}).encode()],
+)
+def test_a_signed_body_that_is_not_slacks_is_a_400(server: InProcessServer, body: bytes) -> None:
     before = session_count(server)
-    body = b"[1, 2]"
     assert server.http is not None
-    response = server.http.post(EVENTS, content=body, headers=signed(body, "application/json"))
+    sent = {**signed(body, "application/json"), "x-slack-retry-num": "1"}
+    response = server.http.post(EVENTS, content=body, headers=sent)
     assert (response.status_code, response.json()["error"]) == (400, "invalid_request")
     assert session_count(server) == before
 

@@ -13,9 +13,11 @@ posted by ``slack_delivery.Courier`` (docs/channels/slack.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -117,7 +119,8 @@ class _SlackChannel:
                 return JSONResponse({"challenge": payload.get("challenge")})
             if payload.get("type") == "event_callback":
                 retried = "x-slack-retry-num" in request.headers
-                await self.on_event(payload, retried=retried)
+                with _slack_shaped("event"):
+                    await self.on_event(payload, retried=retried)
             return JSONResponse({"ok": True})
         except EveError as error:
             return _refused(error)
@@ -167,8 +170,10 @@ class _SlackChannel:
             form = parse_qs((await self.verified(request)).decode())
             payload = _json_object(form.get("payload", [""])[0].encode())
             if payload.get("type") == "block_actions":
-                for action in payload.get("actions", []):
-                    await self.on_action(payload, _json_object(str(action["value"]).encode()))
+                with _slack_shaped("payload"):
+                    for action in payload.get("actions", []):
+                        value = _json_object(str(action["value"]).encode())
+                        await self.on_action(payload, value)
             return Response(status_code=200)
         except EveError as error:
             return _refused(error)
@@ -239,6 +244,19 @@ class _SlackChannel:
             session_id = json.loads(answer)["sessionId"]
             threads.append(Thread(team=team, channel=channel, ts=ts, session_id=session_id))
         return threads
+
+
+@contextlib.contextmanager
+def _slack_shaped(param: str) -> Iterator[None]:
+    """A signed payload missing what Slack always sends (a ``user``, a ``channel``) is
+    refused as such, not a 500."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError) as missing:
+        raise ChannelRequestInvalid(
+            f"the {param} lacks what Slack sends ({type(missing).__name__}: {missing})",
+            param=param,
+        ) from None
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:

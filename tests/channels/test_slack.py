@@ -190,6 +190,32 @@ def test_an_approval_is_answered_by_the_thread_starter_only(
     assert "book" in (server.app_root / "shipped.log").read_text()
 
 
+def test_a_direct_message_is_answered_and_the_bots_own_messages_are_not(
+    server: InProcessServer, slack: FakeSlack
+) -> None:
+    slack.channels.add("D1")
+    before = session_count(server)
+    ignored = [
+        {"type": "message", "channel_type": "im", "bot_id": "B1", "user": "UBOT"},
+        {"type": "message", "channel_type": "im", "subtype": "message_changed", "user": STARTER},
+        {"type": "message", "channel_type": "channel", "user": STARTER},  # no mention
+    ]
+    for i, event in enumerate(ignored):
+        event.update({"text": "hi", "ts": f"2.00000{i}", "channel": "D1"})
+        payload = {"type": "event_callback", "team_id": "T1", "event": event, "event_id": f"EvX{i}"}
+        assert post_event(server, payload).status_code == 200
+    assert session_count(server) == before
+
+    ts = slack.say("D1", STARTER, "what is tea?")
+    event = {"type": "message", "channel_type": "im", "user": STARTER, "text": "what is tea?"}
+    event.update({"ts": ts, "channel": "D1"})
+    post_event(
+        server, {"type": "event_callback", "team_id": "T1", "event": event, "event_id": "EvDM"}
+    )
+    wait_until(lambda: bool(slack.bot_replies("D1", ts)), "the reply to a direct message")
+    assert slack.bot_replies("D1", ts)[0]["text"] == TEA
+
+
 def held_thread(server: InProcessServer, slack: FakeSlack) -> tuple[str, str]:
     """A thread whose third turn runs ``hold``; its ts and session."""
     thread, _ = mention(server, slack, "what is tea?")

@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -95,6 +95,8 @@ def _text(reply: Reply) -> str:
             return f"{reply.text}\n\n(cancelled)".strip()
         case "waiting":
             return "\n\n".join([reply.text, *(prompt(r) for r in end.requests)]).strip()
+        case _:
+            assert_never(end.status)
 
 
 class Courier:

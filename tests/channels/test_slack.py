@@ -188,6 +188,10 @@ def test_an_approval_is_answered_by_the_thread_starter_only(
     assert press(server, STARTER, choices["approve"], thread).status_code == 200
     assert wait_for_replies(slack, thread, 3)[-1]["text"] == SHIPPED
     assert "book" in (server.app_root / "shipped.log").read_text()
+    # the other button of the answered request changes nothing
+    assert press(server, STARTER, choices["deny"], thread).status_code == 200
+    assert slack.ephemeral[-1]["text"] == "This was answered already."
+    assert len(slack.bot_replies("C1", thread)) == 3
 
 
 def test_a_direct_message_is_answered_and_the_bots_own_messages_are_not(

@@ -41,7 +41,14 @@ from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line
 from eve.channels.turn_log import log_head, running_turn, start_turn
-from eve.errors import ChannelAnswerExpected, ChannelRequestInvalid, EveError, SlackSignatureInvalid
+from eve.errors import (
+    ChannelAnswerExpected,
+    ChannelRequestInvalid,
+    EveError,
+    IdempotencyKeyReused,
+    InputRequestNotPending,
+    SlackSignatureInvalid,
+)
 from eve.sessions import InputResponse
 from eve.sessions.idempotency import TTL_SECONDS
 from eve.sessions.tables import idempotency_keys
@@ -192,7 +199,11 @@ class _SlackChannel:
         answer = InputResponse(request_id=request_id, option_id=str(value["o"]))
         try:
             await sessions.respond(session_id, [answer], key=f"slack-action:{request_id}")
-        except EveError as error:  # answered already, or the session ended
+        except (IdempotencyKeyReused, InputRequestNotPending):
+            # another button of the same request was pressed first
+            await self._tell(channel, user, "This was answered already.")
+            return
+        except EveError as error:  # the session ended, say
             await self._tell(channel, user, error.message)
             return
         team = str((payload.get("team") or {}).get("id"))

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from eve.channels.openai_wire import (
+    NO_RETRY,
     SESSION_HEADER,
     ChatRequest,
     failed_body,
@@ -97,7 +98,8 @@ async def complete(sessions: ChannelSessions, turn: ChatTurn) -> Response:
             end = piece
     assert end is not None  # a followed turn ends
     if end.status == "failed":
-        return JSONResponse(failed_body(end.error), status_code=500, headers=turn.headers)
+        headers = {**turn.headers, **NO_RETRY}
+        return JSONResponse(failed_body(end.error), status_code=500, headers=headers)
     closing = _closing_text(end)
     content = "".join(texts) + ("\n\n" if texts and closing else "") + closing
     body = {

@@ -144,8 +144,14 @@ def error_body(error: EveError) -> dict[str, Any]:
     }
 
 
+#: OpenAI's SDKs retry a 409 or a 5xx unless told not to; eve's refusals are answers (the
+#: same request is refused again) and a failed turn is durable, so a retry would only start
+#: another turn: every error says ``x-should-retry: false``
+NO_RETRY = {"x-should-retry": "false"}
+
+
 def error_response(error: EveError) -> JSONResponse:
-    return JSONResponse(error_body(error), status_code=error.http_status)
+    return JSONResponse(error_body(error), status_code=error.http_status, headers=NO_RETRY)
 
 
 def failed_body(error: str | None) -> dict[str, Any]:

@@ -122,6 +122,7 @@ def test_a_streamed_chat_continues_its_session_and_answers_an_approval(
             model=MODEL, messages=[{"role": "user", "content": "hello?"}], extra_headers=session
         )
     assert refused.value.code == "answer_expected"
+    assert refused.value.response.headers["x-should-retry"] == "false"  # SDKs retry a 409
 
     answered = client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "approve"}], extra_headers=session

@@ -111,16 +111,14 @@ class FakeSlack:
                     status_code=429,
                     headers={"retry-after": "1"},
                 )
-        # https://api.slack.com/methods/chat.postMessage#errors: channel_not_found,
-        # no_text (neither text nor blocks), thread_ts of a message that is not there
+        # https://api.slack.com/methods/chat.postMessage#errors: channel_not_found, and
+        # no_text for a message with neither text nor blocks
         channel = args.get("channel")
         if channel not in self.channels:
             return _error("channel_not_found")
         if not args.get("text") and not args.get("blocks"):
             return _error("no_text")
         thread_ts = args.get("thread_ts")
-        if thread_ts is not None and not self.thread(channel, thread_ts):
-            return _error("thread_not_found")
         message = {
             "type": "message",
             "bot_id": "B1",

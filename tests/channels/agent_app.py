@@ -2,7 +2,8 @@
 
 Turn 0 calls ``lookup`` (a plain tool, inside eve) and answers ``TEA``; turn 1 calls ``ship``,
 which a person must approve, and answers ``SHIPPED``; turn 2 calls ``hold``, which runs until
-the test writes ``release-<session>`` (or the turn is cancelled), and answers ``HELD``.
+the test writes ``release-<session>`` (or the turn is cancelled), and answers ``HELD``. A
+fourth turn fails: the script has no more responses.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ SCRIPT = [
     {"text": SHIPPED},
     {"tool_calls": [{"name": "hold", "input": {}}]},
     {"text": HELD},
-    {"text": "More."},
-    {"text": "More."},
 ]
 
 FILES = {

@@ -183,6 +183,29 @@ def test_a_response_continues_by_previous_id_and_takes_an_approval_item(
     assert client.responses.retrieve(answered.id).output_text == SHIPPED
 
 
+def test_a_failed_turn_is_an_error_the_sdk_does_not_retry(
+    client: OpenAI, server: InProcessServer
+) -> None:
+    first = client.responses.create(model=MODEL, input="what is tea?")
+    session_id = session_of(first.id)
+    (server.app_root / f"release-{session_id}").write_text("go")  # hold returns at once
+    latest = first
+    for said in ("ship it", "deny", "hold on"):
+        latest = client.responses.create(model=MODEL, input=said, previous_response_id=latest.id)
+    assert latest.output_text == HELD
+    failed = client.responses.create(model=MODEL, input="more", previous_response_id=latest.id)
+    assert failed.status == "failed" and failed.error is not None
+    assert failed.error.code == "turn_failed" and "offline script" in failed.error.message
+    with pytest.raises(openai.InternalServerError) as chat_failed:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "more"}],
+            extra_headers={"x-eve-session-id": session_id},
+        )
+    assert chat_failed.value.code == "turn_failed"
+    assert chat_failed.value.response.headers["x-should-retry"] == "false"
+
+
 def test_a_dropped_stream_resumes_from_its_sequence_number(client: OpenAI) -> None:
     seen = []
     with client.responses.create(model=MODEL, input="what is tea?", stream=True) as events:

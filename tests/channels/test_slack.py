@@ -232,6 +232,15 @@ def held_thread(server: InProcessServer, slack: FakeSlack) -> tuple[str, str]:
     return thread, session_id
 
 
+def test_a_failed_turn_is_said_in_the_thread(server: InProcessServer, slack: FakeSlack) -> None:
+    thread, session_id = held_thread(server, slack)
+    (server.app_root / f"release-{session_id}").write_text("go")
+    assert wait_for_replies(slack, thread, 4)[-1]["text"] == HELD
+    mention(server, slack, "more", thread=thread)  # the script has no fourth answer
+    failed = wait_for_replies(slack, thread, 5)[-1]["text"]
+    assert failed.startswith("The turn failed:") and "offline script" in failed
+
+
 def test_the_starter_cancels_a_running_turn(server: InProcessServer, slack: FakeSlack) -> None:
     thread, session_id = held_thread(server, slack)
     mention(server, slack, "cancel", user=OTHER, thread=thread)

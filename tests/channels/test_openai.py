@@ -67,6 +67,9 @@ def text_of(events: list[Any]) -> str:
 
 def test_models_lists_the_channel_model(client: OpenAI) -> None:
     assert [m.id for m in client.models.list()] == [MODEL]
+    assert client.models.retrieve(MODEL).id == MODEL
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-5")
 
 
 def test_a_chat_completion_answers_with_the_tool_call_kept_inside(

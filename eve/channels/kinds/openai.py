@@ -82,9 +82,15 @@ class _Endpoint:
 
     # --- routes ------------------------------------------------------------------------
 
+    def _model(self) -> dict[str, object]:
+        return {"id": self.model, "object": "model", "created": 0, "owned_by": "eve"}
+
     async def models(self, request: Request, sessions: ChannelSessions) -> Response:
-        model = {"id": self.model, "object": "model", "created": 0, "owned_by": "eve"}
-        return JSONResponse({"object": "list", "data": [model]})
+        return JSONResponse({"object": "list", "data": [self._model()]})
+
+    async def one_model(self, request: Request, sessions: ChannelSessions) -> Response:
+        self.check_model(request.path_params["model"])
+        return JSONResponse(self._model())
 
     async def chat(self, request: Request, sessions: ChannelSessions) -> Response:
         body = await read_request(request, ChatRequest)
@@ -146,6 +152,7 @@ def routes(mount: ChannelMount[Options]) -> list[BaseRoute]:
     responses = "/v1/responses/{response_id}"
     return [
         endpoint.route("/v1/models", endpoint.models, "GET"),
+        endpoint.route("/v1/models/{model}", endpoint.one_model, "GET"),
         endpoint.route("/v1/chat/completions", endpoint.chat, "POST"),
         endpoint.route("/v1/responses", endpoint.create_response, "POST"),
         endpoint.route(responses, endpoint.get_response, "GET"),

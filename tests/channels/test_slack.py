@@ -326,3 +326,15 @@ def test_the_bench_probe_times_a_mention_to_its_reply(server: InProcessServer) -
     assert measured.first_byte > 0 and measured.gaps == []
     [reply] = slack_probe.SLACK.bot_replies("C1", slack_probe.SLACK.messages["C1"][0]["ts"])
     assert reply["text"] == TEA
+
+
+def test_a_form_without_slacks_signature_header_meets_the_json_only_guard(
+    server: InProcessServer,
+) -> None:
+    # a page of another origin can post a form, but cannot add X-Slack-Signature to it
+    body = urlencode({"payload": "{}"}).encode()
+    assert server.http is not None
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    assert server.http.post(ACTIONS, content=body, headers=form).status_code == 415
+    forged = {**form, "x-slack-signature": "v0=forged", "x-slack-request-timestamp": "1"}
+    assert server.http.post(ACTIONS, content=body, headers=forged).status_code == 401

@@ -95,7 +95,12 @@
     │   ├── InvalidListQuery            400: a sessions list's limit or cursor is not valid
     │   ├── HostNotAllowed              400: a Host header the server does not answer to
     │   ├── CrossOriginRefused          403: a state-changing request from another origin
-    │   └── UnsupportedContentType      415: a state-changing body that is not JSON
+    │   ├── UnsupportedContentType      415: a state-changing body that is not JSON
+    │   └── ChannelRequestInvalid       400: a channel's protocol refuses the request as sent
+    │       ├── ChannelModelUnknown     404: an OpenAI-compatible request names another model
+    │       ├── ChannelResponseUnknown  404: a response id that names no turn of a session
+    │       ├── ChannelAnswerExpected   409: a message to a session that waits on an answer
+    │       └── SlackSignatureInvalid   401: a Slack request without a valid, fresh signature
     ├── AuthError                       who asks could not be established (not the caller's fault)
     │   ├── IdentityProviderUnavailable 503: the OIDC issuer's discovery or keys cannot be fetched
     │   └── AuthHookFailed              500: agent/auth.py raised, or returned no Principal
@@ -1188,6 +1193,62 @@ class AuthHookFailed(AuthError):
     def __init__(self, message: str, *, source: str) -> None:
         super().__init__(message)
         self.source = source
+
+
+class ChannelRequestInvalid(RequestError):
+    """A channel's protocol refuses the request as sent (``eve/channels/kinds/``): ``param``
+    is the field at fault in the protocol's own terms (``messages[0].content``), or None.
+    Nothing was stored."""
+
+    code = "invalid_request"
+    http_status = 400
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class ChannelModelUnknown(ChannelRequestInvalid):
+    """An OpenAI-compatible request names a ``model`` the channel does not serve."""
+
+    code = "model_not_found"
+    http_status = 404
+
+    def __init__(self, message: str, *, param: str | None = "model", model: str) -> None:
+        super().__init__(message, param=param)
+        self.model = model
+
+
+class ChannelResponseUnknown(ChannelRequestInvalid):
+    """A response id (``previous_response_id``, a retrieve or cancel) that is not one the
+    channel gave out, or whose session is gone."""
+
+    code = "response_not_found"
+    http_status = 404
+
+    def __init__(self, message: str, *, param: str | None = None, response_id: str) -> None:
+        super().__init__(message, param=param)
+        self.response_id = response_id
+
+
+class ChannelAnswerExpected(ChannelRequestInvalid):
+    """The session's turn waits on a person (an approval, a question) and the request is
+    not an answer to it: ``options`` are what it accepts."""
+
+    code = "answer_expected"
+    http_status = 409
+
+    def __init__(self, message: str, *, param: str | None = None, options: list[str]) -> None:
+        super().__init__(message, param=param)
+        self.options = options
+
+
+class SlackSignatureInvalid(ChannelRequestInvalid):
+    """A request to a Slack channel has no ``X-Slack-Signature``, a wrong one, or a
+    timestamp outside Slack's five-minute window; nothing was done."""
+
+    code = "invalid_signature"
+    http_status = 401
 
 
 class ClientError(EveError):

@@ -9,7 +9,7 @@ from starlette.routing import BaseRoute
 
 from eve.authoring.channels import ChannelHandler
 from eve.channels.kind_modules import load_kind
-from eve.channels.mount import Authenticate, ChannelMount
+from eve.channels.mount import Authenticate, ChannelMount, StartHook
 from eve.sessions import SessionService
 
 #: where a channel's routes live unless its declaration says ``path=``
@@ -34,9 +34,13 @@ def default_path(name: str) -> str:
 
 
 def channel_routes(
-    declaration: ChannelDeclaration, service: SessionService, authenticate: Authenticate
+    declaration: ChannelDeclaration,
+    service: SessionService,
+    authenticate: Authenticate,
+    on_start: list[StartHook] | None = None,
 ) -> list[BaseRoute]:
-    """The routes of one channel: its kind's module, imported now, given its mount.
+    """The routes of one channel: its kind's module, imported now, given its mount; the
+    hooks the kind asks to run once the service has started are added to ``on_start``.
 
     Raises ``ChannelKindUnavailable`` when the kind's module or its protocol package is not
     installed (the message names the extra)."""
@@ -49,6 +53,7 @@ def channel_routes(
         service=service,
         authenticate=authenticate,
         handler=declaration.handler,
+        on_start=on_start if on_start is not None else [],
     )
     routes: list[BaseRoute] = module.routes(mount)
     return routes

@@ -10,7 +10,7 @@ state of its own."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from starlette.requests import Request
@@ -26,6 +26,8 @@ OptionsT = TypeVar("OptionsT")
 #: the principal of a request by the server's scheme (its bearer token, verified tokens);
 #: raises ``eve.errors.Unauthorized`` for a request without valid credentials
 Authenticate = Callable[[Request], Awaitable[Principal]]
+#: what a kind runs once the server's session service has started (a restart's catch-up)
+StartHook = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +41,10 @@ class ChannelMount(Generic[OptionsT]):
     authenticate: Authenticate
     #: a ``define_channel``'s handler (the ``custom`` kind); None for the built-in kinds
     handler: ChannelHandler | None = None
+    #: hooks the kind adds from ``routes(mount)``, awaited in order once the session service
+    #: has started: work a stopped server left (a reply not yet posted) is picked up then,
+    #: not when the next request happens to come. A hook that takes long starts a task
+    on_start: list[StartHook] = field(default_factory=list)
 
     @property
     def setup(self) -> AgentSetup:

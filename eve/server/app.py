@@ -23,6 +23,7 @@ from starlette.routing import Route
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
 from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration, channel_routes
+from eve.channels.mount import StartHook
 from eve.errors import (
     EveError,
     InvalidBody,
@@ -315,7 +316,9 @@ def create_app(
         hook=service.setup.agent.auth,
         transport=options.oidc_transport,
     )
-    running = _Running(service, watch, options.watch_seconds, auth)
+    #: what the channels' kinds run once the service has started (``ChannelMount.on_start``)
+    on_start: list[StartHook] = []
+    running = _Running(service, watch, options.watch_seconds, auth, on_start)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -348,7 +351,7 @@ def create_app(
             *[
                 route
                 for channel in channels
-                for route in channel_routes(channel, service, auth.authenticate)
+                for route in channel_routes(channel, service, auth.authenticate, on_start)
             ],
         ],
         # the guard first: a rebound or cross-origin page is refused whatever it sends
@@ -389,9 +392,15 @@ class _Running:
     the agent's sources for edits it does not serve."""
 
     def __init__(
-        self, service: SessionService, watch: SourceWatch, every: float, auth: ServerAuth
+        self,
+        service: SessionService,
+        watch: SourceWatch,
+        every: float,
+        auth: ServerAuth,
+        on_start: list[StartHook],
     ) -> None:
         self.service = service
+        self.on_start = on_start
         self.auth = auth
         self.started = False
         self.watch = watch
@@ -404,6 +413,8 @@ class _Running:
             await self.auth.start()
             await self.service.start()
             self.started = True
+            for hook in self.on_start:
+                await hook()
             self._watching = asyncio.create_task(self.watch.watch(self.every))
 
     async def stop(self) -> None:

@@ -1,0 +1,212 @@
+"""Posting a Slack thread's replies: each stop of each turn, once, derived from the log.
+
+A reply belongs to a log index (the turn's end, or its wait on a person) and is posted with
+``chat.postMessage`` in the thread, carrying that index in its message metadata. Delivering
+a thread reads the session's log and the thread's replies (``conversations.replies``) and
+posts what the log has and the thread lacks, in order: so a delivery repeated (a Slack
+retry, a restart, two couriers) doubles nothing, and one cut short loses nothing, because
+the next delivery of the thread posts the rest. Nothing but the log and Slack is consulted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from eve.channels.sessions import ChannelSessions
+from eve.channels.turn_log import Ended, Reply, log_replies, prompt, turn_pieces
+from eve.errors import ServerConfigError
+from eve.events import MessageReceived, decode_event
+
+log = logging.getLogger("eve.channels.slack")
+
+#: the metadata event type of eve's replies (https://api.slack.com/metadata/using)
+REPLY_EVENT = "eve_reply"
+#: a session's first message names who started its thread: ``<@U123>: text``
+_SPEAKER = re.compile(r"^<@([A-Z0-9]+)>: ")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thread:
+    """A Slack thread and the eve session it is."""
+
+    team: str
+    channel: str
+    ts: str
+    session_id: str
+
+
+def speaker_line(user: str, text: str) -> str:
+    """A Slack message as the agent gets it: who says it, then what."""
+    return f"<@{user}>: {text}"
+
+
+def env_secret(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise ServerConfigError(
+            f"the slack channel reads its secret from ${name}, which is not set; set it to "
+            "the value from your Slack app's settings"
+        )
+    return value
+
+
+def _blocks(reply: Reply, thread: Thread, starter: str) -> list[dict[str, Any]]:
+    """Each request the turn waits on, as a section and one button per answer; a button's
+    value names the session, request, option and the one user who may press it."""
+    blocks: list[dict[str, Any]] = []
+    if reply.text:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": reply.text}})
+    for request in reply.end.requests:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": prompt(request)}})
+        buttons = [
+            {
+                "type": "button",
+                "action_id": f"eve_answer_{option.id}",
+                "text": {"type": "plain_text", "text": option.label},
+                "value": json.dumps(
+                    {"s": thread.session_id, "r": request.request_id, "o": option.id, "u": starter}
+                ),
+            }
+            for option in request.options
+        ]
+        blocks.append({"type": "actions", "block_id": request.request_id, "elements": buttons})
+    return blocks
+
+
+def _text(reply: Reply) -> str:
+    end: Ended = reply.end
+    match end.status:
+        case "completed":
+            return reply.text
+        case "failed":
+            return f"{reply.text}\n\nThe turn failed: {end.error}".strip()
+        case "cancelled":
+            return f"{reply.text}\n\n(cancelled)".strip()
+        case "waiting":
+            return "\n\n".join([reply.text, *(prompt(r) for r in end.requests)]).strip()
+        case _:
+            assert_never(end.status)
+
+
+class Courier:
+    """Delivers threads' replies through the Web API at ``api_url`` with the bot token in
+    ``token_env``; at most one delivery per thread at a time in this process."""
+
+    def __init__(
+        self, *, api_url: str, token_env: str, sessions: Callable[[], ChannelSessions]
+    ) -> None:
+        self.api_url = api_url
+        self.token_env = token_env
+        self.sessions = sessions
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def client(self) -> WebClient:
+        client = WebClient(token=env_secret(self.token_env), base_url=self.api_url, timeout=10)
+        # https://api.slack.com/docs/rate-limits: wait Retry-After, then try again
+        client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
+        return client
+
+    def keep(self, task: asyncio.Task[None]) -> None:
+        """Hold a background task until it is done (the loop only keeps a weak reference)."""
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            # a thread left undelivered is delivered by its next event, or the next start
+            log.warning("slack: a delivery failed: %s: %s", type(error).__name__, error)
+
+    def follow(self, thread: Thread, turn_id: str, start: int) -> None:
+        """In the background: wait for the turn to stop, then deliver the thread."""
+        self.keep(asyncio.create_task(self._follow(thread, turn_id, start)))
+
+    def deliver_later(self, thread: Thread) -> None:
+        self.keep(asyncio.create_task(self.deliver(thread)))
+
+    async def _follow(self, thread: Thread, turn_id: str, start: int) -> None:
+        sessions = self.sessions()
+        async for piece in turn_pieces(sessions, thread.session_id, turn_id, start, follow=True):
+            if isinstance(piece, Ended):
+                break
+        await self.deliver(thread)
+
+    async def deliver(self, thread: Thread) -> None:
+        """Post every reply the log has and the thread lacks; a Slack refusal is logged and
+        left to the thread's next delivery."""
+        lock = self._locks.setdefault(thread.session_id, asyncio.Lock())
+        async with lock:
+            try:
+                await self._deliver(thread)
+            except SlackApiError as error:
+                log.warning(
+                    "slack: replies of session %s not posted yet (%s); the thread's next "
+                    "event delivers them",
+                    thread.session_id,
+                    error.response.get("error", error.response.status_code),
+                )
+
+    async def _deliver(self, thread: Thread) -> None:
+        replies = await log_replies(self.sessions(), thread.session_id)
+        if not replies:
+            return
+        client = self.client()
+        posted = await asyncio.to_thread(self._posted, client, thread)
+        starter = await self.starter(thread)
+        for reply in replies:
+            index = reply.end.index
+            text = _text(reply)
+            if index in posted or not (text or reply.end.requests):
+                continue
+            metadata = {
+                "event_type": REPLY_EVENT,
+                "event_payload": {"session": thread.session_id, "index": index},
+            }
+            await asyncio.to_thread(
+                client.chat_postMessage,
+                channel=thread.channel,
+                thread_ts=thread.ts,
+                text=text,
+                blocks=_blocks(reply, thread, starter) or None,
+                metadata=metadata,
+            )
+
+    def _posted(self, client: WebClient, thread: Thread) -> set[int]:
+        """The log indexes whose replies the thread has (from their metadata)."""
+        found: set[int] = set()
+        cursor = None
+        while True:
+            page = client.conversations_replies(
+                channel=thread.channel, ts=thread.ts, include_all_metadata=True, cursor=cursor
+            )
+            messages: list[dict[str, Any]] = page.get("messages", [])
+            for message in messages:
+                metadata = message.get("metadata") or {}
+                payload = metadata.get("event_payload") or {}
+                ours = payload.get("session") == thread.session_id
+                if metadata.get("event_type") == REPLY_EVENT and ours:
+                    found.add(int(payload["index"]))
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return found
+
+    async def starter(self, thread: Thread) -> str:
+        """Who started the thread: the speaker of the session's first message."""
+        async for line in await self.sessions().events(thread.session_id, 0, follow=False):
+            event = decode_event(line) if line else None
+            if isinstance(event, MessageReceived):
+                found = _SPEAKER.match(event.data.message)
+                return found.group(1) if found else ""
+        return ""

@@ -1,0 +1,281 @@
+"""One turn of a session, read off its durable event log as a text-only channel tells it.
+
+The OpenAI-compatible and Slack kinds show a turn as text: what the agent said, then how the
+turn ended (done, failed, cancelled, or waiting on a person). Tool calls stay inside eve.
+Everything here is derived from the log alone, so a dropped connection, a second worker or
+a restarted server reads the same turn the same way; no channel keeps state of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal, assert_never
+
+from eve.channels.sessions import ChannelSessions
+from eve.errors import ChannelAnswerExpected
+from eve.events import (
+    InputRequest,
+    InputRequested,
+    InputResolved,
+    MessageAppended,
+    MessageCompleted,
+    QuestionRequest,
+    SessionEvent,
+    SessionLimitRequest,
+    ToolApprovalRequest,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    decode_event,
+)
+from eve.sessions import InputResponse
+from eve.usage import TokenUsage
+
+#: how a turn, as far as the log tells, has stopped: ``waiting`` parks it on a person
+EndStatus = Literal["completed", "failed", "cancelled", "waiting"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delta:
+    """Text the agent said; between two of its messages comes a blank line."""
+
+    text: str
+    #: the log index of the event it comes from
+    index: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ended:
+    status: EndStatus
+    index: int
+    usage: TokenUsage | None = None
+    #: a failed turn's error, as the log holds it (redacted)
+    error: str | None = None
+    #: what the turn waits on, when ``waiting``
+    requests: list[InputRequest] = field(default_factory=list)
+
+
+Piece = Delta | Ended
+
+
+def _ending(event: SessionEvent) -> Ended | None:
+    index = event.meta.index
+    match event:
+        case TurnCompleted():
+            return Ended(status="completed", index=index, usage=event.data.usage)
+        case TurnFailed():
+            return Ended(status="failed", index=index, error=event.data.error)
+        case TurnCancelled():
+            return Ended(status="cancelled", index=index)
+        case InputRequested():
+            return Ended(status="waiting", index=index, requests=list(event.data.requests))
+        case _:
+            return None
+
+
+class _Said:
+    """The text of one turn as it streams: its messages' deltas, a blank line between two."""
+
+    def __init__(self) -> None:
+        self.said = False
+        self.fresh = True
+
+    def add(self, event: SessionEvent) -> str | None:
+        """The text ``event`` adds, or None when it adds none."""
+        if isinstance(event, MessageCompleted):
+            self.fresh = True
+        if not isinstance(event, MessageAppended) or not event.data.message_delta:
+            return None
+        gap = "\n\n" if self.fresh and self.said else ""
+        self.said, self.fresh = True, False
+        return gap + event.data.message_delta
+
+
+async def turn_pieces(
+    sessions: ChannelSessions, session_id: str, turn_id: str, start: int, *, follow: bool
+) -> AsyncIterator[Piece | None]:
+    """The turn's text and its end from log index ``start`` on (``None``: a keep-alive
+    while following). Without ``follow`` it stops where the log does, perhaps with no end."""
+    said = _Said()
+    lines = await sessions.events(session_id, start, follow=follow)
+    async for line in lines:
+        if not line:
+            yield None
+            continue
+        event = decode_event(line)
+        if event.data.turn_id != turn_id:
+            continue
+        if (text := said.add(event)) is not None:
+            yield Delta(text=text, index=event.meta.index)
+        elif (end := _ending(event)) is not None:
+            yield end
+            return
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pending:
+    """A request that waits on a person, with the turn it parks."""
+
+    turn_id: str
+    request: InputRequest
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogHead:
+    """Where a session's log ends, and what of it still waits on a person."""
+
+    next_index: int
+    pending: list[Pending]
+
+
+async def log_head(sessions: ChannelSessions, session_id: str) -> LogHead:
+    """Read the whole log once: its next index and the requests nobody answered yet."""
+    open_requests: dict[str, Pending] = {}
+    next_index = 0
+    async for line in await sessions.events(session_id, 0, follow=False):
+        if not line:
+            continue
+        event = decode_event(line)
+        next_index = event.meta.index + 1
+        turn = event.data.turn_id or ""
+        match event:
+            case InputRequested():
+                for request in event.data.requests:
+                    open_requests[request.request_id] = Pending(turn_id=turn, request=request)
+            case InputResolved():
+                open_requests.pop(event.data.request_id, None)
+            case TurnCompleted() | TurnFailed() | TurnCancelled():
+                # a turn that ended took its unanswered requests with it
+                open_requests = {k: p for k, p in open_requests.items() if p.turn_id != turn}
+            case _:
+                pass
+    return LogHead(next_index=next_index, pending=list(open_requests.values()))
+
+
+def prompt(request: InputRequest) -> str:
+    """What a text-only channel shows a person for ``request``, ending with the answers."""
+    answers = ", ".join(option.id for option in request.options)
+    match request:
+        case ToolApprovalRequest():
+            asked = (
+                f"Approval needed: the agent wants to run `{request.tool_name}` with "
+                f"{json.dumps(request.input, sort_keys=True)}."
+            )
+        case QuestionRequest():
+            asked = request.question
+        case SessionLimitRequest():
+            asked = (
+                f"The session reached its limit {request.limit} "
+                f"({request.used} of {request.allowed})."
+            )
+        case _:
+            assert_never(request)
+    return f"{asked} Reply with one of: {answers}."
+
+
+def text_answers(text: str, pending: list[Pending], *, param: str) -> list[InputResponse]:
+    """``text`` as the answer to every pending request: an option's id or label (any case).
+    Anything else is refused, so a message cannot queue behind a parked turn unanswered."""
+    said = text.strip().lower()
+    responses = []
+    for waiting in pending:
+        options = waiting.request.options
+        chosen = [o.id for o in options if said in (o.id.lower(), o.label.lower())]
+        if not chosen:
+            ids = [o.id for o in options]
+            raise ChannelAnswerExpected(
+                f"the session waits on an answer to {waiting.request.request_id} "
+                f"({prompt(waiting.request)}); got {text.strip()[:80]!r}",
+                param=param,
+                options=ids,
+            )
+        responses.append(InputResponse(request_id=waiting.request.request_id, option_id=chosen[0]))
+    return responses
+
+
+@dataclass(frozen=True, kw_only=True)
+class Started:
+    """Where a channel request left the session: the turn to show, read from ``start``."""
+
+    session_id: str
+    turn_id: str
+    start: int
+
+
+async def start_turn(
+    sessions: ChannelSessions,
+    session_id: str | None,
+    message: str,
+    *,
+    answers: list[InputResponse] | None = None,
+    key: str | None = None,
+    param: str,
+) -> Started:
+    """Open a session with ``message``, or continue ``session_id``: the message answers
+    what its turn waits on (``answers``, else the text as an option), or starts a turn."""
+    if session_id is None:
+        accepted = await sessions.create(message, key=key)
+        assert accepted.turn_id is not None  # a create with a message queues turn_0
+        return Started(session_id=accepted.session_id, turn_id=accepted.turn_id, start=0)
+    head = await log_head(sessions, session_id)
+    if head.pending or answers:
+        chosen = answers or text_answers(message, head.pending, param=param)
+        # an answer to a request that is not waiting is refused here (InputRequestNotPending)
+        await sessions.respond(session_id, chosen, key=key)
+        turn = head.pending[0].turn_id
+        return Started(session_id=session_id, turn_id=turn, start=head.next_index)
+    accepted = await sessions.send(session_id, message, key=key)
+    assert accepted.turn_id is not None  # a message always queues a turn
+    # a replayed request's turn may be behind the log's head: read it from the start
+    start = 0 if accepted.replayed else head.next_index
+    return Started(session_id=session_id, turn_id=accepted.turn_id, start=start)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """A stretch of a turn up to where it stopped (its end, or a wait on a person): what a
+    channel that answers once per stop (Slack) posts for it."""
+
+    turn_id: str
+    text: str
+    end: Ended
+
+
+async def log_replies(sessions: ChannelSessions, session_id: str) -> list[Reply]:
+    """Every stop of every turn in the session's log, with the text said before it."""
+    replies: list[Reply] = []
+    texts: dict[str, list[str]] = {}
+    saying: dict[str, _Said] = {}
+    async for line in await sessions.events(session_id, 0, follow=False):
+        if not line:
+            continue
+        event = decode_event(line)
+        turn = event.data.turn_id
+        if turn is None:
+            continue
+        if (text := saying.setdefault(turn, _Said()).add(event)) is not None:
+            texts.setdefault(turn, []).append(text)
+        elif (end := _ending(event)) is not None:
+            replies.append(Reply(turn_id=turn, text="".join(texts.pop(turn, [])), end=end))
+            saying[turn] = _Said()
+    return replies
+
+
+async def running_turn(sessions: ChannelSessions, session_id: str) -> tuple[str, int] | None:
+    """The turn the log shows running (not stopped, nor waiting on a person), with the
+    index it started or went on from; None when every turn in the log has stopped."""
+    running: tuple[str, int] | None = None
+    async for line in await sessions.events(session_id, 0, follow=False):
+        event = decode_event(line) if line else None
+        if event is None or event.data.turn_id is None:
+            continue
+        if _ending(event) is not None:
+            running = None
+        elif isinstance(event, TurnStarted | InputResolved) and running is None:
+            # only these set a turn going: session.waiting and hooks' events carry a
+            # turn's id after it stopped
+            running = (event.data.turn_id, event.meta.index)
+    return running

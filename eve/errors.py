@@ -66,6 +66,7 @@
     │   ├── InputRequestNotPending      an answer to a request that is not waiting
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
     │   ├── TaskNotWaiting              an event for a task that is not waiting
+    │   ├── TurnNotFound                a turn id that is no turn of the session
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
     │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
@@ -938,6 +939,19 @@ class TaskNotWaiting(SessionError):
     def __init__(self, message: str, *, task_id: str) -> None:
         super().__init__(message)
         self.task_id = task_id
+
+
+class TurnNotFound(SessionError):
+    """A turn id names no turn of this session (a channel reads turns by id: an MCP
+    ``agent_get``); a turn accepted and not started yet is not this, it is queued."""
+
+    code = "turn_not_found"
+    http_status = 404
+
+    def __init__(self, message: str, *, session_id: str, turn_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.turn_id = turn_id
 
 
 class RequestError(EveError):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from eve.channels.mcp_turns import TurnView
+from eve.channels.mcp_turns import TurnView, turn_number
 from eve.errors import IdempotencyKeyInvalid, InvalidBody
 
 #: a caller's ``idempotency_key`` is stored under a prefix naming the channel: it stays
@@ -109,6 +109,8 @@ def decode_args(name: str, arguments: dict[str, Any] | None) -> ToolArgs:
         args: ToolArgs = msgspec.convert(arguments or {}, kind)
     except msgspec.ValidationError as error:
         raise InvalidBody(f"{name}: {error}") from None
+    if isinstance(args, GetArgs) and args.turn_id is not None:
+        turn_number(args.turn_id)  # refuses an id that cannot be a turn's
     key = getattr(args, "idempotency_key", None)
     if key is not None and not (key.isascii() and key.isprintable()):
         raise IdempotencyKeyInvalid(

@@ -39,7 +39,8 @@ from eve.events import (
     decode_event,
 )
 
-#: ``idle``: the session has no turn yet; ``queued``: accepted, behind the running turn;
+#: ``idle``: no turn has started in the session (its first may still be queued: the log tells
+#: only what started); ``queued``: accepted, not started (behind the running turn);
 #: ``waiting``: parked until a person answers its ``requests``
 TurnStatus = Literal["idle", "queued", "running", "waiting", "completed", "failed", "cancelled"]
 #: what a caller reads of a tool's result: enough to see what happened, not a whole file

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -18,9 +19,41 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
+from eve.channels.declaration import ChannelDeclaration
+from eve.compiler import compile_to_disk
+from tests.conftest import write_files
+from tests.sessions.apps import scripted_app
 from tests.sessions.inprocess import ROOT, InProcessServer
 
 PATH = "/channels/agent"
+TOKEN = "mcp-channel-test-token"
+CHANNEL = ChannelDeclaration(
+    name="agent", kind="mcp", path=PATH, options={"wait_seconds": 10, "max_wait_seconds": 20}
+)
+
+
+def served(
+    root: Path, responses: list[dict[str, Any]], *, tools: tuple[str, ...] = ()
+) -> InProcessServer:
+    """The scripted agent (``tests.sessions.apps``) at ``root``, served with the channel."""
+
+    def written(files: dict[str, str], *, minimal: bool) -> Path:
+        root.mkdir()
+        write_files(root, files)
+        return root
+
+    scripted_app(written, responses, tools=tools)
+    compile_to_disk(root)
+    env = {"EVE_API_TOKEN": TOKEN}
+    return InProcessServer(root, env=env, token=TOKEN, channels=[CHANNEL]).start()
+
+
+async def sessions_stored(server: InProcessServer) -> list[dict[str, Any]]:
+    """The sessions the server's store holds (``GET /eve/v1/sessions``)."""
+    response = await asyncio.to_thread(server.request, "GET", "/sessions")
+    assert response.status_code == 200, response.text
+    sessions: list[dict[str, Any]] = response.json()["sessions"]
+    return sessions
 
 
 class ThroughServer(httpx2.AsyncBaseTransport):

@@ -10,12 +10,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.channels.mcp.client import TOKEN, connect, served, sessions_stored, view
+from bench.channel_probes.mcp import probe
+from tests.channels.mcp.client import PATH, TOKEN, connect, served, sessions_stored, view
 from tests.conftest import wait_for_file
 from tests.sessions.apps import call, say
-from tests.sessions.inprocess import InProcessServer
+from tests.sessions.inprocess import ROOT, InProcessServer
 
 Serve = Callable[..., Awaitable[InProcessServer]]
 
@@ -117,3 +119,13 @@ async def test_a_restart_mid_turn_loses_nothing(serve: Serve) -> None:
         )
     assert (done["status"], done["answer"]) == ("completed", "released")
     assert [(c["name"], c["output"]) for c in done["calls"]] == [("hold", "released")]
+
+
+async def test_the_latency_probe_reads_a_whole_turn(serve: Serve) -> None:
+    """bench/channel_probes/mcp.py, against the channel: a turn answered over SSE."""
+    server = await serve([say("4")])
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    transport = server.async_transport()
+    async with httpx.AsyncClient(base_url=ROOT, headers=headers, transport=transport) as http:
+        measured = await probe(http, PATH)
+    assert measured.first_byte >= 0 and all(gap >= 0 for gap in measured.gaps)

@@ -18,8 +18,6 @@ Seconds = Annotated[float, msgspec.Meta(ge=0, description="seconds to wait for t
 Key = Annotated[
     str,
     msgspec.Meta(
-        min_length=1,
-        max_length=MAX_KEY_CHARS,
         description="the same key (and arguments) again does nothing twice: it answers the "
         "turn the first call started (a UUID is fine)",
     ),
@@ -112,9 +110,12 @@ def decode_args(name: str, arguments: dict[str, Any] | None) -> ToolArgs:
     if isinstance(args, GetArgs) and args.turn_id is not None:
         turn_number(args.turn_id)  # refuses an id that cannot be a turn's
     key = getattr(args, "idempotency_key", None)
-    if key is not None and not (key.isascii() and key.isprintable()):
+    if key is not None and not (
+        0 < len(key) <= MAX_KEY_CHARS and key.isascii() and key.isprintable()
+    ):
         raise IdempotencyKeyInvalid(
-            f"{name}: idempotency_key must be printable ASCII (a UUID is fine)",
+            f"{name}: idempotency_key must be 1 to {MAX_KEY_CHARS} printable ASCII characters "
+            "(a UUID is fine)",
             limit=MAX_KEY_CHARS,
         )
     return args

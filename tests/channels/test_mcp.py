@@ -65,6 +65,8 @@ async def test_an_approval_answered_through_agent_update_then_a_plain_follow_up(
             [],
         )
         assert [(c["name"], c["output"]) for c in done["calls"]] == [("ship", "shipped anvil")]
+        twice = await client.call_tool("agent_update", {"session_id": session, "answers": [answer]})
+        assert refusal(twice)[0] == "input_request_not_pending"
 
         plain = view(
             await client.call_tool("agent_update", {"session_id": session, "message": "more?"})
@@ -125,6 +127,12 @@ async def test_bad_input_is_refused_and_nothing_is_stored(shop: InProcessServer)
             ({"message": "hi", "mood": "x"}, "invalid_body", "unknown field `mood`"),
             ({"message": "hi", "wait": -1}, "invalid_body", ">= 0"),
             ({"message": "hi", "idempotency_key": "clé"}, "idempotency_key_invalid", "ASCII"),
+            (
+                {"message": "hi", "idempotency_key": "k" * 201},
+                "idempotency_key_invalid",
+                "1 to 200",
+            ),
+            ({"message": "hi", "idempotency_key": ""}, "idempotency_key_invalid", "1 to 200"),
             ({"message": "x" * 100_001}, "message_too_long", "the limit is 100000"),
         ],
         "agent_update": [

@@ -14,7 +14,15 @@ import httpx
 import pytest
 
 from bench.channel_probes.mcp import probe
-from tests.channels.mcp.client import PATH, TOKEN, connect, served, sessions_stored, view
+from tests.channels.mcp.client import (
+    PATH,
+    TOKEN,
+    connect,
+    refusal,
+    served,
+    sessions_stored,
+    view,
+)
 from tests.conftest import wait_for_file
 from tests.sessions.apps import call, say
 from tests.sessions.inprocess import ROOT, InProcessServer
@@ -93,6 +101,12 @@ async def test_a_dropped_connection_resumes_from_the_log(serve: Serve) -> None:
         "released",
     )
     assert [s["sessionId"] for s in await sessions_stored(server)] == [again["session_id"]]
+
+    async with connect(server, TOKEN) as client:
+        other = {**arguments, "message": "something else"}
+        code, message = refusal(await client.call_tool("agent_start", other))
+    assert code == "idempotency_key_reused" and "7c0b0d4e-first-try" in message
+    assert "mcp:" not in message, "the key is the caller's, not the store's"
 
 
 async def test_a_restart_mid_turn_loses_nothing(serve: Serve) -> None:

@@ -1,7 +1,7 @@
 """The ``mcp`` channel over what must survive: a turn that runs while the call waits (its
-progress notified), a connection dropped mid-turn, and a server restarted mid-turn. Each
-test has a server of its own (the restart stops it), so they live apart from test_mcp.py's
-shared one: one eve app runs in a process at a time."""
+progress notified), a connection dropped mid-turn (over a real socket), and a server
+restarted mid-turn. Each test has a server of its own (the restart stops it), so they live
+apart from test_mcp.py's shared one: one eve app runs in a process at a time."""
 
 from __future__ import annotations
 
@@ -15,17 +15,19 @@ import pytest
 
 from bench.channel_probes.mcp import probe
 from tests.channels.mcp.client import (
+    CHANNEL,
     PATH,
     TOKEN,
     connect,
     refusal,
+    scripted,
     served,
-    sessions_stored,
     view,
 )
 from tests.conftest import wait_for_file
 from tests.sessions.apps import call, say
 from tests.sessions.inprocess import ROOT, InProcessServer
+from tests.sessions.threaded import ThreadedServer
 
 Serve = Callable[..., Awaitable[InProcessServer]]
 
@@ -71,10 +73,16 @@ async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
     assert values == sorted(set(values)), "progress must grow with every notification"
 
 
-async def test_a_dropped_connection_resumes_from_the_log(serve: Serve) -> None:
-    """The caller loses its connection while the turn runs; the same call again, with the
-    same idempotency key, answers the turn the first one started (nothing is done twice)."""
-    server = await serve([call("hold"), say("released")], tools=("hold",))
+async def test_a_dropped_connection_resumes_from_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a real socket (uvicorn): the caller loses its connection while the turn runs;
+    the same call again, with the same idempotency key, answers the turn the first one
+    started, and nothing is done twice."""
+    root = scripted(tmp_path / "app", [call("hold"), say("released")], tools=("hold",))
+    monkeypatch.chdir(root)  # where the tool looks for its release
+    server = ThreadedServer(root, token=TOKEN, channels=[CHANNEL])
+    url = await asyncio.to_thread(server.start)
     arguments = {"message": "hold on", "idempotency_key": "7c0b0d4e-first-try"}
     running = asyncio.Event()
 
@@ -83,28 +91,31 @@ async def test_a_dropped_connection_resumes_from_the_log(serve: Serve) -> None:
             running.set()
 
     async def first_try() -> None:
-        async with connect(server, TOKEN) as client:
+        async with connect(url, TOKEN) as client:
             await client.call_tool("agent_start", arguments, progress_callback=told)
 
-    dropped = asyncio.create_task(first_try())
-    await running.wait()
-    dropped.cancel()  # the client goes, and its connection with it
-    with pytest.raises(asyncio.CancelledError):
-        await dropped
-    (server.app_root / "release").write_text("go")
+    try:
+        dropped = asyncio.create_task(first_try())
+        await running.wait()
+        dropped.cancel()  # the client goes, and its connection with it
+        with pytest.raises(asyncio.CancelledError):
+            await dropped
+        (root / "release").write_text("go")
 
-    async with connect(server, TOKEN) as client:
-        again = view(await client.call_tool("agent_start", arguments))
+        async with connect(url, TOKEN) as client:
+            again = view(await client.call_tool("agent_start", arguments))
+            other = {**arguments, "message": "something else"}
+            code, message = refusal(await client.call_tool("agent_start", other))
+        async with httpx.AsyncClient(headers={"authorization": f"Bearer {TOKEN}"}) as http:
+            listed = (await http.get(url + "/eve/v1/sessions")).json()["sessions"]
+    finally:
+        await asyncio.to_thread(server.stop)
     assert (again["turn_id"], again["status"], again["answer"]) == (
         "turn_0",
         "completed",
         "released",
     )
-    assert [s["sessionId"] for s in await sessions_stored(server)] == [again["session_id"]]
-
-    async with connect(server, TOKEN) as client:
-        other = {**arguments, "message": "something else"}
-        code, message = refusal(await client.call_tool("agent_start", other))
+    assert [s["sessionId"] for s in listed] == [again["session_id"]]
     assert code == "idempotency_key_reused" and "7c0b0d4e-first-try" in message
     assert "mcp:" not in message, "the key is the caller's, not the store's"
 

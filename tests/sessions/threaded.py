@@ -17,6 +17,7 @@ from pathlib import Path
 
 import uvicorn
 
+from eve.channels.declaration import ChannelDeclaration
 from eve.cli.agent_setup import prepare
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
@@ -31,6 +32,9 @@ class ThreadedServer:
     app_root: Path
     #: ``eve serve --model``: the model every node uses instead of its configured one
     model: str | None = None
+    token: str | None = None
+    #: the channels mounted beside the session API (as ``agent/channels/`` declares them)
+    channels: list[ChannelDeclaration] = field(default_factory=list)
     _uvicorn: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
@@ -74,8 +78,8 @@ class ThreadedServer:
         # as eve serve's worker does (eve/cli/serve_command.py), but uvicorn's own server,
         # whose should_exit the test's thread sets: no signal reaches a thread
         setup = await prepare(self.app_root, model=self.model, max_turns=None)
-        options = ServerOptions(app_root=self.app_root, token=None, concurrency=100)
-        app = create_app(options, service_for(options, setup))
+        options = ServerOptions(app_root=self.app_root, token=self.token, concurrency=100)
+        app = create_app(options, service_for(options, setup), channels=self.channels)
         await start_service(app)
         try:
             config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")

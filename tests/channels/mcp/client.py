@@ -32,10 +32,8 @@ CHANNEL = ChannelDeclaration(
 )
 
 
-def served(
-    root: Path, responses: list[dict[str, Any]], *, tools: tuple[str, ...] = ()
-) -> InProcessServer:
-    """The scripted agent (``tests.sessions.apps``) at ``root``, served with the channel."""
+def scripted(root: Path, responses: list[dict[str, Any]], *, tools: tuple[str, ...] = ()) -> Path:
+    """The scripted agent of ``tests.sessions.apps`` at ``root``, compiled."""
 
     def written(files: dict[str, str], *, minimal: bool) -> Path:
         root.mkdir()
@@ -44,6 +42,14 @@ def served(
 
     scripted_app(written, responses, tools=tools)
     compile_to_disk(root)
+    return root
+
+
+def served(
+    root: Path, responses: list[dict[str, Any]], *, tools: tuple[str, ...] = ()
+) -> InProcessServer:
+    """The scripted agent at ``root``, served in process with the channel."""
+    scripted(root, responses, tools=tools)
     env = {"EVE_API_TOKEN": TOKEN}
     return InProcessServer(root, env=env, token=TOKEN, channels=[CHANNEL]).start()
 
@@ -92,15 +98,17 @@ class _Body(httpx2.AsyncByteStream):
 
 
 @contextlib.asynccontextmanager
-async def connect(server: InProcessServer, token: str | None) -> AsyncIterator[ClientSession]:
-    """An initialized MCP session with the channel, sending ``token`` as the bearer."""
+async def connect(server: InProcessServer | str, token: str | None) -> AsyncIterator[ClientSession]:
+    """An initialized MCP session with the channel, sending ``token`` as the bearer:
+    through an ``InProcessServer``, or over a socket to a server's root URL."""
     headers = {} if token is None else {"authorization": f"Bearer {token}"}
+    root, transport = (server, None) if isinstance(server, str) else (ROOT, ThroughServer(server))
     http = httpx2.AsyncClient(
-        transport=ThroughServer(server), headers=headers, timeout=httpx2.Timeout(30, read=60)
+        transport=transport, headers=headers, timeout=httpx2.Timeout(30, read=60)
     )
     async with (
         http,
-        streamable_http_client(ROOT + PATH, http_client=http) as (read, write),
+        streamable_http_client(root + PATH, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()

@@ -1,11 +1,13 @@
 """How the ``mcp`` channel folds a session's log into one turn (``eve.channels.mcp_turns``),
 on logs written here: what a served turn rarely shows (a subagent's events inside its
-caller's turn, a place in the log that is no turn)."""
+caller's turn, a place in the log that is no turn); and its options, as declared."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from eve.channels.kinds.mcp import Options
 from eve.channels.mcp_turns import TurnFold
 from eve.errors import TurnNotFound
 from eve.events import (
@@ -144,3 +146,14 @@ def test_a_turn_id_that_is_no_turn_is_refused_and_a_later_one_is_queued() -> Non
     assert (missing.value.session_id, missing.value.turn_id) == (SESSION, "turn_1")
     assert folded(events, turn_id="turn_3").view(wait_seconds=5).status == "queued"
     assert folded(events).view(wait_seconds=5).turn_id == "turn_2"
+
+
+def test_the_channels_options_are_checked_where_they_are_read() -> None:
+    assert msgspec.convert({}, Options) == Options(wait_seconds=20.0, max_wait_seconds=50.0)
+    for wrong, said in [
+        ({"wait_seconds": 60}, "wait_seconds must be between 0 and max_wait_seconds"),
+        ({"wait_seconds": -1}, "wait_seconds must be between 0 and max_wait_seconds"),
+        ({"wait": 5}, "unknown field `wait`"),
+    ]:
+        with pytest.raises(msgspec.ValidationError, match=said):
+            msgspec.convert(wrong, Options)

@@ -132,8 +132,8 @@ class TurnFold:
             self.latest = max(self.latest, turn_number(self.current))
             if self.turn_id is None:
                 self._reset()  # following the latest turn: a new one replaces the last
-        if self.current is not None and self.current == (self.turn_id or self.current):
-            self._fold(event, root=root)
+        if self.current is not None and self.turn_id in (None, self.current):
+            self._fold(event, root=root)  # an event of the turn this fold reads
 
     def _reset(self) -> None:
         self.status, self.answer, self.output, self.error = "queued", None, None, None

@@ -67,6 +67,7 @@ async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
     [held] = result["calls"]
     assert (held["name"], held["status"], held["output"]) == ("hold", "completed", "released")
     messages = [m for _, m in progress]
+    assert (messages[0] or "").startswith(f"{result['session_id']} turn_0: ")
     assert "calling hold" in messages and "hold: completed" in messages
     assert messages[-1] == "turn.completed turn_0"
     values = [v for v, _ in progress]

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from bench.channel_probes.mcp import probe
 from tests.channels.mcp.client import (
@@ -19,6 +20,7 @@ from tests.channels.mcp.client import (
     PATH,
     TOKEN,
     connect,
+    modern,
     refusal,
     scripted,
     served,
@@ -59,7 +61,8 @@ async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
         if message == "calling hold":  # the tool runs: let it finish
             (server.app_root / "release").write_text("go")
 
-    async with connect(server, TOKEN) as client:
+    async with modern(server) as client:  # the newest protocol, beside the handshake's
+        assert client.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
         result = view(
             await client.call_tool("agent_start", {"message": "hold on"}, progress_callback=told)
         )

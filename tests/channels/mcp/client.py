@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
@@ -113,6 +113,18 @@ async def connect(server: InProcessServer | str, token: str | None) -> AsyncIter
     ):
         await session.initialize()
         yield session
+
+
+@contextlib.asynccontextmanager
+async def modern(server: InProcessServer) -> AsyncIterator[Client]:
+    """The SDK's high-level ``Client``, which negotiates the newest protocol (2026-07-28:
+    every request carries its own version, no handshake) where a server has it."""
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    http = httpx2.AsyncClient(
+        transport=ThroughServer(server), headers=headers, timeout=httpx2.Timeout(30, read=60)
+    )
+    async with http, Client(streamable_http_client(ROOT + PATH, http_client=http)) as client:
+        yield client
 
 
 def view(result: CallToolResult) -> dict[str, Any]:

@@ -85,6 +85,14 @@ async def test_an_approval_answered_through_agent_update_then_a_plain_follow_up(
         assert (earlier["status"], earlier["answer"]) == ("completed", "shipped")
         latest = view(await client.call_tool("agent_get", {"session_id": session}))
         assert (latest["turn_id"], latest["answer"]) == ("turn_1", "Again.")
+
+        # the script has no fourth response: the turn fails, and says why
+        failed = view(
+            await client.call_tool("agent_update", {"session_id": session, "message": "?"})
+        )
+        assert (failed["turn_id"], failed["status"]) == ("turn_2", "failed")
+        assert failed["error"].startswith("OfflineScriptError: ")
+        assert failed["next"]["tool"] == "agent_update"
     assert (shop.app_root / "shipped.log").read_text() == "anvil\n"
 
 

@@ -68,6 +68,7 @@
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
     │   ├── AnswerNotAllowed            an answer from someone the request is not for
     │   ├── TaskNotWaiting              an event for a task that is not waiting
+    │   ├── TurnNotFound                a turn id that is no turn of the session
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
     │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
@@ -1004,6 +1005,19 @@ class AuthConfigInvalid(ServerConfigError):
     def __init__(self, message: str, *, setting: str) -> None:
         super().__init__(message)
         self.setting = setting
+
+
+class TurnNotFound(SessionError):
+    """A turn id names no turn of this session (a channel reads turns by id: an MCP
+    ``agent_get``); a turn accepted and not started yet is not this, it is queued."""
+
+    code = "turn_not_found"
+    http_status = 404
+
+    def __init__(self, message: str, *, session_id: str, turn_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.turn_id = turn_id
 
 
 class RequestError(EveError):

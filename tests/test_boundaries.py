@@ -237,11 +237,18 @@ def test_only_the_sessions_package_imports_dbos() -> None:
     assert [where(e) for e in importers if not in_package(e.source, "eve.sessions")] == []
 
 
+#: who may import the mcp SDK: the connections (eve as an MCP client) and the mcp channel
+#: kind (eve as an MCP server), each loaded only by an agent that has one
+MCP_IMPORTERS = ("eve.connections", "eve.channels.kinds.mcp")
+
+
 @pytest.mark.parametrize("sdk", ["mcp", "mcp_types"])
-def test_the_mcp_sdk_is_imported_only_by_the_connections_package(sdk: str) -> None:
+def test_the_mcp_sdk_is_imported_only_by_the_connections_and_the_mcp_channel(sdk: str) -> None:
     importers = [edge for edge in import_graph() if edge.target == sdk]
     assert importers, f"nothing imports {sdk}: is the connection pool gone?"
-    outside = [where(e) for e in importers if not in_package(e.source, "eve.connections")]
+    outside = [
+        where(e) for e in importers if not any(in_package(e.source, p) for p in MCP_IMPORTERS)
+    ]
     assert outside == []
 
 

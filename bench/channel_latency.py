@@ -177,20 +177,29 @@ def _ms(seconds: float) -> float:
 
 def _stats(door: Door, native: Door | None) -> dict[str, Any]:
     first = statistics.median(p.first_byte for p in door.probes)
-    gap = statistics.median(g for p in door.probes for g in p.gaps)
+    gaps = [g for p in door.probes for g in p.gaps]
+    # a door that answers in one piece (Slack's one reply per stop) has no gap to measure
+    gap = statistics.median(gaps) if gaps else None
     last = statistics.median(p.first_byte + sum(p.gaps) for p in door.probes)
     row: dict[str, Any] = {
         "path": door.path,
         "turns": len(door.probes),
         "events_per_turn": statistics.median(len(p.gaps) + 1 for p in door.probes),
         "first_byte_ms_median": _ms(first),
-        "gap_ms_median": _ms(gap),
+        "gap_ms_median": None if gap is None else _ms(gap),
         "last_byte_ms_median": _ms(last),
     }
     base = _stats(native, None) if native is not None else row
     for figure in ("first_byte", "gap", "last_byte"):
-        row[f"{figure}_ratio"] = round(row[f"{figure}_ms_median"] / base[f"{figure}_ms_median"], 2)
+        value = row[f"{figure}_ms_median"]
+        row[f"{figure}_ratio"] = (
+            None if value is None else round(value / base[f"{figure}_ms_median"], 2)
+        )
     return row
+
+
+def _cell(value: float | None, spec: str = "") -> str:
+    return "—" if value is None else format(value, spec)
 
 
 def _markdown(report: dict[str, Any]) -> str:
@@ -208,7 +217,7 @@ def _markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | `{row['path']}` | {row['events_per_turn']} | "
             f"{row['first_byte_ms_median']} | {row['first_byte_ratio']:.2f} | "
-            f"{row['gap_ms_median']} | {row['gap_ratio']:.2f} | "
+            f"{_cell(row['gap_ms_median'])} | {_cell(row['gap_ratio'], '.2f')} | "
             f"{row['last_byte_ms_median']} | {row['last_byte_ratio']:.2f} |"
         )
     lines += ["", "Medians over the turns (a gap: between two consecutive events of a turn)."]

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -34,16 +35,28 @@ import pytest
 import eve.errors
 import eve.manifest
 import eve.runtime.info
+from eve.channels.kinds import KIND_MODULES
+from eve.channels.serving import channel_declarations
+from eve.compiler import compile_agent
+from eve.runtime import load_compiled_agent
+from tests.conftest import AppFactory
 from tests.sessions.threaded import ThreadedServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
-PAGES = sorted(DOCS.glob("*.md"))
+#: the pages, and the pages of a subject's own directory (docs/channels/<kind>.md)
+PAGES = sorted(DOCS.glob("*.md")) + sorted(DOCS.glob("*/*.md"))
 CORE_PAGES = ["index.md", "layout.md", "artifacts.md", "cli.md", "errors.md", "runtime.md"]
 #: the only commands a console block may show: they read the artifacts and change nothing
 READ_ONLY = [["compile", "--check"], ["info"], ["info", "--json"]]
 ELISION = {"...", "…"}
 CODE = re.compile(r'"((?:discover|compile)/[a-z-]+)"')
+
+
+def name_of(page: Path) -> str:
+    """The page as the docs name it, below docs/: ``cli.md``, ``channels/a2a.md`` (a page
+    elsewhere, the README, by its file name)."""
+    return page.relative_to(DOCS).as_posix() if page.is_relative_to(DOCS) else page.name
 
 
 @dataclass(frozen=True)
@@ -65,9 +78,9 @@ def fenced_blocks(page: Path) -> list[Block]:
             i += 1
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```"), None)
-        assert end is not None, f"{page.name}:{i + 1}: unclosed code fence"
+        assert end is not None, f"{name_of(page)}:{i + 1}: unclosed code fence"
         body = "\n".join(lines[i + 1 : end]) + "\n"
-        found.append(Block(page.name, i + 1, opening[1], opening[2].strip(), body))
+        found.append(Block(name_of(page), i + 1, opening[1], opening[2].strip(), body))
         i = end + 1
     return found
 
@@ -90,7 +103,9 @@ def example_server(tmp: Path) -> Iterator[str]:
     shutil.copytree(
         REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions", "*.sqlite*")
     )
-    server = ThreadedServer(root, model="offline/test")
+    # its channels too (agent/channels/), as eve serve mounts them
+    channels = asyncio.run(channel_declarations(load_compiled_agent(root)))
+    server = ThreadedServer(root, model="offline/test", channels=channels)
     try:
         yield server.start()
     finally:
@@ -133,7 +148,7 @@ def test_the_core_pages_exist_and_the_index_links_them() -> None:
         assert f"]({name})" in index or name == "index.md", f"index.md does not link {name}"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=name_of)
 def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(REPO_ROOT)
     monkeypatch.delenv("EVE_APP_ROOT", raising=False)
@@ -142,14 +157,14 @@ def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
         if any(b.lang == "python" for b in server_blocks(page)):  # sh ones get their own
             monkeypatch.setenv("EVE_URL", stack.enter_context(example_server(tmp_path)))
         for block in runnable(page):
-            code = compile(block.body, f"docs/{page.name}:{block.line}", "exec")
+            code = compile(block.body, f"docs/{name_of(page)}:{block.line}", "exec")
             exec(code, namespace)
 
 
 @pytest.mark.parametrize(
     "page",
     [p for p in PAGES if any(b.lang == "sh" for b in server_blocks(p))],
-    ids=lambda p: p.name,
+    ids=name_of,
 )
 def test_shell_examples_run_against_a_server(page: Path, tmp_path: Path) -> None:
     script = "".join(b.body for b in server_blocks(page) if b.lang == "sh")
@@ -164,8 +179,48 @@ def test_shell_examples_run_against_a_server(page: Path, tmp_path: Path) -> None
             check=False,
         )
     assert done.returncode == 0, (
-        f"docs/{page.name}: the ```sh server examples failed:\n{done.stdout}{done.stderr}"
+        f"docs/{name_of(page)}: the ```sh server examples failed:\n{done.stdout}{done.stderr}"
     )
+
+
+#: a channel declaration example names the file it is: ``# agent/channels/<name>.py``
+DECLARATION = re.compile(r"^# agent/channels/(\w+)\.py\b")
+
+
+def declaration_cases() -> list[Any]:
+    return [
+        pytest.param(block, id=f"{block.page}:{block.line}")
+        for page in PAGES
+        for block in fenced_blocks(page)
+        if block.lang == "python" and DECLARATION.match(block.body)
+    ]
+
+
+@pytest.mark.parametrize("block", declaration_cases())
+def test_channel_declarations_compile(block: Block, make_app: AppFactory) -> None:
+    """A channel declaration shown on a page is one an agent compiles, with no diagnostic,
+    into the kind its page is about (``channels/<kind>.md``)."""
+    match = DECLARATION.match(block.body)
+    assert match is not None
+    root = make_app({f"agent/channels/{match[1]}.py": block.body})
+    result = compile_agent(root)
+    where = f"docs/{block.page}:{block.line}"
+    assert [d.message for d in result.diagnostics.items] == [], where
+    assert result.manifest is not None
+    [entry] = result.manifest.nodes[eve.manifest.ROOT_NODE_ID].channels
+    kind = Path(block.page).stem if block.page.startswith("channels/") else entry.kind
+    assert (entry.name, entry.kind) == (match[1], kind), where
+
+
+def test_every_channel_kind_has_a_page_with_a_declaration_that_compiles() -> None:
+    """docs/channels.md links each kind's page, and each page shows its declaration."""
+    overview = (DOCS / "channels.md").read_text(encoding="utf-8")
+    shown = {block.page for block in (p.values[0] for p in declaration_cases())}
+    for kind in KIND_MODULES:
+        if kind == "custom":  # define_channel's page is the overview's own section
+            continue
+        assert f"](channels/{kind}.md)" in overview, f"channels.md does not link {kind}.md"
+        assert f"channels/{kind}.md" in shown, f"channels/{kind}.md shows no declaration"
 
 
 def test_core_pages_have_runnable_examples() -> None:
@@ -190,7 +245,9 @@ def console_cases() -> list[Any]:
                     shown.append(follow.rstrip())
                 where = block.line + 1 + i
                 cases.append(
-                    pytest.param(page.name, where, line[2:], shown, id=f"{page.name}:{where}")
+                    pytest.param(
+                        name_of(page), where, line[2:], shown, id=f"{name_of(page)}:{where}"
+                    )
                 )
     return cases
 
@@ -258,7 +315,7 @@ def test_every_documented_diagnostic_code_exists() -> None:
     codes = compiler_codes()
     for page in PAGES:
         documented = set(re.findall(r"`((?:discover|compile)/[a-z-]+)`", page.read_text("utf-8")))
-        assert sorted(documented - codes) == [], f"docs/{page.name} names unknown codes"
+        assert sorted(documented - codes) == [], f"docs/{name_of(page)} names unknown codes"
 
 
 def error_classes() -> dict[str, type[eve.errors.EveError]]:
@@ -397,12 +454,12 @@ def test_links_between_pages_resolve() -> None:
     for page in PAGES:
         text = re.sub(r"^```.*?^```", "", page.read_text("utf-8"), flags=re.M | re.S)
         for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?(?:#([\w-]+))?\)", text):
-            path = DOCS / target if target else page
+            path = (page.parent / target).resolve() if target else page
             if not target and not anchor:
                 continue
-            assert path.is_file(), f"docs/{page.name} links to missing {target}"
+            assert path.is_file(), f"docs/{name_of(page)} links to missing {target}"
             if anchor:
                 headings = [
                     slug(h) for h in re.findall(r"^#+ (.+)$", path.read_text("utf-8"), re.M)
                 ]
-                assert anchor in headings, f"docs/{page.name} links to missing #{anchor}"
+                assert anchor in headings, f"docs/{name_of(page)} links to missing #{anchor}"

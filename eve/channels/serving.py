@@ -33,3 +33,8 @@ async def channel_declarations(compiled: CompiledAgent) -> list[ChannelDeclarati
     declaration is data, and its kind's module loads when the app mounts it."""
     root = compiled.manifest.nodes[ROOT_NODE_ID]
     return [await _declaration(entry, compiled.module_map) for entry in root.channels]
+
+
+def channel_lines(channels: list[ChannelDeclaration], base_url: str) -> list[str]:
+    """What a server prints of its channels once it listens: one line each, with its URL."""
+    return [f"channel {c.name} ({c.kind}) · {base_url.rstrip('/')}{c.path}" for c in channels]

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import click
 
+from eve.channels.serving import channel_declarations, channel_lines
 from eve.cli.agent_setup import prepare
+from eve.runtime import load_compiled_agent
 from eve.server import ServerOptions, create_app
 from eve.server.app import start_service, stop_service
 from eve.server.auth import TOKEN_ENV
@@ -74,7 +76,9 @@ async def serve_web(
     settings = resolve_settings(
         app_root, url_env=setup.agent.config.database_url_env, executor_id=worker
     )
-    app = create_app(options, SessionService(setup, settings))
+    # the agent's channels, as `eve serve` mounts them: a channel is tried where it is written
+    channels = await channel_declarations(load_compiled_agent(app_root))
+    app = create_app(options, SessionService(setup, settings), channels=channels)
     sock = bind(Listen(host=HOST, port=port))
     page = f"http://{HOST}:{sock.getsockname()[1]}/"
     # a token of the person's own (EVE_API_TOKEN) is theirs to type: it is not printed
@@ -82,6 +86,8 @@ async def serve_web(
 
     def ready() -> None:
         click.echo(f"eve dev · {setup.client.model_id} · {url} · Ctrl-C stops it", err=True)
+        for line in channel_lines(channels, page):
+            click.echo(f"eve dev · {line}", err=True)
         if open_browser:
             _open(url)
 

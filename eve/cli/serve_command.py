@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from eve.auth.settings import AUDIENCE_ENV, CLIENT_ID_ENV, ISSUER_ENV, oidc_settings
-from eve.channels.serving import channel_declarations
+from eve.channels.serving import channel_declarations, channel_lines
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
@@ -60,12 +60,8 @@ async def _serve_worker(
             f"eve serve · worker {index} · http://{host}:{port}/eve/v1 · {setup.client.model_id}",
             err=True,
         )
-        for channel in channels:
-            click.echo(
-                f"eve serve · channel {channel.name} ({channel.kind}) · "
-                f"http://{host}:{port}{channel.path}",
-                err=True,
-            )
+        for line in channel_lines(channels, f"http://{host}:{port}"):
+            click.echo(f"eve serve · {line}", err=True)
         await serve_on(app, sock, on_ready=ready)
     finally:
         if pruning is not None:

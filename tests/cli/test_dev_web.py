@@ -3,6 +3,7 @@ for the run, which every API route but health requires."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
@@ -58,3 +59,25 @@ def test_a_token_of_ones_own_is_used_and_not_printed_and_hosts_can_be_added(
     assert web.token is None and token not in web.line
     assert refused.status_code == 401 and answered.status_code == 200
     assert added.status_code == 200 and other.json()["code"] == "host_not_allowed"
+
+
+def test_dev_web_mounts_the_agents_channels_as_eve_serve_does(make_app: AppFactory) -> None:
+    chat = "from eve.channels import ai_sdk\ndefault = ai_sdk()\n"
+    root = make_app({"agent/channels/chat.py": chat})
+    body = {
+        "id": "chat-1",
+        "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+    }
+    with dev_web(root, {}, "--no-browser") as web:
+        assert web.process.stderr is not None
+        announced = web.process.stderr.readline()
+        refused = httpx.post(web.page + "channels/chat", json=body, timeout=10)
+        answered = httpx.post(web.page + "channels/chat", json=body, headers=web.auth(), timeout=30)
+    assert announced.strip() == f"eve dev · channel chat (ai_sdk) · {web.page}channels/chat"
+    assert refused.status_code == 401
+    assert answered.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    chunks = [json.loads(line[6:]) for line in answered.text.splitlines() if line[6:7] == "{"]
+    # the turn ran through the channel on the offline model, to its end
+    said = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    assert said.startswith("(offline/test) You said: hi")
+    assert chunks[-1] == {"type": "finish", "finishReason": "stop"}

@@ -25,6 +25,8 @@ class DevWeb:
     page: str
     #: the token in the printed URL's fragment; None when EVE_API_TOKEN was given
     token: str | None
+    #: the process, whose stderr goes on after the URL's line (the channels' lines)
+    process: subprocess.Popen[str]
 
     @property
     def url(self) -> str:
@@ -58,7 +60,7 @@ def dev_web(root: Path, env: Mapping[str, str], *args: str) -> Iterator[DevWeb]:
             line = process.stderr.readline()
         found = URL_LINE.search(line)
         assert found is not None, line
-        yield DevWeb(line=line, page=found[1], token=found[3])
+        yield DevWeb(line=line, page=found[1], token=found[3], process=process)
     finally:
         process.kill()
         process.wait(10)

@@ -176,13 +176,13 @@ def test_the_agent_page_shows_tools_with_schemas_subagents_skills_and_hooks(
     page = browser.find_element(By.TAG_NAME, "main").text
     assert "Subagent researcher" in page and "Subagent triage" in page
     assert "returns-policy" in page and "turn_counter" in page
-    inbox = css(browser, "li[data-channel='inbox']")
-    assert (
-        inbox
-        and "custom" in inbox[0].text
-        and "GET /channels/inbox/{session_id}/log"
-        in (browser.find_element(By.CSS_SELECTOR, "section[aria-label='Channels']").text)
-    )
+    # every channel of the example agent, and the one added for this test
+    for name, kind in (("agents", "a2a"), ("chat", "ai_sdk"), ("inbox", "custom")):
+        [channel] = css(browser, f"li[data-channel='{name}']")[:1]
+        assert kind in channel.text, (name, channel.text)
+    channels = browser.find_element(By.CSS_SELECTOR, "section[aria-label='Channels']").text
+    assert "POST /channels/chat" in channels and "POST /channels/agents" in channels
+    assert "GET /channels/inbox/{session_id}/log" in channels
     screenshot(browser, "agent")
 
 

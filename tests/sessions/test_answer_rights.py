@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import AppFactory
+from tests.oidc.provider import Provider
 from tests.sessions.apps import call, say
 from tests.sessions.harness import Driver, Event, count
-from tests.oidc.provider import Provider
 from tests.sessions.principals import ALICE, BOB, CAROL, As, verifying
 from tests.sessions.test_tasks import app
 

@@ -46,7 +46,7 @@ class ChannelSessions:
     async def get(self, session_id: str) -> SessionRow:
         """The session's record: whether it is active, and how many turns it has accepted
         (``next_turn``), queued ones included."""
-        return await self.service.get(session_id)
+        return await self.service.get(session_id, principal=self.principal)
 
     async def summary(self, session_id: str) -> SessionSummary:
         return await self.service.summary(session_id, principal=self.principal)
@@ -54,7 +54,7 @@ class ChannelSessions:
     async def state(self, session_id: str) -> dict[str, Any]:
         """The session's ``define_state`` values as of its last finished step, by their
         names (other context keys, and eve's own ``eve.*`` slots, left out)."""
-        await self.service.get(session_id)
+        await self.service.get(session_id, principal=self.principal)
         raw = await asyncio.to_thread(self.service.store.load_checkpoint, session_id)
         slots = {
             key.removeprefix(STATE_PREFIX): value

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,12 +24,11 @@ from eve.compiler import compile_to_disk
 from eve.runtime import load_compiled_agent
 from tests.channels import a2a_client as a2a
 from tests.channels.mcp import client as mcp
-from tests.conftest import write_files
 from tests.oidc.provider import Provider
-from tests.sessions.apps import SCRIPTED_AGENT, TOOLS, call, say
-from tests.sessions.harness import count, script
+from tests.sessions.apps import TOOLS, call, say
+from tests.sessions.harness import count
 from tests.sessions.inprocess import ROOT, InProcessServer
-from tests.sessions.principals import ALICE, bearer, verifying
+from tests.sessions.principals import ALICE, bearer, scripted_root, verifying
 
 AI_SDK = ChannelDeclaration(name="chat", kind="ai_sdk", path="/channels/chat")
 AG_UI = ChannelDeclaration(name="ui", kind="ag_ui", path="/channels/ui")
@@ -39,36 +37,23 @@ MCP = ChannelDeclaration(name="agent", kind="mcp", path=mcp.PATH)
 
 
 @pytest.fixture(scope="module")
-def provider() -> Provider:
-    return Provider()
-
-
-@pytest.fixture(scope="module")
 def server(
-    tmp_path_factory: pytest.TempPathFactory, provider: Provider
+    tmp_path_factory: pytest.TempPathFactory, oidc_provider: Provider
 ) -> Iterator[InProcessServer]:
-    root: Path = tmp_path_factory.mktemp("owned")
-    write_files(
-        root,
-        {
-            "agent/agent.py": SCRIPTED_AGENT.replace("{limits}", "{'max_turns': 5}"),
-            "agent/instructions.md": "Follow the script.\n",
-            "agent/tools/ship.py": TOOLS["ship"],
-            "agent/channels/inbox.py": INBOX,
-        },
-    )
-    script(root, [call("ship", item="anvil"), say("shipped"), say("again")])
+    parked_then_answers = [call("ship", item="anvil"), say("shipped"), say("again")]
+    files = {"agent/tools/ship.py": TOOLS["ship"], "agent/channels/inbox.py": INBOX}
+    root = scripted_root(tmp_path_factory, parked_then_answers, files)
     compile_to_disk(root)
     custom = asyncio.run(channel_declarations(load_compiled_agent(root)))
     channels = [*custom, a2a.CHANNEL, AI_SDK, AG_UI, OPENAI, MCP]
-    running = verifying(root, provider, channels=channels).start()
+    running = verifying(root, oidc_provider, channels=channels).start()
     yield running
     running.stop()
 
 
-def post(server: InProcessServer, path: str, body: Any, sub: str, provider: Provider) -> Any:
+def post(server: InProcessServer, path: str, body: Any, sub: str, oidc_provider: Provider) -> Any:
     assert server.http is not None
-    return server.http.post(ROOT + path, json=body, headers=bearer(provider.token(sub)))
+    return server.http.post(ROOT + path, json=body, headers=bearer(oidc_provider.token(sub)))
 
 
 def untouched(server: InProcessServer, session: str) -> None:
@@ -90,14 +75,14 @@ def parked_session(server: InProcessServer) -> str:
 
 
 async def test_a2a_another_callers_task_is_not_found(
-    server: InProcessServer, provider: Provider
+    server: InProcessServer, oidc_provider: Provider
 ) -> None:
-    async with a2a.a2a_client(server, token=provider.token("alice"), streaming=False) as alice:
+    async with a2a.a2a_client(server, token=oidc_provider.token("alice"), streaming=False) as alice:
         [reply] = [item async for item in alice.send_message(a2a.text("ship it"))]
         task = reply.task
         assert task.status.state == a2a.INPUT_REQUIRED
         assert (await alice.get_task(GetTaskRequest(id=task.id))).id == task.id
-    async with a2a.a2a_client(server, token=provider.token("bob")) as bob:
+    async with a2a.a2a_client(server, token=oidc_provider.token("bob")) as bob:
         with pytest.raises(TaskNotFoundError):
             await bob.get_task(GetTaskRequest(id=task.id))
         with pytest.raises(TaskNotFoundError):
@@ -109,12 +94,12 @@ async def test_a2a_another_callers_task_is_not_found(
 
 
 async def test_mcp_agent_get_of_another_callers_session_is_not_found(
-    server: InProcessServer, provider: Provider
+    server: InProcessServer, oidc_provider: Provider
 ) -> None:
-    async with mcp.connect(server, provider.token("alice")) as alice:
+    async with mcp.connect(server, oidc_provider.token("alice")) as alice:
         parked = mcp.view(await alice.call_tool("agent_start", {"message": "ship it"}))
     session = parked["session_id"]
-    async with mcp.connect(server, provider.token("bob")) as bob:
+    async with mcp.connect(server, oidc_provider.token("bob")) as bob:
         got = mcp.refusal(await bob.call_tool("agent_get", {"session_id": session}))
         assert got[0] == "session_not_found"
         sent = {"session_id": session, "message": "mine now"}
@@ -125,12 +110,12 @@ async def test_mcp_agent_get_of_another_callers_session_is_not_found(
 
 
 def test_openai_another_callers_response_is_not_found(
-    server: InProcessServer, provider: Provider
+    server: InProcessServer, oidc_provider: Provider
 ) -> None:
     def client(sub: str) -> OpenAI:
         return OpenAI(
             base_url=f"{ROOT}{OPENAI.path}/v1",
-            api_key=provider.token(sub),
+            api_key=oidc_provider.token(sub),
             http_client=httpx.Client(transport=server.transport()),
             max_retries=0,
         )
@@ -159,33 +144,37 @@ def _chunks(response: httpx.Response) -> list[dict[str, Any]]:
 
 
 def test_ai_sdk_another_callers_chat_id_opens_a_chat_of_their_own(
-    server: InProcessServer, provider: Provider
+    server: InProcessServer, oidc_provider: Provider
 ) -> None:
     message = {"id": "m-1", "role": "user", "parts": [{"type": "text", "text": "ship it"}]}
-    sent = post(server, AI_SDK.path, {"id": "chat-a", "messages": [message]}, "alice", provider)
+    sent = post(
+        server, AI_SDK.path, {"id": "chat-a", "messages": [message]}, "alice", oidc_provider
+    )
     session = _chunks(sent)[0]["messageMetadata"]["sessionId"]
     assert server.http is not None
     for chat in ("chat-a", session):  # her chat's id, and her session's
         resumed = server.http.get(
-            f"{ROOT}{AI_SDK.path}/{chat}/stream", headers=bearer(provider.token("bob"))
+            f"{ROOT}{AI_SDK.path}/{chat}/stream", headers=bearer(oidc_provider.token("bob"))
         )
         assert resumed.status_code == 204, chat  # his own chat of that id runs nothing
-        theirs = post(server, AI_SDK.path, {"id": chat, "messages": [message]}, "bob", provider)
+        theirs = post(
+            server, AI_SDK.path, {"id": chat, "messages": [message]}, "bob", oidc_provider
+        )
         assert _chunks(theirs)[0]["messageMetadata"]["sessionId"] != session
     mine = server.http.get(
-        f"{ROOT}{AI_SDK.path}/chat-a/stream", headers=bearer(provider.token("alice"))
+        f"{ROOT}{AI_SDK.path}/chat-a/stream", headers=bearer(oidc_provider.token("alice"))
     )
     assert mine.status_code == 200 and _chunks(mine)[0]["messageMetadata"]["sessionId"] == session
     untouched(server, session)
 
 
 def test_ag_ui_another_callers_thread_is_a_thread_of_their_own(
-    server: InProcessServer, provider: Provider
+    server: InProcessServer, oidc_provider: Provider
 ) -> None:
     def run(thread: str, sub: str, **more: Any) -> list[dict[str, Any]]:
         message = {"id": f"{thread}-{sub}", "role": "user", "content": "ship it"}
         body = {"threadId": thread, "runId": f"r-{sub}", "messages": [message], **more}
-        return _chunks(post(server, AG_UI.path, body, sub, provider))
+        return _chunks(post(server, AG_UI.path, body, sub, oidc_provider))
 
     parked = run("t-alice", "alice")
     [interrupt] = parked[-1]["outcome"]["interrupts"]
@@ -193,25 +182,25 @@ def test_ag_ui_another_callers_thread_is_a_thread_of_their_own(
     for thread in ("t-alice", session):  # her thread's id, and her session's
         answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": "approve"}
         body = {"threadId": thread, "runId": "r-b", "messages": [], "resume": [answer]}
-        refused = post(server, AG_UI.path, body, "bob", provider)
+        refused = post(server, AG_UI.path, body, "bob", oidc_provider)
         assert refused.json()["code"] == "input_request_not_pending", refused.text
-        cancel = post(server, AG_UI.path + "/cancel", {"threadId": thread}, "bob", provider)
+        cancel = post(server, AG_UI.path + "/cancel", {"threadId": thread}, "bob", oidc_provider)
         assert cancel.json() == {"ok": True, "cancelled": False}  # his thread runs nothing
     untouched(server, session)
 
 
 def test_custom_another_callers_session_is_not_found(
-    server: InProcessServer, provider: Provider
+    server: InProcessServer, oidc_provider: Provider
 ) -> None:
-    started = post(server, "/channels/inbox", {"text": "ship it"}, "alice", provider)
+    started = post(server, "/channels/inbox", {"text": "ship it"}, "alice", oidc_provider)
     session = started.json()["sessionId"]
     server.wait_for(session, count("turn.waiting"))
     assert server.http is not None
-    bobs = bearer(provider.token("bob"))
+    bobs = bearer(oidc_provider.token("bob"))
     log = server.http.get(f"{ROOT}/channels/inbox/{session}/log", headers=bobs)
     assert (log.status_code, log.json()["code"]) == (404, "session_not_found")
-    sent = post(server, f"/channels/inbox/{session}", {"text": "mine now"}, "bob", provider)
+    sent = post(server, f"/channels/inbox/{session}", {"text": "mine now"}, "bob", oidc_provider)
     assert (sent.status_code, sent.json()["code"]) == (409, "session_not_active")
-    cancelled = post(server, f"/channels/inbox/{session}/cancel", {}, "bob", provider)
+    cancelled = post(server, f"/channels/inbox/{session}/cancel", {}, "bob", oidc_provider)
     assert cancelled.status_code == 404
     untouched(server, session)

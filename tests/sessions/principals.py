@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import pytest
 
 from eve.auth.principal import Principal
 from eve.auth.settings import OIDCSettings
 from eve.server.auth import TOKEN_ENV
 from eve.sessions import SessionService
+from tests.conftest import write_files
 from tests.oidc.provider import AUDIENCE, CLIENT_ID, Provider
-from tests.sessions.harness import Driver
+from tests.sessions.apps import SCRIPTED_AGENT
+from tests.sessions.harness import Driver, script
 from tests.sessions.inprocess import InProcessServer
 
 T = TypeVar("T")
@@ -41,6 +44,19 @@ ALICE = user("alice")
 BOB = user("bob")
 #: holds the role ``finance``, and owns nothing
 CAROL = user("carol", "finance")
+
+
+def scripted_root(
+    factory: pytest.TempPathFactory, responses: list[dict[str, Any]], files: dict[str, str]
+) -> Path:
+    """A fresh app root for a module's shared server: the scripted agent of
+    ``tests.sessions.apps`` with ``responses``, plus ``files``."""
+    root = factory.mktemp("principals")
+    agent = SCRIPTED_AGENT.replace("{limits}", "{'max_turns': 5}")
+    instructions = "Follow the script.\n"
+    write_files(root, {"agent/agent.py": agent, "agent/instructions.md": instructions, **files})
+    script(root, responses)
+    return root
 
 
 def oidc_settings(provider: Provider) -> OIDCSettings:

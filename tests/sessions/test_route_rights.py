@@ -11,12 +11,11 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from tests.conftest import write_files
 from tests.oidc.provider import Provider
-from tests.sessions.apps import SCRIPTED_AGENT, say
-from tests.sessions.harness import Driver, script
+from tests.sessions.apps import say
+from tests.sessions.harness import Driver
 from tests.sessions.inprocess import InProcessServer
-from tests.sessions.principals import ALICE, BOB, As, verifying
+from tests.sessions.principals import ALICE, BOB, As, scripted_root, verifying
 
 #: each route on a session, as a caller sends it: ``(driver, session id) -> response``
 Call = Callable[[Driver, str], httpx.Response]
@@ -54,27 +53,19 @@ class Anonymous(Driver):
 
 
 @pytest.fixture(scope="module")
-def provider() -> Provider:
-    return Provider()
-
-
-@pytest.fixture(scope="module")
 def server(
-    tmp_path_factory: pytest.TempPathFactory, provider: Provider
+    tmp_path_factory: pytest.TempPathFactory, oidc_provider: Provider
 ) -> Iterator[InProcessServer]:
-    root = tmp_path_factory.mktemp("rights")
-    agent = SCRIPTED_AGENT.replace("{limits}", "{'max_turns': 5}")
-    write_files(root, {"agent/agent.py": agent, "agent/instructions.md": "Follow the script.\n"})
-    script(root, [say(f"reply {n}") for n in range(40)])
-    running = verifying(root, provider).start()
+    root = scripted_root(tmp_path_factory, [say(f"reply {n}") for n in range(40)], {})
+    running = verifying(root, oidc_provider).start()
     yield running
     running.stop()
 
 
-def callers(server: InProcessServer, provider: Provider) -> dict[str, Driver]:
+def callers(server: InProcessServer, oidc_provider: Provider) -> dict[str, Driver]:
     return {
-        "owner": As(server, provider, ALICE),
-        "other": As(server, provider, BOB),
+        "owner": As(server, oidc_provider, ALICE),
+        "other": As(server, oidc_provider, BOB),
         "operator": server,
         "anonymous": Anonymous(server),
     }
@@ -88,9 +79,9 @@ def answers(driver: Driver, session: str) -> dict[str, tuple[int, str]]:
 
 @pytest.mark.parametrize("caller", ["owner", "other", "operator", "anonymous"])
 def test_every_session_route_as_each_caller(
-    server: InProcessServer, provider: Provider, caller: str
+    server: InProcessServer, oidc_provider: Provider, caller: str
 ) -> None:
-    who = callers(server, provider)
+    who = callers(server, oidc_provider)
     owner, driver = who["owner"], who[caller]
     session = owner.create()
     got = answers(driver, session)

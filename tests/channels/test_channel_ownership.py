@@ -13,7 +13,12 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from a2a.types import GetTaskRequest, SubscribeToTaskRequest
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SubscribeToTaskRequest,
+)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from openai import OpenAI
 
@@ -88,6 +93,10 @@ async def test_a2a_another_callers_task_is_not_found(
         with pytest.raises(TaskNotFoundError):
             async for _ in bob.subscribe(SubscribeToTaskRequest(id=task.id)):
                 pass
+        with pytest.raises(TaskNotFoundError):
+            await bob.cancel_task(CancelTaskRequest(id=task.id))
+        with pytest.raises(InvalidParamsError, match="no context"):
+            await bob.list_tasks(ListTasksRequest(context_id=task.context_id))
         with pytest.raises(InvalidParamsError, match="no context"):
             await a2a.read(bob, a2a.text("mine now", context_id=task.context_id))
     untouched(server, task.context_id)

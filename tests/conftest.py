@@ -50,6 +50,14 @@ def make_app(tmp_path: Path) -> AppFactory:
     return build
 
 
+@pytest.fixture(scope="module")
+def oidc_provider() -> Any:
+    """One loopback OIDC provider for a module's shared server (``tests/oidc/provider.py``)."""
+    from tests.oidc.provider import Provider  # only the modules that use it pay for its imports
+
+    return Provider()
+
+
 @pytest.fixture(autouse=True)
 def _isolate_authored_modules() -> Iterator[None]:
     path_before = list(sys.path)

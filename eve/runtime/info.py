@@ -17,6 +17,7 @@ from eve.manifest import (
     MODULE_MAP_PATH,
     ROOT_NODE_ID,
     AnyToolEntry,
+    AuthEntry,
     CompiledManifest,
     ContextWindow,
     DiagnosticsFile,
@@ -81,6 +82,16 @@ class ChannelInfo(msgspec.Struct, kw_only=True):
     source: str
 
 
+class AuthInfo(msgspec.Struct, kw_only=True):
+    """The agent's custom auth hook (``agent/auth.py``, ``define_auth``): the server asks
+    it for the principal of each request its built-in schemes do not prove."""
+
+    #: the file that declares it
+    source: str
+    #: ``default`` or the module-level name the definition was found under
+    export_name: str
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     #: "" for the root agent, else the subagent path (``researcher/reviewer``)
     path: str
@@ -122,6 +133,8 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     served_stale_sources: list[str] = []
     #: the doors a server opens to the agent, beside the session API
     channels: list[ChannelInfo] = []
+    #: the custom auth hook, when ``agent/auth.py`` declares one
+    auth: AuthInfo | None = None
 
 
 def _path(node_id: str) -> str:
@@ -181,6 +194,12 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
     )
 
 
+def _auth_info(entry: AuthEntry | None) -> AuthInfo | None:
+    if entry is None:
+        return None
+    return AuthInfo(source=entry.logical_path, export_name=entry.export_name)
+
+
 def agent_info(root: Path) -> AgentInfo:
     """What ``eve info --json`` and ``GET /eve/v1/info`` report, from the artifacts only."""
     manifest = read_manifest(root / MANIFEST_PATH)
@@ -211,6 +230,7 @@ def agent_info(root: Path) -> AgentInfo:
             for channel in manifest.nodes[ROOT_NODE_ID].channels
             for route in channel.routes
         ],
+        auth=_auth_info(manifest.nodes[ROOT_NODE_ID].auth),
         artifacts={
             "discovery_manifest": DISCOVERY_MANIFEST_PATH,
             "diagnostics": DIAGNOSTICS_PATH,

@@ -4,13 +4,17 @@ and answer never carry the exception's text."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from eve.auth import define_auth
-from eve.compiler import compile_agent
+from eve.cli.main import main
+from eve.compiler import compile_agent, compile_to_disk
 from eve.errors import AuthoringError
 from tests.conftest import AppFactory
 from tests.sessions.inprocess import InProcessServer
@@ -90,6 +94,22 @@ def test_auth_py_compiles_into_the_root_node_and_nowhere_else(make_app: AppFacto
     entry = manifest.nodes["__root__"].auth
     assert entry is not None and entry.logical_path == "agent/auth.py"
     assert entry.source_id in manifest.nodes["__root__"].runtime_roots
+
+
+def test_info_names_the_hook_and_only_when_there_is_one(make_app: AppFactory) -> None:
+    def info(root: Path, *args: str) -> str:
+        compile_to_disk(root)
+        result = CliRunner().invoke(main, ["-C", str(root), "info", *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    root = make_app({"agent/auth.py": AUTH})
+    document = json.loads(info(root, "--json"))
+    assert document["auth"] == {"source": "agent/auth.py", "export_name": "default"}
+    assert "auth: agent/auth.py (define_auth, default)" in info(root).splitlines()
+    without = make_app()
+    assert json.loads(info(without, "--json"))["auth"] is None
+    assert "auth:" not in info(without)
 
 
 def test_an_auth_py_without_define_auth_is_a_compile_error(make_app: AppFactory) -> None:

@@ -20,8 +20,9 @@ from tests.conftest import AppFactory
 from tests.oidc.provider import AUDIENCE, CLIENT_ID, Provider, new_key
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.principals import OPERATOR_TOKEN, bearer, verifying
 
-TOKEN = "principals-test-token-0123456789abcdef"
+TOKEN = OPERATOR_TOKEN
 #: a claim whose value must never be logged or answered
 SECRET_CLAIM = "alice-private@example.test"
 SESSION = "/session/s_missing"
@@ -41,10 +42,6 @@ GUARDED: list[tuple[str, str, dict[str, object] | None]] = [
 PUBLIC = ["/health", "/auth/config"]
 
 Credentials = Callable[[Provider], dict[str, str]]
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {token}"}
 
 
 #: how each caller authenticates, and whether eve takes it for a bad token
@@ -69,15 +66,9 @@ def server(
     make_app: AppFactory, provider: Provider, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[InProcessServer]:
     monkeypatch.setitem(KIND_MODULES, "whoami", "tests.server.whoami_kind")
-    # keys are fetched again for every unknown kid here (the rate limit has its own test)
-    oidc = OIDCSettings(
-        issuer=provider.issuer, audience=AUDIENCE, client_id=CLIENT_ID, refetch_seconds=0
-    )
-    server = InProcessServer(
+    server = verifying(
         scripted_app(make_app, [say("hi")]),
-        env={"EVE_API_TOKEN": TOKEN},
-        oidc=oidc,
-        oidc_transport=provider.transport(),
+        provider,
         channels=[ChannelDeclaration(name="me", kind="whoami", path="/channels/me")],
     ).start()
     yield server

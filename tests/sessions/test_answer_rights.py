@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import AppFactory
+from tests.oidc.provider import Provider
 from tests.sessions.apps import call, say
 from tests.sessions.harness import Driver, Event, count
-from tests.sessions.inprocess import InProcessServer
-from tests.sessions.standin_principals import ALICE, BOB, CAROL, As, stand_in
+from tests.sessions.principals import ALICE, BOB, CAROL, As, verifying
 from tests.sessions.test_tasks import app
 
 #: ``pay`` asks before every call; a holder of the role ``finance`` may answer too
@@ -95,8 +95,9 @@ def test_the_sender_an_operator_or_the_named_role_answers_and_the_answer_names_t
     make_app: AppFactory,
 ) -> None:
     root = pay_app(make_app)
-    server = stand_in(InProcessServer(root).start())
-    alice, bob, carol = As(server, ALICE), As(server, BOB), As(server, CAROL)
+    provider = Provider()
+    server = verifying(root, provider).start()
+    alice, bob, carol = (As(server, provider, who) for who in (ALICE, BOB, CAROL))
     try:
         session = alice.create("pay 1")
         asked = parked_request(alice, session, 1)
@@ -130,18 +131,14 @@ def test_the_sender_an_operator_or_the_named_role_answers_and_the_answer_names_t
     finally:
         server.stop()
     assert responders(events) == [
-        {"id": "alice", "kind": "user"},
-        {"id": "carol", "kind": "user"},
+        {"id": ALICE.id, "kind": "user"},
+        {"id": CAROL.id, "kind": "user"},
         {"id": "operator", "kind": "operator"},
     ]
     # ctx.principal is who sent the turn's message, whoever approved the call
     paid = (root / "paid.log").read_text().splitlines()
-    assert paid == ["user:alice 1", "operator:operator 2", "user:alice 3"]
-    assert (root / "turns.log").read_text().splitlines() == [
-        "alice",
-        "operator",
-        "alice",
-        "alice",
-    ]
+    assert paid == [f"user:{ALICE.id} 1", "operator:operator 2", f"user:{ALICE.id} 3"]
+    turns = (root / "turns.log").read_text().splitlines()
+    assert turns == [ALICE.id, "operator", ALICE.id, ALICE.id]
     # a subagent's turn answers the same message: its tools see the same principal
-    assert (root / "helper.log").read_text() == "alice"
+    assert (root / "helper.log").read_text() == ALICE.id

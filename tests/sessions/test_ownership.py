@@ -1,5 +1,6 @@
 """Who may see and act on a session: its owner and operators; to anyone else it does not
-exist. On the real service (the in-process app's), then through the routes."""
+exist. On the real service (the in-process app's); through the routes, with real tokens, in
+test_route_rights.py."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ from eve.errors import EveError, InputRequestNotPending, TaskNotWaiting
 from eve.sessions import InputResponse, SessionService
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
-from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
-from tests.sessions.standin_principals import ALICE, BOB, As, on_service, stand_in
+from tests.sessions.principals import ALICE, BOB, on_service
 
 Operation = Callable[[SessionService, str, Principal], Awaitable[Any]]
 
@@ -45,7 +45,7 @@ PAST_THE_CHECK: dict[str, type[EveError]] = {
 @pytest.fixture
 def server(make_app: AppFactory) -> Iterator[InProcessServer]:
     root: Path = scripted_app(make_app, [say(f"reply {n}") for n in range(12)])
-    running = stand_in(InProcessServer(root).start())
+    running = InProcessServer(root).start()
     try:
         yield running
     finally:
@@ -83,7 +83,7 @@ def test_another_principal_gets_what_an_unknown_id_gets_and_the_owner_and_operat
             else:
                 assert not isinstance(got, tuple), (who.id, name, got)
     summary = on_service(server, lambda s: s.summary(session, principal=ALICE))
-    assert (summary.owner.id, summary.owner.kind) == ("alice", "user")
+    assert (summary.owner.id, summary.owner.kind) == (ALICE.id, "user")
 
 
 def test_the_list_shows_a_principal_its_own_sessions_and_an_operator_all(
@@ -99,8 +99,8 @@ def test_the_list_shows_a_principal_its_own_sessions_and_an_operator_all(
         )
         return [(e.session_id, e.owner.id if e.owner else "") for e in page.sessions]
 
-    assert listed(ALICE) == [(mine[1], "alice"), (mine[0], "alice")]
-    assert listed(BOB) == [(theirs, "bob")]
+    assert listed(ALICE) == [(mine[1], ALICE.id), (mine[0], ALICE.id)]
+    assert listed(BOB) == [(theirs, BOB.id)]
     assert [sid for sid, _ in listed(OPERATOR)] == [ops, theirs, mine[1], mine[0]]
     # a page of one, then its cursor: still only alice's
     first = on_service(server, lambda s: s.list_page(limit=1, cursor=None, principal=ALICE))
@@ -126,47 +126,13 @@ def test_an_idempotency_key_is_the_principals_own(server: InProcessServer) -> No
     assert send(ALICE).replayed
 
 
-def test_the_routes_check_the_requests_principal(server: InProcessServer) -> None:
-    alice, bob = As(server, ALICE), As(server, BOB)
-    session = alice.create("hello")
-    alice.wait_for(session, count("session.waiting"))
-    path = f"/session/{session}"
-
-    def every_route(session_id: str) -> dict[str, tuple[int, str]]:
-        """Each route on ``session_id`` as bob calls it: its status and code."""
-        at = f"/session/{session_id}"
-        answer = {"inputResponses": [{"requestId": "inp_x", "optionId": "deny"}]}
-        sent = {
-            "summary": bob.get(at),
-            "stream": bob.get(at + "/stream?follow=false"),
-            "send": bob.post(at, {"message": "mine now"}),
-            "answer": bob.post(at, answer),
-            "cancel": bob.post(at + "/cancel"),
-            "reset": bob.post(at + "/reset"),
-            "compact": bob.post(at + "/compact"),
-            "task event": bob.post(at + f"/tasks/{session_id}:t/events", {"name": "x"}),
-        }
-        return {name: (r.status_code, r.json()["code"]) for name, r in sent.items()}
-
-    refused = every_route(session)
-    assert refused == every_route("ses_unknown")
-    assert refused["summary"] == (404, "session_not_found")
-    assert session not in bob.get("/sessions").text
-    owned = alice.get(path).json()
-    assert owned["owner"] == {"id": "alice", "kind": "user"}
-    assert [s["owner"] for s in alice.get("/sessions").json()["sessions"]] == [owned["owner"]]
-    # the operator (the shared token, no stand-in) sees it and may act on it
-    assert server.get(path).json()["owner"]["id"] == "alice"
-    assert server.send(session, "from the operator").status_code == 202
-
-
 def test_a_channel_acts_as_its_principal(server: InProcessServer) -> None:
     async def mine(service: SessionService) -> str:
         created = await ChannelSessions(service, ALICE).create()
         summary = await ChannelSessions(service, ALICE).summary(created.session_id)
         return summary.owner.id if summary.owner else ""
 
-    assert on_service(server, mine) == "alice"
+    assert on_service(server, mine) == ALICE.id
     session = on_service(server, lambda s: s.create()).session_id
     refused = outcome_of(server, lambda s: ChannelSessions(s, BOB).summary(session))
     assert refused == ("SessionNotFound", "session_not_found", 404)

@@ -12,7 +12,7 @@ from eve.sessions.access import may_answer, may_see, owned_by
 from eve.sessions.listing import list_sessions
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_workflow import sender_of
-from tests.sessions.standin_principals import ALICE
+from tests.sessions.principals import ALICE
 
 #: what eve_sessions and eve_input_requests lacked before principals
 NEW_COLUMNS = {
@@ -63,7 +63,7 @@ def upgrade_and_check(url: str) -> None:
             page = store.run(lambda c: list_sessions(c, limit=10, cursor=None, where=where))
             return [(entry.session_id, entry.owner) for entry in page.sessions]
 
-        alice = PrincipalRef(id="alice", kind="user")
+        alice = PrincipalRef(id=ALICE.id, kind="user")
         assert listed(owned_by(ALICE)) == [("ses_alice", alice)]
         assert listed(owned_by(OPERATOR)) == [("ses_alice", alice), ("ses_old", OPERATOR_REF)]
     finally:

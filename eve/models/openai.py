@@ -21,6 +21,7 @@ import openai
 
 from eve.errors import ModelCredentialsMissing
 from eve.manifest import OpenAIApi
+from eve.models._guarded import GuardedTranslator
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
 from eve.models._streaming import ClosableStream, SDKModel, Translator
 from eve.models._tool_input import malformed_event
@@ -81,9 +82,10 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         )
 
     def _translator(self) -> Translator[Any]:
-        if self.api == "responses":
-            return ResponsesTranslator()
-        return OpenAITranslator()
+        inner: Translator[Any] = (
+            ResponsesTranslator() if self.api == "responses" else OpenAITranslator()
+        )
+        return GuardedTranslator(PROVIDER, inner)
 
     async def _start(self, request: ModelRequest) -> ClosableStream:
         if self.api == "responses":

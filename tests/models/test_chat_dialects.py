@@ -202,7 +202,7 @@ def _clients() -> dict[str, tuple[Any, list[dict[str, Any]], Any]]:
 def test_malformed_events_raise_only_eve_errors(kind: str) -> None:
     client, base, as_sdk = _clients()[kind]
     rng = random.Random(32)
-    for _ in range(150):
+    for _ in range(100):
         items = [as_sdk(e) if isinstance(e, dict) else e for e in _mutations(base, rng)]
         # a named, redacted eve error is the one acceptable failure
         with contextlib.suppress(ModelError):

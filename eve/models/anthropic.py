@@ -24,6 +24,7 @@ from anthropic import types as sdk
 
 from eve.errors import ModelCredentialsMissing
 from eve.messages import AssistantMessage, AssistantPart, ToolCallPart
+from eve.models._guarded import GuardedTranslator
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
 from eve.models._streaming import SDKModel
 from eve.models._tool_input import malformed_event
@@ -133,8 +134,8 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
             api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
         )
 
-    def _translator(self) -> AnthropicTranslator:
-        return AnthropicTranslator()
+    def _translator(self) -> GuardedTranslator:
+        return GuardedTranslator(PROVIDER, AnthropicTranslator())
 
     async def _start(
         self, request: ModelRequest

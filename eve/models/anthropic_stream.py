@@ -11,7 +11,12 @@ verbatim (``PartCompleted``; ``ToolCallEnd`` for a ``tool_use``):
 * ``thinking`` → ``ReasoningPart`` with its signature; ``redacted_thinking`` →
   ``ReasoningPart(redacted=True)`` with its data as ``payload``;
 * any other block (``server_tool_use``, ``web_search_tool_result`` and the other server tool
-  results) → ``ProviderPart`` holding the block as the API sent it.
+  results, ``mcp_tool_use``, ``compaction`` and types newer than eve) → ``ProviderPart``
+  holding the block as the API sent it, with what its deltas added (a delta type eve does
+  not know appends its strings to the block's fields of the same name), so it goes back
+  verbatim;
+* a ``tool_use`` whose input came whole in ``content_block_start`` (no ``input_json_delta``)
+  keeps that input.
 
 :func:`translate_anthropic_events` runs the same translator over events already received.
 """
@@ -23,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from anthropic import types as sdk
+from pydantic import BaseModel
 
 from eve.errors import ModelConnectionError
 from eve.messages import ProviderPart, ReasoningPart, TextPart
@@ -58,7 +63,7 @@ STOP_REASONS: dict[str, StopReason] = {
 @dataclass
 class _Block:
     kind: str
-    #: the block as content_block_start sent it (what a provider block starts from)
+    #: the block as content_block_start sent it, with what unknown deltas added to it
     start: dict[str, Any] = field(default_factory=dict)
     call_id: str = ""
     name: str = ""
@@ -67,6 +72,29 @@ class _Block:
     signature: str = ""
     citations: list[dict[str, Any]] = field(default_factory=list)
     open: bool = True
+
+    def input(self) -> dict[str, Any]:
+        """A tool block's input: the streamed JSON, else the input the start held whole (some
+        gateways and block types send it there and no delta)."""
+        raw = "".join(self.json_parts)
+        if raw.strip():
+            return parse_tool_input(PROVIDER, self.name, raw)
+        whole = self.start.get("input")
+        return dict(whole) if isinstance(whole, dict) else {}
+
+
+def _raw(value: object) -> dict[str, Any]:
+    """An SDK object as the JSON the API sent. The SDK builds events without validating
+    them and reads an unknown type as some known one (a ``compaction`` block as a
+    ``TextBlock``, an unknown event as ``message_start``), so eve reads the JSON and
+    dispatches on its ``type`` string."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_unset=True, warnings=False)
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 class AnthropicTranslator:
@@ -80,27 +108,33 @@ class AnthropicTranslator:
         #: the API's own stop reason (``pause_turn`` included), once message_delta said it
         self.stop_reason: str | None = None
 
-    def feed(self, event: sdk.RawMessageStreamEvent) -> list[ModelEvent]:
+    def feed(self, event: object) -> list[ModelEvent]:
+        data = _raw(event)
+        kind = _str(data.get("type"))
         if self._done:
-            raise protocol_error(PROVIDER, f"{event.type} after message_stop")
-        if isinstance(event, sdk.RawMessageStartEvent):
-            return self._message_start(event)
+            raise protocol_error(PROVIDER, f"{kind} after message_stop")
+        if kind == "message_start":
+            return self._message_start(_raw(data.get("message")))
+        if kind in ("ping", "") or kind not in _MESSAGE_EVENTS:
+            return []  # "ping" and event types newer than eve: nothing to read
         if not self._started:
-            raise protocol_error(PROVIDER, f"{event.type} before message_start")
-        if isinstance(event, sdk.RawContentBlockStartEvent):
-            return self._block_start(event)
-        if isinstance(event, sdk.RawContentBlockDeltaEvent):
-            return self._block_delta(event)
-        if isinstance(event, sdk.RawContentBlockStopEvent):
-            return self._block_stop(event)
-        if isinstance(event, sdk.RawMessageDeltaEvent):
-            if event.delta.stop_reason is not None:
-                self.stop_reason = event.delta.stop_reason
-            self._usage = _usage(event.usage, self._usage)
-            return []
-        if isinstance(event, sdk.RawMessageStopEvent):
-            return [self._message_stop()]
-        return []
+            raise protocol_error(PROVIDER, f"{kind} before message_start")
+        index = data.get("index")
+        match kind:
+            case "content_block_start":
+                return self._block_start(index, _raw(data.get("content_block")))
+            case "content_block_delta":
+                return self._block_delta(index, _raw(data.get("delta")))
+            case "content_block_stop":
+                return self._block_stop(index)
+            case "message_delta":
+                reason = _raw(data.get("delta")).get("stop_reason")
+                if isinstance(reason, str):
+                    self.stop_reason = reason
+                self._usage = _usage(_raw(data.get("usage")), self._usage)
+                return []
+            case _:
+                return [self._message_stop()]
 
     def finish(self) -> list[ModelEvent]:
         """The stream ended; without message_stop the response is incomplete."""
@@ -112,91 +146,98 @@ class AnthropicTranslator:
             )
         return []
 
-    def _message_start(self, event: sdk.RawMessageStartEvent) -> list[ModelEvent]:
+    def _message_start(self, message: dict[str, Any]) -> list[ModelEvent]:
         if self._started:
             raise protocol_error(PROVIDER, "a second message_start in one stream")
         self._started = True
-        self._usage = _usage(event.message.usage, TokenUsage())
+        self._usage = _usage(_raw(message.get("usage")), TokenUsage())
         return []
 
-    def _block_start(self, event: sdk.RawContentBlockStartEvent) -> list[ModelEvent]:
+    def _block_start(self, index: object, block: dict[str, Any]) -> list[ModelEvent]:
         expected = len(self._blocks)
-        if event.index < expected:
+        if not isinstance(index, int) or index < expected:
             raise protocol_error(
-                PROVIDER, f"content_block_start for index {event.index}, which was already started"
+                PROVIDER, f"content_block_start for index {index}, which was already started"
             )
-        if event.index > expected:
+        if index > expected:
             raise protocol_error(
                 PROVIDER,
-                f"content_block_start for index {event.index} out of order (expected {expected})",
+                f"content_block_start for index {index} out of order (expected {expected})",
             )
-        block = event.content_block
-        start = block.to_dict(mode="json")
-        if isinstance(block, sdk.ToolUseBlock | sdk.ServerToolUseBlock):
-            self._blocks.append(_Block(block.type, start, call_id=block.id, name=block.name))
-            if isinstance(block, sdk.ServerToolUseBlock):
-                return []  # the provider runs its own tools; the loop never runs them
-            return [ToolCallStart(id=block.id, name=block.name)]
-        self._blocks.append(_Block(block.type, start))
-        if isinstance(block, sdk.TextBlock) and block.text:
-            self._blocks[-1].text.append(block.text)
-            return [TextDelta(text=block.text)]
-        if isinstance(block, sdk.ThinkingBlock):
-            self._blocks[-1].text.append(block.thinking)
-            self._blocks[-1].signature = block.signature
-        return []
+        kind = _str(block.get("type"))
+        started = _Block(kind, block)
+        self._blocks.append(started)
+        out: list[ModelEvent] = []
+        if kind.endswith("tool_use"):
+            started.call_id, started.name = _str(block.get("id")), _str(block.get("name"))
+            if kind != "tool_use":
+                return []  # server and MCP tools run at the provider; the loop never runs them
+            out.append(ToolCallStart(id=started.call_id, name=started.name))
+            whole = block.get("input")
+            if isinstance(whole, dict) and whole:
+                out.append(ToolCallDelta(id=started.call_id, json_delta=json.dumps(whole)))
+        elif kind == "text" and (text := _str(block.get("text"))):
+            started.text.append(text)
+            out.append(TextDelta(text=text))
+        elif kind == "thinking":
+            started.text.append(_str(block.get("thinking")))
+            started.signature = _str(block.get("signature"))
+        return out
 
-    def _open_block(self, index: int, what: str) -> _Block:
-        if not 0 <= index < len(self._blocks):
+    def _open_block(self, index: object, what: str) -> _Block:
+        if not isinstance(index, int) or not 0 <= index < len(self._blocks):
             raise protocol_error(PROVIDER, f"{what} for index {index}, which was never started")
         block = self._blocks[index]
         if not block.open:
             raise protocol_error(PROVIDER, f"{what} for index {index}, which was already stopped")
         return block
 
-    def _block_delta(self, event: sdk.RawContentBlockDeltaEvent) -> list[ModelEvent]:
-        block = self._open_block(event.index, f"{event.delta.type} content_block_delta")
-        delta = event.delta
-        if isinstance(delta, sdk.TextDelta):
-            self._expect(block, ("text",), event)
-            block.text.append(delta.text)
-            return [TextDelta(text=delta.text)] if delta.text else []
-        if isinstance(delta, sdk.CitationsDelta):
-            self._expect(block, ("text",), event)
-            block.citations.append(delta.citation.to_dict(mode="json"))
-            return []
-        if isinstance(delta, sdk.ThinkingDelta):
-            self._expect(block, ("thinking",), event)
-            block.text.append(delta.thinking)
-            return [ReasoningDelta(text=delta.thinking)] if delta.thinking else []
-        if isinstance(delta, sdk.SignatureDelta):
-            self._expect(block, ("thinking",), event)
-            block.signature += delta.signature
-            return []
-        if isinstance(delta, sdk.InputJSONDelta):
-            self._expect(block, ("tool_use", "server_tool_use"), event)
-            block.json_parts.append(delta.partial_json)
-            if block.kind == "server_tool_use" or not delta.partial_json:
+    def _block_delta(self, index: object, delta: dict[str, Any]) -> list[ModelEvent]:
+        kind = _str(delta.get("type"))
+        block = self._open_block(index, f"{kind} content_block_delta")
+        match kind:
+            case "text_delta":
+                self._expect(block, ("text",), kind, index)
+                text = _str(delta.get("text"))
+                block.text.append(text)
+                return [TextDelta(text=text)] if text else []
+            case "citations_delta":
+                self._expect(block, ("text",), kind, index)
+                block.citations.append(_raw(delta.get("citation")))
                 return []
-            return [ToolCallDelta(id=block.call_id, json_delta=delta.partial_json)]
-        return []
+            case "thinking_delta":
+                self._expect(block, ("thinking",), kind, index)
+                thinking = _str(delta.get("thinking"))
+                block.text.append(thinking)
+                return [ReasoningDelta(text=thinking)] if thinking else []
+            case "signature_delta":
+                self._expect(block, ("thinking",), kind, index)
+                block.signature += _str(delta.get("signature"))
+                return []
+            case "input_json_delta":
+                if not block.call_id and block.kind != "tool_use":
+                    self._expect(block, ("tool_use", "server_tool_use"), kind, index)
+                piece = _str(delta.get("partial_json"))
+                block.json_parts.append(piece)
+                if block.kind != "tool_use" or not piece:
+                    return []
+                return [ToolCallDelta(id=block.call_id, json_delta=piece)]
+            case _:
+                _merge(block.start, delta)
+                return []
 
     @staticmethod
-    def _expect(
-        block: _Block, kinds: tuple[str, ...], event: sdk.RawContentBlockDeltaEvent
-    ) -> None:
+    def _expect(block: _Block, kinds: tuple[str, ...], delta: str, index: object) -> None:
         if block.kind not in kinds:
             raise protocol_error(
-                PROVIDER,
-                f"{event.delta.type} for index {event.index}, which is a {block.kind} block",
+                PROVIDER, f"{delta} for index {index}, which is a {block.kind} block"
             )
 
-    def _block_stop(self, event: sdk.RawContentBlockStopEvent) -> list[ModelEvent]:
-        block = self._open_block(event.index, "content_block_stop")
+    def _block_stop(self, index: object) -> list[ModelEvent]:
+        block = self._open_block(index, "content_block_stop")
         block.open = False
         if block.kind == "tool_use":
-            data = parse_tool_input(PROVIDER, block.name, "".join(block.json_parts))
-            return [ToolCallEnd(id=block.call_id, name=block.name, input=data)]
+            return [ToolCallEnd(id=block.call_id, name=block.name, input=block.input())]
         part = _part(block)
         return [PartCompleted(part=part)] if part is not None else []
 
@@ -219,17 +260,35 @@ class AnthropicTranslator:
         return Done(stop_reason=stop, usage=self._usage)
 
 
-def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage, before: TokenUsage) -> TokenUsage:
+_MESSAGE_EVENTS = frozenset(
+    {"content_block_start", "content_block_delta", "content_block_stop", "message_delta"}
+    | {"message_stop"}
+)
+
+
+def _merge(block: dict[str, Any], delta: dict[str, Any]) -> None:
+    """A delta of a type eve does not know, into its block: the Messages API's deltas add
+    text to a field of their block (``text_delta.text`` to ``text``, ``compaction_delta``'s
+    ``content`` to ``content``), so a string is appended and any other value set."""
+    for key, value in delta.items():
+        if key == "type":
+            continue
+        before = block.get(key)
+        block[key] = before + value if isinstance(value, str) and isinstance(before, str) else value
+
+
+def _usage(usage: dict[str, Any], before: TokenUsage) -> TokenUsage:
     """The usage so far: message_delta's counts are cumulative and may leave input out."""
 
-    def pick(value: int | None, old: int) -> int:
-        return old if value is None else value
+    def pick(key: str, old: int) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else old
 
     return TokenUsage(
-        input_tokens=pick(usage.input_tokens, before.input_tokens),
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=pick(usage.cache_read_input_tokens, before.cache_read_tokens),
-        cache_write_tokens=pick(usage.cache_creation_input_tokens, before.cache_write_tokens),
+        input_tokens=pick("input_tokens", before.input_tokens),
+        output_tokens=pick("output_tokens", before.output_tokens),
+        cache_read_tokens=pick("cache_read_input_tokens", before.cache_read_tokens),
+        cache_write_tokens=pick("cache_creation_input_tokens", before.cache_write_tokens),
     )
 
 
@@ -246,9 +305,8 @@ def _part(block: _Block) -> TextPart | ReasoningPart | ProviderPart | None:
         case "redacted_thinking":
             payload = str(block.start.get("data", ""))
             return ReasoningPart(provider=PROVIDER, redacted=True, payload=payload)
-        case "server_tool_use":
-            raw = "".join(block.json_parts)
-            data = parse_tool_input(PROVIDER, block.name, raw) if raw else block.start["input"]
+        case kind if kind.endswith("tool_use"):  # server and MCP tools: run by the provider
+            data = block.input()
             whole = {**block.start, "input": data}
             readable = f"[{block.name} {json.dumps(data, sort_keys=True)}]"
             return ProviderPart(provider=PROVIDER, block=whole, text=readable)
@@ -259,6 +317,8 @@ def _part(block: _Block) -> TextPart | ReasoningPart | ProviderPart | None:
 def _readable(block: dict[str, Any]) -> str:
     """What another provider may read of a server tool's result: the pages it found."""
     content = block.get("content")
+    if isinstance(content, str):
+        return content  # a compaction block's summary of the conversation before it
     if not isinstance(content, list):
         return ""
     found = [
@@ -269,7 +329,7 @@ def _readable(block: dict[str, Any]) -> str:
     return "\n".join(found)
 
 
-def translate_anthropic_events(events: Iterable[sdk.RawMessageStreamEvent]) -> Iterator[ModelEvent]:
+def translate_anthropic_events(events: Iterable[object]) -> Iterator[ModelEvent]:
     """The eve events for a complete list of raw SDK stream events."""
     translator = AnthropicTranslator()
     for event in events:

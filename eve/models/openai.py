@@ -21,11 +21,13 @@ import openai
 
 from eve.errors import ModelCredentialsMissing
 from eve.manifest import OpenAIApi
+from eve.models._guarded import GuardedTranslator
 from eve.models._http_errors import connection_error, describe, provider_error, status_error
 from eve.models._streaming import ClosableStream, SDKModel, Translator
 from eve.models._tool_input import malformed_event
 from eve.models.base import ModelRequest
-from eve.models.openai_chat import OpenAITranslator, start_chat, translate_openai_chunks
+from eve.models.openai_chat import start_chat, translate_openai_chunks
+from eve.models.openai_chat_reader import ChatClient, OpenAITranslator
 from eve.models.openai_parts import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -75,14 +77,15 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
         return f"OpenAIModel({self._model!r}, base_url={self._base_url!r}, api={self.api!r})"
 
     def _new_client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
+        return ChatClient(
             api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
         )
 
     def _translator(self) -> Translator[Any]:
-        if self.api == "responses":
-            return ResponsesTranslator()
-        return OpenAITranslator()
+        inner: Translator[Any] = (
+            ResponsesTranslator() if self.api == "responses" else OpenAITranslator()
+        )
+        return GuardedTranslator(PROVIDER, inner)
 
     async def _start(self, request: ModelRequest) -> ClosableStream:
         if self.api == "responses":

@@ -2,9 +2,9 @@
 
 Any OpenAI-compatible server (llama.cpp, vLLM, Ollama …) speaks Chat Completions; OpenAI's own
 endpoint gets the Responses API instead (``eve.models.openai_responses``) unless a node sets
-``openai_api="chat-completions"``. :class:`OpenAITranslator` assembles tool calls by ``index``
-(id and name in a call's first chunk, its arguments split over many) and checks the stream;
-:func:`translate_openai_chunks` runs the same translator over chunks already received.
+``openai_api="chat-completions"``. The stream is read by the liberal reader in
+``eve.models.openai_chat_reader`` (every compatible server's dialect);
+:func:`translate_openai_chunks` runs it over chunks already received.
 
 What Chat Completions cannot carry, and what eve sends instead:
 
@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import openai
 from openai.types import chat as sdk
-from openai.types.completion_usage import CompletionUsage
 from openai.types.shared import ReasoningEffort
 
 from eve.messages import (
@@ -39,138 +37,26 @@ from eve.messages import (
     parts_for,
 )
 from eve.models._settings import extra_body
-from eve.models._tool_input import parse_tool_input, protocol_error
 from eve.models.base import ModelRequest
-from eve.models.events import (
-    Done,
-    ModelEvent,
-    ReasoningDelta,
-    StopReason,
-    TextDelta,
-    TokenUsage,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from eve.models.events import ModelEvent
+from eve.models.openai_chat_reader import STREAM_DONE, ChatStream, OpenAITranslator
 from eve.models.openai_parts import (
-    PROVIDER,
     document_as_text,
-    ended_early,
     file_name,
     json_schema_format,
     media_url,
     result_text,
 )
 
-_FINISH_REASONS: dict[str, StopReason] = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-}
 
-
-@dataclass
-class _Call:
-    id: str
-    name: str
-    parts: list[str] = field(default_factory=list)
-
-
-class OpenAITranslator:
-    """Checks one chat completion stream, chunk by chunk, and turns it into eve events."""
-
-    def __init__(self) -> None:
-        self._calls: list[_Call] = []
-        self._by_index: dict[int, _Call] = {}
-        self._finish_reason: str | None = None
-        self._refused = False
-        self._usage = TokenUsage()
-
-    def feed(self, chunk: sdk.ChatCompletionChunk) -> list[ModelEvent]:
-        if chunk.usage is not None:
-            self._usage = chat_usage(chunk.usage)
-        out: list[ModelEvent] = []
-        for choice in chunk.choices:
-            if choice.index != 0:
-                continue  # eve asks for one choice; others would be another answer
-            out.extend(self._delta(choice.delta))
-            if choice.finish_reason is not None:
-                out.extend(self._finish_choice(choice.finish_reason))
-        return out
-
-    def finish(self) -> list[ModelEvent]:
-        """The stream ended: the one ``Done``, or an error when no finish_reason came."""
-        if self._finish_reason is None:
-            raise ended_early("finish_reason")
-        return [Done(stop_reason=self._stop_reason(self._finish_reason), usage=self._usage)]
-
-    def _delta(self, delta: sdk.chat_completion_chunk.ChoiceDelta) -> list[ModelEvent]:
-        out: list[ModelEvent] = []
-        # Compatible servers (vLLM, llama.cpp, DeepSeek) stream reasoning as an extra field.
-        reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-        if isinstance(reasoning, str) and reasoning:
-            out.append(ReasoningDelta(text=reasoning))
-        if delta.content:
-            out.append(TextDelta(text=delta.content))
-        if delta.refusal:
-            self._refused = True
-            out.append(TextDelta(text=delta.refusal))
-        for tool_delta in delta.tool_calls or []:
-            out.extend(self._tool_delta(tool_delta))
-        return out
-
-    def _tool_delta(self, delta: sdk.chat_completion_chunk.ChoiceDeltaToolCall) -> list[ModelEvent]:
-        if self._finish_reason is not None:
-            raise protocol_error(PROVIDER, "a tool call delta after the finish_reason")
-        out: list[ModelEvent] = []
-        call = self._by_index.get(delta.index)
-        name = delta.function.name if delta.function else None
-        # Some compatible servers number every call 0, so a new id starts a new call.
-        if call is None or (delta.id and delta.id != call.id):
-            if not delta.id or not name:
-                raise protocol_error(
-                    PROVIDER,
-                    f"tool call delta for index {delta.index}, which has no id and name yet",
-                )
-            call = _Call(delta.id, name)
-            self._calls.append(call)
-            self._by_index[delta.index] = call
-            out.append(ToolCallStart(id=call.id, name=call.name))
-        arguments = delta.function.arguments if delta.function else None
-        if arguments:
-            call.parts.append(arguments)
-            out.append(ToolCallDelta(id=call.id, json_delta=arguments))
-        return out
-
-    def _finish_choice(self, reason: str) -> list[ModelEvent]:
-        if self._finish_reason is not None:
-            raise protocol_error(PROVIDER, "a second finish_reason in one stream")
-        self._finish_reason = reason
-        if reason == "tool_calls" and not self._calls:
-            raise protocol_error(PROVIDER, "finish_reason tool_calls, but no tool call was sent")
-        return [
-            ToolCallEnd(
-                id=c.id, name=c.name, input=parse_tool_input(PROVIDER, c.name, "".join(c.parts))
-            )
-            for c in self._calls
-        ]
-
-    def _stop_reason(self, reason: str) -> StopReason:
-        mapped = _FINISH_REASONS.get(reason, "other")
-        if mapped == "end_turn" and self._calls:
-            return "tool_use"  # compatible servers that call tools but say "stop"
-        if mapped == "end_turn" and self._refused:
-            return "refusal"
-        return mapped
-
-
-def translate_openai_chunks(chunks: Iterable[sdk.ChatCompletionChunk]) -> Iterator[ModelEvent]:
-    """The eve events for a complete list of SDK chat completion chunks."""
+def translate_openai_chunks(chunks: Iterable[object], *, done: bool = True) -> Iterator[ModelEvent]:
+    """The eve events for a complete list of chat completion chunks (SDK objects or their
+    JSON); ``done`` says the stream ended with ``[DONE]``, as a whole one does."""
     translator = OpenAITranslator()
     for chunk in chunks:
         yield from translator.feed(chunk)
+    if done:
+        yield from translator.feed(STREAM_DONE)
     yield from translator.finish()
 
 
@@ -282,7 +168,7 @@ def openai_tools(request: ModelRequest) -> list[sdk.ChatCompletionToolUnionParam
 
 async def start_chat(
     client: openai.AsyncOpenAI, model: str, request: ModelRequest, *, official: bool
-) -> openai.AsyncStream[sdk.ChatCompletionChunk]:
+) -> ChatStream:
     """Start one streamed chat completion for ``request``."""
     tools = openai_tools(request)
     settings = request.settings
@@ -296,7 +182,7 @@ async def start_chat(
         if schema is not None
         else openai.omit
     )
-    return await client.chat.completions.create(
+    stream = await client.chat.completions.create(
         model=model,
         messages=openai_messages(request.system, request.messages),
         tools=tools or openai.omit,
@@ -313,20 +199,8 @@ async def start_chat(
         seed=_given(settings.seed),
         extra_body=extra_body(settings),
     )
+    return ChatStream(stream)
 
 
 def _given(value: Any) -> Any:
     return openai.omit if value is None else value
-
-
-def chat_usage(usage: CompletionUsage) -> TokenUsage:
-    """Chat Completions usage by kind: ``prompt_tokens`` include the cached ones."""
-    cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
-    details = usage.completion_tokens_details
-    reasoning = details.reasoning_tokens if details else None
-    return TokenUsage(
-        input_tokens=usage.prompt_tokens - (cached or 0),
-        output_tokens=usage.completion_tokens,
-        cache_read_tokens=cached or 0,
-        reasoning_tokens=reasoning or 0,
-    )

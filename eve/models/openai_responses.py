@@ -4,11 +4,15 @@ Requests are stateless (``store: false``), so everything the model needs goes ba
 ``input`` on every step: the history as items, in order, with each reasoning item as it came
 (its ``rs_…`` id, summary and ``encrypted_content``, asked for through ``include``), so a
 reasoning model keeps its reasoning across tool calls. What a response produced comes back
-as parts, one per output item when the item is done (``response.output_item.done``):
+as parts when each output item is done (``response.output_item.done``), in the order of
+the items' ``output_index`` (items may finish out of order; the history keeps the model's):
 
-* ``message`` → ``TextPart``; with annotations (citations) → ``ProviderPart`` holding the
-  item, so the citations go back verbatim and another provider reads its text;
-* ``reasoning`` → ``ReasoningPart`` (summary text, encrypted content, item id);
+* ``message`` → ``TextPart``; with annotations (citations) or a ``phase`` (``commentary``,
+  ``final_answer``: OpenAI asks clients to resend it on every assistant message) →
+  ``ProviderPart`` holding the item, so it goes back verbatim, id included, and another
+  provider reads its text;
+* ``reasoning`` → one ``ReasoningPart`` per summary part (its text, the item's encrypted
+  content and id); the parts of one item go back as that one item, its summary parts apart;
 * ``function_call`` → ``ToolCallEnd`` (the loop makes it a ``ToolCallPart``);
 * any other item (``web_search_call``, ``file_search_call`` …) → ``ProviderPart``.
 
@@ -88,6 +92,10 @@ class ResponsesTranslator:
         self._call_ids: dict[int, str] = {}
         self._calls = 0
         self._refused = False
+        #: finished items waiting for an earlier one: output_index → their events
+        self._finished: dict[int, list[ModelEvent]] = {}
+        #: the output_index whose events go out next
+        self._next = 0
 
     def feed(self, event: sdk.ResponseStreamEvent) -> list[ModelEvent]:
         if self._done:
@@ -104,14 +112,16 @@ class ResponsesTranslator:
                 return self._added(event.output_index, event.item)
             case sdk.ResponseOutputItemDoneEvent():
                 self._close(event.output_index, event.type)
-                return self._item_done(event.item)
+                self._finished[event.output_index] = self._item_done(event.item)
+                return self._in_order()
             case sdk.ResponseCompletedEvent():
                 return self._completed(event.response)
             case sdk.ResponseIncompleteEvent():
                 self._done = True
                 details = event.response.incomplete_details
                 reason = _INCOMPLETE_REASONS.get(str(details.reason if details else ""), "other")
-                return [Done(stop_reason=reason, usage=responses_usage(event.response.usage))]
+                usage = responses_usage(event.response.usage)
+                return [*self._in_order(all_of_them=True), Done(stop_reason=reason, usage=usage)]
             case sdk.ResponseFailedEvent():
                 error = event.response.error
                 raise stream_error(
@@ -178,13 +188,18 @@ class ResponsesTranslator:
                 return _message_done(item)
             case sdk.ResponseReasoningItem():
                 texts = [s.text for s in item.summary] or [c.text for c in item.content or []]
-                part = ReasoningPart(
-                    provider=PROVIDER,
-                    text="\n\n".join(texts),
-                    payload=item.encrypted_content,
-                    item_id=item.id,
-                )
-                return [PartCompleted(part=part)]
+                # one part per summary part, so each goes back as its own summary part
+                return [
+                    PartCompleted(
+                        part=ReasoningPart(
+                            provider=PROVIDER,
+                            text=text,
+                            payload=item.encrypted_content,
+                            item_id=item.id,
+                        )
+                    )
+                    for text in texts or [""]
+                ]
             case sdk.ResponseFunctionToolCall():
                 self._calls += 1
                 arguments = parse_tool_input(PROVIDER, item.name, item.arguments)
@@ -193,18 +208,32 @@ class ResponsesTranslator:
                 block = ProviderPart(provider=PROVIDER, block=item.to_dict())
                 return [PartCompleted(part=block)]
 
+    def _in_order(self, *, all_of_them: bool = False) -> list[ModelEvent]:
+        """The finished items' events that may go out: those up to the first index still
+        streaming, or (at the end) all of them, by index."""
+        out: list[ModelEvent] = []
+        while self._finished:
+            if self._next not in self._finished:
+                if not all_of_them:
+                    break
+                self._next = min(self._finished)
+            out.extend(self._finished.pop(self._next))
+            self._next += 1
+        return out
+
     def _completed(self, response: sdk.Response) -> list[ModelEvent]:
         if self._open:
             raise protocol_error(
                 PROVIDER, f"response.completed with output(s) {sorted(self._open)} still open"
             )
         self._done = True
+        held = self._in_order(all_of_them=True)
         reason: StopReason = "end_turn"
         if self._calls:
             reason = "tool_use"
         elif self._refused:
             reason = "refusal"
-        return [Done(stop_reason=reason, usage=responses_usage(response.usage))]
+        return [*held, Done(stop_reason=reason, usage=responses_usage(response.usage))]
 
 
 def _message_done(item: sdk.ResponseOutputMessage) -> list[ModelEvent]:
@@ -218,7 +247,9 @@ def _message_done(item: sdk.ResponseOutputMessage) -> list[ModelEvent]:
             case sdk.ResponseOutputRefusal():
                 texts.append(content.refusal)
     text = "".join(texts)
-    if cited:
+    # phase: "preserve and resend phase on all assistant messages" (the SDK's
+    # ResponseOutputMessage.phase); the item as it came carries it, with its id
+    if cited or item.phase is not None:
         return [
             PartCompleted(
                 part=ProviderPart(provider=PROVIDER, block=item.to_dict(), text=text, answer=True)
@@ -308,16 +339,25 @@ def _assistant_items(message: AssistantMessage) -> list[Item]:
             case ReasoningPart():
                 # With store false an item id alone refers to nothing the API kept: reasoning
                 # without its encrypted content cannot go back.
-                if part.payload is not None and part.item_id is not None:
-                    summary = [{"type": "summary_text", "text": part.text}] if part.text else []
-                    items.append(
-                        {
-                            "type": "reasoning",
-                            "id": part.item_id,
-                            "summary": summary,
-                            "encrypted_content": part.payload,
-                        }
-                    )
+                if part.payload is None or part.item_id is None:
+                    continue
+                summary = [{"type": "summary_text", "text": part.text}] if part.text else []
+                last = items[-1] if items else None
+                if (
+                    last is not None
+                    and last.get("type") == "reasoning"
+                    and last.get("id") == (part.item_id)
+                ):
+                    last["summary"].extend(summary)  # another summary part of the same item
+                    continue
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": part.item_id,
+                        "summary": summary,
+                        "encrypted_content": part.payload,
+                    }
+                )
             case ToolCallPart():
                 items.append(
                     {

@@ -4,7 +4,10 @@ MCP results carry text, images (base64), audio, embedded resources (text or a ba
 and resource links (https://modelcontextprotocol.io/specification/2025-06-18/server/tools#tool-result).
 Images and documents of the types models take reach the model as images and documents,
 as a local tool's ``ImagePart`` would; what no model here takes is said in a text part, so
-the model knows something was left out rather than seeing nothing.
+the model knows something was left out rather than seeing nothing. A resource (embedded or
+linked) keeps its URI and media type, and a block's annotations (audience, priority, last
+modified) are passed on in that line: the model needs the URI to read a linked resource
+through ``eve__resource`` and the annotations to weigh what it got.
 """
 
 from __future__ import annotations
@@ -23,26 +26,61 @@ ResultPart = TextPart | ImagePart | DocumentPart
 
 
 def content_parts(blocks: Sequence[mcp_types.ContentBlock]) -> list[ResultPart]:
-    return [_part(block) for block in blocks]
+    return [part for block in blocks for part in _parts(block)]
 
 
-def _part(block: mcp_types.ContentBlock) -> ResultPart:
+def _parts(block: mcp_types.ContentBlock) -> list[ResultPart]:
     match block:
         case mcp_types.TextContent(text=text):
-            return TextPart(text=text)
+            return [TextPart(text=text)]
         case mcp_types.ImageContent(data=data, mime_type=media_type):
-            return _media(data, media_type, name=None, what="image")
+            return [_media(data, media_type, name=None, what="image")]
         case mcp_types.AudioContent(mime_type=media_type):
-            return TextPart(text=f"[audio content ({media_type}): the model takes no audio]")
-        case mcp_types.ResourceLink(uri=uri):
-            return TextPart(text=f"[resource link: {uri}]")
-        case mcp_types.EmbeddedResource(resource=mcp_types.TextResourceContents(text=text)):
-            return TextPart(text=text)
+            return [TextPart(text=f"[audio content ({media_type}): the model takes no audio]")]
+        case mcp_types.ResourceLink():
+            described = f": {block.description}" if block.description else ""
+            head = _resource_line("resource link", str(block.uri), block.mime_type, block)
+            return [TextPart(text=f"{head[:-1]} named {block.name!r}{described}]")]
+        case mcp_types.EmbeddedResource(resource=mcp_types.TextResourceContents() as text):
+            head = _resource_line("resource", str(text.uri), text.mime_type, block)
+            return [TextPart(text=f"{head}\n{text.text}")]
         case mcp_types.EmbeddedResource(resource=mcp_types.BlobResourceContents() as blob):
-            name = PurePosixPath(str(blob.uri)).name or None
-            return _media(blob.blob, blob.mime_type or "", name=name, what="resource")
+            uri = str(blob.uri)
+            name = PurePosixPath(uri).name or None
+            head = _resource_line("resource", uri, blob.mime_type, block)
+            return [
+                TextPart(text=head),
+                _media(blob.blob, blob.mime_type or "", name=name, what="resource"),
+            ]
         case _:
-            return TextPart(text=f"[{getattr(block, 'type', 'unknown')} content]")
+            return [TextPart(text=f"[{getattr(block, 'type', 'unknown')} content]")]
+
+
+def resource_line(what: str, uri: str, media_type: str | None) -> str:
+    """``[resource file:///a.txt (text/plain)]``: a resource as the model is told of it."""
+    return f"[{what} {uri} ({media_type or 'no media type'})]"
+
+
+def _resource_line(
+    what: str, uri: str, media_type: str | None, block: mcp_types.ContentBlock
+) -> str:
+    line = resource_line(what, uri, media_type)
+    notes = annotation_notes(getattr(block, "annotations", None))
+    return f"{line[:-1]}; {notes}]" if notes else line
+
+
+def annotation_notes(annotations: mcp_types.Annotations | None) -> str:
+    """A block's annotations as one phrase (``audience: user; priority: 0.9``), or ''."""
+    if annotations is None:
+        return ""
+    notes: list[str] = []
+    if annotations.audience:
+        notes.append("audience: " + ", ".join(annotations.audience))
+    if annotations.priority is not None:
+        notes.append(f"priority: {annotations.priority:g}")
+    if annotations.last_modified:
+        notes.append(f"last modified: {annotations.last_modified}")
+    return "; ".join(notes)
 
 
 def _media(data: str, media_type: str, *, name: str | None, what: str) -> ResultPart:

@@ -32,6 +32,7 @@ from eve.errors import MCPConnectionError, MCPSdkMissing
 from eve.manifest import Approval, ConnectionEntry, FunctionToolEntry, StdioServer
 from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
+from eve.runtime.partials import running_call_partial
 from eve.runtime.resolved import ResolvedConnection, ResolvedFunctionTool
 from eve.runtime.validation import JsonSchemaValidator
 
@@ -93,11 +94,11 @@ async def close_pool() -> None:
     await pool_module.close_current_pool()
 
 
-async def _listed(connection: ResolvedConnection) -> ListedConnection:
+async def _listed(connection: ResolvedConnection, roots: Sequence[Path]) -> ListedConnection:
     entry = connection.entry
     try:
         pool = pool_of(entry.name)
-        found = await pool.list_tools(entry, connection.definition.get_token)
+        found = await pool.list_tools(entry, connection.definition.get_token, roots=roots)
         admitted = [
             tool
             for tool in found
@@ -121,16 +122,26 @@ async def _listed(connection: ResolvedConnection) -> ListedConnection:
     )
 
 
-async def list_connections(connections: Sequence[ResolvedConnection]) -> ConnectionListing:
-    """Every connection's tools, listed concurrently; never raises for a server's failure."""
-    listed = await asyncio.gather(*(_listed(connection) for connection in connections))
+async def list_connections(
+    connections: Sequence[ResolvedConnection], *, roots: Sequence[Path] = ()
+) -> ConnectionListing:
+    """Every connection's tools, listed concurrently; never raises for a server's failure.
+    ``roots`` (the agent's workspace) is what a server asking for roots is told."""
+    listed = await asyncio.gather(*(_listed(connection, roots) for connection in connections))
     return ConnectionListing(connections=list(listed))
 
 
 def _caller(connection: ResolvedConnection, tool: str) -> Execute:
     async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
         pool = pool_of(connection.name)
-        result = await pool.call(connection.entry, tool, data, connection.definition.get_token)
+        result = await pool.call(
+            connection.entry,
+            tool,
+            data,
+            connection.definition.get_token,
+            report=running_call_partial.get(),  # the server's progress: action.partial
+            roots=(ctx.workspace,),
+        )
         if result.has_media:
             return result.parts  # images and documents reach the model as such
         if not result.text and result.structured is not None:

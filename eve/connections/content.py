@@ -39,40 +39,40 @@ def _parts(block: mcp_types.ContentBlock) -> list[ResultPart]:
             return [TextPart(text=f"[audio content ({media_type}): the model takes no audio]")]
         case mcp_types.ResourceLink():
             described = f": {block.description}" if block.description else ""
-            head = _resource_line("resource link", str(block.uri), block.mime_type, block)
-            return [TextPart(text=f"{head[:-1]} named {block.name!r}{described}]")]
+            said = f" named {block.name!r}{described}"
+            line = resource_line("resource link", str(block.uri), block.mime_type, block, said)
+            return [TextPart(text=line)]
         case mcp_types.EmbeddedResource(resource=mcp_types.TextResourceContents() as text):
-            head = _resource_line("resource", str(text.uri), text.mime_type, block)
-            return [TextPart(text=f"{head}\n{text.text}")]
+            line = resource_line("resource", str(text.uri), text.mime_type, block)
+            return [TextPart(text=f"{line}\n{text.text}")]
         case mcp_types.EmbeddedResource(resource=mcp_types.BlobResourceContents() as blob):
             uri = str(blob.uri)
             name = PurePosixPath(uri).name or None
-            head = _resource_line("resource", uri, blob.mime_type, block)
-            return [
-                TextPart(text=head),
-                _media(blob.blob, blob.mime_type or "", name=name, what="resource"),
-            ]
+            line = resource_line("resource", uri, blob.mime_type, block)
+            media = _media(blob.blob, blob.mime_type or "", name=name, what="resource")
+            return [TextPart(text=line), media]
         case _:
             return [TextPart(text=f"[{getattr(block, 'type', 'unknown')} content]")]
 
 
-def resource_line(what: str, uri: str, media_type: str | None) -> str:
-    """``[resource file:///a.txt (text/plain)]``: a resource as the model is told of it."""
-    return f"[{what} {uri} ({media_type or 'no media type'})]"
-
-
-def _resource_line(
-    what: str, uri: str, media_type: str | None, block: mcp_types.ContentBlock
+def resource_line(
+    what: str,
+    uri: str,
+    media_type: str | None,
+    block: mcp_types.ContentBlock,
+    said: str = "",
 ) -> str:
-    line = resource_line(what, uri, media_type)
-    notes = annotation_notes(getattr(block, "annotations", None))
-    return f"{line[:-1]}; {notes}]" if notes else line
+    """``[resource file:///a.txt (text/plain; priority: 0.9)]``: a resource as the model is
+    told of it, with its block's annotations."""
+    annotations = getattr(block, "annotations", None)
+    details = "; ".join([media_type or "no media type", *annotation_notes(annotations)])
+    return f"[{what} {uri} ({details}){said}]"
 
 
-def annotation_notes(annotations: mcp_types.Annotations | None) -> str:
-    """A block's annotations as one phrase (``audience: user; priority: 0.9``), or ''."""
+def annotation_notes(annotations: mcp_types.Annotations | None) -> list[str]:
+    """A block's annotations as phrases (``audience: user``, ``priority: 0.9``)."""
     if annotations is None:
-        return ""
+        return []
     notes: list[str] = []
     if annotations.audience:
         notes.append("audience: " + ", ".join(annotations.audience))
@@ -80,7 +80,7 @@ def annotation_notes(annotations: mcp_types.Annotations | None) -> str:
         notes.append(f"priority: {annotations.priority:g}")
     if annotations.last_modified:
         notes.append(f"last modified: {annotations.last_modified}")
-    return "; ".join(notes)
+    return notes
 
 
 def _media(data: str, media_type: str, *, name: str | None, what: str) -> ResultPart:

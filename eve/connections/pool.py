@@ -36,7 +36,6 @@ from mcp.shared.exceptions import MCPError
 from eve.authoring.connections import TokenSource
 from eve.connections.client_features import (
     ClientFeatures,
-    Report,
     progress_callback,
     runs_without_task,
 )
@@ -51,6 +50,7 @@ from eve.errors import (
 )
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
 from eve.messages import TextPart
+from eve.runtime.partials import Report
 
 log = logging.getLogger("eve.connections")
 R = TypeVar("R")

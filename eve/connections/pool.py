@@ -407,6 +407,16 @@ class ConnectionPool:
         server.features.set_roots(roots)
         return await server.call(tool, arguments, report)
 
+    async def use(
+        self,
+        entry: ConnectionEntry,
+        run: Callable[[ClientSession], Awaitable[R]],
+        token: TokenSource | None = None,
+    ) -> R:
+        """``run`` with the server's session (reconnected as a call would be), for the
+        requests that are not tool calls (``connections.resources``)."""
+        return await self._server(entry, token)._with_reconnect(run)
+
     async def close(self) -> None:
         """Close every connection (a stdio server's process group ends with it)."""
         servers, self._servers = list(self._servers.values()), {}

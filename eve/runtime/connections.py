@@ -37,7 +37,7 @@ from eve.runtime.resolved import ResolvedConnection, ResolvedFunctionTool
 from eve.runtime.validation import JsonSchemaValidator
 
 if TYPE_CHECKING:
-    from eve.connections.pool import ConnectionPool
+    from eve.connections.pool import CallResult, ConnectionPool
 
 __all__ = [
     "LISTING_STEP",
@@ -106,6 +106,10 @@ async def _listed(connection: ResolvedConnection, roots: Sequence[Path]) -> List
             and tool.name not in entry.block_tools
         ]
         names = model_tool_names(entry.name, [tool.name for tool in admitted])
+        from eve.connections.resources import listed_resources_tool  # imports mcp
+
+        taken = {tool.name for tool in found}
+        builtin = await listed_resources_tool(pool, entry, connection.definition.get_token, taken)
     except MCPConnectionError as error:
         return ListedConnection(connection=entry.name, error=f"{type(error).__name__}: {error}")
     return ListedConnection(
@@ -118,7 +122,8 @@ async def _listed(connection: ResolvedConnection, roots: Sequence[Path]) -> List
                 input_schema=tool.input_schema,
             )
             for tool in admitted
-        ],
+        ]
+        + ([] if builtin is None else [builtin]),
     )
 
 
@@ -131,9 +136,16 @@ async def list_connections(
     return ConnectionListing(connections=list(listed))
 
 
-def _caller(connection: ResolvedConnection, tool: str) -> Execute:
+def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
+    tool = listed.tool
+
     async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
         pool = pool_of(connection.name)
+        if listed.kind == "resources":
+            from eve.connections.resources import call_resources  # imports mcp
+
+            token = connection.definition.get_token
+            return model_value(await call_resources(pool, connection.entry, token, data))
         result = await pool.call(
             connection.entry,
             tool,
@@ -142,13 +154,20 @@ def _caller(connection: ResolvedConnection, tool: str) -> Execute:
             report=running_call_partial.get(),  # the server's progress: action.partial
             roots=(ctx.workspace,),
         )
-        if result.has_media:
-            return result.parts  # images and documents reach the model as such
-        if not result.text and result.structured is not None:
-            return result.structured
-        return result.text
+        return model_value(result)
 
     return call_server_tool
+
+
+def model_value(result: CallResult) -> Any:
+    """What a tool returns of a server's answer: its parts when it has images or
+    documents (they reach the model as such), its structured content when it has no text,
+    else its text."""
+    if result.has_media:
+        return result.parts
+    if not result.text and result.structured is not None:
+        return result.structured
+    return result.text
 
 
 def _tool(connection: ResolvedConnection, listed: ListedTool) -> ResolvedFunctionTool:
@@ -165,7 +184,7 @@ def _tool(connection: ResolvedConnection, listed: ListedTool) -> ResolvedFunctio
     )
     return ResolvedFunctionTool(
         entry=declaration,
-        execute=_caller(connection, listed.tool),
+        execute=_caller(connection, listed),
         validator=JsonSchemaValidator(listed.input_schema),
         approval=rule,
         connection=entry.name,

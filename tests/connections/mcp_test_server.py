@@ -142,6 +142,12 @@ def as_task() -> str:
     return "not as a task"
 
 
+@server.resource("file:///notes/readme.txt", name="readme", mime_type="text/plain")
+def readme() -> str:
+    """The notes' first page."""
+    return "read me first"
+
+
 _listed = server.list_tools
 
 

@@ -3,6 +3,7 @@ what it keeps of resources; tools that require tasks are left out."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import pytest_asyncio
 from eve import __version__
 from eve.connections import define_mcp_connection
 from eve.connections.pool import ConnectionPool
+from eve.connections.resources import call_resources, listed_resources_tool
+from eve.errors import MCPToolFailed
 from eve.messages import TextPart
 from tests.connections.servers import STDIO_COMMAND, entry
 
@@ -73,3 +76,25 @@ async def test_a_tool_that_requires_task_execution_is_left_out(pool: ConnectionP
     names = {tool.name for tool in await pool.list_tools(STDIO)}
     assert "as_task" not in names
     assert {"steps", "notes", "roots_and_client"} <= names
+
+
+async def test_resources_are_one_built_in_that_lists_and_reads(pool: ConnectionPool) -> None:
+    listed = await listed_resources_tool(pool, STDIO, None, taken=set())
+    assert listed is not None and (listed.name, listed.kind) == ("calc__resources", "resources")
+    listing = await call_resources(pool, STDIO, None, {})
+    assert json.loads(listing.text) == {
+        "resources": [
+            {
+                "uri": "file:///notes/readme.txt",
+                "name": "readme",
+                "mimeType": "text/plain",
+                "description": "The notes' first page.",
+            }
+        ]
+    }
+    read = await call_resources(pool, STDIO, None, {"uri": "file:///notes/readme.txt"})
+    assert read.text == "[resource file:///notes/readme.txt (text/plain)]\nread me first"
+    with pytest.raises(MCPToolFailed, match=r"resources: .*file:///nowhere"):
+        await call_resources(pool, STDIO, None, {"uri": "file:///nowhere"})
+    # a server tool of the same name keeps it: the built-in is left out
+    assert await listed_resources_tool(pool, STDIO, None, taken={"resources"}) is None

@@ -33,7 +33,7 @@ from eve.tools.approval import always
 default = define_mcp_connection(
     description="Arithmetic on a test server.",
     command={STDIO_COMMAND!r},
-    tools=["add", "fail", "hang", "chart", "steps"],
+    tools=["add", "fail", "hang", "chart", "steps", "resources"],
     approval={{"fail": always()}},
     call_timeout_seconds=0.5,
 )
@@ -271,3 +271,17 @@ async def test_a_servers_progress_notifications_are_the_calls_partials(
     result = results(events)["calc__steps"]
     assert {p.call_id for p in partials} == {result.data.call_id}
     assert result.data.output == "3 steps"
+
+
+async def test_the_model_reads_a_servers_resource_through_the_built_in(
+    agent: ResolvedAgent,
+) -> None:
+    uri = "file:///notes/readme.txt"
+    _, events = await run(
+        agent,
+        calls(("eve__tool", {"name": "calc__resources", "input": {"uri": uri}})),
+        text("read"),
+    )
+    result = results(events)["calc__resources"].data
+    assert result.status == "completed"
+    assert result.output == f"[resource {uri} (text/plain)]\nread me first"

@@ -116,6 +116,21 @@ async def roots_and_client(ctx: Context) -> str:
 
 
 @server.tool()
+async def ask_person(ctx: Context) -> str:
+    """Asks the client's user for a name (elicitation), and says what came back."""
+    from pydantic import BaseModel
+
+    class Name(BaseModel):
+        name: str
+
+    try:
+        answer = await ctx.elicit("Your name?", Name)
+    except Exception as error:  # the client's refusal, as the server sees it
+        return f"refused: {type(error).__name__}: {error}"
+    return f"answered: {answer.action}"
+
+
+@server.tool()
 def notes() -> list[ContentBlock]:
     """A resource link and an embedded text resource, with annotations."""
     return [

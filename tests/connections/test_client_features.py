@@ -98,3 +98,11 @@ async def test_resources_are_one_built_in_that_lists_and_reads(pool: ConnectionP
         await call_resources(pool, STDIO, None, {"uri": "file:///nowhere"})
     # a server tool of the same name keeps it: the built-in is left out
     assert await listed_resources_tool(pool, STDIO, None, taken={"resources"}) is None
+
+
+async def test_a_server_asking_for_elicitation_is_refused_not_answered(
+    pool: ConnectionPool,
+) -> None:
+    answer = await pool.call(STDIO, "ask_person", {})
+    assert answer.text.startswith("refused: "), answer.text
+    assert "Elicitation not supported" in answer.text

@@ -38,7 +38,8 @@ class ClientFeatures:
         self.roots: tuple[Path, ...] = ()
 
     def set_roots(self, roots: Sequence[Path]) -> None:
-        self.roots = tuple(Path(root).resolve() for root in roots)
+        # every call sets them: kept as given, resolved only when a server asks
+        self.roots = tuple(roots)
 
     def session_options(self) -> dict[str, Any]:
         """The ``ClientSession`` keywords: eve's name and version, and its roots."""
@@ -48,7 +49,7 @@ class ClientFeatures:
         return mcp_types.ListRootsResult(
             roots=[
                 mcp_types.Root(uri=root.as_uri(), name=root.name or str(root))  # type: ignore[arg-type]
-                for root in self.roots
+                for root in (path.resolve() for path in self.roots)
             ]
         )
 

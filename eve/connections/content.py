@@ -29,14 +29,28 @@ def content_parts(blocks: Sequence[mcp_types.ContentBlock]) -> list[ResultPart]:
     return [part for block in blocks for part in _parts(block)]
 
 
+def _annotated(block: mcp_types.ContentBlock, parts: list[ResultPart]) -> list[ResultPart]:
+    """A text, image or audio block's annotations as a line before it (a resource's are in
+    its own line)."""
+    notes = annotation_notes(getattr(block, "annotations", None))
+    if not notes:
+        return parts
+    line = f"[annotations: {'; '.join(notes)}]"
+    first = parts[0]
+    if isinstance(first, TextPart):  # one text part, as the block was one text
+        return [TextPart(text=f"{line}\n{first.text}"), *parts[1:]]
+    return [TextPart(text=line), *parts]
+
+
 def _parts(block: mcp_types.ContentBlock) -> list[ResultPart]:
     match block:
         case mcp_types.TextContent(text=text):
-            return [TextPart(text=text)]
+            return _annotated(block, [TextPart(text=text)])
         case mcp_types.ImageContent(data=data, mime_type=media_type):
-            return [_media(data, media_type, name=None, what="image")]
+            return _annotated(block, [_media(data, media_type, name=None, what="image")])
         case mcp_types.AudioContent(mime_type=media_type):
-            return [TextPart(text=f"[audio content ({media_type}): the model takes no audio]")]
+            said = f"[audio content ({media_type}): the model takes no audio]"
+            return _annotated(block, [TextPart(text=said)])
         case mcp_types.ResourceLink():
             described = f": {block.description}" if block.description else ""
             said = f" named {block.name!r}{described}"

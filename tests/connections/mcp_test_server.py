@@ -132,8 +132,11 @@ async def ask_person(ctx: Context) -> str:
 
 @server.tool()
 def notes() -> list[ContentBlock]:
-    """A resource link and an embedded text resource, with annotations."""
+    """A note for the user, a resource link and an embedded text resource, annotated."""
     return [
+        TextContent(
+            type="text", text="for you", annotations=Annotations(audience=["user"], priority=0.2)
+        ),
         ResourceLink(
             type="resource_link",
             uri="file:///notes/todo.md",

@@ -61,6 +61,7 @@ async def test_resources_keep_their_uri_media_type_and_annotations(
 ) -> None:
     answer = await pool.call(STDIO, "notes", {})
     assert answer.parts == [
+        TextPart(text="[annotations: audience: user; priority: 0.2]\nfor you"),
         TextPart(
             text="[resource link file:///notes/todo.md (text/markdown) named 'todo': "
             "the open items]"

@@ -5,9 +5,10 @@ and resource links (https://modelcontextprotocol.io/specification/2025-06-18/ser
 Images and documents of the types models take reach the model as images and documents,
 as a local tool's ``ImagePart`` would; what no model here takes is said in a text part, so
 the model knows something was left out rather than seeing nothing. A resource (embedded or
-linked) keeps its URI and media type, and a block's annotations (audience, priority, last
-modified) are passed on in that line: the model needs the URI to read a linked resource
-through ``eve__resource`` and the annotations to weigh what it got.
+linked) keeps its URI and media type in a line of its own, with the block's annotations
+(audience, priority, last modified); any other block's annotations come in a line before
+it. The model needs the URI to read a linked resource through the connection's
+``resources`` tool (``connections.resources``) and the annotations to weigh what it got.
 """
 
 from __future__ import annotations

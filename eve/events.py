@@ -380,7 +380,8 @@ class ActionPartialData(EventData, frozen=True, kw_only=True):
 
 
 class ActionPartial(Event, frozen=True, kw_only=True, tag="action.partial"):
-    """A running tool's progress (a generator's yield, a workflow tool's ``progress``)."""
+    """A running tool's progress (a generator's yield, a workflow tool's ``progress``, an
+    MCP server's progress notification)."""
 
     data: ActionPartialData
 

@@ -4,7 +4,11 @@ MCP results carry text, images (base64), audio, embedded resources (text or a ba
 and resource links (https://modelcontextprotocol.io/specification/2025-06-18/server/tools#tool-result).
 Images and documents of the types models take reach the model as images and documents,
 as a local tool's ``ImagePart`` would; what no model here takes is said in a text part, so
-the model knows something was left out rather than seeing nothing.
+the model knows something was left out rather than seeing nothing. A resource (embedded or
+linked) keeps its URI and media type in a line of its own, with the block's annotations
+(audience, priority, last modified); any other block's annotations come in a line before
+it. The model needs the URI to read a linked resource through the connection's
+``resources`` tool (``connections.resources``) and the annotations to weigh what it got.
 """
 
 from __future__ import annotations
@@ -23,26 +27,75 @@ ResultPart = TextPart | ImagePart | DocumentPart
 
 
 def content_parts(blocks: Sequence[mcp_types.ContentBlock]) -> list[ResultPart]:
-    return [_part(block) for block in blocks]
+    return [part for block in blocks for part in _parts(block)]
 
 
-def _part(block: mcp_types.ContentBlock) -> ResultPart:
+def _annotated(block: mcp_types.ContentBlock, parts: list[ResultPart]) -> list[ResultPart]:
+    """A text, image or audio block's annotations as a line before it (a resource's are in
+    its own line)."""
+    notes = annotation_notes(getattr(block, "annotations", None))
+    if not notes:
+        return parts
+    line = f"[annotations: {'; '.join(notes)}]"
+    first = parts[0]
+    if isinstance(first, TextPart):  # one text part, as the block was one text
+        return [TextPart(text=f"{line}\n{first.text}"), *parts[1:]]
+    return [TextPart(text=line), *parts]
+
+
+def _parts(block: mcp_types.ContentBlock) -> list[ResultPart]:
     match block:
         case mcp_types.TextContent(text=text):
-            return TextPart(text=text)
+            return _annotated(block, [TextPart(text=text)])
         case mcp_types.ImageContent(data=data, mime_type=media_type):
-            return _media(data, media_type, name=None, what="image")
+            return _annotated(block, [_media(data, media_type, name=None, what="image")])
         case mcp_types.AudioContent(mime_type=media_type):
-            return TextPart(text=f"[audio content ({media_type}): the model takes no audio]")
-        case mcp_types.ResourceLink(uri=uri):
-            return TextPart(text=f"[resource link: {uri}]")
-        case mcp_types.EmbeddedResource(resource=mcp_types.TextResourceContents(text=text)):
-            return TextPart(text=text)
+            said = f"[audio content ({media_type}): the model takes no audio]"
+            return _annotated(block, [TextPart(text=said)])
+        case mcp_types.ResourceLink():
+            described = f": {block.description}" if block.description else ""
+            said = f" named {block.name!r}{described}"
+            line = resource_line("resource link", str(block.uri), block.mime_type, block, said)
+            return [TextPart(text=line)]
+        case mcp_types.EmbeddedResource(resource=mcp_types.TextResourceContents() as text):
+            line = resource_line("resource", str(text.uri), text.mime_type, block)
+            return [TextPart(text=f"{line}\n{text.text}")]
         case mcp_types.EmbeddedResource(resource=mcp_types.BlobResourceContents() as blob):
-            name = PurePosixPath(str(blob.uri)).name or None
-            return _media(blob.blob, blob.mime_type or "", name=name, what="resource")
+            uri = str(blob.uri)
+            name = PurePosixPath(uri).name or None
+            line = resource_line("resource", uri, blob.mime_type, block)
+            media = _media(blob.blob, blob.mime_type or "", name=name, what="resource")
+            return [TextPart(text=line), media]
         case _:
-            return TextPart(text=f"[{getattr(block, 'type', 'unknown')} content]")
+            return [TextPart(text=f"[{getattr(block, 'type', 'unknown')} content]")]
+
+
+def resource_line(
+    what: str,
+    uri: str,
+    media_type: str | None,
+    block: mcp_types.ContentBlock,
+    said: str = "",
+) -> str:
+    """``[resource file:///a.txt (text/plain; priority: 0.9)]``: a resource as the model is
+    told of it, with its block's annotations."""
+    annotations = getattr(block, "annotations", None)
+    details = "; ".join([media_type or "no media type", *annotation_notes(annotations)])
+    return f"[{what} {uri} ({details}){said}]"
+
+
+def annotation_notes(annotations: mcp_types.Annotations | None) -> list[str]:
+    """A block's annotations as phrases (``audience: user``, ``priority: 0.9``)."""
+    if annotations is None:
+        return []
+    notes: list[str] = []
+    if annotations.audience:
+        notes.append("audience: " + ", ".join(annotations.audience))
+    if annotations.priority is not None:
+        notes.append(f"priority: {annotations.priority:g}")
+    if annotations.last_modified:
+        notes.append(f"last modified: {annotations.last_modified}")
+    return notes
 
 
 def _media(data: str, media_type: str, *, name: str | None, what: str) -> ResultPart:

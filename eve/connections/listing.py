@@ -7,7 +7,7 @@ again, so its tools cannot change under it mid-turn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -21,6 +21,9 @@ class ListedTool(msgspec.Struct, frozen=True, kw_only=True):
     tool: str
     description: str
     input_schema: dict[str, Any]
+    #: a server tool, or eve's built-in reading the server's resources
+    #: (``connections.resources``); a listing recorded before there was one is all tools
+    kind: Literal["tool", "resources"] = "tool"
 
 
 class ListedConnection(msgspec.Struct, frozen=True, kw_only=True):

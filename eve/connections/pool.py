@@ -20,9 +20,10 @@ import logging
 import os
 import sys
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 import mcp_types
@@ -33,6 +34,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from eve.authoring.connections import TokenSource
+from eve.connections.client_features import (
+    ClientFeatures,
+    progress_callback,
+    runs_without_task,
+)
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.process_group import ProcessGroup
 from eve.connections.server_stderr import StderrTail
@@ -44,6 +50,7 @@ from eve.errors import (
 )
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
 from eve.messages import TextPart
+from eve.runtime.partials import Report
 
 log = logging.getLogger("eve.connections")
 R = TypeVar("R")
@@ -101,6 +108,8 @@ class _Server:
         self.listed: list[ServerTool] | None = None
         #: a stdio server's stderr, whose last line explains a server that died at start
         self.stderr: StderrTail | None = None
+        #: eve's name, roots and progress, as the session offers them (client_features)
+        self.features = ClientFeatures()
 
     @property
     def name(self) -> str:
@@ -155,7 +164,9 @@ class _Server:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await self.transport(stack)
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, **self.features.session_options())
+                )
                 await session.initialize()
                 ready.set_result(session)
                 await self.stop.wait()
@@ -251,17 +262,26 @@ class _Server:
                     input_schema=dict(tool.input_schema),
                 )
                 for tool in page.tools
+                if runs_without_task(tool)
             )
             cursor = page.next_cursor
             if not cursor:
                 return tools
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallResult:
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], report: Report | None = None
+    ) -> CallResult:
         async def call(session: ClientSession) -> CallResult:
             seconds = self.entry.call_timeout_seconds
+            on_progress = progress_callback(report)
             try:
                 result = await asyncio.wait_for(
-                    session.call_tool(tool, dict(arguments), read_timeout_seconds=seconds),
+                    session.call_tool(
+                        tool,
+                        dict(arguments),
+                        read_timeout_seconds=seconds,
+                        progress_callback=on_progress,
+                    ),
                     seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
                 )
             except TimeoutError:
@@ -359,10 +379,17 @@ class ConnectionPool:
         return server
 
     async def list_tools(
-        self, entry: ConnectionEntry, token: TokenSource | None = None
+        self,
+        entry: ConnectionEntry,
+        token: TokenSource | None = None,
+        *,
+        roots: Sequence[Path] = (),
     ) -> list[ServerTool]:
-        """The server's tools (listed once per connection, again after a reconnect)."""
-        return await self._server(entry, token).tools()
+        """The server's tools (listed once per connection, again after a reconnect);
+        ``roots`` are what the server is told when it asks (``client_features``)."""
+        server = self._server(entry, token)
+        server.features.set_roots(roots)
+        return await server.tools()
 
     async def call(
         self,
@@ -370,9 +397,25 @@ class ConnectionPool:
         tool: str,
         arguments: Mapping[str, Any],
         token: TokenSource | None = None,
+        *,
+        report: Report | None = None,
+        roots: Sequence[Path] = (),
     ) -> CallResult:
-        """Call the server's tool ``tool``; ``MCPConnectionError`` subclasses on failure."""
-        return await self._server(entry, token).call(tool, arguments)
+        """Call the server's tool ``tool``; ``MCPConnectionError`` subclasses on failure.
+        ``report`` gets the call's progress notifications (``client_features``)."""
+        server = self._server(entry, token)
+        server.features.set_roots(roots)
+        return await server.call(tool, arguments, report)
+
+    async def use(
+        self,
+        entry: ConnectionEntry,
+        run: Callable[[ClientSession], Awaitable[R]],
+        token: TokenSource | None = None,
+    ) -> R:
+        """``run`` with the server's session (reconnected as a call would be), for the
+        requests that are not tool calls (``connections.resources``)."""
+        return await self._server(entry, token)._with_reconnect(run)
 
     async def close(self) -> None:
         """Close every connection (a stdio server's process group ends with it)."""

@@ -13,6 +13,7 @@ turn goes on without that server's tools.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 
 from eve.builtins.automatic import CALL_TOOL, SEARCH_TOOL
 from eve.connections.names import SEPARATOR
@@ -37,8 +38,17 @@ Emit = Callable[[ConnectionFailedData], Awaitable[None]]
 class TurnConnections:
     """Which of a node's connections this turn has listed, and binding their tools."""
 
-    def __init__(self, agent: ResolvedAgent, recorder: StepRecorder, emit: Emit) -> None:
+    def __init__(
+        self,
+        agent: ResolvedAgent,
+        recorder: StepRecorder,
+        emit: Emit,
+        *,
+        workspace: Path | None = None,
+    ) -> None:
         self.agent = agent
+        #: the servers' roots (``connections.client_features``)
+        self.roots = () if workspace is None else (workspace,)
         self.recorder = recorder
         self.emit = emit
         self.servers = [c.name for c in agent.connections if c.entry.expose == "catalog"]
@@ -83,7 +93,7 @@ class TurnConnections:
         added: list[ResolvedTool] = []
         if connections:
             listing = await self.recorder.value(
-                key, lambda: list_connections(connections), ConnectionListing
+                key, lambda: list_connections(connections, roots=self.roots), ConnectionListing
             )
             for listed in listing.connections:
                 if listed.error is not None:

@@ -237,7 +237,9 @@ class _Turn:
     async def connect(self) -> None:
         """Add the tools of the node's MCP connections that every request offers; the
         catalog's wait until the turn needs them (``execution.connections``)."""
-        self.connections = TurnConnections(self.setup.agent, self.env.recorder, self.emit)
+        self.connections = TurnConnections(
+            self.setup.agent, self.env.recorder, self.emit, workspace=self.setup.workspace
+        )
         self.runner.tools = await self.connections.start(self.runner.tools)
 
     def needs_listing(self, call: ToolCall) -> bool:

@@ -29,6 +29,7 @@ from eve.messages import (
     ToolResultPart,
 )
 from eve.redact import redact
+from eve.runtime.partials import running_call_partial
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
     ResolvedProviderTool,
@@ -294,6 +295,15 @@ class ToolRunner:
             principal=self.principal,
         )
         fn = tool.execute
+
+        async def report(value: Any) -> None:
+            await publish_partial(
+                self.emitter, turn_id=self.turn_id, step=step, call=call, value=value
+            )
+
+        # a tool that reports progress without being a generator (an MCP server's
+        # notifications) finds where to through this (``eve.runtime.partials``)
+        running_call_partial.set(report)
         if inspect.isasyncgenfunction(fn):
             last: Any = None
             async for last in fn(data, ctx):

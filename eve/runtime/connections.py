@@ -32,11 +32,12 @@ from eve.errors import MCPConnectionError, MCPSdkMissing
 from eve.manifest import Approval, ConnectionEntry, FunctionToolEntry, StdioServer
 from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
+from eve.runtime.partials import running_call_partial
 from eve.runtime.resolved import ResolvedConnection, ResolvedFunctionTool
 from eve.runtime.validation import JsonSchemaValidator
 
 if TYPE_CHECKING:
-    from eve.connections.pool import ConnectionPool
+    from eve.connections.pool import CallResult, ConnectionPool
 
 __all__ = [
     "LISTING_STEP",
@@ -93,11 +94,11 @@ async def close_pool() -> None:
     await pool_module.close_current_pool()
 
 
-async def _listed(connection: ResolvedConnection) -> ListedConnection:
+async def _listed(connection: ResolvedConnection, roots: Sequence[Path]) -> ListedConnection:
     entry = connection.entry
     try:
         pool = pool_of(entry.name)
-        found = await pool.list_tools(entry, connection.definition.get_token)
+        found = await pool.list_tools(entry, connection.definition.get_token, roots=roots)
         admitted = [
             tool
             for tool in found
@@ -105,6 +106,10 @@ async def _listed(connection: ResolvedConnection) -> ListedConnection:
             and tool.name not in entry.block_tools
         ]
         names = model_tool_names(entry.name, [tool.name for tool in admitted])
+        from eve.connections.resources import listed_resources_tool  # imports mcp
+
+        taken = {tool.name for tool in found}
+        builtin = await listed_resources_tool(pool, entry, connection.definition.get_token, taken)
     except MCPConnectionError as error:
         return ListedConnection(connection=entry.name, error=f"{type(error).__name__}: {error}")
     return ListedConnection(
@@ -117,27 +122,52 @@ async def _listed(connection: ResolvedConnection) -> ListedConnection:
                 input_schema=tool.input_schema,
             )
             for tool in admitted
-        ],
+        ]
+        + ([] if builtin is None else [builtin]),
     )
 
 
-async def list_connections(connections: Sequence[ResolvedConnection]) -> ConnectionListing:
-    """Every connection's tools, listed concurrently; never raises for a server's failure."""
-    listed = await asyncio.gather(*(_listed(connection) for connection in connections))
+async def list_connections(
+    connections: Sequence[ResolvedConnection], *, roots: Sequence[Path] = ()
+) -> ConnectionListing:
+    """Every connection's tools, listed concurrently; never raises for a server's failure.
+    ``roots`` (the agent's workspace) is what a server asking for roots is told."""
+    listed = await asyncio.gather(*(_listed(connection, roots) for connection in connections))
     return ConnectionListing(connections=list(listed))
 
 
-def _caller(connection: ResolvedConnection, tool: str) -> Execute:
+def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
+    tool = listed.tool
+
     async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
         pool = pool_of(connection.name)
-        result = await pool.call(connection.entry, tool, data, connection.definition.get_token)
-        if result.has_media:
-            return result.parts  # images and documents reach the model as such
-        if not result.text and result.structured is not None:
-            return result.structured
-        return result.text
+        if listed.kind == "resources":
+            from eve.connections.resources import call_resources  # imports mcp
+
+            token = connection.definition.get_token
+            return model_value(await call_resources(pool, connection.entry, token, data))
+        result = await pool.call(
+            connection.entry,
+            tool,
+            data,
+            connection.definition.get_token,
+            report=running_call_partial.get(),  # the server's progress: action.partial
+            roots=(ctx.workspace,),
+        )
+        return model_value(result)
 
     return call_server_tool
+
+
+def model_value(result: CallResult) -> Any:
+    """What a tool returns of a server's answer: its parts when it has images or
+    documents (they reach the model as such), its structured content when it has no text,
+    else its text."""
+    if result.has_media:
+        return result.parts
+    if not result.text and result.structured is not None:
+        return result.structured
+    return result.text
 
 
 def _tool(connection: ResolvedConnection, listed: ListedTool) -> ResolvedFunctionTool:
@@ -154,7 +184,7 @@ def _tool(connection: ResolvedConnection, listed: ListedTool) -> ResolvedFunctio
     )
     return ResolvedFunctionTool(
         entry=declaration,
-        execute=_caller(connection, listed.tool),
+        execute=_caller(connection, listed),
         validator=JsonSchemaValidator(listed.input_schema),
         approval=rule,
         connection=entry.name,

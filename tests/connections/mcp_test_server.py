@@ -11,12 +11,17 @@ import time
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import (
+    Annotations,
     AudioContent,
     BlobResourceContents,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
+    ResourceLink,
     TextContent,
+    TextResourceContents,
+    Tool,
+    ToolExecution,
 )
 
 server = MCPServer(name="eve-test-server")
@@ -90,6 +95,91 @@ def big(chars: int) -> str:
 def exit_now() -> str:
     """Ends the server's process at once (a crash, as the client sees it)."""
     os._exit(3)
+
+
+@server.tool()
+async def steps(count: int, ctx: Context) -> str:
+    """Reports ``count`` progress notifications, then answers."""
+    for done in range(1, count + 1):
+        await ctx.report_progress(done, count, f"step {done}")
+    return f"{count} steps"
+
+
+@server.tool()
+async def roots_and_client(ctx: Context) -> str:
+    """The client's roots (asked of the client) and the name and version it gave."""
+    session = ctx.request_context.session
+    listed = await session.list_roots()
+    params = session.client_params
+    info = "" if params is None else f"{params.client_info.name} {params.client_info.version}"
+    return " ".join([info, *(str(root.uri) for root in listed.roots)])
+
+
+@server.tool()
+async def ask_person(ctx: Context) -> str:
+    """Asks the client's user for a name (elicitation), and says what came back."""
+    from pydantic import BaseModel
+
+    class Name(BaseModel):
+        name: str
+
+    try:
+        answer = await ctx.elicit("Your name?", Name)
+    except Exception as error:  # the client's refusal, as the server sees it
+        return f"refused: {type(error).__name__}: {error}"
+    return f"answered: {answer.action}"
+
+
+@server.tool()
+def notes() -> list[ContentBlock]:
+    """A note for the user, a resource link and an embedded text resource, annotated."""
+    return [
+        TextContent(
+            type="text", text="for you", annotations=Annotations(audience=["user"], priority=0.2)
+        ),
+        ResourceLink(
+            type="resource_link",
+            uri="file:///notes/todo.md",
+            name="todo",
+            mime_type="text/markdown",
+            description="the open items",
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="file:///notes/done.txt", mime_type="text/plain", text="all done"
+            ),
+            annotations=Annotations(audience=["user"], priority=0.9),
+        ),
+    ]
+
+
+@server.tool()
+def as_task() -> str:
+    """Listed as requiring task-augmented execution (see ``list_tools`` below)."""
+    return "not as a task"
+
+
+@server.resource("file:///notes/readme.txt", name="readme", mime_type="text/plain")
+def readme() -> str:
+    """The notes' first page."""
+    return "read me first"
+
+
+_listed = server.list_tools
+
+
+async def list_tools() -> list[Tool]:
+    """The tools, ``as_task`` marked ``taskSupport: required`` (the decorator has no way)."""
+    return [
+        tool.model_copy(update={"execution": ToolExecution(task_support="required")})
+        if tool.name == "as_task"
+        else tool
+        for tool in await _listed()
+    ]
+
+
+server.list_tools = list_tools  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

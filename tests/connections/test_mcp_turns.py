@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from eve.compiler import compile_to_disk
 from eve.connections.pool import close_current_pool
-from eve.events import ActionResult, ActionsRequested, ConnectionFailed, SessionEvent
+from eve.events import ActionPartial, ActionResult, ActionsRequested, ConnectionFailed, SessionEvent
 from eve.execution import TurnEnvironment, run_agent
 from eve.execution.setup import AgentSetup
 from eve.execution.tool_calls import ApprovalRequest
@@ -33,7 +33,7 @@ from eve.tools.approval import always
 default = define_mcp_connection(
     description="Arithmetic on a test server.",
     command={STDIO_COMMAND!r},
-    tools=["add", "fail", "hang", "chart"],
+    tools=["add", "fail", "hang", "chart", "steps", "resources"],
     approval={{"fail": always()}},
     call_timeout_seconds=0.5,
 )
@@ -243,11 +243,45 @@ async def test_images_and_documents_of_a_result_reach_the_model_as_parts(
     )
     [result] = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     kinds = [type(part).__name__ for part in result.parts]
-    assert kinds == ["TextPart", "ImagePart", "DocumentPart", "TextPart"]
-    image, document, audio = result.parts[1], result.parts[2], result.parts[3]
+    assert kinds == ["TextPart", "ImagePart", "TextPart", "DocumentPart", "TextPart"]
+    image, document, audio = result.parts[1], result.parts[3], result.parts[4]
+    said = result.parts[2]
+    assert isinstance(said, TextPart)
+    assert said.text == "[resource file:///reports/q3.pdf (application/pdf)]"
     assert isinstance(image, ImagePart) and image.data == PIXEL
     assert image.media_type == "image/png"
     assert isinstance(document, DocumentPart) and document.data == PDF
     assert document.name == "q3.pdf"
     assert isinstance(audio, TextPart) and "takes no audio" in audio.text
     assert results(events)["calc__chart"].data.status == "completed"
+
+
+async def test_a_servers_progress_notifications_are_the_calls_partials(
+    agent: ResolvedAgent,
+) -> None:
+    _, events = await run(
+        agent,
+        calls(("eve__tool", {"name": "calc__steps", "input": {"count": 3}})),
+        text("stepped"),
+    )
+    partials = [e.data for e in events if isinstance(e, ActionPartial)]
+    assert [p.partial for p in partials] == [
+        {"progress": done, "total": 3, "message": f"step {done}"} for done in (1, 2, 3)
+    ]
+    result = results(events)["calc__steps"]
+    assert {p.call_id for p in partials} == {result.data.call_id}
+    assert result.data.output == "3 steps"
+
+
+async def test_the_model_reads_a_servers_resource_through_the_built_in(
+    agent: ResolvedAgent,
+) -> None:
+    uri = "file:///notes/readme.txt"
+    _, events = await run(
+        agent,
+        calls(("eve__tool", {"name": "calc__resources", "input": {"uri": uri}})),
+        text("read"),
+    )
+    result = results(events)["calc__resources"].data
+    assert result.status == "completed"
+    assert result.output == f"[resource {uri} (text/plain)]\nread me first"

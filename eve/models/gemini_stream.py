@@ -195,7 +195,10 @@ class GeminiTranslator:
         """The stream ended: the parts still open, then ``Done``."""
         out = self._close_run()
         if self._finish is None and self._blocked is not None:
-            return [*out, Done(stop_reason="refusal", usage=self._usage)]
+            blocked = Done(
+                stop_reason="refusal", usage=self._usage, provider_stop_reason=self._blocked
+            )
+            return [*out, blocked]
         if self._finish is None:
             raise ModelConnectionError(
                 f"{self._provider}: the stream ended before the response was complete (no "

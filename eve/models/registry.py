@@ -75,8 +75,8 @@ def create_client(
         return plugins[provider].factory(name, env=env, app_root=app_root)
     offered = "".join(f", {prefix}/<model>" for prefix in sorted(plugins))
     raise UnknownModel(
-        f"unknown model id {model_id!r}: use anthropic/<model>, openai/<model>, "
-        f"google/<model>, vertex/<model>{offered}, "
+        f"unknown model id {model_id!r}: use anthropic/<model>, google/<model>, "
+        f"vertex/<model>, openai/<model>{offered}, "
         "offline/test or offline/script:<path> (other prefixes come from eve.plugins "
         "packages: install the one that provides it)",
         model_id=model_id,

@@ -52,6 +52,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eve.execution.response import ResponseParts
+from eve.messages import AssistantPart
+from eve.models.events import ModelEvent, PartCompleted, ToolCallEnd
 from tests.models.sse_server import Received, Reply, ScriptedServer, json_reply
 
 PLACEHOLDER = "skip_thought_signature_validator"
@@ -82,6 +85,17 @@ Script = Turn | Reply | Callable[[dict[str, Any]], "Turn | Reply"]
 
 class Rejected(Exception):
     pass
+
+
+def recorded_parts(events: list[ModelEvent]) -> list[AssistantPart]:
+    """The parts the loop records of a response's events (as ``stream_response`` builds them)."""
+    built = ResponseParts()
+    for event in events:
+        if isinstance(event, PartCompleted):
+            built.add_part(event)
+        elif isinstance(event, ToolCallEnd):
+            built.add_call(event)
+    return built.parts()
 
 
 def tokens(value: Any) -> int:

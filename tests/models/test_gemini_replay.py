@@ -14,7 +14,6 @@ from eve.errors import ModelRateLimited
 from eve.manifest import Retries
 from eve.messages import (
     AssistantMessage,
-    AssistantPart,
     ProviderPart,
     ReasoningPart,
     ToolCallPart,
@@ -22,10 +21,10 @@ from eve.messages import (
     user_message,
 )
 from eve.models.base import ModelRequest
-from eve.models.events import Done, ModelEvent, PartCompleted, TextDelta, TokenUsage, ToolCallEnd
+from eve.models.events import Done, ModelEvent, TextDelta, TokenUsage
 from eve.models.gemini import GeminiModel, gemini_model
 from eve.models.gemini_request import request_contents
-from tests.models.gemini_server import sse
+from tests.models.gemini_server import recorded_parts, sse
 from tests.models.sse_server import ScriptedServer, json_reply
 
 RECORDED = Path(__file__).parent / "recorded" / "gemini"
@@ -49,16 +48,6 @@ async def replay(server: ScriptedServer, name: str) -> list[ModelEvent]:
     return [event async for event in client(server).stream(request)]
 
 
-def parts_of(events: list[ModelEvent]) -> list[AssistantPart]:
-    parts: list[AssistantPart] = []
-    for event in events:
-        if isinstance(event, PartCompleted):
-            parts.append(event.part)
-        elif isinstance(event, ToolCallEnd):
-            parts.append(ToolCallPart(id=event.id, name=event.name, input=event.input))
-    return parts
-
-
 def signature_bytes(signature: str) -> bytes:
     return base64.urlsafe_b64decode(signature.replace("+", "-").replace("/", "_"))
 
@@ -77,7 +66,7 @@ async def test_gemini_3_text_with_its_signature_on_an_empty_last_part(
     events = await replay(server, "google-reasoning.chunks.txt")
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text.startswith('There are **3** "r"s in strawberry.')
-    (part,) = parts_of(events)
+    (part,) = recorded_parts(events)
     # the signature closes the text it came after: one part, text and signature together
     assert isinstance(part, ProviderPart) and part.answer and part.text == text
     assert signature_bytes(part.block["thoughtSignature"]) == recorded_signature(
@@ -95,7 +84,7 @@ async def test_gemini_3_function_call_signature_goes_back_on_the_call(
     server: ScriptedServer,
 ) -> None:
     events = await replay(server, "google-tool-call.chunks.txt")
-    held, call = parts_of(events)
+    held, call = recorded_parts(events)
     assert isinstance(held, ReasoningPart) and isinstance(call, ToolCallPart)
     assert held.item_id == call.id and held.text == ""
     assert (call.name, call.input) == ("weather", {"location": "San Francisco"})
@@ -135,7 +124,7 @@ async def test_gemini_3_function_call_signature_goes_back_on_the_call(
 
 async def test_a_blocked_prompt_is_a_refusal(server: ScriptedServer) -> None:
     events = await replay(server, "issue-19758-prompt-block.chunks.txt")
-    assert parts_of(events) == []
+    assert recorded_parts(events) == []
     usage = TokenUsage(input_tokens=9)
     assert events == [
         Done(stop_reason="refusal", usage=usage, provider_stop_reason="PROHIBITED_CONTENT")

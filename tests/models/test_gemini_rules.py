@@ -40,7 +40,6 @@ from eve.models.events import (
     Retrying,
     TextDelta,
     TokenUsage,
-    ToolCallEnd,
 )
 from eve.models.gemini import GeminiModel, gemini_model
 from eve.models.gemini_request import request_contents
@@ -51,6 +50,7 @@ from tests.models.gemini_server import (
     Turn,
     prompt_blocked,
     quota_exhausted,
+    recorded_parts,
     sse,
     unavailable,
 )
@@ -266,13 +266,9 @@ async def test_reasoning_deltas_are_shown_apart_from_text(api: GeminiServer) -> 
 async def test_a_replayed_step_sends_the_same_contents(api: GeminiServer) -> None:
     api.script(Turn([{"text": "Plan.", "thought": True}, call("Oslo", "c1"), call("Rome", "c2")]))
     events = await collect(client(api), ask(tools=[weather_declaration()], reasoning="low"))
-    parts: list[AssistantPart] = []
-    for event in events:
-        if isinstance(event, PartCompleted):
-            parts.append(event.part)
-        elif isinstance(event, ToolCallEnd):
-            parts.append(ToolCallPart(id=event.id, name=event.name, input=event.input))
-    response = ModelResponse(parts=parts, finish_reason="tool_use", usage=TokenUsage())
+    response = ModelResponse(
+        parts=recorded_parts(events), finish_reason="tool_use", usage=TokenUsage()
+    )
     replayed = msgspec.json.decode(msgspec.json.encode(RanAll(response=response)), type=StepPart)
     assert replayed.response is not None
 

@@ -20,6 +20,7 @@ import httpx
 import httpx2
 import pydantic
 from google import genai
+from google.auth import exceptions as auth_errors
 from google.genai import errors as genai_errors
 from google.genai import types
 
@@ -31,6 +32,7 @@ from eve.models.base import ModelRequest
 from eve.models.gemini_models import gemini_traits
 from eve.models.gemini_request import request_config, request_contents
 from eve.models.gemini_stream import GeminiTranslator
+from eve.redact import redact
 
 __all__ = ["GeminiModel", "GeminiTranslator", "gemini_model", "retry_delay"]
 
@@ -135,6 +137,17 @@ class GeminiModel(SDKModel[genai.Client]):
             headers = _wait_headers(error)
             status = error.code if error.code >= 400 else 500
             raise status_error(name, status, detail, secret=key, headers=headers) from error
+        except auth_errors.GoogleAuthError as error:
+            # Vertex AI without usable Application Default Credentials: not worth a retry
+            raise ModelCredentialsMissing(
+                redact(
+                    f"{name}: Google Cloud credentials are missing or unusable ({error}): run "
+                    "`gcloud auth application-default login`, set "
+                    "GOOGLE_APPLICATION_CREDENTIALS, or use GOOGLE_API_KEY (express mode)",
+                    secrets=(key,) if key else (),
+                ),
+                variable="GOOGLE_APPLICATION_CREDENTIALS",
+            ) from error
         except (httpx.TransportError, httpx2.TransportError) as error:
             detail = str(error) or type(error).__name__
             raise connection_error(name, detail, secret=key) from error

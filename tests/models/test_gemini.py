@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 from google.genai import errors as genai_errors
 
-from eve.errors import ModelAuthError, ModelConnectionError, ModelHTTPError
+from eve.errors import (
+    ModelAuthError,
+    ModelConnectionError,
+    ModelCredentialsMissing,
+    ModelHTTPError,
+)
 from eve.manifest import Retries
 from eve.messages import user_message
 from eve.models.base import ModelRequest
@@ -110,3 +116,14 @@ def test_eve_run_answers_with_gemini(make_app: AppFactory) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello from Gemini.\n"
     assert api.bodies[0]["contents"][-1] == {"parts": [{"text": "hi"}], "role": "user"}
+
+
+async def test_vertex_without_usable_credentials_says_how_to_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "absent.json"))
+    env = {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_VERTEX_BASE_URL": "http://127.0.0.1:9"}
+    client = gemini_model("vertex", "gemini-2.5-flash", env)
+    with pytest.raises(ModelCredentialsMissing, match="application-default login") as caught:
+        await collect(client, request(retries=ONE_TRY))
+    assert caught.value.variable == "GOOGLE_APPLICATION_CREDENTIALS"

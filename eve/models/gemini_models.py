@@ -31,6 +31,8 @@ _ID = re.compile(r"gemini-(\d+)(?:\.(\d+))?-(pro|flash-lite|flash)")
 
 # eve's levels as a 2.5 model's budget, before the model's own bounds are applied
 BUDGETS = {"minimal": 512, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
+#: the most output tokens a thinking Gemini model takes ("Gemini models": 65,536)
+MAX_OUTPUT_TOKENS = 65_536
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,3 +104,14 @@ def thinking_config(model: str, reasoning: str | None, mode: ThinkingMode) -> di
     low, high = traits.budget_range
     budget = min(max(BUDGETS.get(reasoning, BUDGETS["medium"]), low, 1), high)
     return {"thinkingBudget": budget, "includeThoughts": True}
+
+
+def max_output_tokens(model: str, asked: int, reasoning: str | None) -> int:
+    """``maxOutputTokens`` for an answer of ``asked`` tokens: a thinking model's thoughts
+    count toward the limit ("Gemini thinking", "Pricing": thinking tokens are output), so
+    the level's budget is added on top (without a level, the model thinks as it likes by
+    default: medium's budget), up to the models' maximum."""
+    if gemini_traits(model).thinking == "none" or reasoning == "none":
+        return asked
+    headroom = BUDGETS.get(reasoning or "medium", BUDGETS["medium"])
+    return max(asked, min(asked + headroom, MAX_OUTPUT_TOKENS))

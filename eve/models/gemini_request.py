@@ -38,7 +38,7 @@ from eve.messages import (
     parts_for,
 )
 from eve.models.base import ModelRequest
-from eve.models.gemini_models import gemini_traits, thinking_config
+from eve.models.gemini_models import gemini_traits, max_output_tokens, thinking_config
 
 Part = dict[str, Any]
 Content = dict[str, Any]
@@ -193,7 +193,8 @@ def request_config(provider: str, model: str, request: ModelRequest) -> dict[str
     live in the cache, and the API refuses a request that repeats them, so they are left out.
     """
     settings = request.settings
-    config: dict[str, Any] = {"maxOutputTokens": request.max_output_tokens}
+    limit = max_output_tokens(model, request.max_output_tokens, request.reasoning)
+    config: dict[str, Any] = {"maxOutputTokens": limit}
     extra = dict(settings.extra)
     cached = "cachedContent" in extra or "cached_content" in extra
     if request.system and not cached:

@@ -111,7 +111,8 @@ async def test_text_streams_in_pieces_and_ends_as_one_signed_part(api: GeminiSer
     assert done.usage.output_tokens == 4 and done.usage.input_tokens > 0
     body = sent(api, 0)
     assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
-    assert body["generationConfig"]["maxOutputTokens"] == 4096
+    # thoughts count toward the limit: the default thinking's headroom is added to 4,096
+    assert body["generationConfig"]["maxOutputTokens"] == 4096 + 8192
     assert f"/models/{FLASH3}:streamGenerateContent" in api.requests[0].path
 
 

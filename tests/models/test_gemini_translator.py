@@ -33,6 +33,7 @@ from eve.model_windows import known_window
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import Done, ModelEvent, PartCompleted, TokenUsage, ToolCallEnd
 from eve.models.gemini import GeminiModel, retry_delay
+from eve.models.gemini_models import max_output_tokens
 from eve.models.gemini_request import request_config, request_contents
 from eve.models.gemini_stream import translate_gemini_chunks
 from eve.models.registry import choose_model, create_client
@@ -217,8 +218,24 @@ def test_settings_tools_and_provider_tools_become_the_config() -> None:
         ["END"],
         7,
     )
-    assert config["maxOutputTokens"] == 100
+    assert config["maxOutputTokens"] == 100 + 8192
     assert config["systemInstruction"] == {"role": "user", "parts": [{"text": "Be brief."}]}
+
+
+@pytest.mark.parametrize(
+    ("model", "asked", "reasoning", "expected"),
+    [
+        ("gemini-2.0-flash", 4096, "high", 4096),
+        ("gemini-2.5-flash", 4096, "none", 4096),
+        ("gemini-2.5-flash", 4096, "low", 4096 + 2048),
+        ("gemini-3-pro-preview", 60_000, "xhigh", 65_536),
+        ("gemini-3-pro-preview", 70_000, "low", 70_000),
+    ],
+)
+def test_thoughts_get_room_in_the_output_limit(
+    model: str, asked: int, reasoning: str, expected: int
+) -> None:
+    assert max_output_tokens(model, asked, reasoning) == expected
 
 
 def test_an_explicit_cache_holds_the_system_and_tools_so_they_are_left_out() -> None:

@@ -10,6 +10,7 @@ what a 429's ``RetryInfo`` asks ("Rate limits", https://ai.google.dev/gemini-api
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -55,6 +56,29 @@ def retry_delay(body: object) -> float | None:
     return None
 
 
+def _standard_base64(text: str) -> str:
+    padded = text.replace("-", "+").replace("_", "/") + "=" * (-len(text) % 4)
+    return base64.b64encode(base64.b64decode(padded)).decode("ascii")
+
+
+def _as_sent(chunk: types.GenerateContentResponse) -> dict[str, Any]:
+    """The chunk in the API's JSON. The SDK renders bytes in URL-safe base64 where the API
+    sends standard base64; signatures and inline data are put back as the API sent them
+    (standard base64 also cannot hold ``sk-``, a key shape redaction removes from stored
+    steps, so a recorded signature is never altered there)."""
+    data = chunk.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
+    )
+    for candidate in data.get("candidates") or []:
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            if isinstance(part.get("thoughtSignature"), str):
+                part["thoughtSignature"] = _standard_base64(part["thoughtSignature"])
+            inline = part.get("inlineData")
+            if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+                inline["data"] = _standard_base64(inline["data"])
+    return data
+
+
 class _Chunks:
     """The SDK's chunk iterator as the API's JSON, closable as the pump needs."""
 
@@ -63,9 +87,7 @@ class _Chunks:
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         async for chunk in self._chunks:
-            yield chunk.model_dump(
-                mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
-            )
+            yield _as_sent(chunk)
 
     async def close(self) -> None:
         close = getattr(self._chunks, "aclose", None)

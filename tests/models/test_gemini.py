@@ -21,6 +21,7 @@ from eve.messages import user_message
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent, TextDelta
 from eve.models.gemini import GeminiModel, gemini_model
+from eve.redact import redact
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.models.gemini_server import GeminiServer, Turn, error_reply, sse
@@ -127,3 +128,11 @@ async def test_vertex_without_usable_credentials_says_how_to_sign_in(
     with pytest.raises(ModelCredentialsMissing, match="application-default login") as caught:
         await collect(client, request(retries=ONE_TRY))
     assert caught.value.variable == "GOOGLE_APPLICATION_CREDENTIALS"
+
+
+@pytest.mark.parametrize("variable", ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+def test_a_gemini_key_in_the_environment_is_redacted_everywhere(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, KEY)
+    assert redact(f"stored: {KEY}") == "stored: [redacted]"

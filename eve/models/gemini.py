@@ -135,13 +135,19 @@ class GeminiModel(SDKModel[genai.Client]):
         return GeminiTranslator(self.provider)
 
     async def _start(self, request: ModelRequest) -> _Chunks:
-        config = types.GenerateContentConfig.model_validate(
-            request_config(self.provider, self._model, request)
-        )
-        contents = [
-            types.Content.model_validate(c)
-            for c in request_contents(self.provider, self._model, request)
-        ]
+        try:
+            config = types.GenerateContentConfig.model_validate(
+                request_config(self.provider, self._model, request)
+            )
+            contents = [
+                types.Content.model_validate(c)
+                for c in request_contents(self.provider, self._model, request)
+            ]
+        except pydantic.ValidationError as error:
+            # a field the SDK does not know (in model_settings.extra, or a kept part from a
+            # newer API): sending it again would fail the same way
+            detail = f"the SDK cannot build the request: {error}"
+            raise provider_error(self.provider, detail, secret=self._api_key or None) from error
         chunks = await self._sdk().aio.models.generate_content_stream(
             model=self._model,
             contents=contents,

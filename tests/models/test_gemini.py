@@ -14,9 +14,10 @@ from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
     ModelCredentialsMissing,
+    ModelError,
     ModelHTTPError,
 )
-from eve.manifest import Retries
+from eve.manifest import ModelSettings, Retries
 from eve.messages import user_message
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent, TextDelta
@@ -136,3 +137,12 @@ def test_a_gemini_key_in_the_environment_is_redacted_everywhere(
 ) -> None:
     monkeypatch.setenv(variable, KEY)
     assert redact(f"stored: {KEY}") == "stored: [redacted]"
+
+
+async def test_a_setting_the_sdk_does_not_know_fails_before_sending(
+    server: ScriptedServer,
+) -> None:
+    req = request(settings=ModelSettings(extra={"notAField": 1}), retries=ONE_TRY)
+    with pytest.raises(ModelError, match="cannot build the request") as caught:
+        await collect(model(server.url), req)
+    assert type(caught.value) is ModelError and server.requests == []

@@ -181,6 +181,57 @@ def test_the_server_refuses_a_gemini_3_call_without_its_signature(api: GeminiSer
     assert "missing a thought_signature" in answer.json()["error"]["message"]
 
 
+def _user(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "parts": list(parts)}
+
+
+def _answer(name: str) -> dict[str, Any]:
+    return {"functionResponse": {"name": name, "response": {"output": "ok"}}}
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "message"),
+    [
+        (FLASH3, {"contents": [_user({"text": "a"}), _user({"text": "b"})]}, "alternate"),
+        (
+            "gemini-2.5-flash",
+            {
+                "contents": [
+                    _user({"text": "a"}),
+                    {"role": "model", "parts": [call("Oslo"), call("Rome")]},
+                    _user(_answer("weather")),
+                ]
+            },
+            "number of function response parts",
+        ),
+        (
+            "gemini-2.5-flash",
+            {
+                "contents": [_user({"text": "a"})],
+                "generationConfig": {"thinkingConfig": {"thinkingLevel": "HIGH"}},
+            },
+            "Thinking level",
+        ),
+        (
+            "gemini-2.5-pro",
+            {
+                "contents": [_user({"text": "a"})],
+                "generationConfig": {"thinkingConfig": {"thinkingBudget": 0}},
+            },
+            "thinking budget 0 is invalid",
+        ),
+    ],
+    ids=["roles", "pairing", "level-on-2.5", "pro-cannot-stop-thinking"],
+)
+def test_the_server_refuses_what_the_api_refuses(
+    api: GeminiServer, model: str, body: dict[str, Any], message: str
+) -> None:
+    url = f"{api.url}/v1beta/models/{model}:streamGenerateContent?alt=sse"
+    answer = httpx.post(url, json=body, headers={"x-goog-api-key": KEY})
+    assert answer.status_code == 400
+    assert message in answer.json()["error"]["message"]
+
+
 async def test_another_provider_s_calls_get_the_placeholder_signature(api: GeminiServer) -> None:
     api.script(Turn([{"text": "Sunny."}]))
     history: list[Message] = [

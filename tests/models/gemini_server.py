@@ -31,7 +31,8 @@ names the documentation it comes from:
 * **Context caching** ("Context caching", https://ai.google.dev/gemini-api/docs/caching):
   implicit caching reports ``cachedContentTokenCount`` (part of ``promptTokenCount``) for a
   request that repeats a prefix of an earlier one of at least 1,024 tokens; a request with
-  ``cachedContent`` may not set ``systemInstruction`` or ``tools``.
+  ``cachedContent`` names a cache that exists (403 otherwise), may not set
+  ``systemInstruction`` or ``tools``, and reads all the cache's tokens.
 * **Failures** ("Troubleshooting", https://ai.google.dev/gemini-api/docs/troubleshooting):
   429 ``RESOURCE_EXHAUSTED`` with a ``google.rpc.RetryInfo``, 503 ``UNAVAILABLE``, a prompt
   blocked by ``promptFeedback.blockReason``, and ``finishReason: SAFETY``.
@@ -84,7 +85,10 @@ Script = Turn | Reply | Callable[[dict[str, Any]], "Turn | Reply"]
 
 
 class Rejected(Exception):
-    pass
+    def __init__(self, message: str, *, code: int = 400, status: str = "INVALID_ARGUMENT"):
+        super().__init__(message)
+        self.code = code
+        self.status = status
 
 
 def recorded_parts(events: list[ModelEvent]) -> list[AssistantPart]:
@@ -176,6 +180,8 @@ class GeminiServer(ScriptedServer):
         self.scripts: list[Script] = []
         self._secret = os.urandom(16)
         self._prefixes: set[str] = set()
+        #: explicit caches a test made (``cachedContents/<id>``) → the tokens each holds
+        self.caches: dict[str, int] = {}
         #: each request's body with every field name in lowerCamelCase
         self.bodies: list[dict[str, Any]] = []
         #: the ``usageMetadata`` each answered request reported
@@ -201,7 +207,7 @@ class GeminiServer(ScriptedServer):
         try:
             self._check(model, body)
         except Rejected as error:
-            return error_reply(400, "INVALID_ARGUMENT", str(error))
+            return error_reply(error.code, error.status, str(error))
         if not self.scripts:
             return self.next_reply()
         script = self.scripts.pop(0)
@@ -215,11 +221,18 @@ class GeminiServer(ScriptedServer):
     def _check(self, model: str, body: dict[str, Any]) -> None:
         contents: list[dict[str, Any]] = body.get("contents") or []
         config: dict[str, Any] = body.get("generationConfig") or {}
-        if body.get("cachedContent") and ("systemInstruction" in body or "tools" in body):
-            raise Rejected(
-                "CachedContent can not be used with GenerateContent request setting "
-                "system_instruction, tools or tool_config."
-            )
+        if cache := body.get("cachedContent"):
+            if "systemInstruction" in body or "tools" in body:
+                raise Rejected(
+                    "CachedContent can not be used with GenerateContent request setting "
+                    "system_instruction, tools or tool_config."
+                )
+            if cache not in self.caches:
+                raise Rejected(
+                    "CachedContent not found (or permission denied)",
+                    code=403,
+                    status="PERMISSION_DENIED",
+                )
         self._check_thinking(model, config.get("thinkingConfig"))
         declares = any("functionDeclarations" in t for t in body.get("tools") or [])
         if "responseJsonSchema" in config and declares and _family(model)[0] < (3, 0):
@@ -345,6 +358,9 @@ class GeminiServer(ScriptedServer):
                 break
         self._prefixes.update(prefixes)
         prompt = tokens([head, contents])
+        if explicit := self.caches.get(body.get("cachedContent", "")):
+            # the cache's tokens are part of the prompt, all of them read from the cache
+            prompt, cached = prompt + explicit, explicit
         usage = {
             "promptTokenCount": prompt,
             "candidatesTokenCount": turn.output_tokens,

@@ -14,10 +14,10 @@ import httpx
 import msgspec
 import pytest
 
-from eve.errors import ModelConnectionError, ModelHTTPError, ModelRateLimited
+from eve.errors import ModelAuthError, ModelConnectionError, ModelHTTPError, ModelRateLimited
 from eve.execution.checkpoints import RanAll, StepPart
 from eve.execution.response import ModelResponse
-from eve.manifest import Retries
+from eve.manifest import ModelSettings, Retries
 from eve.messages import (
     AssistantMessage,
     AssistantPart,
@@ -354,6 +354,23 @@ async def test_an_implicitly_cached_prefix_is_reported_as_cache_reads(api: Gemin
     assert (
         warm.usage.input_tokens == api.usages[1]["promptTokenCount"] - warm.usage.cache_read_tokens
     )
+
+
+async def test_an_explicit_cache_is_read_and_the_system_and_tools_stay_in_it(
+    api: GeminiServer,
+) -> None:
+    api.caches["cachedContents/weather"] = 5000
+    api.script(Turn([{"text": "Sunny."}]))
+    extra = {"cachedContent": "cachedContents/weather"}
+    request = ask(settings=ModelSettings(extra=extra), tools=[weather_declaration()])
+    done = (await collect(client(api), request))[-1]
+    assert isinstance(done, Done) and done.usage.cache_read_tokens == 5000
+    assert done.usage.input_tokens == api.usages[0]["promptTokenCount"] - 5000
+    extra = {"cachedContent": "cachedContents/gone"}
+    with pytest.raises(ModelAuthError, match="CachedContent not found"):
+        await collect(
+            client(api), ask(settings=ModelSettings(extra=extra), retries=Retries(attempts=1))
+        )
 
 
 async def test_images_and_documents_go_as_inline_or_file_data(api: GeminiServer) -> None:

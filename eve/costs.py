@@ -21,7 +21,12 @@ from eve.usage import TokenUsage
 #: model id prefixes that never cost money (eve's own deterministic models)
 FREE_PROVIDERS = frozenset({"offline"})
 #: eve's provider prefix → the provider id in genai-prices
-PRICED_PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
+PRICED_PROVIDERS = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "google": "google",
+    "vertex": "google-vertex",
+}
 
 
 class Cost(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -19,6 +19,7 @@
     │   └── NoActiveContext             state used outside an eve context
     ├── ModelError                      a provider call failed (messages are redacted)
     │   ├── ModelCredentialsMissing     no API key in the environment
+    │   ├── ModelSDKMissing             the provider's SDK (an eve extra) is not installed
     │   ├── UnknownModel                a model id with an unknown provider prefix
     │   ├── OfflineScriptError          an offline/script: file is missing or used up
     │   ├── ModelSettingUnsupported     a model setting the provider's API lacks
@@ -357,6 +358,19 @@ class ModelCredentialsMissing(ModelError):
         super().__init__(message)
         #: the environment variable that should hold the key (never its value)
         self.variable = variable
+
+
+class ModelSDKMissing(ModelError):
+    """The configured provider's SDK is not installed (it comes with an eve extra)."""
+
+    code = "model_sdk_missing"
+
+    def __init__(self, message: str, *, package: str, extra: str) -> None:
+        super().__init__(message)
+        #: the missing distribution (``google-genai``)
+        self.package = package
+        #: the eve extra that installs it (``google``)
+        self.extra = extra
 
 
 class UnknownModel(ModelError):

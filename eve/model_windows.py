@@ -2,8 +2,9 @@
 
 A shared module (the compiler records each node's window in the manifest, the runtime falls
 back to it for a model chosen at run time), so it imports no eve package. The figures are
-the providers' published limits (Anthropic "Models overview", OpenAI "Models" pages); a
-model not listed has no known window unless ``model_context_window_tokens`` gives one.
+the providers' published limits (Anthropic "Models overview", OpenAI "Models" and Google
+"Gemini models" pages); a model not listed has no known window unless
+``model_context_window_tokens`` gives one.
 """
 
 from __future__ import annotations
@@ -38,6 +39,19 @@ KNOWN_WINDOWS: dict[str, KnownWindow] = {
     "openai/gpt-4o": KnownWindow(tokens=128_000, max_output_tokens=16_384),
     "openai/o3": KnownWindow(tokens=200_000, max_output_tokens=100_000),
     "openai/o4-mini": KnownWindow(tokens=200_000, max_output_tokens=100_000),
+    # Gemini ("Gemini models", https://ai.google.dev/gemini-api/docs/models): the input limit
+    # (1,048,576) is the window; the same models on Vertex AI have the same limits
+    **{
+        f"{provider}/{model}": KnownWindow(tokens=1_048_576, max_output_tokens=output)
+        for provider in ("google", "vertex")
+        for model, output in (
+            ("gemini-3-pro", 65_536),
+            ("gemini-3-flash", 65_536),
+            ("gemini-2.5-pro", 65_536),
+            ("gemini-2.5-flash", 65_536),
+            ("gemini-2.0-flash", 8_192),
+        )
+    },
     # the offline models have a small window so compaction is reached in tests and benches
     "offline/test": KnownWindow(tokens=16_000, max_output_tokens=4_096),
     "offline/script": KnownWindow(tokens=16_000, max_output_tokens=4_096),

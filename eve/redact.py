@@ -15,7 +15,13 @@ import re
 from urllib.parse import quote, quote_plus
 
 #: environment variables whose values are secrets wherever they appear
-SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EVE_API_TOKEN")
+SECRET_ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "EVE_API_TOKEN",
+)
 
 # Provider key shapes, so a key that never passed through our environment is still caught.
 # A prefixed shape (Anthropic's sk-ant-, OpenAI's sk-proj-, sk-svcacct-, sk-admin-) is

@@ -34,7 +34,11 @@ from tests.conftest import REPO_ROOT
 EVE = REPO_ROOT / "eve"
 #: a provider SDK → its adapter: that module and the ones split from it
 #: (``eve.models.openai`` and ``eve.models.openai_responses``, …)
-PROVIDER_SDKS = {"anthropic": "eve.models.anthropic", "openai": "eve.models.openai"}
+PROVIDER_SDKS = {
+    "anthropic": "eve.models.anthropic",
+    "openai": "eve.models.openai",
+    "google": "eve.models.gemini",
+}
 #: what the ``eve[otel]`` extra brings, imported only where the CLI sets up a provider
 OTEL_SDK = ("opentelemetry.sdk", "opentelemetry.exporter")
 

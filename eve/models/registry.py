@@ -12,13 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from eve.errors import ServedModelUnavailable, UnknownModel
+from eve.errors import ModelSDKMissing, ServedModelUnavailable, UnknownModel
 from eve.manifest import OpenAIApi
 from eve.models.base import ModelClient
 
 CREDENTIALS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+#: providers with a key in one of several variables (Gemini: the SDK reads either), or
+#: another way to sign in (Vertex AI: a project with Application Default Credentials)
+ALTERNATIVE_CREDENTIALS = {
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "vertex": ("GOOGLE_CLOUD_PROJECT", "GOOGLE_API_KEY"),
+}
 OFFLINE_DEFAULT = "offline/test"
-BUILTIN_PROVIDERS = frozenset({"anthropic", "openai", "offline"})
+BUILTIN_PROVIDERS = frozenset({"anthropic", "openai", "google", "vertex", "offline"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +66,8 @@ def create_client(
             base_url=env.get("OPENAI_BASE_URL"),
             api=openai_api,
         )
+    elif provider in ("google", "vertex") and name:
+        return _gemini(provider, name, env)
     from eve.plugins.provided import installed_plugins, model_providers
 
     plugins = model_providers(installed_plugins(), reserved=BUILTIN_PROVIDERS)
@@ -67,11 +75,27 @@ def create_client(
         return plugins[provider].factory(name, env=env, app_root=app_root)
     offered = "".join(f", {prefix}/<model>" for prefix in sorted(plugins))
     raise UnknownModel(
-        f"unknown model id {model_id!r}: use anthropic/<model>, openai/<model>{offered}, "
+        f"unknown model id {model_id!r}: use anthropic/<model>, google/<model>, "
+        f"vertex/<model>, openai/<model>{offered}, "
         "offline/test or offline/script:<path> (other prefixes come from eve.plugins "
         "packages: install the one that provides it)",
         model_id=model_id,
     )
+
+
+def _gemini(provider: str, name: str, env: Mapping[str, str]) -> ModelClient:
+    try:
+        from eve.models.gemini import gemini_model
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith("google"):
+            raise
+        raise ModelSDKMissing(
+            f"{provider}/{name} needs the google-genai package, which is not installed: "
+            "pip install 'eve-durable[google]'",
+            package="google-genai",
+            extra="google",
+        ) from error
+    return gemini_model(provider, name, env)
 
 
 def choose_model(
@@ -92,6 +116,9 @@ def choose_model(
     model_id = configured or OFFLINE_DEFAULT
     provider = model_id.partition("/")[0]
     variable = CREDENTIALS.get(provider)
+    if provider in ALTERNATIVE_CREDENTIALS:
+        names = ALTERNATIVE_CREDENTIALS[provider]
+        variable = next((v for v in names if env.get(v)), names[0])
     base_url = env.get(f"{variable.split('_')[0]}_BASE_URL") if variable else None
     if variable and not env.get(variable) and not (provider == "openai" and base_url):
         if not fallback:

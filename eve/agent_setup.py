@@ -49,17 +49,18 @@ async def build_setup(
         for node_id in compiled.manifest.nodes
     }
     root = agents.pop(ROOT_NODE_ID)
-    choose = functools.partial(_client, app_root=app_root, notify=notify, fallback=offline_fallback)
-    client = choose(model, root.config.model, openai_api=root.config.openai_api)
+    choose = functools.partial(_chain, app_root=app_root, notify=notify, fallback=offline_fallback)
+    client = choose(model, root)
     subagents: dict[str, AgentSetup] = {}
     clients = {ROOT_NODE_ID: client}
     # parents before children (ids are paths), so a child without a model takes its caller's
     for node_id in sorted(agents, key=lambda n: n.count("/")):
         agent = agents[node_id]
         own = agent.config.model
+        same = (own, agent.config.fallback) == (root.config.model, root.config.fallback)
         clients[node_id] = (
-            choose(None, own, openai_api=agent.config.openai_api)
-            if model is None and own is not None and own != root.config.model
+            choose(None, agent)
+            if model is None and own is not None and not same
             else clients[parent_of(node_id)]
         )
         subagents[node_id] = _setup(agent, clients[node_id], app_root, None, subagents)
@@ -67,6 +68,33 @@ async def build_setup(
         _setup(root, client, app_root, max_turns, subagents),
         fingerprint=compiled.manifest.fingerprint,
     )
+
+
+def _chain(
+    override: str | None,
+    agent: ResolvedAgent,
+    *,
+    app_root: Path,
+    notify: Notify,
+    fallback: bool,
+) -> tuple[ModelClient, ...]:
+    """A node's models in the order a step asks them: ``--model`` replaces the whole chain,
+    and a chain whose first model runs offline for want of its key is that offline model
+    alone (asking a real model after a fake one would mix the two in one conversation)."""
+    config = agent.config
+    first = _client(
+        override,
+        config.model,
+        app_root=app_root,
+        openai_api=config.openai_api,
+        notify=notify,
+        fallback=fallback,
+    )
+    if override is not None or first.model_id != config.model:
+        return (first,)
+    env, api = os.environ, config.openai_api
+    rest = (create_client(m, app_root=app_root, env=env, openai_api=api) for m in config.fallback)
+    return (first, *rest)
 
 
 def _client(
@@ -88,7 +116,7 @@ def _client(
 
 def _setup(
     agent: ResolvedAgent,
-    client: ModelClient,
+    models: tuple[ModelClient, ...],
     app_root: Path,
     max_turns: int | None,
     subagents: dict[str, AgentSetup],
@@ -96,7 +124,8 @@ def _setup(
     config = agent.config
     return AgentSetup(
         agent=agent,
-        client=client,
+        client=models[0],
+        fallbacks=models[1:],
         max_turns=max_turns or config.limits.max_turns or DEFAULT_MAX_TURNS,
         # refused here, so eve run, eve dev and eve serve all refuse before serving a turn
         workspace=workspace_for(app_root, config.workspace, create=bool(config.builtin_tools)),

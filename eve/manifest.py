@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -414,6 +414,8 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     """The normalized ``define_agent`` call of a node."""
 
     model: str | None = None
+    #: the models tried after ``model``, in order, when it fails past its retries or is down
+    fallback: list[str] = []
     description: str | None = None
     reasoning: ReasoningLevel | None = None
     limits: Limits = Limits()

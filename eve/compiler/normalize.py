@@ -175,6 +175,7 @@ def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> A
     ``output_schema`` compiled (``compiler.output``), which needs the node's sources."""
     return AgentConfig(
         model=config.model,
+        fallback=list(config.fallback),
         description=config.description,
         reasoning=config.reasoning,
         limits=Limits(**config.limits.model_dump()),

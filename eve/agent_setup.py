@@ -21,6 +21,7 @@ from eve.models.base import ModelClient
 from eve.models.registry import choose_model, create_client
 from eve.runtime import CompiledAgent, ResolvedAgent, resolve_agent
 from eve.runtime.delegation import parent_of
+from eve.runtime.resolved import ResolvedProviderTool
 
 #: where a one-line notice goes (the model fallback without a provider key)
 Notify = Callable[[str], None]
@@ -90,11 +91,22 @@ def _chain(
         notify=notify,
         fallback=fallback,
     )
+    if override is not None:
+        _tell_foreign_tools(agent, override, notify)
     if override is not None or first.model_id != config.model:
         return (first,)
     env, api = os.environ, config.openai_api
     rest = (create_client(m, app_root=app_root, env=env, openai_api=api) for m in config.fallback)
     return (first, *rest)
+
+
+def _tell_foreign_tools(agent: ResolvedAgent, model: str, notify: Notify) -> None:
+    # compiling warns of the chain's models; a --model chosen at run time is told here
+    provider = model.partition("/")[0]
+    for tool in agent.tools:
+        if isinstance(tool, ResolvedProviderTool) and tool.entry.provider.provider != provider:
+            owner = tool.entry.provider.provider
+            notify(f"eve: {tool.name} is a tool {owner} runs itself; {model} is not offered it")
 
 
 def _client(

@@ -9,7 +9,6 @@ from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.runtime.info import NodeInfo, agent_info
 
-
 #: what ``eve info`` says of a model eve knows no window for
 UNKNOWN_WINDOW = (
     "unknown (compaction cannot measure it, output is not bounded by it): set "

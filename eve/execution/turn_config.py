@@ -19,8 +19,8 @@ from eve.execution.compaction import (
 )
 from eve.execution.output import OutputCheck
 from eve.execution.setup import AgentSetup
-from eve.model_windows import known_window
 from eve.messages import Message, model_view
+from eve.model_windows import known_window
 from eve.models.base import DEFAULT_MAX_OUTPUT_TOKENS
 from eve.runtime.resolved import (
     ResolvedFunctionTool,

@@ -13,8 +13,8 @@ from email.utils import parsedate_to_datetime
 
 from eve.errors import (
     ModelAuthError,
-    ModelContextWindowExceeded,
     ModelConnectionError,
+    ModelContextWindowExceeded,
     ModelError,
     ModelHTTPError,
     ModelRateLimited,

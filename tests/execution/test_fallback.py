@@ -21,6 +21,8 @@ from tests.models.openai_script import chunk, text, usage
 from tests.models.sse_server import Reply, ScriptedServer, json_reply, openai_sse
 
 KEY = "sk-test-SECRET-1234567890"
+#: an outage is not retried: the chain moves on at once
+ONE_TRY = Retries(attempts=1)
 
 
 def outage() -> Reply:
@@ -38,7 +40,7 @@ def servers() -> Iterator[tuple[ScriptedServer, ScriptedServer]]:
 
 
 def chain(
-    first: ScriptedServer, second: ScriptedServer, *, retries: Retries = Retries(attempts=1)
+    first: ScriptedServer, second: ScriptedServer, *, retries: Retries = ONE_TRY
 ) -> AgentSetup:
     """An agent whose chain is ``openai/big`` (``first``) then ``openai/local``."""
     big = OpenAIModel("big", api_key=KEY, base_url=f"{first.url}/v1")

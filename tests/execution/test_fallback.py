@@ -3,7 +3,9 @@ servers, one per model of the chain, the first down or refusing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,11 +16,14 @@ from eve.events import ModelFallback, SessionEvent, TurnCompleted
 from eve.execution import RunResult, TurnEnvironment, run_agent
 from eve.execution.setup import AgentSetup
 from eve.manifest import ROOT_NODE_ID, AgentConfig, Retries
+from eve.messages import AssistantMessage, ReasoningPart, TextPart, user_message
+from eve.models.anthropic import AnthropicModel
 from eve.models.openai import OpenAIModel
 from eve.runtime import ResolvedAgent
 from tests.execution.test_checkpoints import JsonRecorder
 from tests.models.openai_script import chunk, text, usage
 from tests.models.sse_server import Reply, ScriptedServer, json_reply, openai_sse
+from tests.models.test_retries import anthropic_error
 
 KEY = "sk-test-SECRET-1234567890"
 #: an outage is not retried: the chain moves on at once
@@ -140,3 +145,22 @@ async def test_a_replayed_step_is_the_answering_models_and_asks_none(
     assert replayed.cost.unpriced == ["openai/local"]
     completed = next(e for e in events if isinstance(e, TurnCompleted))
     assert completed.data.usage.output_tokens == 3
+
+
+async def test_another_providers_reasoning_never_reaches_the_fallback(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    claude, local = servers
+    claude.add(anthropic_error(529, "overloaded_error"))
+    local.add(hello())
+    first = AnthropicModel("claude-test", api_key=KEY, base_url=claude.url)
+    setup = replace(chain(claude, local), client=first)
+    thought = ReasoningPart(provider="anthropic", text="a signed thought", signature="sig-1")
+    earlier = [user_message("hello"), AssistantMessage(parts=[thought, TextPart(text="hi")])]
+    events: list[SessionEvent] = []
+    env = TurnEnvironment(on_event=events.append)
+    result = await run_agent(setup, "again", history=earlier, env=env)
+    assert result.final_text == "hello"
+    sent = json.dumps(local.requests[0].body)
+    assert '"hi"' in sent and "a signed thought" not in sent and "sig-1" not in sent
+    assert "a signed thought" in json.dumps(claude.requests[0].body)  # Claude was sent it

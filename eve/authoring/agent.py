@@ -103,11 +103,22 @@ def _model_chain(value: Any) -> Any:
     return value
 
 
+class ModelPriceConfig(_Strict):
+    """USD per million tokens, for a model the price table does not know."""
+
+    input_per_mtok: float = pydantic.Field(ge=0)
+    output_per_mtok: float = pydantic.Field(ge=0)
+    cache_read_per_mtok: float | None = pydantic.Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = pydantic.Field(default=None, ge=0)
+
+
 class AgentConfigModel(_Strict):
     model: ModelId | None = None
     #: the models tried in order when ``model`` fails past its retries or is down
     #: (``define_agent(model=[first, then, ...])`` sets both fields)
     fallback: tuple[ModelId, ...] = ()
+    #: declared prices by model id (a local model's), used instead of the price table
+    model_prices: dict[ModelId, ModelPriceConfig] = {}
     description: str | None = None
     reasoning: Reasoning | None = None
     limits: LimitsConfig = LimitsConfig()
@@ -205,7 +216,8 @@ def define_agent(**options: Any) -> AgentDefinition:
     """Configure an agent node.
 
     Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``, or a list: a fallback
-    chain tried in order), ``fallback`` (the models after ``model``), ``description``
+    chain tried in order), ``fallback`` (the models after ``model``), ``model_prices``
+    (``{"openai/local": {"input_per_mtok": 0.1, "output_per_mtok": 0.2}}``), ``description``
     (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
     ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``tool_sets`` (plugin
     tool sets), ``workspace``, ``database_url_env``, ``prompt_cache`` (``False`` or

@@ -20,6 +20,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HookEntry,
     Limits,
+    ModelPrice,
     ModelSettings,
     Output,
     PromptCache,
@@ -176,6 +177,10 @@ def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> A
     return AgentConfig(
         model=config.model,
         fallback=list(config.fallback),
+        model_prices={
+            model: ModelPrice(**declared.model_dump())
+            for model, declared in sorted(config.model_prices.items())
+        },
         description=config.description,
         reasoning=config.reasoning,
         limits=Limits(**config.limits.model_dump()),

@@ -245,7 +245,8 @@ class _Turn:
             self.trim_to = policy.threshold_tokens
             return
         # the summary's tokens count toward the step (and so the turn and the session)
-        spent = Spend(usage=record.usage, cost=price(record.model, record.usage))
+        prices = self.setup.agent.config.model_prices
+        spent = Spend(usage=record.usage, cost=price(record.model, record.usage, prices))
         self.step_spend = self.step_spend + spent
         self.record(summary_message(record.summary, folded=record.folded, kept=record.kept))
 
@@ -504,7 +505,8 @@ class _Turn:
             raise ModelProtocolError("a recorded step has no model response")
         # the model that answered, which a fallback chain's may not be the first
         model_id = response.model or self.setup.client.model_id
-        call = Spend(usage=response.usage, cost=price(model_id, response.usage))
+        prices = self.setup.agent.config.model_prices
+        call = Spend(usage=response.usage, cost=price(model_id, response.usage, prices))
         self.step_spend = self.step_spend + call
         text, calls, finish = response.text, self.calls_of(response), response.finish_reason
         self.finish, self.answered_by = finish, model_id

@@ -11,6 +11,7 @@ from eve.cli.info_command import UNKNOWN_WINDOW
 from eve.cli.run_command import TRUNCATED_NOTICE
 from eve.compiler import compile_to_disk
 from eve.compiler.pipeline import compile_agent
+from eve.manifest import ModelPrice
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.models.openai_script import chunk, text
@@ -19,7 +20,11 @@ from tests.models.sse_server import ScriptedServer, openai_sse
 LOCAL = {
     "agent/agent.py": """
         from eve import define_agent
-        default = define_agent(model="openai/smollm2", retries={"attempts": 1})
+        default = define_agent(
+            model="openai/smollm2",
+            retries={"attempts": 1},
+            model_prices={"openai/smollm2": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}},
+        )
     """,
 }
 
@@ -58,7 +63,10 @@ def test_info_names_the_chain_and_says_the_local_window_is_unknown(make_app: App
     assert "fallback: openai/smollm2" in shown.output
     assert "context window: 200000 tokens" in shown.output  # the first model's, compiled
     local = make_app(LOCAL)
-    compile_to_disk(local)
+    config = compile_to_disk(local).manifest.nodes["__root__"].config
+    assert config.model_prices["openai/smollm2"] == ModelPrice(
+        input_per_mtok=0.5, output_per_mtok=1.5
+    )
     shown = CliRunner().invoke(main, ["-C", str(local), "info"])
     assert f"context window: {UNKNOWN_WINDOW}" in shown.output
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from eve.manifest import (
     Compaction,
     ContextWindow,
     Limits,
+    ModelPrice,
     ModelSettings,
     Retries,
 )
@@ -160,3 +162,25 @@ async def test_an_input_limit_counts_the_tokens_a_server_calls_cached(
     with pytest.raises(SessionLimitReached, match="max_input_tokens_per_session") as caught:
         await run(setup)
     assert caught.value.used == 1000  # not the 10 uncached ones
+
+
+async def test_a_declared_price_lets_a_cost_limit_bound_a_local_model(
+    server: ScriptedServer,
+) -> None:
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 4,
+        "total_tokens": 1004,
+        "prompt_tokens_details": {"cached_tokens": 990},
+    }
+    server.add(answer("hello", usage=usage))
+    declared = ModelPrice(input_per_mtok=1.0, output_per_mtok=2.0, cache_read_per_mtok=0.1)
+    setup = setup_of(
+        local(server),
+        model_prices={"openai/smollm2": declared},
+        limits=Limits(max_cost_usd_per_session=0.0001),
+    )
+    with pytest.raises(SessionLimitReached, match="max_cost_usd_per_session") as caught:
+        await run(setup)
+    # 10 uncached at $1, 990 cached at $0.10 and 4 out at $2 per million: exact, not a float
+    assert caught.value.used == Decimal("0.000117")

@@ -89,3 +89,30 @@ def test_a_provider_tool_another_model_cannot_run_is_a_warning(make_app: AppFact
     )
     codes = {d.code for d in compile_agent(alone).diagnostics.items}
     assert "compile/provider-tool-unsupported" not in codes
+
+
+def test_model_replaces_the_chain_and_is_told_of_tools_it_cannot_run(
+    make_app: AppFactory,
+) -> None:
+    root = make_app(CHAIN)
+    with ScriptedServer() as server:
+        server.add(openai_sse([text("Hello."), chunk(finish="stop")]))
+        env = {"OPENAI_BASE_URL": f"{server.url}/v1", "ANTHROPIC_API_KEY": "sk-ant-unused"}
+        done = eve_run(root, "hello", "--model", "openai/smollm2", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Hello."
+    assert "web_search is a tool anthropic runs itself; openai/smollm2 is not offered it" in (
+        done.stderr
+    )
+    [request] = server.requests  # the chain's Claude was never asked
+    assert request.body["model"] == "smollm2"
+    assert "web_search" not in str(request.body.get("tools"))
+
+
+def test_without_the_first_models_key_the_offline_model_runs_alone(make_app: AppFactory) -> None:
+    root = make_app(CHAIN)
+    with ScriptedServer() as server:
+        done = eve_run(root, "hello", env={"OPENAI_BASE_URL": f"{server.url}/v1"})
+    assert done.returncode == 0, done.stderr
+    assert "ANTHROPIC_API_KEY is not set" in done.stderr
+    assert server.requests == []  # a real fallback after a fake model would mix the two

@@ -52,7 +52,6 @@ from eve.execution.compaction import (
     SummaryFailed,
     compaction_client,
     compaction_key,
-    context_tokens,
     needs_compaction,
     plan,
 )
@@ -77,13 +76,7 @@ from eve.execution.tool_calls import (
 from eve.execution.tool_output import agent_output_limit, bounded
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.execution.turn_config import (
-    compaction_policy,
-    offered,
-    output_check,
-    output_tokens,
-    truncation,
-)
+from eve.execution.turn_config import compaction_policy, output_check, step_request, truncation
 from eve.messages import (
     Message,
     StopReason,
@@ -96,12 +89,9 @@ from eve.messages import (
 from eve.models.base import (
     ModelClient,
     ModelRequest,
-    ProviderToolDeclaration,
-    ToolDeclaration,
 )
 from eve.redact import redact
 from eve.runtime.resolved import (
-    ResolvedProviderTool,
     ResolvedSubagent,
     is_task,
 )
@@ -176,40 +166,14 @@ class _Turn:
             raise _Aborted
 
     def request(self, client: ModelClient) -> ModelRequest:
-        """Step's request as ``client`` is sent it (its output limit is its own)."""
-        tools = list(self.runner.tools.values())
+        """The step's request as ``client`` is sent it (its output limit is its own)."""
         native = self.output is not None and self.output.native
-        system = self.setup.agent.instructions
-        messages = trim_history(model_view(self.history), self.budget())
-        context = context_tokens(system, messages)
-        return ModelRequest(
-            system=system,
-            messages=messages,
-            tools=[
-                ToolDeclaration(
-                    name=t.name, description=t.description, input_schema=t.entry.input_schema
-                )
-                for t in tools
-                if offered(t)
-            ],
-            reasoning=self.setup.reasoning,
-            thinking=self.setup.agent.config.thinking,
-            prompt_cache=self.setup.agent.config.prompt_cache,
-            retries=self.setup.agent.config.retries,
-            settings=self.setup.agent.config.model_settings,
-            max_output_tokens=output_tokens(self.setup, client.model_id, context=context),
+        return step_request(
+            self.setup,
+            client,
+            tools=list(self.runner.tools.values()),
+            messages=trim_history(model_view(self.history), self.budget()),
             output_schema=self.output.schema if self.output is not None and native else None,
-            node_id=self.setup.agent.node_id,
-            provider_tools=[
-                ProviderToolDeclaration(
-                    name=t.name,
-                    provider=t.entry.provider.provider,
-                    type=t.entry.provider.type,
-                    config=t.entry.provider.config,
-                )
-                for t in tools
-                if isinstance(t, ResolvedProviderTool)
-            ],
             signal=self.env.signal,
         )
 

@@ -7,8 +7,9 @@ fallback chain's later models are measured against their own windows."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeGuard, assert_never
+from typing import Any, TypeGuard, assert_never
 
+from eve.cancellation import CancelSignal
 from eve.errors import OutputTruncated
 from eve.execution.compaction import (
     Policy,
@@ -21,7 +22,13 @@ from eve.execution.output import OutputCheck
 from eve.execution.setup import AgentSetup
 from eve.messages import Message, model_view
 from eve.model_windows import known_window
-from eve.models.base import DEFAULT_MAX_OUTPUT_TOKENS
+from eve.models.base import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ModelClient,
+    ModelRequest,
+    ProviderToolDeclaration,
+    ToolDeclaration,
+)
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
     ResolvedProviderTool,
@@ -44,6 +51,52 @@ def offered(tool: ResolvedTool) -> TypeGuard[RunnableTool]:
             return False
         case _:
             assert_never(tool)
+
+
+def step_request(
+    setup: AgentSetup,
+    client: ModelClient,
+    *,
+    tools: Sequence[ResolvedTool],
+    messages: list[Message],
+    output_schema: dict[str, Any] | None,
+    signal: CancelSignal,
+) -> ModelRequest:
+    """A step's request of ``messages`` as ``client`` is sent it: the tools it is offered,
+    the node's settings, and an output limit of that model's own."""
+    system = setup.agent.instructions
+    config = setup.agent.config
+    context = context_tokens(system, messages)
+    return ModelRequest(
+        system=system,
+        messages=messages,
+        tools=[
+            ToolDeclaration(
+                name=t.name, description=t.description, input_schema=t.entry.input_schema
+            )
+            for t in tools
+            if offered(t)
+        ],
+        reasoning=setup.reasoning,
+        thinking=config.thinking,
+        prompt_cache=config.prompt_cache,
+        retries=config.retries,
+        settings=config.model_settings,
+        max_output_tokens=output_tokens(setup, client.model_id, context=context),
+        output_schema=output_schema,
+        node_id=setup.agent.node_id,
+        provider_tools=[
+            ProviderToolDeclaration(
+                name=t.name,
+                provider=t.entry.provider.provider,
+                type=t.entry.provider.type,
+                config=t.entry.provider.config,
+            )
+            for t in tools
+            if isinstance(t, ResolvedProviderTool)
+        ],
+        signal=signal,
+    )
 
 
 def output_check(setup: AgentSetup) -> OutputCheck | None:

@@ -33,6 +33,13 @@ from eve.runtime import ResolvedAgent
 from tests.models.openai_script import chunk, text
 from tests.models.sse_server import ScriptedServer, json_reply, openai_sse
 
+#: llama.cpp reports the prompt it kept in its KV cache as ``cached_tokens``
+MOSTLY_CACHED = {
+    "prompt_tokens": 1000,
+    "completion_tokens": 4,
+    "total_tokens": 1004,
+    "prompt_tokens_details": {"cached_tokens": 990},
+}
 GPT_4O = ContextWindow(tokens=128_000, max_output_tokens=16_384, source="model-table")
 
 
@@ -150,14 +157,7 @@ async def test_a_window_error_says_what_to_set(server: ScriptedServer) -> None:
 async def test_an_input_limit_counts_the_tokens_a_server_calls_cached(
     server: ScriptedServer,
 ) -> None:
-    # llama.cpp reports the prompt it kept in its KV cache as cached_tokens
-    usage = {
-        "prompt_tokens": 1000,
-        "completion_tokens": 4,
-        "total_tokens": 1004,
-        "prompt_tokens_details": {"cached_tokens": 990},
-    }
-    server.add(answer("hello", usage=usage))
+    server.add(answer("hello", usage=MOSTLY_CACHED))
     setup = setup_of(local(server), limits=Limits(max_input_tokens_per_session=500))
     with pytest.raises(SessionLimitReached, match="max_input_tokens_per_session") as caught:
         await run(setup)
@@ -167,13 +167,7 @@ async def test_an_input_limit_counts_the_tokens_a_server_calls_cached(
 async def test_a_declared_price_lets_a_cost_limit_bound_a_local_model(
     server: ScriptedServer,
 ) -> None:
-    usage = {
-        "prompt_tokens": 1000,
-        "completion_tokens": 4,
-        "total_tokens": 1004,
-        "prompt_tokens_details": {"cached_tokens": 990},
-    }
-    server.add(answer("hello", usage=usage))
+    server.add(answer("hello", usage=MOSTLY_CACHED))
     declared = ModelPrice(input_per_mtok=1.0, output_per_mtok=2.0, cache_read_per_mtok=0.1)
     setup = setup_of(
         local(server),

@@ -91,7 +91,8 @@ def _chain(
         notify=notify,
         fallback=fallback,
     )
-    if override is not None:
+    # the offline models stand in for any provider: they run no provider tool, by design
+    if override is not None and not override.startswith("offline/"):
         _tell_foreign_tools(agent, override, notify)
     if override is not None or first.model_id != config.model:
         return (first,)

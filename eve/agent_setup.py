@@ -21,6 +21,7 @@ from eve.models.base import ModelClient
 from eve.models.registry import choose_model, create_client
 from eve.runtime import CompiledAgent, ResolvedAgent, resolve_agent
 from eve.runtime.delegation import parent_of
+from eve.runtime.resolved import ResolvedProviderTool
 
 #: where a one-line notice goes (the model fallback without a provider key)
 Notify = Callable[[str], None]
@@ -49,17 +50,18 @@ async def build_setup(
         for node_id in compiled.manifest.nodes
     }
     root = agents.pop(ROOT_NODE_ID)
-    choose = functools.partial(_client, app_root=app_root, notify=notify, fallback=offline_fallback)
-    client = choose(model, root.config.model, openai_api=root.config.openai_api)
+    choose = functools.partial(_chain, app_root=app_root, notify=notify, fallback=offline_fallback)
+    client = choose(model, root)
     subagents: dict[str, AgentSetup] = {}
     clients = {ROOT_NODE_ID: client}
     # parents before children (ids are paths), so a child without a model takes its caller's
     for node_id in sorted(agents, key=lambda n: n.count("/")):
         agent = agents[node_id]
         own = agent.config.model
+        same = (own, agent.config.fallback) == (root.config.model, root.config.fallback)
         clients[node_id] = (
-            choose(None, own, openai_api=agent.config.openai_api)
-            if model is None and own is not None and own != root.config.model
+            choose(None, agent)
+            if model is None and own is not None and not same
             else clients[parent_of(node_id)]
         )
         subagents[node_id] = _setup(agent, clients[node_id], app_root, None, subagents)
@@ -67,6 +69,45 @@ async def build_setup(
         _setup(root, client, app_root, max_turns, subagents),
         fingerprint=compiled.manifest.fingerprint,
     )
+
+
+def _chain(
+    override: str | None,
+    agent: ResolvedAgent,
+    *,
+    app_root: Path,
+    notify: Notify,
+    fallback: bool,
+) -> tuple[ModelClient, ...]:
+    """A node's models in the order a step asks them: ``--model`` replaces the whole chain,
+    and a chain whose first model runs offline for want of its key is that offline model
+    alone (asking a real model after a fake one would mix the two in one conversation)."""
+    config = agent.config
+    first = _client(
+        override,
+        config.model,
+        app_root=app_root,
+        openai_api=config.openai_api,
+        notify=notify,
+        fallback=fallback,
+    )
+    # the offline models stand in for any provider: they run no provider tool, by design
+    if override is not None and not override.startswith("offline/"):
+        _tell_foreign_tools(agent, override, notify)
+    if override is not None or first.model_id != config.model:
+        return (first,)
+    env, api = os.environ, config.openai_api
+    rest = (create_client(m, app_root=app_root, env=env, openai_api=api) for m in config.fallback)
+    return (first, *rest)
+
+
+def _tell_foreign_tools(agent: ResolvedAgent, model: str, notify: Notify) -> None:
+    # compiling warns of the chain's models; a --model chosen at run time is told here
+    provider = model.partition("/")[0]
+    for tool in agent.tools:
+        if isinstance(tool, ResolvedProviderTool) and tool.entry.provider.provider != provider:
+            owner = tool.entry.provider.provider
+            notify(f"eve: {tool.name} is a tool {owner} runs itself; {model} is not offered it")
 
 
 def _client(
@@ -88,7 +129,7 @@ def _client(
 
 def _setup(
     agent: ResolvedAgent,
-    client: ModelClient,
+    models: tuple[ModelClient, ...],
     app_root: Path,
     max_turns: int | None,
     subagents: dict[str, AgentSetup],
@@ -96,7 +137,8 @@ def _setup(
     config = agent.config
     return AgentSetup(
         agent=agent,
-        client=client,
+        client=models[0],
+        fallbacks=models[1:],
         max_turns=max_turns or config.limits.max_turns or DEFAULT_MAX_TURNS,
         # refused here, so eve run, eve dev and eve serve all refuse before serving a turn
         workspace=workspace_for(app_root, config.workspace, create=bool(config.builtin_tools)),

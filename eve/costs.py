@@ -12,10 +12,12 @@ least". The offline models cost nothing by definition: 0 is their price, not a g
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
 import msgspec
 
+from eve.manifest import ModelPrice
 from eve.usage import TokenUsage
 
 #: model id prefixes that never cost money (eve's own deterministic models)
@@ -74,14 +76,37 @@ class Spend(msgspec.Struct, frozen=True, kw_only=True):
         return Spend(usage=self.usage + other.usage, cost=self.cost + other.cost)
 
 
-def price(model_id: str, usage: TokenUsage) -> Cost:
+def declared_cost(declared: ModelPrice, usage: TokenUsage) -> Cost:
+    """What ``usage`` costs at a price the author declared (``define_agent(model_prices=…)``)."""
+
+    def rate(per_mtok: float | None) -> Decimal:
+        # None: priced as input; str() keeps a float's shortest spelling (0.1, not its
+        # binary expansion), so the cost stays exact
+        given = declared.input_per_mtok if per_mtok is None else per_mtok
+        return Decimal(str(given)) / 1_000_000
+
+    usd = (
+        usage.input_tokens * rate(declared.input_per_mtok)
+        + usage.cache_read_tokens * rate(declared.cache_read_per_mtok)
+        + usage.cache_write_tokens * rate(declared.cache_write_per_mtok)
+        + usage.output_tokens * rate(declared.output_per_mtok)
+    )
+    return Cost(usd=usd)
+
+
+def price(
+    model_id: str, usage: TokenUsage, declared: Mapping[str, ModelPrice] | None = None
+) -> Cost:
     """What ``usage`` of ``model_id`` (``anthropic/claude-sonnet-4-5``) costs.
 
     The genai-prices table counts every input token in ``input_tokens`` and the cached ones
     again apart (cheaper to read, dearer to write); eve's ``input_tokens`` are the uncached
     ones, so the table gets their sum. Reasoning tokens are output tokens and priced as
-    such. A model with no price (not in the table, a plugin's, a test double) is unknown.
+    such. A model with no price (not in the table, a plugin's, a test double) is unknown,
+    unless the agent ``declared`` one (a local model's), which replaces the table's.
     """
+    if declared and model_id in declared:
+        return declared_cost(declared[model_id], usage)
     provider, _, name = model_id.partition("/")
     if provider in FREE_PROVIDERS:
         return ZERO

@@ -25,6 +25,7 @@
     │   ├── ModelSettingUnsupported     a model setting the provider's API lacks
     │   ├── ModelProtocolError          the stream broke the provider's protocol
     │   ├── ModelHTTPError              an error status
+    │   │   ├── ModelContextWindowExceeded  the request is over the window (says what to set)
     │   │   ├── ModelAuthError          401/403
     │   │   └── ModelRateLimited        429
     │   ├── ModelConnectionError        unreachable, or the stream was cut off
@@ -51,6 +52,7 @@
     ├── ExecutionError
     │   ├── EmptyModelResponse          neither text nor tool calls
     │   ├── OutputInvalid               the typed answer stayed invalid after every fix
+    │   ├── OutputTruncated             the typed answer was cut at the output token limit
     │   └── TaskError                   a subagent call or workflow tool could not run
     │       ├── SubagentConfigError     a run-time configured subagent has no valid config
     │       │   ├── SubagentConfigMissing   its context key was never set
@@ -403,6 +405,13 @@ class ModelHTTPError(ModelError):
         self.retry_after = retry_after
 
 
+class ModelContextWindowExceeded(ModelHTTPError):
+    """The request did not fit the model's context window (the provider said so): the
+    message says to declare the window, so eve compacts and bounds output before it."""
+
+    code = "model_context_window_exceeded"
+
+
 class ModelAuthError(ModelHTTPError):
     """401/403: the API key was refused."""
 
@@ -677,6 +686,20 @@ class OutputInvalid(ExecutionError):
         self.attempts = attempts
         #: what was wrong with the last one
         self.problem = problem
+
+
+class OutputTruncated(ExecutionError):
+    """The model's typed answer (``output_schema``) was cut at the output token limit
+    (stop reason ``max_tokens``): asking it to fix the answer would be cut again."""
+
+    code = "output_truncated"
+
+    def __init__(self, message: str, *, model_id: str, max_output_tokens: int) -> None:
+        super().__init__(message)
+        #: the model that was cut off
+        self.model_id = model_id
+        #: the output limit the request asked for
+        self.max_output_tokens = max_output_tokens
 
 
 class TaskError(ExecutionError):

@@ -231,6 +231,9 @@ class TurnCompletedData(EventData, frozen=True, kw_only=True):
     session: Spend | None = None
     #: the validated final answer as JSON, for an agent with ``output_schema``
     output: Any = None
+    #: why the last step's model response ended (``max_tokens``: the answer was cut at the
+    #: output token limit); None in events of an eve before it was reported
+    finish_reason: StopReason | None = None
 
 
 class TurnCompleted(Event, frozen=True, kw_only=True, tag="turn.completed"):
@@ -297,6 +300,22 @@ class ModelRetrying(Event, frozen=True, kw_only=True, tag="model.retrying"):
     """The model call failed in a way worth retrying; text it streamed in this step is void."""
 
     data: ModelRetryingData
+
+
+class ModelFallbackData(EventData, frozen=True, kw_only=True):
+    #: the model that failed
+    from_model: str
+    #: the next model of the chain, asked now
+    to_model: str
+    #: what failed, redacted
+    reason: str
+
+
+class ModelFallback(Event, frozen=True, kw_only=True, tag="model.fallback"):
+    """The model failed past its retries or is down, and the step asks the next model of
+    the agent's fallback chain; text it streamed in this step is void, as after a retry."""
+
+    data: ModelFallbackData
 
 
 class ReasoningAppendedData(EventData, frozen=True, kw_only=True):
@@ -565,6 +584,7 @@ SessionEvent = (
     | ConnectionFailed
     | StepStarted
     | ModelRetrying
+    | ModelFallback
     | ReasoningAppended
     | MessageAppended
     | MessageCompleted
@@ -600,6 +620,7 @@ EventType = Literal[
     "connection.failed",
     "step.started",
     "model.retrying",
+    "model.fallback",
     "reasoning.appended",
     "message.appended",
     "message.completed",

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -333,6 +333,18 @@ class ChannelEntry(Base, frozen=True, kw_only=True):
 # --- agent config --------------------------------------------------------------------------
 
 
+class ModelPrice(Base, frozen=True, kw_only=True):
+    """A price the author declares for a model (USD per million tokens): for a model the
+    price table does not know (a local or self-hosted one), so cost limits can bound it."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    #: cached input read back; None: priced as input
+    cache_read_per_mtok: float | None = None
+    #: input written to the cache; None: priced as input
+    cache_write_per_mtok: float | None = None
+
+
 class Limits(Base, frozen=True, kw_only=True):
     max_turns: int | None = None
     max_input_tokens_per_session: int | None = None
@@ -414,6 +426,10 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     """The normalized ``define_agent`` call of a node."""
 
     model: str | None = None
+    #: the models tried after ``model``, in order, when it fails past its retries or is down
+    fallback: list[str] = []
+    #: prices the author declares, by model id; they replace the price table's
+    model_prices: dict[str, ModelPrice] = {}
     description: str | None = None
     reasoning: ReasoningLevel | None = None
     limits: Limits = Limits()

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 11
-FINGERPRINT = "sha256:a4d1971e825cbf0f1ad1b54001c66ac50ae0c0f934c7dc67b5103244890fc04f"
+SCHEMA_VERSION = 12
+FINGERPRINT = "sha256:0921751c6d00cfde50157dda9cd4f38abe9a50271b54c9443752053839bf511a"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -88,8 +88,37 @@ class ModelSettingsConfig(_Strict):
     extra: dict[str, pydantic.JsonValue] = {}
 
 
+def _model_chain(value: Any) -> Any:
+    # ``model=["a/x", "b/y"]`` is ``model="a/x", fallback=["b/y"]``: one field each after this
+    if isinstance(value, dict) and isinstance(value.get("model"), (list, tuple)):
+        chain = list(value["model"])
+        if not chain:
+            raise ValueError("model is an empty list: name at least one model id")
+        if value.get("fallback"):
+            raise ValueError(
+                "model is a list and fallback is set too: name the chain once, either "
+                "model=[first, then, ...] or model=first, fallback=[then, ...]"
+            )
+        return {**value, "model": chain[0], "fallback": chain[1:]}
+    return value
+
+
+class ModelPriceConfig(_Strict):
+    """USD per million tokens, for a model the price table does not know."""
+
+    input_per_mtok: float = pydantic.Field(ge=0)
+    output_per_mtok: float = pydantic.Field(ge=0)
+    cache_read_per_mtok: float | None = pydantic.Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = pydantic.Field(default=None, ge=0)
+
+
 class AgentConfigModel(_Strict):
     model: ModelId | None = None
+    #: the models tried in order when ``model`` fails past its retries or is down
+    #: (``define_agent(model=[first, then, ...])`` sets both fields)
+    fallback: tuple[ModelId, ...] = ()
+    #: declared prices by model id (a local model's), used instead of the price table
+    model_prices: dict[ModelId, ModelPriceConfig] = {}
     description: str | None = None
     reasoning: Reasoning | None = None
     limits: LimitsConfig = LimitsConfig()
@@ -121,6 +150,19 @@ class AgentConfigModel(_Strict):
     output_retries: int = pydantic.Field(default=2, ge=0, le=10)
     #: temperature, max output tokens, top_p, stop sequences, seed and provider extras
     model_settings: ModelSettingsConfig = ModelSettingsConfig()
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _chain(cls, value: Any) -> Any:
+        return _model_chain(value)
+
+    @pydantic.model_validator(mode="after")
+    def _fallback_needs_model(self) -> AgentConfigModel:
+        if self.fallback and self.model is None:
+            raise ValueError("fallback is set without model: name the first model to try")
+        if self.model in self.fallback or len(set(self.fallback)) < len(self.fallback):
+            raise ValueError("a model appears twice in the chain: name each model once")
+        return self
 
 
 class RuntimeConfig(_Strict):
@@ -173,7 +215,9 @@ class AgentDefinition:
 def define_agent(**options: Any) -> AgentDefinition:
     """Configure an agent node.
 
-    Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``), ``description``
+    Keyword arguments: ``model`` (``"anthropic/claude-sonnet-4-5"``, or a list: a fallback
+    chain tried in order), ``fallback`` (the models after ``model``), ``model_prices``
+    (``{"openai/local": {"input_per_mtok": 0.1, "output_per_mtok": 0.2}}``), ``description``
     (required for subagents), ``reasoning``, ``limits`` (``{"max_turns": 10}``),
     ``compaction``, ``model_context_window_tokens``, ``builtin_tools``, ``tool_sets`` (plugin
     tool sets), ``workspace``, ``database_url_env``, ``prompt_cache`` (``False`` or

@@ -42,6 +42,7 @@ from eve.events import (
     MessageAppended,
     MessageCompleted,
     MessageReceived,
+    ModelFallback,
     ModelRetrying,
     QuestionRequest,
     ReasoningAppended,
@@ -234,7 +235,7 @@ class TurnView:
             case MessageReceived():
                 self.history.append(self._message(event, _user_parts(event), Role.ROLE_USER))
                 return []
-            case MessageAppended() | ModelRetrying() | MessageCompleted():
+            case MessageAppended() | ModelRetrying() | ModelFallback() | MessageCompleted():
                 return self._text(event)
             case ActionsRequested() | ActionResult():
                 return self._tool(event)
@@ -296,13 +297,15 @@ class TurnView:
 
     # --- text ------------------------------------------------------------------------------
 
-    def _text(self, event: MessageAppended | ModelRetrying | MessageCompleted) -> list[Update]:
+    def _text(
+        self, event: MessageAppended | ModelRetrying | ModelFallback | MessageCompleted
+    ) -> list[Update]:
         """Each step's text is an artifact (``text-<step>``), streamed in appended chunks."""
         step = event.data.step_index
         match event:
             case MessageAppended():
                 return self._text_delta(step, event.data.message_delta)
-            case ModelRetrying():
+            case ModelRetrying() | ModelFallback():
                 # what the step streamed is void: its text starts again
                 return self._text_set(step, "", last=False)
             case MessageCompleted():

@@ -245,9 +245,9 @@ class RunView:
                 if self._text is None and event.data.message:
                     out += self._say(event.data.message)
                 out += self._close_text()
-            case ev.ModelRetrying():
+            case ev.ModelRetrying() | ev.ModelFallback():
                 # text already streamed cannot be taken back: it ends here, and the retry's
-                # text is a message of its own
+                # (or the next model's) text is a message of its own
                 out += self._close_text()
                 self._retries += 1
                 out.append(_custom(event))

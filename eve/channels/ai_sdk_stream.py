@@ -26,6 +26,7 @@ from eve.events import (
     InputRequested,
     MessageAppended,
     MessageCompleted,
+    ModelFallback,
     ModelRetrying,
     ReasoningAppended,
     ResultStatus,
@@ -141,7 +142,7 @@ class Segment:
                 yield {"type": "text-delta", "id": self.text, "delta": data.message_delta}
             case MessageCompleted():
                 yield from self._close_parts()
-            case ModelRetrying():
+            case ModelRetrying() | ModelFallback():
                 # the UI message cannot take back streamed text: the part ends where the
                 # failed call stopped, and the retry's text is a part of its own
                 yield from self._close_parts()

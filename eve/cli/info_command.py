@@ -9,14 +9,24 @@ from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.runtime.info import NodeInfo, agent_info
 
+#: what ``eve info`` says of a model eve knows no window for
+UNKNOWN_WINDOW = (
+    "unknown (compaction cannot measure it, output is not bounded by it): set "
+    "define_agent(model_context_window_tokens=...) to the window the model has"
+)
+
 
 def _print_node(node: NodeInfo, indent: str) -> None:
     label = "agent" if not node.path else f"subagent {node.path}"
     click.echo(f"{indent}{label}: model {node.model or '(none: offline/test)'}")
+    if node.fallback:
+        click.echo(f"{indent}  fallback: {', '.join(node.fallback)}")
     window = node.context_window
     if window is not None:
         output = f", {window.max_output_tokens} output" if window.max_output_tokens else ""
         click.echo(f"{indent}  context window: {window.tokens} tokens{output} ({window.source})")
+    elif node.model is not None:
+        click.echo(f"{indent}  context window: {UNKNOWN_WINDOW}")
     if node.description:
         click.echo(f"{indent}  description: {node.description}")
     if node.instructions_path:

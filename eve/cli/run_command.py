@@ -53,6 +53,14 @@ INTERRUPTED_CALL = "interrupted: eve quit while this call ran; it may have taken
 EXIT_CODES = {"complete": 0, "max_turns": 2, "aborted": INTERRUPTED, "session_limit": 3}
 
 
+#: said when the last answer was cut at the output token limit (a typed answer that was cut
+#: fails with OutputTruncated instead: there is no answer to print)
+TRUNCATED_NOTICE = (
+    "eve: the answer was cut at the output token limit (stop reason max_tokens): raise "
+    'define_agent(model_settings={"max_output_tokens": ...}) for longer answers'
+)
+
+
 def exit_code_for(result: RunResult) -> int:
     return EXIT_CODES[result.stop_reason]
 
@@ -192,6 +200,8 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
         click.echo(f"eve: stopped after {setup.max_turns} model request(s) (max turns)", err=True)
     elif result.stop_reason == "aborted":
         click.echo("eve: turn cancelled", err=True)
+    if result.truncated and result.stop_reason != "aborted":
+        click.echo(TRUNCATED_NOTICE, err=True)
     return exit_code_for(result)
 
 

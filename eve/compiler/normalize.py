@@ -20,6 +20,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HookEntry,
     Limits,
+    ModelPrice,
     ModelSettings,
     Output,
     PromptCache,
@@ -175,6 +176,11 @@ def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> A
     ``output_schema`` compiled (``compiler.output``), which needs the node's sources."""
     return AgentConfig(
         model=config.model,
+        fallback=list(config.fallback),
+        model_prices={
+            model: ModelPrice(**declared.model_dump())
+            for model, declared in sorted(config.model_prices.items())
+        },
         description=config.description,
         reasoning=config.reasoning,
         limits=Limits(**config.limits.model_dump()),

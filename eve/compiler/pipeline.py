@@ -191,6 +191,27 @@ class _NodeCompiler:
             node_id=node_id,
         )
 
+    def lint_provider_tools(
+        self, config: AgentConfigModel, tools: list[ToolEntry], node_id: str
+    ) -> None:
+        """A provider tool runs only at its own provider: a model of the chain from another
+        is never offered it, which must not pass in silence (``web_search`` of Anthropic
+        for an ``openai/`` fallback)."""
+        chain = [m for m in (config.model, *config.fallback) if m is not None]
+        for entry in tools:
+            if not isinstance(entry, ProviderToolEntry):
+                continue
+            owner = entry.provider.provider
+            for model in (m for m in chain if m.partition("/")[0] != owner):
+                self.sink.warning(
+                    "compile/provider-tool-unsupported",
+                    f"`{entry.name}` is a tool {owner} runs itself, and {model} (in this "
+                    f"agent's models) is not {owner}'s: steps it answers are not offered "
+                    f"`{entry.name}`; give it a function tool instead, or drop {model}",
+                    source_path=entry.logical_path,
+                    node_id=node_id,
+                )
+
     def hook(self, node: NodeFiles, name: str, path: str) -> HookEntry | None:
         loaded = self.load(path, HookDefinition, node.node_id)
         if loaded is None:
@@ -310,6 +331,7 @@ class _NodeCompiler:
             where={"source_path": node.agent_module, "node_id": node.node_id},
         )
         provided = builtins + sets.tools
+        self.lint_provider_tools(config, tools + provided, node.node_id)
         auth = self.auth(node)
         compile_reads = {path for _, path in node.tools} | {path for _, path in node.hooks}
         # a connection's module is read again at run time: its get_token and approval

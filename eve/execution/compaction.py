@@ -117,6 +117,17 @@ class Policy:
 _warned: set[str] = set()
 
 
+def warn_unknown_window(model_id: str) -> None:
+    """Say once per model that compaction cannot measure against ``model_id``."""
+    if model_id not in _warned:
+        _warned.add(model_id)
+        log.warning(
+            "%s has no known context window: compaction falls back to trimming; set "
+            "model_context_window_tokens in define_agent to compact",
+            model_id,
+        )
+
+
 def policy_for(
     config: Compaction | None, *, model_id: str, window_tokens: int | None
 ) -> Policy | None:
@@ -125,21 +136,17 @@ def policy_for(
     if config is None:
         return None
     if window_tokens is None:
-        if model_id not in _warned:
-            _warned.add(model_id)
-            log.warning(
-                "%s has no known context window: compaction falls back to trimming; set "
-                "model_context_window_tokens in define_agent to compact",
-                model_id,
-            )
+        warn_unknown_window(model_id)
         return Policy(config=config, threshold_tokens=None)
     return Policy(config=config, threshold_tokens=window_tokens * config.threshold_percent // 100)
 
 
 def window_tokens(model_id: str, *, override: int | None, compiled: int | None) -> int | None:
     """The window a node measures against: ``model_context_window_tokens``, else eve's table
-    for the model that runs (it may not be the configured one: ``eve run --model``), else
-    the compiled one (a plugin's model the runtime table does not know)."""
+    for the model that runs (it may not be the configured one: ``eve run --model``, a
+    fallback), else ``compiled``: the window compiled for the configured model (a plugin's
+    model the runtime table does not know), which the caller passes only when that model
+    is the one that runs."""
     window = window_for(model_id, override)
     return window.tokens if window is not None else compiled
 

@@ -68,10 +68,14 @@ def configured(limits: Limits, name: LimitName) -> Decimal | None:
 
 
 def used(spend: Spend, name: LimitName) -> Decimal:
-    """What counts toward ``name``: uncached input or output tokens, or the priced cost."""
+    """What counts toward ``name``: every input token (cached or not), output tokens, or the
+    priced cost."""
     match name:
         case "max_input_tokens_per_session":
-            return Decimal(spend.usage.input_tokens)
+            # cache reads count too: a server that reports most of a prompt as cached
+            # (llama.cpp's ``cached_tokens``) must not slip past an input limit, and a model
+            # with no price can only be bounded by its tokens
+            return Decimal(spend.usage.total_input_tokens)
         case "max_output_tokens_per_session":
             return Decimal(spend.usage.output_tokens)
         case "max_cost_usd_per_session":
@@ -118,7 +122,7 @@ async def enforce(
         if ask is None:
             raise SessionLimitReached(
                 f"the session reached {crossing.limit}: {crossing.used} used of "
-                f"{crossing.allowed} allowed (input {spend.usage.input_tokens} tokens, "
+                f"{crossing.allowed} allowed (input {spend.usage.total_input_tokens} tokens, "
                 f"output {spend.usage.output_tokens} tokens, cost "
                 f"{_usd(spend)}); no one is here to raise it",
                 limit=crossing.limit,

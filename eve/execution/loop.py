@@ -59,7 +59,7 @@ from eve.execution.connections import TurnConnections
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
-from eve.execution.model_stream import stream_response
+from eve.execution.model_chain import stream_chain
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ModelResponse
 from eve.execution.result import RunResult
@@ -76,9 +76,10 @@ from eve.execution.tool_calls import (
 from eve.execution.tool_output import agent_output_limit, bounded
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.execution.turn_config import compaction_policy, offered, output_check
+from eve.execution.turn_config import compaction_policy, output_check, step_request, truncation
 from eve.messages import (
     Message,
+    StopReason,
     ToolCall,
     UserMessage,
     model_view,
@@ -86,14 +87,11 @@ from eve.messages import (
     user_message,
 )
 from eve.models.base import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
+    ModelClient,
     ModelRequest,
-    ProviderToolDeclaration,
-    ToolDeclaration,
 )
 from eve.redact import redact
 from eve.runtime.resolved import (
-    ResolvedProviderTool,
     ResolvedSubagent,
     is_task,
 )
@@ -134,6 +132,9 @@ class _Turn:
     ended_by: LimitName | None = None
     #: which MCP connections the turn has listed (set when it starts)
     connections: TurnConnections | None = None
+    #: why the last step's model response ended (``max_tokens``: it was cut off)
+    finish: StopReason | None = None
+    answered_by: str | None = None
 
     def result(self, stop: TurnStop, *, output: Any = None) -> RunResult:
         spend = self.spend
@@ -146,6 +147,7 @@ class _Turn:
             session=session,
             output=output,
             ended_by=self.ended_by,
+            finish_reason=self.finish,
         )
 
     def record(self, message: Message) -> None:
@@ -163,38 +165,15 @@ class _Turn:
         if self.env.signal.cancelled:
             raise _Aborted
 
-    def request(self) -> ModelRequest:
-        tools = list(self.runner.tools.values())
+    def request(self, client: ModelClient) -> ModelRequest:
+        """The step's request as ``client`` is sent it (its output limit is its own)."""
         native = self.output is not None and self.output.native
-        return ModelRequest(
-            system=self.setup.agent.instructions,
+        return step_request(
+            self.setup,
+            client,
+            tools=list(self.runner.tools.values()),
             messages=trim_history(model_view(self.history), self.budget()),
-            tools=[
-                ToolDeclaration(
-                    name=t.name, description=t.description, input_schema=t.entry.input_schema
-                )
-                for t in tools
-                if offered(t)
-            ],
-            reasoning=self.setup.reasoning,
-            thinking=self.setup.agent.config.thinking,
-            prompt_cache=self.setup.agent.config.prompt_cache,
-            retries=self.setup.agent.config.retries,
-            settings=self.setup.agent.config.model_settings,
-            max_output_tokens=self.setup.agent.config.model_settings.max_output_tokens
-            or DEFAULT_MAX_OUTPUT_TOKENS,
             output_schema=self.output.schema if self.output is not None and native else None,
-            node_id=self.setup.agent.node_id,
-            provider_tools=[
-                ProviderToolDeclaration(
-                    name=t.name,
-                    provider=t.entry.provider.provider,
-                    type=t.entry.provider.type,
-                    config=t.entry.provider.config,
-                )
-                for t in tools
-                if isinstance(t, ResolvedProviderTool)
-            ],
             signal=self.env.signal,
         )
 
@@ -230,7 +209,8 @@ class _Turn:
             self.trim_to = policy.threshold_tokens
             return
         # the summary's tokens count toward the step (and so the turn and the session)
-        spent = Spend(usage=record.usage, cost=price(record.model, record.usage))
+        prices = self.setup.agent.config.model_prices
+        spent = Spend(usage=record.usage, cost=price(record.model, record.usage, prices))
         self.step_spend = self.step_spend + spent
         self.record(summary_message(record.summary, folded=record.folded, kept=record.kept))
 
@@ -251,8 +231,8 @@ class _Turn:
         async def emit(data: EventData) -> None:
             await self.emit(data, step)
 
-        return await stream_response(
-            self.setup.client, self.request(), step=step, emit=emit, check=self.check
+        return await stream_chain(
+            self.setup.models, self.request, step=step, emit=emit, check=self.check
         )
 
     def settle(self, complete: bool) -> bool:
@@ -269,6 +249,9 @@ class _Turn:
             case Pending():
                 return False
             case Rejected():
+                if self.finish == "max_tokens":
+                    model_id = self.answered_by or self.setup.client.model_id
+                    raise truncation(self.setup, model_id, self.history, verdict.problem)
                 self.output.count(verdict, model_id=self.setup.client.model_id)
                 if verdict.tell is not None:
                     self.record(user_message(verdict.tell))
@@ -486,13 +469,16 @@ class _Turn:
         response = part.response
         if response is None:
             raise ModelProtocolError("a recorded step has no model response")
-        model_id = self.setup.client.model_id
-        call = Spend(usage=response.usage, cost=price(model_id, response.usage))
+        # the model that answered, which a fallback chain's may not be the first
+        model_id = response.model or self.setup.client.model_id
+        prices = self.setup.agent.config.model_prices
+        call = Spend(usage=response.usage, cost=price(model_id, response.usage, prices))
         self.step_spend = self.step_spend + call
         text, calls, finish = response.text, self.calls_of(response), response.finish_reason
+        self.finish, self.answered_by = finish, model_id
         if not text and not calls:
             raise EmptyModelResponse(
-                f"{self.setup.client.model_id} answered with neither text nor tool calls "
+                f"{model_id} answered with neither text nor tool calls "
                 f"(finish reason {finish}); nothing was recorded"
             )
         ends = False
@@ -604,7 +590,12 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
     output = answer.json() if answer is not None else None
     spend, session = turn.spend, turn.env.spent_before + turn.spend
     completed = TurnCompletedData(
-        stop_reason=stop, usage=spend.usage, cost=spend.cost, session=session, output=output
+        stop_reason=stop,
+        usage=spend.usage,
+        cost=spend.cost,
+        session=session,
+        output=output,
+        finish_reason=turn.finish,
     )
     await turn.emit(completed)
     return turn.result(stop, output=answer.value if answer is not None else None)

@@ -77,5 +77,8 @@ async def stream_response(
     if built.done is None:
         raise ModelProtocolError(f"{client.model_id}: the stream ended without a done event")
     return ModelResponse(
-        parts=built.parts(), finish_reason=built.done.stop_reason, usage=built.done.usage
+        parts=built.parts(),
+        finish_reason=built.done.stop_reason,
+        usage=built.done.usage,
+        model=client.model_id,
     )

@@ -57,6 +57,9 @@ class ModelResponse(AssistantMessage, frozen=True, kw_only=True):
 
     finish_reason: StopReason
     usage: TokenUsage
+    #: the model that answered (a fallback chain's may not be the first); None in step
+    #: records from before fallback chains, where it was always the node's model
+    model: str | None = None
 
     def message(self) -> AssistantMessage:
         """What the history records of it."""

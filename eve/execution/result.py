@@ -8,7 +8,7 @@ from typing import Any
 from eve.costs import Cost, Spend
 from eve.events import TurnStop
 from eve.execution.limits import LimitName
-from eve.messages import AssistantMessage, Message
+from eve.messages import AssistantMessage, Message, StopReason
 from eve.usage import TokenUsage
 
 
@@ -29,6 +29,14 @@ class RunResult:
     output: Any = None
     #: the session limit a person chose to end the session on (``execution.limits``)
     ended_by: LimitName | None = None
+    #: why the last model response ended: ``max_tokens`` means the answer was cut off at
+    #: the output token limit (``model_settings.max_output_tokens``)
+    finish_reason: StopReason | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the last answer was cut at the output token limit."""
+        return self.finish_reason == "max_tokens"
 
     @property
     def final_text(self) -> str:

@@ -66,7 +66,11 @@ class AgentSetup:
     agent that has no files."""
 
     agent: ResolvedAgent
+    #: the node's model: the first of its chain
     client: ModelClient
+    #: the models asked after ``client``, in order, when it fails past its retries or is
+    #: down (``define_agent(model=[...])``); empty without a chain or under ``--model``
+    fallbacks: tuple[ModelClient, ...] = ()
     max_turns: int = DEFAULT_MAX_TURNS
     workspace: Path = field(default_factory=Path.cwd)
     context_budget_tokens: int | None = None
@@ -79,6 +83,11 @@ class AgentSetup:
     app_root: Path = field(default_factory=Path.cwd)
     #: every subagent's setup by node id (``researcher/reviewer``), shared by all nodes
     subagents: Mapping[str, AgentSetup] = field(default_factory=dict)
+
+    @property
+    def models(self) -> tuple[ModelClient, ...]:
+        """Every model a step may ask, in the order it asks them."""
+        return (self.client, *self.fallbacks)
 
     def node(self, node_id: str) -> AgentSetup:
         if node_id in (ROOT_NODE_ID, self.agent.node_id):

@@ -80,6 +80,8 @@ def effective_setup(setup: AgentSetup, caller: EveContext) -> AgentSetup:
         ) from None
     return replace(
         setup,
+        # a configuration given at run time names one model: the compiled chain is replaced
+        fallbacks=(),
         client=create_client(
             config.model,
             app_root=setup.app_root,

@@ -1,13 +1,34 @@
 """What a turn derives from its setup: which tools the model is offered, the check of a
-typed answer, and when to compact."""
+typed answer, when to compact, and how many tokens each model of the chain may answer with.
+
+Windows follow the model that runs, not the one agent.py names: ``eve run --model`` and a
+fallback chain's later models are measured against their own windows."""
 
 from __future__ import annotations
 
-from typing import TypeGuard, assert_never
+from collections.abc import Sequence
+from typing import Any, TypeGuard, assert_never
 
-from eve.execution.compaction import Policy, policy_for, window_tokens
+from eve.cancellation import CancelSignal
+from eve.errors import OutputTruncated
+from eve.execution.compaction import (
+    Policy,
+    context_tokens,
+    policy_for,
+    warn_unknown_window,
+    window_tokens,
+)
 from eve.execution.output import OutputCheck
 from eve.execution.setup import AgentSetup
+from eve.messages import Message, model_view
+from eve.model_windows import known_window
+from eve.models.base import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ModelClient,
+    ModelRequest,
+    ProviderToolDeclaration,
+    ToolDeclaration,
+)
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
     ResolvedProviderTool,
@@ -32,16 +53,114 @@ def offered(tool: ResolvedTool) -> TypeGuard[RunnableTool]:
             assert_never(tool)
 
 
+def step_request(
+    setup: AgentSetup,
+    client: ModelClient,
+    *,
+    tools: Sequence[ResolvedTool],
+    messages: list[Message],
+    output_schema: dict[str, Any] | None,
+    signal: CancelSignal,
+) -> ModelRequest:
+    """A step's request of ``messages`` as ``client`` is sent it: the tools it is offered,
+    the node's settings, and an output limit of that model's own."""
+    system = setup.agent.instructions
+    config = setup.agent.config
+    context = context_tokens(system, messages)
+    return ModelRequest(
+        system=system,
+        messages=messages,
+        tools=[
+            ToolDeclaration(
+                name=t.name, description=t.description, input_schema=t.entry.input_schema
+            )
+            for t in tools
+            if offered(t)
+        ],
+        reasoning=setup.reasoning,
+        thinking=config.thinking,
+        prompt_cache=config.prompt_cache,
+        retries=config.retries,
+        settings=config.model_settings,
+        max_output_tokens=output_tokens(setup, client.model_id, context=context),
+        output_schema=output_schema,
+        node_id=setup.agent.node_id,
+        provider_tools=[
+            ProviderToolDeclaration(
+                name=t.name,
+                provider=t.entry.provider.provider,
+                type=t.entry.provider.type,
+                config=t.entry.provider.config,
+            )
+            for t in tools
+            if isinstance(t, ResolvedProviderTool)
+        ],
+        signal=signal,
+    )
+
+
 def output_check(setup: AgentSetup) -> OutputCheck | None:
     output = setup.agent.output
     if output is None:
         return None
-    return OutputCheck(output, native=bool(getattr(setup.client, "structured_output", False)))
+    # any model of the chain may give the answer, so the schema is native only if all take it
+    native = all(getattr(client, "structured_output", False) for client in setup.models)
+    return OutputCheck(output, native=native)
+
+
+#: the fewest output tokens a request asks for, however full its window: a request left
+#: less room than this fails with the provider's window error, which says what is wrong
+MIN_OUTPUT_TOKENS = 256
+
+
+def model_window(setup: AgentSetup, model_id: str) -> int | None:
+    """The window ``model_id`` runs with in this node; None when unknown."""
+    config = setup.agent.config
+    compiled = config.context_window.tokens if config.context_window is not None else None
+    # the compiled window is the configured model's: never another model's
+    own = compiled if model_id == config.model else None
+    return window_tokens(model_id, override=config.model_context_window_tokens, compiled=own)
+
+
+def output_tokens(setup: AgentSetup, model_id: str, *, context: int) -> int:
+    """What a request to ``model_id`` may answer with: ``model_settings.max_output_tokens``
+    (else eve's default), no more than the model's own output limit nor than the room its
+    window leaves after the ``context`` (estimated tokens) the request holds. A server that
+    refuses prompt + max_tokens over its window would otherwise refuse every request."""
+    asked = setup.agent.config.model_settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+    known = known_window(model_id)
+    bounds = [asked] if known is None else [asked, known.max_output_tokens]
+    window = model_window(setup, model_id)
+    if window is not None:
+        bounds.append(max(window - context, MIN_OUTPUT_TOKENS))
+    return min(bounds)
+
+
+def truncation(
+    setup: AgentSetup, model_id: str, history: Sequence[Message], problem: str
+) -> OutputTruncated:
+    """The error of a typed answer ``model_id`` was cut off in (stop reason ``max_tokens``):
+    sent back to fix, it would be cut again at the same limit."""
+    context = context_tokens(setup.agent.instructions, model_view(history))
+    limit = output_tokens(setup, model_id, context=context)
+    return OutputTruncated(
+        f"{model_id}'s typed answer was cut at its output limit ({limit} tokens, stop reason "
+        f"max_tokens) and does not match output_schema ({problem}): raise "
+        'define_agent(model_settings={"max_output_tokens": ...}), or set '
+        "model_context_window_tokens if the model's window is larger than eve assumes",
+        model_id=model_id,
+        max_output_tokens=limit,
+    )
 
 
 def compaction_policy(setup: AgentSetup) -> Policy | None:
+    """When to compact: at the threshold of the smallest known window in the chain, so the
+    request fits whichever model answers it; each model without one is warned about."""
     config = setup.agent.config
-    compiled = config.context_window.tokens if config.context_window is not None else None
-    model_id = setup.client.model_id
-    tokens = window_tokens(model_id, override=config.model_context_window_tokens, compiled=compiled)
-    return policy_for(config.compaction, model_id=model_id, window_tokens=tokens)
+    windows = {client.model_id: model_window(setup, client.model_id) for client in setup.models}
+    known = [tokens for tokens in windows.values() if tokens is not None]
+    if config.compaction is not None and known:
+        for model_id in (m for m, tokens in windows.items() if tokens is None):
+            warn_unknown_window(model_id)
+    first = setup.client.model_id
+    return policy_for(config.compaction, model_id=first, window_tokens=min(known, default=None))

@@ -14,6 +14,7 @@ from email.utils import parsedate_to_datetime
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
+    ModelContextWindowExceeded,
     ModelError,
     ModelHTTPError,
     ModelRateLimited,
@@ -66,6 +67,29 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return None
 
 
+#: how providers word a request over the window: OpenAI's code and message, Anthropic's,
+#: llama.cpp's server (``exceed_context_size_error``), vLLM's and Ollama's
+_WINDOW_WORDS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "prompt is too long",
+    "exceed_context_size",
+    "exceeds the available context size",
+    "context window",
+)
+#: what a window error adds: the fix, which the provider cannot know
+WINDOW_HINT = (
+    " (the request does not fit the model's context window: set "
+    "define_agent(model_context_window_tokens=...) to the window the model really has, so "
+    "eve compacts or trims the history and bounds the output before it is reached)"
+)
+
+
+def _window_error(status: int, detail: str) -> bool:
+    lowered = detail.lower()
+    return status in (400, 413) and any(words in lowered for words in _WINDOW_WORDS)
+
+
 def status_error(
     provider: str,
     status: int,
@@ -84,6 +108,10 @@ def status_error(
         )
     if status == 429:
         return ModelRateLimited(message, status=status, provider=provider, retry_after=wait)
+    if _window_error(status, detail):
+        return ModelContextWindowExceeded(
+            message + WINDOW_HINT, status=status, provider=provider, retry_after=wait
+        )
     return ModelHTTPError(message, status=status, provider=provider, retry_after=wait)
 
 

@@ -97,6 +97,8 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     path: str
     node_id: str
     model: str | None
+    #: the models tried after ``model`` when it fails (``define_agent(model=[...])``)
+    fallback: list[str] = []
     #: the context window compaction measures against (``AgentConfig.context_window``)
     context_window: ContextWindow | None
     description: str | None
@@ -169,6 +171,7 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
         path=_path(key),
         node_id=node.node_id,
         model=node.config.model,
+        fallback=list(node.config.fallback),
         context_window=node.config.context_window,
         description=node.config.description,
         instructions_path=node.instructions.logical_path,

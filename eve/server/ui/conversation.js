@@ -76,6 +76,10 @@ class Thread {
         if (this.text) this.text.replaceChildren();
         this.note(`retrying the model call (${data.reason})`);
         return;
+      case "model.fallback":
+        if (this.text) this.text.replaceChildren();
+        this.note(`${data.from_model} failed; asking ${data.to_model} (${data.reason})`);
+        return;
       case "actions.requested":
         for (const action of data.actions) this.conversation.addCall(this, event, action);
         return;

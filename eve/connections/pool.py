@@ -20,33 +20,56 @@ import logging
 import os
 import sys
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, assert_never
 
+import httpx2
 import mcp_types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.process_group import ProcessGroup
+from eve.connections.rpc_errors import Origin, described, origin, session_closed
 from eve.connections.server_stderr import StderrTail
 from eve.errors import (
+    MCPCallInterrupted,
     MCPCallTimedOut,
     MCPConnectionError,
+    MCPResultMalformed,
+    MCPServerError,
     MCPServerUnavailable,
     MCPToolFailed,
+    MCPToolsChanged,
 )
+from eve.execution.tool_output import STORE_CHARS, cut_text
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
 from eve.messages import TextPart
+from eve.redact import RedactingFilter, add_secret
 
 log = logging.getLogger("eve.connections")
-R = TypeVar("R")
+#: the SDK's client-side loggers (a logger's filter sees only its own records, not its
+#: children's): what they log can quote a server's error, and with it an echoed secret
+_SDK_LOGGERS = (
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.client.auth.oauth2",
+    "mcp.shared.dispatcher",
+    "mcp.shared.jsonrpc_dispatcher",
+)
+for _name in _SDK_LOGGERS:
+    logging.getLogger(_name).addFilter(RedactingFilter())
+
+#: the Streamable HTTP header that carries the session id
+SESSION_HEADER = "mcp-session-id"
 
 #: how long closing waits for a server's owner task before cancelling it
 _CLOSE_SECONDS = 5.0
@@ -98,7 +121,13 @@ class _Server:
         self.owner: asyncio.Task[None] | None = None
         self.stop = asyncio.Event()
         self.lock = asyncio.Lock()
+        #: the connect under way, which every caller that needs the session awaits: a
+        #: server that hangs while connecting fails them all after one timeout instead of
+        #: each in turn
+        self.connecting: asyncio.Task[ClientSession] | None = None
         self.listed: list[ServerTool] | None = None
+        #: the HTTP server answered 404 to this session's id: it ended the session
+        self.expired = False
         #: a stdio server's stderr, whose last line explains a server that died at start
         self.stderr: StderrTail | None = None
 
@@ -106,13 +135,21 @@ class _Server:
     def name(self) -> str:
         return self.entry.name
 
+    def _secret(self, value: str | EnvHeader, *, what: str) -> str:
+        """A declared value; one from the environment is a secret from now on."""
+        found = _env(value, connection=self.name, what=what)
+        if isinstance(value, EnvHeader):
+            add_secret(found[len(value.prefix) :])
+        return found
+
     async def transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         server = self.entry.server
         match server:
             case StdioServer():
+                # the SDK adds only PATH/HOME-like basics to what is given here: a server
+                # never sees eve's own environment (provider keys) unless declared
                 env = {
-                    key: _env(value, connection=self.name, what=f"env {key}")
-                    for key, value in server.env.items()
+                    key: self._secret(value, what=f"env {key}") for key, value in server.env.items()
                 }
                 command, *args = server.command
                 if command == "python":
@@ -136,19 +173,26 @@ class _Server:
                 self.stderr.started()
             case HttpServer():
                 headers = {
-                    key: _env(value, connection=self.name, what=f"header {key}")
+                    key: self._secret(value, what=f"header {key}")
                     for key, value in server.headers.items()
                 }
                 if self.token is not None:
                     token = self.token()
                     if inspect.isawaitable(token):
                         token = await token
+                    add_secret(token)
                     headers["Authorization"] = f"Bearer {token}"
                 client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+                client.event_hooks = {"request": [], "response": [self._seen]}
                 read, write = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=client)
                 )
         return read, write
+
+    async def _seen(self, response: httpx2.Response) -> None:
+        """The spec's session end: 404 to a request that carried our session id (any body)."""
+        if response.status_code == 404 and response.request.headers.get(SESSION_HEADER):
+            self.expired = True
 
     async def own(self, ready: asyncio.Future[ClientSession]) -> None:
         """The owner task: connect, hand the session over, hold it until asked to stop."""
@@ -172,12 +216,29 @@ class _Server:
             if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise
 
+    def _usable(self) -> ClientSession | None:
+        session = self.session
+        if session is None or self.owner is None or self.owner.done() or self.expired:
+            return None
+        return None if session_closed(session) else session
+
     async def connected(self) -> ClientSession:
+        """The live session; a new one when there is none or the last one closed."""
+        session = self._usable()
+        if session is not None:
+            return session
+        if self.connecting is None or self.connecting.done():
+            self.connecting = asyncio.get_running_loop().create_task(
+                self._connect(), name=f"eve-mcp-connect-{self.name}"
+            )
+        # shielded: one caller cancelled (its turn ended) does not fail the others' connect
+        return await asyncio.shield(self.connecting)
+
+    async def _connect(self) -> ClientSession:
         async with self.lock:
-            if self.session is not None and self.owner is not None and not self.owner.done():
-                return self.session
             await self._close_owner()
             self.stop = asyncio.Event()
+            self.expired = False
             ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
             self.owner = asyncio.get_running_loop().create_task(
                 self.own(ready), name=f"eve-mcp-{self.name}"
@@ -203,7 +264,6 @@ class _Server:
                     f"to its server: {why}",
                     connection=self.name,
                 ) from None
-            self.listed = None
             return self.session
 
     async def _close_owner(self) -> None:
@@ -219,22 +279,40 @@ class _Server:
                 await owner
 
     async def close(self) -> None:
+        if self.connecting is not None and not self.connecting.done():
+            self.connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await self.connecting
         async with self.lock:
             await self._close_owner()
 
-    async def reconnect(self, broken: ClientSession) -> ClientSession:
-        """A fresh session, unless another call already replaced ``broken``."""
-        async with self.lock:
-            if self.session is broken:
-                await self._close_owner()
-        return await self.connected()
-
     async def tools(self) -> list[ServerTool]:
-        if self.listed is not None and self.session is not None:
+        if self.listed is not None and self._usable() is not None:
             return self.listed
-        listed = await self._with_reconnect(self._list)
-        self.listed = listed
-        return listed
+        return await self._relist()
+
+    async def _relist(self) -> list[ServerTool]:
+        """List on the live session; listing has no side effect, so a transport failure or
+        an ended session is retried once on a new session."""
+        for attempt in (1, 2):
+            session = await self.connected()
+            try:
+                self.listed = await self._list(session)
+                return self.listed
+            except MCPError as error:
+                if self._origin(error, session, 0.0) is Origin.SERVER or attempt == 2:
+                    raise MCPServerUnavailable(
+                        f"connection {self.name!r}: listing tools failed: {described(error)}",
+                        connection=self.name,
+                    ) from None
+                log.info("MCP connection %r closed under a listing; reconnecting", self.name)
+            except TimeoutError:
+                raise MCPServerUnavailable(
+                    f"connection {self.name!r}: listing tools got no answer within "
+                    f"{self.entry.call_timeout_seconds:g}s",
+                    connection=self.name,
+                ) from None
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def _list(self, session: ClientSession) -> list[ServerTool]:
         tools: list[ServerTool] = []
@@ -256,19 +334,87 @@ class _Server:
             if not cursor:
                 return tools
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallResult:
-        async def call(session: ClientSession) -> CallResult:
-            seconds = self.entry.call_timeout_seconds
-            try:
-                result = await asyncio.wait_for(
-                    session.call_tool(tool, dict(arguments), read_timeout_seconds=seconds),
-                    seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
-                )
-            except TimeoutError:
-                raise self._timed_out(tool) from None
-            return self._result(tool, result)
+    def _origin(self, error: MCPError, session: ClientSession, elapsed: float) -> Origin:
+        seconds = self.entry.call_timeout_seconds
+        return origin(
+            error, session=session, expired=self.expired, elapsed=elapsed, timeout=seconds
+        )
 
-        return await self._with_reconnect(call, tool=tool)
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallResult:
+        """Call ``tool`` at most once: it is sent again only when the failure proves the
+        server did not take it (its session had ended: a 404 to our session id)."""
+        try:
+            return await self._call(await self.connected(), tool, arguments)
+        except _SessionEnded:
+            log.info("MCP connection %r: the server ended the session; a new one", self.name)
+        before = self.listed
+        session = await self.connected()
+        after = await self._relist()
+        if before is not None and _tool(before, tool) != _tool(after, tool):
+            raise MCPToolsChanged(
+                f"connection {self.name!r}: the server ended its session, and the new one "
+                f"lists tool {tool!r} differently; it was not called",
+                connection=self.name,
+                tool=tool,
+            )
+        try:
+            return await self._call(session, tool, arguments)
+        except _SessionEnded:
+            raise MCPServerUnavailable(
+                f"connection {self.name!r}: the server ended the new session too",
+                connection=self.name,
+            ) from None
+
+    async def _call(
+        self, session: ClientSession, tool: str, arguments: Mapping[str, Any]
+    ) -> CallResult:
+        seconds = self.entry.call_timeout_seconds
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            result = await asyncio.wait_for(
+                session.call_tool(tool, dict(arguments), read_timeout_seconds=seconds),
+                seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
+            )
+        except TimeoutError:
+            raise self._timed_out(tool) from None
+        except ValidationError as error:
+            raise MCPResultMalformed(
+                f"connection {self.name!r}: tool {tool!r} answered with no valid tool "
+                f"result ({error.error_count()} problem(s), first: {_first(error)})",
+                connection=self.name,
+                tool=tool,
+            ) from None
+        except MCPError as error:
+            raise self._failed(error, session, tool, loop.time() - started) from None
+        return self._result(tool, result)
+
+    def _failed(
+        self, error: MCPError, session: ClientSession, tool: str, elapsed: float
+    ) -> Exception:
+        found = self._origin(error, session, elapsed)
+        match found:
+            case Origin.EXPIRED:
+                return _SessionEnded()
+            case Origin.TIMEOUT:
+                return self._timed_out(tool)
+            case Origin.CLOSED:
+                return MCPCallInterrupted(
+                    f"connection {self.name!r}: the connection closed while tool {tool!r} "
+                    "was running; it is not called again, since the server may have run it "
+                    "(the next call reconnects)",
+                    connection=self.name,
+                    tool=tool,
+                )
+            case Origin.SERVER:
+                return MCPServerError(
+                    f"connection {self.name!r}: tool {tool!r}: the server answered with "
+                    f"{described(error)}",
+                    connection=self.name,
+                    rpc_code=error.code,
+                )
+            case _:
+                assert_never(found)
 
     def _timed_out(self, tool: str) -> MCPCallTimedOut:
         seconds = self.entry.call_timeout_seconds
@@ -281,8 +427,13 @@ class _Server:
         )
 
     def _result(self, tool: str, result: mcp_types.CallToolResult) -> CallResult:
-        parts = content_parts(result.content)
-        text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
+        # the text is cut where the event log would cut it, before the turn holds several
+        # copies of a huge answer; the model's own limit is applied later (tool_output)
+        parts = [
+            TextPart(text=cut_text(part.text, STORE_CHARS)) if isinstance(part, TextPart) else part
+            for part in content_parts(result.content)
+        ]
+        text = cut_text("\n".join(p.text for p in parts if isinstance(p, TextPart)), STORE_CHARS)
         if result.is_error:
             raise MCPToolFailed(
                 f"connection {self.name!r}: tool {tool!r} failed: {text or 'no message'}",
@@ -294,39 +445,19 @@ class _Server:
             text=text, parts=parts, structured=dict(structured) if structured else None
         )
 
-    async def _with_reconnect(
-        self, run: Callable[[ClientSession], Awaitable[R]], *, tool: str | None = None
-    ) -> R:
-        session = await self.connected()
-        try:
-            return await run(session)
-        except MCPError as error:
-            if tool is not None and error.code == mcp_types.REQUEST_TIMEOUT:
-                raise self._timed_out(tool) from None
-            if error.code != mcp_types.CONNECTION_CLOSED:
-                raise MCPServerUnavailable(
-                    f"connection {self.name!r}: the server answered with error "
-                    f"{error.code}: {error.error.message}",
-                    connection=self.name,
-                ) from None
-        except TimeoutError:
-            raise MCPServerUnavailable(
-                f"connection {self.name!r}: listing tools got no answer within "
-                f"{self.entry.call_timeout_seconds:g}s",
-                connection=self.name,
-            ) from None
-        log.info("MCP connection %r closed under a call; reconnecting once", self.name)
-        session = await self.reconnect(session)
-        try:
-            return await run(session)
-        except MCPError as error:
-            if tool is not None and error.code == mcp_types.REQUEST_TIMEOUT:
-                raise self._timed_out(tool) from None
-            raise MCPServerUnavailable(
-                f"connection {self.name!r}: the server went away and the reconnect failed "
-                f"too ({error.error.message})",
-                connection=self.name,
-            ) from None
+
+class _SessionEnded(Exception):
+    """The server ended the session before it took the call (a 404 to our session id)."""
+
+
+def _tool(listed: list[ServerTool], name: str) -> ServerTool | None:
+    return next((tool for tool in listed if tool.name == name), None)
+
+
+def _first(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "result"
+    return f"{where}: {first['msg']}"
 
 
 def _errlog() -> TextIO:

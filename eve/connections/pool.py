@@ -49,7 +49,6 @@ from eve.errors import (
     MCPToolFailed,
     MCPToolsChanged,
 )
-from eve.execution.tool_output import STORE_CHARS, cut_text
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
 from eve.messages import TextPart
 from eve.redact import RedactingFilter, add_secret
@@ -427,13 +426,8 @@ class _Server:
         )
 
     def _result(self, tool: str, result: mcp_types.CallToolResult) -> CallResult:
-        # the text is cut where the event log would cut it, before the turn holds several
-        # copies of a huge answer; the model's own limit is applied later (tool_output)
-        parts = [
-            TextPart(text=cut_text(part.text, STORE_CHARS)) if isinstance(part, TextPart) else part
-            for part in content_parts(result.content)
-        ]
-        text = cut_text("\n".join(p.text for p in parts if isinstance(p, TextPart)), STORE_CHARS)
+        parts = content_parts(result.content)
+        text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
         if result.is_error:
             raise MCPToolFailed(
                 f"connection {self.name!r}: tool {tool!r} failed: {text or 'no message'}",

@@ -93,6 +93,9 @@ def exit_now() -> str:
 
 
 if __name__ == "__main__":
+    if "without-add" in sys.argv:
+        # a server restarted with another tool set (its clients' listings are stale)
+        server.remove_tool("add")
     if "with-child" in sys.argv:
         # a helper process in the server's group that outlives the server's stdin, as a
         # server's own workers would: only ending the whole group ends it

@@ -1,7 +1,7 @@
 """A stdio MCP server written by hand (JSON-RPC lines), for what the SDK's server API will not
 send: any error code, a malformed result, a crash after the side effect, stderr floods.
 
-``python raw_server.py COUNT_FILE``: the ``count`` and ``count_then_die`` tools append a line
+``python raw_server.py COUNT_FILE``: ``count``, ``count_then_die`` and ``error`` append a line
 to COUNT_FILE (their side effect), so a test can count how often a call really ran.
 """
 
@@ -43,6 +43,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
         raise LookupError(method)
     name, arguments = params["name"], params.get("arguments") or {}
     if name == "error":
+        count()  # a side effect, then the error: a retry would show as a second line
         raise RpcError(arguments["code"], arguments.get("message", "the server's own error"))
     if name == "malformed":
         return {"content": [{"type": "text"}]}  # a text block with no text

@@ -39,11 +39,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server() -> Iterator[str]:
-    """A Streamable HTTP server on loopback; its URL while the block runs."""
-    port = free_port()
+def http_server(port: int | None = None, *flags: str) -> Iterator[str]:
+    """A Streamable HTTP server on loopback (on ``port``, or a free one); its URL while the
+    block runs. ``flags`` go to the server (``without-add``)."""
+    port = port or free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port)],
+        [sys.executable, str(SERVER), "http", str(port), *flags],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

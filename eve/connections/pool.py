@@ -72,6 +72,10 @@ SESSION_HEADER = "mcp-session-id"
 
 #: how long closing waits for a server's owner task before cancelling it
 _CLOSE_SECONDS = 5.0
+#: after a failed connect, how long until the next is tried; doubled per failure up to
+#: the maximum, and forgotten at the first success
+_FIRST_BACKOFF = 1.0
+_MAX_BACKOFF = 30.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +131,10 @@ class _Server:
         self.listed: list[ServerTool] | None = None
         #: the HTTP server answered 404 to this session's id: it ended the session
         self.expired = False
+        #: the last connect's failure, and when the next may be tried (backing off)
+        self.failed: str | None = None
+        self.backoff = 0.0
+        self.retry_at = 0.0
         #: a stdio server's stderr, whose last line explains a server that died at start
         self.stderr: StderrTail | None = None
 
@@ -226,10 +234,16 @@ class _Server:
         session = self._usable()
         if session is not None:
             return session
+        loop = asyncio.get_running_loop()
         if self.connecting is None or self.connecting.done():
-            self.connecting = asyncio.get_running_loop().create_task(
-                self._connect(), name=f"eve-mcp-connect-{self.name}"
-            )
+            if self.failed is not None and loop.time() < self.retry_at:
+                # backing off: the last connect failed a moment ago, and another at once
+                # would only make this turn wait the connect timeout again
+                raise MCPServerUnavailable(
+                    f"{self.failed} (not retried for {self.retry_at - loop.time():.1f}s more)",
+                    connection=self.name,
+                )
+            self.connecting = loop.create_task(self._connect(), name=f"eve-mcp-connect-{self.name}")
         # shielded: one caller cancelled (its turn ended) does not fail the others' connect
         return await asyncio.shield(self.connecting)
 
@@ -258,12 +272,19 @@ class _Server:
                 )
                 if self.stderr is not None:
                     why += await asyncio.to_thread(self.stderr.explain)
-                raise MCPServerUnavailable(
+                raise self._failing(
                     f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
-                    f"to its server: {why}",
-                    connection=self.name,
+                    f"to its server: {why}"
                 ) from None
+            self.failed, self.backoff = None, 0.0
             return self.session
+
+    def _failing(self, message: str) -> MCPServerUnavailable:
+        """A failed connect: the next waits ``backoff`` seconds, doubled each time."""
+        self.backoff = min(max(self.backoff * 2, _FIRST_BACKOFF), _MAX_BACKOFF)
+        self.retry_at = asyncio.get_running_loop().time() + self.backoff
+        self.failed = message
+        return MCPServerUnavailable(message, connection=self.name)
 
     async def _close_owner(self) -> None:
         owner, self.owner, self.session = self.owner, None, None

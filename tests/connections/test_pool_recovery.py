@@ -136,6 +136,11 @@ async def test_a_server_hanging_at_connect_fails_its_callers_together_and_no_one
     failed = await asyncio.gather(*callers, return_exceptions=True)
     assert all(isinstance(error, MCPServerUnavailable) for error in failed)
     assert len({id(error) for error in failed}) == 1, "one connect attempt, not one each"
+    # the next turn's call backs off: it fails at once, with no new attempt
+    attempt = pool._servers[hanging.logical_path].connecting
+    with pytest.raises(MCPServerUnavailable, match=r"no answer within 1s \(not retried for"):
+        await pool.call(hanging, "anything", {})
+    assert pool._servers[hanging.logical_path].connecting is attempt
 
 
 async def test_a_session_the_http_server_ended_is_renewed_and_the_call_sent_once(

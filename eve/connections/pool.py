@@ -128,6 +128,8 @@ class _Server:
         #: server that hangs while connecting fails them all after one timeout instead of
         #: each in turn
         self.connecting: asyncio.Task[ClientSession] | None = None
+        #: the owner of a connect that timed out, being ended
+        self.closing: asyncio.Task[None] | None = None
         self.listed: list[ServerTool] | None = None
         #: the HTTP server answered 404 to this session's id: it ended the session
         self.expired = False
@@ -250,6 +252,8 @@ class _Server:
     async def _connect(self) -> ClientSession:
         async with self.lock:
             await self._close_owner()
+            if self.closing is not None:
+                await self.closing  # the last failed connect's server, ending
             self.stop = asyncio.Event()
             self.expired = False
             ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
@@ -263,13 +267,20 @@ class _Server:
             except MCPConnectionError:
                 await self._close_owner()
                 raise
-            except (TimeoutError, Exception) as error:
+            except TimeoutError:
+                # the callers fail now; ending the hanging server (the SDK gives it seconds
+                # to exit) goes on in the background, before the next attempt or the close
+                self.closing = asyncio.get_running_loop().create_task(self._close_owner())
+                why = f"no answer within {self.entry.connect_timeout_seconds:g}s"
+                if self.stderr is not None:
+                    why += self.stderr.explain(wait_seconds=0.0)
+                raise self._failing(
+                    f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
+                    f"to its server: {why}"
+                ) from None
+            except Exception as error:
                 await self._close_owner()
-                why = (
-                    f"no answer within {self.entry.connect_timeout_seconds:g}s"
-                    if isinstance(error, TimeoutError)
-                    else _reason(error)
-                )
+                why = _reason(error)
                 if self.stderr is not None:
                     why += await asyncio.to_thread(self.stderr.explain)
                 raise self._failing(
@@ -277,6 +288,7 @@ class _Server:
                     f"to its server: {why}"
                 ) from None
             self.failed, self.backoff = None, 0.0
+            self.listed = None  # a new session is listed anew
             return self.session
 
     def _failing(self, message: str) -> MCPServerUnavailable:
@@ -287,12 +299,15 @@ class _Server:
         return MCPServerUnavailable(message, connection=self.name)
 
     async def _close_owner(self) -> None:
-        owner, self.owner, self.session = self.owner, None, None
+        owner, session, self.owner, self.session = self.owner, self.session, None, None
         if owner is None:
             return
         self.stop.set()
+        # an owner still connecting never reaches its wait for ``stop``: waiting for it to
+        # close by itself would only add the close timeout to a hanging server's failure
+        seconds = _CLOSE_SECONDS if session is not None else 0.0
         try:
-            await asyncio.wait_for(asyncio.shield(owner), _CLOSE_SECONDS)
+            await asyncio.wait_for(asyncio.shield(owner), seconds)
         except BaseException:
             owner.cancel()
             with contextlib.suppress(BaseException):
@@ -305,6 +320,8 @@ class _Server:
                 await self.connecting
         async with self.lock:
             await self._close_owner()
+            if self.closing is not None:
+                await self.closing
 
     async def tools(self) -> list[ServerTool]:
         if self.listed is not None and self._usable() is not None:
@@ -360,17 +377,23 @@ class _Server:
             error, session=session, expired=self.expired, elapsed=elapsed, timeout=seconds
         )
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> CallResult:
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], schema: Mapping[str, Any] | None
+    ) -> CallResult:
         """Call ``tool`` at most once: it is sent again only when the failure proves the
-        server did not take it (its session had ended: a 404 to our session id)."""
+        server did not take it (its session had ended: a 404 to our session id), and then
+        only when the new session lists it with ``schema`` (the input schema the turn's
+        recorded listing has; without one, the schema this pool listed last)."""
         try:
             return await self._call(await self.connected(), tool, arguments)
         except _SessionEnded:
             log.info("MCP connection %r: the server ended the session; a new one", self.name)
-        before = self.listed
+        if schema is None:
+            known = _tool(self.listed or [], tool)
+            schema = known.input_schema if known is not None else None
+        now = _tool(await self._relist(), tool)
         session = await self.connected()
-        after = await self._relist()
-        if before is not None and _tool(before, tool) != _tool(after, tool):
+        if now is None or (schema is not None and now.input_schema != dict(schema)):
             raise MCPToolsChanged(
                 f"connection {self.name!r}: the server ended its session, and the new one "
                 f"lists tool {tool!r} differently; it was not called",
@@ -461,6 +484,11 @@ class _Server:
         )
 
 
+def _retrieved(task: asyncio.Task[ClientSession]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class _SessionEnded(Exception):
     """The server ended the session before it took the call (a 404 to our session id)."""
 
@@ -516,9 +544,11 @@ class ConnectionPool:
         tool: str,
         arguments: Mapping[str, Any],
         token: TokenSource | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> CallResult:
-        """Call the server's tool ``tool``; ``MCPConnectionError`` subclasses on failure."""
-        return await self._server(entry, token).call(tool, arguments)
+        """Call the server's tool ``tool`` (listed with the input ``schema``, when the
+        caller knows it); ``MCPConnectionError`` subclasses on failure."""
+        return await self._server(entry, token).call(tool, arguments, schema)
 
     async def close(self) -> None:
         """Close every connection (a stdio server's process group ends with it)."""

@@ -127,10 +127,14 @@ async def list_connections(connections: Sequence[ResolvedConnection]) -> Connect
     return ConnectionListing(connections=list(listed))
 
 
-def _caller(connection: ResolvedConnection, tool: str) -> Execute:
+def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
+    tool = listed.tool
+
     async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
         pool = pool_of(connection.name)
-        result = await pool.call(connection.entry, tool, data, connection.definition.get_token)
+        # the turn's recorded listing is what a new session's listing is checked against
+        token, schema = connection.definition.get_token, listed.input_schema
+        result = await pool.call(connection.entry, tool, data, token, schema)
         if result.has_media:
             return result.parts  # images and documents reach the model as such
         if not result.text and result.structured is not None:
@@ -154,7 +158,7 @@ def _tool(connection: ResolvedConnection, listed: ListedTool) -> ResolvedFunctio
     )
     return ResolvedFunctionTool(
         entry=declaration,
-        execute=_caller(connection, listed.tool),
+        execute=_caller(connection, listed),
         validator=JsonSchemaValidator(listed.input_schema),
         approval=rule,
         connection=entry.name,

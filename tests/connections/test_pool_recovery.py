@@ -150,11 +150,15 @@ async def test_a_session_the_http_server_ended_is_renewed_and_the_call_sent_once
     remote = entry(define_mcp_connection(description="Remote.", url=f"http://127.0.0.1:{port}/mcp"))
     with http_server(port):
         first = int((await pool.call(remote, "process_id", {})).text)
+        schema = {tool.name: tool.input_schema for tool in await pool.list_tools(remote)}
     with http_server(port):  # a restart: the old session id is unknown (404)
-        assert (await pool.call(remote, "add", {"a": 1, "b": 2})).text == "3"
+        # the new session lists `add` as the turn's recorded listing has it: sent once
+        assert (await pool.call(remote, "add", {"a": 1, "b": 2}, None, schema["add"])).text == "3"
         assert int((await pool.call(remote, "process_id", {})).text) != first
-    with http_server(port, "without-add"), pytest.raises(MCPToolsChanged, match="'add'"):
-        await pool.call(remote, "add", {"a": 1, "b": 2})
+    with http_server(port, "without-add"):
+        stale = {"type": "object", "properties": {"pid": {"type": "integer"}}}
+        with pytest.raises(MCPToolsChanged, match="'process_id' differently; it was not called"):
+            await pool.call(remote, "process_id", {}, None, stale)
     assert "add" not in {tool.name for tool in pool_tools(pool, remote)}
 
 

@@ -1,11 +1,14 @@
 """A stdio server's stderr as eve passes it on: redacted, each line cut, the whole bounded
-(a real process floods the pipe)."""
+(a real process floods the pipe); the SDK's own log lines redacted too."""
 
 from __future__ import annotations
 
 import io
+import logging
 import subprocess
 import sys
+
+import pytest
 
 from eve.connections.server_stderr import LINE_CHARS, PASSED_CHARS, StderrTail
 from eve.redact import REDACTED, add_secret
@@ -44,3 +47,14 @@ def test_a_long_line_is_cut_with_a_note() -> None:
     )
     tail.explain()
     assert sink.getvalue() == "z" * LINE_CHARS + f" [{9_000 - LINE_CHARS} more characters]\n"
+
+
+def test_the_sdks_own_log_lines_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    import eve.connections.pool  # noqa: F401  (installs the filters on the SDK's loggers)
+
+    add_secret("sdk-log-secret-value-5678")
+    with caplog.at_level(logging.WARNING, logger="mcp.client.streamable_http"):
+        logging.getLogger("mcp.client.streamable_http").warning(
+            "server said: %s", "bad key sdk-log-secret-value-5678"
+        )
+    assert caplog.messages == [f"server said: bad key {REDACTED}"]

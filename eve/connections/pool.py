@@ -69,6 +69,8 @@ for _name in _SDK_LOGGERS:
 
 #: the Streamable HTTP header that carries the session id
 SESSION_HEADER = "mcp-session-id"
+#: how much of a 400's body is searched for a word about the session
+_SESSION_ERROR_BYTES = 2_000
 
 #: how long closing waits for a server's owner task before cancelling it
 _CLOSE_SECONDS = 5.0
@@ -199,9 +201,20 @@ class _Server:
         return read, write
 
     async def _seen(self, response: httpx2.Response) -> None:
-        """The spec's session end: 404 to a request that carried our session id (any body)."""
-        if response.status_code == 404 and response.request.headers.get(SESSION_HEADER):
+        """Whether the server ended our session: the spec's answer is 404 to a request that
+        carried the session id (any body); servers built on the TypeScript SDK's examples
+        (the reference "everything" server) answer 400 with a JSON-RPC error about the
+        session id instead. Either way the server processed nothing."""
+        if not response.request.headers.get(SESSION_HEADER):
+            return
+        if response.status_code == 404:
             self.expired = True
+        elif response.status_code == 400 and response.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
+            # a small JSON body, read here and kept by httpx for the SDK's own read
+            body = (await response.aread())[:_SESSION_ERROR_BYTES].lower()
+            self.expired = b"session" in body
 
     async def own(self, ready: asyncio.Future[ClientSession]) -> None:
         """The owner task: connect, hand the session over, hold it until asked to stop."""

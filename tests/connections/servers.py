@@ -49,6 +49,13 @@ def http_server(port: int | None = None, *flags: str) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    with serving(process, port):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def serving(process: subprocess.Popen[bytes], port: int) -> Iterator[None]:
+    """Once ``process`` listens on ``port``, until the block ends (then it is ended)."""
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -58,7 +65,7 @@ def http_server(port: int | None = None, *flags: str) -> Iterator[str]:
             assert process.poll() is None, "the HTTP MCP server exited at start"
             assert time.monotonic() < deadline, "the HTTP MCP server did not listen in 20 s"
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield
     finally:
         process.terminate()
         process.wait(10)

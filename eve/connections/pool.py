@@ -3,9 +3,12 @@
 Each server's session is owned by one task, which connects and closes it (the SDK's
 transports are anyio task groups, which must be entered and left by one task); calls
 from any session's turn go through that session, so a server is shared by every session
-of the process. A call that finds the connection closed (the server exited, the network
-dropped) reconnects once and tries again; a call that outlives the connection's timeout
-fails with ``MCPCallTimedOut`` and leaves the connection as it is. A stdio server runs in a
+of the process; its transport is a ``transports.ServerLink``. Callers needing a session
+share one connect attempt, bounded by the connection's timeout and backed off after a
+failure. A tool call is sent at most once: again only when the failure proves the server
+did not take it (it ended our session), and an error is classified by its origin
+(``rpc_errors``): a server's own error is never taken for a dropped connection or a
+timeout. Listing, which has no side effect, is retried once. A stdio server runs in a
 process group of its own (the SDK starts it with ``start_new_session``) and closing the
 connection ends the whole group (``connections.process_group``): ``close_pools`` at
 shutdown closes every one.
@@ -15,30 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
-import os
-import sys
 import weakref
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, TextIO, assert_never
+from typing import Any, assert_never
 
-import httpx2
 import mcp_types
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
 from eve.connections.content import ResultPart, content_parts
-from eve.connections.process_group import ProcessGroup
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
-from eve.connections.server_stderr import StderrTail
+from eve.connections.transports import ServerLink
 from eve.errors import (
     MCPCallInterrupted,
     MCPCallTimedOut,
@@ -49,29 +44,10 @@ from eve.errors import (
     MCPToolFailed,
     MCPToolsChanged,
 )
-from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
+from eve.manifest import ConnectionEntry
 from eve.messages import TextPart
-from eve.redact import RedactingFilter, add_secret
 
 log = logging.getLogger("eve.connections")
-#: the SDK's client-side loggers (a logger's filter sees only its own records, not its
-#: children's): what they log can quote a server's error, and with it an echoed secret
-_SDK_LOGGERS = (
-    "mcp.client.session",
-    "mcp.client.stdio",
-    "mcp.client.streamable_http",
-    "mcp.client.auth.oauth2",
-    "mcp.shared.dispatcher",
-    "mcp.shared.jsonrpc_dispatcher",
-)
-for _name in _SDK_LOGGERS:
-    logging.getLogger(_name).addFilter(RedactingFilter())
-
-#: the Streamable HTTP header that carries the session id
-SESSION_HEADER = "mcp-session-id"
-#: how much of a 400's body is searched for a word about the session
-_SESSION_ERROR_BYTES = 2_000
-
 #: how long closing waits for a server's owner task before cancelling it
 _CLOSE_SECONDS = 5.0
 #: after a failed connect, how long until the next is tried; doubled per failure up to
@@ -103,19 +79,6 @@ class CallResult:
         return any(not isinstance(part, TextPart) for part in self.parts)
 
 
-def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
-    if isinstance(value, str):
-        return value
-    found = os.environ.get(value.env)
-    if found is None:
-        raise MCPServerUnavailable(
-            f"connection {connection!r}: {what} comes from the environment variable "
-            f"{value.env}, which is not set",
-            connection=connection,
-        )
-    return value.prefix + found
-
-
 class _Server:
     """One server's session and the task that owns it."""
 
@@ -133,94 +96,22 @@ class _Server:
         #: the owner of a connect that timed out, being ended
         self.closing: asyncio.Task[None] | None = None
         self.listed: list[ServerTool] | None = None
-        #: the HTTP server answered 404 to this session's id: it ended the session
-        self.expired = False
         #: the last connect's failure, and when the next may be tried (backing off)
         self.failed: str | None = None
         self.backoff = 0.0
         self.retry_at = 0.0
-        #: a stdio server's stderr, whose last line explains a server that died at start
-        self.stderr: StderrTail | None = None
+        #: how the server is reached; it notices when the server ends our session
+        self.link = ServerLink(entry, token)
 
     @property
     def name(self) -> str:
         return self.entry.name
 
-    def _secret(self, value: str | EnvHeader, *, what: str) -> str:
-        """A declared value; one from the environment is a secret from now on."""
-        found = _env(value, connection=self.name, what=what)
-        if isinstance(value, EnvHeader):
-            add_secret(found[len(value.prefix) :])
-        return found
-
-    async def transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
-        server = self.entry.server
-        match server:
-            case StdioServer():
-                # the SDK adds only PATH/HOME-like basics to what is given here: a server
-                # never sees eve's own environment (provider keys) unless declared
-                env = {
-                    key: self._secret(value, what=f"env {key}") for key, value in server.env.items()
-                }
-                command, *args = server.command
-                if command == "python":
-                    # the interpreter running eve: the server sees the packages eve sees,
-                    # and the artifacts name no path of this machine
-                    command = sys.executable
-                if os.name == "posix":  # Windows: the SDK's Job Object ends the tree
-                    group = ProcessGroup()
-                    # registered first, so it runs after the SDK's own close below
-                    stack.push_async_callback(group.end)
-                    command, args = group.wrap(command, args)
-                params = StdioServerParameters(
-                    command=command, args=args, env=env or None, cwd=server.cwd
-                )
-                self.stderr = StderrTail(_errlog())
-                stack.callback(self.stderr.started)
-                assert self.stderr.file is not None
-                read, write = await stack.enter_async_context(
-                    stdio_client(params, self.stderr.file)
-                )
-                self.stderr.started()
-            case HttpServer():
-                headers = {
-                    key: self._secret(value, what=f"header {key}")
-                    for key, value in server.headers.items()
-                }
-                if self.token is not None:
-                    token = self.token()
-                    if inspect.isawaitable(token):
-                        token = await token
-                    add_secret(token)
-                    headers["Authorization"] = f"Bearer {token}"
-                client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-                client.event_hooks = {"request": [], "response": [self._seen]}
-                read, write = await stack.enter_async_context(
-                    streamable_http_client(server.url, http_client=client)
-                )
-        return read, write
-
-    async def _seen(self, response: httpx2.Response) -> None:
-        """Whether the server ended our session: the spec's answer is 404 to a request that
-        carried the session id (any body); servers built on the TypeScript SDK's examples
-        (the reference "everything" server) answer 400 with a JSON-RPC error about the
-        session id instead. Either way the server processed nothing."""
-        if not response.request.headers.get(SESSION_HEADER):
-            return
-        if response.status_code == 404:
-            self.expired = True
-        elif response.status_code == 400 and response.headers.get("content-type", "").startswith(
-            "application/json"
-        ):
-            # a small JSON body, read here and kept by httpx for the SDK's own read
-            body = (await response.aread())[:_SESSION_ERROR_BYTES].lower()
-            self.expired = b"session" in body
-
     async def own(self, ready: asyncio.Future[ClientSession]) -> None:
         """The owner task: connect, hand the session over, hold it until asked to stop."""
         try:
             async with AsyncExitStack() as stack:
-                read, write = await self.transport(stack)
+                read, write = await self.link.open(stack)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
                 ready.set_result(session)
@@ -240,7 +131,7 @@ class _Server:
 
     def _usable(self) -> ClientSession | None:
         session = self.session
-        if session is None or self.owner is None or self.owner.done() or self.expired:
+        if session is None or self.owner is None or self.owner.done() or self.link.expired:
             return None
         return None if session_closed(session) else session
 
@@ -268,7 +159,6 @@ class _Server:
             if self.closing is not None:
                 await self.closing  # the last failed connect's server, ending
             self.stop = asyncio.Event()
-            self.expired = False
             ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
             self.owner = asyncio.get_running_loop().create_task(
                 self.own(ready), name=f"eve-mcp-{self.name}"
@@ -285,8 +175,8 @@ class _Server:
                 # to exit) goes on in the background, before the next attempt or the close
                 self.closing = asyncio.get_running_loop().create_task(self._close_owner())
                 why = f"no answer within {self.entry.connect_timeout_seconds:g}s"
-                if self.stderr is not None:
-                    why += self.stderr.explain(wait_seconds=0.0)
+                if self.link.stderr is not None:
+                    why += self.link.stderr.explain(wait_seconds=0.0)
                 raise self._failing(
                     f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
                     f"to its server: {why}"
@@ -294,8 +184,8 @@ class _Server:
             except Exception as error:
                 await self._close_owner()
                 why = _reason(error)
-                if self.stderr is not None:
-                    why += await asyncio.to_thread(self.stderr.explain)
+                if self.link.stderr is not None:
+                    why += await asyncio.to_thread(self.link.stderr.explain)
                 raise self._failing(
                     f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
                     f"to its server: {why}"
@@ -387,7 +277,7 @@ class _Server:
     def _origin(self, error: MCPError, session: ClientSession, elapsed: float) -> Origin:
         seconds = self.entry.call_timeout_seconds
         return origin(
-            error, session=session, expired=self.expired, elapsed=elapsed, timeout=seconds
+            error, session=session, expired=self.link.expired, elapsed=elapsed, timeout=seconds
         )
 
     async def call(
@@ -514,16 +404,6 @@ def _first(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "result"
     return f"{where}: {first['msg']}"
-
-
-def _errlog() -> TextIO:
-    """Where a stdio server's stderr goes: eve's own, or the process's real one when
-    ``sys.stderr`` was replaced by something without a file descriptor (a test runner)."""
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        return sys.__stderr__ or sys.stderr
-    return sys.stderr
 
 
 def _reason(error: BaseException) -> str:

@@ -246,6 +246,12 @@ class _Server:
                         connection=self.name,
                     ) from None
                 log.info("MCP connection %r closed under a listing; reconnecting", self.name)
+            except ValidationError as error:
+                raise MCPServerUnavailable(
+                    f"connection {self.name!r}: the server's tool listing is malformed "
+                    f"({_first(error)})",
+                    connection=self.name,
+                ) from None
             except TimeoutError:
                 raise MCPServerUnavailable(
                     f"connection {self.name!r}: listing tools got no answer within "

@@ -2,7 +2,8 @@
 send: any error code, a malformed result, a crash after the side effect, stderr floods.
 
 ``python raw_server.py COUNT_FILE``: ``count``, ``count_then_die`` and ``error`` append a line
-to COUNT_FILE (their side effect), so a test can count how often a call really ran.
+to COUNT_FILE (their side effect), so a test can count how often a call really ran;
+``bad-listing`` after it makes the tool listing malformed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
             "serverInfo": {"name": "eve-raw-server", "version": "1"},
         }
     if method == "tools/list":
+        if "bad-listing" in sys.argv:
+            return {"tools": [{"name": "no-schema"}]}  # inputSchema is required
         return {"tools": [tool(name) for name in TOOLS]}
     if method != "tools/call":
         raise LookupError(method)

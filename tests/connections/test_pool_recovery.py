@@ -99,6 +99,13 @@ async def test_a_malformed_result_is_a_named_error(
         await pool.call(raw, "malformed", {})
 
 
+async def test_a_malformed_listing_is_a_named_error(pool: ConnectionPool, counted: Path) -> None:
+    command = [sys.executable, str(RAW_SERVER), str(counted), "bad-listing"]
+    bad = entry(define_mcp_connection(description="Raw.", command=command), name="badlist")
+    with pytest.raises(MCPServerUnavailable, match=r"listing is malformed \(tools\.0\.inputSchema"):
+        await pool.list_tools(bad)
+
+
 async def test_a_stdio_server_sees_only_its_declared_environment(
     pool: ConnectionPool, counted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -173,7 +173,9 @@ class _Server:
             except TimeoutError:
                 # the callers fail now; ending the hanging server (the SDK gives it seconds
                 # to exit) goes on in the background, before the next attempt or the close
-                self.closing = asyncio.get_running_loop().create_task(self._close_owner())
+                owner, self.owner, self.session = self.owner, None, None
+                assert owner is not None
+                self.closing = asyncio.get_running_loop().create_task(_end(owner, connected=False))
                 why = f"no answer within {self.entry.connect_timeout_seconds:g}s"
                 if self.link.stderr is not None:
                     why += self.link.stderr.explain(wait_seconds=0.0)
@@ -203,18 +205,9 @@ class _Server:
 
     async def _close_owner(self) -> None:
         owner, session, self.owner, self.session = self.owner, self.session, None, None
-        if owner is None:
-            return
-        self.stop.set()
-        # an owner still connecting never reaches its wait for ``stop``: waiting for it to
-        # close by itself would only add the close timeout to a hanging server's failure
-        seconds = _CLOSE_SECONDS if session is not None else 0.0
-        try:
-            await asyncio.wait_for(asyncio.shield(owner), seconds)
-        except BaseException:
-            owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
+        if owner is not None:
+            self.stop.set()
+            await _end(owner, connected=session is not None)
 
     async def close(self) -> None:
         if self.connecting is not None and not self.connecting.done():
@@ -391,6 +384,18 @@ class _Server:
         return CallResult(
             text=text, parts=parts, structured=dict(structured) if structured else None
         )
+
+
+async def _end(owner: asyncio.Task[None], *, connected: bool) -> None:
+    """Wait for a server's owner task to close its session (it was told to stop), then
+    cancel it; an owner still connecting never reaches its wait for the stop, so waiting
+    would only add the close timeout to a hanging server's failure."""
+    try:
+        await asyncio.wait_for(asyncio.shield(owner), _CLOSE_SECONDS if connected else 0.0)
+    except BaseException:
+        owner.cancel()
+        with contextlib.suppress(BaseException):
+            await owner
 
 
 def _retrieved(task: asyncio.Task[ClientSession]) -> None:

@@ -40,6 +40,10 @@
     │   ├── MCPServerUnavailable        the server could not be started, reached or kept
     │   ├── MCPCallTimedOut             a tool call outlived the connection's call timeout
     │   ├── MCPToolFailed               the server answered a call with an error
+    │   ├── MCPServerError              the server answered with a JSON-RPC error of its own
+    │   ├── MCPCallInterrupted          the connection dropped under a call the server got
+    │   ├── MCPToolsChanged             a new session lists the called tool differently
+    │   ├── MCPResultMalformed          a result that is no valid MCP tool result
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── FileToolLimit                   a built-in file tool asked to read or write past its cap
@@ -537,6 +541,56 @@ class MCPToolFailed(MCPConnectionError):
     """The server answered a tool call with an error (``isError``)."""
 
     code = "mcp_tool_failed"
+
+    def __init__(self, message: str, *, connection: str, tool: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool
+        self.tool = tool
+
+
+class MCPServerError(MCPConnectionError):
+    """The server answered a request with a JSON-RPC error (any code, -32000 and -32001
+    too: an error the server sent is the server's, never taken for a dropped connection or
+    a timeout, so nothing is retried)."""
+
+    code = "mcp_server_error"
+
+    def __init__(self, message: str, *, connection: str, rpc_code: int) -> None:
+        super().__init__(message, connection=connection)
+        #: the JSON-RPC error code the server sent
+        self.rpc_code = rpc_code
+
+
+class MCPCallInterrupted(MCPConnectionError):
+    """The connection dropped after a tool call was sent: the server may have run it, so it
+    is not called again (at most once); the next call reconnects."""
+
+    code = "mcp_call_interrupted"
+    http_status = 503
+
+    def __init__(self, message: str, *, connection: str, tool: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool
+        self.tool = tool
+
+
+class MCPToolsChanged(MCPConnectionError):
+    """The server ended the session, and the new session lists the called tool differently
+    (gone, or another input schema): the call is not sent against the old listing."""
+
+    code = "mcp_tools_changed"
+    http_status = 409
+
+    def __init__(self, message: str, *, connection: str, tool: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool
+        self.tool = tool
+
+
+class MCPResultMalformed(MCPConnectionError):
+    """The server answered a call with something that is no valid tool result."""
+
+    code = "mcp_result_malformed"
 
     def __init__(self, message: str, *, connection: str, tool: str) -> None:
         super().__init__(message, connection=connection)

@@ -10,6 +10,7 @@ environment — also glued to the word before it (``xsk-ant-…``, ``key=sk-…`
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 from urllib.parse import quote, quote_plus
@@ -37,9 +38,21 @@ REDACTED = "[redacted]"
 _MIN_SECRET = 8
 
 
+#: secrets the process learned at run time (an MCP connection's header values from the
+#: environment, its ``get_token`` results): redacted like the variables above from then on
+_declared: set[str] = set()
+
+
+def add_secret(value: str) -> None:
+    """Redact ``value`` everywhere from now on (short values are ignored, as below)."""
+    if len(value) >= _MIN_SECRET:
+        _declared.add(value)
+
+
 def known_secrets(extra: tuple[str, ...] = ()) -> list[str]:
     values = [os.environ.get(name, "") for name in SECRET_ENV_VARS]
-    return sorted({v for v in (*values, *extra) if len(v) >= _MIN_SECRET}, key=len, reverse=True)
+    found = {v for v in (*values, *_declared, *extra) if len(v) >= _MIN_SECRET}
+    return sorted(found, key=len, reverse=True)
 
 
 def _base64_fragments(secret: bytes) -> set[str]:
@@ -73,3 +86,17 @@ def redact(text: str, *, secrets: tuple[str, ...] = ()) -> str:
     for spelling in sorted(spellings, key=len, reverse=True):
         text = text.replace(spelling, REDACTED)
     return _KEY_PATTERN.sub(REDACTED, text)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message with every known secret redacted (a library's own log:
+    DBOS's, the MCP SDK's)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = None
+        if record.exc_info:
+            # a traceback can quote the value too: keep its text, redacted, not the objects
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True

@@ -20,14 +20,41 @@ from pathlib import PurePosixPath
 
 import mcp_types
 
-from eve.attachments import DOCUMENT_TYPES, IMAGE_TYPES, accepted_types
+from eve.attachments import (
+    DOCUMENT_TYPES,
+    IMAGE_TYPES,
+    MAX_ATTACHMENT_BYTES,
+    MAX_ATTACHMENTS_BYTES,
+    accepted_types,
+)
 from eve.messages import DocumentPart, ImagePart, TextPart
 
 ResultPart = TextPart | ImagePart | DocumentPart
 
 
 def content_parts(blocks: Sequence[mcp_types.ContentBlock]) -> list[ResultPart]:
-    return [part for block in blocks for part in _parts(block)]
+    """The blocks as parts, media within the providers' limits: an image or document over
+    the size one message may carry, or past what the whole result may, is left out and
+    said so (a provider would refuse the request, and the turn with it)."""
+    parts: list[ResultPart] = []
+    media_bytes = 0
+    for part in (part for block in blocks for part in _parts(block)):
+        if isinstance(part, ImagePart | DocumentPart):
+            size = len(part.data or b"")
+            if size > MAX_ATTACHMENT_BYTES or media_bytes + size > MAX_ATTACHMENTS_BYTES:
+                parts.append(TextPart(text=_left_out(part.media_type, size)))
+                continue
+            media_bytes += size
+        parts.append(part)
+    return parts
+
+
+def _left_out(media_type: str, size: int) -> str:
+    return (
+        f"[{media_type} content of {size / 1_000_000:.1f} MB left out: models take "
+        f"{MAX_ATTACHMENT_BYTES / 1_000_000:g} MB each, {MAX_ATTACHMENTS_BYTES / 1_000_000:g} "
+        "MB per result]"
+    )
 
 
 def _annotated(block: mcp_types.ContentBlock, parts: list[ResultPart]) -> list[ResultPart]:

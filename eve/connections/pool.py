@@ -3,9 +3,12 @@
 Each server's session is owned by one task, which connects and closes it (the SDK's
 transports are anyio task groups, which must be entered and left by one task); calls
 from any session's turn go through that session, so a server is shared by every session
-of the process. A call that finds the connection closed (the server exited, the network
-dropped) reconnects once and tries again; a call that outlives the connection's timeout
-fails with ``MCPCallTimedOut`` and leaves the connection as it is. A stdio server runs in a
+of the process; its transport is a ``transports.ServerLink``. Callers needing a session
+share one connect attempt, bounded by the connection's timeout and backed off after a
+failure. A tool call is sent at most once: again only when the failure proves the server
+did not take it (it ended our session), and an error is classified by its origin
+(``rpc_errors``): a server's own error is never taken for a dropped connection or a
+timeout. Listing, which has no side effect, is retried once. A stdio server runs in a
 process group of its own (the SDK starts it with ``start_new_session``) and closing the
 connection ends the whole group (``connections.process_group``): ``close_pools`` at
 shutdown closes every one.
@@ -15,23 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
-import os
-import sys
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar, assert_never
 
 import mcp_types
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
 from eve.connections.client_features import (
@@ -40,23 +38,30 @@ from eve.connections.client_features import (
     runs_without_task,
 )
 from eve.connections.content import ResultPart, content_parts
-from eve.connections.process_group import ProcessGroup
-from eve.connections.server_stderr import StderrTail
+from eve.connections.rpc_errors import Origin, described, origin, session_closed
+from eve.connections.transports import ServerLink
 from eve.errors import (
+    MCPCallInterrupted,
     MCPCallTimedOut,
     MCPConnectionError,
+    MCPResultMalformed,
+    MCPServerError,
     MCPServerUnavailable,
     MCPToolFailed,
+    MCPToolsChanged,
 )
-from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
+from eve.manifest import ConnectionEntry
 from eve.messages import TextPart
 from eve.runtime.partials import Report
 
 log = logging.getLogger("eve.connections")
-R = TypeVar("R")
-
 #: how long closing waits for a server's owner task before cancelling it
 _CLOSE_SECONDS = 5.0
+#: after a failed connect, how long until the next is tried; doubled per failure up to
+#: the maximum, and forgotten at the first success
+_FIRST_BACKOFF = 1.0
+_MAX_BACKOFF = 30.0
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,19 +87,6 @@ class CallResult:
         return any(not isinstance(part, TextPart) for part in self.parts)
 
 
-def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
-    if isinstance(value, str):
-        return value
-    found = os.environ.get(value.env)
-    if found is None:
-        raise MCPServerUnavailable(
-            f"connection {connection!r}: {what} comes from the environment variable "
-            f"{value.env}, which is not set",
-            connection=connection,
-        )
-    return value.prefix + found
-
-
 class _Server:
     """One server's session and the task that owns it."""
 
@@ -105,9 +97,19 @@ class _Server:
         self.owner: asyncio.Task[None] | None = None
         self.stop = asyncio.Event()
         self.lock = asyncio.Lock()
+        #: the connect under way, which every caller that needs the session awaits: a
+        #: server that hangs while connecting fails them all after one timeout instead of
+        #: each in turn
+        self.connecting: asyncio.Task[ClientSession] | None = None
+        #: the owner of a connect that timed out, being ended
+        self.closing: asyncio.Task[None] | None = None
         self.listed: list[ServerTool] | None = None
-        #: a stdio server's stderr, whose last line explains a server that died at start
-        self.stderr: StderrTail | None = None
+        #: the last connect's failure, and when the next may be tried (backing off)
+        self.failed: str | None = None
+        self.backoff = 0.0
+        self.retry_at = 0.0
+        #: how the server is reached; it notices when the server ends our session
+        self.link = ServerLink(entry, token)
         #: eve's name, roots and progress, as the session offers them (client_features)
         self.features = ClientFeatures()
 
@@ -115,55 +117,11 @@ class _Server:
     def name(self) -> str:
         return self.entry.name
 
-    async def transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
-        server = self.entry.server
-        match server:
-            case StdioServer():
-                env = {
-                    key: _env(value, connection=self.name, what=f"env {key}")
-                    for key, value in server.env.items()
-                }
-                command, *args = server.command
-                if command == "python":
-                    # the interpreter running eve: the server sees the packages eve sees,
-                    # and the artifacts name no path of this machine
-                    command = sys.executable
-                if os.name == "posix":  # Windows: the SDK's Job Object ends the tree
-                    group = ProcessGroup()
-                    # registered first, so it runs after the SDK's own close below
-                    stack.push_async_callback(group.end)
-                    command, args = group.wrap(command, args)
-                params = StdioServerParameters(
-                    command=command, args=args, env=env or None, cwd=server.cwd
-                )
-                self.stderr = StderrTail(_errlog())
-                stack.callback(self.stderr.started)
-                assert self.stderr.file is not None
-                read, write = await stack.enter_async_context(
-                    stdio_client(params, self.stderr.file)
-                )
-                self.stderr.started()
-            case HttpServer():
-                headers = {
-                    key: _env(value, connection=self.name, what=f"header {key}")
-                    for key, value in server.headers.items()
-                }
-                if self.token is not None:
-                    token = self.token()
-                    if inspect.isawaitable(token):
-                        token = await token
-                    headers["Authorization"] = f"Bearer {token}"
-                client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-                read, write = await stack.enter_async_context(
-                    streamable_http_client(server.url, http_client=client)
-                )
-        return read, write
-
     async def own(self, ready: asyncio.Future[ClientSession]) -> None:
         """The owner task: connect, hand the session over, hold it until asked to stop."""
         try:
             async with AsyncExitStack() as stack:
-                read, write = await self.transport(stack)
+                read, write = await self.link.open(stack)
                 session = await stack.enter_async_context(
                     ClientSession(read, write, **self.features.session_options())
                 )
@@ -183,11 +141,35 @@ class _Server:
             if isinstance(error, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise
 
+    def _usable(self) -> ClientSession | None:
+        session = self.session
+        if session is None or self.owner is None or self.owner.done() or self.link.expired:
+            return None
+        return None if session_closed(session) else session
+
     async def connected(self) -> ClientSession:
+        """The live session; a new one when there is none or the last one closed."""
+        session = self._usable()
+        if session is not None:
+            return session
+        loop = asyncio.get_running_loop()
+        if self.connecting is None or self.connecting.done():
+            if self.failed is not None and loop.time() < self.retry_at:
+                # backing off: the last connect failed a moment ago, and another at once
+                # would only make this turn wait the connect timeout again
+                raise MCPServerUnavailable(
+                    f"{self.failed} (not retried for {self.retry_at - loop.time():.1f}s more)",
+                    connection=self.name,
+                )
+            self.connecting = loop.create_task(self._connect(), name=f"eve-mcp-connect-{self.name}")
+        # shielded: one caller cancelled (its turn ended) does not fail the others' connect
+        return await asyncio.shield(self.connecting)
+
+    async def _connect(self) -> ClientSession:
         async with self.lock:
-            if self.session is not None and self.owner is not None and not self.owner.done():
-                return self.session
             await self._close_owner()
+            if self.closing is not None:
+                await self.closing  # the last failed connect's server, ending
             self.stop = asyncio.Event()
             ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
             self.owner = asyncio.get_running_loop().create_task(
@@ -200,52 +182,93 @@ class _Server:
             except MCPConnectionError:
                 await self._close_owner()
                 raise
-            except (TimeoutError, Exception) as error:
-                await self._close_owner()
-                why = (
-                    f"no answer within {self.entry.connect_timeout_seconds:g}s"
-                    if isinstance(error, TimeoutError)
-                    else _reason(error)
-                )
-                if self.stderr is not None:
-                    why += await asyncio.to_thread(self.stderr.explain)
-                raise MCPServerUnavailable(
+            except TimeoutError:
+                # the callers fail now; ending the hanging server (the SDK gives it seconds
+                # to exit) goes on in the background, before the next attempt or the close
+                owner, self.owner, self.session = self.owner, None, None
+                assert owner is not None
+                self.closing = asyncio.get_running_loop().create_task(_end(owner, connected=False))
+                why = f"no answer within {self.entry.connect_timeout_seconds:g}s"
+                if self.link.stderr is not None:
+                    why += self.link.stderr.explain(wait_seconds=0.0)
+                raise self._failing(
                     f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
-                    f"to its server: {why}",
-                    connection=self.name,
+                    f"to its server: {why}"
                 ) from None
-            self.listed = None
+            except Exception as error:
+                await self._close_owner()
+                why = _reason(error)
+                if self.link.stderr is not None:
+                    why += await asyncio.to_thread(self.link.stderr.explain)
+                raise self._failing(
+                    f"connection {self.name!r} ({self.entry.logical_path}) could not connect "
+                    f"to its server: {why}"
+                ) from None
+            self.failed, self.backoff = None, 0.0
+            self.listed = None  # a new session is listed anew
             return self.session
 
+    def _failing(self, message: str) -> MCPServerUnavailable:
+        """A failed connect: the next waits ``backoff`` seconds, doubled each time."""
+        self.backoff = min(max(self.backoff * 2, _FIRST_BACKOFF), _MAX_BACKOFF)
+        self.retry_at = asyncio.get_running_loop().time() + self.backoff
+        self.failed = message
+        return MCPServerUnavailable(message, connection=self.name)
+
     async def _close_owner(self) -> None:
-        owner, self.owner, self.session = self.owner, None, None
-        if owner is None:
-            return
-        self.stop.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(owner), _CLOSE_SECONDS)
-        except BaseException:
-            owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
+        owner, session, self.owner, self.session = self.owner, self.session, None, None
+        if owner is not None:
+            self.stop.set()
+            await _end(owner, connected=session is not None)
 
     async def close(self) -> None:
+        if self.connecting is not None and not self.connecting.done():
+            self.connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await self.connecting
         async with self.lock:
             await self._close_owner()
-
-    async def reconnect(self, broken: ClientSession) -> ClientSession:
-        """A fresh session, unless another call already replaced ``broken``."""
-        async with self.lock:
-            if self.session is broken:
-                await self._close_owner()
-        return await self.connected()
+            if self.closing is not None:
+                await self.closing
 
     async def tools(self) -> list[ServerTool]:
-        if self.listed is not None and self.session is not None:
+        if self.listed is not None and self._usable() is not None:
             return self.listed
-        listed = await self._with_reconnect(self._list)
-        self.listed = listed
-        return listed
+        return await self._relist()
+
+    async def _relist(self) -> list[ServerTool]:
+        """List on the live session, retried once on a new one (``read``)."""
+        self.listed = await self.read(self._list, "listing tools")
+        return self.listed
+
+    async def read(self, run: Callable[[ClientSession], Awaitable[R]], what: str) -> R:
+        """``run`` on the live session: a request with no side effect (a listing, a
+        resource read), so a transport failure or an ended session is retried once on a
+        new session."""
+        for attempt in (1, 2):
+            session = await self.connected()
+            try:
+                return await run(session)
+            except MCPError as error:
+                if self._origin(error, session, 0.0) is Origin.SERVER or attempt == 2:
+                    raise MCPServerUnavailable(
+                        f"connection {self.name!r}: {what} failed: {described(error)}",
+                        connection=self.name,
+                    ) from None
+                log.info("MCP connection %r closed under %s; reconnecting", self.name, what)
+            except ValidationError as error:
+                raise MCPServerUnavailable(
+                    f"connection {self.name!r}: the server's tool listing is malformed "
+                    f"({_first(error)})",
+                    connection=self.name,
+                ) from None
+            except TimeoutError:
+                raise MCPServerUnavailable(
+                    f"connection {self.name!r}: {what} got no answer within "
+                    f"{self.entry.call_timeout_seconds:g}s",
+                    connection=self.name,
+                ) from None
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def _list(self, session: ClientSession) -> list[ServerTool]:
         tools: list[ServerTool] = []
@@ -268,27 +291,106 @@ class _Server:
             if not cursor:
                 return tools
 
-    async def call(
-        self, tool: str, arguments: Mapping[str, Any], report: Report | None = None
-    ) -> CallResult:
-        async def call(session: ClientSession) -> CallResult:
-            seconds = self.entry.call_timeout_seconds
-            on_progress = progress_callback(report)
-            try:
-                result = await asyncio.wait_for(
-                    session.call_tool(
-                        tool,
-                        dict(arguments),
-                        read_timeout_seconds=seconds,
-                        progress_callback=on_progress,
-                    ),
-                    seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
-                )
-            except TimeoutError:
-                raise self._timed_out(tool) from None
-            return self._result(tool, result)
+    def _origin(self, error: MCPError, session: ClientSession, elapsed: float) -> Origin:
+        seconds = self.entry.call_timeout_seconds
+        return origin(
+            error, session=session, expired=self.link.expired, elapsed=elapsed, timeout=seconds
+        )
 
-        return await self._with_reconnect(call, tool=tool)
+    async def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        schema: Mapping[str, Any] | None,
+        report: Report | None = None,
+    ) -> CallResult:
+        """Call ``tool`` at most once: it is sent again only when the failure proves the
+        server did not take it (its session had ended: a 404 to our session id), and then
+        only when the new session lists it with ``schema`` (the input schema the turn's
+        recorded listing has; without one, the schema this pool listed last)."""
+        try:
+            return await self._call(await self.connected(), tool, arguments, report)
+        except _SessionEnded:
+            log.info("MCP connection %r: the server ended the session; a new one", self.name)
+        if schema is None:
+            known = _tool(self.listed or [], tool)
+            schema = known.input_schema if known is not None else None
+        now = _tool(await self._relist(), tool)
+        session = await self.connected()
+        if now is None or (schema is not None and now.input_schema != dict(schema)):
+            raise MCPToolsChanged(
+                f"connection {self.name!r}: the server ended its session, and the new one "
+                f"lists tool {tool!r} differently; it was not called",
+                connection=self.name,
+                tool=tool,
+            )
+        try:
+            return await self._call(session, tool, arguments, report)
+        except _SessionEnded:
+            raise MCPServerUnavailable(
+                f"connection {self.name!r}: the server ended the new session too",
+                connection=self.name,
+            ) from None
+
+    async def _call(
+        self,
+        session: ClientSession,
+        tool: str,
+        arguments: Mapping[str, Any],
+        report: Report | None = None,
+    ) -> CallResult:
+        seconds = self.entry.call_timeout_seconds
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            result = await asyncio.wait_for(
+                session.call_tool(
+                    tool,
+                    dict(arguments),
+                    read_timeout_seconds=seconds,
+                    progress_callback=progress_callback(report),
+                ),
+                seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
+            )
+        except TimeoutError:
+            raise self._timed_out(tool) from None
+        except ValidationError as error:
+            raise MCPResultMalformed(
+                f"connection {self.name!r}: tool {tool!r} answered with no valid tool "
+                f"result ({error.error_count()} problem(s), first: {_first(error)})",
+                connection=self.name,
+                tool=tool,
+            ) from None
+        except MCPError as error:
+            raise self._failed(error, session, tool, loop.time() - started) from None
+        return self._result(tool, result)
+
+    def _failed(
+        self, error: MCPError, session: ClientSession, tool: str, elapsed: float
+    ) -> Exception:
+        found = self._origin(error, session, elapsed)
+        match found:
+            case Origin.EXPIRED:
+                return _SessionEnded()
+            case Origin.TIMEOUT:
+                return self._timed_out(tool)
+            case Origin.CLOSED:
+                return MCPCallInterrupted(
+                    f"connection {self.name!r}: the connection closed while tool {tool!r} "
+                    "was running; it is not called again, since the server may have run it "
+                    "(the next call reconnects)",
+                    connection=self.name,
+                    tool=tool,
+                )
+            case Origin.SERVER:
+                return MCPServerError(
+                    f"connection {self.name!r}: tool {tool!r}: the server answered with "
+                    f"{described(error)}",
+                    connection=self.name,
+                    rpc_code=error.code,
+                )
+            case _:
+                assert_never(found)
 
     def _timed_out(self, tool: str) -> MCPCallTimedOut:
         seconds = self.entry.call_timeout_seconds
@@ -314,49 +416,36 @@ class _Server:
             text=text, parts=parts, structured=dict(structured) if structured else None
         )
 
-    async def _with_reconnect(
-        self, run: Callable[[ClientSession], Awaitable[R]], *, tool: str | None = None
-    ) -> R:
-        session = await self.connected()
-        try:
-            return await run(session)
-        except MCPError as error:
-            if tool is not None and error.code == mcp_types.REQUEST_TIMEOUT:
-                raise self._timed_out(tool) from None
-            if error.code != mcp_types.CONNECTION_CLOSED:
-                raise MCPServerUnavailable(
-                    f"connection {self.name!r}: the server answered with error "
-                    f"{error.code}: {error.error.message}",
-                    connection=self.name,
-                ) from None
-        except TimeoutError:
-            raise MCPServerUnavailable(
-                f"connection {self.name!r}: listing tools got no answer within "
-                f"{self.entry.call_timeout_seconds:g}s",
-                connection=self.name,
-            ) from None
-        log.info("MCP connection %r closed under a call; reconnecting once", self.name)
-        session = await self.reconnect(session)
-        try:
-            return await run(session)
-        except MCPError as error:
-            if tool is not None and error.code == mcp_types.REQUEST_TIMEOUT:
-                raise self._timed_out(tool) from None
-            raise MCPServerUnavailable(
-                f"connection {self.name!r}: the server went away and the reconnect failed "
-                f"too ({error.error.message})",
-                connection=self.name,
-            ) from None
 
-
-def _errlog() -> TextIO:
-    """Where a stdio server's stderr goes: eve's own, or the process's real one when
-    ``sys.stderr`` was replaced by something without a file descriptor (a test runner)."""
+async def _end(owner: asyncio.Task[None], *, connected: bool) -> None:
+    """Wait for a server's owner task to close its session (it was told to stop), then
+    cancel it; an owner still connecting never reaches its wait for the stop, so waiting
+    would only add the close timeout to a hanging server's failure."""
     try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        return sys.__stderr__ or sys.stderr
-    return sys.stderr
+        await asyncio.wait_for(asyncio.shield(owner), _CLOSE_SECONDS if connected else 0.0)
+    except BaseException:
+        owner.cancel()
+        with contextlib.suppress(BaseException):
+            await owner
+
+
+def _retrieved(task: asyncio.Task[ClientSession]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+class _SessionEnded(Exception):
+    """The server ended the session before it took the call (a 404 to our session id)."""
+
+
+def _tool(listed: list[ServerTool], name: str) -> ServerTool | None:
+    return next((tool for tool in listed if tool.name == name), None)
+
+
+def _first(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "result"
+    return f"{where}: {first['msg']}"
 
 
 def _reason(error: BaseException) -> str:
@@ -397,15 +486,17 @@ class ConnectionPool:
         tool: str,
         arguments: Mapping[str, Any],
         token: TokenSource | None = None,
+        schema: Mapping[str, Any] | None = None,
         *,
         report: Report | None = None,
         roots: Sequence[Path] = (),
     ) -> CallResult:
-        """Call the server's tool ``tool``; ``MCPConnectionError`` subclasses on failure.
-        ``report`` gets the call's progress notifications (``client_features``)."""
+        """Call the server's tool ``tool`` (listed with the input ``schema``, when the
+        caller knows it); ``MCPConnectionError`` subclasses on failure. ``report`` gets
+        the call's progress notifications (``client_features``)."""
         server = self._server(entry, token)
         server.features.set_roots(roots)
-        return await server.call(tool, arguments, report)
+        return await server.call(tool, arguments, schema, report)
 
     async def use(
         self,
@@ -413,9 +504,9 @@ class ConnectionPool:
         run: Callable[[ClientSession], Awaitable[R]],
         token: TokenSource | None = None,
     ) -> R:
-        """``run`` with the server's session (reconnected as a call would be), for the
-        requests that are not tool calls (``connections.resources``)."""
-        return await self._server(entry, token)._with_reconnect(run)
+        """``run`` with the server's session, for requests that are not tool calls and
+        have no side effect (``connections.resources``): retried once on a new session."""
+        return await self._server(entry, token).read(run, "a request")
 
     async def close(self) -> None:
         """Close every connection (a stdio server's process group ends with it)."""

@@ -1,5 +1,10 @@
 """A stdio MCP server's stderr: passed through to eve's own, with its last lines kept.
 
+What is passed through is redacted (a server may print the secrets it was given) and
+bounded: each line is cut at ``LINE_CHARS`` and a server's process passes at most
+``PASSED_CHARS`` in all, then one line says the rest was dropped, so a server that floods
+its stderr neither fills eve's logs nor slows eve down.
+
 When a server dies before it answers (an import error, a crash at start), the SDK reports
 only "Connection closed"; the server's own last line says why, and the connection's error
 quotes it. A Python server written for another major version of the ``mcp`` SDK than the one
@@ -14,8 +19,14 @@ from collections import deque
 from importlib.metadata import version
 from typing import TextIO
 
+from eve.redact import redact
+
 #: lines kept: the traceback's last line is what names the failure
 KEPT_LINES = 20
+#: one line, at most, as passed on
+LINE_CHARS = 2_000
+#: all of one server process's stderr passed on, at most
+PASSED_CHARS = 200_000
 
 
 class StderrTail:
@@ -39,14 +50,29 @@ class StderrTail:
             self.file = None
 
     def _copy(self) -> None:
+        passed = 0
         with self._reader:
-            for line in self._reader:
-                self._lines.append(line.rstrip("\n"))
-                try:
-                    self._sink.write(line)
-                    self._sink.flush()
-                except (OSError, ValueError):  # eve's stderr is closed: keep the tail only
-                    pass
+            for raw in self._reader:
+                line = raw.rstrip("\n")
+                if len(line) > LINE_CHARS:
+                    line = line[:LINE_CHARS] + f" [{len(line) - LINE_CHARS} more characters]"
+                line = redact(line)
+                self._lines.append(line)
+                if passed > PASSED_CHARS:
+                    continue  # read on, so the server never blocks on a full pipe
+                passed += len(line) + 1
+                if passed > PASSED_CHARS:
+                    line = (
+                        f"[the MCP server's further stderr is dropped: {PASSED_CHARS} characters]"
+                    )
+                self._pass(line + "\n")
+
+    def _pass(self, line: str) -> None:
+        try:
+            self._sink.write(line)
+            self._sink.flush()
+        except (OSError, ValueError):  # eve's stderr is closed: keep the tail only
+            pass
 
     def explain(self, *, wait_seconds: float = 1.0) -> str:
         """What the server said last, for an error message ("" when it said nothing);

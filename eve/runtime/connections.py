@@ -141,16 +141,18 @@ def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
 
     async def call_server_tool(data: dict[str, Any], ctx: ToolContext) -> Any:
         pool = pool_of(connection.name)
+        token = connection.definition.get_token
         if listed.kind == "resources":
             from eve.connections.resources import call_resources  # imports mcp
 
-            token = connection.definition.get_token
             return model_value(await call_resources(pool, connection.entry, token, data))
+        # the turn's recorded listing is what a new session's listing is checked against
         result = await pool.call(
             connection.entry,
             tool,
             data,
-            connection.definition.get_token,
+            token,
+            listed.input_schema,
             report=running_call_partial.get(),  # the server's progress: action.partial
             roots=(ctx.workspace,),
         )

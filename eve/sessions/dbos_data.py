@@ -27,7 +27,7 @@ from dbos import Serializer
 import eve.errors
 from eve.errors import EveError
 from eve.logs import Recognised, RepeatSummary, first_line_of, message_of
-from eve.redact import redact
+from eve.redact import RedactingFilter, redact
 from eve.sessions.database_errors import failure_kind, first_line, scrub, unavailable
 
 _EXCEPTION = "eve-exception:"
@@ -73,19 +73,6 @@ def _rebuilt(record: dict[str, Any]) -> Exception:
         error.__dict__.update(record.get("fields") or {})
         return error
     return EveError(f"{record.get('type')}: {message}")
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites a record's message with every known secret redacted (DBOS's own log)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage())
-        record.args = None
-        if record.exc_info:
-            # a traceback can quote the value too: keep its text, redacted, not the objects
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None
-        return True
 
 
 def redact_dbos_log() -> None:

@@ -183,6 +183,9 @@ server.list_tools = list_tools  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":
+    if "without-add" in sys.argv:
+        # a server restarted with another tool set (its clients' listings are stale)
+        server.remove_tool("add")
     if "with-child" in sys.argv:
         # a helper process in the server's group that outlives the server's stdin, as a
         # server's own workers would: only ending the whole group ends it

@@ -39,15 +39,23 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server() -> Iterator[str]:
-    """A Streamable HTTP server on loopback; its URL while the block runs."""
-    port = free_port()
+def http_server(port: int | None = None, *flags: str) -> Iterator[str]:
+    """A Streamable HTTP server on loopback (on ``port``, or a free one); its URL while the
+    block runs. ``flags`` go to the server (``without-add``)."""
+    port = port or free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port)],
+        [sys.executable, str(SERVER), "http", str(port), *flags],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    with serving(process, port):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def serving(process: subprocess.Popen[bytes], port: int) -> Iterator[None]:
+    """Once ``process`` listens on ``port``, until the block ends (then it is ended)."""
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -57,7 +65,7 @@ def http_server() -> Iterator[str]:
             assert process.poll() is None, "the HTTP MCP server exited at start"
             assert time.monotonic() < deadline, "the HTTP MCP server did not listen in 20 s"
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield
     finally:
         process.terminate()
         process.wait(10)

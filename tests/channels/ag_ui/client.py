@@ -3,42 +3,19 @@ per test session from its lock file and run as a subprocess against a loopback s
 
 from __future__ import annotations
 
-import fcntl
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.npm import npm_ci
 
 JS = Path(__file__).parent / "js"
 
 
 def install() -> None:
     """``npm ci`` the client, unless node or npm are absent (then the tests skip)."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed to run @ag-ui/client (install Node.js)")
-    # pytest-xdist workers install at once: one runs npm ci, the others wait for it
-    with (JS / ".install.lock").open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        _install()
-
-
-def _install() -> None:
-    installed = JS / "node_modules" / ".package-lock.json"
-    lock = JS / "package-lock.json"
-    if installed.exists() and installed.stat().st_mtime >= lock.stat().st_mtime:
-        return
-    done = subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund"],
-        cwd=JS,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+    npm_ci(JS, needed_for="@ag-ui/client")
 
 
 def scenario(url: str, thread_id: str, runs: list[dict[str, Any]], **more: Any) -> str:

@@ -1,0 +1,154 @@
+"""How the pool reaches one MCP server: a stdio process or a Streamable HTTP endpoint.
+
+Opening a transport is where the connection's declared values are read: header and ``env``
+values from the environment, and ``get_token``'s result, each joining the redaction set
+(``eve.redact``) as it is read, so a server that echoes one is redacted wherever eve
+prints, logs or stores it. A stdio server gets only its declared environment (the SDK adds
+PATH/HOME-like basics). An HTTP link watches the server's answers for the end of our
+session, which tells the pool a request was refused unprocessed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import sys
+from contextlib import AsyncExitStack
+from typing import Any, TextIO
+
+import httpx2
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from eve.authoring.connections import TokenSource
+from eve.connections.process_group import ProcessGroup
+from eve.connections.server_stderr import StderrTail
+from eve.errors import MCPServerUnavailable
+from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
+from eve.redact import RedactingFilter, add_secret
+
+#: the SDK's client-side loggers (a logger's filter sees only its own records, not its
+#: children's): what they log can quote a server's error, and with it an echoed secret
+_SDK_LOGGERS = (
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.client.auth.oauth2",
+    "mcp.shared.dispatcher",
+    "mcp.shared.jsonrpc_dispatcher",
+)
+for _name in _SDK_LOGGERS:
+    logging.getLogger(_name).addFilter(RedactingFilter())
+
+#: the Streamable HTTP header that carries the session id
+SESSION_HEADER = "mcp-session-id"
+#: how much of a 400's body is searched for a word about the session
+_SESSION_ERROR_BYTES = 2_000
+
+
+def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    found = os.environ.get(value.env)
+    if found is None:
+        raise MCPServerUnavailable(
+            f"connection {connection!r}: {what} comes from the environment variable "
+            f"{value.env}, which is not set",
+            connection=connection,
+        )
+    return value.prefix + found
+
+
+class ServerLink:
+    """One server's transport, opened anew for each session."""
+
+    def __init__(self, entry: ConnectionEntry, token: TokenSource | None) -> None:
+        self.entry = entry
+        self.token = token
+        #: the HTTP server ended this session (see ``_seen``): it processed nothing more
+        self.expired = False
+        #: a stdio server's stderr, whose last line explains a server that died at start
+        self.stderr: StderrTail | None = None
+
+    def _secret(self, value: str | EnvHeader, *, what: str) -> str:
+        """A declared value; one from the environment is a secret from now on."""
+        found = _env(value, connection=self.entry.name, what=what)
+        if isinstance(value, EnvHeader):
+            add_secret(found[len(value.prefix) :])
+        return found
+
+    async def open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+        self.expired = False
+        server = self.entry.server
+        match server:
+            case StdioServer():
+                # the SDK adds only PATH/HOME-like basics to what is given here: a server
+                # never sees eve's own environment (provider keys) unless declared
+                env = {
+                    key: self._secret(value, what=f"env {key}") for key, value in server.env.items()
+                }
+                command, *args = server.command
+                if command == "python":
+                    # the interpreter running eve: the server sees the packages eve sees,
+                    # and the artifacts name no path of this machine
+                    command = sys.executable
+                if os.name == "posix":  # Windows: the SDK's Job Object ends the tree
+                    group = ProcessGroup()
+                    # registered first, so it runs after the SDK's own close below
+                    stack.push_async_callback(group.end)
+                    command, args = group.wrap(command, args)
+                params = StdioServerParameters(
+                    command=command, args=args, env=env or None, cwd=server.cwd
+                )
+                self.stderr = StderrTail(_errlog())
+                stack.callback(self.stderr.started)
+                assert self.stderr.file is not None
+                read, write = await stack.enter_async_context(
+                    stdio_client(params, self.stderr.file)
+                )
+                self.stderr.started()
+            case HttpServer():
+                headers = {
+                    key: self._secret(value, what=f"header {key}")
+                    for key, value in server.headers.items()
+                }
+                if self.token is not None:
+                    token = self.token()
+                    if inspect.isawaitable(token):
+                        token = await token
+                    add_secret(token)
+                    headers["Authorization"] = f"Bearer {token}"
+                client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+                client.event_hooks = {"request": [], "response": [self._seen]}
+                read, write = await stack.enter_async_context(
+                    streamable_http_client(server.url, http_client=client)
+                )
+        return read, write
+
+    async def _seen(self, response: httpx2.Response) -> None:
+        """Whether the server ended our session: the spec's answer is 404 to a request that
+        carried the session id (any body); servers built on the TypeScript SDK's examples
+        (the reference "everything" server) answer 400 with a JSON-RPC error about the
+        session id instead. Either way the server processed nothing."""
+        if not response.request.headers.get(SESSION_HEADER):
+            return
+        if response.status_code == 404:
+            self.expired = True
+        elif response.status_code == 400 and response.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
+            # a small JSON body, read here and kept by httpx for the SDK's own read
+            body = (await response.aread())[:_SESSION_ERROR_BYTES].lower()
+            self.expired = b"session" in body
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: eve's own, or the process's real one when
+    ``sys.stderr`` was replaced by something without a file descriptor (a test runner)."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr

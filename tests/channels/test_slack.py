@@ -11,12 +11,14 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
 from bench.channel_probes import slack as slack_probe
 from eve.channels.declaration import ChannelDeclaration
+from eve.sessions.tables import input_requests
 from tests.channels.agent_app import HELD, SHIPPED, TEA, restart_and_release, run_probe, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.conftest import wait_for_file
@@ -205,6 +207,29 @@ def test_each_slack_user_sends_their_own_turns_and_answers_only_their_own_approv
         note = slack.ephemeral[-1]
         assert (note["user"], note["text"]) == (user, "This was answered already.")
     assert len(slack.bot_replies("C1", thread)) == 3
+
+
+def test_an_approval_the_channel_itself_asked_is_answered_by_the_thread_starter(
+    server: InProcessServer, slack: FakeSlack
+) -> None:
+    thread, _ = mention(server, slack, "what is tea?")
+    wait_for_replies(slack, thread, 1)
+    mention(server, slack, "ship it", user=OTHER, thread=thread)
+    choices = buttons(wait_for_replies(slack, thread, 2)[-1])
+    # as an eve from before Slack users were principals recorded it: the channel asked
+    request_id = json.loads(choices["approve"]["value"])["r"]
+    assert server.http is not None
+    store = server.http.app.state.service.store  # type: ignore[attr-defined]
+    with store.engine.begin() as c:
+        c.execute(
+            sa.update(input_requests)
+            .where(input_requests.c.request_id == request_id)
+            .values(asker_id="slack:team", asker_kind="channel")
+        )
+    assert press(server, OTHER, choices["approve"], thread).status_code == 200
+    assert slack.ephemeral[-1]["text"].startswith("Only the person whose message")
+    assert press(server, STARTER, choices["approve"], thread).status_code == 200
+    assert wait_for_replies(slack, thread, 3)[-1]["text"] == SHIPPED
 
 
 def test_a_direct_message_is_answered_and_the_bots_own_messages_are_not(

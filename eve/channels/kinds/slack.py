@@ -203,14 +203,14 @@ class _SlackChannel:
         user, channel = payload["user"]["id"], payload["channel"]["id"]
         team = str(payload["team"]["id"])
         message = payload.get("message") or {}
-        session_id, request_id = str(value["s"]), str(value["r"])
-        sessions = self.sessions(slack_user(team, user))
-        head = await log_head(sessions, session_id)
-        answer = InputResponse(request_id=request_id, option_id=str(value["o"]))
+        ts = str(message.get("thread_ts") or message.get("ts"))
+        thread = Thread(team=team, channel=channel, ts=ts, session_id=str(value["s"]))
+        request_id = str(value["r"])
+        head = await log_head(self.sessions(), thread.session_id)
         try:
-            # keyed per user: another user's press of an answered request is told so,
-            # not replayed as if it had been theirs
-            await sessions.respond(session_id, [answer], key=f"slack-action:{request_id}:{user}")
+            await self._answer(
+                thread, user, InputResponse(request_id=request_id, option_id=str(value["o"]))
+            )
         except AnswerNotAllowed:
             await self._tell(
                 channel, user, "Only the person whose message asked this may answer it."
@@ -223,13 +223,26 @@ class _SlackChannel:
         except EveError as error:  # the session ended, say
             await self._tell(channel, user, error.message)
             return
-        ts = str(message.get("thread_ts") or message.get("ts"))
-        thread = Thread(team=team, channel=channel, ts=ts, session_id=session_id)
         turns = [p.turn_id for p in head.pending if p.request.request_id == request_id]
         if turns:
             self.courier.follow(thread, turns[0], head.next_index)
         else:
             self.courier.deliver_later(thread)
+
+    async def _answer(self, thread: Thread, user: str, answer: InputResponse) -> None:
+        """``answer``, given by ``user``. A request the channel itself asked (a turn an eve
+        from before Slack users were principals sent) is answered for the channel, as it
+        was then, when the thread's starter presses."""
+        # keyed per user: another user's press of an answered request is told so, not
+        # replayed as if it had been theirs
+        key = f"slack-action:{answer.request_id}:{user}"
+        try:
+            acting = self.sessions(slack_user(thread.team, user))
+            await acting.respond(thread.session_id, [answer], key=key)
+        except AnswerNotAllowed:
+            if user != await self.courier.starter(thread):
+                raise
+            await self.sessions().respond(thread.session_id, [answer], key=key)
 
     async def _tell(self, channel: str, user: str, text: str) -> None:
         """A note only ``user`` sees (``chat.postEphemeral``)."""

@@ -50,6 +50,7 @@ class ChannelMount(Generic[OptionsT]):
     def setup(self) -> AgentSetup:
         return self.service.setup
 
-    def sessions(self, principal: Principal) -> ChannelSessions:
-        """The sessions ``principal`` may reach, and what they may do with them."""
-        return ChannelSessions(self.service, principal)
+    def sessions(self, principal: Principal, *, acting: Principal | None = None) -> ChannelSessions:
+        """The sessions ``principal`` may reach, and what they may do with them; ``acting``:
+        the person the channel sends turns and answers for (``ChannelSessions``)."""
+        return ChannelSessions(self.service, principal, acting=acting)

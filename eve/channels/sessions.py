@@ -19,26 +19,40 @@ STATE_PREFIX = "state:"
 
 class ChannelSessions:
     """``SessionService``'s operations as ``principal`` may use them. Every channel goes
-    through here, so the rules of who may see and do what hold for every door alike."""
+    through here, so the rules of who may see and do what hold for every door alike.
 
-    def __init__(self, service: SessionService, principal: Principal) -> None:
+    ``acting`` is the person a channel acts for (a Slack user in a thread the channel
+    owns): what may be seen and done is still ``principal``'s, but the turns it sends are
+    sent by ``acting`` (their ``ctx.principal`` and the asker of their input requests) and
+    the answers it gives are given by ``acting``, who must be allowed to answer them."""
+
+    def __init__(
+        self, service: SessionService, principal: Principal, *, acting: Principal | None = None
+    ) -> None:
         self.service = service
         self.principal = principal
+        self.acting = acting
 
     async def create(
         self, message: str | UserMessage | None = None, *, key: str | None = None
     ) -> Accepted:
-        return await self.service.create(message, key=key, principal=self.principal)
+        return await self.service.create(
+            message, key=key, principal=self.principal, sender=self.acting
+        )
 
     async def send(
         self, session_id: str, message: str | UserMessage, *, key: str | None = None
     ) -> Accepted:
-        return await self.service.send(session_id, message, key=key, principal=self.principal)
+        return await self.service.send(
+            session_id, message, key=key, principal=self.principal, sender=self.acting
+        )
 
     async def respond(
         self, session_id: str, responses: list[InputResponse], *, key: str | None = None
     ) -> Accepted:
-        return await self.service.respond(session_id, responses, key=key, principal=self.principal)
+        return await self.service.respond(
+            session_id, responses, key=key, principal=self.principal, responder=self.acting
+        )
 
     async def cancel(self, session_id: str) -> bool:
         return await self.service.cancel(session_id, principal=self.principal)

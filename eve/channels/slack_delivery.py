@@ -61,9 +61,10 @@ def env_secret(name: str) -> str:
     return value
 
 
-def _blocks(reply: Reply, thread: Thread, starter: str) -> list[dict[str, Any]]:
+def _blocks(reply: Reply, thread: Thread) -> list[dict[str, Any]]:
     """Each request the turn waits on, as a section and one button per answer; a button's
-    value names the session, request, option and the one user who may press it."""
+    value names the session, request and option. Who may press it is not in it: the
+    session service checks the presser against the request's asker."""
     blocks: list[dict[str, Any]] = []
     if reply.text:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": reply.text}})
@@ -75,7 +76,7 @@ def _blocks(reply: Reply, thread: Thread, starter: str) -> list[dict[str, Any]]:
                 "action_id": f"eve_answer_{option.id}",
                 "text": {"type": "plain_text", "text": option.label},
                 "value": json.dumps(
-                    {"s": thread.session_id, "r": request.request_id, "o": option.id, "u": starter}
+                    {"s": thread.session_id, "r": request.request_id, "o": option.id}
                 ),
             }
             for option in request.options
@@ -164,7 +165,6 @@ class Courier:
             return
         client = self.client()
         posted = await asyncio.to_thread(self._posted, client, thread)
-        starter = await self.starter(thread)
         for reply in replies:
             index = reply.end.index
             text = _text(reply)
@@ -179,7 +179,7 @@ class Courier:
                 channel=thread.channel,
                 thread_ts=thread.ts,
                 text=text,
-                blocks=_blocks(reply, thread, starter) or None,
+                blocks=_blocks(reply, thread) or None,
                 metadata=metadata,
             )
 

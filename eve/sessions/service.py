@@ -171,16 +171,18 @@ class SessionService:
         *,
         key: str | None = None,
         principal: Principal = OPERATOR,
+        sender: Principal | None = None,
     ) -> Accepted:
         """A new session owned by ``principal``, with a first turn when ``message`` is
-        given; ``key`` is the request's ``Idempotency-Key``."""
+        given, sent by ``sender`` (``principal`` unless a channel acts for a person);
+        ``key`` is the request's ``Idempotency-Key``."""
         checked = None if message is None else self._checked(message)
         request = None if checked is None else turn_input(checked)
         idem = key_for("POST /session", key, request, principal=principal)
         if (answer := await self._answered(idem)) is not None:
             accepted = Accepted.replay(answer)
             # the first request may still be opening the session, or have died doing so
-            await self._open(accepted.session_id, checked, principal, key=key)
+            await self._open(accepted.session_id, checked, principal, sender, key=key)
             return accepted
         session_id = new_session_id()
         accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
@@ -198,8 +200,8 @@ class SessionService:
             # the same key, sent twice at once: the other request made the session
             if (answer := await self._answered(idem)) is None:
                 raise
-            return await self.create(message, key=key, principal=principal)
-        await self._open(session_id, checked, principal, owner=owner)
+            return await self.create(message, key=key, principal=principal, sender=sender)
+        await self._open(session_id, checked, principal, sender, owner=owner)
         return accepted
 
     async def _answered(self, idem: IdempotencyKey | None) -> Answer | None:
@@ -212,6 +214,7 @@ class SessionService:
         session_id: str,
         message: UserMessage | None,
         principal: Principal,
+        sender: Principal | None,
         *,
         owner: str | None = None,
         key: str | None = None,
@@ -223,7 +226,7 @@ class SessionService:
             await self._publish_started(session_id, principal)
             await self._watch_idle(session_id)
             if message is not None:
-                await self._enqueue(session_id, message, principal, first=True)
+                await self._enqueue(session_id, message, sender or principal, first=True)
 
         await open_session(self.store, session_id, work, owner=owner, key=key)
 
@@ -258,8 +261,12 @@ class SessionService:
         *,
         key: str | None = None,
         principal: Principal = OPERATOR,
+        sender: Principal | None = None,
     ) -> Accepted:
-        """A new turn of the session with ``message``, sent by ``principal``."""
+        """A new turn of the session with ``message``. ``principal`` must be allowed to
+        send to the session; the turn is sent by ``sender`` (``principal`` unless a channel
+        acts for a person): it is the turn's ``ctx.principal`` and the asker of its input
+        requests."""
         checked = self._checked(message)
         idem = key_for(
             f"POST /session/{session_id}",
@@ -270,13 +277,13 @@ class SessionService:
         if (answer := await self._answered(idem)) is not None:
             return Accepted.replay(answer)  # even once the session has ended
         await self.require_active(session_id, principal=principal)
-        return await self._enqueue(session_id, checked, principal, idem=idem)
+        return await self._enqueue(session_id, checked, sender or principal, idem=idem)
 
     async def _enqueue(
         self,
         session_id: str,
         message: UserMessage,
-        principal: Principal,
+        sender: Principal,
         *,
         idem: IdempotencyKey | None = None,
         first: bool = False,
@@ -292,7 +299,7 @@ class SessionService:
                 turn=turn,
                 kind="turn",
                 workflow_id=turn_workflow_id(session_id, turn),
-                turn_input=sent_input(message, principal),
+                turn_input=sent_input(message, sender),
             )
             accepted = Accepted(session_id=session_id, turn_id=f"turn_{turn}")
             record(c, idem, accepted.answer())
@@ -409,9 +416,13 @@ class SessionService:
         *,
         key: str | None = None,
         principal: Principal = OPERATOR,
+        responder: Principal | None = None,
     ) -> Accepted:
-        """Answer input requests the session's turns wait on, as ``principal`` (whose id and
-        kind the answers carry into ``input.resolved``)."""
+        """Answer input requests the session's turns wait on. ``principal`` must be allowed
+        to see the session; the answers are given by ``responder`` (``principal`` unless a
+        channel acts for a person): it must be allowed to answer each request
+        (``access.may_answer``), and its id and kind go into ``input.resolved``."""
+        answerer = responder or principal
         idem = key_for(
             f"POST /session/{session_id}",
             key,
@@ -438,7 +449,7 @@ class SessionService:
                     f"input request {response.request_id} is not waiting in this session",
                     request_id=response.request_id,
                 )
-            check_answer(pending, response.request_id, principal)
+            check_answer(pending, response.request_id, answerer)
             options = pending.options or list(OPTION_IDS)
             if response.option_id not in options:
                 raise InputOptionUnknown(
@@ -448,14 +459,14 @@ class SessionService:
                     options=options,
                 )
             targets.append((pending.workflow_id, response))
-        responder = {"id": principal.id, "kind": principal.kind}
+        given_by = {"id": answerer.id, "kind": answerer.kind}
         for workflow_id, response in targets:
             await self.engine.send_input(
                 workflow_id,
                 {
                     "request_id": response.request_id,
                     "option_id": response.option_id,
-                    "responder": responder,
+                    "responder": given_by,
                 },
                 key=f"answer:{response.request_id}",
             )

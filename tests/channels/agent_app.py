@@ -1,6 +1,7 @@
 """The agent every channel kind's tests talk to: one script, so each session goes the same way.
 
-Turn 0 calls ``lookup`` (a plain tool, inside eve) and answers ``TEA``; turn 1 calls ``ship``,
+Turn 0 calls ``lookup`` (a plain tool, inside eve, whose result names ``ctx.principal``) and
+answers ``TEA``; turn 1 calls ``ship``,
 which a person must approve, and answers ``SHIPPED``; turn 2 calls ``hold``, which runs until
 the test writes ``release-<session>`` (or the turn is cancelled), and answers ``HELD``. A
 fourth turn fails: the script has no more responses.
@@ -39,12 +40,12 @@ FILES = {
     """,
     "agent/instructions.md": "Follow the script.\n",
     "agent/tools/lookup.py": """
-        from eve.tools import tool
+        from eve.tools import ToolContext, tool
 
         @tool
-        def lookup(topic: str) -> str:
-            '''Look a topic up.'''
-            return f"{topic}: a drink"
+        def lookup(ctx: ToolContext, topic: str) -> str:
+            '''Look a topic up (for whom: the turn's sender, as a channel says it).'''
+            return f"{topic}: a drink, for {ctx.principal.id}"
     """,
     "agent/tools/ship.py": TOOLS["ship"],
     "agent/tools/hold.py": """

@@ -46,15 +46,22 @@ def server(make_app: AppFactory) -> Iterator[InProcessServer]:
         running.stop()
 
 
-def attempt(server: InProcessServer, who: Principal, operation: Operation, session: str) -> Any:
-    """``operation`` as ``who`` on the server's running service: its result, or the refusal
-    (the error's name and HTTP status)."""
+def attempt(
+    server: InProcessServer,
+    who: Principal,
+    operation: Operation,
+    session: str,
+    *,
+    acting: Principal | None = None,
+) -> Any:
+    """``operation`` as ``who`` (acting for ``acting``) on the server's running service: its
+    result, or the refusal (the error's name and HTTP status)."""
     assert server.http is not None and server.http.portal is not None
     service: SessionService = server.http.app.state.service  # type: ignore[attr-defined]
 
     async def run() -> Any:
         try:
-            return await operation(ChannelSessions(service, who), session)
+            return await operation(ChannelSessions(service, who, acting=acting), session)
         except EveError as error:
             return (type(error).__name__, error.http_status)
 
@@ -68,3 +75,14 @@ def test_another_principal_meets_an_unknown_session(server: InProcessServer) -> 
         assert isinstance(unknown, tuple), (name, unknown)  # refused, with a named error
         assert attempt(server, OTHER, operation, session) == unknown, name
         assert attempt(server, OWNER, operation, session) != unknown, name
+
+
+def test_acting_for_the_owner_reaches_nothing_the_principal_may_not(
+    server: InProcessServer,
+) -> None:
+    # what may be seen and done is the channel's principal's; the person it acts for only
+    # sends the turns and gives the answers
+    session = attempt(server, OWNER, lambda s, _: s.create(), "").session_id
+    for name, operation in OPERATIONS.items():
+        unknown = attempt(server, OTHER, operation, "ses_unknown")
+        assert attempt(server, OTHER, operation, session, acting=OWNER) == unknown, name

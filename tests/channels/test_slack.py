@@ -11,12 +11,14 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
 from bench.channel_probes import slack as slack_probe
 from eve.channels.declaration import ChannelDeclaration
+from eve.sessions.tables import input_requests
 from tests.channels.agent_app import HELD, SHIPPED, TEA, restart_and_release, run_probe, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.conftest import wait_for_file
@@ -171,27 +173,63 @@ def test_a_mention_is_answered_in_its_thread_once_despite_retries_and_rate_limit
     assert len(started) == 2
 
 
-def test_an_approval_is_answered_by_the_thread_starter_only(
+def test_each_slack_user_sends_their_own_turns_and_answers_only_their_own_approvals(
     server: InProcessServer, slack: FakeSlack
 ) -> None:
     thread, _ = mention(server, slack, "what is tea?")
-    wait_for_replies(slack, thread, 1)
-    mention(server, slack, "ship it", thread=thread)
+    session_id = wait_for_replies(slack, thread, 1)[0]["metadata"]["event_payload"]["session"]
+    # the session is the channel's, the turn the starter's: the tool reads ctx.principal
+    owner = server.get(f"/session/{session_id}").json()["owner"]
+    assert owner == {"id": "slack:team", "kind": "channel"}
+    [looked_up] = [e["data"] for e in server.events(session_id) if e["type"] == "action.result"]
+    assert looked_up["output"] == f"tea: a drink, for slack:T1:{STARTER}"
+
+    # another user's message in the same thread is their turn: they ask the approval
+    mention(server, slack, "ship it", user=OTHER, thread=thread)
     asking = wait_for_replies(slack, thread, 2)[-1]
     choices = buttons(asking)
     assert set(choices) == {"approve", "deny"} and "`ship`" in asking["text"]
 
-    assert press(server, OTHER, choices["approve"], thread).status_code == 200
-    assert slack.ephemeral[-1]["user"] == OTHER and "Only <@U1>" in slack.ephemeral[-1]["text"]
-    assert len(slack.bot_replies("C1", thread)) == 2  # nothing answered
-
     assert press(server, STARTER, choices["approve"], thread).status_code == 200
+    note = slack.ephemeral[-1]
+    assert note["user"] == STARTER and note["text"].startswith("Only the person whose message")
+    assert len(slack.bot_replies("C1", thread)) == 2  # nothing answered
+    assert "input.resolved" not in [e["type"] for e in server.events(session_id)]
+
+    assert press(server, OTHER, choices["approve"], thread).status_code == 200
     assert wait_for_replies(slack, thread, 3)[-1]["text"] == SHIPPED
     assert "book" in (server.app_root / "shipped.log").read_text()
-    # the other button of the answered request changes nothing
-    assert press(server, STARTER, choices["deny"], thread).status_code == 200
-    assert slack.ephemeral[-1]["text"] == "This was answered already."
+    [resolved] = [e["data"] for e in server.events(session_id) if e["type"] == "input.resolved"]
+    assert resolved["responder"] == {"id": f"slack:T1:{OTHER}", "kind": "channel"}
+    # the other button of the answered request changes nothing, whoever presses it
+    for user in (OTHER, STARTER):
+        assert press(server, user, choices["deny"], thread).status_code == 200
+        note = slack.ephemeral[-1]
+        assert (note["user"], note["text"]) == (user, "This was answered already.")
     assert len(slack.bot_replies("C1", thread)) == 3
+
+
+def test_an_approval_the_channel_itself_asked_is_answered_by_the_thread_starter(
+    server: InProcessServer, slack: FakeSlack
+) -> None:
+    thread, _ = mention(server, slack, "what is tea?")
+    wait_for_replies(slack, thread, 1)
+    mention(server, slack, "ship it", user=OTHER, thread=thread)
+    choices = buttons(wait_for_replies(slack, thread, 2)[-1])
+    # as an eve from before Slack users were principals recorded it: the channel asked
+    request_id = json.loads(choices["approve"]["value"])["r"]
+    assert server.http is not None
+    store = server.http.app.state.service.store  # type: ignore[attr-defined]
+    with store.engine.begin() as c:
+        c.execute(
+            sa.update(input_requests)
+            .where(input_requests.c.request_id == request_id)
+            .values(asker_id="slack:team", asker_kind="channel")
+        )
+    assert press(server, OTHER, choices["approve"], thread).status_code == 200
+    assert slack.ephemeral[-1]["text"].startswith("Only the person whose message")
+    assert press(server, STARTER, choices["approve"], thread).status_code == 200
+    assert wait_for_replies(slack, thread, 3)[-1]["text"] == SHIPPED
 
 
 def test_a_direct_message_is_answered_and_the_bots_own_messages_are_not(

@@ -8,6 +8,11 @@ opened under the idempotency key ``slack:<channel name>:<team>:<channel>:<thread
 the thread finds its session again through the session store, and each event's message is
 sent under a key from its ``event_id``, so Slack's retries queue nothing twice. Replies are
 posted by ``slack_delivery.Courier`` (docs/channels/slack.md).
+
+The channel's principal owns the threads' sessions, so anyone in a thread talks to its
+session through the channel; each message and each button press is made for the Slack user
+who wrote or pressed it (``slack_user``): the turn's sender, the asker of its approvals, and
+the one who may answer them.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from eve.channels.sessions import ChannelSessions
 from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line
 from eve.channels.turn_log import log_head, running_turn, start_turn
 from eve.errors import (
+    AnswerNotAllowed,
     ChannelAnswerExpected,
     ChannelRequestInvalid,
     EveError,
@@ -72,6 +78,13 @@ class Options(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     api_url: str = "https://slack.com/api/"
 
 
+def slack_user(team: str, user: str) -> Principal:
+    """A Slack user as the principal a turn is sent by and an answer given by. It holds no
+    roles: Slack says who pressed, not what they may approve, so an approval a tool gives a
+    role (``by="role:…"``) is answered elsewhere, by a holder of the role or an operator."""
+    return Principal(id=f"slack:{team}:{user}", kind="channel", claims={"team": team, "user": user})
+
+
 def _addressed(event: dict[str, Any]) -> bool:
     """A person's mention of the bot, or a direct message to it; never a bot's own message
     or an edit (their ``subtype``), so the bot does not answer itself."""
@@ -86,7 +99,7 @@ class _SlackChannel:
     def __init__(self, mount: ChannelMount[Options]) -> None:
         self.mount = mount
         self.options = mount.options
-        # the channel owns its sessions; who may answer a thread is checked per user here
+        # the channel owns its sessions; each user's turns and answers are that user's
         self.principal = Principal(id=f"slack:{mount.name}", kind="channel")
         self.courier = Courier(
             api_url=mount.options.api_url,
@@ -95,8 +108,9 @@ class _SlackChannel:
         )
         self.swept = False
 
-    def sessions(self) -> ChannelSessions:
-        return self.mount.sessions(self.principal)
+    def sessions(self, acting: Principal | None = None) -> ChannelSessions:
+        """The channel's sessions, used for ``acting`` (a Slack user) when given."""
+        return self.mount.sessions(self.principal, acting=acting)
 
     def thread_key(self, team: str, channel: str, ts: str) -> str:
         return f"slack:{self.mount.name}:{team}:{channel}:{ts}"
@@ -136,10 +150,10 @@ class _SlackChannel:
         event = payload.get("event")
         if not isinstance(event, dict) or not _addressed(event):
             return  # Slack sends what the app subscribed to; only these start a turn
-        team, channel, user = str(payload.get("team_id")), event["channel"], event["user"]
+        team, channel, user = str(payload["team_id"]), event["channel"], event["user"]
         thread_ts = event.get("thread_ts") or event["ts"]
         text = _MENTION.sub("", event.get("text", "")).strip()
-        sessions = self.sessions()
+        sessions = self.sessions(slack_user(team, user))
         opened = await sessions.create(None, key=self.thread_key(team, channel, thread_ts))
         thread = Thread(team=team, channel=channel, ts=thread_ts, session_id=opened.session_id)
         if text.lower() in CANCEL_WORDS:
@@ -187,18 +201,21 @@ class _SlackChannel:
 
     async def on_action(self, payload: dict[str, Any], value: dict[str, Any]) -> None:
         user, channel = payload["user"]["id"], payload["channel"]["id"]
+        team = str(payload["team"]["id"])
         message = payload.get("message") or {}
-        session_id, request_id = str(value["s"]), str(value["r"])
-        if value.get("u") and user != value["u"]:
+        ts = str(message.get("thread_ts") or message.get("ts"))
+        thread = Thread(team=team, channel=channel, ts=ts, session_id=str(value["s"]))
+        request_id = str(value["r"])
+        head = await log_head(self.sessions(), thread.session_id)
+        try:
+            await self._answer(
+                thread, user, InputResponse(request_id=request_id, option_id=str(value["o"]))
+            )
+        except AnswerNotAllowed:
             await self._tell(
-                channel, user, f"Only <@{value['u']}>, who started this thread, may answer."
+                channel, user, "Only the person whose message asked this may answer it."
             )
             return
-        sessions = self.sessions()
-        head = await log_head(sessions, session_id)
-        answer = InputResponse(request_id=request_id, option_id=str(value["o"]))
-        try:
-            await sessions.respond(session_id, [answer], key=f"slack-action:{request_id}")
         except (IdempotencyKeyReused, InputRequestNotPending):
             # another button of the same request was pressed first
             await self._tell(channel, user, "This was answered already.")
@@ -206,14 +223,26 @@ class _SlackChannel:
         except EveError as error:  # the session ended, say
             await self._tell(channel, user, error.message)
             return
-        team = str((payload.get("team") or {}).get("id"))
-        ts = str(message.get("thread_ts") or message.get("ts"))
-        thread = Thread(team=team, channel=channel, ts=ts, session_id=session_id)
         turns = [p.turn_id for p in head.pending if p.request.request_id == request_id]
         if turns:
             self.courier.follow(thread, turns[0], head.next_index)
         else:
             self.courier.deliver_later(thread)
+
+    async def _answer(self, thread: Thread, user: str, answer: InputResponse) -> None:
+        """``answer``, given by ``user``. A request the channel itself asked (a turn an eve
+        from before Slack users were principals sent) is answered for the channel, as it
+        was then, when the thread's starter presses."""
+        # keyed per user: another user's press of an answered request is told so, not
+        # replayed as if it had been theirs
+        key = f"slack-action:{answer.request_id}:{user}"
+        try:
+            acting = self.sessions(slack_user(thread.team, user))
+            await acting.respond(thread.session_id, [answer], key=key)
+        except AnswerNotAllowed:
+            if user != await self.courier.starter(thread):
+                raise
+            await self.sessions().respond(thread.session_id, [answer], key=key)
 
     async def _tell(self, channel: str, user: str, text: str) -> None:
         """A note only ``user`` sees (``chat.postEphemeral``)."""

@@ -16,7 +16,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: ``pytester`` runs this conftest on a test of its own to show the guard fires
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.slow_first"]
 
 MINIMAL = {
     "agent/agent.py": """

@@ -3,6 +3,8 @@ and keep every test off the network and away from real provider keys."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import ipaddress
 import socket
 import sys
@@ -93,6 +95,10 @@ class NetworkRefused(ConnectionRefusedError):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # a worker's interpreter ends with a garbage collection over all the suite imported,
+    # seconds on a loaded machine at the very end of the run: freezing skips it (as the
+    # eve command does, eve/cli/main.py)
+    atexit.register(gc.freeze)
     config.addinivalue_line(
         "markers", f"{ALLOW_NETWORK}: let this test connect to non-loopback addresses"
     )

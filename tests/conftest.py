@@ -3,6 +3,8 @@ and keep every test off the network and away from real provider keys."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import ipaddress
 import socket
 import sys
@@ -16,7 +18,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: ``pytester`` runs this conftest on a test of its own to show the guard fires
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.slow_first"]
 
 MINIMAL = {
     "agent/agent.py": """
@@ -101,6 +103,10 @@ class NetworkRefused(ConnectionRefusedError):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # a worker's interpreter ends with a garbage collection over all the suite imported,
+    # seconds on a loaded machine at the very end of the run: freezing skips it (as the
+    # eve command does, eve/cli/main.py)
+    atexit.register(gc.freeze)
     config.addinivalue_line(
         "markers", f"{ALLOW_NETWORK}: let this test connect to non-loopback addresses"
     )

@@ -56,6 +56,8 @@ def test_the_guard_fires_and_a_mark_opts_out(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-real-key")
+    # the copied conftest loads the plugin tests.slow_first from the repository
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
     pytester.makeconftest((REPO_ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
+import gc
 import importlib
 from pathlib import Path
 from typing import Any
@@ -65,6 +68,21 @@ class _LazyGroup(click.Group):
 def main(ctx: click.Context, app_root: Path) -> None:
     """eve: filesystem-first durable agents."""
     ctx.obj = {"app_root": app_root}
+    _skip_the_last_collection()
+
+
+@functools.cache  # once per process, however often ``main`` runs in it (tests, in process)
+def _skip_the_last_collection() -> None:
+    """Spare the process the garbage collection the interpreter runs as it ends.
+
+    That last collection walks every object still alive: all that eve, DBOS, pydantic and
+    the SDKs imported. On a loaded 2-core machine it held ``eve dev``'s exit for 2 to 5 s
+    after its work was done (measured with py-spy: the main thread in the collector).
+    Nothing of eve's is left to it: sessions are committed, MCP servers stopped and logs
+    flushed before, by code and by exit handlers; those run either way (registered as the
+    command starts, this one runs after the handlers of what the command sets up).
+    """
+    atexit.register(gc.freeze)
 
 
 def app_root_of(ctx: click.Context) -> Path:

@@ -6,6 +6,11 @@ wait. A server that exits at once on end of input leaves any worker it started r
 eve starts the command through ``/bin/sh``, which writes its pid (the group's id: the
 leader's pid) to a file and ``exec``s the command (same pid, same environment and working
 directory), so that eve knows the group and ends it after the SDK's close.
+
+A process of the group that ends after its leader is an orphan: its parent is then the
+system's init, which may reap it late (a second or two in some containers). Until then
+the group still answers a signal, so on Linux the group counts as ended when only zombies
+are left of it (``/proc``), rather than waiting out ``TERM_SECONDS`` for a dead process.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ class ProcessGroup:
             return
         deadline = asyncio.get_running_loop().time() + TERM_SECONDS
         while asyncio.get_running_loop().time() < deadline:
-            if not _signal(group, 0):
+            if not _signal(group, 0) or not has_living_member(group):
                 return
             await asyncio.sleep(0.02)
         _signal(group, signal.SIGKILL)
@@ -69,3 +74,23 @@ def _signal(group: int, number: int) -> bool:
         while os.waitpid(-group, os.WNOHANG)[0]:
             pass
     return True
+
+
+def has_living_member(group: int) -> bool:
+    """Whether a process of ``group`` is left that is not a zombie; without ``/proc``
+    (not Linux) nothing tells them apart, so any process counts."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process ended while we looked
+            continue
+        # after the command's name (in parentheses, itself any text): state, ppid, pgrp
+        state, _, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == group and state != "Z":
+            return True
+    return False

@@ -30,6 +30,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
+from eve.sessions.turn_queue import TURN_QUEUE, declare_turn_queue, register_turn_queue
 from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
     TURN_WORKFLOW,
@@ -40,7 +41,6 @@ from eve.sessions.turn_workflow import (
 
 log = logging.getLogger("eve.sessions")
 
-TURN_QUEUE = "eve-turns"
 #: a pending workflow of this worker younger than this may just be starting its body
 ORPHAN_GRACE_SECONDS = 2.0
 
@@ -108,6 +108,8 @@ class DurableEngine:
         )
         config = dbos_config(self.settings)
         self._system_engine = config.get("system_database_engine")
+        # the queue's row before launch, so DBOS polls it from its first look
+        await asyncio.to_thread(declare_turn_queue, config)
         DBOS(config=config)
         redact_dbos_log()
         summarise_repeats()
@@ -116,15 +118,7 @@ class DurableEngine:
         # than on a background loop of its own: cancellation and the event log's wakeups
         # then stay on one loop
         DBOS.launch()
-        await DBOS.register_queue_async(
-            TURN_QUEUE,
-            # one turn per session at a time, in order; no cap per worker: a parked turn
-            # must not take a slot from a new one, and what computes at once is bounded by
-            # the runtime's ComputeGate (--concurrency) instead
-            partition_concurrency=1,
-            worker_concurrency=None,
-            polling_interval_sec=0.05,
-        )
+        await register_turn_queue()
         try:
             # what was accepted before a crash or an outage and never ran
             await self.sweep.run()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import base64
+import gc
 import os
 import subprocess
 import sys
@@ -186,6 +188,9 @@ if __name__ == "__main__":
     if "without-add" in sys.argv:
         # a server restarted with another tool set (its clients' listings are stale)
         server.remove_tool("add")
+    # the client gives a server 2 s to exit once its stdin closes; the interpreter's last
+    # garbage collection over the SDK's models took most of that on a loaded machine
+    atexit.register(gc.freeze)
     if "with-child" in sys.argv:
         # a helper process in the server's group that outlives the server's stdin, as a
         # server's own workers would: only ending the whole group ends it

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from click.testing import CliRunner, Result
+
+from eve.cli.main import main
+from eve.errors import ServerConfigError
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.inprocess import InProcessServer
@@ -37,31 +38,25 @@ def test_every_route_but_health_needs_the_token(make_app: AppFactory) -> None:
         server.stop()
 
 
-def refused_start(root: Path, args: list[str], without: str) -> subprocess.CompletedProcess[str]:
-    """Run ``eve serve`` with ``args`` and the variable ``without`` unset; it must not start."""
-    env = {k: v for k, v in os.environ.items() if k != without}
-    return subprocess.run(
-        [sys.executable, "-m", "eve", "serve", "--port", "0", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def refused_start(root: Path, args: list[str], without: str) -> Result:
+    """``eve serve`` with ``args`` and the variable ``without`` unset; it must not start.
+
+    Refused before anything is bound or started, so the command runs in this process."""
+    args = ["-C", str(root), "serve", "--port", "0", *args]
+    return CliRunner().invoke(main, args, env={without: None})
 
 
 def test_binding_beyond_loopback_needs_a_token(make_app: AppFactory) -> None:
     result = refused_start(
         scripted_app(make_app, [say("hi")]), ["--host", "0.0.0.0"], "EVE_API_TOKEN"
     )
-    assert result.returncode == 2
-    assert "set EVE_API_TOKEN" in result.stderr
+    assert result.exit_code == ServerConfigError.exit_code == 2, result.output
+    assert "set EVE_API_TOKEN" in result.output
 
 
 def test_several_workers_need_postgres(make_app: AppFactory) -> None:
     result = refused_start(
         scripted_app(make_app, [say("hi")]), ["--workers", "2"], "EVE_DATABASE_URL"
     )
-    assert result.returncode == 2
-    assert "needs PostgreSQL" in result.stderr
+    assert result.exit_code == ServerConfigError.exit_code == 2, result.output
+    assert "needs PostgreSQL" in result.output

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
+from eve.cli.main import main
 from tests.conftest import REPO_ROOT, AppFactory
 from tests.sessions.apps import say
 from tests.sessions.harness import Server, count, free_port, script
@@ -160,9 +162,14 @@ def test_workers_read_the_url_from_database_url_env(
 def test_workers_refuse_when_the_database_url_env_variable_is_unset(
     make_app: AppFactory,
 ) -> None:
+    # refused before a worker is forked: the command runs in this process.
     # EVE_DATABASE_URL does not count: agent.py says where the URL is
-    env = {"EVE_DATABASE_URL": f"postgresql://eve@127.0.0.1:{free_port()}/eve"}
-    done = eve_serve(shop_app(make_app), ["--workers", "2"], env)
+    env = {
+        "EVE_DATABASE_URL": f"postgresql://eve@127.0.0.1:{free_port()}/eve",
+        "SHOP_DATABASE_URL": None,
+    }
+    args = ["-C", str(shop_app(make_app)), "serve", "--port", "0", "--workers", "2"]
+    done = CliRunner().invoke(main, args, env=env)
 
-    assert done.returncode == 2, done.stderr
-    assert "needs PostgreSQL: set SHOP_DATABASE_URL (agent.py's database_url_env)" in done.stderr
+    assert done.exit_code == 2, done.output
+    assert "needs PostgreSQL: set SHOP_DATABASE_URL (agent.py's database_url_env)" in done.output

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from eve import __version__
+from eve.cli.main import main
 from eve.errors import DatabaseUnavailable, ServerConfigError
 from eve.sessions import resolve_settings
 from eve.sessions.sqlite import sqlite_engine
@@ -69,15 +68,10 @@ def test_both_files_are_wal_with_the_chosen_sync(tmp_path: Path, level: str, pra
 
 
 def test_eve_serve_exits_2_on_a_bad_setting(make_app: AppFactory) -> None:
+    # refused before anything starts: the command runs in this process
     root = scripted_app(make_app, [say("hi")])
-    done = subprocess.run(
-        [sys.executable, "-m", "eve", "serve", "--port", "0"],
-        cwd=root,
-        env={**os.environ, "EVE_WORKER_TIMEOUT": "soon"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = CliRunner().invoke(
+        main, ["-C", str(root), "serve", "--port", "0"], env={"EVE_WORKER_TIMEOUT": "soon"}
     )
-    assert done.returncode == 2, done.stderr
-    assert "EVE_WORKER_TIMEOUT must be a number of seconds > 0, not 'soon'" in done.stderr
+    assert done.exit_code == ServerConfigError.exit_code == 2, done.output
+    assert "EVE_WORKER_TIMEOUT must be a number of seconds > 0, not 'soon'" in done.output

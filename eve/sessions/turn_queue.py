@@ -1,0 +1,58 @@
+"""The turn queue's one definition, and its row written before DBOS launches.
+
+DBOS registers a queue in its system database, which it opens only at launch; its queue
+manager lists the queues it should poll when it starts and then once a second. A queue
+registered after launch on a new database (every first start, every test) is therefore
+missed by that first look, and the first turn waited up to a second for the next one.
+Writing the queue's row before launch, with a client over the same database, lets the
+manager's first look find it and poll at once.
+"""
+
+from __future__ import annotations
+
+from dbos import DBOS, DBOSClient, DBOSConfig
+
+TURN_QUEUE = "eve-turns"
+
+#: one turn per session at a time, in order; no cap per worker: a parked turn must not
+#: take a slot from a new one, and what computes at once is bounded by the runtime's
+#: ComputeGate (--concurrency) instead
+_PARTITION_CONCURRENCY = 1
+_POLLING_INTERVAL_SECONDS = 0.05
+
+
+def declare_turn_queue(config: DBOSConfig) -> None:
+    """Create the system database's schema and the turn queue's row if missing (blocking).
+
+    Leaves an existing row as it is: ``register_turn_queue`` after launch updates it by
+    DBOS's version rule (the newest application version's settings win)."""
+    url = config["system_database_url"]
+    assert url is not None
+    # the client never migrates: a new database needs DBOS's tables first (launch finds
+    # them up to date and moves on)
+    DBOS.migrate(url)
+    client = DBOSClient(
+        system_database_url=url,
+        system_database_engine=config.get("system_database_engine"),
+        application_name=config["name"],
+    )
+    try:
+        client.register_queue(
+            TURN_QUEUE,
+            partition_concurrency=_PARTITION_CONCURRENCY,
+            worker_concurrency=None,
+            polling_interval_sec=_POLLING_INTERVAL_SECONDS,
+            on_conflict="never_update",
+        )
+    finally:
+        client.destroy()
+
+
+async def register_turn_queue() -> None:
+    """Register the turn queue with the launched DBOS, by its version rule."""
+    await DBOS.register_queue_async(
+        TURN_QUEUE,
+        partition_concurrency=_PARTITION_CONCURRENCY,
+        worker_concurrency=None,
+        polling_interval_sec=_POLLING_INTERVAL_SECONDS,
+    )

@@ -108,8 +108,14 @@ class DurableEngine:
         )
         config = dbos_config(self.settings)
         self._system_engine = config.get("system_database_engine")
-        # the queue's row before launch, so DBOS polls it from its first look
-        await asyncio.to_thread(declare_turn_queue, config)
+        # the queue's row before launch, so DBOS polls it from its first look. Only a head
+        # start: launch and register_turn_queue below make the queue whatever happens here,
+        # so a database this cannot reach yet (locked, restarting) delays nothing and fails
+        # nothing; launch then meets the fault itself and says so
+        try:
+            await asyncio.to_thread(declare_turn_queue, config)
+        except Exception as error:
+            log.info("turn queue not declared before launch: %s", type(error).__name__)
         DBOS(config=config)
         redact_dbos_log()
         summarise_repeats()

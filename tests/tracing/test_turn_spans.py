@@ -57,8 +57,12 @@ def _one(found: dict[str, list[ReadableSpan]], name: str) -> ReadableSpan:
 @pytest.fixture
 def no_content(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    # turns another test of this worker left running (a server stopped mid-turn: its turn
+    # resumes in the next process, and its spans with it) are not this test's to judge
+    before_turns, before_tasks = set(SPANS.turns), set(SPANS.tasks)
     yield
-    assert SPANS.turns == {} and SPANS.tasks == {}, "every turn's spans were let go"
+    left = (set(SPANS.turns) - before_turns, set(SPANS.tasks) - before_tasks)
+    assert left == (set(), set()), "every turn's spans were let go"
 
 
 async def test_a_turn_is_a_tree_of_agent_chat_and_tool_spans(
@@ -191,8 +195,9 @@ async def test_content_is_recorded_when_asked_and_secrets_never(
 
 async def test_with_no_provider_set_nothing_is_kept(no_content: None) -> None:
     reset_global_provider()
+    before = set(SPANS.turns)
     await _turn(calls(("add", {"a": 1, "b": 1})), text("2"))
-    assert SPANS.turns == {}
+    assert ("ses_trace", "turn_0") not in SPANS.turns and set(SPANS.turns) <= before
 
 
 async def test_a_retried_call_is_one_span_and_a_cancelled_turn_no_error(

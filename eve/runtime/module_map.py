@@ -37,7 +37,12 @@ def load_module_map(path: Path) -> ModuleMap:
         raise ArtifactsMissing(f"{path} cannot be loaded: run `eve compile`", path=str(path))
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        # compiled from the file as it is now, never from a cached .pyc: a .pyc is trusted
+        # when the source's size and mtime (whole seconds) match, and a map rewritten within
+        # the same second has the same size (its fingerprint is fixed-length), so the last
+        # compile's map would load against this compile's manifest
+        code = compile(path.read_bytes(), str(path), "exec")
+        exec(code, module.__dict__)
         return ModuleMap(
             fingerprint=module.FINGERPRINT,
             schema_version=module.SCHEMA_VERSION,

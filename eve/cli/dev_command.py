@@ -178,16 +178,19 @@ class DevSession:
 
     async def reload_if_changed(self) -> None:
         try:
-            changed = ensure_compiled(self.app_root)
+            if not ensure_compiled(self.app_root):
+                return
+            # the new agent resolved before the running service stops: an agent that cannot
+            # be resolved leaves the conversation on the previous one, not on none at all
+            setup = await prepare(self.app_root, model=self.model, max_turns=None)
         except EveError as error:
             click.echo(f"eve: {error}; keeping the previous agent", err=True)
             return
-        if changed:
-            await self.service.stop()
-            self.setup = await prepare(self.app_root, model=self.model, max_turns=None)
-            self.service = self._service()
-            await self.service.start()
-            click.echo("eve: agent/ changed; recompiled and reloaded", err=True)
+        await self.service.stop()
+        self.setup = setup
+        self.service = self._service()
+        await self.service.start()
+        click.echo("eve: agent/ changed; recompiled and reloaded", err=True)
 
     async def turn(self, text: str) -> None:
         await self.reload_if_changed()

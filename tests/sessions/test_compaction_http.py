@@ -138,6 +138,9 @@ def test_a_sigkill_after_a_compaction_does_not_write_the_summary_again(
         server.wait_for(session, count("session.waiting", 3))
         server.send(session, "message 3 " + WORDS)
         wait_for_file(root / "slow.started")
+        # the log's writer flushes in batches: the compaction, recorded before the tool ran,
+        # reaches the log soon after, and before the kill
+        server.wait_for(session, lambda events: len(_of_turn_3(events)) >= 1)
         assert len(_of_turn_3(server.events(session))) == 1
         server.kill()
         (root / "slow.release").write_text("go")

@@ -167,7 +167,11 @@ class EveRequestHandler(RequestHandler):
     ) -> Task | None:
         sessions = self._sessions(context)
         view, start = await _snapshot(sessions, parse_task_id(params.id))
-        if view.terminal or view.state == TaskState.TASK_STATE_SUBMITTED:
+        if view.terminal or (
+            view.state == TaskState.TASK_STATE_SUBMITTED
+            # the log may not tell yet that a turn the engine runs has started
+            and await sessions.running_turn(view.ref.session_id) != view.ref.turn_id
+        ):
             raise TaskNotCancelableError(_not_cancelable(view))
         await sessions.cancel(view.ref.session_id)
         async for _ in _follow(sessions, view, start, "end"):

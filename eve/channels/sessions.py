@@ -12,6 +12,7 @@ from eve.session_summary import SessionSummary
 from eve.sessions import Accepted, InputResponse, SessionService
 from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionRow
+from eve.sessions.turn_workflow import turn_id_of
 
 #: how ``define_state`` names its slot's context key (``eve.context.state``)
 STATE_PREFIX = "state:"
@@ -61,6 +62,16 @@ class ChannelSessions:
         """The session's record: whether it is active, and how many turns it has accepted
         (``next_turn``), queued ones included."""
         return await self.service.get(session_id, principal=self.principal)
+
+    async def running_turn(self, session_id: str) -> str | None:
+        """The id of the session's turn the engine runs now (``turn_N``), if any: ahead of
+        the log, whose writer flushes in batches, so a turn that just started may not have
+        said so there yet."""
+        await self.get(session_id)
+        for workflow_id, status in await self.service.engine.active_turns(session_id):
+            if status == "PENDING" and (turn_id := turn_id_of(workflow_id)) is not None:
+                return turn_id
+        return None
 
     async def summary(self, session_id: str) -> SessionSummary:
         return await self.service.summary(session_id, principal=self.principal)

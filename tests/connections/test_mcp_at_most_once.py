@@ -7,14 +7,10 @@ import sys
 from pathlib import Path
 
 from eve.compiler import compile_to_disk
-from eve.connections.pool import close_current_pool
-from eve.events import ActionResult, SessionEvent
-from eve.execution import TurnEnvironment, run_agent
-from eve.execution.setup import AgentSetup
+from eve.events import ActionResult
 from eve.messages import ToolResultMessage
-from eve.models.function import FunctionModel
-from eve.runtime import load_compiled_agent, resolve_agent
-from tests.execution.helpers import Script, calls, text
+from tests.connections.compiled_turn import compiled_turn
+from tests.execution.helpers import calls, text
 
 RAW_SERVER = Path(__file__).with_name("raw_server.py")
 CONNECTION = """
@@ -37,20 +33,9 @@ async def test_a_tool_whose_server_dies_runs_once_in_the_turn(tmp_path: Path) ->
     command = [sys.executable, str(RAW_SERVER), str(counted)]
     (agent / "connections" / "raw.py").write_text(CONNECTION.format(command=command))
     compile_to_disk(tmp_path, use_cache=False)
-    loaded = load_compiled_agent(tmp_path)
-    resolved = await resolve_agent(loaded.manifest, loaded.module_map, app_root=tmp_path)
-    model = FunctionModel(
-        Script(calls(("raw__count_then_die", {})), calls(("raw__count", {})), text("done"))
+    model, events = await compiled_turn(
+        tmp_path, calls(("raw__count_then_die", {})), calls(("raw__count", {})), text("done")
     )
-    events: list[SessionEvent] = []
-    try:
-        await run_agent(
-            AgentSetup(agent=resolved, client=model),
-            "go",
-            env=TurnEnvironment(on_event=events.append),
-        )
-    finally:
-        await close_current_pool()
     [interrupted] = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert interrupted.is_error
     assert "MCPCallInterrupted" in interrupted.content and "not called again" in interrupted.content

@@ -6,16 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from eve.compiler import compile_to_disk
-from eve.connections.pool import close_current_pool
-from eve.events import ActionResult, SessionEvent
-from eve.execution import TurnEnvironment, run_agent
-from eve.execution.setup import AgentSetup
+from eve.events import ActionResult
 from eve.execution.tool_output import STORE_CHARS
 from eve.messages import ToolResultMessage
-from eve.models.function import FunctionModel
-from eve.runtime import load_compiled_agent, resolve_agent
+from eve.runtime import load_compiled_agent
+from tests.connections.compiled_turn import compiled_turn
 from tests.connections.servers import STDIO_COMMAND
-from tests.execution.helpers import Script, calls, text
+from tests.execution.helpers import calls, text
 
 AGENT = """
 from eve import define_agent
@@ -43,17 +40,9 @@ async def test_a_big_mcp_result_is_capped_for_the_model_and_the_store(tmp_path: 
     compile_to_disk(tmp_path, use_cache=False)
     loaded = load_compiled_agent(tmp_path)
     assert loaded.manifest.nodes["__root__"].config.limits.max_tool_output_chars == 1_000
-    resolved = await resolve_agent(loaded.manifest, loaded.module_map, app_root=tmp_path)
-    model = FunctionModel(Script(calls(("logs__big", {"chars": 2_000_000})), text("read")))
-    events: list[SessionEvent] = []
-    try:
-        await run_agent(
-            AgentSetup(agent=resolved, client=model),
-            "go",
-            env=TurnEnvironment(on_event=events.append),
-        )
-    finally:
-        await close_current_pool()
+    model, events = await compiled_turn(
+        tmp_path, calls(("logs__big", {"chars": 2_000_000})), text("read")
+    )
     [sent] = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
     assert sent.content.startswith("0123456789" * 100 + "\n[output truncated: 2,000,000")
     assert len(sent.content) < 1_300

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from eve.auth import Principal
+from eve.errors import SessionNotFound
 from eve.messages import UserMessage
 from eve.session_summary import SessionSummary
 from eve.sessions import Accepted, InputResponse, SessionService
@@ -14,6 +15,8 @@ from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionRow
 from eve.sessions.turn_workflow import turn_id_of
 
+#: what every session id starts with (``sessions.service.new_session_id``)
+SESSION_ID_PREFIX = "ses_"
 #: how ``define_state`` names its slot's context key (``eve.context.state``)
 STATE_PREFIX = "state:"
 
@@ -40,6 +43,18 @@ class ChannelSessions:
         return await self.service.create(
             message, key=key, principal=self.principal, sender=self.acting
         )
+
+    async def conversation(self, conversation_id: str, *, key: str) -> str:
+        """The session a protocol's conversation id (a chat, a thread) stands for: the
+        session it names when it is the id of one this principal may see, else the one the
+        conversation's first request opened under ``key`` (opened now, the first time). The
+        store's idempotency record is the mapping: a channel keeps none of its own."""
+        if conversation_id.startswith(SESSION_ID_PREFIX):
+            try:
+                return (await self.summary(conversation_id)).session_id
+            except SessionNotFound:
+                pass
+        return (await self.create(None, key=key)).session_id
 
     async def send(
         self, session_id: str, message: str | UserMessage, *, key: str | None = None

@@ -38,7 +38,7 @@ from starlette.routing import BaseRoute, Route
 from eve.channels.ag_ui_view import RunView, is_logged_user_message
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.errors import EveError, InputRequestNotPending, InvalidBody, SessionNotFound
+from eve.errors import EveError, InputRequestNotPending, InvalidBody
 from eve.events import InputRequested, InputResolved, TurnStarted, decode_event
 from eve.redact import redact
 from eve.sessions import InputResponse
@@ -173,10 +173,7 @@ def _responses(entries: list[ResumeEntry]) -> list[InputResponse]:
 
 async def _session_of(sessions: ChannelSessions, thread_id: str) -> str:
     """The thread's session: the session of that id, else the one its first run opened."""
-    try:
-        return (await sessions.summary(thread_id)).session_id
-    except SessionNotFound:
-        return (await sessions.create(key=_key("thread", thread_id))).session_id
+    return await sessions.conversation(thread_id, key=_key("thread", thread_id))
 
 
 async def _started(sessions: ChannelSessions, run: RunAgentInput) -> RunView:

@@ -44,14 +44,11 @@ from eve.channels.ai_sdk_stream import (
 )
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.errors import EveError, InvalidBody, ServerConfigError, SessionNotFound, Unauthorized
+from eve.errors import EveError, InvalidBody, ServerConfigError, Unauthorized
 from eve.events import ActionsRequested, InputResolved, SessionEvent, TurnStarted, decode_event
 from eve.server.answers import refusal
 from eve.server.bodies import MAX_BODY_BYTES
 from eve.server.followers import FollowedStream
-
-#: ids of eve's sessions: a chat id of this form is taken as the session's own
-SESSION_PREFIX = "ses_"
 
 
 class Options(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -159,14 +156,9 @@ class _Chat:
 
     async def _session(self, sessions: ChannelSessions, chat_id: str) -> str:
         """The session of a chat: the one it names, else the one its first request made."""
-        if chat_id.startswith(SESSION_PREFIX):
-            try:
-                return (await sessions.summary(chat_id)).session_id
-            except SessionNotFound:
-                pass
         # the key's fingerprint is of no message, so every request of the chat replays it
         key = "ai_sdk:chat:" + _digest(self.mount.name, sessions.principal.id, chat_id)
-        return (await sessions.create(None, key=key)).session_id
+        return await sessions.conversation(chat_id, key=key)
 
     async def _stream(
         self,

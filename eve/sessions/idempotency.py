@@ -135,3 +135,22 @@ def record(c: Connection, key: IdempotencyKey | None, answer: Answer) -> None:
             created_at=now,
         )
     )
+
+
+#: the route a session is created on, as its keys are scoped (``SessionService.create``)
+CREATE_ROUTE = "POST /session"
+
+
+def opened_under(c: Connection, principal: Principal, prefix: str) -> dict[str, str]:
+    """The sessions ``principal`` created with an Idempotency-Key starting with ``prefix``
+    and still kept: each key's session id. A channel that names its conversations by key
+    (a Slack thread) finds them again here after a restart."""
+    keys = idempotency_keys.c
+    rows = c.execute(
+        sa.select(keys.key, keys.answer).where(
+            keys.scope == scope_of(CREATE_ROUTE, principal),
+            keys.key.startswith(prefix, autoescape=True),
+            keys.created_at >= time.time() - TTL_SECONDS,
+        )
+    ).all()
+    return {key: json.loads(answer)["sessionId"] for key, answer in rows}

@@ -47,6 +47,7 @@ from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.idempotency import (
+    CREATE_ROUTE,
     Answer,
     IdempotencyKey,
     Replayed,
@@ -178,7 +179,7 @@ class SessionService:
         ``key`` is the request's ``Idempotency-Key``."""
         checked = None if message is None else self._checked(message)
         request = None if checked is None else turn_input(checked)
-        idem = key_for("POST /session", key, request, principal=principal)
+        idem = key_for(CREATE_ROUTE, key, request, principal=principal)
         if (answer := await self._answered(idem)) is not None:
             accepted = Accepted.replay(answer)
             # the first request may still be opening the session, or have died doing so

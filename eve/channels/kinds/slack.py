@@ -21,13 +21,11 @@ import asyncio
 import contextlib
 import json
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
 import msgspec
-import sqlalchemy as sa
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -56,8 +54,6 @@ from eve.errors import (
     SlackSignatureInvalid,
 )
 from eve.sessions import InputResponse
-from eve.sessions.idempotency import TTL_SECONDS, scope_of
-from eve.sessions.tables import idempotency_keys
 
 #: the largest request Slack sends is far below this; a bigger one is not Slack's
 MAX_BODY_BYTES = 1_000_000
@@ -65,8 +61,6 @@ MAX_BODY_BYTES = 1_000_000
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 #: a mention whose whole text is one of these cancels the thread's running turn
 CANCEL_WORDS = frozenset({"cancel", "stop"})
-#: the scope ``SessionService.create`` records its idempotency keys under
-_CREATE_SCOPE = "POST /session"
 
 
 class Options(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -275,19 +269,9 @@ class _SlackChannel:
     async def _threads(self) -> list[Thread]:
         """The channel's threads, from the keys their sessions were opened under."""
         prefix = f"slack:{self.mount.name}:"
-        keys = idempotency_keys.c
-        query = sa.select(keys.key, keys.answer).where(
-            # the scope the channel's principal opened them under (idempotency.scope_of)
-            keys.scope == scope_of(_CREATE_SCOPE, self.principal),
-            keys.key.startswith(prefix, autoescape=True),
-            keys.created_at >= time.time() - TTL_SECONDS,
-        )
-        store = self.mount.service.store
-        rows = await asyncio.to_thread(store.run, lambda c: c.execute(query).all())
         threads = []
-        for key, answer in rows:
+        for key, session_id in (await self.sessions().opened_under(prefix)).items():
             team, channel, ts = key.removeprefix(prefix).split(":", 2)
-            session_id = json.loads(answer)["sessionId"]
             threads.append(Thread(team=team, channel=channel, ts=ts, session_id=session_id))
         return threads
 

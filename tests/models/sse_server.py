@@ -35,6 +35,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    #: the body as sent (what a signature covers)
+    raw: bytes = b""
 
 
 def anthropic_sse(events: Iterable[dict[str, Any]], *, cut: bool = False) -> Reply:
@@ -73,6 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=json.loads(raw) if raw else None,
+            raw=raw,
         )
         self.server.script.requests.append(received)
         try:

@@ -131,12 +131,12 @@ class BedrockTranslator:
             block.pieces.append(text)
             return [TextDelta(text=text)] if text else []
         if isinstance(use := delta.get("toolUse"), dict):
-            block = self._blocks.get(index)
-            if block is None or block.kind != "tool":
+            call = self._blocks.get(index)
+            if call is None or call.kind != "tool":
                 raise protocol_error(PROVIDER, f"tool input for block {index}, not a tool use")
             piece = str(use.get("input") or "")
-            block.pieces.append(piece)
-            return [ToolCallDelta(id=block.call_id, json_delta=piece)] if piece else []
+            call.pieces.append(piece)
+            return [ToolCallDelta(id=call.call_id, json_delta=piece)] if piece else []
         if isinstance(reasoning := delta.get("reasoningContent"), dict):
             return self._reasoning(self._open(index, "reasoning"), reasoning)
         return []

@@ -257,9 +257,7 @@ def test_eve_run_answers_with_bedrock(make_app: AppFactory, api: BedrockServer) 
     assert done.stdout == "Hello from Bedrock.\n"
 
 
-def test_no_credential_reaches_the_stored_session(
-    make_app: AppFactory, api: BedrockServer
-) -> None:
+def test_no_credential_reaches_the_stored_session(make_app: AppFactory, api: BedrockServer) -> None:
     token = "FwoGZXIvYXdzEJr-session-token-0123456789abcdef"
     env = {**api.env, "AWS_SESSION_TOKEN": token}
     # a model that echoes the secrets back (as a confused proxy or a prompt injection might)

@@ -201,10 +201,7 @@ class BedrockServer(ScriptedServer):
             self._check(model, body)
         except Rejected as error:
             return error_reply(error.status, error.code, str(error))
-        if not self.scripts:
-            return self.next_reply()
-        script = self.scripts.pop(0)
-        answer = script(body) if callable(script) else script
+        answer = self.play(self.scripts, body)
         if isinstance(answer, Reply):
             return answer
         return stream(self._frames(model, body, answer))

@@ -35,21 +35,20 @@ def frame(headers: dict[str, str], payload: bytes) -> bytes:
     return head + struct.pack(">I", zlib.crc32(head))
 
 
-def event(name: str, body: dict[str, Any]) -> bytes:
-    """An event of the stream (``messageStart``, ``contentBlockDelta`` …)."""
+def _message(kind: str, name: str, body: dict[str, Any]) -> bytes:
     headers = {
-        ":event-type": name,
+        f":{kind}-type": name,
         ":content-type": "application/json",
-        ":message-type": "event",
+        ":message-type": kind,
     }
     return frame(headers, json.dumps(body).encode())
+
+
+def event(name: str, body: dict[str, Any]) -> bytes:
+    """An event of the stream (``messageStart``, ``contentBlockDelta`` …)."""
+    return _message("event", name, body)
 
 
 def exception(name: str, body: dict[str, Any]) -> bytes:
     """A modelled error inside the stream (``modelStreamErrorException`` …)."""
-    headers = {
-        ":exception-type": name,
-        ":content-type": "application/json",
-        ":message-type": "exception",
-    }
-    return frame(headers, json.dumps(body).encode())
+    return _message("exception", name, body)

@@ -53,9 +53,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eve.execution.response import ResponseParts
-from eve.messages import AssistantPart
-from eve.models.events import ModelEvent, PartCompleted, ToolCallEnd
+import msgspec
+
+from eve.execution.checkpoints import RanAll, StepPart
+from eve.execution.response import ModelResponse, ResponseParts
+from eve.messages import AssistantMessage, AssistantPart
+from eve.models.events import ModelEvent, PartCompleted, TokenUsage, ToolCallEnd
 from tests.models.sse_server import Received, Reply, ScriptedServer, json_reply
 
 PLACEHOLDER = "skip_thought_signature_validator"
@@ -100,6 +103,17 @@ def recorded_parts(events: list[ModelEvent]) -> list[AssistantPart]:
         elif isinstance(event, ToolCallEnd):
             built.add_call(event)
     return built.parts()
+
+
+def replayed_message(events: list[ModelEvent]) -> tuple[AssistantMessage, AssistantMessage]:
+    """The assistant message a response's events record, and the same message once its step
+    record has been through JSON, as a durable step replayed after a crash reads it."""
+    response = ModelResponse(
+        parts=recorded_parts(events), finish_reason="tool_use", usage=TokenUsage()
+    )
+    replayed = msgspec.json.decode(msgspec.json.encode(RanAll(response=response)), type=StepPart)
+    assert replayed.response is not None
+    return response.message(), replayed.response.message()
 
 
 def tokens(value: Any) -> int:
@@ -208,10 +222,7 @@ class GeminiServer(ScriptedServer):
             self._check(model, body)
         except Rejected as error:
             return error_reply(error.code, error.status, str(error))
-        if not self.scripts:
-            return self.next_reply()
-        script = self.scripts.pop(0)
-        answer = script(body) if callable(script) else script
+        answer = self.play(self.scripts, body)
         if isinstance(answer, Reply):
             return answer
         return sse(self._chunks(model, body, answer))

@@ -12,14 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import msgspec
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from eve.errors import AttachmentUnsupported, ModelHTTPError, ModelSettingUnsupported
-from eve.execution.checkpoints import RanAll, StepPart
-from eve.execution.response import ModelResponse
 from eve.manifest import ModelSettings, PromptCache, Retries
 from eve.messages import (
     AssistantMessage,
@@ -35,11 +32,11 @@ from eve.messages import (
 from eve.models.base import ModelRequest, ToolDeclaration
 from eve.models.bedrock import BedrockModel, bedrock_model
 from eve.models.bedrock_request import request_params
-from eve.models.events import Done, ModelEvent, PartCompleted, ReasoningDelta, TokenUsage
+from eve.models.events import Done, ModelEvent, PartCompleted, ReasoningDelta
 from eve.tools import tool
 from tests.execution.helpers import live, turn
 from tests.models.bedrock_server import BedrockServer, Turn
-from tests.models.gemini_server import recorded_parts
+from tests.models.gemini_server import replayed_message
 
 CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 LLAMA = "meta.llama3-3-70b-instruct-v1:0"
@@ -130,12 +127,7 @@ async def test_a_replayed_step_sends_the_same_messages(api: BedrockServer) -> No
     request = ModelRequest(
         system="", messages=[user_message("go")], tools=[declaration()], reasoning="low"
     )
-    events = await collect(client(api), request)
-    response = ModelResponse(
-        parts=recorded_parts(events), finish_reason="tool_use", usage=TokenUsage()
-    )
-    replayed = msgspec.json.decode(msgspec.json.encode(RanAll(response=response)), type=StepPart)
-    assert replayed.response is not None
+    original, replayed = replayed_message(await collect(client(api), request))
 
     def messages(message: AssistantMessage) -> list[dict[str, Any]]:
         history: list[Message] = [
@@ -147,8 +139,8 @@ async def test_a_replayed_step_sends_the_same_messages(api: BedrockServer) -> No
         follow_up = ModelRequest(system="", messages=history, tools=[declaration()])
         return list(request_params(CLAUDE, follow_up)["messages"])
 
-    assert messages(replayed.response.message()) == messages(response.message())
-    block = messages(replayed.response.message())[1]["content"][0]
+    assert messages(replayed) == messages(original)
+    block = messages(replayed)[1]["content"][0]
     assert block["reasoningContent"]["reasoningText"]["signature"]
 
 

@@ -11,12 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import msgspec
 import pytest
 
 from eve.errors import ModelAuthError, ModelConnectionError, ModelHTTPError, ModelRateLimited
-from eve.execution.checkpoints import RanAll, StepPart
-from eve.execution.response import ModelResponse
 from eve.manifest import ModelSettings, Retries
 from eve.messages import (
     AssistantMessage,
@@ -39,7 +36,6 @@ from eve.models.events import (
     ReasoningDelta,
     Retrying,
     TextDelta,
-    TokenUsage,
 )
 from eve.models.gemini import GeminiModel, gemini_model
 from eve.models.gemini_request import request_contents
@@ -50,7 +46,7 @@ from tests.models.gemini_server import (
     Turn,
     prompt_blocked,
     quota_exhausted,
-    recorded_parts,
+    replayed_message,
     sse,
     unavailable,
 )
@@ -318,11 +314,7 @@ async def test_reasoning_deltas_are_shown_apart_from_text(api: GeminiServer) -> 
 async def test_a_replayed_step_sends_the_same_contents(api: GeminiServer) -> None:
     api.script(Turn([{"text": "Plan.", "thought": True}, call("Oslo", "c1"), call("Rome", "c2")]))
     events = await collect(client(api), ask(tools=[weather_declaration()], reasoning="low"))
-    response = ModelResponse(
-        parts=recorded_parts(events), finish_reason="tool_use", usage=TokenUsage()
-    )
-    replayed = msgspec.json.decode(msgspec.json.encode(RanAll(response=response)), type=StepPart)
-    assert replayed.response is not None
+    original, replayed = replayed_message(events)
 
     def contents(message: AssistantMessage) -> list[dict[str, Any]]:
         history: list[Message] = [
@@ -333,8 +325,8 @@ async def test_a_replayed_step_sends_the_same_contents(api: GeminiServer) -> Non
         ]
         return request_contents("google", FLASH3, ModelRequest(system="", messages=history))
 
-    assert contents(replayed.response.message()) == contents(response.message())
-    assert "thoughtSignature" in contents(replayed.response.message())[1]["parts"][1]
+    assert contents(replayed) == contents(original)
+    assert "thoughtSignature" in contents(replayed)[1]["parts"][1]
 
 
 # --- usage, media, structured output ----------------------------------------------------------

@@ -50,6 +50,7 @@ from eve.messages import (
     parts_for,
 )
 from eve.models._settings import refuse_unsupported
+from eve.models._turns import merge_roles
 from eve.models.base import ModelRequest
 from eve.models.bedrock_models import BedrockTraits, bedrock_traits, reasoning_for
 
@@ -88,15 +89,7 @@ def bedrock_messages(messages: list[Message], *, tools: bool) -> list[Turn]:
         if isinstance(message, AssistantMessage)
         for part in message.tool_calls
     }
-    turns: list[Turn] = []
-    for message in messages:
-        role, blocks = _blocks_of(message, names, tools=tools)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+    turns = merge_roles((_blocks_of(m, names, tools=tools) for m in messages), key="content")
     for turn in turns:
         if turn["role"] == "user":
             # the results of a step's calls first, then what the user added

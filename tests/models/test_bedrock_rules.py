@@ -24,7 +24,6 @@ from eve.messages import (
     ImagePart,
     Message,
     ReasoningPart,
-    TextPart,
     ToolCallPart,
     tool_result,
     user_message,
@@ -36,7 +35,7 @@ from eve.models.events import Done, ModelEvent, PartCompleted, ReasoningDelta
 from eve.tools import tool
 from tests.execution.helpers import live, turn
 from tests.models.bedrock_server import BedrockServer, Turn
-from tests.models.gemini_server import replayed_message
+from tests.models.gemini_server import anthropic_tool_loop, cold_then_warm, replayed_message
 
 CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 LLAMA = "meta.llama3-3-70b-instruct-v1:0"
@@ -215,16 +214,7 @@ async def test_another_provider_s_history_keeps_its_calls_and_drops_its_reasonin
     api: BedrockServer,
 ) -> None:
     api.script(Turn([{"text": "Sunny."}]))
-    history: list[Message] = [
-        user_message("weather?"),
-        AssistantMessage(
-            parts=[
-                ReasoningPart(provider="anthropic", text="plan", signature="sig-ant"),
-                ToolCallPart(id="toolu_1", name="weather", input={"city": "Oslo"}),
-            ]
-        ),
-        tool_result("toolu_1", "sunny", name="weather"),
-    ]
+    history = anthropic_tool_loop()
     await collect(client(api), ModelRequest(system="", messages=history, tools=[declaration()]))
     assert api.bodies[0]["messages"][1]["content"] == [
         {"toolUse": {"toolUseId": "toolu_1", "name": "weather", "input": {"city": "Oslo"}}}
@@ -256,14 +246,8 @@ async def test_a_llama_tool_result_goes_without_status(api: BedrockServer) -> No
 
 
 async def test_cache_points_write_then_read_the_prefix(api: BedrockServer) -> None:
-    long_system = "You answer questions about the weather. " * 200
     api.script(Turn([{"text": "Sunny."}]), Turn([{"text": "Still sunny."}]))
-    model = client(api)
-    first = await collect(model, ModelRequest(system=long_system, messages=[user_message("a")]))
-    history: list[Message] = [user_message("a"), AssistantMessage(parts=[TextPart(text="Sunny.")])]
-    history.append(user_message("and now?"))
-    second = await collect(model, ModelRequest(system=long_system, messages=history))
-    cold, warm = (e for e in (first[-1], second[-1]) if isinstance(e, Done))
+    cold, warm = await cold_then_warm(client(api))
     assert cold.usage.cache_write_tokens > 1000 and cold.usage.cache_read_tokens == 0
     assert warm.usage.cache_read_tokens == api.usages[1]["cacheReadInputTokens"] > 1000
     assert warm.usage.input_tokens == api.usages[1]["inputTokens"]

@@ -23,7 +23,6 @@ from eve.messages import (
     Message,
     ProviderPart,
     ReasoningPart,
-    TextPart,
     ToolCallPart,
     tool_result,
     user_message,
@@ -44,6 +43,8 @@ from tests.execution.helpers import live, turn
 from tests.models.gemini_server import (
     GeminiServer,
     Turn,
+    anthropic_tool_loop,
+    cold_then_warm,
     prompt_blocked,
     quota_exhausted,
     replayed_message,
@@ -230,16 +231,7 @@ def test_the_server_refuses_what_the_api_refuses(
 
 async def test_another_provider_s_calls_get_the_placeholder_signature(api: GeminiServer) -> None:
     api.script(Turn([{"text": "Sunny."}]))
-    history: list[Message] = [
-        user_message("weather?"),
-        AssistantMessage(
-            parts=[
-                ReasoningPart(provider="anthropic", text="plan", signature="sig-ant"),
-                ToolCallPart(id="toolu_1", name="weather", input={"city": "Oslo"}),
-            ]
-        ),
-        tool_result("toolu_1", "sunny", name="weather"),
-    ]
+    history = anthropic_tool_loop()
     await collect(client(api), ModelRequest(system="", messages=history))
     model_turn = sent(api, 0)["contents"][1]["parts"]
     assert model_turn == [
@@ -333,14 +325,8 @@ async def test_a_replayed_step_sends_the_same_contents(api: GeminiServer) -> Non
 
 
 async def test_an_implicitly_cached_prefix_is_reported_as_cache_reads(api: GeminiServer) -> None:
-    long_system = "You answer questions about the weather. " * 200
     api.script(Turn([{"text": "Sunny."}]), Turn([{"text": "Still sunny."}]))
-    model = client(api)
-    first = await collect(model, ModelRequest(system=long_system, messages=[user_message("a")]))
-    history: list[Message] = [user_message("a"), AssistantMessage(parts=[TextPart(text="Sunny.")])]
-    history.append(user_message("and now?"))
-    second = await collect(model, ModelRequest(system=long_system, messages=history))
-    cold, warm = (e for e in (first[-1], second[-1]) if isinstance(e, Done))
+    cold, warm = await cold_then_warm(client(api))
     assert cold.usage.cache_read_tokens == 0
     assert warm.usage.cache_read_tokens == api.usages[1]["cachedContentTokenCount"] > 1000
     assert (

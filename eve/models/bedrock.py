@@ -17,6 +17,7 @@ every provider.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -65,19 +66,18 @@ def _pool() -> ThreadPoolExecutor:
 
 
 class _Events:
-    """The SDK's event stream, each event read on the model's pool; closable as the pump
-    needs (closing drops the connection, which ends a read still waiting on it)."""
+    """The SDK's event stream, each event read on the pool; closable as the pump needs
+    (closing drops the connection, which ends a read still waiting on it)."""
 
-    def __init__(self, stream: Any, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self._pool = pool
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         loop = asyncio.get_running_loop()
         events: Iterator[dict[str, Any]] = iter(self._stream)
-        end = object()
-        while (event := await loop.run_in_executor(self._pool, next, events, end)) is not end:
-            yield event  # type: ignore[misc]  # not ``end``, so an event
+        # None ends it: every event is a dict
+        while (event := await loop.run_in_executor(_pool(), next, events, None)) is not None:
+            yield event
 
     async def close(self) -> None:
         self._stream.close()
@@ -102,13 +102,19 @@ class BedrockModel(SDKModel[Any]):
         #: a Bedrock API key (``AWS_BEARER_TOKEN_BEDROCK``, which botocore sends instead of
         #: signing): no AWS credentials are needed then
         self._bearer_token = bearer_token
+        # a boto3 session is not thread-safe: clients and credentials are made under this
+        self._lock = threading.Lock()
+        self._client: Any = None
         super().__init__(model, api_key="", base_url=endpoint_url, max_retries=0)
 
     def __repr__(self) -> str:
         return f"BedrockModel({self._model!r}, region={self._region!r})"
 
     def _new_client(self) -> Any:
-        # total_max_attempts=1: the SDK tries once and eve retries (``SDKModel.stream``)
+        """The boto3 client, made once on the pool (loading its service model blocks) and
+        shared by every event loop: unlike the async SDKs' clients, it holds no loop-bound
+        connections. ``total_max_attempts=1``: the SDK tries once and eve retries
+        (``SDKModel.stream``)."""
         config = Config(
             retries={"total_max_attempts": 1},
             max_pool_connections=MAX_STREAMS,
@@ -126,20 +132,23 @@ class BedrockModel(SDKModel[Any]):
 
     async def _start(self, request: ModelRequest) -> _Events:
         params = request_params(self._model, request)
-        client = self._sdk()
         loop = asyncio.get_running_loop()
-        response = await loop.run_in_executor(_pool(), partial(self._open, client, params))
-        return _Events(response["stream"], _pool())
+        response = await loop.run_in_executor(_pool(), partial(self._open, params))
+        return _Events(response["stream"])
 
-    def _open(self, client: Any, params: dict[str, Any]) -> Any:
+    def _open(self, params: dict[str, Any]) -> Any:
         """The call, on the pool: credentials first (a missing one names the fix)."""
-        self._learn_secrets()
-        return client.converse_stream(**params)
+        with self._lock:
+            self._learn_secrets()
+            if self._client is None:
+                self._client = self._new_client()
+        return self._client.converse_stream(**params)
 
     def _learn_secrets(self) -> None:
         if self._bearer_token:
             add_secret(self._bearer_token)
             return
+        # resolved once by the session, refreshed by it when temporary credentials expire
         credentials = self._session.get_credentials()
         if credentials is None:
             raise boto_errors.NoCredentialsError()

@@ -52,7 +52,12 @@ from eve.messages import (
 from eve.models._settings import refuse_unsupported
 from eve.models._turns import merge_roles
 from eve.models.base import ModelRequest
-from eve.models.bedrock_models import BedrockTraits, bedrock_traits, reasoning_for
+from eve.models.bedrock_models import (
+    BedrockReasoning,
+    BedrockTraits,
+    bedrock_traits,
+    reasoning_for,
+)
 
 PROVIDER = "bedrock"
 
@@ -268,6 +273,19 @@ def _inference(settings: ModelSettings, max_tokens: int) -> dict[str, Any]:
     return config
 
 
+def _continues_unthought_tool_loop(turns: list[Turn]) -> bool:
+    """The request answers tool calls of an assistant message that did not start with
+    reasoning (another provider's, or from before reasoning was on): with thinking on, Claude
+    refuses it, so this request goes without ("Extended thinking", "Extended thinking with
+    tool use", https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html)."""
+    if len(turns) < 2 or turns[-1]["role"] != "user":
+        return False
+    if not any("toolResult" in block for block in turns[-1]["content"]):
+        return False
+    assistant = turns[-2]["content"]
+    return not assistant or "reasoningContent" not in assistant[0]
+
+
 def request_params(model: str, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of ``converse_stream`` for ``request``.
 
@@ -283,6 +301,8 @@ def request_params(model: str, request: ModelRequest) -> dict[str, Any]:
     system: list[Block] = [{"text": request.system}] if request.system.strip() else []
     add_cache_points(system, tools, turns, traits=traits, cache=request.prompt_cache)
     reasoning = reasoning_for(model, request.reasoning, request.thinking)
+    if traits.family == "anthropic" and _continues_unthought_tool_loop(turns):
+        reasoning = BedrockReasoning(fields={})
     max_tokens = request.max_output_tokens + reasoning.extra_tokens
     params: dict[str, Any] = {
         "modelId": model,

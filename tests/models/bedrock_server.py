@@ -363,6 +363,18 @@ class BedrockServer(ScriptedServer):
             raise Rejected(
                 "The model returned the following errors: Malformed input request: extraneous key [thinking] is not permitted, please reformat your input and try again."
             )
+        messages = body.get("messages") or []
+        last, before = messages[-1], messages[-2] if len(messages) > 1 else {}
+        answers = any("toolResult" in b for b in last.get("content") or [])
+        opening = (before.get("content") or [{}])[0]
+        if answers and "reasoningContent" not in opening:
+            # "Extended thinking with tool use": the assistant turn whose calls are answered
+            # must start with its thinking while thinking is on
+            raise Rejected(
+                "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but "
+                "found `tool_use`. When `thinking` is enabled, a final `assistant` message must "
+                "start with a thinking block."
+            )
         if thinking.get("type") == "enabled":
             budget = int(thinking.get("budget_tokens") or 0)
             limit = int((body.get("inferenceConfig") or {}).get("maxTokens") or 0)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from eve.costs import price
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
@@ -23,9 +24,10 @@ from eve.errors import (
 )
 from eve.manifest import Retries
 from eve.messages import user_message
+from eve.model_windows import known_window
 from eve.models.base import ModelRequest
 from eve.models.bedrock import BedrockModel, bedrock_model
-from eve.models.events import Done, ModelEvent, Retrying, TextDelta
+from eve.models.events import Done, ModelEvent, Retrying, TextDelta, TokenUsage
 from eve.models.registry import create_client
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
@@ -43,6 +45,7 @@ from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_secrets import assert_nowhere_stored
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+LLAMA = "meta.llama3-3-70b-instruct-v1:0"
 ONE_TRY = Retries(attempts=1)
 FAST = Retries(attempts=4, max_delay_seconds=0.01)
 
@@ -275,3 +278,15 @@ def test_no_credential_reaches_the_stored_session(make_app: AppFactory, api: Bed
     for secret in (api.secret, token):
         assert secret not in raw
         assert_nowhere_stored(root, secret)
+
+
+def test_bedrock_models_are_priced_and_claude_and_nova_windowed() -> None:
+    usage = TokenUsage(input_tokens=1000, output_tokens=100, cache_read_tokens=1000)
+    for model in (f"bedrock/{MODEL}", "bedrock/amazon.nova-pro-v1:0", f"bedrock/{LLAMA}"):
+        assert price(model, usage).usd is not None, model
+    assert price("bedrock/acme.unknown-v1:0", usage).unpriced == ["bedrock/acme.unknown-v1:0"]
+    claude = known_window(f"bedrock/{MODEL}")
+    assert claude is not None and claude.tokens == 200_000
+    nova = known_window("bedrock/eu.amazon.nova-lite-v1:0")
+    assert nova is not None and nova.tokens == 300_000
+    assert known_window(f"bedrock/{LLAMA}") is None

@@ -221,6 +221,17 @@ async def test_another_provider_s_history_keeps_its_calls_and_drops_its_reasonin
     ]
 
 
+async def test_reasoning_is_off_for_a_step_answering_calls_made_without_it(
+    api: BedrockServer,
+) -> None:
+    api.script(Turn([{"text": "Sunny."}]))
+    history = anthropic_tool_loop()
+    request = ModelRequest(system="", messages=history, tools=[declaration()], reasoning="high")
+    await collect(client(api), request)  # the server refuses thinking on here
+    assert "additionalModelRequestFields" not in api.bodies[0]
+    assert api.bodies[0]["inferenceConfig"]["maxTokens"] == 4096
+
+
 async def test_without_tools_declared_the_history_s_calls_go_as_text(api: BedrockServer) -> None:
     api.script(Turn([{"text": "Summary."}]))
     history: list[Message] = [
@@ -425,6 +436,22 @@ _RESULT = {"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}], "statu
             CLAUDE,
             {
                 "messages": [
+                    _user({"text": "a"}),
+                    _assistant(use("Oslo", "t1")),
+                    _user(_RESULT),
+                ],
+                "toolConfig": _TOOLS,
+                "inferenceConfig": {"maxTokens": 8000},
+                "additionalModelRequestFields": {
+                    "thinking": {"type": "enabled", "budget_tokens": 2048}
+                },
+            },
+            "must start with a thinking block",
+        ),
+        (
+            CLAUDE,
+            {
+                "messages": [
                     _user(
                         {"document": {"format": "txt", "name": "a.txt", "source": {"bytes": b"x"}}}
                     )
@@ -443,6 +470,7 @@ _RESULT = {"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}], "statu
         "signature-required",
         "thinking-on-llama",
         "cache-on-llama",
+        "thinking-loop-without-thinking",
         "document-name",
     ],
 )

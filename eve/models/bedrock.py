@@ -17,6 +17,7 @@ every provider.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -43,7 +44,7 @@ from eve.models._tool_input import protocol_error
 from eve.models.base import ModelRequest
 from eve.models.bedrock_request import PROVIDER, request_params
 from eve.models.bedrock_stream import BedrockTranslator, translate_bedrock_events
-from eve.redact import add_secret, redact
+from eve.redact import RedactingFilter, add_secret, redact
 
 __all__ = ["BedrockModel", "BedrockTranslator", "bedrock_model", "translate_bedrock_events"]
 
@@ -56,6 +57,14 @@ _CREDENTIALS_HINT = (
     "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run `aws configure` / "
     "`aws sso login` (any source of the AWS standard credential chain)"
 )
+
+
+#: the SDK's loggers whose DEBUG records quote a request or a response (a logger's filter sees
+#: only its own records, not its children's): the prepared request's headers, with a session
+#: token, the canonical request that is signed, and the model's answers
+_SDK_LOGGERS = ("botocore.endpoint", "botocore.auth", "botocore.parsers", "botocore.httpsession")
+for _name in _SDK_LOGGERS:
+    logging.getLogger(_name).addFilter(RedactingFilter())
 
 
 @cache

@@ -6,6 +6,7 @@ no credential in a stored session."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from eve.costs import price
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
+    ModelContextWindowExceeded,
     ModelCredentialsMissing,
     ModelError,
     ModelRateLimited,
@@ -34,6 +36,7 @@ from tests.conftest import AppFactory
 from tests.models.bedrock_server import (
     BedrockServer,
     Turn,
+    error_reply,
     not_ready,
     stream,
     throttled,
@@ -118,11 +121,17 @@ async def test_a_wrong_secret_is_the_signature_error_without_the_secret(
     assert api.secret not in str(caught.value)
 
 
-async def test_a_session_token_is_signed_with_the_keys(api: BedrockServer) -> None:
+async def test_a_session_token_is_signed_and_never_logged(
+    api: BedrockServer, caplog: pytest.LogCaptureFixture
+) -> None:
     api.script(Turn([{"text": "one"}]))
     env = {**api.env, "AWS_SESSION_TOKEN": "session-token-0123456789"}
-    assert isinstance((await collect(bedrock_model(MODEL, env), ask()))[-1], Done)
+    with caplog.at_level(logging.DEBUG, logger="botocore"):
+        assert isinstance((await collect(bedrock_model(MODEL, env), ask()))[-1], Done)
     assert api.requests[0].headers["x-amz-security-token"] == env["AWS_SESSION_TOKEN"]
+    # botocore's DEBUG log quotes the signed request, token header and all: redacted
+    assert "X-Amz-Security-Token" in caplog.text and "CanonicalRequest" in caplog.text
+    assert env["AWS_SESSION_TOKEN"] not in caplog.text and api.secret not in caplog.text
 
 
 @pytest.mark.usefixtures("no_aws_chain")
@@ -205,6 +214,12 @@ async def test_a_model_stream_error_mid_stream_is_a_cut_stream_and_retried(
         "PartCompleted",
         "Done",
     ]
+
+
+async def test_a_request_over_the_window_says_what_to_set(api: BedrockServer) -> None:
+    api.script(error_reply(400, "ValidationException", "Input is too long for requested model."))
+    with pytest.raises(ModelContextWindowExceeded, match="model_context_window_tokens"):
+        await collect(client(api), ask(retries=ONE_TRY))
 
 
 async def test_an_exception_event_is_judged_by_its_documented_status(api: BedrockServer) -> None:

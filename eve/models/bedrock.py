@@ -53,6 +53,13 @@ MAX_STREAMS = 32
 #: how the ValidationException of a request over the window reads (besides the words every
 #: provider's window error is matched by, in ``_http_errors``)
 _TOO_LONG = ("input is too long", "too many input tokens", "context length")
+#: the chain found none, half of a pair, or a source that failed (an expired SSO token)
+_NO_CREDENTIALS = (
+    boto_errors.NoCredentialsError,
+    boto_errors.PartialCredentialsError,
+    boto_errors.CredentialRetrievalError,
+    boto_errors.TokenRetrievalError,
+)
 _CREDENTIALS_HINT = (
     "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run `aws configure` / "
     "`aws sso login` (any source of the AWS standard credential chain)"
@@ -174,9 +181,7 @@ class BedrockModel(SDKModel[Any]):
             raise _stream_error(error) from error
         except boto_errors.ClientError as error:
             raise _client_error(error) from error
-        except (boto_errors.NoCredentialsError, boto_errors.PartialCredentialsError) as error:
-            raise _credentials_missing(str(error)) from error
-        except (boto_errors.CredentialRetrievalError, boto_errors.TokenRetrievalError) as error:
+        except _NO_CREDENTIALS as error:
             raise _credentials_missing(str(error)) from error
         except (boto_errors.HTTPClientError, urllib3.exceptions.HTTPError) as error:
             raise connection_error(

@@ -166,6 +166,14 @@ def test_without_a_region_the_model_cannot_be_made(tmp_path: Path) -> None:
     assert caught.value.variable == "AWS_REGION"
 
 
+@pytest.mark.usefixtures("no_aws_chain")
+def test_a_profile_that_does_not_exist_is_named() -> None:
+    env = {"AWS_PROFILE": "nowhere", "AWS_REGION": "us-east-1"}
+    with pytest.raises(ModelCredentialsMissing, match="nowhere") as caught:
+        bedrock_model(MODEL, env)
+    assert caught.value.variable == "AWS_PROFILE"
+
+
 def test_without_boto3_the_error_names_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -171,8 +171,10 @@ def _document_name(part: DocumentPart) -> str:
 
 
 def _tool_result(message: ToolResultMessage) -> Block:
-    content: list[Block] = [{"text": message.content}]
-    content.extend(_user_block(p) for p in message.media)
+    media = [_user_block(p) for p in message.media]
+    # a result's content may not be empty: its text stays, even blank, unless media fill it
+    text = [{"text": message.content}] if message.content.strip() or not media else []
+    content: list[Block] = [*text, *media]
     result: Block = {"toolUseId": message.tool_call_id, "content": content}
     result["status"] = "error" if message.is_error else "success"
     return {"toolResult": result}

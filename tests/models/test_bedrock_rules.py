@@ -300,6 +300,21 @@ async def test_images_and_documents_go_as_bytes_or_s3_locations(api: BedrockServ
     assert content[3]["document"]["name"].startswith("document-")
 
 
+async def test_a_tool_s_image_goes_in_its_result(api: BedrockServer) -> None:
+    api.script(Turn([{"text": "A chart."}]))
+    chart = ImagePart(media_type="image/png", data=b"\x89PNG")
+    history: list[Message] = [
+        user_message("plot"),
+        AssistantMessage(parts=[ToolCallPart(id="t1", name="weather", input={})]),
+        tool_result("t1", "", name="weather", media=[chart]),
+    ]
+    await collect(client(api), ModelRequest(system="", messages=history, tools=[declaration()]))
+    (answer,) = [b for b in api.bodies[0]["messages"][2]["content"] if "toolResult" in b]
+    assert answer["toolResult"]["content"] == [
+        {"image": {"format": "png", "source": {"bytes": "iVBORw=="}}}
+    ]
+
+
 async def test_an_http_image_url_is_refused_before_sending(api: BedrockServer) -> None:
     image = ImagePart(media_type="image/png", url="https://example.com/cat.png")
     request = ModelRequest(system="", messages=[user_message("what?", [image])])

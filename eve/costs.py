@@ -28,6 +28,8 @@ PRICED_PROVIDERS = {
     "openai": "openai",
     "google": "google",
     "vertex": "google-vertex",
+    # the table reads Bedrock ids with or without an inference profile's geography prefix
+    "bedrock": "aws",
 }
 
 

@@ -356,7 +356,7 @@ class ModelSettingUnsupported(ModelError):
 
 
 class ModelCredentialsMissing(ModelError):
-    """No API key for the configured provider."""
+    """No API key for the configured provider (for ``bedrock/``: no AWS credentials or region)."""
 
     code = "model_credentials_missing"
 

@@ -57,6 +57,28 @@ KNOWN_WINDOWS: dict[str, KnownWindow] = {
     "offline/script": KnownWindow(tokens=16_000, max_output_tokens=4_096),
 }
 
+#: the geography prefixes of Bedrock's cross-region inference profiles (``us.anthropic.…``)
+_BEDROCK_GEOGRAPHIES = ("", "us.", "eu.", "apac.", "global.", "jp.", "au.", "ca.", "us-gov.")
+# Bedrock ("Supported foundation models in Amazon Bedrock"): Claude has the limits it has on
+# Anthropic's API; Amazon Nova 1 those of its model cards (Micro 128K, Lite and Pro 300K,
+# 5,120 out). Other families are not listed: their limits vary by model and region.
+KNOWN_WINDOWS.update(
+    {
+        f"bedrock/{geography}{vendor_model}": window
+        for geography in _BEDROCK_GEOGRAPHIES
+        for vendor_model, window in (
+            *(
+                (f"anthropic.{key.removeprefix('anthropic/')}", window)
+                for key, window in KNOWN_WINDOWS.items()
+                if key.startswith("anthropic/")
+            ),
+            ("amazon.nova-micro", KnownWindow(tokens=128_000, max_output_tokens=5_120)),
+            ("amazon.nova-lite", KnownWindow(tokens=300_000, max_output_tokens=5_120)),
+            ("amazon.nova-pro", KnownWindow(tokens=300_000, max_output_tokens=5_120)),
+        )
+    }
+)
+
 
 def known_window(model: str | None) -> KnownWindow | None:
     """The table's entry for ``model``: its own, else the longest entry it starts with

@@ -22,6 +22,10 @@ SECRET_ENV_VARS = (
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "EVE_API_TOKEN",
+    # AWS (bedrock/): the access key id is not a secret, the rest are
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
 )
 
 # Provider key shapes, so a key that never passed through our environment is still caught.

@@ -38,6 +38,8 @@ PROVIDER_SDKS = {
     "anthropic": "eve.models.anthropic",
     "openai": "eve.models.openai",
     "google": "eve.models.gemini",
+    "boto3": "eve.models.bedrock",
+    "botocore": "eve.models.bedrock",
 }
 #: what the ``eve[otel]`` extra brings, imported only where the CLI sets up a provider
 OTEL_SDK = ("opentelemetry.sdk", "opentelemetry.exporter")

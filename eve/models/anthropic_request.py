@@ -39,6 +39,7 @@ from eve.messages import (
     parts_for,
 )
 from eve.models._settings import extra_body, refuse_unsupported
+from eve.models._turns import merge_roles
 from eve.models.anthropic_models import Thinking, model_traits, thinking_for
 from eve.models.base import ModelRequest
 
@@ -52,19 +53,9 @@ _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 def anthropic_messages(messages: list[Message]) -> list[Turn]:
-    """Eve's history as Messages API turns; adjacent user-side messages share one turn."""
-    turns: list[tuple[str, list[Block]]] = []
-    for message in messages:
-        role, blocks = _blocks_of(message)
-        if not blocks:
-            continue
-        if turns and turns[-1][0] == role:
-            # Tool results must all sit in the one user turn after the tool_use turn, and
-            # a paused response continued (pause_turn) is one assistant turn.
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((role, blocks))
-    return [{"role": role, "content": blocks} for role, blocks in turns]
+    """Eve's history as Messages API turns; adjacent user-side messages share one turn (and
+    a paused response continued, ``pause_turn``, is one assistant turn)."""
+    return merge_roles((_blocks_of(m) for m in messages), key="content")
 
 
 def _blocks_of(message: Message) -> tuple[str, list[Block]]:

@@ -37,6 +37,7 @@ from eve.messages import (
     UserMessage,
     parts_for,
 )
+from eve.models._turns import merge_roles
 from eve.models.base import ModelRequest
 from eve.models.gemini_models import gemini_traits, max_output_tokens, thinking_config
 
@@ -55,15 +56,8 @@ GEMINI_PROVIDERS = ("google", "vertex")
 def gemini_contents(provider: str, messages: list[Message], *, placeholder: bool) -> list[Content]:
     """Eve's history as contents; ``placeholder``: sign unsigned function calls (Gemini 3)."""
     names = _call_names(messages)
-    contents: list[Content] = []
-    for message in messages:
-        role, parts = _parts_of(provider, message, names, placeholder=placeholder)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+    pieces = (_parts_of(provider, m, names, placeholder=placeholder) for m in messages)
+    contents = merge_roles(pieces, key="parts")
     for content in contents:
         if content["role"] == "user":
             # function responses first: a media part of a tool result follows them all

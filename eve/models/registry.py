@@ -23,8 +23,10 @@ ALTERNATIVE_CREDENTIALS = {
     "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     "vertex": ("GOOGLE_CLOUD_PROJECT", "GOOGLE_API_KEY"),
 }
+# bedrock/ is in neither: its credentials come from the AWS chain (profiles, SSO, roles), which
+# no variable shows, so a missing one fails the first call (ModelCredentialsMissing) instead
 OFFLINE_DEFAULT = "offline/test"
-BUILTIN_PROVIDERS = frozenset({"anthropic", "openai", "google", "vertex", "offline"})
+BUILTIN_PROVIDERS = frozenset({"anthropic", "openai", "google", "vertex", "bedrock", "offline"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +70,8 @@ def create_client(
         )
     elif provider in ("google", "vertex") and name:
         return _gemini(provider, name, env)
+    elif provider == "bedrock" and name:
+        return _bedrock(name, env)
     from eve.plugins.provided import installed_plugins, model_providers
 
     plugins = model_providers(installed_plugins(), reserved=BUILTIN_PROVIDERS)
@@ -76,7 +80,7 @@ def create_client(
     offered = "".join(f", {prefix}/<model>" for prefix in sorted(plugins))
     raise UnknownModel(
         f"unknown model id {model_id!r}: use anthropic/<model>, google/<model>, "
-        f"vertex/<model>, openai/<model>{offered}, "
+        f"vertex/<model>, bedrock/<model id>, openai/<model>{offered}, "
         "offline/test or offline/script:<path> (other prefixes come from eve.plugins "
         "packages: install the one that provides it)",
         model_id=model_id,
@@ -96,6 +100,21 @@ def _gemini(provider: str, name: str, env: Mapping[str, str]) -> ModelClient:
             extra="google",
         ) from error
     return gemini_model(provider, name, env)
+
+
+def _bedrock(name: str, env: Mapping[str, str]) -> ModelClient:
+    try:
+        from eve.models.bedrock import bedrock_model
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith(("boto3", "botocore")):
+            raise
+        raise ModelSDKMissing(
+            f"bedrock/{name} needs the boto3 package, which is not installed: "
+            "pip install 'eve-durable[bedrock]'",
+            package="boto3",
+            extra="bedrock",
+        ) from error
+    return bedrock_model(name, env)
 
 
 def choose_model(

@@ -151,10 +151,7 @@ class AnthropicServer(ScriptedServer):
                     "error": {"type": "invalid_request_error", "message": str(error)},
                 },
             )
-        if not self.scripts:
-            return self.next_reply()
-        script = self.scripts.pop(0)
-        answer = script(body) if callable(script) else script
+        answer = self.play(self.scripts, body)
         if isinstance(answer, Reply):
             return answer
         usage = self._account(body)

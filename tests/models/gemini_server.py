@@ -53,9 +53,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eve.execution.response import ResponseParts
-from eve.messages import AssistantPart
-from eve.models.events import ModelEvent, PartCompleted, ToolCallEnd
+import msgspec
+
+from eve.execution.checkpoints import RanAll, StepPart
+from eve.execution.response import ModelResponse, ResponseParts
+from eve.messages import (
+    AssistantMessage,
+    AssistantPart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    tool_result,
+    user_message,
+)
+from eve.models.base import ModelClient, ModelRequest
+from eve.models.events import Done, ModelEvent, PartCompleted, TokenUsage, ToolCallEnd
 from tests.models.sse_server import Received, Reply, ScriptedServer, json_reply
 
 PLACEHOLDER = "skip_thought_signature_validator"
@@ -100,6 +113,45 @@ def recorded_parts(events: list[ModelEvent]) -> list[AssistantPart]:
         elif isinstance(event, ToolCallEnd):
             built.add_call(event)
     return built.parts()
+
+
+def replayed_message(events: list[ModelEvent]) -> tuple[AssistantMessage, AssistantMessage]:
+    """The assistant message a response's events record, and the same message once its step
+    record has been through JSON, as a durable step replayed after a crash reads it."""
+    response = ModelResponse(
+        parts=recorded_parts(events), finish_reason="tool_use", usage=TokenUsage()
+    )
+    replayed = msgspec.json.decode(msgspec.json.encode(RanAll(response=response)), type=StepPart)
+    assert replayed.response is not None
+    return response.message(), replayed.response.message()
+
+
+def anthropic_tool_loop() -> list[Message]:
+    """A weather call and its result as Anthropic recorded them, signed reasoning first: the
+    history another provider is sent after a change of model."""
+    return [
+        user_message("weather?"),
+        AssistantMessage(
+            parts=[
+                ReasoningPart(provider="anthropic", text="plan", signature="sig-ant"),
+                ToolCallPart(id="toolu_1", name="weather", input={"city": "Oslo"}),
+            ]
+        ),
+        tool_result("toolu_1", "sunny", name="weather"),
+    ]
+
+
+async def cold_then_warm(model: ModelClient) -> tuple[Done, Done]:
+    """Two steps with a long system prompt (a prefix worth caching), the second repeating the
+    first: the ``Done`` of each (the server must have two text turns scripted)."""
+    system = "You answer questions about the weather. " * 200
+    history: list[Message] = [user_message("a")]
+    first = [e async for e in model.stream(ModelRequest(system=system, messages=history))]
+    history += [AssistantMessage(parts=[TextPart(text="Sunny.")]), user_message("and now?")]
+    second = [e async for e in model.stream(ModelRequest(system=system, messages=history))]
+    cold, warm = first[-1], second[-1]
+    assert isinstance(cold, Done) and isinstance(warm, Done)
+    return cold, warm
 
 
 def tokens(value: Any) -> int:
@@ -208,10 +260,7 @@ class GeminiServer(ScriptedServer):
             self._check(model, body)
         except Rejected as error:
             return error_reply(error.code, error.status, str(error))
-        if not self.scripts:
-            return self.next_reply()
-        script = self.scripts.pop(0)
-        answer = script(body) if callable(script) else script
+        answer = self.play(self.scripts, body)
         if isinstance(answer, Reply):
             return answer
         return sse(self._chunks(model, body, answer))

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -35,6 +37,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    #: the body as sent (what a signature covers)
+    raw: bytes = b""
 
 
 def anthropic_sse(events: Iterable[dict[str, Any]], *, cut: bool = False) -> Reply:
@@ -73,6 +77,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=json.loads(raw) if raw else None,
+            raw=raw,
         )
         self.server.script.requests.append(received)
         try:
@@ -136,6 +141,15 @@ class ScriptedServer:
     def reply_to(self, received: Received) -> Reply:
         """The reply for a request: the next scripted one (a richer server decides by it)."""
         return self.next_reply()
+
+    def play(self, scripts: list[T | Reply | Callable[[Any], T | Reply]], body: Any) -> T | Reply:
+        """The next of a richer server's ``scripts`` for a request's ``body``: a scripted
+        turn, or a ``Reply`` as it is; a callable is asked for either. Without one, the next
+        plain reply (the "no reply scripted" 500 when there is none)."""
+        if not scripts:
+            return self.next_reply()
+        script = scripts.pop(0)
+        return script(body) if callable(script) else script
 
     def next_reply(self) -> Reply:
         with self._lock:

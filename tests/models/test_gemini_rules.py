@@ -11,12 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import msgspec
 import pytest
 
 from eve.errors import ModelAuthError, ModelConnectionError, ModelHTTPError, ModelRateLimited
-from eve.execution.checkpoints import RanAll, StepPart
-from eve.execution.response import ModelResponse
 from eve.manifest import ModelSettings, Retries
 from eve.messages import (
     AssistantMessage,
@@ -26,7 +23,6 @@ from eve.messages import (
     Message,
     ProviderPart,
     ReasoningPart,
-    TextPart,
     ToolCallPart,
     tool_result,
     user_message,
@@ -39,7 +35,6 @@ from eve.models.events import (
     ReasoningDelta,
     Retrying,
     TextDelta,
-    TokenUsage,
 )
 from eve.models.gemini import GeminiModel, gemini_model
 from eve.models.gemini_request import request_contents
@@ -48,9 +43,11 @@ from tests.execution.helpers import live, turn
 from tests.models.gemini_server import (
     GeminiServer,
     Turn,
+    anthropic_tool_loop,
+    cold_then_warm,
     prompt_blocked,
     quota_exhausted,
-    recorded_parts,
+    replayed_message,
     sse,
     unavailable,
 )
@@ -234,16 +231,7 @@ def test_the_server_refuses_what_the_api_refuses(
 
 async def test_another_provider_s_calls_get_the_placeholder_signature(api: GeminiServer) -> None:
     api.script(Turn([{"text": "Sunny."}]))
-    history: list[Message] = [
-        user_message("weather?"),
-        AssistantMessage(
-            parts=[
-                ReasoningPart(provider="anthropic", text="plan", signature="sig-ant"),
-                ToolCallPart(id="toolu_1", name="weather", input={"city": "Oslo"}),
-            ]
-        ),
-        tool_result("toolu_1", "sunny", name="weather"),
-    ]
+    history = anthropic_tool_loop()
     await collect(client(api), ModelRequest(system="", messages=history))
     model_turn = sent(api, 0)["contents"][1]["parts"]
     assert model_turn == [
@@ -318,11 +306,7 @@ async def test_reasoning_deltas_are_shown_apart_from_text(api: GeminiServer) -> 
 async def test_a_replayed_step_sends_the_same_contents(api: GeminiServer) -> None:
     api.script(Turn([{"text": "Plan.", "thought": True}, call("Oslo", "c1"), call("Rome", "c2")]))
     events = await collect(client(api), ask(tools=[weather_declaration()], reasoning="low"))
-    response = ModelResponse(
-        parts=recorded_parts(events), finish_reason="tool_use", usage=TokenUsage()
-    )
-    replayed = msgspec.json.decode(msgspec.json.encode(RanAll(response=response)), type=StepPart)
-    assert replayed.response is not None
+    original, replayed = replayed_message(events)
 
     def contents(message: AssistantMessage) -> list[dict[str, Any]]:
         history: list[Message] = [
@@ -333,22 +317,16 @@ async def test_a_replayed_step_sends_the_same_contents(api: GeminiServer) -> Non
         ]
         return request_contents("google", FLASH3, ModelRequest(system="", messages=history))
 
-    assert contents(replayed.response.message()) == contents(response.message())
-    assert "thoughtSignature" in contents(replayed.response.message())[1]["parts"][1]
+    assert contents(replayed) == contents(original)
+    assert "thoughtSignature" in contents(replayed)[1]["parts"][1]
 
 
 # --- usage, media, structured output ----------------------------------------------------------
 
 
 async def test_an_implicitly_cached_prefix_is_reported_as_cache_reads(api: GeminiServer) -> None:
-    long_system = "You answer questions about the weather. " * 200
     api.script(Turn([{"text": "Sunny."}]), Turn([{"text": "Still sunny."}]))
-    model = client(api)
-    first = await collect(model, ModelRequest(system=long_system, messages=[user_message("a")]))
-    history: list[Message] = [user_message("a"), AssistantMessage(parts=[TextPart(text="Sunny.")])]
-    history.append(user_message("and now?"))
-    second = await collect(model, ModelRequest(system=long_system, messages=history))
-    cold, warm = (e for e in (first[-1], second[-1]) if isinstance(e, Done))
+    cold, warm = await cold_then_warm(client(api))
     assert cold.usage.cache_read_tokens == 0
     assert warm.usage.cache_read_tokens == api.usages[1]["cachedContentTokenCount"] > 1000
     assert (

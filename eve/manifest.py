@@ -340,10 +340,6 @@ class WebhookDelivery(Base, frozen=True, kw_only=True, tag="webhook", tag_field=
     url_env: str
 
 
-#: where a run's answer goes (one kind so far: a tagged union leaves room for more)
-ScheduleDelivery = WebhookDelivery
-
-
 class ScheduleEntry(Base, frozen=True, kw_only=True):
     """A run of the agent on a clock (``schedules/<name>.md`` or ``.py``, root only)."""
 
@@ -366,7 +362,7 @@ class ScheduleEntry(Base, frozen=True, kw_only=True):
     export_name: str = "default"
     factory: bool = False
     #: where the run's answer goes once its turn ends, if anywhere
-    deliver: ScheduleDelivery | None = None
+    deliver: WebhookDelivery | None = None
 
 
 # --- agent config --------------------------------------------------------------------------

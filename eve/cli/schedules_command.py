@@ -15,18 +15,15 @@ from pathlib import Path
 
 import click
 import msgspec
-from dbos import DBOSClient
-
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.cli.sessions_command import url_env_of
 from eve.errors import ScheduleNotFound
 from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID, ScheduleEntry
 from eve.runtime.load import read_manifest
-from eve.schedules.status import ScheduleStatus, entry_named, read_status
+from eve.schedules.status import ScheduleRecords, ScheduleStatus, entry_named, read_status
+from eve.schedules.status import records_client as _records_client
 from eve.schedules.tick import dbos_name
-from eve.sessions.dbos_data import EveSerializer
-from eve.sessions.engine import dbos_config
 from eve.sessions.settings import resolve_settings
 
 
@@ -35,19 +32,9 @@ def _entries(app_root: Path) -> list[ScheduleEntry]:
 
 
 @contextmanager
-def _client(app_root: Path) -> Iterator[DBOSClient]:
-    settings = resolve_settings(app_root, url_env=url_env_of(app_root))
-    config = dbos_config(settings)
-    client = DBOSClient(
-        system_database_url=settings.system_url,
-        system_database_engine=config.get("system_database_engine"),
-        serializer=EveSerializer(),
-        application_name=config["name"],
-    )
-    try:
+def _client(app_root: Path) -> Iterator[ScheduleRecords]:
+    with _records_client(resolve_settings(app_root, url_env=url_env_of(app_root))) as client:
         yield client
-    finally:
-        client.destroy()
 
 
 def _line(status: ScheduleStatus) -> str:
@@ -81,7 +68,7 @@ def list_command(ctx: click.Context, as_json: bool) -> None:
         click.echo("no schedules (agent/schedules/ declares none)")
 
 
-def _registered(client: DBOSClient, entry: ScheduleEntry) -> None:
+def _registered(client: ScheduleRecords, entry: ScheduleEntry) -> None:
     if client.get_schedule(dbos_name(entry.name)) is None:
         raise ScheduleNotFound(
             f"schedule '{entry.name}' is compiled but not registered in the session database "

@@ -82,6 +82,19 @@ class ChannelInfo(msgspec.Struct, kw_only=True):
     source: str
 
 
+class ScheduleInfo(msgspec.Struct, kw_only=True):
+    """A schedule (``agent/schedules/``) as declared; ``eve schedules list`` adds its runs."""
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: bool
+    #: the long-lived session every run is a turn of, if any
+    session: str | None
+    #: the file that declares it
+    source: str
+
+
 class AuthInfo(msgspec.Struct, kw_only=True):
     """The agent's custom auth hook (``agent/auth.py``, ``define_auth``): the server asks
     it for the principal of each request its built-in schemes do not prove."""
@@ -135,6 +148,8 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     served_stale_sources: list[str] = []
     #: the doors a server opens to the agent, beside the session API
     channels: list[ChannelInfo] = []
+    #: the runs on a clock a server starts (``agent/schedules/``)
+    schedules: list[ScheduleInfo] = []
     #: the custom auth hook, when ``agent/auth.py`` declares one
     auth: AuthInfo | None = None
 
@@ -232,6 +247,17 @@ def agent_info(root: Path) -> AgentInfo:
             )
             for channel in manifest.nodes[ROOT_NODE_ID].channels
             for route in channel.routes
+        ],
+        schedules=[
+            ScheduleInfo(
+                name=schedule.name,
+                cron=schedule.cron,
+                timezone=schedule.timezone,
+                catch_up=schedule.catch_up,
+                session=schedule.session,
+                source=schedule.logical_path,
+            )
+            for schedule in manifest.nodes[ROOT_NODE_ID].schedules
         ],
         auth=_auth_info(manifest.nodes[ROOT_NODE_ID].auth),
         artifacts={

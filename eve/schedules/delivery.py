@@ -13,7 +13,7 @@ from typing import Any, assert_never
 import httpx
 
 from eve.errors import ScheduleDeliveryFailed
-from eve.manifest import ScheduleDelivery, WebhookDelivery
+from eve.manifest import WebhookDelivery
 from eve.redact import redact
 
 #: how long one POST may take
@@ -48,7 +48,7 @@ class RunOutcome:
 
 
 async def deliver(
-    delivery: ScheduleDelivery,
+    delivery: WebhookDelivery,
     outcome: RunOutcome,
     *,
     transport: httpx.AsyncBaseTransport | None = None,

@@ -6,15 +6,21 @@ launched DBOS (a server) or a ``DBOSClient`` (the CLI) read them."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import msgspec
+from dbos import DBOSClient
 
 from eve.errors import ScheduleNotFound
 from eve.manifest import ScheduleEntry
 from eve.schedules.cron import next_fires
 from eve.schedules.tick import SCHEDULE_WORKFLOW, dbos_name
+from eve.sessions.dbos_data import EveSerializer
+from eve.sessions.engine import dbos_config
+from eve.sessions.settings import SessionSettings
 
 #: how many next fire times a status lists
 NEXT_COUNT = 3
@@ -63,6 +69,23 @@ class ScheduleRecords(Protocol):
     def resume_schedule(self, name: str) -> None: ...
 
     def trigger_schedule(self, schedule_name: str) -> Any: ...
+
+
+@contextmanager
+def records_client(settings: SessionSettings) -> Iterator[ScheduleRecords]:
+    """DBOS's schedule records of the session database ``settings`` names, read by a
+    ``DBOSClient`` (no DBOS launched: the CLI, beside a running server or none)."""
+    config = dbos_config(settings)
+    client = DBOSClient(
+        system_database_url=settings.system_url,
+        system_database_engine=config.get("system_database_engine"),
+        serializer=EveSerializer(),
+        application_name=config["name"],
+    )
+    try:
+        yield client
+    finally:
+        client.destroy()
 
 
 def entry_named(entries: list[ScheduleEntry], name: str) -> ScheduleEntry:

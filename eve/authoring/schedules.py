@@ -31,7 +31,7 @@ class ScheduleContext:
 
 
 #: ``run(ctx) -> str | None``, sync or async: the message of this tick's turn, or None
-ScheduleRun = Callable[[ScheduleContext], "str | None | Awaitable[str | None]"]
+ScheduleRun = Callable[[ScheduleContext], "str | Awaitable[str | None] | None"]
 
 
 @dataclass(frozen=True, kw_only=True)

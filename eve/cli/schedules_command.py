@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 import msgspec
+
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.cli.sessions_command import url_env_of

@@ -7,7 +7,7 @@ import inspect
 from dataclasses import dataclass
 
 from eve.authoring.schedules import ScheduleContext, ScheduleDefinition, ScheduleRun
-from eve.errors import ScheduleNotFound, ScheduleRunFailed
+from eve.errors import ScheduleRunFailed
 from eve.manifest import ROOT_NODE_ID, ScheduleEntry
 from eve.runtime import CompiledAgent
 from eve.runtime.exports import load_definition
@@ -62,14 +62,3 @@ async def resolve_schedules(compiled: CompiledAgent) -> dict[str, ResolvedSchedu
             run = definition.run
         resolved[entry.name] = ResolvedSchedule(entry=entry, run=run)
     return resolved
-
-
-def named(schedules: dict[str, ResolvedSchedule], name: str) -> ResolvedSchedule:
-    """The schedule ``name``, or ``ScheduleNotFound`` naming the ones there are."""
-    found = schedules.get(name)
-    if found is None:
-        known = ", ".join(sorted(schedules)) or "none"
-        raise ScheduleNotFound(
-            f"no schedule named '{name}' (the agent's schedules: {known})", name=name
-        )
-    return found

@@ -62,7 +62,16 @@ class ScheduleRecords(Protocol):
 
     def get_schedule(self, name: str) -> Any: ...
 
-    def list_workflows(self, **filters: Any) -> list[Any]: ...
+    def list_workflows(
+        self,
+        *,
+        name: str | list[str] | None = None,
+        schedule_name: str | list[str] | None = None,
+        sort_desc: bool = False,
+        limit: int | None = None,
+        load_input: bool = True,
+        load_output: bool = True,
+    ) -> list[Any]: ...
 
     def pause_schedule(self, name: str) -> None: ...
 
@@ -93,7 +102,9 @@ def entry_named(entries: list[ScheduleEntry], name: str) -> ScheduleEntry:
         if entry.name == name:
             return entry
     known = ", ".join(e.name for e in entries) or "none"
-    raise ScheduleNotFound(f"no schedule named '{name}' (the agent's schedules: {known})", name=name)
+    raise ScheduleNotFound(
+        f"no schedule named '{name}' (the agent's schedules: {known})", name=name
+    )
 
 
 def _last_run(name: str, workflow: Any) -> LastRun:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from contextvars import Context
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,7 +58,7 @@ class ScheduleRuntime:
     service: SessionService
     schedules: dict[str, ResolvedSchedule]
     #: whether a schedule is paused now (a paused schedule's ticks that still fire skip)
-    is_paused: Callable[[str], Awaitable[bool]]
+    is_paused: Callable[[str], Coroutine[Any, Any, bool]]
 
     async def run_tick(self, name: str, tick: datetime, *, manual: bool) -> str | None:
         """The session the tick ran in, or None when it sent nothing."""
@@ -71,9 +71,7 @@ class ScheduleRuntime:
         ):
             return None
         context = ScheduleContext(name=name, tick=tick, manual=manual)
-        message = await DBOS.run_step_async(
-            {"name": "schedule.message"}, schedule.message, context
-        )
+        message = await DBOS.run_step_async({"name": "schedule.message"}, schedule.message, context)
         if message is None:
             log.info("schedule %s: run(ctx) skipped the tick %s", name, tick.isoformat())
             return None
@@ -126,9 +124,7 @@ class ScheduleRuntime:
             sent = await self.service.send(session_id, message, key=key)
         return Opened(session_id=session_id, turn_id=sent.turn_id or "turn_0")
 
-    async def named_session(
-        self, name: str, invocation: Invocation, ended: str | None
-    ) -> str:
+    async def named_session(self, name: str, invocation: Invocation, ended: str | None) -> str:
         store = self.service.store
         if ended is None:
             held = await asyncio.to_thread(store.run, lambda c: named_sessions.session_of(c, name))

@@ -55,7 +55,7 @@ class ScheduleRoutes:
             raise ScheduleNotFound(f"no schedule named '{name}'", name=name)
         return self.scheduler
 
-    async def list(self, request: Request) -> Response:
+    async def listing(self, request: Request) -> Response:
         if self.scheduler is None or not principal_of(request).is_operator:
             return JSONResponse({"ok": True, "schedules": []})
         statuses = await self.scheduler.statuses()
@@ -78,7 +78,7 @@ class ScheduleRoutes:
     def routes(self, prefix: str, guarded: Callable[[Handler], Handler]) -> list[Route]:
         one = prefix + "/schedules/{name:path}"
         return [
-            Route(prefix + "/schedules", guarded(self.list), methods=["GET"]),
+            Route(prefix + "/schedules", guarded(self.listing), methods=["GET"]),
             Route(one + "/run", guarded(self.run), methods=["POST"]),
             Route(one + "/pause", guarded(self.pause), methods=["POST"]),
             Route(one + "/resume", guarded(self.resume), methods=["POST"]),

@@ -36,8 +36,7 @@ def test_ticks_missed_while_down_run_once_or_are_skipped(
         # a live tick after the restart: the catch-up, enqueued at start, ran before it
         wait_until(
             lambda: any(
-                datetime.fromisoformat(r["tick"]) > restarted
-                for r in scheduled_sessions(server)
+                datetime.fromisoformat(r["tick"]) > restarted for r in scheduled_sessions(server)
             )
         )
         runs = scheduled_sessions(server)

@@ -3,8 +3,9 @@
 A schedule with ``session: digest`` runs every tick as a turn of one session. Which session
 that is must outlive any one process and any idempotency key (those expire after a day), so
 it is a row of its own: ``eve_schedule_sessions(name → session_id)``. The first tick to find
-no row opens the session and inserts it; a tick racing it loses the insert and takes the
-winner's. A session that has ended (a session limit, a timeout) is replaced by a new one.
+no row opens the session (under an idempotency key, so ticks racing it open the same one)
+and inserts it. A session that has ended (a session limit, a timeout) is replaced by a new
+one.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from dbos import DBOS
 
 from eve.auth.principal import OPERATOR
@@ -130,11 +131,18 @@ class ScheduleRuntime:
             held = await asyncio.to_thread(store.run, lambda c: named_sessions.session_of(c, name))
             if held is not None:
                 return held
-        made = await self.service.create(None, principal=OPERATOR, invocation=invocation)
-        return await asyncio.to_thread(
-            store.run,
-            lambda c: named_sessions.claim(c, name, made.session_id, replacing=ended),
-        )
+        # two ticks racing to open it open one: the same key makes the second a replay
+        key = f"schedule-session:{name}:{ended or 'first'}"
+        made = await self.service.create(None, key=key, principal=OPERATOR, invocation=invocation)
+        try:
+            return await asyncio.to_thread(
+                store.run,
+                lambda c: named_sessions.claim(c, name, made.session_id, replacing=ended),
+            )
+        except sa.exc.IntegrityError:
+            # a racing tick inserted the name first (the same session: the same key)
+            held = await asyncio.to_thread(store.run, lambda c: named_sessions.session_of(c, name))
+            return held or made.session_id
 
     async def outcome(self, name: str, tick: str, opened: Opened) -> RunOutcome:
         """Follow the run's turn to its end (past any approval it parks on)."""

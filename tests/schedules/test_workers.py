@@ -1,5 +1,5 @@
-"""Two workers of one deployment (``eve serve --workers 2`` on one PostgreSQL) both run
-DBOS's scheduler: every tick still runs once."""
+"""Two workers of one deployment both run DBOS's scheduler, and every tick still runs once:
+``eve serve --workers 2`` on one PostgreSQL, and two servers on one SQLite file."""
 
 from __future__ import annotations
 
@@ -22,5 +22,23 @@ def test_two_workers_never_fire_a_tick_twice(make_app: AppFactory, postgres_url:
         runs = wait_until(lambda: (r := scheduled_sessions(server)) and len(r) >= 3 and r)
     finally:
         output = server.stop()
+    ticks = Counter(run["tick"] for run in runs)
+    assert all(n == 1 for n in ticks.values()), (ticks, output)
+
+
+def test_two_servers_on_one_sqlite_database_never_fire_a_tick_twice(
+    make_app: AppFactory,
+) -> None:
+    root = make_app({"agent/schedules/ticker.md": md_schedule()})
+    first = Server(app_root=root, env={"EVE_WORKER_ID": "one"}).start()
+    try:
+        second = Server(app_root=root, env={"EVE_WORKER_ID": "two"}).start()
+        try:
+            # both run DBOS's scheduler over the one SQLite file under .eve/sessions
+            runs = wait_until(lambda: (r := scheduled_sessions(second)) and len(r) >= 3 and r)
+        finally:
+            second.stop()
+    finally:
+        output = first.stop()
     ticks = Counter(run["tick"] for run in runs)
     assert all(n == 1 for n in ticks.values()), (ticks, output)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import msgspec
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient
 
 from eve.errors import ScheduleNotFound
 from eve.manifest import ScheduleEntry
@@ -85,6 +85,9 @@ def records_client(settings: SessionSettings) -> Iterator[ScheduleRecords]:
     """DBOS's schedule records of the session database ``settings`` names, read by a
     ``DBOSClient`` (no DBOS launched: the CLI, beside a running server or none)."""
     config = dbos_config(settings)
+    # the client never migrates: on a database no server has opened yet, DBOS's tables
+    # are made first (as a server's launch would make them)
+    DBOS.migrate(settings.system_url)
     client = DBOSClient(
         system_database_url=settings.system_url,
         system_database_engine=config.get("system_database_engine"),

@@ -26,6 +26,8 @@ def scheduled_sessions(api: Api) -> list[dict[str, Any]]:
     found = []
     for row in api.get("/sessions").json()["sessions"]:
         first = api.get(f"/session/{row['sessionId']}/stream?follow=false").text.split("\n")[0]
+        if not first:
+            continue  # made, its session.started not written yet: the next look sees it
         started = httpx.Response(200, content=first).json()
         invocation = started["data"].get("invocation")
         if invocation is not None:

@@ -24,6 +24,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HttpServer,
     ProviderToolEntry,
+    ScheduleEntry,
     WorkflowToolEntry,
     decode,
 )
@@ -212,6 +213,17 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
     )
 
 
+def schedule_info(entry: ScheduleEntry) -> ScheduleInfo:
+    return ScheduleInfo(
+        name=entry.name,
+        cron=entry.cron,
+        timezone=entry.timezone,
+        catch_up=entry.catch_up,
+        session=entry.session,
+        source=entry.logical_path,
+    )
+
+
 def _auth_info(entry: AuthEntry | None) -> AuthInfo | None:
     if entry is None:
         return None
@@ -248,17 +260,7 @@ def agent_info(root: Path) -> AgentInfo:
             for channel in manifest.nodes[ROOT_NODE_ID].channels
             for route in channel.routes
         ],
-        schedules=[
-            ScheduleInfo(
-                name=schedule.name,
-                cron=schedule.cron,
-                timezone=schedule.timezone,
-                catch_up=schedule.catch_up,
-                session=schedule.session,
-                source=schedule.logical_path,
-            )
-            for schedule in manifest.nodes[ROOT_NODE_ID].schedules
-        ],
+        schedules=[schedule_info(s) for s in manifest.nodes[ROOT_NODE_ID].schedules],
         auth=_auth_info(manifest.nodes[ROOT_NODE_ID].auth),
         artifacts={
             "discovery_manifest": DISCOVERY_MANIFEST_PATH,

@@ -16,6 +16,7 @@ from dbos import DBOS, DBOSClient
 
 from eve.errors import ScheduleNotFound
 from eve.manifest import ScheduleEntry
+from eve.runtime.info import ScheduleInfo, schedule_info
 from eve.schedules.cron import next_fires
 from eve.schedules.tick import SCHEDULE_WORKFLOW, dbos_name
 from eve.sessions.dbos_data import EveSerializer
@@ -39,15 +40,9 @@ class LastRun(msgspec.Struct, kw_only=True):
     workflow_id: str
 
 
-class ScheduleStatus(msgspec.Struct, kw_only=True):
-    name: str
-    cron: str
-    timezone: str
-    catch_up: bool
-    #: the long-lived session's name, when the schedule has one
-    session: str | None
-    #: the file that declares it
-    source: str
+class ScheduleStatus(ScheduleInfo, kw_only=True):
+    """A schedule as declared (what ``eve info`` shows of it) and how it runs now."""
+
     paused: bool
     #: the next fire times (ISO 8601, in the schedule's time zone); none while paused
     next_runs: list[str]
@@ -132,12 +127,7 @@ def status_of(
     paused = record is not None and record.get("status") == "PAUSED"
     fires = [] if paused else next_fires(entry.cron, entry.timezone, now, NEXT_COUNT)
     return ScheduleStatus(
-        name=entry.name,
-        cron=entry.cron,
-        timezone=entry.timezone,
-        catch_up=entry.catch_up,
-        session=entry.session,
-        source=entry.logical_path,
+        **msgspec.structs.asdict(schedule_info(entry)),
         paused=paused,
         next_runs=[f.isoformat() for f in fires],
         last_run=None if latest is None else _last_run(entry.name, latest),

@@ -14,14 +14,16 @@ import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from dbos import DBOS
 
 from eve.manifest import ScheduleEntry
+from eve.runtime import load_compiled_agent
 from eve.schedules import named_sessions
 from eve.schedules.cron import dbos_cron, latest_missed
-from eve.schedules.resolved import ResolvedSchedule
+from eve.schedules.resolved import ResolvedSchedule, resolve_schedules
 from eve.schedules.status import ScheduleStatus, entry_named, read_status, read_statuses
 from eve.schedules.tick import (
     DBOS_PREFIX,
@@ -138,3 +140,13 @@ class Scheduler:
 
     def stop(self) -> None:
         install(None)
+
+
+async def start_scheduler(app_root: Path, service: SessionService) -> Scheduler:
+    """The compiled agent's schedules, registered with the DBOS ``service`` launched and
+    caught up: what every process of the agent that runs DBOS starts, since DBOS's
+    scheduler fires registered ticks in each of them, and each must know how to run one."""
+    schedules = await resolve_schedules(load_compiled_agent(app_root))
+    scheduler = Scheduler(service, schedules)
+    await scheduler.start()
+    return scheduler

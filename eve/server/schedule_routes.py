@@ -17,9 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from eve.errors import ScheduleNotFound
-from eve.runtime import load_compiled_agent
-from eve.schedules.resolved import resolve_schedules
-from eve.schedules.scheduler import Scheduler
+from eve.schedules.scheduler import Scheduler, start_scheduler
 from eve.schedules.status import ScheduleStatus
 from eve.server.auth import principal_of
 from eve.sessions import SessionService
@@ -40,9 +38,7 @@ class ScheduleRoutes:
 
     async def start(self) -> None:
         """Once the service (and DBOS) runs: the schedules, registered and caught up."""
-        schedules = await resolve_schedules(load_compiled_agent(self.app_root))
-        self.scheduler = Scheduler(self.service, schedules)
-        await self.scheduler.start()
+        self.scheduler = await start_scheduler(self.app_root, self.service)
 
     def stop(self) -> None:
         if self.scheduler is not None:

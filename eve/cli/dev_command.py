@@ -131,9 +131,10 @@ class DevSession:
         self.scheduler = await start_scheduler(self.app_root, self.service)
 
     async def _stop_service(self) -> None:
+        await self.service.stop()
+        # after the service: a tick DBOS runs until it stops still finds its runtime
         if self.scheduler is not None:
             self.scheduler.stop()
-        await self.service.stop()
 
     async def open(self, resume: bool) -> None:
         await self._start_service()

@@ -431,5 +431,6 @@ class _Running:
                 self._watching.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._watching
-            self.schedules.stop()
+            # after the service: a tick DBOS runs until it stops still finds its runtime
             await self.service.stop()
+            self.schedules.stop()

@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import AppFactory
 from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
 
 
@@ -79,3 +81,27 @@ def test_a_named_session_takes_every_run_as_its_next_turn(make_app: AppFactory) 
 def _sessions(server: InProcessServer) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = server.get("/sessions").json()["sessions"]
     return rows
+
+
+def test_a_scheduled_turn_parks_on_its_approval_and_delivers_once_answered(
+    make_app: AppFactory, webhook: tuple[str, list[dict[str, Any]]]
+) -> None:
+    url, received = webhook
+    root = scripted_app(make_app, [call("ship", item="anvil"), say("shipped it")], tools=("ship",))
+    (root / "agent/schedules").mkdir()
+    (root / "agent/schedules/shipping.md").write_text(
+        md_schedule(cron="0 0 1 1 *", webhook_url_env="SHIP_URL"), encoding="utf-8"
+    )
+    server = InProcessServer(app_root=root, env={"SHIP_URL": url}).start()
+    try:
+        assert server.post("/schedules/shipping/run").status_code == 202
+        (run,) = wait_until(lambda: scheduled_sessions(server))
+        parked = server.wait_for(run["session_id"], count("turn.waiting"))
+        assert received == []  # parked as any session's turn: nothing to deliver yet
+        [request] = next(e for e in parked if e["type"] == "input.requested")["data"]["requests"]
+        server.answer(run["session_id"], request["request_id"], "approve")
+        (body,) = wait_until(lambda: received)
+    finally:
+        server.stop()
+    assert (body["status"], body["text"]) == ("completed", "shipped it")
+    assert (root / "shipped.log").read_text() == "anvil\n"

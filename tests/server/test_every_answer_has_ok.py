@@ -114,7 +114,11 @@ def assert_has_ok(response: httpx.Response, where: str) -> None:
 
 def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
     # a workflow tool that waits for an event: a task to send one to
-    root = app(make_app, {"agent/tools/track.py": DELIVERY, "agent/schedules/jobs/quiet.py": QUIET}, [call("track"), say("it arrived")])
+    root = app(
+        make_app,
+        {"agent/tools/track.py": DELIVERY, "agent/schedules/jobs/quiet.py": QUIET},
+        [call("track"), say("it arrived")],
+    )
     server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     try:
         assert routes_of(server) == ROUTES.keys() | UI_ROUTES

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import AppFactory
+from tests.oidc.provider import Provider
 from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.principals import ALICE, As, verifying
 
 SKIPPER = """
 from eve.schedules import define_schedule
@@ -93,5 +95,21 @@ def test_pause_is_durable_and_an_unknown_name_is_404(make_app: AppFactory) -> No
         assert listed["paused"] is True  # DBOS kept it across the restart
         resumed = server.post("/schedules/ticker/resume").json()["schedule"]
         assert resumed["paused"] is False
+    finally:
+        server.stop()
+
+
+def test_a_user_sees_no_schedules_and_reaches_none(make_app: AppFactory) -> None:
+    root = make_app({"agent/schedules/ticker.md": md_schedule(cron="0 0 1 1 *")})
+    provider = Provider()
+    server = verifying(root, provider).start()
+    try:
+        alice = As(server, provider, ALICE)
+        assert alice.get("/schedules").json() == {"ok": True, "schedules": []}
+        for action in ("run", "pause", "resume"):
+            refused = alice.post(f"/schedules/ticker/{action}")
+            assert refused.status_code == 404, refused.text
+        # the operator (the shared token) sees it
+        assert [s["name"] for s in server.get("/schedules").json()["schedules"]] == ["ticker"]
     finally:
         server.stop()

@@ -4,10 +4,13 @@ tick opens a durable session, and the routes list, run, pause and resume schedul
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from eve.schedules.status import records_client
+from eve.sessions.settings import resolve_settings
 from tests.conftest import AppFactory
 from tests.oidc.provider import Provider
 from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
@@ -111,5 +114,33 @@ def test_a_user_sees_no_schedules_and_reaches_none(make_app: AppFactory) -> None
             assert refused.status_code == 404, refused.text
         # the operator (the shared token) sees it
         assert [s["name"] for s in server.get("/schedules").json()["schedules"]] == ["ticker"]
+    finally:
+        server.stop()
+
+
+def test_a_tick_of_a_paused_schedule_that_still_fires_sends_nothing(
+    make_app: AppFactory,
+) -> None:
+    root = make_app({"agent/schedules/ticker.md": md_schedule(cron="0 0 1 1 *")})
+    server = InProcessServer(app_root=root).start()
+    try:
+        server.post("/schedules/ticker/pause")
+        # a tick DBOS enqueues anyway (a worker that has not seen the pause yet): as
+        # DBOS's own scheduler would, under the tick's workflow id
+        settings = resolve_settings(root)
+        with records_client(settings) as records:
+            records.backfill_schedule(  # DBOSClient's, beside what eve reads through it
+                "eve:ticker", datetime(2025, 12, 31, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
+            )
+
+        def ran() -> dict[str, object] | None:
+            (status,) = server.get("/schedules").json()["schedules"]
+            last = status["last_run"]
+            return last if last and last["status"] == "SUCCESS" else None
+
+        last = wait_until(ran)
+        assert last["tick"] == "2026-01-01T00:00:00+00:00" and last["manual"] is False
+        assert last["session_id"] is None
+        assert scheduled_sessions(server) == []
     finally:
         server.stop()

@@ -43,4 +43,4 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 30.0) -> Any:
         if value:
             return value
         assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.1)
+        time.sleep(0.25)  # each look reads every session's first event

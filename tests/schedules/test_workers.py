@@ -30,15 +30,14 @@ def test_two_servers_on_one_sqlite_database_never_fire_a_tick_twice(
     make_app: AppFactory,
 ) -> None:
     root = make_app({"agent/schedules/ticker.md": md_schedule()})
-    first = Server(app_root=root, env={"EVE_WORKER_ID": "one"}).start()
+    first, second = (Server(app_root=root, env={"EVE_WORKER_ID": w}) for w in ("one", "two"))
+    # the first compiles .eve/ (a second compiling at once could race it); then both run
+    first.start()
     try:
-        second = Server(app_root=root, env={"EVE_WORKER_ID": "two"}).start()
-        try:
-            # both run DBOS's scheduler over the one SQLite file under .eve/sessions
-            runs = wait_until(lambda: (r := scheduled_sessions(second)) and len(r) >= 3 and r)
-        finally:
-            second.stop()
+        second.start()
+        # both run DBOS's scheduler over the one SQLite file under .eve/sessions
+        runs = wait_until(lambda: (r := scheduled_sessions(second)) and len(r) >= 3 and r)
     finally:
-        output = first.stop()
+        output = first.stop() + second.stop()
     ticks = Counter(run["tick"] for run in runs)
     assert all(n == 1 for n in ticks.values()), (ticks, output)

@@ -81,6 +81,10 @@
     │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
     │   ├── TurnLost                    an accepted turn ended with no outcome and could not rerun
     │   ├── MessageTooLong              a message over the configured length
+    │   ├── ScheduleError               a schedule of agent/schedules/ could not do what was asked
+    │   │   ├── ScheduleNotFound        a name that names no schedule of the agent
+    │   │   ├── ScheduleRunFailed       a .py schedule's run(ctx) raised or returned no text
+    │   │   └── ScheduleDeliveryFailed  a run's answer could not be posted where it goes
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
     │   └── ServerConfigError           eve serve cannot start as configured
@@ -1074,6 +1078,43 @@ class TurnLost(SessionError):
         self.session_id = session_id
         #: ``turn_<n>``, as the 202 that accepted it said
         self.turn_id = turn_id
+
+
+class ScheduleError(SessionError):
+    """A schedule of ``agent/schedules/`` could not do what was asked (``name`` says which)."""
+
+    code = "schedule_error"
+
+    def __init__(self, message: str, *, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class ScheduleNotFound(ScheduleError):
+    """A name that names no schedule of the compiled agent (``eve schedules list``)."""
+
+    code = "schedule_not_found"
+    http_status = 404
+
+
+class ScheduleRunFailed(ScheduleError):
+    """A ``.py`` schedule's ``run(ctx)`` raised, or returned something that is neither text
+    nor None: its tick sends nothing (the workflow records this error)."""
+
+    code = "schedule_run_failed"
+    http_status = 500
+
+
+class ScheduleDeliveryFailed(ScheduleError):
+    """A run's answer could not be posted to its webhook (``status``: the last HTTP status,
+    None when the URL's variable is unset or nothing answered); the URL is never shown."""
+
+    code = "schedule_delivery_failed"
+    http_status = 502
+
+    def __init__(self, message: str, *, name: str, status: int | None) -> None:
+        super().__init__(message, name=name)
+        self.status = status
 
 
 class TaskNotWaiting(SessionError):

@@ -92,8 +92,22 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 # --- sessions ----------------------------------------------------------------------------
 
 
+class Invocation(_Wire, frozen=True, kw_only=True):
+    """What started a session other than a request: a schedule's tick (docs/schedules.md)."""
+
+    #: what started it (always written: a reader tells invocations apart by it)
+    kind: Literal["schedule"]
+    #: the schedule's name (``reports/daily``)
+    name: str
+    #: the ISO-8601 time the tick was due, in the schedule's time zone
+    tick: str
+    #: a run someone asked for (``eve schedules run``, the HTTP route, the dev UI)
+    manual: bool = False
+
+
 class SessionStartedData(EventData, frozen=True, kw_only=True):
-    pass
+    #: a schedule's tick, when one started the session
+    invocation: Invocation | None = None
 
 
 class SessionStarted(Event, frozen=True, kw_only=True, tag="session.started"):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -330,6 +330,41 @@ class ChannelEntry(Base, frozen=True, kw_only=True):
     has_handler: bool = False
 
 
+# --- schedules -----------------------------------------------------------------------------
+
+
+class WebhookDelivery(Base, frozen=True, kw_only=True, tag="webhook", tag_field="kind"):
+    """POST the run's answer to the URL an environment variable holds (a URL often carries
+    a token, so the manifest names the variable, never the URL)."""
+
+    url_env: str
+
+
+class ScheduleEntry(Base, frozen=True, kw_only=True):
+    """A run of the agent on a clock (``schedules/<name>.md`` or ``.py``, root only)."""
+
+    #: the path under ``schedules/`` without its suffix (``reports/daily``)
+    name: str
+    logical_path: str
+    source_id: str
+    #: five fields (minute first) or six (seconds first), checked at compile time
+    cron: str
+    #: the IANA zone the cron reads its fields in
+    timezone: str = "UTC"
+    #: a tick missed while every worker was down: run the latest one once (True) or skip
+    catch_up: bool = False
+    #: the name of one long-lived session each run is a turn of; None: a new session a run
+    session: str | None = None
+    #: the prompt of a ``.md`` schedule (its body); None for a ``.py`` one
+    prompt: str | None = None
+    #: a ``.py`` schedule's ``run(ctx)``, re-attached from the module map
+    has_run: bool = False
+    export_name: str = "default"
+    factory: bool = False
+    #: where the run's answer goes once its turn ends, if anywhere
+    deliver: WebhookDelivery | None = None
+
+
 # --- agent config --------------------------------------------------------------------------
 
 
@@ -468,6 +503,8 @@ class AgentNode(Base, frozen=True, kw_only=True):
     connections: list[ConnectionEntry] = []
     #: the channels the server mounts (the root's only), in discovery order
     channels: list[ChannelEntry] = []
+    #: the schedules (the root's only), in discovery order
+    schedules: list[ScheduleEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
     #: the custom auth hook, on the root node only
@@ -542,6 +579,7 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     hooks: list[str] = []
     connections: list[str] = []
     channels: list[str] = []
+    schedules: list[str] = []
     subagents: list[str] = []
 
 

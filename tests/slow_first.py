@@ -34,6 +34,8 @@ SLOW: dict[str, float] = {
     "tests/server/test_embed_uvicorn.py::test_a_mounted_session_survives_a_killed_host": 24,
     "tests/sessions/test_accepted_durable.py::test_postgres_restarts_and_killed_connections_lose_no_accepted_turn": 23,
     "tests/sessions/test_postgres.py::test_concurrent_sessions_across_two_processes": 22,
+    "tests/schedules/test_workers.py::test_two_workers_never_fire_a_tick_twice": 22,
+    "tests/schedules/test_workers.py::test_two_servers_on_one_sqlite_database_never_fire_a_tick_twice": 20,
     "tests/sessions/test_retention.py::test_eve_serve_prunes_at_start_when_eve_retention_is_set": 21,
     "tests/server/test_followers.py::test_stopping_ends_every_followed_stream_in_one_line": 21,
     "tests/cli/test_dev_cli.py::test_a_second_ctrl_c_quits_while_a_sync_tool_blocks": 20,

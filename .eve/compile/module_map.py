@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 12
-FINGERPRINT = "sha256:0921751c6d00cfde50157dda9cd4f38abe9a50271b54c9443752053839bf511a"
+SCHEMA_VERSION = 13
+FINGERPRINT = "sha256:bb97170979c2478fa991097d5b1b3a2c0bad8246707e792a60ef3ff79a656b1c"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -40,6 +40,7 @@ from eve.execution.setup import AgentSetup
 from eve.messages import MediaPart, user_message
 from eve.redact import redact
 from eve.runtime.connections import close_pool
+from eve.schedules.scheduler import Scheduler, start_scheduler
 from eve.sessions import InputResponse, SessionService, resolve_settings
 from eve.sessions.settings import SESSIONS_DIR
 from eve.sessions.turn_workflow import turn_id_of
@@ -102,6 +103,7 @@ class DevSession:
         self.input = _Input()
         self.renderer = ConsoleRenderer(stream_text=True, footer=True, debug=debug)
         self.session_id = ""
+        self.scheduler: Scheduler | None = None
         self.cursor = 0
         #: set by the first Ctrl-C of the turn being shown: prompts stop waiting
         self.interrupted = CancelSignal()
@@ -122,9 +124,20 @@ class DevSession:
     def _session_file(self) -> Path:
         return self.app_root / SESSIONS_DIR / DEV_SESSION_FILE
 
-    async def open(self, resume: bool) -> None:
+    async def _start_service(self) -> None:
         self.service = self._service()
         await self.service.start()
+        # DBOS fires the agent's registered ticks here too: this process must run them
+        self.scheduler = await start_scheduler(self.app_root, self.service)
+
+    async def _stop_service(self) -> None:
+        await self.service.stop()
+        # after the service: a tick DBOS runs until it stops still finds its runtime
+        if self.scheduler is not None:
+            self.scheduler.stop()
+
+    async def open(self, resume: bool) -> None:
+        await self._start_service()
         saved = self._session_file.read_text().strip() if self._session_file.exists() else ""
         if resume and saved:
             try:
@@ -186,10 +199,9 @@ class DevSession:
         except EveError as error:
             click.echo(f"eve: {error}; keeping the previous agent", err=True)
             return
-        await self.service.stop()
+        await self._stop_service()
         self.setup = setup
-        self.service = self._service()
-        await self.service.start()
+        await self._start_service()
         click.echo("eve: agent/ changed; recompiled and reloaded", err=True)
 
     async def turn(self, text: str) -> None:
@@ -318,7 +330,7 @@ class DevSession:
         try:
             await self.loop()
         finally:
-            await self.service.stop()
+            await self._stop_service()
 
     async def loop(self) -> None:
         while True:

@@ -77,6 +77,8 @@ def info_command(ctx: click.Context, as_json: bool) -> None:
         _print_node(node, "  ")
     for channel in info.channels:
         click.echo(f"channel {channel.name} ({channel.kind}): {channel.method} {channel.url_path}")
+    for schedule in info.schedules:
+        click.echo(f"schedule {schedule.name}: {schedule.cron} ({schedule.timezone})")
     if info.auth is not None:
         click.echo(f"auth: {info.auth.source} (define_auth, {info.auth.export_name})")
     click.echo(f"artifacts: {info.artifacts['manifest']}, {info.artifacts['module_map']}")

@@ -27,6 +27,11 @@ _COMMANDS = {
     "init": ("eve.cli.init_command", "init_command", "Start a new agent in a directory."),
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
     "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
+    "schedules": (
+        "eve.cli.schedules_command",
+        "schedules_command",
+        "List the agent's schedules, run one now, pause or resume one.",
+    ),
     "serve": ("eve.cli.serve_command", "serve_command", "Serve the durable session API."),
     "sessions": (
         "eve.cli.sessions_command",

@@ -15,6 +15,7 @@ from pathlib import Path
 from eve._frontmatter import FrontMatterError, parse_front_matter
 from eve.artifacts import AGENT_DIR, hash_sources, is_ignored
 from eve.compiler.diagnostics import DiagnosticSink
+from eve.compiler.schedule_files import walk_schedules
 from eve.manifest import ROOT_NODE_ID, DiscoveredNode, DiscoveryManifest, SourceFile
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -22,7 +23,17 @@ SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOOK_NAME = TOOL_NAME
 KNOWN_DIRS = frozenset(
-    {"tools", "skills", "hooks", "connections", "channels", "subagents", "lib", "evals"}
+    {
+        "tools",
+        "skills",
+        "hooks",
+        "connections",
+        "channels",
+        "schedules",
+        "subagents",
+        "lib",
+        "evals",
+    }
 )
 EVAL_NAME = TOOL_NAME
 CHANNEL_NAME = TOOL_NAME
@@ -36,7 +47,6 @@ UNSUPPORTED_DIRS = frozenset(
         "instructions",
         "memory",
         "sandbox",
-        "schedules",
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
@@ -66,6 +76,8 @@ class NodeFiles:
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (hook name, path)
     connections: list[tuple[str, str]] = field(default_factory=list)  # (connection name, path)
     channels: list[tuple[str, str]] = field(default_factory=list)  # (channel name, path)
+    #: (schedule name, path): ``schedules/reports/daily.md`` is ``reports/daily``
+    schedules: list[tuple[str, str]] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -93,6 +105,7 @@ class Discovery:
                     hooks=[path for _, path in node.hooks],
                     connections=[path for _, path in node.connections],
                     channels=[path for _, path in node.channels],
+                    schedules=[path for _, path in node.schedules],
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -190,6 +203,8 @@ class _Walker:
             self.connections(node, entry)
         elif entry.name == "channels":
             self.channels(node, entry)
+        elif entry.name == "schedules":
+            self.schedules(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -336,6 +351,21 @@ class _Walker:
                 "the file name is the channel's name and its default path /channels/<name>",
             ),
         )
+
+    def schedules(self, node: NodeFiles, directory: Path) -> None:
+        if node.node_id != ROOT_NODE_ID:
+            # a tick starts a session of the agent; a subagent runs only inside its parent's
+            self.sink.error(
+                "discover/schedules-not-at-root",
+                "schedules/ belongs at the agent's root (agent/schedules/): a scheduled run "
+                "is a session of the whole agent, and a subagent runs only when its parent "
+                "calls it; move the files there",
+                source_path=self.rel(directory),
+                node_id=node.node_id,
+            )
+            return
+        found = walk_schedules(directory, self.sink, self.rel)
+        node.schedules += found
 
     def connection_collisions(self, node: NodeFiles) -> None:
         """A tool whose name a connection's tools could take (``docs__search``)."""

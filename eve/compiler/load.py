@@ -21,6 +21,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import ToolDefinition
 
 DEFINITION_TYPES: tuple[type, ...] = (
@@ -30,6 +31,7 @@ DEFINITION_TYPES: tuple[type, ...] = (
     MCPConnection,
     ChannelDefinition,
     AuthDefinition,
+    ScheduleDefinition,
 )
 _KIND_NAMES = {
     AgentDefinition: "an agent definition",
@@ -38,6 +40,7 @@ _KIND_NAMES = {
     MCPConnection: "an MCP connection (define_mcp_connection(...))",
     ChannelDefinition: "a channel (ai_sdk(...), a2a(...), define_channel(...) …)",
     AuthDefinition: "a custom auth hook (define_auth(authenticate))",
+    ScheduleDefinition: "a schedule (define_schedule(cron=..., run=...))",
 }
 
 

@@ -21,6 +21,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
 from eve.builtins.automatic import AUTOMATIC_TOOLS
 from eve.compiler.bindings import (
@@ -42,6 +43,7 @@ from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
 from eve.compiler.output import CompiledOutput, compile_output
+from eve.compiler.schedules import ScheduleSource, markdown_schedule, python_schedule
 from eve.compiler.tool_sets import ToolSetCompiler
 from eve.errors import CompileFailed
 from eve.manifest import (
@@ -65,6 +67,7 @@ from eve.manifest import (
     Instructions,
     PluginDistribution,
     ProviderToolEntry,
+    ScheduleEntry,
     SkillEntry,
     ToolEntry,
     encode,
@@ -281,6 +284,21 @@ class _NodeCompiler:
         check_paths(entries, lines, self.sink)
         return entries
 
+    def schedule(self, node: NodeFiles, name: str, path: str) -> ScheduleEntry | None:
+        source = ScheduleSource(
+            name=name, logical_path=path, source_id=source_id_for(path, node.root, AGENT_DIR)
+        )
+        if path.endswith(".md"):
+            return markdown_schedule(self.app_root, source, self.sink)
+        loaded = self.load(path, ScheduleDefinition, node.node_id)
+        if loaded is None:
+            return None
+        definition, export_name, factory = loaded
+        assert isinstance(definition, ScheduleDefinition)
+        return python_schedule(
+            definition, source, self.sink, export_name=export_name, factory=factory
+        )
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -325,6 +343,7 @@ class _NodeCompiler:
             c for name, path in node.connections if (c := self.connection(node, name, path))
         ]
         channels = self.channels(node)
+        schedules = [s for name, path in node.schedules if (s := self.schedule(node, name, path))]
         sets = self.tool_sets.node(
             sorted(set(config.tool_sets)),
             taken=self.taken_names(node),
@@ -347,6 +366,10 @@ class _NodeCompiler:
         }
         runtime_roots |= {c.logical_path for c in connections}
         runtime_roots |= {c.logical_path for c in channels if c.has_handler}
+        # a .py schedule is read for its cron, and again at each tick for its run(ctx)
+        python_schedules = {path for _, path in node.schedules if path.endswith(".py")}
+        compile_reads |= python_schedules
+        runtime_roots |= {s.logical_path for s in schedules if s.has_run}
         if auth is not None:
             # the server calls it on every request its own schemes do not accept
             compile_reads.add(auth.logical_path)
@@ -384,6 +407,7 @@ class _NodeCompiler:
             hooks=hooks,
             connections=connections,
             channels=channels,
+            schedules=schedules,
             subagents=node.subagents,
             auth=auth,
             compile_loads=sorted(

@@ -24,6 +24,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HttpServer,
     ProviderToolEntry,
+    ScheduleEntry,
     WorkflowToolEntry,
     decode,
 )
@@ -82,6 +83,19 @@ class ChannelInfo(msgspec.Struct, kw_only=True):
     source: str
 
 
+class ScheduleInfo(msgspec.Struct, kw_only=True):
+    """A schedule (``agent/schedules/``) as declared; ``eve schedules list`` adds its runs."""
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: bool
+    #: the long-lived session every run is a turn of, if any
+    session: str | None
+    #: the file that declares it
+    source: str
+
+
 class AuthInfo(msgspec.Struct, kw_only=True):
     """The agent's custom auth hook (``agent/auth.py``, ``define_auth``): the server asks
     it for the principal of each request its built-in schemes do not prove."""
@@ -135,6 +149,8 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     served_stale_sources: list[str] = []
     #: the doors a server opens to the agent, beside the session API
     channels: list[ChannelInfo] = []
+    #: the runs on a clock a server starts (``agent/schedules/``)
+    schedules: list[ScheduleInfo] = []
     #: the custom auth hook, when ``agent/auth.py`` declares one
     auth: AuthInfo | None = None
 
@@ -197,6 +213,17 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
     )
 
 
+def schedule_info(entry: ScheduleEntry) -> ScheduleInfo:
+    return ScheduleInfo(
+        name=entry.name,
+        cron=entry.cron,
+        timezone=entry.timezone,
+        catch_up=entry.catch_up,
+        session=entry.session,
+        source=entry.logical_path,
+    )
+
+
 def _auth_info(entry: AuthEntry | None) -> AuthInfo | None:
     if entry is None:
         return None
@@ -233,6 +260,7 @@ def agent_info(root: Path) -> AgentInfo:
             for channel in manifest.nodes[ROOT_NODE_ID].channels
             for route in channel.routes
         ],
+        schedules=[schedule_info(s) for s in manifest.nodes[ROOT_NODE_ID].schedules],
         auth=_auth_info(manifest.nodes[ROOT_NODE_ID].auth),
         artifacts={
             "discovery_manifest": DISCOVERY_MANIFEST_PATH,

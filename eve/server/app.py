@@ -49,6 +49,7 @@ from eve.server.bodies import (
 from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
+from eve.server.schedule_routes import ScheduleRoutes
 from eve.server.session_list import session_list
 from eve.server.staleness import SourceWatch
 from eve.server.web_ui import ui_routes
@@ -318,7 +319,10 @@ def create_app(
     )
     #: what the channels' kinds run once the service has started (``ChannelMount.on_start``)
     on_start: list[StartHook] = []
-    running = _Running(service, watch, options.watch_seconds, auth, on_start)
+    schedules = ScheduleRoutes(options.app_root, service)
+    # the agent's schedules fire once the service (DBOS) runs
+    on_start.append(schedules.start)
+    running = _Running(service, watch, options.watch_seconds, auth, on_start, schedules)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -347,6 +351,7 @@ def create_app(
                 _guarded(routes.task_event),
                 methods=["POST"],
             ),
+            *schedules.routes(PREFIX, _guarded),
             *ui_routes(connect=lambda: token_endpoint_origin(auth)),
             *[
                 route
@@ -398,8 +403,10 @@ class _Running:
         every: float,
         auth: ServerAuth,
         on_start: list[StartHook],
+        schedules: ScheduleRoutes,
     ) -> None:
         self.service = service
+        self.schedules = schedules
         self.on_start = on_start
         self.auth = auth
         self.started = False
@@ -424,4 +431,6 @@ class _Running:
                 self._watching.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._watching
+            # after the service: a tick DBOS runs until it stops still finds its runtime
             await self.service.stop()
+            self.schedules.stop()

@@ -31,7 +31,7 @@ from eve.errors import (
     SessionNotFound,
     TaskNotWaiting,
 )
-from eve.events import SessionEvent, SessionStartedData
+from eve.events import Invocation, SessionEvent, SessionStartedData
 from eve.execution.events import EventEmitter
 from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
@@ -173,17 +173,21 @@ class SessionService:
         key: str | None = None,
         principal: Principal = OPERATOR,
         sender: Principal | None = None,
+        invocation: Invocation | None = None,
     ) -> Accepted:
         """A new session owned by ``principal``, with a first turn when ``message`` is
         given, sent by ``sender`` (``principal`` unless a channel acts for a person);
-        ``key`` is the request's ``Idempotency-Key``."""
+        ``key`` is the request's ``Idempotency-Key``; ``invocation`` says what started it
+        when no request did (a schedule's tick), in its ``session.started``."""
         checked = None if message is None else self._checked(message)
         request = None if checked is None else turn_input(checked)
         idem = key_for(CREATE_ROUTE, key, request, principal=principal)
         if (answer := await self._answered(idem)) is not None:
             accepted = Accepted.replay(answer)
             # the first request may still be opening the session, or have died doing so
-            await self._open(accepted.session_id, checked, principal, sender, key=key)
+            await self._open(
+                accepted.session_id, checked, principal, sender, key=key, invocation=invocation
+            )
             return accepted
         session_id = new_session_id()
         accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
@@ -201,8 +205,10 @@ class SessionService:
             # the same key, sent twice at once: the other request made the session
             if (answer := await self._answered(idem)) is None:
                 raise
-            return await self.create(message, key=key, principal=principal, sender=sender)
-        await self._open(session_id, checked, principal, sender, owner=owner)
+            return await self.create(
+                message, key=key, principal=principal, sender=sender, invocation=invocation
+            )
+        await self._open(session_id, checked, principal, sender, owner=owner, invocation=invocation)
         return accepted
 
     async def _answered(self, idem: IdempotencyKey | None) -> Answer | None:
@@ -219,19 +225,22 @@ class SessionService:
         *,
         owner: str | None = None,
         key: str | None = None,
+        invocation: Invocation | None = None,
     ) -> None:
         """Return once the session is open, opening it exactly once (``opening.py``):
         ``owner`` holds the claim of the create that made the row; a replay has none."""
 
         async def work() -> None:
-            await self._publish_started(session_id, principal)
+            await self._publish_started(session_id, principal, invocation)
             await self._watch_idle(session_id)
             if message is not None:
                 await self._enqueue(session_id, message, sender or principal, first=True)
 
         await open_session(self.store, session_id, work, owner=owner, key=key)
 
-    async def _publish_started(self, session_id: str, principal: Principal) -> None:
+    async def _publish_started(
+        self, session_id: str, principal: Principal, invocation: Invocation | None = None
+    ) -> None:
         """``session.started`` and what its hooks emit, into the log, their state saved
         before them: a first turn never starts without it. Nothing, if an earlier holder of
         the open died once its events were in the log."""
@@ -241,7 +250,7 @@ class SessionService:
         emitter = EventEmitter(emitted.append, session_id=session_id, hooks=self.setup.hooks)
         context = EveContext(session_id=session_id, principal=principal)
         with use_context(context):
-            await emitter.emit(SessionStartedData())
+            await emitter.emit(SessionStartedData(invocation=invocation))
         await self._save_initial_state(session_id, context.snapshot())
         writer = self.log.writer(session_id)
         for event in emitted:

@@ -69,7 +69,27 @@ ROUTES: dict[tuple[str, str], tuple[Case, Case | None]] = {
         Case(S + "/compact"),
         Case("/session/x/compact"),
     ),
+    ("GET", "/schedules"): (Case("/schedules"), Case("/schedules", headers={})),
+    ("POST", "/schedules/{name:path}/run"): (
+        Case("/schedules/jobs/quiet/run"),
+        Case("/schedules/nope/run"),
+    ),
+    ("POST", "/schedules/{name:path}/pause"): (
+        Case("/schedules/jobs/quiet/pause"),
+        Case("/schedules/nope/pause"),
+    ),
+    ("POST", "/schedules/{name:path}/resume"): (
+        Case("/schedules/jobs/quiet/resume"),
+        Case("/schedules/nope/resume"),
+    ),
 }
+#: a schedule for the schedule routes; its run sends nothing, so no turn takes the script's
+#: answers from the session under test
+QUIET = """
+from eve.schedules import define_schedule
+
+schedule = define_schedule(cron="0 0 1 1 *", run=lambda ctx: None)
+"""
 #: the dev UI's files, outside /eve/v1: HTML, CSS and JavaScript, and a plain-text 404
 UI_ROUTES = {("GET", "/"), ("GET", "/ui/{name}")}
 
@@ -94,7 +114,11 @@ def assert_has_ok(response: httpx.Response, where: str) -> None:
 
 def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
     # a workflow tool that waits for an event: a task to send one to
-    root = app(make_app, {"agent/tools/track.py": DELIVERY}, [call("track"), say("it arrived")])
+    root = app(
+        make_app,
+        {"agent/tools/track.py": DELIVERY, "agent/schedules/jobs/quiet.py": QUIET},
+        [call("track"), say("it arrived")],
+    )
     server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     try:
         assert routes_of(server) == ROUTES.keys() | UI_ROUTES

@@ -317,3 +317,23 @@ def test_with_a_token_the_page_asks_for_it_and_keeps_it_out_of_urls(
         shop.start()  # as it was, for the module's other tests (xdist may run any after this)
     assert all(token not in address for address in visited)
     assert url in visited
+
+
+def test_the_agent_page_lists_schedules_and_pauses_and_resumes_one(
+    browser: Any, shop: Server
+) -> None:
+    browser.get(root_url(shop) + "#/agent")
+    item = wait_for(browser, lambda d: css(d, "li[data-schedule='morning_digest']"))[0]
+    assert "0 8 * * 1-5" in item.text and "Europe/Paris" in item.text
+    assert "next " in item.text and "never ran" in item.text
+    item.find_element(By.XPATH, ".//button[text()='Pause']").click()
+    paused = wait_for(
+        browser,
+        lambda d: [e for e in css(d, "li[data-schedule='morning_digest']") if "paused" in e.text],
+    )[0]
+    paused.find_element(By.XPATH, ".//button[text()='Resume']").click()
+    wait_for(
+        browser,
+        lambda d: [e for e in css(d, "li[data-schedule='morning_digest']") if "next " in e.text],
+    )
+    screenshot(browser, "schedules")

@@ -1,7 +1,7 @@
-// The agent page: what `eve info` shows, from GET info.
+// The agent page: what `eve info` shows, from GET info, and its schedules' runs.
 
 import { api } from "./api.js";
-import { fill, h, pretty } from "./dom.js";
+import { badge, fill, h, pretty, when } from "./dom.js";
 
 function tool(t) {
   return h("li", { "data-tool": t.name },
@@ -30,6 +30,41 @@ function channels(list) {
       h("span", { class: "muted" }, ` (${c.source})`)))));
 }
 
+// the runs on a clock (agent/schedules/): next and last run, run now, pause and resume
+function lastRun(run) {
+  if (!run) return "never ran";
+  const where = run.session_id
+    ? h("a", { href: `#/session/${encodeURIComponent(run.session_id)}` }, run.session_id)
+    : "no session";
+  return [`last ${when(run.tick)}${run.manual ? " (manual)" : ""} · `, badge(run.status.toLowerCase()), " · ", where];
+}
+
+function schedule(s, redraw) {
+  const act = (call) => async () => {
+    try { await call(s.name); } catch (err) { alert(`${s.name}: ${err.message}`); }
+    redraw();
+  };
+  return h("li", { "data-schedule": s.name },
+    h("strong", {}, s.name), " ", h("code", {}, s.cron), h("span", { class: "muted" }, ` ${s.timezone} (${s.source})`),
+    h("p", {}, s.paused ? badge("paused") : `next ${when(s.next_runs[0])}`, " · ", lastRun(s.last_run)),
+    h("div", { class: "row" },
+      h("button", { type: "button", onclick: act(api.runSchedule) }, "Run now"),
+      s.paused
+        ? h("button", { type: "button", onclick: act(api.resumeSchedule) }, "Resume")
+        : h("button", { type: "button", onclick: act(api.pauseSchedule) }, "Pause")));
+}
+
+function schedules() {
+  const section = h("section", { "aria-label": "Schedules" });
+  const redraw = () => api.schedules().then((answer) => {
+    const list = answer.schedules;
+    fill(section, list.length ? [h("h2", {}, `Schedules (${list.length})`),
+      h("ul", { class: "schedule-list" }, list.map((s) => schedule(s, redraw)))] : []);
+  }, (err) => fill(section, h("p", { class: "error" }, `could not list schedules: ${err.message}`)));
+  redraw();
+  return section;
+}
+
 export function agentPage(main) {
   const status = h("p", { class: "muted", role: "status" }, "Loading…");
   fill(main, h("h1", {}, "Agent"), status);
@@ -38,6 +73,7 @@ export function agentPage(main) {
       h("p", { class: "muted" }, `artifacts ${info.status} · ${info.diagnostics.errors} errors · ${info.diagnostics.warnings} warnings`),
       node(info.agent, "Root agent"),
       channels(info.channels),
+      schedules(),
       info.subagents.map((s) => node(s, `Subagent ${s.path}`)));
   }, (err) => { status.textContent = `could not read the agent: ${err.message}`; });
   return () => {};

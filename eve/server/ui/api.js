@@ -106,6 +106,8 @@ async function call(method, path, body) {
   return data;
 }
 
+// a schedule's name may hold "/" (reports/daily): each part is encoded, the slashes stay
+const schedule = (name, action) => `schedules/${name.split("/").map(encodeURIComponent).join("/")}/${action}`;
 const session = (id, action = "") => `session/${encodeURIComponent(id)}${action ? `/${action}` : ""}`;
 
 export const api = {
@@ -120,6 +122,10 @@ export const api = {
   cancel: (id) => call("POST", session(id, "cancel")),
   reset: (id) => call("POST", session(id, "reset")),
   compact: (id) => call("POST", session(id, "compact")),
+  schedules: () => call("GET", "schedules"),
+  runSchedule: (name) => call("POST", schedule(name, "run")),
+  pauseSchedule: (name) => call("POST", schedule(name, "pause")),
+  resumeSchedule: (name) => call("POST", schedule(name, "resume")),
 };
 
 /**

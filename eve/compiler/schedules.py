@@ -1,0 +1,168 @@
+"""Schedule files into manifest entries: front matter or ``define_schedule`` read, cron and
+time zone checked, each problem a diagnostic naming the file and the field."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from eve._frontmatter import FrontMatterError, parse_front_matter
+from eve.authoring.schedules import ScheduleDefinition
+from eve.compiler.diagnostics import DiagnosticSink
+from eve.manifest import ROOT_NODE_ID, ScheduleEntry, WebhookDelivery
+from eve.schedules.cron import cron_problem, timezone_problem
+
+#: the front matter a ``.md`` schedule may have
+FIELDS = frozenset({"cron", "timezone", "catch_up", "session", "webhook_url_env"})
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+_BOOLEANS = {"true": True, "false": False}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleSource:
+    """Where a schedule was declared."""
+
+    name: str
+    logical_path: str
+    source_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Fields:
+    cron: str
+    timezone: str
+    catch_up: bool
+    session: str | None
+    webhook_url_env: str | None
+
+
+class _Checker:
+    def __init__(self, source: ScheduleSource, sink: DiagnosticSink, line: int | None) -> None:
+        self.source = source
+        self.sink = sink
+        self.line = line
+        self.failed = False
+
+    def error(self, code: str, field: str, message: str) -> None:
+        self.failed = True
+        self.sink.error(
+            code,
+            f"schedule '{self.source.name}', field {field}: {message}",
+            source_path=self.source.logical_path,
+            line=self.line,
+            node_id=ROOT_NODE_ID,
+        )
+
+    def check(self, fields: _Fields) -> None:
+        if problem := cron_problem(fields.cron):
+            self.error("compile/schedule-cron-invalid", "cron", problem)
+        if problem := timezone_problem(fields.timezone):
+            self.error("compile/schedule-timezone-invalid", "timezone", problem)
+        if fields.session is not None and not _SESSION_NAME.match(fields.session):
+            self.error(
+                "compile/schedule-option-invalid",
+                "session",
+                f"{fields.session!r} must be 1 to 100 letters, digits, '_', '.', ':' or '-'",
+            )
+        env = fields.webhook_url_env
+        if env is not None and not _ENV_NAME.match(env):
+            self.error(
+                "compile/schedule-option-invalid",
+                "webhook_url_env",
+                f"{env!r} must name the environment variable that holds the URL (e.g. "
+                "DIGEST_WEBHOOK_URL); a URL often carries a token, so it is never written here",
+            )
+
+
+def _entry(
+    source: ScheduleSource,
+    fields: _Fields,
+    *,
+    prompt: str | None = None,
+    export_name: str = "default",
+    factory: bool = False,
+) -> ScheduleEntry:
+    deliver = None
+    if fields.webhook_url_env is not None:
+        deliver = WebhookDelivery(url_env=fields.webhook_url_env)
+    return ScheduleEntry(
+        name=source.name,
+        logical_path=source.logical_path,
+        source_id=source.source_id,
+        cron=" ".join(fields.cron.split()),
+        timezone=fields.timezone,
+        catch_up=fields.catch_up,
+        session=fields.session,
+        deliver=deliver,
+        prompt=prompt,
+        has_run=prompt is None,
+        export_name=export_name,
+        factory=factory,
+    )
+
+
+def markdown_schedule(
+    app_root: Path, source: ScheduleSource, sink: DiagnosticSink
+) -> ScheduleEntry | None:
+    """The entry of a ``.md`` schedule: its front matter's fields, its body the prompt."""
+    checker = _Checker(source, sink, line=None)
+    text = (app_root / source.logical_path).read_text(encoding="utf-8")
+    try:
+        meta, body = parse_front_matter(text)
+    except FrontMatterError as error:
+        checker.error(
+            "compile/schedule-frontmatter-invalid",
+            "front matter",
+            f"{error}; a schedule starts with '---', a 'cron: …' line and '---', then the prompt",
+        )
+        return None
+    for unknown in sorted(set(meta) - FIELDS):
+        checker.error(
+            "compile/schedule-option-invalid",
+            unknown,
+            f"is not a schedule field (the fields are {', '.join(sorted(FIELDS))})",
+        )
+    if "cron" not in meta:
+        checker.error("compile/schedule-cron-invalid", "cron", "is missing ('cron: 0 9 * * *')")
+        return None
+    catch_up = _BOOLEANS.get(meta.get("catch_up", "false").lower())
+    if catch_up is None:
+        checker.error("compile/schedule-option-invalid", "catch_up", "must be true or false")
+    if not body.strip():
+        checker.error("compile/schedule-prompt-missing", "body", "the prompt (the body) is empty")
+    fields = _Fields(
+        cron=meta["cron"],
+        timezone=meta.get("timezone", "UTC"),
+        catch_up=bool(catch_up),
+        session=meta.get("session") or None,
+        webhook_url_env=meta.get("webhook_url_env") or None,
+    )
+    checker.check(fields)
+    if checker.failed:
+        return None
+    return _entry(source, fields, prompt=body.strip() + "\n")
+
+
+def python_schedule(
+    definition: ScheduleDefinition,
+    source: ScheduleSource,
+    sink: DiagnosticSink,
+    *,
+    export_name: str,
+    factory: bool,
+) -> ScheduleEntry | None:
+    """The entry of a ``.py`` schedule; its ``run`` is re-attached at run time."""
+    checker = _Checker(source, sink, line=definition.line)
+    fields = _Fields(
+        cron=definition.cron,
+        timezone=definition.timezone,
+        catch_up=definition.catch_up,
+        session=definition.session,
+        webhook_url_env=definition.webhook_url_env,
+    )
+    checker.check(fields)
+    if checker.failed:
+        return None
+    return _entry(source, fields, export_name=export_name, factory=factory)

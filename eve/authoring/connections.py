@@ -12,11 +12,14 @@ import difflib
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from eve.authoring._caller import caller_module
 from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normalize_approval
 from eve.errors import AuthoringError
+
+if TYPE_CHECKING:
+    from eve.authoring.connection_auth import OAuth
 
 Expose = Literal["catalog", "tools"]
 #: a bearer token for the server, asked for at each connect (sync or async)
@@ -64,6 +67,8 @@ class MCPConnection:
     cwd: str | None = None
     headers: Mapping[str, EnvValue] = field(default_factory=dict)
     get_token: TokenSource | None = None
+    #: OAuth 2.1 sign-in (``oauth(...)``), for a Streamable HTTP server
+    auth: OAuth | None = None
     tools: ToolFilter = ToolFilter()
     #: the rule for every tool, and rules by the server's tool name that replace it
     approval: ApprovalRule = NEVER
@@ -86,6 +91,7 @@ _KEYS = (
     "cwd",
     "headers",
     "get_token",
+    "auth",
     "tools",
     "block_tools",
     "approval",
@@ -104,6 +110,7 @@ def define_mcp_connection(
     cwd: str | None = None,
     headers: Mapping[str, EnvValue] | None = None,
     get_token: TokenSource | None = None,
+    auth: OAuth | None = None,
     tools: Sequence[str] | None = None,
     block_tools: Sequence[str] = (),
     approval: ApprovalRule
@@ -122,9 +129,10 @@ def define_mcp_connection(
     ``cwd``). ``tools`` allows only the named server tools, ``block_tools`` removes some.
     ``approval`` is one rule for every tool or a dict of rules by the server's tool name
     (``"*"`` for the rest). ``headers`` values come from ``from_env(...)``; ``get_token``
-    returns a bearer token sent as ``Authorization``. ``expose="catalog"`` (the default)
-    reaches the tools through ``eve__search`` and ``eve__tool``; ``"tools"`` lists them in
-    every request.
+    returns a bearer token sent as ``Authorization``; ``auth=oauth(...)`` signs in with
+    OAuth 2.1 instead (discovery, registration, PKCE, refresh: ``eve.connections.oauth``).
+    ``expose="catalog"`` (the default) reaches the tools through ``eve__search`` and
+    ``eve__tool``; ``"tools"`` lists them in every request.
     """
     if unknown:
         raise AuthoringError(_unknown_keys(sorted(unknown)))
@@ -141,6 +149,7 @@ def define_mcp_connection(
         raise AuthoringError(f"url= must be an http(s) URL, not {url!r}")
     if (env or cwd) and command is None:
         raise AuthoringError("env= and cwd= apply to a stdio server (command=), not to url=")
+    _check_auth(auth, url=url, get_token=get_token)
     if expose not in ("catalog", "tools"):
         raise AuthoringError(f"expose= is 'catalog' or 'tools', not {expose!r}")
     for seconds, name in (
@@ -158,6 +167,7 @@ def define_mcp_connection(
         cwd=cwd,
         headers=_checked_headers(headers or {}),
         get_token=get_token,
+        auth=auth,
         tools=ToolFilter(
             allow=tuple(tools) if tools is not None else None, block=tuple(block_tools)
         ),
@@ -168,6 +178,22 @@ def define_mcp_connection(
         call_timeout_seconds=float(call_timeout_seconds),
         defined_in=caller_module(),
     )
+
+
+def _check_auth(auth: object, *, url: str | None, get_token: TokenSource | None) -> None:
+    from eve.authoring.connection_auth import OAuth
+
+    if auth is None:
+        return
+    if not isinstance(auth, OAuth):
+        raise AuthoringError("auth= takes oauth(...) from eve.connections")
+    if url is None:
+        raise AuthoringError("auth=oauth(...) applies to a Streamable HTTP server (url=)")
+    if get_token is not None:
+        raise AuthoringError(
+            "define_mcp_connection takes get_token= or auth=oauth(...), not both: both would "
+            "send Authorization"
+        )
 
 
 def _unknown_keys(keys: list[str]) -> str:

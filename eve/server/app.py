@@ -24,6 +24,8 @@ from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, Attachm
 from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.channels.mount import StartHook
+from eve.connections import authorization
+from eve.connections.authorization import CALLBACK_PATH
 from eve.errors import (
     EveError,
     InvalidBody,
@@ -49,6 +51,7 @@ from eve.server.bodies import (
 from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
+from eve.server.oauth_callback import oauth_callback
 from eve.server.session_list import session_list
 from eve.server.staleness import SourceWatch
 from eve.server.web_ui import ui_routes
@@ -347,6 +350,7 @@ def create_app(
                 _guarded(routes.task_event),
                 methods=["POST"],
             ),
+            Route(CALLBACK_PATH, _guarded(oauth_callback), methods=["GET"]),
             *ui_routes(connect=lambda: token_endpoint_origin(auth)),
             *[
                 route
@@ -365,6 +369,8 @@ def create_app(
         ],
         lifespan=lifespan,
     )
+    # this process answers MCP connections' OAuth callbacks itself (no loopback listener)
+    authorization.serve_callback()
     app.state.service = service
     app.state.running = running
     app.state.followers = followers

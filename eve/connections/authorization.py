@@ -94,8 +94,8 @@ class _Waiting:
 
 
 _waiting: dict[str, _Waiting] = {}
-#: whether this process serves eve's HTTP API (its callback route among it)
-_serving_callback = False
+#: how many of eve's HTTP apps run in this process (each answers the callback route)
+_serving = [0]
 
 
 def principal_key() -> str:
@@ -106,15 +106,19 @@ def principal_key() -> str:
     return f"{context.principal.kind}:{context.principal.id}"
 
 
-def serve_callback(serving: bool = True) -> None:
-    """Say that this process answers ``CALLBACK_PATH`` itself (``eve serve``, ``eve dev``):
-    no loopback listener is opened for a sign-in."""
-    global _serving_callback
-    _serving_callback = serving
+@contextlib.contextmanager
+def serving_callback() -> Iterator[None]:
+    """While the block runs, this process answers ``CALLBACK_PATH`` itself (an app of
+    ``eve serve`` or ``eve dev`` is running): no loopback listener is opened for a sign-in."""
+    _serving[0] += 1
+    try:
+        yield
+    finally:
+        _serving[0] -= 1
 
 
 def serves_callback() -> bool:
-    return _serving_callback
+    return _serving[0] > 0
 
 
 def redirect_url(declared: str | None) -> str:

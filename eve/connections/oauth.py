@@ -21,6 +21,7 @@ sign-in for the wider scope (step-up). This module gives it what is eve's:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -193,6 +194,8 @@ class OAuthLink:
         self.authorizing = False
         self._state: str | None = None
         self._answer: asyncio.Future[authorization.Callback] | None = None
+        #: the loopback listener, open from the link's going out until the answer
+        self._listening = contextlib.AsyncExitStack()
         scope = " ".join(settings.scopes) if settings.scopes else None
         secret = self._client_secret()
         metadata = OAuthClientMetadata(
@@ -250,13 +253,22 @@ class OAuthLink:
         state = parse_qs(urlparse(url).query).get("state", [""])[0]
         self._state = state
         self._answer = authorization.expect(state)
-        await lent.notify(
-            AuthorizationRequiredData(
-                connection=name,
-                url=url,
-                timeout_seconds=self.settings.authorization_timeout_seconds,
+        self.authorizing = True
+        # listening before the person can follow the link
+        await self._listening.enter_async_context(LoopbackListener.for_url(self.redirect_url))
+        try:
+            await lent.notify(
+                AuthorizationRequiredData(
+                    connection=name,
+                    url=url,
+                    timeout_seconds=self.settings.authorization_timeout_seconds,
+                )
             )
-        )
+        except BaseException:
+            self.authorizing = False
+            await self._listening.aclose()
+            authorization.forget(state)
+            raise
 
     async def person_answered(self) -> AuthorizationCodeResult:
         """The SDK's callback handler: the code the person came back with, or a named
@@ -264,10 +276,8 @@ class OAuthLink:
         state, answer, self._state, self._answer = self._state, self._answer, None, None
         assert state is not None and answer is not None, "the SDK calls the redirect first"
         seconds = self.settings.authorization_timeout_seconds
-        self.authorizing = True
         try:
-            async with LoopbackListener.for_url(self.redirect_url):
-                callback = await asyncio.wait_for(answer, seconds)
+            callback = await asyncio.wait_for(answer, seconds)
         except TimeoutError:
             raise MCPAuthorizationRequired(
                 f"connection {self.entry.name!r} needs a person to sign in, and no one did "
@@ -278,6 +288,7 @@ class OAuthLink:
         finally:
             self.authorizing = False
             authorization.forget(state)
+            await self._listening.aclose()
         if callback.error is not None:
             detail = f" ({callback.error_description})" if callback.error_description else ""
             raise MCPAuthorizationFailed(

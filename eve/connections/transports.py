@@ -176,7 +176,14 @@ class ServerLink:
         """Whether the server ended our session: the spec's answer is 404 to a request that
         carried the session id (any body); servers built on the TypeScript SDK's examples
         (the reference "everything" server) answer 400 with a JSON-RPC error about the
-        session id instead. Either way the server processed nothing."""
+        session id instead. Either way the server processed nothing. A 401 or 403 from the
+        server itself (not from an authorization server the OAuth flow asks) is kept with
+        its challenge (``auth_failure``)."""
+        if response.request.url.copy_with(query=None) == self._url:
+            if response.status_code in (401, 403):
+                self.refused = (response.status_code, response.headers.get("www-authenticate"))
+            elif response.status_code < 400:
+                self.refused = None
         if not response.request.headers.get(SESSION_HEADER):
             return
         if response.status_code == 404:

@@ -327,7 +327,10 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await running.start()
         try:
-            yield
+            # this process answers MCP connections' OAuth callbacks itself (no loopback
+            # listener while the app runs)
+            with authorization.serving_callback():
+                yield
         finally:
             await running.stop()
 
@@ -369,8 +372,6 @@ def create_app(
         ],
         lifespan=lifespan,
     )
-    # this process answers MCP connections' OAuth callbacks itself (no loopback listener)
-    authorization.serve_callback()
     app.state.service = service
     app.state.running = running
     app.state.followers = followers

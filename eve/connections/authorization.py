@@ -127,9 +127,12 @@ def redirect_url(declared: str | None) -> str:
     return declared or os.environ.get(REDIRECT_ENV) or DEFAULT_REDIRECT_URL
 
 
-def expect(state: str) -> asyncio.Future[Callback]:
-    """A future the callback carrying ``state`` resolves; ``forget`` it when done."""
-    loop = asyncio.get_running_loop()
+def expect(
+    state: str, *, loop: asyncio.AbstractEventLoop | None = None
+) -> asyncio.Future[Callback]:
+    """A future (of ``loop``, by default the running one) the callback carrying ``state``
+    resolves; ``forget`` it when done."""
+    loop = loop or asyncio.get_running_loop()
     answer: asyncio.Future[Callback] = loop.create_future()
     _waiting[state] = _Waiting(loop=loop, answer=answer)
     return answer

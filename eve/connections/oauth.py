@@ -26,6 +26,8 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
 import httpx2
@@ -43,9 +45,23 @@ from eve.errors import (
 from eve.events import AuthorizationRequiredData
 from eve.manifest import ConnectionEntry, HttpServer, OAuthSettings
 from eve.redact import add_secret
-from eve.sessions.oauth_tokens import GrantRows, StoredGrant, grant_key
+
+if TYPE_CHECKING:
+    from eve.sessions.oauth_tokens import GrantRows
 
 log = logging.getLogger("eve.connections")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredGrant:
+    """A grant as read: the token response and client registration as JSON."""
+
+    tokens: str | None
+    expires_at: float | None
+    client_info: str | None
+
+
+_NONE = StoredGrant(tokens=None, expires_at=None, client_info=None)
 
 
 class _Grant:
@@ -54,13 +70,16 @@ class _Grant:
     def __init__(self, link: OAuthLink) -> None:
         self.link = link
         self.rows: GrantRows | None = None
-        self.memory = StoredGrant(tokens=None, expires_at=None, client_info=None)
+        self.memory = _NONE
         self.expires_at: float | None = None
 
     def _rows(self) -> GrantRows | None:
         if self.rows is None:
             lent = authorization.turn_authorization.get()
             if lent is not None and lent.store is not None:
+                # imported here: the session package is loaded only where a turn lends it
+                from eve.sessions.oauth_tokens import GrantRows, grant_key
+
                 entry = self.link.entry
                 assert isinstance(entry.server, HttpServer)
                 self.rows = GrantRows(
@@ -75,8 +94,11 @@ class _Grant:
         rows = self._rows()
         if rows is None:
             return self.memory
-        return await asyncio.to_thread(rows.load) or StoredGrant(
-            tokens=None, expires_at=None, client_info=None
+        found = await asyncio.to_thread(rows.load)
+        if found is None:
+            return _NONE
+        return StoredGrant(
+            tokens=found.tokens, expires_at=found.expires_at, client_info=found.client_info
         )
 
     async def get_tokens(self) -> OAuthToken | None:
@@ -231,7 +253,9 @@ class OAuthLink:
             client_id=self.settings.client_id,
             client_secret=secret,
             redirect_uris=[self.redirect_url],  # type: ignore[list-item]
-            token_endpoint_auth_method="client_secret_post" if secret else "none",
+            # RFC 6749 §2.3.1: every authorization server takes HTTP Basic for a client
+            # with a password, which is what registering one beforehand usually gives
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
             grant_types=["authorization_code", "refresh_token"],
         )
 

@@ -10,7 +10,7 @@ exchanges the code and goes on; this page only says so.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 
 from eve.connections import authorization
 
@@ -21,4 +21,5 @@ async def oauth_callback(request: Request) -> Response:
     """Hand the callback to the sign-in waiting for its state (``OAuthCallbackInvalid``,
     400, when none does)."""
     authorization.complete(authorization.callback_of(dict(request.query_params)))
-    return PlainTextResponse(SIGNED_IN)
+    # JSON like every answer of the API (a browser shows it as it is)
+    return JSONResponse({"ok": True, "status": "signed_in", "message": SIGNED_IN})

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import unquote_plus, urlencode
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -123,7 +123,11 @@ class AuthorizationServer:
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+                "token_endpoint_auth_methods_supported": [
+                    "none",
+                    "client_secret_basic",
+                    "client_secret_post",
+                ],
                 "scopes_supported": [READ, ADMIN],
             }
         )
@@ -177,10 +181,9 @@ class AuthorizationServer:
 
     async def token(self, request: Request) -> Response:
         form = await request.form()
-        client = self.state.clients.get(str(form.get("client_id", "")))
-        if client is None or (
-            client.get("client_secret") and form.get("client_secret") != client["client_secret"]
-        ):
+        client_id, secret = _client_credentials(request, form)
+        client = self.state.clients.get(client_id)
+        if client is None or (client.get("client_secret") and secret != client["client_secret"]):
             # RFC 6749 §5.2: invalid_client, 401 when the client tried to authenticate
             return _error(401, "invalid_client", "unknown client or wrong secret")
         grant_type = str(form.get("grant_type"))
@@ -209,6 +212,17 @@ class AuthorizationServer:
             return _error(400, "invalid_grant", "PKCE verification failed")
         grant = Grant(client_id=client["client_id"], scope=code["scope"], subject=code["subject"])
         return JSONResponse(self.state._issue(grant))
+
+
+def _client_credentials(request: Request, form: Any) -> tuple[str, str | None]:
+    """The client's id and secret: HTTP Basic (RFC 6749 §2.3.1, which a server MUST take,
+    the parts form-urlencoded first) or in the body (client_secret_post)."""
+    basic = request.headers.get("authorization", "")
+    if basic.startswith("Basic "):
+        user, _, password = base64.b64decode(basic[6:]).decode().partition(":")
+        return unquote_plus(user), unquote_plus(password)
+    secret = form.get("client_secret")
+    return str(form.get("client_id", "")), None if secret is None else str(secret)
 
 
 def _redirect(uri: str, **params: str | None) -> Response:

@@ -139,9 +139,9 @@ async def test_each_principal_signs_in_for_itself(server: AuthState, store: Sess
         assert (await pool.call(vault, "whoami", {})).text == "alice"
         server.subject = "bob"
         bob = Person()
-        with use_context(EveContext(session_id="s", principal=Principal(id="bob", kind="user"))):
-            with authorization.lent(notify=bob.notify):
-                assert (await pool.call(vault, "whoami", {})).text == "bob"
+        bob_turn = EveContext(session_id="s", principal=Principal(id="bob", kind="user"))
+        with use_context(bob_turn), authorization.lent(notify=bob.notify):
+            assert (await pool.call(vault, "whoami", {})).text == "bob"
         # alice's session goes on with alice's token
         assert (await pool.call(vault, "whoami", {})).text == "alice"
     assert len(bob.seen) == 1
@@ -165,7 +165,7 @@ async def test_no_sign_in_within_the_timeout_is_a_named_error(
 ) -> None:
     vault, person = signing_in(server, timeout=0.5), Person(signs_in=False)
     async with turn(store, person) as pool:
-        with pytest.raises(MCPAuthorizationRequired, match="no one did within 0.5s"):
+        with pytest.raises(MCPAuthorizationRequired, match=r"no one did within 0\.5s"):
             await pool.list_tools(vault)
     assert len(person.seen) == 1 and rows(store) != []  # the registration is kept
 
@@ -195,7 +195,7 @@ async def test_a_wrong_client_secret_is_invalid_client(
         "client_id": "known",
         "client_secret": "right",
         "redirect_uris": [],
-        "token_endpoint_auth_method": "client_secret_post",
+        "token_endpoint_auth_method": "client_secret_basic",
     }
     monkeypatch.setenv("VAULT_SECRET", "wrong")
     vault = signing_in(server, client_id="known", client_secret=from_env("VAULT_SECRET"))
@@ -218,7 +218,10 @@ async def test_a_server_that_needs_auth_with_none_declared_says_what_to_declare(
         await pool.close()
     error = raised.value
     assert error.status == 401 and error.www_authenticate is not None
-    assert "resource_metadata=" in error.www_authenticate and 'scope="mcp:read"' in error.www_authenticate
+    assert (
+        "resource_metadata=" in error.www_authenticate
+        and 'scope="mcp:read"' in error.www_authenticate
+    )
     assert "auth=oauth()" in str(error) and "HTTP 401" in str(error)
 
 

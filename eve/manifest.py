@@ -273,7 +273,7 @@ class HttpServer(Base, frozen=True, kw_only=True, tag="http", tag_field="transpo
     headers: dict[str, EnvHeader] = {}
     #: a ``get_token`` callable gives ``Authorization: Bearer …`` (re-attached at run time)
     has_token: bool = False
-    #: OAuth 2.1 sign-in (``eve.connections.oauth``); None: none
+    #: OAuth 2.1 sign-in (``eve.connections.oauth_client``); None: none
     oauth: OAuthSettings | None = None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eve.authoring.connections import EnvValue
+from eve.authoring.env_values import EnvValue
 from eve.errors import AuthoringError
 
 

@@ -12,37 +12,20 @@ import difflib
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from eve.authoring._caller import caller_module
 from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normalize_approval
+from eve.authoring.connection_auth import OAuth
+from eve.authoring.env_values import ENV_NAME, EnvValue, from_env
 from eve.errors import AuthoringError
 
-if TYPE_CHECKING:
-    from eve.authoring.connection_auth import OAuth
+__all__ = ["EnvValue", "MCPConnection", "ToolFilter", "define_mcp_connection", "from_env"]
 
 Expose = Literal["catalog", "tools"]
 #: a bearer token for the server, asked for at each connect (sync or async)
 TokenSource = Callable[[], str | Awaitable[str]]
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EnvValue:
-    """A header value read from the environment variable ``name`` when connecting."""
-
-    name: str
-    #: written before the value (``"Bearer "``)
-    prefix: str = ""
-
-
-def from_env(name: str, *, prefix: str = "") -> EnvValue:
-    """A header value taken from the environment variable ``name`` at connect time, so the
-    secret is never written into ``.eve/``: ``headers={"X-Api-Key": from_env("DOCS_KEY")}``."""
-    if not _ENV_NAME.match(name):
-        raise AuthoringError(f"from_env({name!r}): not an environment variable name")
-    return EnvValue(name=name, prefix=prefix)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,7 +113,7 @@ def define_mcp_connection(
     ``approval`` is one rule for every tool or a dict of rules by the server's tool name
     (``"*"`` for the rest). ``headers`` values come from ``from_env(...)``; ``get_token``
     returns a bearer token sent as ``Authorization``; ``auth=oauth(...)`` signs in with
-    OAuth 2.1 instead (discovery, registration, PKCE, refresh: ``eve.connections.oauth``).
+    OAuth 2.1 instead (discovery, registration, PKCE, refresh: ``eve.connections.oauth_client``).
     ``expose="catalog"`` (the default) reaches the tools through ``eve__search`` and
     ``eve__tool``; ``"tools"`` lists them in every request.
     """
@@ -181,8 +164,6 @@ def define_mcp_connection(
 
 
 def _check_auth(auth: object, *, url: str | None, get_token: TokenSource | None) -> None:
-    from eve.authoring.connection_auth import OAuth
-
     if auth is None:
         return
     if not isinstance(auth, OAuth):
@@ -229,7 +210,7 @@ def _checked_headers(headers: Mapping[str, EnvValue]) -> dict[str, EnvValue]:
 
 def _checked_env(env: Mapping[str, str | EnvValue]) -> dict[str, str | EnvValue]:
     for name, value in env.items():
-        if not _ENV_NAME.match(name):
+        if not ENV_NAME.match(name):
             raise AuthoringError(f"env: {name!r} is not an environment variable name")
         if not isinstance(value, str | EnvValue):
             raise AuthoringError(f"env[{name!r}] is a string or from_env('VARIABLE')")

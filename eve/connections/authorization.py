@@ -1,6 +1,6 @@
 """The person's part of an OAuth sign-in: who is told the link, and how their answer comes back.
 
-A connection that needs a sign-in (``eve.connections.oauth``) sends the person to the
+A connection that needs a sign-in (``eve.connections.oauth_client``) sends the person to the
 authorization server; that server sends them back to eve's callback with a ``code`` and the
 ``state`` it was given. The sign-in in progress waits here, keyed by that ``state`` (32
 random bytes, so only the holder of the link can answer it), and the callback, whichever door

@@ -39,7 +39,7 @@ from eve.connections.client_features import (
     runs_without_task,
 )
 from eve.connections.content import ResultPart, content_parts
-from eve.connections.oauth import OAuthLink
+from eve.connections.oauth_client import OAuthLink
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
 from eve.connections.transports import ServerLink
 from eve.errors import (
@@ -508,7 +508,7 @@ class ConnectionPool:
 
     def _server(self, entry: ConnectionEntry, token: TokenSource | None) -> _Server:
         # a connection that signs in has one session per principal: each person's calls go
-        # with their own token (``connections.oauth``)
+        # with their own token (``connections.oauth_client``)
         principal = principal_key() if _signs_in(entry) else None
         key = entry.logical_path if principal is None else f"{entry.logical_path}\n{principal}"
         server = self._servers.get(key)

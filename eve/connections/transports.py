@@ -30,7 +30,7 @@ from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
 from eve.redact import RedactingFilter, add_secret
 
 if TYPE_CHECKING:
-    from eve.connections.oauth import OAuthLink
+    from eve.connections.oauth_client import OAuthLink
 
 #: the SDK's client-side loggers (a logger's filter sees only its own records, not its
 #: children's): what they log can quote a server's error, and with it an echoed secret
@@ -72,7 +72,7 @@ class ServerLink:
     ) -> None:
         self.entry = entry
         self.token = token
-        #: the OAuth sign-in of an ``auth=oauth(...)`` connection (``connections.oauth``)
+        #: the OAuth sign-in of an ``auth=oauth(...)`` connection (``connections.oauth_client``)
         self.oauth = oauth
         #: the last 401/403 the server answered (status, ``WWW-Authenticate``), until it
         #: answers a request again

@@ -1,5 +1,5 @@
 """``GET /eve/v1/oauth/callback``: where an authorization server sends a person back after an
-MCP connection's sign-in (``eve.connections.oauth``).
+MCP connection's sign-in (``eve.connections.oauth_client``).
 
 The route is anonymous, as a browser's redirect carries no eve credential: what proves the
 request is its ``state``, 32 random bytes only the link's holder knows, which one waiting

@@ -1,6 +1,6 @@
 """MCP connections' OAuth grants in the session database: one row per connection and principal.
 
-The SDK's token storage (``eve.connections.oauth``) reads and writes through this; the
+The SDK's token storage (``eve.connections.oauth_client``) reads and writes through this; the
 values are JSON strings it validates itself, so this module knows tables, not OAuth.
 A grant is keyed by the connection's file and its server's URL together: pointing a
 connection at another server starts a new grant instead of presenting the old one's tokens.

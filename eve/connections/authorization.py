@@ -38,7 +38,8 @@ CALLBACK_PATH = "/eve/v1/oauth/callback"
 DEFAULT_REDIRECT_URL = f"http://127.0.0.1:33418{CALLBACK_PATH}"
 REDIRECT_ENV = "EVE_OAUTH_REDIRECT_URL"
 
-Notify = Callable[["AuthorizationRequiredData"], Awaitable[None]]
+#: how a sign-in tells the turn (the emitter's ``emit``: what it returns is not used)
+Notify = Callable[["AuthorizationRequiredData"], Awaitable[object]]
 
 
 @dataclass(frozen=True, kw_only=True)

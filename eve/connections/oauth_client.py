@@ -125,10 +125,11 @@ class _Grant:
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         grant = await self._load()
-        if grant.client_info is not None:
-            info = OAuthClientInformationFull.model_validate_json(grant.client_info)
-        else:
-            info = self.link.declared_client()
+        info = (
+            OAuthClientInformationFull.model_validate_json(grant.client_info)
+            if grant.client_info is not None
+            else self.link.declared_client()
+        )
         if info is not None and info.client_secret:
             add_secret(info.client_secret)
         return info

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -36,11 +35,11 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from eve.connections import authorization
 from eve.connections.loopback import LoopbackListener
+from eve.connections.transports import env_secret
 from eve.errors import (
     MCPAuthorizationFailed,
     MCPAuthorizationRequired,
     MCPConnectionError,
-    MCPServerUnavailable,
 )
 from eve.events import AuthorizationRequiredData
 from eve.manifest import ConnectionEntry, HttpServer, OAuthSettings
@@ -226,7 +225,7 @@ class OAuthLink:
             redirect_uris=[self.redirect_url],  # type: ignore[list-item]
             grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
-            token_endpoint_auth_method="client_secret_post" if secret else "none",
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
             scope=scope,
         )
         self.auth: httpx2.Auth = _Provider(self, _Grant(self), metadata)
@@ -235,15 +234,7 @@ class OAuthLink:
         declared = self.settings.client_secret
         if declared is None:
             return None
-        value = os.environ.get(declared.env)
-        if value is None:
-            raise MCPServerUnavailable(
-                f"connection {self.entry.name!r}: oauth client_secret comes from the "
-                f"environment variable {declared.env}, which is not set",
-                connection=self.entry.name,
-            )
-        add_secret(value)
-        return declared.prefix + value
+        return env_secret(declared, connection=self.entry.name, what="oauth client_secret")
 
     def declared_client(self) -> OAuthClientInformationFull | None:
         """The client registered beforehand (``oauth(client_id=...)``), if declared."""

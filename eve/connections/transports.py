@@ -51,6 +51,13 @@ SESSION_HEADER = "mcp-session-id"
 _SESSION_ERROR_BYTES = 2_000
 
 
+def env_secret(value: EnvHeader, *, connection: str, what: str) -> str:
+    """A declared value read from the environment, a secret from now on (redacted)."""
+    found = _env(value, connection=connection, what=what)
+    add_secret(found[len(value.prefix) :])
+    return found
+
+
 def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
     if isinstance(value, str):
         return value
@@ -84,10 +91,9 @@ class ServerLink:
 
     def _secret(self, value: str | EnvHeader, *, what: str) -> str:
         """A declared value; one from the environment is a secret from now on."""
-        found = _env(value, connection=self.entry.name, what=what)
         if isinstance(value, EnvHeader):
-            add_secret(found[len(value.prefix) :])
-        return found
+            return env_secret(value, connection=self.entry.name, what=what)
+        return value
 
     @property
     def _url(self) -> httpx2.URL | None:

@@ -4,10 +4,6 @@ callback route, and no token lands in the events or any database table but eve's
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +16,7 @@ from tests.connections.oauth_server import AuthState, protected_server
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import ROOT, InProcessServer
+from tests.sessions.test_secrets import stored_cells
 
 CONNECTION = """
 import os
@@ -82,29 +79,13 @@ def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(
     # row holds them (checked present, so the scan would have found them)
     for token in server.issued:
         assert token not in raw
-    held = [cell for table, cell in cells(root) if table == "eve_mcp_oauth"]
+    held = [cell for table, cell in stored_cells(root) if table == "eve_mcp_oauth"]
     assert any(server.issued[0].encode() in cell for cell in held)
-    for table, cell in cells(root):
+    for table, cell in stored_cells(root):
         if table != "eve_mcp_oauth":
             assert not any(token.encode() in cell for token in server.issued), table
     dbos = (root / ".eve/sessions/dbos.sqlite").read_bytes()
     assert not any(token.encode() in dbos for token in server.issued)
-
-
-def cells(root: Path) -> Iterator[tuple[str, bytes]]:
-    """Every text or blob cell of the embedded databases by table, also base64-decoded
-    (DBOS stores workflow inputs and step outputs encoded)."""
-    for path in sorted((root / ".eve/sessions").glob("*.sqlite")):
-        with contextlib.closing(sqlite3.connect(path)) as db:
-            names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-            for table in names:
-                for row in db.execute(f'SELECT * FROM "{table}"'):
-                    for cell in row:
-                        if isinstance(cell, str | bytes):
-                            raw = cell.encode() if isinstance(cell, str) else cell
-                            yield table, raw
-                            with contextlib.suppress(binascii.Error, ValueError):
-                                yield table, base64.b64decode(raw, validate=True)
 
 
 def test_an_unknown_callback_is_refused(make_app: AppFactory) -> None:

@@ -262,6 +262,8 @@ class OAuthSettings(Base, frozen=True, kw_only=True):
     client_secret: EnvHeader | None = None
     redirect_url: str | None = None
     client_name: str = "eve"
+    #: a client ID metadata document's URL (SEP-991), used instead of registering
+    client_metadata_url: str | None = None
     authorization_timeout_seconds: float = 300.0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 from eve.authoring.env_values import EnvValue
 from eve.errors import AuthoringError
@@ -27,6 +28,10 @@ class OAuth:
     #: at ``EVE_OAUTH_REDIRECT_URL``, else the loopback default)
     redirect_url: str | None = None
     client_name: str = "eve"
+    #: an HTTPS URL where this client's metadata document is published (SEP-991): used as
+    #: the client id where the authorization server takes such documents, instead of
+    #: registering
+    client_metadata_url: str | None = None
     #: how long a turn waits for the person to sign in before the call fails
     authorization_timeout_seconds: float = 300.0
 
@@ -38,6 +43,7 @@ def oauth(
     client_secret: EnvValue | None = None,
     redirect_url: str | None = None,
     client_name: str = "eve",
+    client_metadata_url: str | None = None,
     authorization_timeout_seconds: float = 300.0,
 ) -> OAuth:
     """Sign in to the server with OAuth 2.1 (``define_mcp_connection(url=..., auth=oauth())``).
@@ -45,7 +51,9 @@ def oauth(
     With no ``client_id`` eve registers itself with the authorization server (dynamic client
     registration); give ``client_id`` (and ``client_secret=from_env(...)`` for a confidential
     client) for one registered beforehand. ``scopes`` are asked for at the first sign-in;
-    a server's challenge asking for more is followed (step-up)."""
+    a server's challenge asking for more is followed (step-up). ``client_metadata_url``
+    names a client ID metadata document, used instead of registering where the
+    authorization server supports them."""
     if isinstance(scopes, str):
         raise AuthoringError("oauth(scopes=...) is a list of scope names, not one string")
     if client_secret is not None and not isinstance(client_secret, EnvValue):
@@ -59,6 +67,14 @@ def oauth(
         raise AuthoringError(
             f"oauth(redirect_url=...) must be an http(s) URL, not {redirect_url!r}"
         )
+    if client_metadata_url is not None and (
+        not client_metadata_url.startswith("https://")
+        or urlparse(client_metadata_url).path in ("", "/")
+    ):
+        raise AuthoringError(
+            "oauth(client_metadata_url=...) must be an https URL with a path (the client's "
+            f"metadata document), not {client_metadata_url!r}"
+        )
     if not authorization_timeout_seconds > 0:
         raise AuthoringError("oauth(authorization_timeout_seconds=...) must be positive")
     return OAuth(
@@ -67,5 +83,6 @@ def oauth(
         client_secret=client_secret,
         redirect_url=redirect_url,
         client_name=client_name,
+        client_metadata_url=client_metadata_url,
         authorization_timeout_seconds=float(authorization_timeout_seconds),
     )

@@ -51,6 +51,7 @@ def _oauth(auth: OAuth) -> OAuthSettings:
         client_secret=None if secret is None else _env_value(secret),
         redirect_url=auth.redirect_url,
         client_name=auth.client_name,
+        client_metadata_url=auth.client_metadata_url,
         authorization_timeout_seconds=auth.authorization_timeout_seconds,
     )
 

@@ -164,6 +164,7 @@ class _Provider(OAuthClientProvider):
             grant,
             redirect_handler=link.send_person,
             callback_handler=link.person_answered,
+            client_metadata_url=link.settings.client_metadata_url,
         )
         self.link = link
         self.grant = grant

@@ -28,6 +28,8 @@ from eve.events import AuthorizationRequiredData
 from tests.connections.servers import entry
 
 SECRET_ENV = "EVE_CONFORMANCE_CLIENT_SECRET"
+#: the client ID metadata document the suite's basic-cimd scenario expects (SEP-991)
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
 def _arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +63,8 @@ def _auth() -> Any:
         client_id=client_id,
         client_secret=secret,
         redirect_url=redirect,
+        # the document the suite's authorization server expects (it fetches nothing)
+        client_metadata_url=CLIENT_METADATA_URL,
         authorization_timeout_seconds=20,
     )
 

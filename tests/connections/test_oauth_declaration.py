@@ -51,6 +51,8 @@ def test_the_manifest_records_the_sign_in_by_name_only(
         (lambda: oauth(client_secret=from_env("S")), "needs the client_id"),
         (lambda: oauth(redirect_url="myapp:/cb"), "http(s) URL"),
         (lambda: oauth(authorization_timeout_seconds=0), "positive"),
+        (lambda: oauth(client_metadata_url="http://x.invalid/c.json"), "https URL with a path"),
+        (lambda: oauth(client_metadata_url="https://x.invalid/"), "https URL with a path"),
         (
             lambda: define_mcp_connection(description="x", command=["server"], auth=oauth()),
             "Streamable HTTP",

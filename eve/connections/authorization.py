@@ -95,8 +95,6 @@ class _Waiting:
 
 
 _waiting: dict[str, _Waiting] = {}
-#: how many of eve's HTTP apps run in this process (each answers the callback route)
-_serving = [0]
 
 
 def principal_key() -> str:
@@ -105,21 +103,6 @@ def principal_key() -> str:
     if context is None:
         return "operator:operator"
     return f"{context.principal.kind}:{context.principal.id}"
-
-
-@contextlib.contextmanager
-def serving_callback() -> Iterator[None]:
-    """While the block runs, this process answers ``CALLBACK_PATH`` itself (an app of
-    ``eve serve`` or ``eve dev`` is running): no loopback listener is opened for a sign-in."""
-    _serving[0] += 1
-    try:
-        yield
-    finally:
-        _serving[0] -= 1
-
-
-def serves_callback() -> bool:
-    return _serving[0] > 0
 
 
 def redirect_url(declared: str | None) -> str:

@@ -1,9 +1,11 @@
-"""A loopback listener for OAuth callbacks, in a process that serves no HTTP (``eve run``).
+"""A loopback listener for OAuth callbacks, where no eve server answers them (``eve run``).
 
 When the redirect URL is a loopback address (RFC 8252 §7.3: a native client receives the
-authorization response on a loopback port) and this process does not serve eve's HTTP API,
-a small listener answers ``GET <callback path>`` on that port while a sign-in waits, and
-hands the query to ``connections.authorization``. Concurrent sign-ins share it.
+authorization response on a loopback port), a small listener answers ``GET <callback
+path>`` on that port while a sign-in waits, and hands the query to
+``connections.authorization``. Concurrent sign-ins of the process share it. A port that is
+taken is left alone: that is an ``eve serve`` or ``eve dev --web`` on it, which answers the
+callback route itself.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class LoopbackListener:
         """Listen for ``url``'s callbacks while the block runs, if this process must."""
         parsed = urlparse(url)
         host = parsed.hostname or ""
-        if authorization.serves_callback() or host not in _LOOPBACK_HOSTS:
+        if host not in _LOOPBACK_HOSTS:
             yield
             return
         key = (host, parsed.port or 80)
@@ -57,9 +59,9 @@ class LoopbackListener:
                 lambda r, w: _answer(r, w, path), host=key[0], port=key[1]
             )
         except OSError as error:
-            # another process listens there (an eve serve on the same port answers the
-            # callback itself); the person's browser reaches that one
-            log.warning("OAuth callback listener on %s:%d not opened: %s", key[0], key[1], error)
+            # an eve server listens there (this process's or another's) and answers the
+            # callback route itself
+            log.info("OAuth callback listener on %s:%d not opened: %s", key[0], key[1], error)
             return False
         cls._open[key] = (server, 1)
         return True

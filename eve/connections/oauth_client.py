@@ -123,12 +123,12 @@ class _Grant:
         await asyncio.to_thread(rows.save_tokens, data, expires_at)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
-        grant = await self._load()
-        info = (
-            OAuthClientInformationFull.model_validate_json(grant.client_info)
-            if grant.client_info is not None
-            else self.link.declared_client()
-        )
+        # a declared client wins over a registration stored before it was declared
+        info = self.link.declared_client()
+        if info is None:
+            grant = await self._load()
+            if grant.client_info is not None:
+                info = OAuthClientInformationFull.model_validate_json(grant.client_info)
         if info is not None and info.client_secret:
             add_secret(info.client_secret)
         return info

@@ -24,7 +24,6 @@ from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, Attachm
 from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.channels.mount import StartHook
-from eve.connections import authorization
 from eve.connections.authorization import CALLBACK_PATH
 from eve.errors import (
     EveError,
@@ -327,10 +326,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await running.start()
         try:
-            # this process answers MCP connections' OAuth callbacks itself (no loopback
-            # listener while the app runs)
-            with authorization.serving_callback():
-                yield
+            yield
         finally:
             await running.stop()
 

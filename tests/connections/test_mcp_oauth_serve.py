@@ -15,9 +15,11 @@ from tests.conftest import AppFactory
 from tests.connections.oauth_server import AuthState, protected_server
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
-from tests.sessions.inprocess import ROOT, InProcessServer
+from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_secrets import stored_cells
 
+#: where the app is reached from the browser (behind a proxy, say)
+PUBLIC = "https://agent.example.invalid"
 CONNECTION = """
 import os
 
@@ -51,7 +53,7 @@ def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(
 ) -> None:
     root = vault_app(make_app, server, monkeypatch)
     app = InProcessServer(
-        root, env={"VAULT_URL": server.resource, REDIRECT_ENV: ROOT + CALLBACK_PATH}
+        root, env={"VAULT_URL": server.resource, REDIRECT_ENV: PUBLIC + CALLBACK_PATH}
     ).start()
     try:
         session = app.create("who am I?")
@@ -62,12 +64,13 @@ def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(
         approved = httpx.get(asked["url"])
         assert approved.status_code == 302
         back = approved.headers["location"]
-        assert back.startswith(ROOT + CALLBACK_PATH + "?")
-        answered = app.http.get(back.removeprefix(ROOT))  # type: ignore[union-attr]
+        assert back.startswith(PUBLIC + CALLBACK_PATH + "?")
+        # the browser reaches the app at its public URL: here, in process
+        answered = app.http.get(back.removeprefix(PUBLIC))  # type: ignore[union-attr]
         assert answered.status_code == 200, answered.text
         events = app.wait_for(session, count("session.waiting"))
         # a used state is refused: the callback is answered once
-        again = app.http.get(back.removeprefix(ROOT))  # type: ignore[union-attr]
+        again = app.http.get(back.removeprefix(PUBLIC))  # type: ignore[union-attr]
         assert again.status_code == 400 and again.json()["code"] == "oauth_callback_invalid"
         raw = app.get(f"/session/{session}/stream?follow=false").text
     finally:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 #: eve's callback route; the redirect URL of a connection points at it
 CALLBACK_PATH = "/eve/v1/oauth/callback"
 #: the redirect URL when neither the connection nor ``EVE_OAUTH_REDIRECT_URL`` gives one:
-#: loopback (RFC 8252 §7.3), answered by ``eve serve`` on this port or, in a process that
-#: serves no HTTP (``eve run``), by a listener opened while a sign-in waits
+#: loopback (RFC 8252 §7.3), answered by a listener the waiting process opens there
+#: (``connections.loopback``), or by an eve server on this port
 DEFAULT_REDIRECT_URL = f"http://127.0.0.1:33418{CALLBACK_PATH}"
 REDIRECT_ENV = "EVE_OAUTH_REDIRECT_URL"
 

@@ -12,8 +12,9 @@ sign-in for the wider scope (step-up). This module gives it what is eve's:
   using the pool); every token and client secret joins the redaction set as it is read;
 - **the person**: the link goes out as an ``authorization.required`` event of the turn
   (``connections.authorization``) and the call waits, up to the connection's
-  ``authorization_timeout_seconds``, for the callback; a process that serves no HTTP opens
-  a loopback listener for it (``connections.loopback``);
+  ``authorization_timeout_seconds``, for the callback; a loopback redirect URL gets a
+  listener of this process while it waits, unless an eve server holds the port
+  (``connections.loopback``);
 - **named errors**: the SDK's failures happen inside the transport, which reports them as
   a closed connection, so the link keeps the real one and the pool raises it.
 """

@@ -232,6 +232,9 @@ class _Server:
         finally:
             if not task.done():
                 task.cancel()
+                # as wait_for does: what the request leaves is cleaned up before we go on
+                with contextlib.suppress(BaseException):
+                    await task
 
     def _failing(self, message: str) -> MCPServerUnavailable:
         """A failed connect: the next waits ``backoff`` seconds, doubled each time."""

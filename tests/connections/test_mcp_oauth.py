@@ -4,18 +4,20 @@ kept in the session database."""
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import contextlib
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
 from eve.auth.principal import Principal
-from eve.connections import authorization, define_mcp_connection, oauth
+from eve.connections import authorization, define_mcp_connection, from_env, oauth
 from eve.connections.pool import ConnectionPool
 from eve.context import EveContext, use_context
 from eve.errors import (
@@ -189,8 +191,6 @@ async def test_a_refused_sign_in_is_a_named_error(server: AuthState, store: Sess
 async def test_a_wrong_client_secret_is_invalid_client(
     server: AuthState, store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eve.connections import from_env
-
     server.clients["known"] = {
         "client_id": "known",
         "client_secret": "right",
@@ -233,4 +233,47 @@ async def test_tokens_never_reach_the_logs(
     async with turn(store, Person()) as pool:
         await pool.call(vault, "whoami", {})
     assert server.issued and not any(token in caplog.text for token in server.issued)
-    await asyncio.sleep(0)
+
+
+def test_the_test_authorization_server_checks_pkce(server: AuthState) -> None:
+    """The rule the sign-in tests lean on (RFC 7636 §4.6): a code is exchanged only with the
+    verifier whose S256 is its challenge, and only once (RFC 6749 §4.1.2)."""
+    verifier = "v" * 64
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    redirect = "http://127.0.0.1:1/cb"
+    with httpx.Client(base_url=server.issuer) as http:
+        client = http.post(
+            "/register", json={"redirect_uris": [redirect], "token_endpoint_auth_method": "none"}
+        ).json()["client_id"]
+
+        def code() -> str:
+            authorized = http.get(
+                "/authorize",
+                params={
+                    "client_id": client,
+                    "redirect_uri": redirect,
+                    "response_type": "code",
+                    "state": "s",
+                    "code_challenge": challenge.rstrip(b"=").decode(),
+                    "code_challenge_method": "S256",
+                    "resource": server.resource,
+                },
+            )
+            return parse_qs(urlparse(authorized.headers["location"]).query)["code"][0]
+
+        def exchange(code: str, verifier: str) -> httpx.Response:
+            form = {
+                "grant_type": "authorization_code",
+                "code": code,
+                "client_id": client,
+                "redirect_uri": redirect,
+                "code_verifier": verifier,
+            }
+            return http.post("/token", data=form)
+
+        wrong = exchange(code(), "w" * 64)
+        first = code()
+        right, again = exchange(first, verifier), exchange(first, verifier)
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    assert right.status_code == 200 and right.json()["token_type"] == "Bearer"
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"

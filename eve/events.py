@@ -235,6 +235,22 @@ class ConnectionFailed(Event, frozen=True, kw_only=True, tag="connection.failed"
     data: ConnectionFailedData
 
 
+class AuthorizationRequiredData(EventData, frozen=True, kw_only=True):
+    #: the MCP connection's name (its file under ``connections/``)
+    connection: str
+    #: where the person signs in (the authorization server's page); the turn waits
+    url: str
+    #: how long the turn waits for the sign-in before the call fails
+    timeout_seconds: float
+
+
+class AuthorizationRequired(Event, frozen=True, kw_only=True, tag="authorization.required"):
+    """An MCP connection needs a person to sign in (OAuth): open ``url``; the turn goes on
+    once the authorization server sends them back to eve's callback."""
+
+    data: AuthorizationRequiredData
+
+
 class TurnCompletedData(EventData, frozen=True, kw_only=True):
     stop_reason: TurnStop
     #: the turn's tokens, all its steps together (its subagents' included)
@@ -596,6 +612,7 @@ SessionEvent = (
     | TurnStarted
     | MessageReceived
     | ConnectionFailed
+    | AuthorizationRequired
     | StepStarted
     | ModelRetrying
     | ModelFallback
@@ -632,6 +649,7 @@ EventType = Literal[
     "turn.started",
     "message.received",
     "connection.failed",
+    "authorization.required",
     "step.started",
     "model.retrying",
     "model.fallback",

@@ -251,6 +251,22 @@ class EnvHeader(Base, frozen=True, kw_only=True):
     prefix: str = ""
 
 
+class OAuthSettings(Base, frozen=True, kw_only=True):
+    """How a Streamable HTTP connection signs in with OAuth 2.1 (``oauth(...)``): no token
+    and no secret, only the names of variables holding them."""
+
+    #: the scopes asked for first (None: what the server's challenge or metadata names)
+    scopes: list[str] | None = None
+    #: a client registered beforehand (None: dynamic client registration)
+    client_id: str | None = None
+    client_secret: EnvHeader | None = None
+    redirect_url: str | None = None
+    client_name: str = "eve"
+    #: a client ID metadata document's URL (SEP-991), used instead of registering
+    client_metadata_url: str | None = None
+    authorization_timeout_seconds: float = 300.0
+
+
 class HttpServer(Base, frozen=True, kw_only=True, tag="http", tag_field="transport"):
     """A server reached over Streamable HTTP."""
 
@@ -259,6 +275,8 @@ class HttpServer(Base, frozen=True, kw_only=True, tag="http", tag_field="transpo
     headers: dict[str, EnvHeader] = {}
     #: a ``get_token`` callable gives ``Authorization: Bearer …`` (re-attached at run time)
     has_token: bool = False
+    #: OAuth 2.1 sign-in (``eve.connections.oauth_client``); None: none
+    oauth: OAuthSettings | None = None
 
 
 class StdioServer(Base, frozen=True, kw_only=True, tag="stdio", tag_field="transport"):

@@ -28,6 +28,7 @@ SLOW: dict[str, float] = {
     "tests/sessions/test_idle_timeout.py::test_an_idle_session_ends_on_its_timer_across_a_restart": 32,
     "tests/sessions/test_fault_logs.py::test_a_minute_of_full_disk_is_a_few_lines": 31,
     "tests/sessions/test_postgres.py::test_survivor_adopts_a_turn_parked_in_a_workflow_tool": 30,
+    "tests/connections/test_mcp_oauth_restart.py::test_a_sign_in_waiting_at_a_crash_is_asked_again_after_the_restart": 29,
     "tests/connections/test_mcp_dev_exit.py::test_eve_dev_exit_ends_the_servers_it_started": 28,
     "tests/sessions/test_parked_turns.py::test_a_thousand_parked_sessions_do_not_delay_a_new_one": 26,
     "tests/sessions/test_tasks.py::test_a_workflow_tool_asks_a_person_parks_across_a_restart_and_settles": 25,

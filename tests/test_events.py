@@ -37,12 +37,14 @@ RECORDED = sorted(WIRE.glob("*.ndjson"))
 def test_the_recorded_streams_cover_most_of_the_vocabulary() -> None:
     seen = {json.loads(line)["type"] for path in RECORDED for line in path.open()}
     # reasoning, retries and fallbacks need a provider, connection.failed an MCP server that is down
-    # (tests/connections/ produce it); the rest a recorded stream of the server shows
+    # and authorization.required one that asks for OAuth (tests/connections/ produce them);
+    # the rest a recorded stream of the server shows
     assert set(EVENT_TYPES) - seen == {
         "reasoning.appended",
         "model.retrying",
         "model.fallback",
         "connection.failed",
+        "authorization.required",
     }
 
 

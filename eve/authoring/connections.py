@@ -16,30 +16,16 @@ from typing import Literal
 
 from eve.authoring._caller import caller_module
 from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normalize_approval
+from eve.authoring.connection_auth import OAuth
+from eve.authoring.env_values import ENV_NAME, EnvValue, from_env
 from eve.errors import AuthoringError
+
+__all__ = ["EnvValue", "MCPConnection", "ToolFilter", "define_mcp_connection", "from_env"]
 
 Expose = Literal["catalog", "tools"]
 #: a bearer token for the server, asked for at each connect (sync or async)
 TokenSource = Callable[[], str | Awaitable[str]]
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EnvValue:
-    """A header value read from the environment variable ``name`` when connecting."""
-
-    name: str
-    #: written before the value (``"Bearer "``)
-    prefix: str = ""
-
-
-def from_env(name: str, *, prefix: str = "") -> EnvValue:
-    """A header value taken from the environment variable ``name`` at connect time, so the
-    secret is never written into ``.eve/``: ``headers={"X-Api-Key": from_env("DOCS_KEY")}``."""
-    if not _ENV_NAME.match(name):
-        raise AuthoringError(f"from_env({name!r}): not an environment variable name")
-    return EnvValue(name=name, prefix=prefix)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +50,8 @@ class MCPConnection:
     cwd: str | None = None
     headers: Mapping[str, EnvValue] = field(default_factory=dict)
     get_token: TokenSource | None = None
+    #: OAuth 2.1 sign-in (``oauth(...)``), for a Streamable HTTP server
+    auth: OAuth | None = None
     tools: ToolFilter = ToolFilter()
     #: the rule for every tool, and rules by the server's tool name that replace it
     approval: ApprovalRule = NEVER
@@ -86,6 +74,7 @@ _KEYS = (
     "cwd",
     "headers",
     "get_token",
+    "auth",
     "tools",
     "block_tools",
     "approval",
@@ -104,6 +93,7 @@ def define_mcp_connection(
     cwd: str | None = None,
     headers: Mapping[str, EnvValue] | None = None,
     get_token: TokenSource | None = None,
+    auth: OAuth | None = None,
     tools: Sequence[str] | None = None,
     block_tools: Sequence[str] = (),
     approval: ApprovalRule
@@ -122,9 +112,10 @@ def define_mcp_connection(
     ``cwd``). ``tools`` allows only the named server tools, ``block_tools`` removes some.
     ``approval`` is one rule for every tool or a dict of rules by the server's tool name
     (``"*"`` for the rest). ``headers`` values come from ``from_env(...)``; ``get_token``
-    returns a bearer token sent as ``Authorization``. ``expose="catalog"`` (the default)
-    reaches the tools through ``eve__search`` and ``eve__tool``; ``"tools"`` lists them in
-    every request.
+    returns a bearer token sent as ``Authorization``; ``auth=oauth(...)`` signs in with
+    OAuth 2.1 instead (discovery, registration, PKCE, refresh: ``eve.connections.oauth_client``).
+    ``expose="catalog"`` (the default) reaches the tools through ``eve__search`` and
+    ``eve__tool``; ``"tools"`` lists them in every request.
     """
     if unknown:
         raise AuthoringError(_unknown_keys(sorted(unknown)))
@@ -141,6 +132,7 @@ def define_mcp_connection(
         raise AuthoringError(f"url= must be an http(s) URL, not {url!r}")
     if (env or cwd) and command is None:
         raise AuthoringError("env= and cwd= apply to a stdio server (command=), not to url=")
+    _check_auth(auth, url=url, get_token=get_token)
     if expose not in ("catalog", "tools"):
         raise AuthoringError(f"expose= is 'catalog' or 'tools', not {expose!r}")
     for seconds, name in (
@@ -158,6 +150,7 @@ def define_mcp_connection(
         cwd=cwd,
         headers=_checked_headers(headers or {}),
         get_token=get_token,
+        auth=auth,
         tools=ToolFilter(
             allow=tuple(tools) if tools is not None else None, block=tuple(block_tools)
         ),
@@ -168,6 +161,20 @@ def define_mcp_connection(
         call_timeout_seconds=float(call_timeout_seconds),
         defined_in=caller_module(),
     )
+
+
+def _check_auth(auth: object, *, url: str | None, get_token: TokenSource | None) -> None:
+    if auth is None:
+        return
+    if not isinstance(auth, OAuth):
+        raise AuthoringError("auth= takes oauth(...) from eve.connections")
+    if url is None:
+        raise AuthoringError("auth=oauth(...) applies to a Streamable HTTP server (url=)")
+    if get_token is not None:
+        raise AuthoringError(
+            "define_mcp_connection takes get_token= or auth=oauth(...), not both: both would "
+            "send Authorization"
+        )
 
 
 def _unknown_keys(keys: list[str]) -> str:
@@ -203,7 +210,7 @@ def _checked_headers(headers: Mapping[str, EnvValue]) -> dict[str, EnvValue]:
 
 def _checked_env(env: Mapping[str, str | EnvValue]) -> dict[str, str | EnvValue]:
     for name, value in env.items():
-        if not _ENV_NAME.match(name):
+        if not ENV_NAME.match(name):
             raise AuthoringError(f"env: {name!r} is not an environment variable name")
         if not isinstance(value, str | EnvValue):
             raise AuthoringError(f"env[{name!r}] is a string or from_env('VARIABLE')")

@@ -33,6 +33,7 @@ from eve.events import (
     ActionPartial,
     ActionResult,
     ActionsRequested,
+    AuthorizationRequired,
     CompactionFailed,
     ConnectionFailed,
     HookFailed,
@@ -248,6 +249,7 @@ class TurnView:
             case (
                 SessionStarted()
                 | ConnectionFailed()
+                | AuthorizationRequired()
                 | StepStarted()
                 | ReasoningAppended()
                 | ActionPartial()

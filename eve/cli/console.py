@@ -11,6 +11,7 @@ from eve.events import (
     ActionPartial,
     ActionResult,
     ActionsRequested,
+    AuthorizationRequired,
     CompactionFailed,
     ConnectionFailed,
     MessageAppended,
@@ -61,6 +62,13 @@ def activity(event: SessionEvent) -> list[str]:
             return [
                 f"! connection {data.connection} failed, its tools are missing this turn: "
                 f"{_short(data.error, 300)}"
+            ]
+        case AuthorizationRequired(data=data):
+            # the whole URL, never shortened: the person opens it to sign in
+            return [
+                f"🔑 connection {data.connection} needs you to sign in; open this link "
+                f"(waiting {data.timeout_seconds:g}s):",
+                f"   {data.url}",
             ]
     return []
 

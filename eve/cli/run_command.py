@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import msgspec
@@ -26,6 +26,7 @@ from eve.cli.errors import translate_errors
 from eve.cli.interrupts import INTERRUPTED, CtrlC, quit_now
 from eve.cli.main import app_root_of
 from eve.cli.stdin_lines import StdinLines
+from eve.connections import authorization
 from eve.context.active import EveContext
 from eve.errors import EveError
 from eve.events import SessionEvent
@@ -43,6 +44,9 @@ from eve.execution.transcript import (
     state_path,
 )
 from eve.messages import user_message
+
+if TYPE_CHECKING:
+    from eve.sessions.store import SessionStore
 from eve.runtime.connections import close_pool
 
 #: the result a second Ctrl-C gives the call that was running when eve quit
@@ -156,6 +160,21 @@ class RunOptions:
     debug: bool = False
 
 
+def _grant_store(app_root: Path) -> Callable[[], SessionStore]:
+    opened: list[SessionStore] = []
+
+    def store() -> SessionStore:
+        if not opened:
+            # imported here: a run that signs in to nothing never loads SQLAlchemy for it
+            from eve.sessions.settings import resolve_settings
+            from eve.sessions.store import SessionStore
+
+            opened.append(SessionStore(resolve_settings(app_root).eve_url))
+        return opened[0]
+
+    return store
+
+
 async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     model, session, as_json = options.model, options.session, options.as_json
     # read before anything starts: a file no model takes fails the run, not the turn
@@ -180,7 +199,10 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
     )
     history = load_transcript(session) if session else ()
     try:
-        result = await run_agent(setup, message, history=history, env=env)
+        # MCP connections keep their OAuth grants in the app's session database, opened
+        # only when one signs in
+        with authorization.lent(store=_grant_store(app_root)):
+            result = await run_agent(setup, message, history=history, env=env)
     finally:
         if session:
             # saved whatever the turn's end: its messages are in the transcript already

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from eve.authoring.approval import ApprovalRule
+from eve.authoring.connection_auth import OAuth
 from eve.authoring.connections import EnvValue, MCPConnection
-from eve.manifest import Approval, ConnectionEntry, EnvHeader, HttpServer, McpServer, StdioServer
+from eve.manifest import (
+    Approval,
+    ConnectionEntry,
+    EnvHeader,
+    HttpServer,
+    McpServer,
+    OAuthSettings,
+    StdioServer,
+)
 
 
 def _approval(rule: ApprovalRule) -> Approval:
@@ -30,6 +39,20 @@ def _server(definition: MCPConnection) -> McpServer:
         url=definition.url,
         headers={name: _env_value(value) for name, value in sorted(definition.headers.items())},
         has_token=definition.get_token is not None,
+        oauth=None if definition.auth is None else _oauth(definition.auth),
+    )
+
+
+def _oauth(auth: OAuth) -> OAuthSettings:
+    secret = auth.client_secret
+    return OAuthSettings(
+        scopes=list(auth.scopes) if auth.scopes is not None else None,
+        client_id=auth.client_id,
+        client_secret=None if secret is None else _env_value(secret),
+        redirect_url=auth.redirect_url,
+        client_name=auth.client_name,
+        client_metadata_url=auth.client_metadata_url,
+        authorization_timeout_seconds=auth.authorization_timeout_seconds,
     )
 
 

@@ -4,6 +4,7 @@ This package also holds the connection pool (``eve.connections.pool``), the only
 eve that imports the ``mcp`` SDK; it is imported only when an agent has connections.
 """
 
+from eve.authoring.connection_auth import OAuth, oauth
 from eve.authoring.connections import (
     EnvValue,
     MCPConnection,
@@ -12,4 +13,12 @@ from eve.authoring.connections import (
     from_env,
 )
 
-__all__ = ["EnvValue", "MCPConnection", "ToolFilter", "define_mcp_connection", "from_env"]
+__all__ = [
+    "EnvValue",
+    "MCPConnection",
+    "OAuth",
+    "ToolFilter",
+    "define_mcp_connection",
+    "from_env",
+    "oauth",
+]

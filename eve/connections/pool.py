@@ -32,12 +32,14 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
+from eve.connections.authorization import principal_key
 from eve.connections.client_features import (
     ClientFeatures,
     progress_callback,
     runs_without_task,
 )
 from eve.connections.content import ResultPart, content_parts
+from eve.connections.oauth_client import OAuthLink
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
 from eve.connections.transports import ServerLink
 from eve.errors import (
@@ -50,7 +52,7 @@ from eve.errors import (
     MCPToolFailed,
     MCPToolsChanged,
 )
-from eve.manifest import ConnectionEntry
+from eve.manifest import ConnectionEntry, HttpServer
 from eve.messages import TextPart
 from eve.runtime.partials import Report
 
@@ -90,7 +92,9 @@ class CallResult:
 class _Server:
     """One server's session and the task that owns it."""
 
-    def __init__(self, entry: ConnectionEntry, token: TokenSource | None) -> None:
+    def __init__(
+        self, entry: ConnectionEntry, token: TokenSource | None, principal: str | None = None
+    ) -> None:
         self.entry = entry
         self.token = token
         self.session: ClientSession | None = None
@@ -109,7 +113,7 @@ class _Server:
         self.backoff = 0.0
         self.retry_at = 0.0
         #: how the server is reached; it notices when the server ends our session
-        self.link = ServerLink(entry, token)
+        self.link = ServerLink(entry, token, _oauth(entry, principal))
         #: eve's name, roots and progress, as the session offers them (client_features)
         self.features = ClientFeatures()
 
@@ -176,7 +180,7 @@ class _Server:
                 self.own(ready), name=f"eve-mcp-{self.name}"
             )
             try:
-                self.session = await asyncio.wait_for(
+                self.session = await self._bounded(
                     asyncio.shield(ready), self.entry.connect_timeout_seconds
                 )
             except MCPConnectionError:
@@ -197,6 +201,11 @@ class _Server:
                 ) from None
             except Exception as error:
                 await self._close_owner()
+                refused = self.link.auth_failure()
+                if refused is not None:
+                    # not backed off: the person signs in (or the credential is fixed) and
+                    # the next message connects at once
+                    raise refused from None
                 why = _reason(error)
                 if self.link.stderr is not None:
                     why += await asyncio.to_thread(self.link.stderr.explain)
@@ -207,6 +216,25 @@ class _Server:
             self.failed, self.backoff = None, 0.0
             self.listed = None  # a new session is listed anew
             return self.session
+
+    async def _bounded(self, waited: Awaitable[R], seconds: float) -> R:
+        """``waited`` within ``seconds``, not counting time a person spends signing in
+        (OAuth): at the deadline, a sign-in under way (bounded by its own timeout) is
+        waited for, and the clock starts again."""
+        task = asyncio.ensure_future(waited)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=seconds)
+                if done:
+                    return task.result()
+                if not self.link.authorizing:
+                    raise TimeoutError
+        finally:
+            if not task.done():
+                task.cancel()
+                # as wait_for does: what the request leaves is cleaned up before we go on
+                with contextlib.suppress(BaseException):
+                    await task
 
     def _failing(self, message: str) -> MCPServerUnavailable:
         """A failed connect: the next waits ``backoff`` seconds, doubled each time."""
@@ -250,6 +278,9 @@ class _Server:
             try:
                 return await run(session)
             except MCPError as error:
+                refused = self.link.auth_failure()
+                if refused is not None:
+                    raise refused from None
                 if self._origin(error, session, 0.0) is Origin.SERVER or attempt == 2:
                     raise MCPServerUnavailable(
                         f"connection {self.name!r}: {what} failed: {described(error)}",
@@ -343,7 +374,7 @@ class _Server:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            result = await asyncio.wait_for(
+            result = await self._bounded(
                 session.call_tool(
                     tool,
                     dict(arguments),
@@ -368,6 +399,11 @@ class _Server:
     def _failed(
         self, error: MCPError, session: ClientSession, tool: str, elapsed: float
     ) -> Exception:
+        refused = self.link.auth_failure()
+        if refused is not None:
+            # refused before the server took the call (a 401 or a failed sign-in): the
+            # transport reports a closed connection, but the tool did not run
+            return refused
         found = self._origin(error, session, elapsed)
         match found:
             case Origin.EXPIRED:
@@ -434,6 +470,18 @@ def _retrieved(task: asyncio.Task[ClientSession]) -> None:
         task.exception()
 
 
+def _signs_in(entry: ConnectionEntry) -> bool:
+    return isinstance(entry.server, HttpServer) and entry.server.oauth is not None
+
+
+def _oauth(entry: ConnectionEntry, principal: str | None) -> OAuthLink | None:
+    server = entry.server
+    if not isinstance(server, HttpServer) or server.oauth is None:
+        return None
+    assert principal is not None, "a connection that signs in is pooled by principal"
+    return OAuthLink(entry, server.oauth, principal)
+
+
 class _SessionEnded(Exception):
     """The server ended the session before it took the call (a 404 to our session id)."""
 
@@ -462,9 +510,13 @@ class ConnectionPool:
         self._servers: dict[str, _Server] = {}
 
     def _server(self, entry: ConnectionEntry, token: TokenSource | None) -> _Server:
-        server = self._servers.get(entry.logical_path)
+        # a connection that signs in has one session per principal: each person's calls go
+        # with their own token (``connections.oauth_client``)
+        principal = principal_key() if _signs_in(entry) else None
+        key = entry.logical_path if principal is None else f"{entry.logical_path}\n{principal}"
+        server = self._servers.get(key)
         if server is None or server.entry != entry:
-            server = self._servers[entry.logical_path] = _Server(entry, token)
+            server = self._servers[key] = _Server(entry, token, principal)
         return server
 
     async def list_tools(

@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx2
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -25,9 +25,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from eve.authoring.connections import TokenSource
 from eve.connections.process_group import ProcessGroup
 from eve.connections.server_stderr import StderrTail
-from eve.errors import MCPServerUnavailable
+from eve.errors import MCPConnectionError, MCPServerUnavailable, MCPUnauthorized
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
 from eve.redact import RedactingFilter, add_secret
+
+if TYPE_CHECKING:
+    from eve.connections.oauth_client import OAuthLink
 
 #: the SDK's client-side loggers (a logger's filter sees only its own records, not its
 #: children's): what they log can quote a server's error, and with it an echoed secret
@@ -48,6 +51,13 @@ SESSION_HEADER = "mcp-session-id"
 _SESSION_ERROR_BYTES = 2_000
 
 
+def env_secret(value: EnvHeader, *, connection: str, what: str) -> str:
+    """A declared value read from the environment, a secret from now on (redacted)."""
+    found = _env(value, connection=connection, what=what)
+    add_secret(found[len(value.prefix) :])
+    return found
+
+
 def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
     if isinstance(value, str):
         return value
@@ -64,9 +74,16 @@ def _env(value: str | EnvHeader, *, connection: str, what: str) -> str:
 class ServerLink:
     """One server's transport, opened anew for each session."""
 
-    def __init__(self, entry: ConnectionEntry, token: TokenSource | None) -> None:
+    def __init__(
+        self, entry: ConnectionEntry, token: TokenSource | None, oauth: OAuthLink | None = None
+    ) -> None:
         self.entry = entry
         self.token = token
+        #: the OAuth sign-in of an ``auth=oauth(...)`` connection (``connections.oauth_client``)
+        self.oauth = oauth
+        #: the last 401/403 the server answered (status, ``WWW-Authenticate``), until it
+        #: answers a request again
+        self.refused: tuple[int, str | None] | None = None
         #: the HTTP server ended this session (see ``_seen``): it processed nothing more
         self.expired = False
         #: a stdio server's stderr, whose last line explains a server that died at start
@@ -74,10 +91,41 @@ class ServerLink:
 
     def _secret(self, value: str | EnvHeader, *, what: str) -> str:
         """A declared value; one from the environment is a secret from now on."""
-        found = _env(value, connection=self.entry.name, what=what)
         if isinstance(value, EnvHeader):
-            add_secret(found[len(value.prefix) :])
-        return found
+            return env_secret(value, connection=self.entry.name, what=what)
+        return value
+
+    @property
+    def _url(self) -> httpx2.URL | None:
+        server = self.entry.server
+        return httpx2.URL(server.url) if isinstance(server, HttpServer) else None
+
+    @property
+    def authorizing(self) -> bool:
+        """A person is signing in for this link: the pool's timeouts wait for them."""
+        return self.oauth is not None and self.oauth.authorizing
+
+    def auth_failure(self) -> MCPConnectionError | None:
+        """Why the server did not let us in, when that is why a request failed: the OAuth
+        flow's named error, else the server's 401/403 with its challenge."""
+        if self.oauth is not None and (failure := self.oauth.take_failure()) is not None:
+            return failure
+        if self.refused is None:
+            return None
+        status, challenge = self.refused
+        fix = (
+            "the token eve signed in for was refused"
+            if self.oauth is not None
+            else "declare auth=oauth() on the connection, or give a valid credential "
+            "(get_token= or headers=)"
+        )
+        return MCPUnauthorized(
+            f"connection {self.entry.name!r}: the server answered HTTP {status} "
+            f"(WWW-Authenticate: {challenge or 'none'}): {fix}",
+            connection=self.entry.name,
+            status=status,
+            www_authenticate=challenge,
+        )
 
     async def open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         self.expired = False
@@ -120,7 +168,10 @@ class ServerLink:
                         token = await token
                     add_secret(token)
                     headers["Authorization"] = f"Bearer {token}"
-                client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+                auth = None if self.oauth is None else self.oauth.auth
+                client = await stack.enter_async_context(
+                    create_mcp_http_client(headers=headers, auth=auth)
+                )
                 client.event_hooks = {"request": [], "response": [self._seen]}
                 read, write = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=client)
@@ -131,7 +182,14 @@ class ServerLink:
         """Whether the server ended our session: the spec's answer is 404 to a request that
         carried the session id (any body); servers built on the TypeScript SDK's examples
         (the reference "everything" server) answer 400 with a JSON-RPC error about the
-        session id instead. Either way the server processed nothing."""
+        session id instead. Either way the server processed nothing. A 401 or 403 from the
+        server itself (not from an authorization server the OAuth flow asks) is kept with
+        its challenge (``auth_failure``)."""
+        if response.request.url.copy_with(query=None) == self._url:
+            if response.status_code in (401, 403):
+                self.refused = (response.status_code, response.headers.get("www-authenticate"))
+            elif response.status_code < 400:
+                self.refused = None
         if not response.request.headers.get(SESSION_HEADER):
             return
         if response.status_code == 404:

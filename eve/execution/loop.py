@@ -14,6 +14,7 @@ from typing import Any, TypeVar, assert_never
 import msgspec
 
 from eve.attachments import attachments_of
+from eve.connections import authorization
 from eve.context.active import EveContext, use_context
 from eve.costs import Spend, price
 from eve.errors import EmptyModelResponse, ModelProtocolError
@@ -555,7 +556,8 @@ async def run_agent(
         start=len(history),
         compaction=compaction_policy(setup),
     )
-    with use_context(context):
+    # an MCP connection that needs a person to sign in tells them through this turn
+    with use_context(context), authorization.lent(notify=emitter.emit):
         return await _run(turn, message)
 
 

@@ -24,6 +24,7 @@ from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, Attachm
 from eve.auth.settings import OIDCSettings
 from eve.channels.declaration import ChannelDeclaration, channel_routes
 from eve.channels.mount import StartHook
+from eve.connections.authorization import CALLBACK_PATH
 from eve.errors import (
     EveError,
     InvalidBody,
@@ -49,6 +50,7 @@ from eve.server.bodies import (
 from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
+from eve.server.oauth_callback import oauth_callback
 from eve.server.schedule_routes import ScheduleRoutes
 from eve.server.session_list import session_list
 from eve.server.staleness import SourceWatch
@@ -352,6 +354,7 @@ def create_app(
                 methods=["POST"],
             ),
             *schedules.routes(PREFIX, _guarded),
+            Route(CALLBACK_PATH, _guarded(oauth_callback), methods=["GET"]),
             *ui_routes(connect=lambda: token_endpoint_origin(auth)),
             *[
                 route

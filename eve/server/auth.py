@@ -27,8 +27,12 @@ MIN_PUBLIC_TOKEN_LENGTH = 32
 PUBLIC_PATHS = frozenset({"/eve/v1/health"})
 #: what the dev UI reads before it can sign in: the issuer and client id, nothing secret
 AUTH_CONFIG_PATH = "/eve/v1/auth/config"
+#: where an authorization server sends a person back after an MCP connection's sign-in: a
+#: browser redirect carries no credential, and the sign-in's random ``state`` proves it
+#: (``eve.connections.authorization.CALLBACK_PATH``)
+OAUTH_CALLBACK_PATH = "/eve/v1/oauth/callback"
 #: routes that need no principal (the dev UI's files are public too: ``is_ui_path``)
-ANONYMOUS_PATHS = PUBLIC_PATHS | {AUTH_CONFIG_PATH}
+ANONYMOUS_PATHS = PUBLIC_PATHS | {AUTH_CONFIG_PATH, OAUTH_CALLBACK_PATH}
 
 #: ``agent/auth.py``'s hook as the server calls it: a principal, or None to refuse
 AuthHook = Callable[[Request], Awaitable[Principal | None]]

@@ -127,6 +127,25 @@ workers = sa.Table(
     sa.Column("heartbeat_at", sa.Float, nullable=False),
 )
 
+#: an MCP connection's OAuth grant per principal (``oauth_tokens.py``): the tokens and the
+#: registered client, here and nowhere else (never in artifacts, events or DBOS's tables)
+mcp_oauth = sa.Table(
+    "eve_mcp_oauth",
+    _metadata,
+    #: sha256 of the connection's file and its server's URL: another URL is another grant
+    sa.Column("grant_key", sa.String(64), primary_key=True),
+    #: the principal's kind and id (``user:alice``): each person signs in for themselves
+    sa.Column("principal", sa.String(300), primary_key=True),
+    sa.Column("connection", sa.String(255), nullable=False),
+    #: the token response as JSON (access and refresh token, scope); NULL: none yet
+    sa.Column("tokens", sa.Text),
+    #: when the access token expires (epoch seconds); NULL: unknown
+    sa.Column("expires_at", sa.Float),
+    #: the client registration as JSON (RFC 7591's response); NULL: none yet
+    sa.Column("client_info", sa.Text),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
 
 def create_tables(engine: Engine) -> None:
     try:

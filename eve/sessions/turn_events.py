@@ -18,7 +18,9 @@ summary finds the turn counted. What the body emits after it while held (a hook'
 
 Hooks run again with the body, so a hook that fails again reports ``hook.failed`` again. That
 report has no body position of its own (whether a hook fails need not repeat, and positions
-must): it follows the event it is about, and is skipped when that event is.
+must): it follows the event it is about, and is skipped when that event is. An MCP
+sign-in's ``authorization.required`` has no position either: a recovered run that asks
+again shows the new link (``RENEWED``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from eve.sessions.store import TurnProgress
 
 #: the events that tell a turn's outcome, which ``GET /session`` must already count
 HELD_UNTIL_SAVED = frozenset({"turn.completed", "turn.cancelled"})
+#: body events a recovered run emits with new content, so never skipped as replayed: an
+#: MCP sign-in's link (its state and PKCE challenge are new; the old link is void)
+RENEWED = frozenset({"authorization.required"})
 
 
 class TurnEvents:
@@ -51,6 +56,11 @@ class TurnEvents:
         self.held: list[Pending] = []
 
     def __call__(self, event: SessionEvent) -> None:
+        if self.step_key is None and event.type in RENEWED:
+            # emitted anew by each run, never taken for one the log holds: it takes no body
+            # position, so the events after it keep theirs
+            self._body(Pending(event=event, workflow_id=self.workflow_id))
+            return
         if self.step_key is None and event.type == "hook.failed":
             if not self.skipped:
                 self._body(Pending(event=event, workflow_id=self.workflow_id))

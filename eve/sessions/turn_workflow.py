@@ -23,6 +23,7 @@ from dbos import DBOS
 
 from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
+from eve.connections import authorization
 from eve.context.active import EveContext, use_context
 from eve.events import SessionCompletedData, SessionResetData, SessionWaitingData
 from eve.execution.environment import TurnEnvironment
@@ -206,7 +207,11 @@ class TurnRuntime:
                     raised_limits=raised,
                 )
                 message = message_of(given)
-                result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)
+                # MCP connections keep their OAuth grants in the session database
+                with authorization.lent(store=lambda: self.store):
+                    result = await run_agent(
+                        self.setup, message, history=checkpoint.messages, env=env
+                    )
         except Exception as error:
             # run_agent already published turn.failed; the session takes the next message.
             # If the storage failed, writing that may fail too: the error leaves the body

@@ -45,6 +45,13 @@ def stored_values(root: Path) -> Iterator[bytes]:
     assert paths, "the embedded databases live under .eve/sessions"
     for path in paths:
         yield path.read_bytes()
+    for _, cell in stored_cells(root):
+        yield cell
+
+
+def stored_cells(root: Path) -> Iterator[tuple[str, bytes]]:
+    """Every text or blob cell of the embedded databases by table, also base64-decoded."""
+    for path in sorted((root / ".eve/sessions").glob("*.sqlite")):
         with contextlib.closing(sqlite3.connect(path)) as db:
             tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
             for table in tables:
@@ -52,9 +59,9 @@ def stored_values(root: Path) -> Iterator[bytes]:
                     for cell in row:
                         if isinstance(cell, str | bytes):
                             raw = cell.encode() if isinstance(cell, str) else cell
-                            yield raw
+                            yield table, raw
                             with contextlib.suppress(binascii.Error, ValueError):
-                                yield base64.b64decode(raw, validate=True)
+                                yield table, base64.b64decode(raw, validate=True)
 
 
 def assert_nowhere_stored(root: Path, secret: str) -> None:

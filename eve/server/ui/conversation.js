@@ -111,9 +111,20 @@ class Thread {
       case "session.compaction_failed": this.note(`compaction failed: ${data.error}`, "failed"); return;
       case "skill.loaded": this.note(`skill loaded: ${data.name}`); return;
       case "hook.failed": this.note(`hook ${data.hook} failed on ${data.event}: ${data.error}`, "failed"); return;
+      case "authorization.required": this.signIn(data); return;
       default:
         this.note(type);
     }
+  }
+
+  /** An MCP connection's OAuth sign-in: the link opens the authorization server in a new
+   * tab, which sends the person back to eve's callback; the turn goes on by itself. Only an
+   * http(s) link is made one (a server's metadata names it). */
+  signIn(data) {
+    const safe = /^https?:\/\//i.test(data.url);
+    this.place(h("p", { class: "note sign-in", role: "status" },
+      `connection ${data.connection} needs you to sign in (waiting ${data.timeout_seconds}s): `,
+      safe ? h("a", { href: data.url, target: "_blank", rel: "noopener noreferrer" }, "sign in") : data.url));
   }
 
   answer() {

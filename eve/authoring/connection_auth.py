@@ -1,0 +1,88 @@
+"""``oauth(...)``: a Streamable HTTP connection that signs in with OAuth 2.1, as MCP specifies.
+
+The declaration holds no secret: a pre-registered client's secret names an environment
+variable (``from_env``), and tokens are never declared at all: eve gets them at run time
+(discovery, registration, the person's sign-in) and keeps them in the session database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from eve.authoring.env_values import EnvValue
+from eve.errors import AuthoringError
+
+
+@dataclass(frozen=True, kw_only=True)
+class OAuth:
+    """How a connection signs in: discovery, then a declared or registered client, PKCE."""
+
+    #: the scopes asked for first (None: what the server's challenge or metadata names)
+    scopes: tuple[str, ...] | None = None
+    #: a client registered beforehand; None registers one dynamically (RFC 7591)
+    client_id: str | None = None
+    client_secret: EnvValue | None = None
+    #: where the authorization server sends the person back (None: eve's callback route
+    #: at ``EVE_OAUTH_REDIRECT_URL``, else the loopback default)
+    redirect_url: str | None = None
+    client_name: str = "eve"
+    #: an HTTPS URL where this client's metadata document is published (SEP-991): used as
+    #: the client id where the authorization server takes such documents, instead of
+    #: registering
+    client_metadata_url: str | None = None
+    #: how long a turn waits for the person to sign in before the call fails
+    authorization_timeout_seconds: float = 300.0
+
+
+def oauth(
+    *,
+    scopes: Sequence[str] | None = None,
+    client_id: str | None = None,
+    client_secret: EnvValue | None = None,
+    redirect_url: str | None = None,
+    client_name: str = "eve",
+    client_metadata_url: str | None = None,
+    authorization_timeout_seconds: float = 300.0,
+) -> OAuth:
+    """Sign in to the server with OAuth 2.1 (``define_mcp_connection(url=..., auth=oauth())``).
+
+    With no ``client_id`` eve registers itself with the authorization server (dynamic client
+    registration); give ``client_id`` (and ``client_secret=from_env(...)`` for a confidential
+    client) for one registered beforehand. ``scopes`` are asked for at the first sign-in;
+    a server's challenge asking for more is followed (step-up). ``client_metadata_url``
+    names a client ID metadata document, used instead of registering where the
+    authorization server supports them."""
+    if isinstance(scopes, str):
+        raise AuthoringError("oauth(scopes=...) is a list of scope names, not one string")
+    if client_secret is not None and not isinstance(client_secret, EnvValue):
+        raise AuthoringError(
+            "oauth(client_secret=...) must come from from_env('VARIABLE'): a literal secret "
+            "would be written into .eve/ and the repository"
+        )
+    if client_secret is not None and client_id is None:
+        raise AuthoringError("oauth(client_secret=...) needs the client_id it belongs to")
+    if redirect_url is not None and not redirect_url.startswith(("http://", "https://")):
+        raise AuthoringError(
+            f"oauth(redirect_url=...) must be an http(s) URL, not {redirect_url!r}"
+        )
+    if client_metadata_url is not None and (
+        not client_metadata_url.startswith("https://")
+        or urlparse(client_metadata_url).path in ("", "/")
+    ):
+        raise AuthoringError(
+            "oauth(client_metadata_url=...) must be an https URL with a path (the client's "
+            f"metadata document), not {client_metadata_url!r}"
+        )
+    if not authorization_timeout_seconds > 0:
+        raise AuthoringError("oauth(authorization_timeout_seconds=...) must be positive")
+    return OAuth(
+        scopes=tuple(scopes) if scopes is not None else None,
+        client_id=client_id,
+        client_secret=client_secret,
+        redirect_url=redirect_url,
+        client_name=client_name,
+        client_metadata_url=client_metadata_url,
+        authorization_timeout_seconds=float(authorization_timeout_seconds),
+    )

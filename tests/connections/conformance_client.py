@@ -1,0 +1,109 @@
+"""The MCP conformance suite's client, built on eve's connection pool: ``python
+conformance_client.py SERVER_URL`` (the suite appends the URL and names the scenario in
+``MCP_CONFORMANCE_SCENARIO``; a pre-registered client comes in ``MCP_CONFORMANCE_CONTEXT``).
+
+It does what an eve turn does with a connection: lists the tools and calls them (arguments
+made from each tool's input schema), signing in with ``oauth()`` for the ``auth/``
+scenarios, its grant in memory (no turn lends a session database: the suite times a
+client that starts per scenario, and the database's tests are tests/connections/
+test_mcp_oauth*.py). The person is played here: the link
+of ``authorization.required`` is opened without following the redirect, which is then
+sent to eve's loopback callback listener, as a browser would. Exit status 0 when every
+call answered, 1 otherwise (the suite judges the protocol)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+import httpx
+
+from eve.connections import authorization, define_mcp_connection, from_env, oauth
+from eve.connections.pool import ConnectionPool
+from eve.events import AuthorizationRequiredData
+from tests.connections.servers import entry
+
+SECRET_ENV = "EVE_CONFORMANCE_CLIENT_SECRET"
+#: the client ID metadata document the suite's basic-cimd scenario expects (SEP-991)
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def _arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    samples = {
+        "integer": 1,
+        "number": 1,
+        "boolean": True,
+        "string": "eve",
+        "array": [],
+        "object": {},
+    }
+    properties: dict[str, Any] = schema.get("properties") or {}
+    return {
+        name: samples.get(str(properties.get(name, {}).get("type")), "eve")
+        for name in schema.get("required") or []
+    }
+
+
+def _auth() -> Any:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    redirect = f"http://127.0.0.1:{port}{authorization.CALLBACK_PATH}"
+    client_id = context.get("client_id")
+    secret = None
+    if context.get("client_secret"):
+        os.environ[SECRET_ENV] = context["client_secret"]
+        secret = from_env(SECRET_ENV)
+    return oauth(
+        client_id=client_id,
+        client_secret=secret,
+        redirect_url=redirect,
+        # the document the suite's authorization server expects (it fetches nothing)
+        client_metadata_url=CLIENT_METADATA_URL,
+        authorization_timeout_seconds=20,
+    )
+
+
+async def _person(data: AuthorizationRequiredData) -> None:
+    async def sign_in() -> None:
+        async with httpx.AsyncClient() as browser:
+            approved = await browser.get(data.url)
+            location = approved.headers.get("location")
+            if location:
+                await browser.get(location)
+
+    asyncio.get_running_loop().create_task(sign_in())
+
+
+async def main(url: str) -> int:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    signs_in = scenario.startswith("auth/")
+    connection = define_mcp_connection(
+        description="The conformance suite's server.",
+        url=url,
+        auth=_auth() if signs_in else None,
+        connect_timeout_seconds=20,
+        call_timeout_seconds=20,
+    )
+    target = entry(connection, name="suite")
+    pool = ConnectionPool()
+    try:
+        with authorization.lent(notify=_person):
+            for tool in await pool.list_tools(target):
+                result = await pool.call(target, tool.name, _arguments(tool.input_schema))
+                print(f"{tool.name}: {result.text[:200]}")
+    except Exception as error:
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        await pool.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[-1])))

@@ -1,0 +1,78 @@
+"""Declaring OAuth on a connection: ``oauth(...)`` checked where it is written, and compiled
+into the manifest as names only (no token, no secret)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from eve.compiler import compile_agent
+from eve.connections import define_mcp_connection, from_env, oauth
+from eve.errors import AuthoringError
+from eve.manifest import HttpServer
+from tests.connections.test_compile_connections import app
+
+SIGNED_IN = """
+from eve.connections import define_mcp_connection, from_env, oauth
+
+default = define_mcp_connection(
+    description="Records.",
+    url="https://crm.example.invalid/mcp",
+    auth=oauth(scopes=["crm:read"], client_id="eve-crm", client_secret=from_env("CRM_SECRET")),
+)
+"""
+
+
+def test_the_manifest_records_the_sign_in_by_name_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRM_SECRET", "s3cret-never-compiled")
+    result = compile_agent(app(tmp_path, {"crm.py": SIGNED_IN}))
+    assert result.manifest is not None, result.diagnostics.items
+    [crm] = result.manifest.nodes["__root__"].connections
+    assert isinstance(crm.server, HttpServer) and crm.server.oauth is not None
+    settings = crm.server.oauth
+    assert (settings.scopes, settings.client_id, settings.authorization_timeout_seconds) == (
+        ["crm:read"],
+        "eve-crm",
+        300.0,
+    )
+    assert settings.client_secret is not None and settings.client_secret.env == "CRM_SECRET"
+    assert "s3cret-never-compiled" not in msgspec.json.encode(result.manifest).decode()
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: oauth(scopes="crm:read"), "a list of scope names"),  # type: ignore[arg-type]
+        (lambda: oauth(client_secret="literal"), "from_env"),  # type: ignore[arg-type]
+        (lambda: oauth(client_secret=from_env("S")), "needs the client_id"),
+        (lambda: oauth(redirect_url="myapp:/cb"), "http(s) URL"),
+        (lambda: oauth(authorization_timeout_seconds=0), "positive"),
+        (lambda: oauth(client_metadata_url="http://x.invalid/c.json"), "https URL with a path"),
+        (lambda: oauth(client_metadata_url="https://x.invalid/"), "https URL with a path"),
+        (
+            lambda: define_mcp_connection(description="x", command=["server"], auth=oauth()),
+            "Streamable HTTP",
+        ),
+        (
+            lambda: define_mcp_connection(
+                description="x", url="https://x.invalid/mcp", auth=oauth(), get_token=lambda: "t"
+            ),
+            "not both",
+        ),
+        (
+            lambda: define_mcp_connection(
+                description="x",
+                url="https://x.invalid/mcp",
+                auth="oauth",  # type: ignore[arg-type]
+            ),
+            "oauth(...)",
+        ),
+    ],
+)
+def test_an_impossible_declaration_is_an_authoring_error(make: object, says: str) -> None:
+    with pytest.raises(AuthoringError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        make()  # type: ignore[operator]

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 12
-FINGERPRINT = "sha256:0921751c6d00cfde50157dda9cd4f38abe9a50271b54c9443752053839bf511a"
+SCHEMA_VERSION = 13
+FINGERPRINT = "sha256:316ee90fd99c697b093405533254a187b2dfc5a6f54234ac66d7d57d64e293f8"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

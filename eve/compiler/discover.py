@@ -22,7 +22,7 @@ SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SUBAGENT_ID = re.compile(r"^[a-z][a-z0-9_-]*$")
 HOOK_NAME = TOOL_NAME
 KNOWN_DIRS = frozenset(
-    {"tools", "skills", "hooks", "connections", "channels", "subagents", "lib", "evals"}
+    {"tools", "skills", "hooks", "connections", "channels", "memory", "subagents", "lib", "evals"}
 )
 EVAL_NAME = TOOL_NAME
 CHANNEL_NAME = TOOL_NAME
@@ -34,7 +34,6 @@ UNSUPPORTED_DIRS = frozenset(
     {
         "extensions",
         "instructions",
-        "memory",
         "sandbox",
         "schedules",
     }
@@ -42,6 +41,9 @@ UNSUPPORTED_DIRS = frozenset(
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
 #: the root agent's custom auth hook (``define_auth``)
 AUTH_FILE = "auth.py"
+#: a node's one memory slot, named ``memory`` (``memory/<name>.py`` holds named ones)
+MEMORY_FILE = "memory.py"
+MEMORY_NAME = TOOL_NAME
 
 
 @dataclass(kw_only=True)
@@ -66,6 +68,7 @@ class NodeFiles:
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (hook name, path)
     connections: list[tuple[str, str]] = field(default_factory=list)  # (connection name, path)
     channels: list[tuple[str, str]] = field(default_factory=list)  # (channel name, path)
+    memory: list[tuple[str, str]] = field(default_factory=list)  # (slot name, path)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -93,6 +96,7 @@ class Discovery:
                     hooks=[path for _, path in node.hooks],
                     connections=[path for _, path in node.connections],
                     channels=[path for _, path in node.channels],
+                    memory=[path for _, path in node.memory],
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -155,12 +159,14 @@ class _Walker:
             node.instructions = rel
         elif entry.name == AUTH_FILE:
             self.auth_file(node, rel)
+        elif entry.name == MEMORY_FILE:
+            self.memory_slot(node, "memory", rel)
         elif entry.name not in ROOT_FILES:
             self.sink.warning(
                 "discover/unknown-file",
                 f"{entry.name} is not part of an agent (expected agent.py, instructions.md, "
-                "auth.py and the directories tools/, skills/, hooks/, connections/, "
-                "channels/, subagents/, lib/); it is ignored",
+                "auth.py, memory.py and the directories tools/, skills/, hooks/, "
+                "connections/, channels/, memory/, subagents/, lib/); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -190,6 +196,8 @@ class _Walker:
             self.connections(node, entry)
         elif entry.name == "channels":
             self.channels(node, entry)
+        elif entry.name == "memory":
+            self.memory_dir(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -207,7 +215,7 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-directory",
                 f"{entry.name}/ is not an agent directory (tools, skills, hooks, connections, "
-                "channels, subagents, lib); it is ignored",
+                "channels, memory, subagents, lib); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -336,6 +344,33 @@ class _Walker:
                 "the file name is the channel's name and its default path /channels/<name>",
             ),
         )
+
+    def memory_dir(self, node: NodeFiles, directory: Path) -> None:
+        for name, rel in self.modules(
+            node,
+            directory,
+            holds="one memory slot per .py file (define_memory(scope=...))",
+            name_problem=_snake_case_problem(MEMORY_NAME),
+            invalid=(
+                "discover/memory-name-invalid",
+                "memory",
+                "the file name is the slot's name, which the memory tools take",
+            ),
+        ):
+            self.memory_slot(node, name, rel)
+
+    def memory_slot(self, node: NodeFiles, name: str, rel: str) -> None:
+        taken = next((path for slot, path in node.memory if slot == name), None)
+        if taken is not None:
+            self.sink.error(
+                "discover/memory-name-collision",
+                f"memory slot '{name}' is declared twice ({taken} and {rel}); memory.py is "
+                "the slot named 'memory', so rename one of them",
+                source_path=rel,
+                node_id=node.node_id,
+            )
+            return
+        node.memory.append((name, rel))
 
     def connection_collisions(self, node: NodeFiles) -> None:
         """A tool whose name a connection's tools could take (``docs__search``)."""

@@ -21,6 +21,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.memory import MemoryDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
 from eve.builtins.automatic import AUTOMATIC_TOOLS
 from eve.compiler.bindings import (
@@ -39,6 +40,7 @@ from eve.compiler.emit import write_artifacts
 from eve.compiler.evals import read_evals
 from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
+from eve.compiler.memory import memory_entry
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
 from eve.compiler.output import CompiledOutput, compile_output
@@ -63,6 +65,7 @@ from eve.manifest import (
     Generator,
     HookEntry,
     Instructions,
+    MemoryEntry,
     PluginDistribution,
     ProviderToolEntry,
     SkillEntry,
@@ -281,6 +284,17 @@ class _NodeCompiler:
         check_paths(entries, lines, self.sink)
         return entries
 
+    def memory(self, node: NodeFiles, name: str, path: str) -> MemoryEntry | None:
+        loaded = self.load(path, MemoryDefinition, node.node_id)
+        if loaded is None:
+            return None
+        definition, export_name, _ = loaded
+        assert isinstance(definition, MemoryDefinition)
+        source_id = source_id_for(path, node.root, AGENT_DIR)
+        return memory_entry(
+            definition, name=name, logical_path=path, source_id=source_id, export_name=export_name
+        )
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -325,6 +339,7 @@ class _NodeCompiler:
             c for name, path in node.connections if (c := self.connection(node, name, path))
         ]
         channels = self.channels(node)
+        memory = [m for name, path in node.memory if (m := self.memory(node, name, path))]
         sets = self.tool_sets.node(
             sorted(set(config.tool_sets)),
             taken=self.taken_names(node),
@@ -340,6 +355,8 @@ class _NodeCompiler:
         # a channel's module is read for its declaration; a define_channel's again at run
         # time, for its handler
         compile_reads |= {path for _, path in node.channels}
+        # a memory slot is data: read once here, never imported at run time
+        compile_reads |= {path for _, path in node.memory}
         if node.agent_module:
             compile_reads.add(node.agent_module)
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
@@ -384,6 +401,7 @@ class _NodeCompiler:
             hooks=hooks,
             connections=connections,
             channels=channels,
+            memory=memory,
             subagents=node.subagents,
             auth=auth,
             compile_loads=sorted(

@@ -49,6 +49,7 @@ from eve.server.bodies import (
 from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
+from eve.server.memory_routes import memory_routes
 from eve.server.session_list import session_list
 from eve.server.staleness import SourceWatch
 from eve.server.web_ui import ui_routes
@@ -329,6 +330,7 @@ def create_app(
             await running.stop()
 
     session = PREFIX + "/session/{session_id}"
+    memory_list, memory_forget, memory_erase = memory_routes(service.setup)
     app = Starlette(
         routes=[
             Route(PREFIX + "/health", _guarded(routes.health), methods=["GET"]),
@@ -336,6 +338,9 @@ def create_app(
             Route(AUTH_CONFIG_PATH, _guarded(auth_config_route(auth)), methods=["GET"]),
             Route(PREFIX + "/session", _guarded(routes.create), methods=["POST"]),
             Route(PREFIX + "/sessions", _guarded(session_list(service)), methods=["GET"]),
+            Route(PREFIX + "/memory", _guarded(memory_list), methods=["GET"]),
+            Route(PREFIX + "/memory", _guarded(memory_erase), methods=["DELETE"]),
+            Route(PREFIX + "/memory/{memory_id}", _guarded(memory_forget), methods=["DELETE"]),
             Route(session, _guarded(routes.follow_up), methods=["POST"]),
             Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),

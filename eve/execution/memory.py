@@ -37,7 +37,9 @@ def _bound(agent: ResolvedAgent, memory: NodeMemory) -> ResolvedAgent:
     kept = [t for t in agent.tools if t.name not in MEMORY_TOOLS]
     skills = [s.entry for s in agent.skills]
     servers = [c.name for c in agent.connections if c.entry.expose == "catalog"]
-    return replace(agent, tools=with_catalog_tools(kept, skills, memory_tools(memory), servers))
+    # the memory tools are the node's own: the catalog's declaration counts them
+    own = [*kept, *memory_tools(memory)]
+    return replace(agent, tools=with_catalog_tools(own, skills, [], servers))
 
 
 def _with(setup: AgentSetup, host: MemoryHost) -> AgentSetup:

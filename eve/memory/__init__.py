@@ -2,7 +2,7 @@
 
 ``agent/memory.py`` (or ``agent/memory/<name>.py``) declares a slot; eve gives the agent
 tools to save, search, update and forget its entries, kept in the session database
-(``eve.memory.sql``) or in files (``eve.memory.files``). See docs/memory.md.
+(``eve.memory.sql``) or in files (``eve.memory.file_store``). See docs/memory.md.
 """
 
 from __future__ import annotations

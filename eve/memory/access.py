@@ -26,7 +26,7 @@ from eve.manifest import (
     MemoryEntry,
     MemoryProviderEntry,
 )
-from eve.memory.files import FileMemory
+from eve.memory.file_store import FileMemory
 from eve.memory.records import (
     MemoryFilter,
     MemoryHit,

@@ -48,6 +48,11 @@ def test_a_sigkill_mid_step_neither_loses_nor_duplicates_the_saved_memory(
     finally:
         server.stop()
     assert [m["id"] for m in memories] == [written[0]["id"]]
-    # the log shows both runs of the step (each result carries its attempt); the store one
-    saves = [e for e in events if e["type"] == "action.result" and e["data"]["name"] == "eve__memory_save"]
-    assert [written[0]["id"] in str(e["data"]["output"]) for e in saves] == [True, True]
+    # the log may show both runs of the step (the first one's events, if they were flushed
+    # before the kill); every run saved the same entry
+    saves = [
+        e["data"]["output"]
+        for e in events
+        if e["type"] == "action.result" and e["data"]["name"] == "eve__memory_save"
+    ]
+    assert saves and all(written[0]["id"] in str(output) for output in saves)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eve.auth.principal import PrincipalRef
-from eve.memory.files import FileMemory
+from eve.memory.file_store import FileMemory
 from eve.memory.records import MemoryKey, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.store import MemoryStore

@@ -105,13 +105,80 @@ QUESTIONS = [
     ("Who works at night?", "f27"),
 ]
 
-_WORDS = (
-    "order parcel delivery invoice refund jacket shoes lamp table chair paint brush garden "
-    "hose kettle toaster blender coffee tea sugar flour bread cheese apples bicycle helmet "
-    "tent lantern rope drill saw hammer nails screws glue tape paper pens ink printer cable "
-    "phone charger laptop monitor keyboard mouse speaker camera lens tripod book novel map"
-).split()
-_NAMES = "Ann Ben Cara Dev Eli Fay Gus Hana Ivo Jo Kai Lea Max Nia Oli Pam".split()
+_WORDS = [
+    "order",
+    "parcel",
+    "delivery",
+    "invoice",
+    "refund",
+    "jacket",
+    "shoes",
+    "lamp",
+    "table",
+    "chair",
+    "paint",
+    "brush",
+    "garden",
+    "hose",
+    "kettle",
+    "toaster",
+    "blender",
+    "coffee",
+    "tea",
+    "sugar",
+    "flour",
+    "bread",
+    "cheese",
+    "apples",
+    "bicycle",
+    "helmet",
+    "tent",
+    "lantern",
+    "rope",
+    "drill",
+    "saw",
+    "hammer",
+    "nails",
+    "screws",
+    "glue",
+    "tape",
+    "paper",
+    "pens",
+    "ink",
+    "printer",
+    "cable",
+    "phone",
+    "charger",
+    "laptop",
+    "monitor",
+    "keyboard",
+    "mouse",
+    "speaker",
+    "camera",
+    "lens",
+    "tripod",
+    "book",
+    "novel",
+    "map",
+]
+_NAMES = [
+    "Ann",
+    "Ben",
+    "Cara",
+    "Dev",
+    "Eli",
+    "Fay",
+    "Gus",
+    "Hana",
+    "Ivo",
+    "Jo",
+    "Kai",
+    "Lea",
+    "Max",
+    "Nia",
+    "Oli",
+    "Pam",
+]
 
 
 def _store(path: Path) -> DatabaseMemory:
@@ -203,7 +270,9 @@ def _timed(store: DatabaseMemory, queries: list[str], *, semantic: bool) -> dict
 
 def measure_latency(directory: Path, sizes: tuple[int, ...], queries: int) -> dict[str, Any]:
     rng = random.Random(29)
-    asked = [f"what did {rng.choice(_NAMES)} say about the {rng.choice(_WORDS)}" for _ in range(queries)]
+    asked = [
+        f"what did {rng.choice(_NAMES)} say about the {rng.choice(_WORDS)}" for _ in range(queries)
+    ]
     report: dict[str, Any] = {}
     for size in sizes:
         path = directory / f"latency-{size}.sqlite"
@@ -227,7 +296,8 @@ def _table(report: dict[str, Any]) -> str:
         f"Recall on {report['facts']} labelled facts and {report['questions']} questions "
         "(half share a word with their fact, half paraphrase it), SQLite:",
         "",
-        "| search | recall@1 | recall@3 | recall@5 | recall@3, sharing a word | recall@3, paraphrased |",
+        "| search | recall@1 | recall@3 | recall@5 | recall@3, sharing a word "
+        "| recall@3, paraphrased |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for label, row in report["recall"].items():

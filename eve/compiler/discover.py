@@ -160,7 +160,7 @@ class _Walker:
         elif entry.name == AUTH_FILE:
             self.auth_file(node, rel)
         elif entry.name == MEMORY_FILE:
-            self.memory_slot(node, "memory", rel)
+            node.memory.append(("memory", rel))
         elif entry.name not in ROOT_FILES:
             self.sink.warning(
                 "discover/unknown-file",
@@ -346,7 +346,17 @@ class _Walker:
         )
 
     def memory_dir(self, node: NodeFiles, directory: Path) -> None:
-        for name, rel in self.modules(
+        if (directory.parent / MEMORY_FILE).is_file():
+            # ``agent.memory`` cannot be both the module memory.py and the package memory/
+            self.sink.error(
+                "discover/memory-file-and-directory",
+                f"{MEMORY_FILE} and memory/ cannot both be here: Python imports only one of "
+                "them as the module 'memory'; move the slot of memory.py into memory/",
+                source_path=self.rel(directory),
+                node_id=node.node_id,
+            )
+            return
+        node.memory += self.modules(
             node,
             directory,
             holds="one memory slot per .py file (define_memory(scope=...))",
@@ -356,21 +366,7 @@ class _Walker:
                 "memory",
                 "the file name is the slot's name, which the memory tools take",
             ),
-        ):
-            self.memory_slot(node, name, rel)
-
-    def memory_slot(self, node: NodeFiles, name: str, rel: str) -> None:
-        taken = next((path for slot, path in node.memory if slot == name), None)
-        if taken is not None:
-            self.sink.error(
-                "discover/memory-name-collision",
-                f"memory slot '{name}' is declared twice ({taken} and {rel}); memory.py is "
-                "the slot named 'memory', so rename one of them",
-                source_path=rel,
-                node_id=node.node_id,
-            )
-            return
-        node.memory.append((name, rel))
+        )
 
     def connection_collisions(self, node: NodeFiles) -> None:
         """A tool whose name a connection's tools could take (``docs__search``)."""

@@ -58,8 +58,8 @@ from eve.execution.compaction import (
 from eve.execution.connections import TurnConnections
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
-from eve.execution.memory import with_recall
 from eve.execution.limits import LimitName, crossed, enforce
+from eve.execution.memory import with_recall
 from eve.execution.model_chain import stream_chain
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ModelResponse

@@ -62,15 +62,23 @@ def to_bytes(vector: np.ndarray[Any, Any]) -> bytes:
     return vector.astype("<f4").tobytes()
 
 
-def rank(query: np.ndarray[Any, Any], blobs: list[bytes], limit: int) -> list[tuple[int, float]]:
-    """The positions of the ``limit`` stored vectors nearest ``query``, with their cosine."""
+def matrix(blobs: list[bytes]) -> np.ndarray[Any, Any]:
+    """Stored vectors (``to_bytes``) as one row each."""
     import numpy as np
 
-    if not blobs:
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), DIMENSIONS)
+
+
+def nearest(
+    query: np.ndarray[Any, Any], vectors: np.ndarray[Any, Any], limit: int
+) -> list[tuple[int, float]]:
+    """The rows of ``vectors`` nearest ``query`` (at most ``limit``), with their cosine."""
+    import numpy as np
+
+    if len(vectors) == 0:
         return []
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), DIMENSIONS)
-    scores = matrix @ query.astype(np.float32)
-    count = min(limit, len(blobs))
+    scores = vectors @ query.astype(np.float32)
+    count = min(limit, len(vectors))
     top = np.argpartition(-scores, count - 1)[:count]
     ordered = top[np.argsort(-scores[top])]
     return [(int(i), float(scores[i])) for i in ordered]

@@ -58,7 +58,9 @@ class FileMemory:
 
     def _load(self, key: MemoryKey) -> _ScopeFile:
         found = self._read(self._path(key))
-        return found or _ScopeFile(namespace=key.slot.namespace, node_id=key.slot.node_id, owner=key.owner)
+        return found or _ScopeFile(
+            namespace=key.slot.namespace, node_id=key.slot.node_id, owner=key.owner
+        )
 
     def _write(self, key: MemoryKey, scope: _ScopeFile) -> None:
         path = self._path(key)
@@ -108,8 +110,7 @@ class FileMemory:
             if not entries:
                 return []
             vectors = embedding.embed([e.text for e in entries])
-            blobs = [embedding.to_bytes(v) for v in vectors]
-            ranked = embedding.rank(embedding.embed([query])[0], blobs, limit)
+            ranked = embedding.nearest(embedding.embed([query])[0], vectors, limit)
             return [MemoryHit(record=entries[i], score=score) for i, score in ranked]
         return _ranked(entries, terms(query), limit)
 
@@ -163,9 +164,7 @@ class FileMemory:
             if where.about(e.principal, scope.owner)
         ]
 
-    def inspect(
-        self, where: MemoryFilter, *, query: str | None, limit: int
-    ) -> list[MemoryRecord]:
+    def inspect(self, where: MemoryFilter, *, query: str | None, limit: int) -> list[MemoryRecord]:
         entries = self._admitted(where)
         if query is None:
             return _newest(entries)[:limit]
@@ -201,7 +200,10 @@ def _ranked(entries: list[MemoryRecord], words: list[str], limit: int) -> list[M
         for word in set(terms(entry.text)):
             frequency[word] = frequency.get(word, 0) + 1
     scored = [
-        MemoryHit(record=e, score=overlap_score(words, e.text, documents=len(entries), frequency=frequency))
+        MemoryHit(
+            record=e,
+            score=overlap_score(words, e.text, documents=len(entries), frequency=frequency),
+        )
         for e in entries
     ]
     hits = [h for h in scored if h.score > 0]

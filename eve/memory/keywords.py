@@ -13,9 +13,58 @@ from collections.abc import Sequence
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: words every question has; matching on them ranks nothing
 STOP_WORDS = frozenset(
-    "a an and are as at be but by do does did for from has have how i in is it its me my "
-    "of on or our that the their them there these they this to was we were what when where "
-    "which who why will with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 MAX_TERMS = 32
 
@@ -39,7 +88,9 @@ def tsquery(words: Sequence[str]) -> str:
     return " | ".join(words)
 
 
-def overlap_score(query: Sequence[str], text: str, *, documents: int, frequency: dict[str, int]) -> float:
+def overlap_score(
+    query: Sequence[str], text: str, *, documents: int, frequency: dict[str, int]
+) -> float:
     """A BM25-like score of ``text`` for ``query`` (the file provider's ranking):
     rarer words count more, and a word counts once per entry."""
     found = set(terms(text))

@@ -100,5 +100,7 @@ def entry_id(*parts: str) -> str:
 
 
 def principal_ref(kind: str, id: str) -> PrincipalRef:
-    checked: PrincipalKind = "user" if kind == "user" else "channel" if kind == "channel" else "operator"
+    checked: PrincipalKind = (
+        "user" if kind == "user" else "channel" if kind == "channel" else "operator"
+    )
     return PrincipalRef(id=id, kind=checked)

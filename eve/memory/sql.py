@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -30,6 +31,8 @@ from eve.memory.records import (
 from eve.memory.tables import create_memory_tables, memories
 
 T = TypeVar("T")
+#: scopes whose vectors stay in memory between searches (each 1 KB per entry)
+VECTOR_CACHE_SCOPES = 64
 _COLUMNS = [c for c in memories.c if c.name != "embedding"]
 
 
@@ -92,6 +95,8 @@ class DatabaseMemory:
         self.engine = engine
         self.postgres = engine.dialect.name == "postgresql"
         self._ready = False
+        #: the vectors of the scopes searched last, by scope (``_vectors``)
+        self._cache: OrderedDict[MemoryKey, tuple[tuple[Any, ...], list[str], Any]] = OrderedDict()
 
     def _run(self, work: Callable[[Connection], T]) -> T:
         try:
@@ -153,7 +158,7 @@ class DatabaseMemory:
         self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
     ) -> list[MemoryHit]:
         if semantic:
-            return self._nearest(_in_scope(key), query, limit)
+            return self._nearest(key, query, limit)
         return self._run(lambda c: self._matching(c, _in_scope(key), terms(query), limit))
 
     def _matching(
@@ -171,7 +176,9 @@ class DatabaseMemory:
                 .order_by(rank.desc(), memories.c.updated_at.desc())
                 .limit(limit)
             )
-            return [MemoryHit(record=_record(r), score=float(r.score)) for r in c.execute(statement)]
+            return [
+                MemoryHit(record=_record(r), score=float(r.score)) for r in c.execute(statement)
+            ]
         fts = sa.table("eve_memories_fts", sa.column("rowid"))
         # bm25 is lower for better matches; the hit's score is its negation
         bm25: sa.ColumnElement[float] = sa.literal_column("bm25(eve_memories_fts)")
@@ -184,31 +191,42 @@ class DatabaseMemory:
         )
         return [MemoryHit(record=_record(r), score=float(r.score)) for r in c.execute(statement)]
 
-    def _nearest(
-        self, where: sa.ColumnElement[bool], query: str, limit: int
-    ) -> list[MemoryHit]:
+    def _nearest(self, key: MemoryKey, query: str, limit: int) -> list[MemoryHit]:
         vector = embedding.embed([query])[0]
-
-        def read(c: Connection) -> list[tuple[str, bytes]]:
-            statement = sa.select(memories.c.id, memories.c.embedding).where(
-                where, memories.c.embedding.is_not(None)
-            )
-            return [(r.id, r.embedding) for r in c.execute(statement)]
-
-        stored = self._run(read)
-        ranked = embedding.rank(vector, [blob for _, blob in stored], limit)
-        ids = [stored[i][0] for i, _ in ranked]
+        ids, vectors = self._run(lambda c: self._vectors(c, key))
+        ranked = embedding.nearest(vector, vectors, limit)
+        wanted = [ids[i] for i, _ in ranked]
 
         def rows(c: Connection) -> dict[str, MemoryRecord]:
-            found = c.execute(sa.select(*_COLUMNS).where(memories.c.id.in_(ids)))
+            found = c.execute(sa.select(*_COLUMNS).where(memories.c.id.in_(wanted)))
             return {r.id: _record(r) for r in found}
 
-        records = self._run(rows) if ids else {}
+        records = self._run(rows) if wanted else {}
         return [
-            MemoryHit(record=records[stored[i][0]], score=score)
+            MemoryHit(record=records[ids[i]], score=score)
             for i, score in ranked
-            if stored[i][0] in records
+            if ids[i] in records
         ]
+
+    def _vectors(self, c: Connection, key: MemoryKey) -> tuple[list[str], Any]:
+        """The scope's ids and vectors, read again only when the scope changed: its count
+        or its newest update differ from the cached copy's (another worker's write too).
+        Reading 100,000 vectors costs far more than the ranking (bench/memory_search.py)."""
+        # over the scope's index alone: a condition on the vectors would read every one
+        changed = sa.select(sa.func.count(), sa.func.max(memories.c.updated_at))
+        version = tuple(c.execute(changed.where(_in_scope(key))).one())
+        where = sa.and_(_in_scope(key), memories.c.embedding.is_not(None))
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == version:
+            self._cache.move_to_end(key)
+            return cached[1], cached[2]
+        stored = c.execute(sa.select(memories.c.id, memories.c.embedding).where(where)).all()
+        ids = [r.id for r in stored]
+        vectors = embedding.matrix([r.embedding for r in stored])
+        self._cache[key] = (version, ids, vectors)
+        while len(self._cache) > VECTOR_CACHE_SCOPES:
+            self._cache.popitem(last=False)
+        return ids, vectors
 
     def update(
         self,
@@ -248,9 +266,7 @@ class DatabaseMemory:
         )
         return self._run(lambda c: [_record(r) for r in c.execute(statement)])
 
-    def inspect(
-        self, where: MemoryFilter, *, query: str | None, limit: int
-    ) -> list[MemoryRecord]:
+    def inspect(self, where: MemoryFilter, *, query: str | None, limit: int) -> list[MemoryRecord]:
         if query is not None:
             words = terms(query)
             hits = self._run(lambda c: self._matching(c, _admitted(where), words, limit))

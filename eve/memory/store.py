@@ -54,9 +54,7 @@ class MemoryStore(Protocol):
         """The entries of ``key``, most recently updated first."""
         ...
 
-    def inspect(
-        self, where: MemoryFilter, *, query: str | None, limit: int
-    ) -> list[MemoryRecord]:
+    def inspect(self, where: MemoryFilter, *, query: str | None, limit: int) -> list[MemoryRecord]:
         """Entries across scopes that ``where`` admits (``eve memory``, the HTTP routes):
         the best matches of ``query``, or the most recent when it is None."""
         ...

@@ -47,7 +47,9 @@ def _about(slot: MemoryEntry) -> str:
     return f"'{slot.name}'{what}, kept for {_SCOPES[slot.scope]}"
 
 
-def _schema(slots: Sequence[MemoryEntry], properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _schema(
+    slots: Sequence[MemoryEntry], properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
     if len(slots) > 1:
         properties = {"memory": _slot_property(slots), **properties}
         required = ["memory", *required]
@@ -60,7 +62,7 @@ def _schema(slots: Sequence[MemoryEntry], properties: dict[str, Any], required: 
 
 
 _TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS}
-_METADATA = {"type": "object", "description": "labels for the entry (e.g. {\"topic\": \"diet\"})"}
+_METADATA = {"type": "object", "description": 'labels for the entry (e.g. {"topic": "diet"})'}
 _ID = {"type": "string", "description": "the entry's id, as search returns it"}
 
 
@@ -159,7 +161,9 @@ def memory_tools(memory: NodeMemory) -> list[ResolvedFunctionTool]:
     executes = _executes(memory)
     return [
         ResolvedFunctionTool(
-            entry=entry, execute=executes[entry.name], validator=JsonSchemaValidator(entry.input_schema)
+            entry=entry,
+            execute=executes[entry.name],
+            validator=JsonSchemaValidator(entry.input_schema),
         )
         for entry in memory_entries(list(memory.slots.values()))
     ]

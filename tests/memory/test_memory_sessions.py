@@ -63,7 +63,7 @@ def test_two_principals_remember_apart_and_each_erases_their_own(
 ) -> None:
     alice, bob = As(server, oidc_provider, ALICE), As(server, oidc_provider, BOB)
     alice_saved, alice_found = _remember_and_search(alice)
-    bob_saved, bob_found = _remember_and_search(bob)
+    _, bob_found = _remember_and_search(bob)
     assert SECRET not in alice_saved and "[redacted]" in alice_saved
     mine = alice.get("/memory").json()["memories"]
     [entry] = mine

@@ -49,10 +49,12 @@ def test_a_question_without_the_entrys_words_finds_it_by_meaning(
     try:
         assert store.search(KEY, "which coffee does she like", limit=3) == []  # no shared word
         ranked = store.search(KEY, "which coffee does she like", limit=3, semantic=True)
-        assert [h.record.id for h in ranked][0] == "m1"
+        assert ranked[0].record.id == "m1"
         music = store.search(KEY, "musical instrument", limit=1, semantic=True)
         assert [h.record.id for h in music] == ["m3"]
-        store.update(KEY, "m2", text="Alice sold her car and rides a bike", metadata=None, semantic=True)
+        store.update(
+            KEY, "m2", text="Alice sold her car and rides a bike", metadata=None, semantic=True
+        )
         [bike] = store.search(KEY, "bicycle", limit=1, semantic=True)
         assert bike.record.id == "m2"
     finally:

@@ -9,8 +9,10 @@ operator honours a person's request to be forgotten (``forget --all --principal`
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 import msgspec
@@ -90,48 +92,35 @@ def memory_command() -> None:
     """Inspect and erase what the agent remembers."""
 
 
+def _listing(fn: Callable[..., None]) -> Callable[..., None]:
+    """The options ``list`` and ``search`` share, and the error translation."""
+    for option in (_json, _database, _limit, _as, _slot):
+        fn = option(fn)
+    return translate_errors(fn)
+
+
+def _show_inspected(ctx: click.Context, query: str | None, options: dict[str, Any]) -> None:
+    admin = _admin(app_root_of(ctx), options["database"])
+    principal = _principal(options["principal"])
+    found = admin.inspect(principal, slot=options["slot"], query=query, limit=options["limit"])
+    _show(found, options["as_json"])
+
+
 @memory_command.command("list")
-@_slot
-@_as
-@_limit
-@_database
-@_json
+@_listing
 @click.pass_context
-@translate_errors
-def list_command(
-    ctx: click.Context,
-    slot: str | None,
-    principal: str | None,
-    limit: int,
-    database: str | None,
-    as_json: bool,
-) -> None:
+def list_command(ctx: click.Context, /, **options: Any) -> None:
     """The most recently changed entries."""
-    admin = _admin(app_root_of(ctx), database)
-    _show(admin.inspect(_principal(principal), slot=slot, query=None, limit=limit), as_json)
+    _show_inspected(ctx, None, options)
 
 
 @memory_command.command("search")
 @click.argument("query")
-@_slot
-@_as
-@_limit
-@_database
-@_json
+@_listing
 @click.pass_context
-@translate_errors
-def search_command(
-    ctx: click.Context,
-    query: str,
-    slot: str | None,
-    principal: str | None,
-    limit: int,
-    database: str | None,
-    as_json: bool,
-) -> None:
+def search_command(ctx: click.Context, /, query: str, **options: Any) -> None:
     """The entries that best match QUERY (keyword search)."""
-    admin = _admin(app_root_of(ctx), database)
-    _show(admin.inspect(_principal(principal), slot=slot, query=query, limit=limit), as_json)
+    _show_inspected(ctx, query, options)
 
 
 @memory_command.command("forget")

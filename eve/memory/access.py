@@ -200,6 +200,8 @@ class NodeMemory:
         """The prompt's memory section for a turn answering ``message``: each slot with
         ``recall=`` its entries most relevant to it (empty when none match)."""
         sections = []
+        if not message.strip():
+            return ""  # an attachment alone: nothing to search with
         for entry in self.slots.values():
             if entry.recall <= 0:
                 continue

@@ -63,7 +63,9 @@ class FileMemory:
         )
 
     def _write(self, key: MemoryKey, scope: _ScopeFile) -> None:
-        path = self._path(key)
+        self._replace(self._path(key), scope)
+
+    def _replace(self, path: Path, scope: _ScopeFile) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(".json.partial")
@@ -181,7 +183,7 @@ class FileMemory:
             if len(kept) != len(scope.entries):
                 erased += len(scope.entries) - len(kept)
                 scope.entries = kept
-                path.write_bytes(msgspec.json.encode(scope))
+                self._replace(path, scope)
         return erased
 
     def close(self) -> None:

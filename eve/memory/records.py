@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -100,7 +100,5 @@ def entry_id(*parts: str) -> str:
 
 
 def principal_ref(kind: str, id: str) -> PrincipalRef:
-    checked: PrincipalKind = (
-        "user" if kind == "user" else "channel" if kind == "channel" else "operator"
-    )
-    return PrincipalRef(id=id, kind=checked)
+    """Who saved an entry, as its row names them (a kind eve wrote itself)."""
+    return PrincipalRef(id=id, kind=cast(PrincipalKind, kind))

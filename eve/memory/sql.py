@@ -9,6 +9,7 @@ vectors by cosine in process (``embedding.rank``): see docs/memory.md for why no
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -95,14 +96,25 @@ class DatabaseMemory:
         self.engine = engine
         self.postgres = engine.dialect.name == "postgresql"
         self._ready = False
+        self._lock = threading.Lock()
         #: the vectors of the scopes searched last, by scope (``_vectors``)
         self._cache: OrderedDict[MemoryKey, tuple[tuple[Any, ...], list[str], Any]] = OrderedDict()
 
+    def _ensure_tables(self) -> None:
+        with self._lock:
+            if self._ready:
+                return
+            try:
+                create_memory_tables(self.engine)
+            except sa.exc.DBAPIError:
+                # another worker created them at the same moment: theirs will do
+                if not sa.inspect(self.engine).has_table(memories.name):
+                    raise
+            self._ready = True
+
     def _run(self, work: Callable[[Connection], T]) -> T:
         try:
-            if not self._ready:
-                create_memory_tables(self.engine)
-                self._ready = True
+            self._ensure_tables()
             with self.engine.begin() as connection:
                 return work(connection)
         except sa.exc.OperationalError as error:

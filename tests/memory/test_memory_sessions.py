@@ -85,3 +85,6 @@ def test_two_principals_remember_apart_and_each_erases_their_own(
     assert server.get("/memory?slot=memory").json()["memories"] == []
     unknown = server.get("/memory?slot=nope")
     assert unknown.status_code == 404 and unknown.json()["code"] == "memory_slot_unknown"
+    # nowhere on disk: not in the memory table, the event log or the engine's step records
+    stored = [p for p in (server.app_root / ".eve" / "sessions").rglob("*") if p.is_file()]
+    assert stored and not [p for p in stored if SECRET.encode() in p.read_bytes()]

@@ -85,6 +85,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",
     ),
+    Benchmark(
+        name="memory_search",
+        target="bench.memory_search:run",
+        summary="memory search: recall@k on a labelled set, query time at 10k and 100k entries",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

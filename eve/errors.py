@@ -48,6 +48,11 @@
     │   ├── MCPToolsChanged             a new session lists the called tool differently
     │   ├── MCPResultMalformed          a result that is no valid MCP tool result
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
+    ├── AgentMemoryError                a memory slot could not do what was asked
+    │   ├── MemoryNotFound              404: no entry with this id in the slot's scope
+    │   ├── MemorySlotUnknown           404: a slot name the agent does not declare
+    │   ├── MemoryUnavailable           503: the slot's store cannot be opened or written
+    │   └── MemorySearchUnavailable     semantic search without the memory-semantic extra
     ├── WorkspaceViolation              a built-in file tool asked for a path outside its workspace
     ├── FileToolLimit                   a built-in file tool asked to read or write past its cap
     │   ├── ReadOffsetTooFar            read_file's offset_line lies past the bytes it scans
@@ -504,6 +509,54 @@ class ToolInputInvalid(EveError):
 
     code = "tool_input_invalid"
     http_status = 400
+
+
+class AgentMemoryError(EveError):
+    """A memory slot (``define_memory``) could not do what was asked; in a tool call the
+    model reads the message as a failed result."""
+
+    code = "memory_error"
+    http_status = 500
+
+
+class MemoryNotFound(AgentMemoryError):
+    """No entry ``memory_id`` in ``slot`` within the scope asked from (another scope's entry
+    is not found either: a scope never reveals another's)."""
+
+    code = "memory_not_found"
+    http_status = 404
+
+    def __init__(self, message: str, *, slot: str, memory_id: str) -> None:
+        super().__init__(message)
+        self.slot = slot
+        self.memory_id = memory_id
+
+
+class MemorySlotUnknown(AgentMemoryError):
+    """A memory slot name the agent does not declare (``memory.py``, ``memory/<name>.py``)."""
+
+    code = "memory_slot_unknown"
+    http_status = 404
+
+    def __init__(self, message: str, *, slot: str) -> None:
+        super().__init__(message)
+        self.slot = slot
+
+
+class MemoryUnavailable(AgentMemoryError):
+    """A slot's store cannot be opened or written (no session database in this process, an
+    unreachable database, an unreadable memory file); the URL is never shown."""
+
+    code = "memory_unavailable"
+    http_status = 503
+
+
+class MemorySearchUnavailable(AgentMemoryError):
+    """A slot searches by meaning (``search="semantic"``) and the local embedding model is
+    not installed: ``pip install 'eve-durable[memory-semantic]'``."""
+
+    code = "memory_search_unavailable"
+    http_status = 503
 
 
 class MCPConnectionError(EveError):

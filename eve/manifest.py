@@ -383,6 +383,42 @@ class ScheduleEntry(Base, frozen=True, kw_only=True):
     deliver: WebhookDelivery | None = None
 
 
+# --- memory --------------------------------------------------------------------------------
+
+
+class DatabaseMemoryProvider(Base, frozen=True, kw_only=True, tag="database", tag_field="kind"):
+    """Entries in the session database (``eve_memories``), searched with its full-text index."""
+
+
+class FileMemoryProvider(Base, frozen=True, kw_only=True, tag="files", tag_field="kind"):
+    """Entries as JSON files under ``directory`` (relative to the app root)."""
+
+    directory: str
+
+
+MemoryProviderEntry = DatabaseMemoryProvider | FileMemoryProvider
+
+
+class MemoryEntry(Base, frozen=True, kw_only=True):
+    """A memory slot (``memory.py`` or ``memory/<name>.py``): a declaration only; its tools
+    are eve's (``eve.runtime.memory``), bound to the provider's store at run time."""
+
+    #: ``memory`` for ``memory.py``, else the file name without ``.py``
+    name: str
+    description: str
+    scope: Literal["session", "principal", "agent"]
+    provider: MemoryProviderEntry
+    search: Literal["keyword", "semantic"] = "keyword"
+    #: entries put into the prompt at the start of each turn (0: none)
+    recall: int = 0
+    expose: Literal["tools", "catalog"] = "tools"
+    #: who the agent is among others sharing a database; None: the app root's name
+    namespace: str | None = None
+    logical_path: str
+    source_id: str
+    export_name: str = "default"
+
+
 # --- agent config --------------------------------------------------------------------------
 
 
@@ -523,6 +559,8 @@ class AgentNode(Base, frozen=True, kw_only=True):
     channels: list[ChannelEntry] = []
     #: the schedules (the root's only), in discovery order
     schedules: list[ScheduleEntry] = []
+    #: the node's memory slots, in discovery order
+    memory: list[MemoryEntry] = []
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
     #: the custom auth hook, on the root node only
@@ -598,6 +636,7 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     connections: list[str] = []
     channels: list[str] = []
     schedules: list[str] = []
+    memory: list[str] = []
     subagents: list[str] = []
 
 

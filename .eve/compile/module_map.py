@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 13
-FINGERPRINT = "sha256:bb97170979c2478fa991097d5b1b3a2c0bad8246707e792a60ef3ff79a656b1c"
+FINGERPRINT = "sha256:0379fbbcf0525f03bf3d85e041727cbe1f6068b74828ea3b830b8dcbb44a6303"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -24,6 +24,8 @@ class ToolContext:
             relative to the app root; the app root itself by default).
         principal: who sent the message this turn answers (``eve.auth.Principal``: id,
             kind, claims); the operator in ``eve run`` and ``eve dev``.
+        turn_id: the turn the call belongs to (``turn_3``): with ``session_id`` and
+            ``call_id`` it names the call across a crash and the step's rerun.
     """
 
     session_id: str
@@ -33,3 +35,4 @@ class ToolContext:
     signal: CancelSignal = field(default_factory=CancelSignal)
     workspace: Path = field(default_factory=Path.cwd)
     principal: Principal = OPERATOR
+    turn_id: str = "turn_0"

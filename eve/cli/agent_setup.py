@@ -54,13 +54,28 @@ async def prepare(
     install_from_environment()
     if ensure_compiled(app_root):
         click.echo("eve: agent/ changed since the last compile; recompiled .eve/", err=True)
-    return await build_setup(
+    setup = await build_setup(
         load_compiled_agent(app_root),
         model=model,
         max_turns=max_turns,
         notify=_to_stderr if announce else _quiet,
         offline_fallback=offline_fallback,
     )
+    return _with_memory(app_root, setup)
+
+
+def _with_memory(app_root: Path, setup: AgentSetup) -> AgentSetup:
+    """Memory slots bound to the database ``eve serve`` would use, for turns in process
+    (``eve run``, ``eve eval``; a session service binds its own, durable, over this)."""
+    nodes = [setup, *setup.subagents.values()]
+    if not any(node.agent.memory for node in nodes):
+        return setup  # and no session database is opened or created
+    from eve.cli.sessions_command import settings_for
+    from eve.execution.memory import with_memory
+    from eve.memory.access import MemoryHost
+
+    url = settings_for(app_root, None).eve_url
+    return with_memory(setup, MemoryHost(app_root=app_root, database_url=url))
 
 
 def _to_stderr(notice: str) -> None:

@@ -49,6 +49,12 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         click.echo(f"{indent}  skill {skill.name}: {skill.description}")
     for hook in node.hooks:
         click.echo(f"{indent}  hook {hook.name}: {', '.join(hook.events)}")
+    for slot in node.memory:
+        click.echo(
+            f"{indent}  memory {slot.name} ({slot.scope}, {slot.provider}, {slot.search} search"
+            + (f", recall {slot.recall}" if slot.recall else "")
+            + f", {slot.expose}): {slot.description or slot.source}"
+        )
     for connection in node.connections:
         click.echo(
             f"{indent}  connection {connection.name} ({connection.transport} "

@@ -26,6 +26,11 @@ _COMMANDS = {
     "eval": ("eve.cli.eval_command", "eval_command", "Run the agent's evals and report."),
     "init": ("eve.cli.init_command", "init_command", "Start a new agent in a directory."),
     "info": ("eve.cli.info_command", "info_command", "Show what the compiled agent holds."),
+    "memory": (
+        "eve.cli.memory_command",
+        "memory_command",
+        "List, search and forget what the agent remembers.",
+    ),
     "run": ("eve.cli.run_command", "run_command", "Run one turn and print the answer."),
     "schedules": (
         "eve.cli.schedules_command",

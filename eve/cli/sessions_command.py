@@ -33,7 +33,7 @@ def url_env_of(app_root: Path) -> str | None:
     return node.config.database_url_env if node is not None else None
 
 
-def _settings(app_root: Path, database: str | None) -> SessionSettings:
+def settings_for(app_root: Path, database: str | None) -> SessionSettings:
     """As ``eve serve`` resolves them: ``--database``, else the environment."""
     if database is not None:
         # read as if from a variable named after the option, so an error names the option
@@ -97,7 +97,7 @@ def prune_command(
     if seconds is None:
         click.echo(f"eve: nothing deleted: {source} is {older_than!r}", err=True)
         return
-    settings = _settings(app_root_of(ctx), database)
+    settings = settings_for(app_root_of(ctx), database)
     report = prune_workflows(settings, older_than=seconds, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(report.as_json()))

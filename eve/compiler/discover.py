@@ -30,6 +30,7 @@ KNOWN_DIRS = frozenset(
         "connections",
         "channels",
         "schedules",
+        "memory",
         "subagents",
         "lib",
         "evals",
@@ -45,13 +46,15 @@ UNSUPPORTED_DIRS = frozenset(
     {
         "extensions",
         "instructions",
-        "memory",
         "sandbox",
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
 #: the root agent's custom auth hook (``define_auth``)
 AUTH_FILE = "auth.py"
+#: a node's one memory slot, named ``memory`` (``memory/<name>.py`` holds named ones)
+MEMORY_FILE = "memory.py"
+MEMORY_NAME = TOOL_NAME
 
 
 @dataclass(kw_only=True)
@@ -78,6 +81,7 @@ class NodeFiles:
     channels: list[tuple[str, str]] = field(default_factory=list)  # (channel name, path)
     #: (schedule name, path): ``schedules/reports/daily.md`` is ``reports/daily``
     schedules: list[tuple[str, str]] = field(default_factory=list)
+    memory: list[tuple[str, str]] = field(default_factory=list)  # (slot name, path)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -106,6 +110,7 @@ class Discovery:
                     connections=[path for _, path in node.connections],
                     channels=[path for _, path in node.channels],
                     schedules=[path for _, path in node.schedules],
+                    memory=[path for _, path in node.memory],
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -168,12 +173,14 @@ class _Walker:
             node.instructions = rel
         elif entry.name == AUTH_FILE:
             self.auth_file(node, rel)
+        elif entry.name == MEMORY_FILE:
+            node.memory.append(("memory", rel))
         elif entry.name not in ROOT_FILES:
             self.sink.warning(
                 "discover/unknown-file",
                 f"{entry.name} is not part of an agent (expected agent.py, instructions.md, "
-                "auth.py and the directories tools/, skills/, hooks/, connections/, "
-                "channels/, subagents/, lib/); it is ignored",
+                "auth.py, memory.py and the directories tools/, skills/, hooks/, "
+                "connections/, channels/, memory/, subagents/, lib/); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -205,6 +212,8 @@ class _Walker:
             self.channels(node, entry)
         elif entry.name == "schedules":
             self.schedules(node, entry)
+        elif entry.name == "memory":
+            self.memory_dir(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -222,7 +231,7 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-directory",
                 f"{entry.name}/ is not an agent directory (tools, skills, hooks, connections, "
-                "channels, subagents, lib); it is ignored",
+                "channels, memory, subagents, lib); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
@@ -366,6 +375,29 @@ class _Walker:
             return
         found = walk_schedules(directory, self.sink, self.rel)
         node.schedules += found
+
+    def memory_dir(self, node: NodeFiles, directory: Path) -> None:
+        if (directory.parent / MEMORY_FILE).is_file():
+            # ``agent.memory`` cannot be both the module memory.py and the package memory/
+            self.sink.error(
+                "discover/memory-file-and-directory",
+                f"{MEMORY_FILE} and memory/ cannot both be here: Python imports only one of "
+                "them as the module 'memory'; move the slot of memory.py into memory/",
+                source_path=self.rel(directory),
+                node_id=node.node_id,
+            )
+            return
+        node.memory += self.modules(
+            node,
+            directory,
+            holds="one memory slot per .py file (define_memory(scope=...))",
+            name_problem=_snake_case_problem(MEMORY_NAME),
+            invalid=(
+                "discover/memory-name-invalid",
+                "memory",
+                "the file name is the slot's name, which the memory tools take",
+            ),
+        )
 
     def connection_collisions(self, node: NodeFiles) -> None:
         """A tool whose name a connection's tools could take (``docs__search``)."""

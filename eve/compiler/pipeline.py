@@ -21,6 +21,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.memory import MemoryDefinition
 from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
 from eve.builtins.automatic import AUTOMATIC_TOOLS
@@ -40,6 +41,7 @@ from eve.compiler.emit import write_artifacts
 from eve.compiler.evals import read_evals
 from eve.compiler.imports import ModuleGraph, analyze
 from eve.compiler.load import LoadFailure, find_definition, import_authored
+from eve.compiler.memory import memory_entry
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
 from eve.compiler.output import CompiledOutput, compile_output
@@ -65,6 +67,7 @@ from eve.manifest import (
     Generator,
     HookEntry,
     Instructions,
+    MemoryEntry,
     PluginDistribution,
     ProviderToolEntry,
     ScheduleEntry,
@@ -299,6 +302,17 @@ class _NodeCompiler:
             definition, source, self.sink, export_name=export_name, factory=factory
         )
 
+    def memory(self, node: NodeFiles, name: str, path: str) -> MemoryEntry | None:
+        loaded = self.load(path, MemoryDefinition, node.node_id)
+        if loaded is None:
+            return None
+        definition, export_name, _ = loaded
+        assert isinstance(definition, MemoryDefinition)
+        source_id = source_id_for(path, node.root, AGENT_DIR)
+        return memory_entry(
+            definition, name=name, logical_path=path, source_id=source_id, export_name=export_name
+        )
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -344,6 +358,7 @@ class _NodeCompiler:
         ]
         channels = self.channels(node)
         schedules = [s for name, path in node.schedules if (s := self.schedule(node, name, path))]
+        memory = [m for name, path in node.memory if (m := self.memory(node, name, path))]
         sets = self.tool_sets.node(
             sorted(set(config.tool_sets)),
             taken=self.taken_names(node),
@@ -359,6 +374,8 @@ class _NodeCompiler:
         # a channel's module is read for its declaration; a define_channel's again at run
         # time, for its handler
         compile_reads |= {path for _, path in node.channels}
+        # a memory slot is data: read once here, never imported at run time
+        compile_reads |= {path for _, path in node.memory}
         if node.agent_module:
             compile_reads.add(node.agent_module)
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
@@ -408,6 +425,7 @@ class _NodeCompiler:
             connections=connections,
             channels=channels,
             schedules=schedules,
+            memory=memory,
             subagents=node.subagents,
             auth=auth,
             compile_loads=sorted(

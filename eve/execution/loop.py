@@ -60,6 +60,7 @@ from eve.execution.connections import TurnConnections
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
+from eve.execution.memory import with_recall
 from eve.execution.model_chain import stream_chain
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ModelResponse
@@ -569,6 +570,7 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
         received = MessageReceivedData(message=user.text, attachments=attachments_of(user.parts))
         await turn.emit(received)
         await turn.connect()
+        turn.setup = await with_recall(turn.setup, turn.env, turn.context.principal, user.text)
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):
             complete = turn.settle(await turn.step(step))

@@ -12,6 +12,7 @@ import pydantic
 from eve.errors import ResolveAgentError, WorkspaceUnsafe
 from eve.execution.events import HookDispatcher
 from eve.manifest import ROOT_NODE_ID, AgentConfig, Compaction, Output
+from eve.memory.access import NodeMemory
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
 from eve.runtime.resolved import ResolvedOutput, ResolvedTool
@@ -83,6 +84,9 @@ class AgentSetup:
     app_root: Path = field(default_factory=Path.cwd)
     #: every subagent's setup by node id (``researcher/reviewer``), shared by all nodes
     subagents: Mapping[str, AgentSetup] = field(default_factory=dict)
+    #: the node's memory slots bound to their stores (``execution.memory.with_memory``);
+    #: None: no slots, or none bound
+    memory: NodeMemory | None = None
 
     @property
     def models(self) -> tuple[ModelClient, ...]:

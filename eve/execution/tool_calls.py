@@ -293,6 +293,7 @@ class ToolRunner:
             signal=self.signal,
             workspace=self.workspace,
             principal=self.principal,
+            turn_id=self.turn_id or "turn_0",
         )
         fn = tool.execute
 

@@ -22,6 +22,7 @@ from eve.builtins.catalog import (
 )
 from eve.builtins.skill import skill_declaration, skill_loader
 from eve.manifest import AgentNode, FunctionToolEntry, SkillEntry, ToolEntry
+from eve.runtime.memory import memory_entries
 from eve.runtime.resolved import (
     ResolvedFunctionTool,
     ResolvedTool,
@@ -41,24 +42,31 @@ def automatic_entries(node: AgentNode) -> list[FunctionToolEntry]:
     skills, ``eve__tool`` when it has deferred tools or such connections (with none, it
     would have nothing to call)."""
     entries = []
-    catalog = catalog_of(node.tools, node.skills)
+    tools = _own_tools(node)
+    catalog = catalog_of(tools, node.skills)
     servers = catalog_servers(node)
     if catalog or servers:
         entries.append(search_declaration(catalog, servers))
     if node.skills:
         entries.append(skill_declaration(node.skills))
-    if catalog_tools(node.tools) or servers:
+    if catalog_tools(tools) or servers:
         entries.append(call_declaration())
     return entries
 
 
+def _own_tools(node: AgentNode) -> list[ToolEntry]:
+    """The node's compiled tools and its memory tools (deferred when its slots say so)."""
+    return [*node.tools, *memory_entries(node.memory)]
+
+
 def bind_automatic(node: AgentNode, app_root: Path) -> list[ResolvedFunctionTool]:
     """The node's automatic built-ins, live; skill files are read relative to ``app_root``."""
-    catalog = catalog_of(node.tools, node.skills)
+    tools = _own_tools(node)
+    catalog = catalog_of(tools, node.skills)
     executes: dict[str, Execute] = {
         SEARCH_TOOL: searcher(catalog),
         SKILL_TOOL: skill_loader(node.skills, app_root),
-        CALL_TOOL: call_refusal([t.name for t in node.tools], [s.name for s in node.skills]),
+        CALL_TOOL: call_refusal([t.name for t in tools], [s.name for s in node.skills]),
     }
     return [
         ResolvedFunctionTool(

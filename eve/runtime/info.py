@@ -31,6 +31,7 @@ from eve.manifest import (
 from eve.runtime.automatic import automatic_entries
 from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.load import read_manifest
+from eve.runtime.memory import memory_entries
 
 
 class ToolInfo(msgspec.Struct, kw_only=True):
@@ -96,6 +97,20 @@ class ScheduleInfo(msgspec.Struct, kw_only=True):
     source: str
 
 
+class MemoryInfo(msgspec.Struct, kw_only=True):
+    """A memory slot (``memory.py``, ``memory/<name>.py``; see docs/memory.md)."""
+
+    name: str
+    source: str
+    scope: str
+    #: ``database`` or ``files``
+    provider: str
+    search: str
+    recall: int
+    expose: str
+    description: str
+
+
 class AuthInfo(msgspec.Struct, kw_only=True):
     """The agent's custom auth hook (``agent/auth.py``, ``define_auth``): the server asks
     it for the principal of each request its built-in schemes do not prove."""
@@ -122,6 +137,8 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     hooks: list[HookInfo]
     subagents: list[str]
     connections: list[ConnectionInfo] = []
+    #: the node's memory slots; their tools are among ``tools``
+    memory: list[MemoryInfo] = []
     #: the JSON Schema of the typed final answer (``define_agent(output_schema=...)``)
     output_schema: dict[str, Any] | None = None
 
@@ -181,6 +198,7 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
     scoped = session_tools(manifest, key)
     extra: list[AnyToolEntry] = [
         *subagent_entries(manifest, key),
+        *memory_entries(node.memory),
         *automatic_entries(session_node(manifest, key)),
     ]
     return NodeInfo(
@@ -209,6 +227,19 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
                 expose=c.expose,
             )
             for c in node.connections
+        ],
+        memory=[
+            MemoryInfo(
+                name=m.name,
+                source=m.logical_path,
+                scope=m.scope,
+                provider=m.provider.__struct_config__.tag,  # type: ignore[arg-type]
+                search=m.search,
+                recall=m.recall,
+                expose=m.expose,
+                description=m.description,
+            )
+            for m in node.memory
         ],
     )
 

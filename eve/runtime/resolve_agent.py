@@ -96,6 +96,7 @@ async def resolve_agent(
         skills=[ResolvedSkill(entry=skill) for skill in node.skills],
         hooks=hooks,
         connections=connections,
+        memory=list(node.memory),
         subagents=list(node.subagents),
         output=await resolve_output(node, module_map),
         auth=await _resolve_auth(node.auth, module_map, node_key),

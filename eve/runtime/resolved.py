@@ -20,6 +20,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HandlingKind,
     HookEntry,
+    MemoryEntry,
     Output,
     ProviderToolEntry,
     SkillEntry,
@@ -148,6 +149,9 @@ class ResolvedAgent:
     hooks: list[ResolvedHook] = field(default_factory=list)
     #: the node's MCP servers; their tools join ``tools`` per turn (``runtime.connections``)
     connections: list[ResolvedConnection] = field(default_factory=list)
+    #: the node's memory slots; their tools are bound to a store by the edge that runs
+    #: turns (``eve.execution.memory.with_memory``)
+    memory: list[MemoryEntry] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
     #: the type the final answer is validated into (``define_agent(output_schema=...)``)
     output: ResolvedOutput | None = None

@@ -75,6 +75,9 @@ class Scheduler:
             return
         if any(s.entry.session is not None for s in self.schedules.values()):
             await asyncio.to_thread(self.service.store.run, named_sessions.create_table)
+        # what was missed ends here: once applied, DBOS fires the ticks after this itself, so
+        # a later clock would take a tick it fires for the missed one (the same workflow id)
+        down_until = self.clock()
         await DBOS.apply_schedules_async(
             [
                 {
@@ -92,14 +95,14 @@ class Scheduler:
         )
         for entry in self.entries:
             if entry.catch_up:
-                await self.catch_up(entry, before.get(dbos_name(entry.name)))
+                await self.catch_up(entry, before.get(dbos_name(entry.name)), down_until)
 
-    async def catch_up(self, entry: ScheduleEntry, record: Any) -> None:
+    async def catch_up(self, entry: ScheduleEntry, record: Any, down_until: datetime) -> None:
         """Enqueue the latest tick missed since the schedule last fired, once."""
         if record is None or record.get("status") == "PAUSED" or not record["last_fired_at"]:
             return  # never fired: nothing was missed yet
         since = datetime.fromisoformat(record["last_fired_at"])
-        tick = latest_missed(entry.cron, entry.timezone, since, self.clock())
+        tick = latest_missed(entry.cron, entry.timezone, since, down_until)
         if tick is None:
             return
         # DBOS's backfill takes (start, end) exclusive of start: the window holds this one tick
@@ -109,7 +112,9 @@ class Scheduler:
             tick - timedelta(seconds=1),
             tick + timedelta(seconds=1),
         )
-        log.info("schedule %s: caught up the tick %s missed while down", entry.name, tick)
+        log.info(
+            "schedule %s: caught up the tick %s missed while down", entry.name, tick.isoformat()
+        )
 
     async def paused(self, name: str) -> bool:
         record = await DBOS.get_schedule_async(dbos_name(name))

@@ -50,6 +50,7 @@ from eve.server.bodies import (
 from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
+from eve.server.memory_routes import memory_routes
 from eve.server.oauth_callback import oauth_callback
 from eve.server.schedule_routes import ScheduleRoutes
 from eve.server.session_list import session_list
@@ -335,6 +336,7 @@ def create_app(
             await running.stop()
 
     session = PREFIX + "/session/{session_id}"
+    memory_list, memory_forget, memory_erase = memory_routes(service.setup)
     app = Starlette(
         routes=[
             Route(PREFIX + "/health", _guarded(routes.health), methods=["GET"]),
@@ -342,6 +344,9 @@ def create_app(
             Route(AUTH_CONFIG_PATH, _guarded(auth_config_route(auth)), methods=["GET"]),
             Route(PREFIX + "/session", _guarded(routes.create), methods=["POST"]),
             Route(PREFIX + "/sessions", _guarded(session_list(service)), methods=["GET"]),
+            Route(PREFIX + "/memory", _guarded(memory_list), methods=["GET"]),
+            Route(PREFIX + "/memory", _guarded(memory_erase), methods=["DELETE"]),
+            Route(PREFIX + "/memory/{memory_id}", _guarded(memory_forget), methods=["DELETE"]),
             Route(session, _guarded(routes.follow_up), methods=["POST"]),
             Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),

@@ -33,7 +33,9 @@ from eve.errors import (
 )
 from eve.events import Invocation, SessionEvent, SessionStartedData
 from eve.execution.events import EventEmitter
+from eve.execution.memory import with_memory
 from eve.execution.setup import AgentSetup
+from eve.memory.access import MemoryHost
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
 from eve.runtime.connections import close_pool
@@ -126,7 +128,12 @@ class SessionService:
         max_message_chars: int = MAX_MESSAGE_CHARS,
         attachment_limits: AttachmentLimits | None = None,
     ) -> None:
-        self.setup = setup
+        #: memory slots keep their entries in this service's database, written as
+        #: durable steps (``eve.memory.access.MemoryHost``)
+        self.memory = MemoryHost(
+            app_root=setup.app_root, database_url=settings.eve_url, durable=True
+        )
+        self.setup = with_memory(setup, self.memory)
         self.settings = settings
         self.concurrency = concurrency
         self.max_message_chars = max_message_chars
@@ -163,6 +170,7 @@ class SessionService:
         await self.log.drain()
         install_runtime(None)
         self.store.close()
+        self.memory.close()
 
     # --- sessions ----------------------------------------------------------------------
 

@@ -17,14 +17,22 @@ from typing import Any
 import httpx
 from starlette.routing import Route
 
+from eve.auth.principal import OPERATOR
 from eve.connections import authorization
+from eve.memory.access import Turn
+from eve.sessions import SessionService
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.principals import on_service
 from tests.sessions.test_tasks import DELIVERY, app
 
 TOKEN = "t" * 32
+MEMORY = """
+    from eve.memory import define_memory
+    default = define_memory(scope="agent")
+"""
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,10 @@ ROUTES: dict[tuple[str, str], tuple[Case, Case | None]] = {
         Case("/oauth/callback?state=every-route&code=c", headers={}),
         Case("/oauth/callback?state=every-route&code=c", headers={}),
     ),
+    ("GET", "/memory"): (Case("/memory"), Case("/memory?limit=0")),
+    ("DELETE", "/memory/{memory_id}"): (Case("/memory/{memory}"), Case("/memory/mem_none")),
+    # an operator erases one slot at a time
+    ("DELETE", "/memory"): (Case("/memory?slot=memory"), Case("/memory")),
 }
 #: a schedule for the schedule routes; its run sends nothing, so no turn takes the script's
 #: answers from the session under test
@@ -121,11 +133,12 @@ def assert_has_ok(response: httpx.Response, where: str) -> None:
 
 def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
     # a workflow tool that waits for an event: a task to send one to
-    root = app(
-        make_app,
-        {"agent/tools/track.py": DELIVERY, "agent/schedules/jobs/quiet.py": QUIET},
-        [call("track"), say("it arrived")],
-    )
+    files = {
+        "agent/tools/track.py": DELIVERY,
+        "agent/schedules/jobs/quiet.py": QUIET,
+        "agent/memory.py": MEMORY,
+    }
+    root = app(make_app, files, [call("track"), say("it arrived")])
     server = InProcessServer(root, env={"EVE_API_TOKEN": TOKEN}, token=TOKEN).start()
     # a sign-in waiting for the callback (of a loop of its own: only its answer matters)
     waiting = asyncio.new_event_loop()
@@ -134,8 +147,8 @@ def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
         session = server.create("track my parcel")
         events = server.wait_for(session, count("task.started"))
         [task] = [e["data"] for e in events if e["type"] == "task.started"]
-        names = {"session": session, "task": task["task_id"]}
         authorization.expect("every-route", loop=waiting)
+        names = {"session": session, "task": task["task_id"], "memory": remembered(server)}
         for (method, path), (success, refused) in ROUTES.items():
             ok = success.send(server, method, **names)
             assert ok.status_code < 400, (method, path, ok.text)
@@ -152,6 +165,17 @@ def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
     finally:
         server.stop()
         waiting.close()
+
+
+def remembered(server: InProcessServer) -> str:
+    """The id of an entry saved in the agent's memory slot (for the route that forgets one)."""
+
+    async def save(service: SessionService) -> str:
+        assert service.setup.memory is not None
+        turn = Turn(session_id="ses_x", principal=OPERATOR)
+        return (await service.setup.memory.save(None, "a fact", {}, turn)).id
+
+    return on_service(server, save)
 
 
 def assert_ui_files_are_not_json(server: InProcessServer) -> None:

@@ -121,7 +121,7 @@ class Thread {
    * tab, which sends the person back to eve's callback; the turn goes on by itself. Only an
    * http(s) link is made one (a server's metadata names it). */
   signIn(data) {
-    const safe = /^https?:\/\//i.test(data.url);
+    const safe = new RegExp("^https?:[/][/]", "i").test(data.url);
     this.place(h("p", { class: "note sign-in", role: "status" },
       `connection ${data.connection} needs you to sign in (waiting ${data.timeout_seconds}s): `,
       safe ? h("a", { href: data.url, target: "_blank", rel: "noopener noreferrer" }, "sign in") : data.url));

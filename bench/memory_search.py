@@ -1,0 +1,351 @@
+"""Measure memory search ([memory](../docs/memory.md)): how often it finds the right entry
+on a small labelled set, and what a query costs once a scope holds 10,000 and 100,000
+entries.
+
+**Recall.** 30 facts about a shop's customers and 24 questions, each labelled with the one
+fact that answers it; half the questions share a word with their fact, half paraphrase it
+("a hot drink" for "espresso"). recall@k: the share of questions whose fact is among the
+first k results, for keyword search (SQLite FTS5) and semantic search (WordLlama, ranked by
+cosine), both through ``DatabaseMemory`` on a real SQLite file.
+
+**Latency.** One scope (the worst case: an ``agent`` scope everyone writes to) filled with
+10,000 and 100,000 generated entries, written in one transaction each (the FTS triggers and
+the embeddings included); then the median and 95th percentile of 40 queries of 5 results,
+each search as ``eve__memory_search`` runs it. Run alone with ``python -m bench.memory_search
+[--quick]``; results land in ``bench/results/memory_search.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from bench._machine import machine_info, package_version
+from bench._results import publish
+from eve.auth.principal import PrincipalRef
+from eve.memory import embedding
+from eve.memory.records import MemoryKey, SlotKey, Writer
+from eve.memory.sql import DatabaseMemory, memory_engine
+from eve.memory.tables import create_memory_tables, memories
+
+NAME = "memory_search"
+SIZES, QUICK_SIZES = (10_000, 100_000), (1_000,)
+QUERIES, QUICK_QUERIES = 40, 5
+KEY = MemoryKey(
+    slot=SlotKey(namespace="bench", node_id="__root__", slot="memory", scope="agent"), owner=""
+)
+WRITER = Writer(principal=PrincipalRef(id="bench", kind="operator"), session_id="ses_bench")
+
+#: (id, fact)
+FACTS = [
+    ("f01", "Ann drinks a double espresso every morning before work"),
+    ("f02", "Ben is allergic to peanuts and all tree nuts"),
+    ("f03", "Cara's order 1042 arrived with a cracked screen"),
+    ("f04", "Dev prefers deliveries on Friday afternoons"),
+    ("f05", "Eli pays by bank transfer, never by card"),
+    ("f06", "Fay's daughter starts university in Leeds in September"),
+    ("f07", "Gus runs a bakery and orders flour by the pallet"),
+    ("f08", "Hana asked to be called by her first name only"),
+    ("f09", "Ivo's dog is a three-year-old border collie named Pip"),
+    ("f10", "Jo wants invoices sent to the accounts team, not to her"),
+    ("f11", "Kai returned the blue jacket because the sleeves were too short"),
+    ("f12", "Lea is vegetarian and avoids gelatine"),
+    ("f13", "Max moved from Bristol to Glasgow last spring"),
+    ("f14", "Nia collects vintage fountain pens"),
+    ("f15", "Oli's warehouse is closed on Mondays"),
+    ("f16", "Pam reads mostly crime novels and historical fiction"),
+    ("f17", "Quin's company has a purchase limit of 5000 pounds without sign-off"),
+    ("f18", "Rae plays cello in a string quartet on weekends"),
+    ("f19", "Sam is training for the Berlin marathon"),
+    ("f20", "Tia's printer only takes the XL black ink cartridges"),
+    ("f21", "Uma speaks Portuguese at home and prefers emails in English"),
+    ("f22", "Vic drives an electric van for his flower deliveries"),
+    ("f23", "Wyn complained twice about late parcels in December"),
+    ("f24", "Xan is colour blind, so product photos should name the colours"),
+    ("f25", "Yui keeps bees and sells honey at the Saturday market"),
+    ("f26", "Zed's birthday is on the fourteenth of March"),
+    ("f27", "Ada works night shifts at the hospital and sleeps until noon"),
+    ("f28", "Bo wants gift wrapping on every order"),
+    ("f29", "Cy lost the receipt for the drill he wants to return"),
+    ("f30", "Di's kitchen is being renovated until the end of June"),
+]
+#: (question, the fact that answers it); the first 12 share a word with it, the rest do not
+QUESTIONS = [
+    ("How does Ann take her espresso?", "f01"),
+    ("Which nuts is Ben allergic to?", "f02"),
+    ("What was wrong with order 1042?", "f03"),
+    ("When should deliveries to Dev arrive?", "f04"),
+    ("How does Eli pay?", "f05"),
+    ("Where is Fay's daughter going to university?", "f06"),
+    ("How much flour does Gus order?", "f07"),
+    ("What is Ivo's dog called?", "f09"),
+    ("Who gets Jo's invoices?", "f10"),
+    ("Why did Kai return the jacket?", "f11"),
+    ("Which city did Max move to?", "f13"),
+    ("Which day is Oli's warehouse closed?", "f15"),
+    ("What hot drink does someone have at breakfast?", "f01"),
+    ("Who has a food allergy?", "f02"),
+    ("Which customer eats no meat?", "f12"),
+    ("Who likes old writing instruments?", "f14"),
+    ("What books does Pam enjoy?", "f16"),
+    ("Who plays a musical instrument?", "f18"),
+    ("Who is preparing for a long running race?", "f19"),
+    ("Which customer has insects as a hobby?", "f25"),
+    ("Who cannot tell colours apart?", "f24"),
+    ("What cartridges fit Tia's machine?", "f20"),
+    ("Whose vehicle runs on a battery?", "f22"),
+    ("Who works at night?", "f27"),
+]
+
+_WORDS = [
+    "order",
+    "parcel",
+    "delivery",
+    "invoice",
+    "refund",
+    "jacket",
+    "shoes",
+    "lamp",
+    "table",
+    "chair",
+    "paint",
+    "brush",
+    "garden",
+    "hose",
+    "kettle",
+    "toaster",
+    "blender",
+    "coffee",
+    "tea",
+    "sugar",
+    "flour",
+    "bread",
+    "cheese",
+    "apples",
+    "bicycle",
+    "helmet",
+    "tent",
+    "lantern",
+    "rope",
+    "drill",
+    "saw",
+    "hammer",
+    "nails",
+    "screws",
+    "glue",
+    "tape",
+    "paper",
+    "pens",
+    "ink",
+    "printer",
+    "cable",
+    "phone",
+    "charger",
+    "laptop",
+    "monitor",
+    "keyboard",
+    "mouse",
+    "speaker",
+    "camera",
+    "lens",
+    "tripod",
+    "book",
+    "novel",
+    "map",
+]
+_NAMES = [
+    "Ann",
+    "Ben",
+    "Cara",
+    "Dev",
+    "Eli",
+    "Fay",
+    "Gus",
+    "Hana",
+    "Ivo",
+    "Jo",
+    "Kai",
+    "Lea",
+    "Max",
+    "Nia",
+    "Oli",
+    "Pam",
+]
+
+
+def _store(path: Path) -> DatabaseMemory:
+    return DatabaseMemory(memory_engine(f"sqlite:///{path}"))
+
+
+def recall_at(store: DatabaseMemory, *, semantic: bool) -> dict[str, float]:
+    found: dict[int, int] = {1: 0, 3: 0, 5: 0}
+    for question, answer in QUESTIONS:
+        ids = [h.record.id for h in store.search(KEY, question, limit=5, semantic=semantic)]
+        for k in found:
+            found[k] += answer in ids[:k]
+    return {f"recall@{k}": round(n / len(QUESTIONS), 3) for k, n in found.items()}
+
+
+def measure_recall(directory: Path) -> dict[str, Any]:
+    store = _store(directory / "recall.sqlite")
+    for id, text in FACTS:
+        store.save(KEY, id=id, text=text, metadata={}, writer=WRITER, semantic=True)
+    worded, paraphrased = QUESTIONS[:12], QUESTIONS[12:]
+    report: dict[str, Any] = {}
+    for label, semantic in (("keyword", False), ("semantic", True)):
+        report[label] = recall_at(store, semantic=semantic)
+        for part, questions in (("sharing a word", worded), ("paraphrased", paraphrased)):
+            hits = sum(
+                answer in [h.record.id for h in store.search(KEY, q, limit=3, semantic=semantic)]
+                for q, answer in questions
+            )
+            report[label][f"recall@3 {part}"] = round(hits / len(questions), 3)
+    store.close()
+    return report
+
+
+def _generated(count: int, rng: random.Random) -> list[str]:
+    return [
+        f"{rng.choice(_NAMES)} asked about the {rng.choice(_WORDS)} and the "
+        f"{rng.choice(_WORDS)} for {rng.choice(_WORDS)} number {n}"
+        for n in range(count)
+    ]
+
+
+def _fill(path: Path, count: int, rng: random.Random) -> tuple[float, float]:
+    """``count`` entries in one scope, written in one transaction; seconds to embed, write."""
+    texts = _generated(count, rng)
+    started = time.perf_counter()
+    vectors = embedding.embed(texts)
+    embedded = time.perf_counter()
+    engine = memory_engine(f"sqlite:///{path}")
+    create_memory_tables(engine)
+    now = time.time()
+    rows = [
+        {
+            "id": f"mem_{n:08d}",
+            "namespace": "bench",
+            "node_id": "__root__",
+            "slot": "memory",
+            "scope": "agent",
+            "owner": "",
+            "principal_kind": "operator",
+            "principal_id": "bench",
+            "session_id": "ses_bench",
+            "text": text,
+            "metadata": "{}",
+            "created_at": now,
+            "updated_at": now,
+            "embedding": embedding.to_bytes(vectors[n]),
+        }
+        for n, text in enumerate(texts)
+    ]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(memories), rows)
+    engine.dispose()
+    return embedded - started, time.perf_counter() - embedded
+
+
+def _timed(store: DatabaseMemory, queries: list[str], *, semantic: bool) -> dict[str, float]:
+    store.search(KEY, queries[0], limit=5, semantic=semantic)  # warm: tables, model, cache
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        store.search(KEY, query, limit=5, semantic=semantic)
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return {
+        "median_ms": round(statistics.median(times), 2),
+        "p95_ms": round(times[max(0, int(len(times) * 0.95) - 1)], 2),
+    }
+
+
+def measure_latency(directory: Path, sizes: tuple[int, ...], queries: int) -> dict[str, Any]:
+    rng = random.Random(29)
+    asked = [
+        f"what did {rng.choice(_NAMES)} say about the {rng.choice(_WORDS)}" for _ in range(queries)
+    ]
+    report: dict[str, Any] = {}
+    for size in sizes:
+        path = directory / f"latency-{size}.sqlite"
+        embed_s, write_s = _fill(path, size, rng)
+        store = _store(path)
+        report[str(size)] = {
+            "embed_s": round(embed_s, 2),
+            "write_s": round(write_s, 2),
+            "keyword": _timed(store, asked, semantic=False),
+            "semantic": _timed(store, asked, semantic=True),
+            "database_mb": round(path.stat().st_size / 1e6, 1),
+        }
+        store.close()
+    return report
+
+
+def _table(report: dict[str, Any]) -> str:
+    lines = [
+        "# memory_search",
+        "",
+        f"Recall on {report['facts']} labelled facts and {report['questions']} questions "
+        "(half share a word with their fact, half paraphrase it), SQLite:",
+        "",
+        "| search | recall@1 | recall@3 | recall@5 | recall@3, sharing a word "
+        "| recall@3, paraphrased |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, row in report["recall"].items():
+        lines.append(
+            f"| {label} | {row['recall@1']:.2f} | {row['recall@3']:.2f} | {row['recall@5']:.2f} "
+            f"| {row['recall@3 sharing a word']:.2f} | {row['recall@3 paraphrased']:.2f} |"
+        )
+    lines += [
+        "",
+        f"Query latency, one scope, 5 results, {report['queries']} queries (SQLite file):",
+        "",
+        "| entries | keyword median ms | keyword p95 ms | semantic median ms | semantic p95 ms "
+        "| embed all s | write all s | database MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size, row in report["latency"].items():
+        lines.append(
+            f"| {int(size):,} | {row['keyword']['median_ms']} | {row['keyword']['p95_ms']} "
+            f"| {row['semantic']['median_ms']} | {row['semantic']['p95_ms']} "
+            f"| {row['embed_s']} | {row['write_s']} | {row['database_mb']} |"
+        )
+    lines += [
+        "",
+        f"Python {report['python']} on {report['platform']} ({report['cpu_count']} CPUs, "
+        f"1-minute load {report['load_average_1m']:.1f}); wordllama {report['wordllama']}; "
+        f"{report['date']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run(*, quick: bool = False) -> dict[str, Any]:
+    sizes, queries = (QUICK_SIZES, QUICK_QUERIES) if quick else (SIZES, QUERIES)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        report: dict[str, Any] = {
+            **machine_info(),
+            "date": datetime.now(UTC).date().isoformat(),
+            "wordllama": package_version("wordllama"),
+            "facts": len(FACTS),
+            "questions": len(QUESTIONS),
+            "queries": queries,
+            "recall": measure_recall(directory),
+            "latency": measure_latency(directory, sizes, queries),
+        }
+    publish(NAME, report, _table(report), quick=quick)
+    return report
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv[1:])

@@ -1,0 +1,213 @@
+"""The development memory provider: one JSON file per scope under a directory of the app.
+
+Readable and easy to reset (delete the folder), and slow past a few thousand entries: each
+call reads the scope's whole file. Writes replace the file atomically (write, then rename),
+so a crash leaves the old or the new file, never half of one; two processes writing one
+scope at once can lose one's write, so it is for one process at a time (``eve dev``,
+``eve run``). Keyword search scores by the query's words (``keywords.overlap_score``);
+semantic search embeds the scope's entries at each query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from eve.errors import MemoryUnavailable
+from eve.memory import embedding
+from eve.memory.keywords import overlap_score, terms
+from eve.memory.records import MemoryFilter, MemoryHit, MemoryKey, MemoryRecord, Writer
+
+
+class _ScopeFile(msgspec.Struct, kw_only=True):
+    namespace: str
+    node_id: str
+    owner: str
+    entries: list[MemoryRecord] = []
+
+
+_decoder = msgspec.json.Decoder(_ScopeFile)
+
+
+class FileMemory:
+    """A ``MemoryStore`` over the JSON files under ``directory``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, key: MemoryKey) -> Path:
+        slot = key.slot
+        name = hashlib.sha256("\x1f".join([slot.node_id, key.owner]).encode()).hexdigest()[:16]
+        return self.directory / slot.namespace / slot.slot / slot.scope / f"{name}.json"
+
+    def _read(self, path: Path) -> _ScopeFile | None:
+        try:
+            return _decoder.decode(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise MemoryUnavailable(
+                f"the memory file {path} cannot be read ({error}); fix or delete it"
+            ) from None
+
+    def _load(self, key: MemoryKey) -> _ScopeFile:
+        found = self._read(self._path(key))
+        return found or _ScopeFile(
+            namespace=key.slot.namespace, node_id=key.slot.node_id, owner=key.owner
+        )
+
+    def _write(self, key: MemoryKey, scope: _ScopeFile) -> None:
+        self._replace(self._path(key), scope)
+
+    def _replace(self, path: Path, scope: _ScopeFile) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".json.partial")
+            partial.write_bytes(msgspec.json.format(msgspec.json.encode(scope)))
+            os.replace(partial, path)
+        except OSError as error:
+            raise MemoryUnavailable(
+                f"the memory file {path} cannot be written ({error.strerror or error})"
+            ) from None
+
+    def save(
+        self,
+        key: MemoryKey,
+        *,
+        id: str,
+        text: str,
+        metadata: dict[str, Any],
+        writer: Writer,
+        semantic: bool = False,
+    ) -> MemoryRecord:
+        scope = self._load(key)
+        now = time.time()
+        before = next((e for e in scope.entries if e.id == id), None)
+        record = MemoryRecord(
+            id=id,
+            slot=key.slot.slot,
+            scope=key.slot.scope,
+            text=text,
+            metadata=metadata,
+            created_at=before.created_at if before else now,
+            updated_at=now,
+            principal=writer.principal,
+            session_id=writer.session_id,
+        )
+        scope.entries = [e for e in scope.entries if e.id != id] + [record]
+        self._write(key, scope)
+        return record
+
+    def search(
+        self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
+    ) -> list[MemoryHit]:
+        entries = self._load(key).entries
+        if semantic:
+            if not entries:
+                return []
+            vectors = embedding.embed([e.text for e in entries])
+            ranked = embedding.nearest(embedding.embed([query])[0], vectors, limit)
+            return [MemoryHit(record=entries[i], score=score) for i, score in ranked]
+        return _ranked(entries, terms(query), limit)
+
+    def update(
+        self,
+        key: MemoryKey,
+        id: str,
+        *,
+        text: str | None,
+        metadata: dict[str, Any] | None,
+        semantic: bool = False,
+    ) -> MemoryRecord | None:
+        scope = self._load(key)
+        found = next((e for e in scope.entries if e.id == id), None)
+        if found is None:
+            return None
+        changed = msgspec.structs.replace(
+            found,
+            text=found.text if text is None else text,
+            metadata=found.metadata if metadata is None else metadata,
+            updated_at=time.time(),
+        )
+        scope.entries = [changed if e.id == id else e for e in scope.entries]
+        self._write(key, scope)
+        return changed
+
+    def forget(self, key: MemoryKey, id: str) -> bool:
+        scope = self._load(key)
+        kept = [e for e in scope.entries if e.id != id]
+        if len(kept) == len(scope.entries):
+            return False
+        scope.entries = kept
+        self._write(key, scope)
+        return True
+
+    def recent(self, key: MemoryKey, *, limit: int) -> list[MemoryRecord]:
+        return _newest(self._load(key).entries)[:limit]
+
+    def _scopes(self, where: MemoryFilter) -> Iterator[tuple[Path, _ScopeFile]]:
+        for namespace in sorted(where.namespaces):
+            for path in sorted((self.directory / namespace).glob("*/*/*.json")):
+                scope = self._read(path)
+                if scope is not None and (where.slots is None or path.parts[-3] in where.slots):
+                    yield path, scope
+
+    def _admitted(self, where: MemoryFilter) -> list[MemoryRecord]:
+        return [
+            e
+            for _, scope in self._scopes(where)
+            for e in scope.entries
+            if where.about(e.principal, scope.owner)
+        ]
+
+    def inspect(self, where: MemoryFilter, *, query: str | None, limit: int) -> list[MemoryRecord]:
+        entries = self._admitted(where)
+        if query is None:
+            return _newest(entries)[:limit]
+        return [hit.record for hit in _ranked(entries, terms(query), limit)]
+
+    def erase(self, where: MemoryFilter, *, ids: list[str] | None) -> int:
+        erased = 0
+        for path, scope in list(self._scopes(where)):
+            kept = [
+                e
+                for e in scope.entries
+                if not (where.about(e.principal, scope.owner) and (ids is None or e.id in ids))
+            ]
+            if len(kept) != len(scope.entries):
+                erased += len(scope.entries) - len(kept)
+                scope.entries = kept
+                self._replace(path, scope)
+        return erased
+
+    def close(self) -> None:
+        return None
+
+
+def _newest(entries: list[MemoryRecord]) -> list[MemoryRecord]:
+    return sorted(entries, key=lambda e: (-e.updated_at, e.id))
+
+
+def _ranked(entries: list[MemoryRecord], words: list[str], limit: int) -> list[MemoryHit]:
+    if not words:
+        return []
+    frequency: dict[str, int] = {}
+    for entry in entries:
+        for word in set(terms(entry.text)):
+            frequency[word] = frequency.get(word, 0) + 1
+    scored = [
+        MemoryHit(
+            record=e,
+            score=overlap_score(words, e.text, documents=len(entries), frequency=frequency),
+        )
+        for e in entries
+    ]
+    hits = [h for h in scored if h.score > 0]
+    hits.sort(key=lambda h: (-h.score, -h.record.updated_at))
+    return hits[:limit]

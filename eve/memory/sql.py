@@ -1,0 +1,301 @@
+"""The default memory provider: entries in the session database (``tables.py``).
+
+Keyword search ranks with the engine's full-text index (FTS5 ``bm25`` on SQLite, ``ts_rank``
+on PostgreSQL) over an OR of the query's words. Semantic search ranks the scope's stored
+vectors by cosine in process (``embedding.rank``): see docs/memory.md for why not
+``sqlite-vec`` or ``pgvector`` here, and bench/memory_search.py for what that costs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from eve.errors import MemoryUnavailable
+from eve.memory import embedding
+from eve.memory.keywords import fts5_query, terms, tsquery
+from eve.memory.records import (
+    MemoryFilter,
+    MemoryHit,
+    MemoryKey,
+    MemoryRecord,
+    Writer,
+    principal_ref,
+)
+from eve.memory.tables import create_memory_tables, memories
+
+T = TypeVar("T")
+#: scopes whose vectors stay in memory between searches (each 1 KB per entry)
+VECTOR_CACHE_SCOPES = 64
+_COLUMNS = [c for c in memories.c if c.name != "embedding"]
+
+
+def memory_engine(url: str) -> Engine:
+    """An engine on the session database at ``url`` (SQLAlchemy form)."""
+    if not url.startswith("sqlite"):
+        return sa.create_engine(url, pool_pre_ping=True)
+    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30.0})
+
+    def on_connect(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    sa.event.listen(engine, "connect", on_connect)
+    return engine
+
+
+def _record(row: Any) -> MemoryRecord:
+    return MemoryRecord(
+        id=row.id,
+        slot=row.slot,
+        scope=row.scope,
+        text=row.text,
+        metadata=json.loads(row.metadata),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        principal=principal_ref(row.principal_kind, row.principal_id),
+        session_id=row.session_id,
+    )
+
+
+def _in_scope(key: MemoryKey) -> sa.ColumnElement[bool]:
+    slot = key.slot
+    return sa.and_(
+        memories.c.namespace == slot.namespace,
+        memories.c.node_id == slot.node_id,
+        memories.c.slot == slot.slot,
+        memories.c.scope == slot.scope,
+        memories.c.owner == key.owner,
+    )
+
+
+def _admitted(where: MemoryFilter) -> sa.ColumnElement[bool]:
+    clauses: list[sa.ColumnElement[bool]] = [memories.c.namespace.in_(sorted(where.namespaces))]
+    if where.slots is not None:
+        clauses.append(memories.c.slot.in_(sorted(where.slots)))
+    me = where.principal
+    if me is not None:
+        saved = sa.and_(memories.c.principal_kind == me.kind, memories.c.principal_id == me.id)
+        clauses.append(sa.or_(saved, memories.c.owner == f"{me.kind}:{me.id}"))
+    return sa.and_(*clauses)
+
+
+class DatabaseMemory:
+    """A ``MemoryStore`` over one database; ``semantic`` stores an embedding per entry."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.postgres = engine.dialect.name == "postgresql"
+        self._ready = False
+        self._lock = threading.Lock()
+        #: the vectors of the scopes searched last, by scope (``_vectors``)
+        self._cache: OrderedDict[MemoryKey, tuple[tuple[Any, ...], list[str], Any]] = OrderedDict()
+
+    def _ensure_tables(self) -> None:
+        with self._lock:
+            if self._ready:
+                return
+            try:
+                create_memory_tables(self.engine)
+            except sa.exc.DBAPIError:
+                # another worker created them at the same moment: theirs will do
+                if not sa.inspect(self.engine).has_table(memories.name):
+                    raise
+            self._ready = True
+
+    def _run(self, work: Callable[[Connection], T]) -> T:
+        try:
+            self._ensure_tables()
+            with self.engine.begin() as connection:
+                return work(connection)
+        except sa.exc.OperationalError as error:
+            # the driver's message quotes the statement and its parameters (entries' text)
+            raise MemoryUnavailable(
+                f"the memory table in the session database cannot be used "
+                f"({type(error.orig).__name__}); check that the database is reachable and "
+                "writable"
+            ) from None
+
+    def save(
+        self,
+        key: MemoryKey,
+        *,
+        id: str,
+        text: str,
+        metadata: dict[str, Any],
+        writer: Writer,
+        semantic: bool = False,
+    ) -> MemoryRecord:
+        now = time.time()
+        vector = embedding.to_bytes(embedding.embed([text])[0]) if semantic else None
+        values = {
+            "namespace": key.slot.namespace,
+            "node_id": key.slot.node_id,
+            "slot": key.slot.slot,
+            "scope": key.slot.scope,
+            "owner": key.owner,
+            "principal_kind": writer.principal.kind,
+            "principal_id": writer.principal.id,
+            "session_id": writer.session_id,
+            "text": text,
+            "metadata": json.dumps(metadata, sort_keys=True),
+            "updated_at": now,
+            "embedding": vector,
+        }
+
+        def write(c: Connection) -> MemoryRecord:
+            # delete-then-insert rather than an upsert per dialect: the row keeps its id and
+            # creation time, and the FTS triggers see a plain delete and insert
+            before = c.execute(
+                sa.select(memories.c.created_at).where(memories.c.id == id)
+            ).scalar_one_or_none()
+            c.execute(sa.delete(memories).where(memories.c.id == id))
+            created = before if before is not None else now
+            c.execute(sa.insert(memories).values(id=id, created_at=created, **values))
+            row = c.execute(sa.select(*_COLUMNS).where(memories.c.id == id)).one()
+            return _record(row)
+
+        return self._run(write)
+
+    def search(
+        self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
+    ) -> list[MemoryHit]:
+        if semantic:
+            return self._nearest(key, query, limit)
+        return self._run(lambda c: self._matching(c, _in_scope(key), terms(query), limit))
+
+    def _matching(
+        self, c: Connection, where: sa.ColumnElement[bool], words: Sequence[str], limit: int
+    ) -> list[MemoryHit]:
+        if not words:
+            return []
+        if self.postgres:
+            document = sa.func.to_tsvector("english", memories.c.text)
+            wanted = sa.func.to_tsquery("english", tsquery(words))
+            rank = sa.func.ts_rank(document, wanted).label("score")
+            statement = (
+                sa.select(*_COLUMNS, rank)
+                .where(where, document.op("@@")(wanted))
+                .order_by(rank.desc(), memories.c.updated_at.desc())
+                .limit(limit)
+            )
+            return [
+                MemoryHit(record=_record(r), score=float(r.score)) for r in c.execute(statement)
+            ]
+        fts = sa.table("eve_memories_fts", sa.column("rowid"))
+        # bm25 is lower for better matches; the hit's score is its negation
+        bm25: sa.ColumnElement[float] = sa.literal_column("bm25(eve_memories_fts)")
+        statement = (
+            sa.select(*_COLUMNS, (-bm25).label("score"))
+            .select_from(memories.join(fts, fts.c.rowid == sa.literal_column("eve_memories.rowid")))
+            .where(where, sa.literal_column("eve_memories_fts").op("MATCH")(fts5_query(words)))
+            .order_by(bm25, memories.c.updated_at.desc())
+            .limit(limit)
+        )
+        return [MemoryHit(record=_record(r), score=float(r.score)) for r in c.execute(statement)]
+
+    def _nearest(self, key: MemoryKey, query: str, limit: int) -> list[MemoryHit]:
+        vector = embedding.embed([query])[0]
+        ids, vectors = self._run(lambda c: self._vectors(c, key))
+        ranked = embedding.nearest(vector, vectors, limit)
+        wanted = [ids[i] for i, _ in ranked]
+
+        def rows(c: Connection) -> dict[str, MemoryRecord]:
+            found = c.execute(sa.select(*_COLUMNS).where(memories.c.id.in_(wanted)))
+            return {r.id: _record(r) for r in found}
+
+        records = self._run(rows) if wanted else {}
+        return [
+            MemoryHit(record=records[ids[i]], score=score)
+            for i, score in ranked
+            if ids[i] in records
+        ]
+
+    def _vectors(self, c: Connection, key: MemoryKey) -> tuple[list[str], Any]:
+        """The scope's ids and vectors, read again only when the scope changed: its count
+        or its newest update differ from the cached copy's (another worker's write too).
+        Reading 100,000 vectors costs far more than the ranking (bench/memory_search.py)."""
+        # over the scope's index alone: a condition on the vectors would read every one
+        changed = sa.select(sa.func.count(), sa.func.max(memories.c.updated_at))
+        version = tuple(c.execute(changed.where(_in_scope(key))).one())
+        where = sa.and_(_in_scope(key), memories.c.embedding.is_not(None))
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == version:
+            self._cache.move_to_end(key)
+            return cached[1], cached[2]
+        stored = c.execute(sa.select(memories.c.id, memories.c.embedding).where(where)).all()
+        ids = [r.id for r in stored]
+        vectors = embedding.matrix([r.embedding for r in stored])
+        self._cache[key] = (version, ids, vectors)
+        while len(self._cache) > VECTOR_CACHE_SCOPES:
+            self._cache.popitem(last=False)
+        return ids, vectors
+
+    def update(
+        self,
+        key: MemoryKey,
+        id: str,
+        *,
+        text: str | None,
+        metadata: dict[str, Any] | None,
+        semantic: bool = False,
+    ) -> MemoryRecord | None:
+        values: dict[str, Any] = {"updated_at": time.time()}
+        if text is not None:
+            values["text"] = text
+            if semantic:
+                values["embedding"] = embedding.to_bytes(embedding.embed([text])[0])
+        if metadata is not None:
+            values["metadata"] = json.dumps(metadata, sort_keys=True)
+        target = sa.and_(_in_scope(key), memories.c.id == id)
+
+        def write(c: Connection) -> MemoryRecord | None:
+            if c.execute(sa.update(memories).where(target).values(**values)).rowcount == 0:
+                return None
+            return _record(c.execute(sa.select(*_COLUMNS).where(memories.c.id == id)).one())
+
+        return self._run(write)
+
+    def forget(self, key: MemoryKey, id: str) -> bool:
+        target = sa.and_(_in_scope(key), memories.c.id == id)
+        return self._run(lambda c: c.execute(sa.delete(memories).where(target)).rowcount > 0)
+
+    def recent(self, key: MemoryKey, *, limit: int) -> list[MemoryRecord]:
+        statement = (
+            sa.select(*_COLUMNS)
+            .where(_in_scope(key))
+            .order_by(memories.c.updated_at.desc(), memories.c.id)
+            .limit(limit)
+        )
+        return self._run(lambda c: [_record(r) for r in c.execute(statement)])
+
+    def inspect(self, where: MemoryFilter, *, query: str | None, limit: int) -> list[MemoryRecord]:
+        if query is not None:
+            words = terms(query)
+            hits = self._run(lambda c: self._matching(c, _admitted(where), words, limit))
+            return [hit.record for hit in hits]
+        statement = (
+            sa.select(*_COLUMNS)
+            .where(_admitted(where))
+            .order_by(memories.c.updated_at.desc(), memories.c.id)
+            .limit(limit)
+        )
+        return self._run(lambda c: [_record(r) for r in c.execute(statement)])
+
+    def erase(self, where: MemoryFilter, *, ids: list[str] | None) -> int:
+        clause = _admitted(where)
+        if ids is not None:
+            clause = sa.and_(clause, memories.c.id.in_(ids))
+        return self._run(lambda c: c.execute(sa.delete(memories).where(clause)).rowcount)
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,26 @@
+"""bench/memory_search.py still runs against today's memory store (benches are not
+type-checked with the package): its recall measure, and a small latency fill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("wordllama", reason="the bench embeds with the memory-semantic extra")
+
+from bench import memory_search
+
+
+def test_the_recall_measure_scores_both_searches(tmp_path: Path) -> None:
+    report = memory_search.measure_recall(tmp_path)
+    assert set(report) == {"keyword", "semantic"}
+    # every question sharing a word with its fact is found by either search
+    assert report["keyword"]["recall@3 sharing a word"] == 1.0
+    assert report["semantic"]["recall@5"] >= report["keyword"]["recall@5"]
+
+
+def test_the_latency_measure_fills_a_scope_and_times_both(tmp_path: Path) -> None:
+    report = memory_search.measure_latency(tmp_path, (200,), 2)
+    row = report["200"]
+    assert row["keyword"]["median_ms"] > 0 and row["semantic"]["median_ms"] > 0

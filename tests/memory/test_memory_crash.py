@@ -1,0 +1,58 @@
+"""SIGKILL while a turn's step runs, after its memory save and before the step is recorded:
+the recovered turn runs the step again, and the entry is there once (not lost, not twice).
+
+The save and a tool that holds until released are calls of one model response, so they are
+one durable step; the server dies while ``hold`` waits, with the save already written.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.conftest import AppFactory, write_files
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import Server, count
+
+MEMORY = """
+    from eve.memory import define_memory
+    default = define_memory(scope="agent")
+"""
+
+
+def _started(root: Path, session: str) -> None:
+    deadline = time.monotonic() + 30
+    while not (root / f"hold-{session}.started").exists():
+        assert time.monotonic() < deadline, "the hold tool never started"
+        time.sleep(0.05)
+
+
+def test_a_sigkill_mid_step_neither_loses_nor_duplicates_the_saved_memory(
+    make_app: AppFactory,
+) -> None:
+    save = call("eve__memory_save", text="the warehouse moved to Leeds")
+    step = {"tool_calls": save["tool_calls"] + call("hold")["tool_calls"]}
+    root = scripted_app(make_app, [step, say("done")], tools=("hold",))
+    write_files(root, {"agent/memory.py": MEMORY})
+    server = Server(root).start()
+    try:
+        session = server.create("remember where the warehouse is")
+        _started(root, session)
+        written = server.get("/memory").json()["memories"]
+        assert [m["text"] for m in written] == ["the warehouse moved to Leeds"]
+        server.kill()
+        (root / "release").write_text("go")
+        server.restart()
+        events = server.wait_for(session, count("session.waiting", 1))
+        memories = server.get("/memory").json()["memories"]
+    finally:
+        server.stop()
+    assert [m["id"] for m in memories] == [written[0]["id"]]
+    # the log may show both runs of the step (the first one's events, if they were flushed
+    # before the kill); every run saved the same entry
+    saves = [
+        e["data"]["output"]
+        for e in events
+        if e["type"] == "action.result" and e["data"]["name"] == "eve__memory_save"
+    ]
+    assert saves and all(written[0]["id"] in str(output) for output in saves)

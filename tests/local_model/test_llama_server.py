@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 
 from eve.cli.run_command import TRUNCATED_NOTICE
+from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.local_model.local_run import (
     LOCAL_MODEL,
     LOCAL_MODEL_CTX,
     STEADY,
     agent_source,
+    local_env,
     needs_server,
     run_local,
 )
@@ -56,6 +58,10 @@ def test_a_text_answer_streams_in_pieces_within_its_output_bound(make_app: AppFa
     assert usage["input_tokens"] + usage.get("cache_read_tokens", 0) > 0
     assert 0 < usage["output_tokens"] <= 24  # the request asked for at most 24
     assert turn["cost"]["unpriced"] == [LOCAL_MODEL]  # no price known, and it says so
+    # without --json: the answer alone on stdout
+    plain = eve_run(root, "Say hello.", "--model", LOCAL_MODEL, env=local_env())
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.strip() and not plain.stdout.startswith("{")
 
 
 #: SmolLM2-135M does not call tools of its own accord, so the tool test nudges it: token 44

@@ -17,6 +17,7 @@ from tests.local_model.local_run import (
     LOCAL_MODEL,
     LOCAL_MODEL_CTX,
     STEADY,
+    LocalRun,
     agent_source,
     local_env,
     needs_server,
@@ -100,16 +101,19 @@ def test_a_tool_call_runs_and_its_result_goes_back(make_app: AppFactory) -> None
     assert whole > first["input_tokens"] + first.get("cache_read_tokens", 0)
 
 
-def test_a_typed_answer_is_constrained_to_its_schema(make_app: AppFactory) -> None:
+def triage(make_app: AppFactory, *, max_output_tokens: int) -> LocalRun:
+    """A complaint answered by an agent whose answer is a ``Triage``."""
     agent = agent_source(
         imports="from agent.lib.triage import Triage",
         output_schema="Triage",
-        model_settings={**STEADY, "max_output_tokens": 64},
+        model_settings={**STEADY, "max_output_tokens": max_output_tokens},
     )
-    root = make_app(
-        {"agent/agent.py": agent, "agent/lib/__init__.py": "", "agent/lib/triage.py": TRIAGE}
-    )
-    run = run_local(root, "My new hammer broke after one day and I want my money back.")
+    files = {"agent/agent.py": agent, "agent/lib/__init__.py": "", "agent/lib/triage.py": TRIAGE}
+    return run_local(make_app(files), "My new hammer broke after a day; I want my money back.")
+
+
+def test_a_typed_answer_is_constrained_to_its_schema(make_app: AppFactory) -> None:
+    run = triage(make_app, max_output_tokens=64)
     assert run.returncode == 0, run.failure()
     output = run.one("turn.completed")["output"]
     assert output["kind"] in ("price", "order", "return", "other")
@@ -130,15 +134,7 @@ def test_a_cut_text_answer_is_reported(make_app: AppFactory) -> None:
 
 
 def test_a_cut_typed_answer_fails_the_run(make_app: AppFactory) -> None:
-    agent = agent_source(
-        imports="from agent.lib.triage import Triage",
-        output_schema="Triage",
-        model_settings={**STEADY, "max_output_tokens": 3},
-    )
-    root = make_app(
-        {"agent/agent.py": agent, "agent/lib/__init__.py": "", "agent/lib/triage.py": TRIAGE}
-    )
-    run = run_local(root, "My new hammer broke after one day and I want my money back.")
+    run = triage(make_app, max_output_tokens=3)
     assert run.returncode == 1, run.failure()
     failed = run.one("turn.failed")["error"]
     # three tokens of the schema's grammar hold no whole JSON value, so llama.cpp streams

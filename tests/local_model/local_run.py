@@ -22,8 +22,8 @@ LOCAL_MODEL = "openai/smollm2"
 
 needs_server = pytest.mark.skipif(
     not LOCAL_MODEL_URL,
-    reason="no local model server: `make test-local-model` builds llama.cpp's server (about "
-    "half an hour the first time), runs SmolLM2 on it and sets EVE_LOCAL_MODEL_URL",
+    reason="no local model server: `make test-local-model` builds llama.cpp's server (ten minutes "
+    "or more the first time), runs SmolLM2 on it and sets EVE_LOCAL_MODEL_URL",
 )
 
 #: greedy sampling with a fixed seed: a 135M model's answers vary less, though the tests

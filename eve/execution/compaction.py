@@ -60,6 +60,8 @@ conversation's language, with no preamble."""
 KEEP_SHARE = 0.25
 #: how long a summary may be (tokens), whatever the model's output limit
 SUMMARY_MAX_TOKENS = 4096
+#: the fewest tokens a summary is asked for, however small the window
+MIN_SUMMARY_TOKENS = 64
 
 
 class Summarized(msgspec.Struct, frozen=True, kw_only=True, tag_field="outcome", tag="summarized"):
@@ -104,10 +106,25 @@ class Policy:
     config: Compaction
     #: the context tokens at which it compacts; None for a model with no known window
     threshold_tokens: int | None
+    #: the window the threshold is a share of
+    window_tokens: int | None = None
 
     @property
     def keep_tokens(self) -> int:
         return int((self.threshold_tokens or 0) * KEEP_SHARE)
+
+    def summary_tokens(self, request_tokens: int) -> int:
+        """How long the summary of ``request_tokens`` may be: ``SUMMARY_MAX_TOKENS``, no more
+        than the kept messages' share of the threshold (a longer summary brings the context
+        straight back to it: SmolLM2-135M on a 2,048-token window, asked for 4,096 tokens,
+        wrote 1,500 in place of 317 and filled the window), nor the room the window leaves
+        after the request (a server may refuse prompt + max_tokens over its window)."""
+        bounds = [SUMMARY_MAX_TOKENS]
+        if self.threshold_tokens is not None:
+            bounds.append(max(self.keep_tokens, MIN_SUMMARY_TOKENS))
+        if self.window_tokens is not None:
+            bounds.append(max(self.window_tokens - request_tokens, MIN_SUMMARY_TOKENS))
+        return min(bounds)
 
     @property
     def instructions(self) -> str:
@@ -138,7 +155,8 @@ def policy_for(
     if window_tokens is None:
         warn_unknown_window(model_id)
         return Policy(config=config, threshold_tokens=None)
-    return Policy(config=config, threshold_tokens=window_tokens * config.threshold_percent // 100)
+    threshold = window_tokens * config.threshold_percent // 100
+    return Policy(config=config, threshold_tokens=threshold, window_tokens=window_tokens)
 
 
 def window_tokens(model_id: str, *, override: int | None, compiled: int | None) -> int | None:
@@ -218,8 +236,11 @@ class Compactor:
         before = context_tokens(self.system, view)
         try:
             client = self.client()
+            # the request is the folded messages as one transcript: about their tokens
+            request = context_tokens(self.policy.instructions, view[:folded])
+            limit = self.policy.summary_tokens(request)
             summary, usage = await summarize(
-                client, self.policy.instructions, view[:folded], max_tokens=SUMMARY_MAX_TOKENS
+                client, self.policy.instructions, view[:folded], max_tokens=limit
             )
         except Exception as error:
             # any failure of the model: the turn goes on, trimmed, and the warning says why

@@ -17,7 +17,7 @@ from eve.attachments import attachments_of
 from eve.connections import authorization
 from eve.context.active import EveContext, use_context
 from eve.costs import Spend, price
-from eve.errors import EmptyModelResponse, ModelProtocolError
+from eve.errors import ModelProtocolError
 from eve.events import (
     ActionResultData,
     ActionsRequestedData,
@@ -78,7 +78,13 @@ from eve.execution.tool_calls import (
 from eve.execution.tool_output import agent_output_limit, bounded
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.execution.turn_config import compaction_policy, output_check, step_request, truncation
+from eve.execution.turn_config import (
+    compaction_policy,
+    nothing_answered,
+    output_check,
+    step_request,
+    truncation,
+)
 from eve.messages import (
     Message,
     StopReason,
@@ -479,9 +485,8 @@ class _Turn:
         text, calls, finish = response.text, self.calls_of(response), response.finish_reason
         self.finish, self.answered_by = finish, model_id
         if not text and not calls:
-            raise EmptyModelResponse(
-                f"{model_id} answered with neither text nor tool calls "
-                f"(finish reason {finish}); nothing was recorded"
+            raise nothing_answered(
+                self.setup, model_id, self.history, finish, typed=self.output is not None
             )
         ends = False
         while True:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, TypeGuard, assert_never
 
 from eve.cancellation import CancelSignal
-from eve.errors import OutputTruncated
+from eve.errors import EmptyModelResponse, OutputTruncated
 from eve.execution.compaction import (
     Policy,
     context_tokens,
@@ -20,7 +20,7 @@ from eve.execution.compaction import (
 )
 from eve.execution.output import OutputCheck
 from eve.execution.setup import AgentSetup
-from eve.messages import Message, model_view
+from eve.messages import Message, StopReason, model_view
 from eve.model_windows import known_window
 from eve.models.base import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -164,3 +164,28 @@ def compaction_policy(setup: AgentSetup) -> Policy | None:
             warn_unknown_window(model_id)
     first = setup.client.model_id
     return policy_for(config.compaction, model_id=first, window_tokens=min(known, default=None))
+
+
+def nothing_answered(
+    setup: AgentSetup,
+    model_id: str,
+    history: Sequence[Message],
+    finish: StopReason,
+    *,
+    typed: bool,
+) -> EmptyModelResponse | OutputTruncated:
+    """The error of a response with neither text nor tool calls. Cut at the output limit
+    (llama.cpp streams none of a structured answer cut before any JSON value was whole), a
+    typed answer is a cut one, and an empty text says which limit to raise."""
+    if finish == "max_tokens" and typed:
+        return truncation(setup, model_id, history, "none of it came")
+    cut = (
+        ": it was cut at the output token limit before any text; raise define_agent("
+        'model_settings={"max_output_tokens": ...})'
+        if finish == "max_tokens"
+        else ""
+    )
+    return EmptyModelResponse(
+        f"{model_id} answered with neither text nor tool calls (finish reason {finish}); "
+        f"nothing was recorded{cut}"
+    )

@@ -14,6 +14,8 @@ from eve.events import CompactionFailed, SessionCompacted, SessionEvent
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.execution.compaction import (
     INSTRUCTIONS,
+    MIN_SUMMARY_TOKENS,
+    SUMMARY_MAX_TOKENS,
     context_tokens,
     plan,
     policy_for,
@@ -215,6 +217,25 @@ async def test_the_compaction_instructions_replace_eves_prompt() -> None:
     systems.clear()
     await _session(15, client=FunctionModel(respond, model_id="offline/test"))
     assert systems and set(systems) == {INSTRUCTIONS}
+
+
+async def test_a_summary_is_asked_for_no_more_than_the_kept_share_and_the_window() -> None:
+    limits: list[int | None] = []
+    offline = OfflineTestModel()
+
+    def respond(request: ModelRequest) -> Any:
+        if request.purpose == "compaction":
+            limits.append(request.max_output_tokens)
+        return offline.stream(request)
+
+    await _session(15, client=FunctionModel(respond, model_id="offline/test"))
+    assert limits and set(limits) == {THRESHOLD // 4}  # the kept messages' share of it
+    large = policy_for(Compaction(threshold_percent=80), model_id="m", window_tokens=200_000)
+    small = policy_for(Compaction(threshold_percent=90), model_id="m", window_tokens=8192)
+    assert large is not None and small is not None
+    assert large.summary_tokens(150_000) == SUMMARY_MAX_TOKENS
+    assert small.summary_tokens(7000) == 8192 - 7000  # the room the window leaves
+    assert small.summary_tokens(8190) == MIN_SUMMARY_TOKENS
 
 
 async def test_a_recorded_compaction_is_replayed_not_asked_again() -> None:

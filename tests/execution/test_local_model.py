@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from eve.errors import ModelContextWindowExceeded, OutputTruncated, SessionLimitReached
+from eve.errors import (
+    EmptyModelResponse,
+    ModelContextWindowExceeded,
+    OutputTruncated,
+    SessionLimitReached,
+)
 from eve.events import SessionEvent, TurnCompleted
 from eve.execution import RunResult, TurnEnvironment, agent_setup, run_agent
 from eve.execution.setup import AgentSetup
@@ -136,6 +141,19 @@ async def test_a_cut_typed_answer_fails_rather_than_being_sent_back(
         await run(setup)
     assert caught.value.model_id == "openai/smollm2"
     assert len(server.requests) == 1  # not asked to fix what the same limit would cut again
+
+
+async def test_an_answer_cut_before_any_of_it_came_is_reported_as_cut(
+    server: ScriptedServer,
+) -> None:
+    # llama.cpp streams nothing of a structured answer cut before any JSON value was whole
+    server.add(answer("", finish="length"))
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    with pytest.raises(OutputTruncated, match="none of it came"):
+        await run(agent_setup(local(server), output_schema=schema))
+    server.add(answer("", finish="length"))
+    with pytest.raises(EmptyModelResponse, match="max_output_tokens"):
+        await run(setup_of(local(server)))
 
 
 async def test_a_window_error_says_what_to_set(server: ScriptedServer) -> None:

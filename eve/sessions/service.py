@@ -60,7 +60,9 @@ from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
 from eve.sessions.opening import claim_new, new_owner, open_session
+from eve.sessions.pg_listener import PgListener
 from eve.sessions.settings import SessionSettings
+from eve.sessions.sqlite_changes import SqliteChanges
 from eve.sessions.store import PendingRequest, SessionRow, SessionStore
 from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
@@ -141,6 +143,13 @@ class SessionService:
             busy_timeout=self.settings.sqlite_busy_timeout,
         )
         self.log = EventLog(self.store)
+        #: how this worker hears of events other processes write (``event_feed.py``)
+        self.changes: PgListener | SqliteChanges = (
+            PgListener(self.store.engine, self.log.feeds)
+            if self.settings.is_postgres
+            else SqliteChanges(self.store, self.log.feeds)
+        )
+        await self.changes.start()
         self.runtime = TurnRuntime(
             setup=self.setup,
             store=self.store,
@@ -158,6 +167,7 @@ class SessionService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.engine.stop()
+        await self.changes.stop()
         # the MCP servers this worker started: a stdio server's process group ends here
         await close_pool()
         await self.log.drain()

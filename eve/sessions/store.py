@@ -34,6 +34,9 @@ from eve.sessions.tables import (
 
 T = TypeVar("T")
 
+#: the PostgreSQL channel a commit of events is announced on: ``<session id>:<high index>``
+EVENTS_CHANNEL = "eve_events"
+
 #: the events a turn or reset workflow's body emits last
 _BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
 
@@ -369,8 +372,15 @@ class SessionStore:
 
     @retried
     def append_events(self, session_id: str, first_index: int, rows: Sequence[EventRow]) -> None:
-        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken."""
+        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken.
+
+        On PostgreSQL the same transaction notifies ``EVENTS_CHANNEL`` with the session and
+        its new highest index: delivered at commit, never for a rolled-back write, to every
+        worker's listener (``pg_listener.py``)."""
         with self._tx() as c:
+            if self.engine.dialect.name == "postgresql":
+                high = first_index + len(rows) - 1
+                c.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, f"{session_id}:{high}")))
             c.execute(
                 events.insert(),
                 [

@@ -164,6 +164,8 @@ class EventLog:
         self.feeds = EventFeeds(store)
         #: the store reads followers made themselves, to catch up (an idle one makes none)
         self.catch_up_reads = 0
+        #: re-reads asked for at a heartbeat, the safety net under the notifications
+        self.heartbeat_rechecks = 0
 
     async def drain(self) -> None:
         """Write every event still pending (at shutdown: none is lost, no task is left)."""
@@ -256,5 +258,6 @@ class EventLog:
             if not changed.is_set():
                 idle_since = time.monotonic()
                 # a safety net, not the way events come: one re-read for all its followers
+                self.heartbeat_rechecks += 1
                 self.feeds.recheck(feed.session_id)
                 yield ""

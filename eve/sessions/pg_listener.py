@@ -74,9 +74,9 @@ class PgListener:
 
     def _listen(self) -> None:
         raw = self.engine.raw_connection()
+        connection: Any = raw.driver_connection
         # a connection of its own, out of the pool: it stays in LISTEN for the process's life
         raw.detach()
-        connection: Any = raw.driver_connection
         try:
             connection.autocommit = True
             connection.execute(f"LISTEN {EVENTS_CHANNEL}")

@@ -81,6 +81,7 @@
     │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
     │   ├── TurnLost                    an accepted turn ended with no outcome and could not rerun
     │   ├── MessageTooLong              a message over the configured length
+    │   ├── QueueFull                   503: more turns wait than EVE_MAX_QUEUED_TURNS; retry later
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
     │   └── ServerConfigError           eve serve cannot start as configured
@@ -923,6 +924,20 @@ class AnswerNotAllowed(SessionError):
         super().__init__(message)
         self.request_id = request_id
         self.answer_by = answer_by
+
+
+class QueueFull(SessionError):
+    """More turns wait in the durable queue than the server takes (``limit``,
+    ``EVE_MAX_QUEUED_TURNS``): nothing was accepted; retry after ``retry_after`` seconds."""
+
+    code = "queue_full"
+    http_status = 503
+
+    def __init__(self, message: str, *, queued: int, limit: int, retry_after: int) -> None:
+        super().__init__(message)
+        self.queued = queued
+        self.limit = limit
+        self.retry_after = retry_after
 
 
 class DatabaseUnavailable(SessionError):

@@ -30,7 +30,12 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
-from eve.sessions.turn_queue import TURN_QUEUE, declare_turn_queue, register_turn_queue
+from eve.sessions.turn_queue import (
+    TURN_QUEUE,
+    count_queued,
+    declare_turn_queue,
+    register_turn_queue,
+)
 from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
     TURN_WORKFLOW,
@@ -199,6 +204,12 @@ class DurableEngine:
             "queue_partition_key": session_id,
             "app_version": self.settings.application_version,
         }
+
+    def queued_turns(self) -> int:
+        """How many turns (and resets, compactions) wait on the queue, on every worker
+        (blocking). On PostgreSQL DBOS's tables share eve's database."""
+        engine = self._system_engine or self.store.engine
+        return count_queued(engine, postgres=self.settings.is_postgres)
 
     async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""

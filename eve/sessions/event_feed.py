@@ -102,8 +102,7 @@ class EventFeeds:
         feed = self.feeds.get(session_id)
         if feed is None:
             return  # nobody here follows it
-        if high > feed.high:
-            feed.high = high
+        feed.high = max(feed.high, high)
         self._read_if_behind(feed)
 
     def recheck(self, session_id: str | None = None) -> None:
@@ -151,4 +150,3 @@ class EventFeeds:
         # a shared read never waits out a database fault: its followers decide (above)
         with fail_fast():
             return self.store.read_events(session_id, start)
-

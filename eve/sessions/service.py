@@ -40,6 +40,7 @@ from eve.runtime.connections import close_pool
 from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.accepted import Kind, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
+from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
@@ -127,10 +128,13 @@ class SessionService:
         concurrency: int = 100,
         max_message_chars: int = MAX_MESSAGE_CHARS,
         attachment_limits: AttachmentLimits | None = None,
+        max_queued_turns: int | None = None,
     ) -> None:
         self.setup = setup
         self.settings = settings
         self.concurrency = concurrency
+        #: turns waiting in the queue past which a message is refused (``admission.py``)
+        self.max_queued_turns = max_queued_turns or settings.max_queued_turns
         self.max_message_chars = max_message_chars
         self.attachment_limits = attachment_limits or AttachmentLimits()
         self._tasks: list[asyncio.Task[None]] = []
@@ -159,6 +163,7 @@ class SessionService:
         install_runtime(self.runtime)
         self.engine = DurableEngine(self.settings, self.store, self.runtime)
         await self.engine.start()
+        self.admission = Admission(self.max_queued_turns, self.engine.queued_turns)
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 
     async def stop(self) -> None:
@@ -195,6 +200,8 @@ class SessionService:
             # the first request may still be opening the session, or have died doing so
             await self._open(accepted.session_id, checked, principal, sender, key=key)
             return accepted
+        if checked is not None:
+            await self.admission.check()
         session_id = new_session_id()
         accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
         owner = new_owner()
@@ -288,6 +295,7 @@ class SessionService:
         if (answer := await self._answered(idem)) is not None:
             return Accepted.replay(answer)  # even once the session has ended
         await self.require_active(session_id, principal=principal)
+        await self.admission.check()
         return await self._enqueue(session_id, checked, sender or principal, idem=idem)
 
     async def _enqueue(

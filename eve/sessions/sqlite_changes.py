@@ -36,7 +36,7 @@ def _last_rowid(c: Connection) -> int:
 def _grown_since(c: Connection, rowid: int) -> list[tuple[str, int]]:
     rows = c.execute(
         sa.select(events.c.session_id, sa.func.max(events.c.idx))
-        .where(_ROWID > rowid)
+        .where(rowid < _ROWID)
         .group_by(events.c.session_id)
     ).all()
     return [(str(session_id), int(high)) for session_id, high in rows]

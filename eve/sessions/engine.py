@@ -26,6 +26,7 @@ from eve.sessions.dbos_data import (
     summarise_repeats,
 )
 from eve.sessions.idle_timer import is_idle_timer
+from eve.sessions.queue_pickup import QueuePickup
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
@@ -101,6 +102,8 @@ class DurableEngine:
         self.runtime = runtime
         self._tasks: list[asyncio.Task[None]] = []
         self._system_engine: Engine | None = None
+        #: dequeues when this worker has put something on the queue or a body ended
+        self.pickup: QueuePickup | None = None
         self.sweep = AcceptedSweep(
             store=store, log=runtime.log, dispatch=self.dispatch, enqueue=self.enqueue
         )
@@ -130,6 +133,12 @@ class DurableEngine:
         # then stay on one loop
         DBOS.launch()
         await register_turn_queue()
+        queue = await DBOS.retrieve_queue_async(TURN_QUEUE)
+        assert queue is not None  # registered just now
+        self.pickup = QueuePickup(queue)
+        self.pickup.start()
+        # a body's end frees its session's place for the next turn: dequeue then
+        self.runtime.body_ended = self.pickup.kick
         try:
             # what was accepted before a crash or an outage and never ran
             await self.sweep.run()
@@ -144,6 +153,9 @@ class DurableEngine:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.pickup is not None:
+            await asyncio.to_thread(self.pickup.stop)
+            self.pickup = None
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         if self._system_engine is not None:
             self._system_engine.dispose()
@@ -180,6 +192,11 @@ class DurableEngine:
                 self._enqueue(COMPACT_WORKFLOW, place.workflow_id, place.session_id, place.turn)
             case _:
                 assert_never(place.kind)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.pickup is not None:
+            self.pickup.kick()
 
     def enqueue_turn(
         self, session_id: str, turn: int, message: TurnInput, *, workflow_id: str | None = None
@@ -288,6 +305,7 @@ class DurableEngine:
         if turns:
             # back onto the queue: whichever worker dequeues a turn replays its steps
             await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
+            self._kick()
         if tasks:
             await DBOS.resume_workflows_async(tasks)
         return f"{len(turns)} turn(s)" + (f" and {len(tasks)} task(s)" if tasks else "")

@@ -22,7 +22,8 @@ TURN_QUEUE = "eve-turns"
 _PARTITION_CONCURRENCY = 1
 #: the schema DBOS keeps its tables in on PostgreSQL (SQLite has none)
 DBOS_SCHEMA = "dbos"
-_POLLING_INTERVAL_SECONDS = 0.05
+#: DBOS's own poll is a safety net: this worker dequeues when kicked (``queue_pickup.py``)
+_POLLING_INTERVAL_SECONDS = 1.0
 
 
 def declare_turn_queue(config: DBOSConfig) -> None:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
+from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.accepted import Place, mark_enqueued, waiting_for_queue
@@ -70,7 +71,10 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
         "application_version": settings.application_version,
         "executor_id": settings.executor_id,
         "log_level": "WARNING",
-        "notification_listener_polling_interval_sec": 0.05,
+        # on SQLite DBOS polls for a parked workflow's messages at this interval; eve wakes
+        # the receiver itself when it sends from this process (``send_input``), so the
+        # poll only serves another process's sends on the same file
+        "notification_listener_polling_interval_sec": 1.0,
         # exceptions stored as redacted plain data, never a pickled provider response
         "serializer": EveSerializer(),
     }
@@ -91,6 +95,16 @@ def _priority(turn: int) -> int:
     turns enqueued in the same millisecond would otherwise go by workflow id, where
     ``turn-10`` sorts before ``turn-9``. DBOS takes 1 to 2**31-1."""
     return min(turn + 1, 2**31 - 1)
+
+
+def _wake_receiver(workflow_id: str, topic: str) -> None:
+    """Wake a workflow of this process waiting in ``recv`` on ``topic`` now. DBOS's SQLite
+    backend has no notifications: its listener polls at the configured interval. On
+    PostgreSQL DBOS's own LISTEN/NOTIFY wakes it. (DBOS internals, pinned by ``dbos<4``.)"""
+    sys_db = _get_dbos_instance()._sys_db
+    payload, _ = sys_db._waiter(workflow_id, topic)
+    if (waiting := sys_db.notifications_map.get(payload)) is not None:
+        waiting.set()
 
 
 class DurableEngine:
@@ -241,6 +255,8 @@ class DurableEngine:
 
     async def send_input(self, workflow_id: str, message: dict[str, Any], key: str) -> None:
         await DBOS.send_async(workflow_id, message, "input", idempotency_key=key)
+        if not self.settings.is_postgres:
+            _wake_receiver(workflow_id, "input")
 
     async def _rescue_loop(self) -> None:
         """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good);

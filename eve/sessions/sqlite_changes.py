@@ -26,7 +26,7 @@ log = logging.getLogger("eve.sessions")
 #: how often a followed worker looks for another process's commits
 CHECK_SECONDS = 0.2
 
-_ROWID = sa.literal_column("rowid")
+_ROWID: sa.ColumnElement[int] = sa.literal_column("rowid", sa.Integer)
 
 
 def _last_rowid(c: Connection) -> int:

@@ -85,6 +85,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",
     ),
+    Benchmark(
+        name="idle_cpu",
+        target="bench.idle_cpu:run",
+        summary="CPU of an idle eve serve, with no follower and with 100 followers",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -162,59 +164,65 @@ async def test_another_process_writing_the_sqlite_file_reaches_a_follower(
         other.close()
 
 
-def _pg_store(url: str) -> SessionStore:
-    return SessionStore("postgresql+psycopg://" + url.split("://", 1)[1])
+@dataclass
+class TwoWorkers:
+    """Two workers' stores on one PostgreSQL database: ``log`` follows with a listener,
+    ``there`` writes."""
+
+    log: EventLog
+    listener: PgListener
+    there: SessionStore
 
 
-async def test_a_notify_reaches_a_follower_on_another_worker(postgres_url: str) -> None:
-    here, there = _pg_store(postgres_url), _pg_store(postgres_url)
+@asynccontextmanager
+async def two_workers(url: str) -> AsyncIterator[TwoWorkers]:
+    sqlalchemy_url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    here, there = SessionStore(sqlalchemy_url), SessionStore(sqlalchemy_url)
     here.create_session(SESSION)
     log = EventLog(here)
     listener = PgListener(here.engine, log.feeds)
     await listener.start()
     try:
+        yield TwoWorkers(log=log, listener=listener, there=there)
+    finally:
+        await listener.stop()
+        here.close()
+        there.close()
+
+
+async def test_a_notify_reaches_a_follower_on_another_worker(postgres_url: str) -> None:
+    async with two_workers(postgres_url) as workers:
+        log = workers.log
         follower = Follower(log)
         await waiting(log, 1)
-        await _until(lambda: listener.connects == 1)
-        await write(EventLog(there), 2)  # the other worker's writer
+        await _until(lambda: workers.listener.connects == 1)
+        await write(EventLog(workers.there), 2)  # the other worker's writer
         assert await follower.until(2) == ["0", "1"]
         # read on the notification, not at the heartbeat's re-read
         feed = log.feeds.feeds[SESSION]
         assert feed.high == 1 and log.heartbeat_rechecks == 0
         await follower.stop()
-    finally:
-        await listener.stop()
-        here.close()
-        there.close()
 
 
 async def test_a_lost_listen_connection_recovers_without_losing_events(
     postgres_url: str, postgres_server: PostgresServer
 ) -> None:
-    here, there = _pg_store(postgres_url), _pg_store(postgres_url)
-    here.create_session(SESSION)
-    log = EventLog(here)
-    listener = PgListener(here.engine, log.feeds)
-    await listener.start()
-    try:
-        follower = Follower(log)
-        await waiting(log, 1)
-        await _until(lambda: listener.connects == 1)
-        await write(EventLog(there), 1)
+    async with two_workers(postgres_url) as workers:
+        follower = Follower(workers.log)
+        await waiting(workers.log, 1)
+        await _until(lambda: workers.listener.connects == 1)
+        other = EventLog(workers.there)
+        await write(other, 1)
         assert await follower.until(1) == ["0"]
         # every connection to the database ends (the listener's among them); events are
         # written while it is away, and arrive once it is back
         postgres_server.terminate_backends(postgres_url)
-        await write(EventLog(there), 2, start=1)
+        await write(other, 2, start=1)
         assert await follower.until(3) == ["0", "1", "2"]
-        assert listener.connects >= 2
-        await write(EventLog(there), 1, start=3)
+        assert workers.listener.connects >= 2
+        await write(other, 1, start=3)
         assert await follower.until(4) == ["0", "1", "2", "3"]
         await follower.stop()
-    finally:
-        await listener.stop()
-        here.close()
-        there.close()
 
 
 async def _until(condition: object) -> None:

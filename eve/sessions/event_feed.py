@@ -27,6 +27,9 @@ from eve.sessions.store import SessionStore
 #: the most events a feed keeps for followers that are a little behind; one further back
 #: catches up from the store itself
 TAIL_EVENTS = 1000
+#: a shared read that failed (the database is away) is tried again after the first, doubled
+#: each time up to the second
+RETRY_SECONDS = (0.5, 5.0)
 
 
 @dataclass(kw_only=True)
@@ -41,6 +44,8 @@ class SessionFeed:
     #: the events just before ``next``, oldest first; the first is at ``next - len(tail)``
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_EVENTS))
     followers: int = 0
+    #: the followers waiting for the next index now (the rest are reading or sending)
+    waiting: int = 0
     #: the shared reader's task while it reads
     reading: asyncio.Task[None] | None = None
     #: a re-read was asked for although no index said so (a heartbeat, a reconnect)
@@ -127,6 +132,7 @@ class EventFeeds:
             feed.reading = asyncio.create_task(self._read(feed))
 
     async def _read(self, feed: SessionFeed) -> None:
+        backoff = RETRY_SECONDS[0]
         while feed.next is not None and (feed.high >= feed.next or feed.recheck_wanted):
             feed.recheck_wanted = False
             start = feed.next
@@ -135,10 +141,13 @@ class EventFeeds:
                 rows = await asyncio.to_thread(self._rows, feed.session_id, start)
             except Exception as error:
                 # the followers of an HTTP stream end theirs (and reconnect from their next
-                # index); the rest wait for the next publication or heartbeat
+                # index); the rest wait while this reader tries again, backing off
                 feed.failure, feed.failure_epoch = error, feed.epoch + 1
                 feed.wake()
-                return
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, RETRY_SECONDS[1])
+                feed.recheck_wanted = True
+                continue
             if not rows:
                 return  # a publication ahead of what this connection sees: the next one reads
             feed.tail.extend(rows)

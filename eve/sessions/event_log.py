@@ -251,8 +251,12 @@ class EventLog:
                 continue
             self.feeds.waiting_at(feed, index)
             left = HEARTBEAT_SECONDS - (time.monotonic() - idle_since)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), max(left, 0))
+            feed.waiting += 1
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), max(left, 0))
+            finally:
+                feed.waiting -= 1
             if fast and feed.failure is not None and feed.failure_epoch > epoch:
                 raise feed.failure
             if not changed.is_set():

@@ -153,7 +153,6 @@ class SessionService:
             if self.settings.is_postgres
             else SqliteChanges(self.store, self.log.feeds)
         )
-        await self.changes.start()
         self.runtime = TurnRuntime(
             setup=self.setup,
             store=self.store,
@@ -163,6 +162,7 @@ class SessionService:
         install_runtime(self.runtime)
         self.engine = DurableEngine(self.settings, self.store, self.runtime)
         await self.engine.start()
+        await self.changes.start()
         self.admission = Admission(self.max_queued_turns, self.engine.queued_turns)
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 

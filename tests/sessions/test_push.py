@@ -78,7 +78,7 @@ async def waiting(log: EventLog, followers: int) -> None:
 
     async def ready() -> None:
         feed = log.feeds.feeds.get(SESSION)
-        while feed is None or feed.followers < followers or feed.next is None:
+        while feed is None or feed.waiting < followers:
             await asyncio.sleep(0.005)
             feed = log.feeds.feeds.get(SESSION)
 

@@ -23,6 +23,7 @@ from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.sqlite import sqlite_engine
+from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.tables import (
     checkpoints,
     create_tables,
@@ -131,10 +132,14 @@ class SessionStore:
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
     ) -> None:
+        #: on SQLite, this process's transactions queue here rather than in SQLite's busy
+        #: handler (``sqlite_gate.py``)
+        self.gate: SqliteGate | None = None
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
             )
+            self.gate = SqliteGate()
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
@@ -152,7 +157,11 @@ class SessionStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as connection:
+        if self.gate is None:
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        with self.gate.held(), self.engine.begin() as connection:
             yield connection
 
     @retried

@@ -90,6 +90,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.memory_search:run",
         summary="memory search: recall@k on a labelled set, query time at 10k and 100k entries",
     ),
+    Benchmark(
+        name="idle_cpu",
+        target="bench.idle_cpu:run",
+        summary="CPU of an idle eve serve, with no follower and with 100 followers",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

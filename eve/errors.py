@@ -93,6 +93,7 @@
     │   │   ├── ScheduleNotFound        a name that names no schedule of the agent
     │   │   ├── ScheduleRunFailed       a .py schedule's run(ctx) raised or returned no text
     │   │   └── ScheduleDeliveryFailed  a run's answer could not be posted where it goes
+    │   ├── QueueFull                   503: more turns wait than EVE_MAX_QUEUED_TURNS; retry later
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
     │   └── ServerConfigError           eve serve cannot start as configured
@@ -1018,6 +1019,20 @@ class AnswerNotAllowed(SessionError):
         super().__init__(message)
         self.request_id = request_id
         self.answer_by = answer_by
+
+
+class QueueFull(SessionError):
+    """More turns wait in the durable queue than the server takes (``limit``,
+    ``EVE_MAX_QUEUED_TURNS``): nothing was accepted; retry after ``retry_after`` seconds."""
+
+    code = "queue_full"
+    http_status = 503
+
+    def __init__(self, message: str, *, queued: int, limit: int, retry_after: int) -> None:
+        super().__init__(message)
+        self.queued = queued
+        self.limit = limit
+        self.retry_after = retry_after
 
 
 class DatabaseUnavailable(SessionError):

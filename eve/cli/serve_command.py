@@ -27,7 +27,8 @@ from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
 from eve.server.workers import Listen, bind, serve_on, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
-from eve.sessions.settings import resolve_settings, url_variable
+from eve.sessions.settings import MAX_QUEUED_ENV, resolve_settings, url_variable
+from eve.sessions.settings import max_queued_turns as read_max_queued
 
 
 def _worker_name(index: int) -> str:
@@ -114,6 +115,14 @@ def _check_workers(app_root: Path, workers: int) -> None:
     help="Turns one worker runs at once.",
 )
 @click.option(
+    "--max-queued-turns",
+    metavar="N",
+    help=(
+        "Turns waiting in the queue past which a message is refused with 503 and "
+        f"Retry-After (default: ${MAX_QUEUED_ENV}, else no limit)."
+    ),
+)
+@click.option(
     "--allowed-host",
     "allowed_host",
     multiple=True,
@@ -141,6 +150,7 @@ def serve_command(
     workers: int,
     model: str | None,
     concurrency: int,
+    max_queued_turns: str | None,
     allowed_host: tuple[str, ...],
     auth_issuer: str | None,
     auth_audience: str | None,
@@ -164,7 +174,12 @@ def serve_command(
     if token is None and oidc is None:
         require_token_for(host, None, verifies_users=_has_auth_hook(app_root))
     options = ServerOptions(
-        app_root=app_root, token=token, oidc=oidc, allowed_hosts=allowed, concurrency=concurrency
+        app_root=app_root,
+        token=token,
+        oidc=oidc,
+        allowed_hosts=allowed,
+        concurrency=concurrency,
+        max_queued_turns=None if max_queued_turns is None else read_max_queued(max_queued_turns),
     )
     _check_workers(app_root, workers)  # after compiling: agent.py may name the URL variable
     sock = bind(Listen(host=host, port=port))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
-from eve.errors import EveError
+from eve.errors import EveError, QueueFull
 from eve.redact import redact
 
 
@@ -15,4 +15,6 @@ def error_response(status: int, code: str, message: str, **headers: str) -> JSON
 
 def refusal(error: EveError, **headers: str) -> JSONResponse:
     """``error`` as an answer: its status, its code and its (redacted) message."""
+    if isinstance(error, QueueFull):
+        headers = {"Retry-After": str(error.retry_after), **headers}
     return error_response(error.http_status, error.code, str(error), **headers)

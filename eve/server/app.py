@@ -92,6 +92,9 @@ class ServerOptions:
     database_url: str | None = None
     #: how often the server looks for edited agent sources it does not serve (``staleness``)
     watch_seconds: float = 2.0
+    #: turns waiting in the queue past which a message is refused with 503 (``QueueFull``);
+    #: None: ``EVE_MAX_QUEUED_TURNS``, else no limit
+    max_queued_turns: int | None = None
 
 
 def _accepted(accepted: Accepted) -> JSONResponse:
@@ -295,6 +298,7 @@ def service_for(options: ServerOptions, setup: AgentSetup) -> SessionService:
         attachment_limits=AttachmentLimits(
             each=options.max_attachment_bytes, total=options.max_attachments_bytes
         ),
+        max_queued_turns=options.max_queued_turns,
     )
 
 

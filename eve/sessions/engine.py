@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
+from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.accepted import Place, mark_enqueued, waiting_for_queue
@@ -26,11 +27,17 @@ from eve.sessions.dbos_data import (
     summarise_repeats,
 )
 from eve.sessions.idle_timer import is_idle_timer
+from eve.sessions.queue_pickup import QueuePickup
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
-from eve.sessions.turn_queue import TURN_QUEUE, declare_turn_queue, register_turn_queue
+from eve.sessions.turn_queue import (
+    TURN_QUEUE,
+    count_queued,
+    declare_turn_queue,
+    register_turn_queue,
+)
 from eve.sessions.turn_workflow import (
     RESET_WORKFLOW,
     TURN_WORKFLOW,
@@ -64,7 +71,10 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
         "application_version": settings.application_version,
         "executor_id": settings.executor_id,
         "log_level": "WARNING",
-        "notification_listener_polling_interval_sec": 0.05,
+        # on SQLite DBOS polls for a parked workflow's messages at this interval; eve wakes
+        # the receiver itself when it sends from this process (``send_input``), so the
+        # poll only serves another process's sends on the same file
+        "notification_listener_polling_interval_sec": 1.0,
         # exceptions stored as redacted plain data, never a pickled provider response
         "serializer": EveSerializer(),
     }
@@ -87,6 +97,16 @@ def _priority(turn: int) -> int:
     return min(turn + 1, 2**31 - 1)
 
 
+def _wake_receiver(workflow_id: str, topic: str) -> None:
+    """Wake a workflow of this process waiting in ``recv`` on ``topic`` now. DBOS's SQLite
+    backend has no notifications: its listener polls at the configured interval. On
+    PostgreSQL DBOS's own LISTEN/NOTIFY wakes it. (DBOS internals, pinned by ``dbos<4``.)"""
+    sys_db = _get_dbos_instance()._sys_db
+    payload, _ = sys_db._waiter(workflow_id, topic)
+    if (waiting := sys_db.notifications_map.get(payload)) is not None:
+        waiting.set()
+
+
 class DurableEngine:
     def __init__(
         self, settings: SessionSettings, store: SessionStore, runtime: TurnRuntime
@@ -96,6 +116,8 @@ class DurableEngine:
         self.runtime = runtime
         self._tasks: list[asyncio.Task[None]] = []
         self._system_engine: Engine | None = None
+        #: dequeues when this worker has put something on the queue or a body ended
+        self.pickup: QueuePickup | None = None
         self.sweep = AcceptedSweep(
             store=store, log=runtime.log, dispatch=self.dispatch, enqueue=self.enqueue
         )
@@ -125,6 +147,12 @@ class DurableEngine:
         # then stay on one loop
         DBOS.launch()
         await register_turn_queue()
+        queue = await DBOS.retrieve_queue_async(TURN_QUEUE)
+        assert queue is not None  # registered just now
+        self.pickup = QueuePickup(queue)
+        self.pickup.start()
+        # a body's end frees its session's place for the next turn: dequeue then
+        self.runtime.body_ended = self.pickup.kick
         try:
             # what was accepted before a crash or an outage and never ran
             await self.sweep.run()
@@ -139,6 +167,9 @@ class DurableEngine:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.pickup is not None:
+            await asyncio.to_thread(self.pickup.stop)
+            self.pickup = None
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         if self._system_engine is not None:
             self._system_engine.dispose()
@@ -175,6 +206,11 @@ class DurableEngine:
                 self._enqueue(COMPACT_WORKFLOW, place.workflow_id, place.session_id, place.turn)
             case _:
                 assert_never(place.kind)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.pickup is not None:
+            self.pickup.kick()
 
     def enqueue_turn(
         self, session_id: str, turn: int, message: TurnInput, *, workflow_id: str | None = None
@@ -200,6 +236,12 @@ class DurableEngine:
             "app_version": self.settings.application_version,
         }
 
+    def queued_turns(self) -> int:
+        """How many turns (and resets, compactions) wait on the queue, on every worker
+        (blocking). On PostgreSQL DBOS's tables share eve's database."""
+        engine = self._system_engine or self.store.engine
+        return count_queued(engine, postgres=self.settings.is_postgres)
+
     async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""
         found = await DBOS.list_workflows_async(
@@ -213,6 +255,8 @@ class DurableEngine:
 
     async def send_input(self, workflow_id: str, message: dict[str, Any], key: str) -> None:
         await DBOS.send_async(workflow_id, message, "input", idempotency_key=key)
+        if not self.settings.is_postgres:
+            _wake_receiver(workflow_id, "input")
 
     async def _rescue_loop(self) -> None:
         """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good);
@@ -277,6 +321,7 @@ class DurableEngine:
         if turns:
             # back onto the queue: whichever worker dequeues a turn replays its steps
             await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
+            self._kick()
         if tasks:
             await DBOS.resume_workflows_async(tasks)
         return f"{len(turns)} turn(s)" + (f" and {len(tasks)} task(s)" if tasks else "")

@@ -3,8 +3,8 @@
 Events reach the database in batches, in order, through one writer per session in this
 process. Readers only ever see written events, so an index a reader has seen is never
 reassigned, and a reader that reconnects with its last index sees no gap and no duplicate.
-Readers in this process wake when a batch lands; readers of a session another worker
-writes poll.
+A follower is pushed what is written, never polls: each batch's commit is published to the
+session's feed (``event_feed.py``), whose one reader fans the new events out.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -23,13 +23,14 @@ from eve.events import EventMeta, SessionEvent
 from eve.redact import redact
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.db_retry import waits_out
+from eve.sessions.event_feed import EventFeeds, SessionFeed
 from eve.sessions.store import EventRow, SessionStore
 
 _encoder = msgspec.json.Encoder()
 
-#: how long the writer lets events gather before a write; far below what a reader notices
 log = logging.getLogger("eve.sessions")
 
+#: how long the writer lets events gather before a write; far below what a reader notices
 COALESCE_SECONDS = 0.01
 #: a bare newline goes to an idle follower this often, so proxies keep the stream open
 HEARTBEAT_SECONDS = 10.0
@@ -50,7 +51,8 @@ class SessionWriter:
 
     store: SessionStore
     session_id: str
-    on_written: asyncio.Event
+    #: told the session's new highest index after each commit (``EventFeeds.published``)
+    on_written: Callable[[str, int], None]
     next_index: int | None = None
     pending: list[Pending] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
@@ -103,7 +105,8 @@ class SessionWriter:
                 # (a replay skips what follows a gap), and the next drain writes it
                 self.pending[:0] = batch
                 raise
-            self.on_written.set()
+            assert self.next_index is not None  # _write set it
+            self.on_written(self.session_id, self.next_index - 1)
 
     def discard(self, workflow_id: str) -> None:
         """Drop the unwritten events of a body that ended with an error: its rerun or
@@ -154,11 +157,15 @@ class SessionWriter:
 class EventLog:
     """All sessions' logs as this process sees them."""
 
-    def __init__(self, store: SessionStore, *, poll_seconds: float = 0.2) -> None:
+    def __init__(self, store: SessionStore) -> None:
         self.store = store
-        self.poll_seconds = poll_seconds
         self._writers: dict[str, SessionWriter] = {}
-        self._written: dict[str, asyncio.Event] = {}
+        #: the followed sessions' feeds; sources of other workers' commits publish here too
+        self.feeds = EventFeeds(store)
+        #: the store reads followers made themselves, to catch up (an idle one makes none)
+        self.catch_up_reads = 0
+        #: re-reads asked for at a heartbeat, the safety net under the notifications
+        self.heartbeat_rechecks = 0
 
     async def drain(self) -> None:
         """Write every event still pending (at shutdown: none is lost, no task is left)."""
@@ -172,7 +179,7 @@ class EventLog:
         writer = self._writers.get(session_id)
         if writer is None:
             writer = SessionWriter(
-                store=self.store, session_id=session_id, on_written=self._signal(session_id)
+                store=self.store, session_id=session_id, on_written=self.feeds.published
             )
             self._writers[session_id] = writer
         return writer
@@ -200,9 +207,6 @@ class EventLog:
         with fail_fast():
             return self.store.read_events(session_id, index)
 
-    def _signal(self, session_id: str) -> asyncio.Event:
-        return self._written.setdefault(session_id, asyncio.Event())
-
     async def read(
         self, session_id: str, start: int, *, follow: bool, fast: bool = False
     ) -> AsyncIterator[str]:
@@ -212,22 +216,52 @@ class EventLog:
         read does not wait out a database fault (``db_retry``) but raises it (an HTTP
         stream, which ends whole and is followed again from its next index).
         """
+        if not follow:
+            index = start
+            while rows := await asyncio.to_thread(self._rows, session_id, index, fast):
+                for payload in rows:
+                    yield payload
+                index += len(rows)
+            return
+        feed = self.feeds.join(session_id)
+        try:
+            async for payload in self._follow(feed, start, fast):
+                yield payload
+        finally:
+            self.feeds.leave(feed)
+
+    async def _follow(self, feed: SessionFeed, start: int, fast: bool) -> AsyncIterator[str]:
         index = start
+        caught_up = False
         idle_since = time.monotonic()
         while True:
-            signal = self._signal(session_id)
-            signal.clear()
-            rows = await asyncio.to_thread(self._rows, session_id, index, fast)
+            # taken before looking: what is published while this looks wakes the wait below
+            changed, epoch = feed.changed, feed.epoch
+            rows = feed.cached(index) if caught_up else None
+            if rows is None:
+                # from the start index, or from before what the feed keeps: this one's own
+                self.catch_up_reads += 1
+                rows = await asyncio.to_thread(self._rows, feed.session_id, index, fast)
+                caught_up = not rows
             for payload in rows:
                 yield payload
                 index += 1
             if rows:
                 idle_since = time.monotonic()
                 continue
-            if not follow:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(signal.wait(), self.poll_seconds)
-            if time.monotonic() - idle_since >= HEARTBEAT_SECONDS:
+            self.feeds.waiting_at(feed, index)
+            left = HEARTBEAT_SECONDS - (time.monotonic() - idle_since)
+            feed.waiting += 1
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), max(left, 0))
+            finally:
+                feed.waiting -= 1
+            if fast and feed.failure is not None and feed.failure_epoch > epoch:
+                raise feed.failure
+            if not changed.is_set():
                 idle_since = time.monotonic()
+                # a safety net, not the way events come: one re-read for all its followers
+                self.heartbeat_rechecks += 1
+                self.feeds.recheck(feed.session_id)
                 yield ""

@@ -42,6 +42,7 @@ from eve.runtime.connections import close_pool
 from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.accepted import Kind, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
+from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
@@ -62,7 +63,9 @@ from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
 from eve.sessions.opening import claim_new, new_owner, open_session
+from eve.sessions.pg_listener import PgListener
 from eve.sessions.settings import SessionSettings
+from eve.sessions.sqlite_changes import SqliteChanges
 from eve.sessions.store import PendingRequest, SessionRow, SessionStore
 from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
@@ -127,6 +130,7 @@ class SessionService:
         concurrency: int = 100,
         max_message_chars: int = MAX_MESSAGE_CHARS,
         attachment_limits: AttachmentLimits | None = None,
+        max_queued_turns: int | None = None,
     ) -> None:
         #: memory slots keep their entries in this service's database, written as
         #: durable steps (``eve.memory.access.MemoryHost``)
@@ -136,6 +140,8 @@ class SessionService:
         self.setup = with_memory(setup, self.memory)
         self.settings = settings
         self.concurrency = concurrency
+        #: turns waiting in the queue past which a message is refused (``admission.py``)
+        self.max_queued_turns = max_queued_turns or settings.max_queued_turns
         self.max_message_chars = max_message_chars
         self.attachment_limits = attachment_limits or AttachmentLimits()
         self._tasks: list[asyncio.Task[None]] = []
@@ -148,6 +154,12 @@ class SessionService:
             busy_timeout=self.settings.sqlite_busy_timeout,
         )
         self.log = EventLog(self.store)
+        #: how this worker hears of events other processes write (``event_feed.py``)
+        self.changes: PgListener | SqliteChanges = (
+            PgListener(self.store.engine, self.log.feeds)
+            if self.settings.is_postgres
+            else SqliteChanges(self.store, self.log.feeds)
+        )
         self.runtime = TurnRuntime(
             setup=self.setup,
             store=self.store,
@@ -157,6 +169,8 @@ class SessionService:
         install_runtime(self.runtime)
         self.engine = DurableEngine(self.settings, self.store, self.runtime)
         await self.engine.start()
+        await self.changes.start()
+        self.admission = Admission(self.max_queued_turns, self.engine.queued_turns)
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 
     async def stop(self) -> None:
@@ -165,6 +179,7 @@ class SessionService:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.engine.stop()
+        await self.changes.stop()
         # the MCP servers this worker started: a stdio server's process group ends here
         await close_pool()
         await self.log.drain()
@@ -197,6 +212,8 @@ class SessionService:
                 accepted.session_id, checked, principal, sender, key=key, invocation=invocation
             )
             return accepted
+        if checked is not None:
+            await self.admission.check()
         session_id = new_session_id()
         accepted = Accepted(session_id=session_id, turn_id=None if checked is None else "turn_0")
         owner = new_owner()
@@ -295,6 +312,7 @@ class SessionService:
         if (answer := await self._answered(idem)) is not None:
             return Accepted.replay(answer)  # even once the session has ended
         await self.require_active(session_id, principal=principal)
+        await self.admission.check()
         return await self._enqueue(session_id, checked, sender or principal, idem=idem)
 
     async def _enqueue(

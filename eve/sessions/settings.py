@@ -15,6 +15,7 @@ DATABASE_URL_ENV = "EVE_DATABASE_URL"
 SYNCHRONOUS_ENV = "EVE_SQLITE_SYNCHRONOUS"
 WORKER_TIMEOUT_ENV = "EVE_WORKER_TIMEOUT"
 BUSY_TIMEOUT_ENV = "EVE_SQLITE_BUSY_TIMEOUT"
+MAX_QUEUED_ENV = "EVE_MAX_QUEUED_TURNS"
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
 SESSIONS_DIR = ".eve/sessions"
 
@@ -38,6 +39,9 @@ class SessionSettings:
     #: seconds a write waits for another's lock on either SQLite file before a request
     #: answers 503 (``StorageFailed``, kind ``locked``)
     sqlite_busy_timeout: float = 30.0
+    #: turns waiting in the durable queue past which a new message is refused with 503
+    #: (``QueueFull``); None: no limit
+    max_queued_turns: int | None = None
 
     @property
     def is_postgres(self) -> bool:
@@ -65,6 +69,7 @@ def resolve_settings(
     version = f"eve{__version__}"
     worker = executor_id or env.get("EVE_WORKER_ID") or f"{socket.gethostname()}-0"
     timeout = _worker_timeout(env.get(WORKER_TIMEOUT_ENV, "15"))
+    max_queued = max_queued_turns(env.get(MAX_QUEUED_ENV, ""))
     if not url:
         directory = (app_root / SESSIONS_DIR).resolve()
         try:
@@ -79,6 +84,7 @@ def resolve_settings(
             executor_id=worker,
             application_version=version,
             worker_timeout_seconds=timeout,
+            max_queued_turns=max_queued,
             sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
             sqlite_busy_timeout=_busy_timeout(env.get(BUSY_TIMEOUT_ENV, "30")),
         )
@@ -93,6 +99,7 @@ def resolve_settings(
         executor_id=worker,
         application_version=version,
         worker_timeout_seconds=timeout,
+        max_queued_turns=max_queued,
     )
 
 
@@ -123,3 +130,16 @@ def _synchronous(raw: str) -> str:
     if level not in ("NORMAL", "FULL"):
         raise ServerConfigError(f"{SYNCHRONOUS_ENV} must be NORMAL or FULL, not {raw!r}")
     return level
+
+
+def max_queued_turns(raw: str) -> int | None:
+    """``EVE_MAX_QUEUED_TURNS`` (or ``--max-queued-turns``) read: unset, empty or ``off`` is
+    no limit."""
+    value = raw.strip().lower()
+    if value in ("", "off"):
+        return None
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ServerConfigError(
+            f"{MAX_QUEUED_ENV} must be a whole number of turns >= 1 (or off), not {raw!r}"
+        )
+    return int(value)

@@ -23,6 +23,7 @@ from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.sqlite import sqlite_engine
+from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.tables import (
     checkpoints,
     create_tables,
@@ -33,6 +34,9 @@ from eve.sessions.tables import (
 )
 
 T = TypeVar("T")
+
+#: the PostgreSQL channel a commit of events is announced on: ``<session id>:<high index>``
+EVENTS_CHANNEL = "eve_events"
 
 #: the events a turn or reset workflow's body emits last
 _BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
@@ -128,10 +132,14 @@ class SessionStore:
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
     ) -> None:
+        #: on SQLite, this process's transactions queue here rather than in SQLite's busy
+        #: handler (``sqlite_gate.py``)
+        self.gate: SqliteGate | None = None
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
             )
+            self.gate = SqliteGate()
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         try:
@@ -149,7 +157,11 @@ class SessionStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as connection:
+        if self.gate is None:
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        with self.gate.held(), self.engine.begin() as connection:
             yield connection
 
     @retried
@@ -369,8 +381,15 @@ class SessionStore:
 
     @retried
     def append_events(self, session_id: str, first_index: int, rows: Sequence[EventRow]) -> None:
-        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken."""
+        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken.
+
+        On PostgreSQL the same transaction notifies ``EVENTS_CHANNEL`` with the session and
+        its new highest index: delivered at commit, never for a rolled-back write, to every
+        worker's listener (``pg_listener.py``)."""
         with self._tx() as c:
+            if self.engine.dialect.name == "postgresql":
+                high = first_index + len(rows) - 1
+                c.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, f"{session_id}:{high}")))
             c.execute(
                 events.insert(),
                 [

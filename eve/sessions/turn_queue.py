@@ -10,7 +10,9 @@ manager's first look find it and poll at once.
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, DBOSConfig
+from sqlalchemy.engine import Engine
 
 TURN_QUEUE = "eve-turns"
 
@@ -18,7 +20,10 @@ TURN_QUEUE = "eve-turns"
 #: take a slot from a new one, and what computes at once is bounded by the runtime's
 #: ComputeGate (--concurrency) instead
 _PARTITION_CONCURRENCY = 1
-_POLLING_INTERVAL_SECONDS = 0.05
+#: the schema DBOS keeps its tables in on PostgreSQL (SQLite has none)
+DBOS_SCHEMA = "dbos"
+#: DBOS's own poll is a safety net: this worker dequeues when kicked (``queue_pickup.py``)
+_POLLING_INTERVAL_SECONDS = 1.0
 
 
 def declare_turn_queue(config: DBOSConfig) -> None:
@@ -56,3 +61,21 @@ async def register_turn_queue() -> None:
         worker_concurrency=None,
         polling_interval_sec=_POLLING_INTERVAL_SECONDS,
     )
+
+
+def count_queued(engine: Engine, *, postgres: bool) -> int:
+    """How many workflows wait on the turn queue, not started yet, on every worker: one
+    count over DBOS's index of a queue's workflows by status (blocking)."""
+    status = sa.table(
+        "workflow_status",
+        sa.column("queue_name"),
+        sa.column("status"),
+        schema=DBOS_SCHEMA if postgres else None,
+    )
+    query = (
+        sa.select(sa.func.count())
+        .select_from(status)
+        .where(status.c.queue_name == TURN_QUEUE, status.c.status == "ENQUEUED")
+    )
+    with engine.connect() as c:
+        return int(c.execute(query).scalar() or 0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,11 +116,16 @@ class TurnRuntime:
     #: a body ended with an error: DBOS may not have recorded it (the storage failed), and
     #: the engine looks for workflows of this worker left pending with nothing running them
     orphans_possible: bool = False
+    #: called once a workflow body's task is done, DBOS's record of its end included: its
+    #: session's next turn may start (the engine's ``QueuePickup.kick``)
+    body_ended: Callable[[], None] = lambda: None
 
     @contextlib.asynccontextmanager
     async def tracked(self) -> AsyncIterator[None]:
         """Around a workflow body: it is in ``inflight`` while it runs."""
         workflow_id = DBOS.workflow_id or ""
+        if (task := asyncio.current_task()) is not None:
+            task.add_done_callback(lambda _: self.body_ended())
         self.inflight.add(workflow_id)
         try:
             with patient():

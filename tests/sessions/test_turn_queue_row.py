@@ -23,7 +23,7 @@ def test_a_new_database_holds_the_turn_queue_before_launch(tmp_path: Path) -> No
         queue = client.retrieve_queue(TURN_QUEUE)
         assert queue is not None
         assert (queue.partition_concurrency, queue.worker_concurrency) == (1, None)
-        assert queue.polling_interval_sec == 0.05
+        assert queue.polling_interval_sec == 1.0  # a safety net: eve dequeues when kicked
         queue.set_polling_interval_sec(0.5)  # as a newer version's registration would
         declare_turn_queue(config)
         again = client.retrieve_queue(TURN_QUEUE)

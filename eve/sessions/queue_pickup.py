@@ -1,0 +1,100 @@
+"""Turn pickup on notification: the worker dequeues when it has a reason to, not 20 times
+a second.
+
+DBOS 3.4 polls each queue in a thread of its own: every ``polling_interval_sec`` (reloaded
+from the queue's row at every poll) it reads the queue's row, then claims what it may start,
+and it has no way to be woken between polls. At 0.05 s, eve's old interval, that was three
+queries twenty times a second on an idle server, most of its idle CPU. So the queue's
+interval is now DBOS's default, 1 s, a safety net only, and this worker dequeues at once
+when something may have become startable here:
+
+- it put a place on the queue (a message's turn, a reset, a compaction, the sweep's
+  delivery or rerun) or put turns back on it (a rescue);
+- a workflow body of its own ended, which frees its session's place for the next turn
+  (kicked once DBOS has recorded the end: the body's task is done).
+
+Another worker's enqueue is that worker's to pick up, so nothing crosses processes here.
+The pass is DBOS's own batch claim for a queue with one turn per session
+(``start_queued_partitioned_workflows``), then DBOS's own start of each claimed workflow,
+as its queue thread does: these are DBOS internals, pinned by ``dbos>=3.4,<4`` and checked
+by the turn-queue tests. A pass that fails is left to the next kick or the safety net.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+
+from dbos import Queue
+from dbos._core import execute_dequeued_workflow
+from dbos._dbos import _get_dbos_instance
+from dbos._utils import GlobalParams, generate_uuid
+
+log = logging.getLogger("eve.sessions")
+
+#: the least time between two passes: kicks that come meanwhile share the next pass
+MIN_GAP_SECONDS = 0.01
+
+
+class QueuePickup:
+    """A thread that claims and starts the turn queue's startable workflows when kicked."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        self._kicked = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: passes made, and workflows they started (for tests and the benchmark)
+        self.passes = 0
+        self.started = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="eve-queue-pickup", daemon=True)
+        self._thread.start()
+        self.kick()  # what was queued before this worker started
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._kicked.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def kick(self) -> None:
+        """Something may be startable: dequeue soon (from any thread)."""
+        self._kicked.set()
+
+    def _run(self) -> None:
+        while True:
+            self._kicked.wait()
+            if self._stop.is_set():
+                return
+            self._kicked.clear()
+            try:
+                self._pass()
+            except Exception as error:  # another worker holds the rows, a blip: the next
+                log.debug("turn pickup pass failed: %s", type(error).__name__)
+            self._stop.wait(MIN_GAP_SECONDS)
+
+    def _pass(self) -> None:
+        dbos = _get_dbos_instance()
+        owner = generate_uuid()
+        self.passes += 1
+        claimed = dbos._sys_db.start_queued_partitioned_workflows(
+            self.queue,
+            GlobalParams.executor_id,
+            GlobalParams.app_version,
+            sys.maxsize,
+            owner_xid=owner,
+        )
+        if not claimed:
+            return
+        statuses = {s["workflow_uuid"]: s for s in dbos._sys_db.get_workflow_statuses(claimed)}
+        for workflow_id in claimed:
+            status = statuses.get(workflow_id) or dbos._sys_db.get_workflow_status(workflow_id)
+            if status is None:
+                log.warning("turn pickup: claimed workflow %s has no status", workflow_id)
+                continue
+            execute_dequeued_workflow(dbos, status, owner)
+            self.started += 1

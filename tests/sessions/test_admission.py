@@ -1,0 +1,56 @@
+"""Back-pressure: over ``EVE_MAX_QUEUED_TURNS`` waiting turns a message is refused at once
+with 503 ``queue_full`` and ``Retry-After``; nothing of it is accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+from eve.errors import ServerConfigError
+from eve.sessions import admission
+from eve.sessions.settings import max_queued_turns
+from tests.conftest import AppFactory, wait_for_file
+from tests.sessions.apps import call, say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
+
+
+def test_a_message_over_the_queue_limit_is_refused_with_retry_after(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every request counts the queue afresh, so the test sees each turn it queued
+    monkeypatch.setattr(admission, "FRESH_SECONDS", 0.0)
+    responses = [call("hold"), say("held"), say("one"), say("two")]
+    root = scripted_app(make_app, responses, tools=("hold",))
+    server = InProcessServer(root, env={"EVE_MAX_QUEUED_TURNS": "2"}).start()
+    try:
+        session = server.create("hold on")
+        wait_for_file(root / f"hold-{session}.started")  # running: it does not count
+        keyed = {"Idempotency-Key": "second"}
+        assert server.post(f"/session/{session}", {"message": "1"}).status_code == 202
+        second = server.post(f"/session/{session}", {"message": "2"}, headers=keyed)
+        assert second.status_code == 202
+        refused = server.send(session, "3")
+        another = server.post("/session", {"message": "a new session"})
+        # a repeat of an accepted request is answered as before, full or not
+        replayed = server.post(f"/session/{session}", {"message": "2"}, headers=keyed)
+        (root / "release").write_text("go")
+        events = server.wait_for(session, count("session.waiting", 3))
+    finally:
+        server.stop()
+    for answer in (refused, another):
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["retry-after"] == str(admission.RETRY_AFTER_SECONDS)
+        body = answer.json()
+        assert body["code"] == "queue_full"
+        assert "2 turns wait" in body["error"] and "EVE_MAX_QUEUED_TURNS" in body["error"]
+    assert (replayed.status_code, replayed.json()["turnId"]) == (202, "turn_2")
+    received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
+    assert received == ["hold on", "1", "2"]  # the refused one was not accepted
+
+
+def test_the_queue_limit_is_read_from_the_environment() -> None:
+    assert max_queued_turns("") is None and max_queued_turns("off") is None
+    assert max_queued_turns(" 500 ") == 500
+    for bad in ("0", "-3", "many", "1.5"):
+        with pytest.raises(ServerConfigError, match="EVE_MAX_QUEUED_TURNS"):
+            max_queued_turns(bad)

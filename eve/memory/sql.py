@@ -30,6 +30,7 @@ from eve.memory.records import (
     Writer,
     principal_ref,
 )
+from eve.memory.sqlite_engine import sqlite_engine
 from eve.memory.tables import create_memory_tables, memories
 
 T = TypeVar("T")
@@ -42,16 +43,7 @@ def memory_engine(url: str) -> Engine:
     """An engine on the session database at ``url`` (SQLAlchemy form)."""
     if not url.startswith("sqlite"):
         return sa.create_engine(url, pool_pre_ping=True)
-    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30.0})
-
-    def on_connect(connection: Any, _record: Any) -> None:
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-
-    sa.event.listen(engine, "connect", on_connect)
-    return engine
+    return sqlite_engine(url)
 
 
 def _record(row: Any) -> MemoryRecord:

@@ -18,11 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Connection, Engine
 
 from eve.errors import MemorySearchUnavailable
 from eve.memory.embedding import DIMENSIONS
 from eve.memory.records import MemoryKey
+from eve.memory.sqlite_engine import sqlite_engine
 
 TABLE = "eve_memories_vec"
 #: vectors per chunk of one scope: vec0's default (1024) allots 1 MB to every scope, and most
@@ -70,24 +71,13 @@ def vector_engine(url: sa.URL | str) -> Engine:
         raise MemorySearchUnavailable(
             f"semantic memory search on SQLite needs sqlite-vec and sqlean.py ({_INSTALL}): {error}"
         ) from None
-    engine = sa.create_engine(
-        make_url(url),
-        module=sqlean,
-        connect_args={"check_same_thread": False, "timeout": 30.0},
-    )
 
-    def on_connect(connection: Any, _record: Any) -> None:
+    def load_vec0(connection: Any) -> None:
         connection.enable_load_extension(True)
         sqlite_vec.load(connection)
         connection.enable_load_extension(False)
-        cursor = connection.cursor()
-        # the session store's engine uses WAL too: readers never block the one writer
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
 
-    sa.event.listen(engine, "connect", on_connect)
-    return engine
+    return sqlite_engine(url, module=sqlean, prepare=load_vec0)
 
 
 def exists(c: Connection) -> bool:
@@ -124,8 +114,9 @@ def add(c: Connection, key: MemoryKey, entries: list[tuple[str, bytes]]) -> None
 
 
 def remove(c: Connection, ids: list[str]) -> None:
-    for id in ids:
-        c.execute(sa.text(f"DELETE FROM {TABLE} WHERE memory_id = :id"), {"id": id})
+    """Delete the vectors of ``ids`` (one primary-key delete each: vec0 looks up ``=``)."""
+    if ids:
+        c.execute(sa.text(f"DELETE FROM {TABLE} WHERE memory_id = :id"), [{"id": i} for i in ids])
 
 
 def nearest(c: Connection, key: MemoryKey, vector: bytes, limit: int) -> list[tuple[str, float]]:

@@ -49,30 +49,13 @@ def test_knn_results_never_cross_principals(tmp_path: Path) -> None:
     store = _store(tmp_path / "eve.sqlite")
     try:
         # Bob's coffee entry is the best match of the question in the whole table
-        store.save(
-            ALICE_KEY,
-            id="a1",
-            text="Alice plays the violin",
-            metadata={},
-            writer=Writer(principal=ALICE, session_id="s1"),
-            semantic=True,
-        )
-        store.save(
-            ALICE_KEY,
-            id="a2",
-            text="Alice's car needs new tyres",
-            metadata={},
-            writer=Writer(principal=ALICE, session_id="s1"),
-            semantic=True,
-        )
-        store.save(
-            BOB_KEY,
-            id="b1",
-            text="Bob drinks espresso every morning",
-            metadata={},
-            writer=Writer(principal=BOB, session_id="s2"),
-            semantic=True,
-        )
+        for key, who, id, text in (
+            (ALICE_KEY, ALICE, "a1", "Alice plays the violin"),
+            (ALICE_KEY, ALICE, "a2", "Alice's car needs new tyres"),
+            (BOB_KEY, BOB, "b1", "Bob drinks espresso every morning"),
+        ):
+            writer = Writer(principal=who, session_id=f"ses_{who.id}")
+            store.save(key, id=id, text=text, metadata={}, writer=writer, semantic=True)
         alice = store.search(ALICE_KEY, "which coffee does he like", limit=10, semantic=True)
         assert {h.record.id for h in alice} == {"a1", "a2"}
         [bob] = store.search(BOB_KEY, "which coffee does he like", limit=10, semantic=True)

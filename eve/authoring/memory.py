@@ -19,7 +19,8 @@ from eve.errors import AuthoringError
 #: across all their sessions), or the whole agent's (every caller shares them)
 MemoryScope = Literal["session", "principal", "agent"]
 #: how search ranks entries: full text (SQLite FTS5, PostgreSQL full text), or embeddings
-#: of a local model (the ``memory-semantic`` extra) stored with ``pgvector`` on PostgreSQL
+#: of a local model (the ``memory-semantic`` extra): sqlite-vec's ``vec0`` on SQLite, blobs
+#: ranked in process on PostgreSQL (docs/memory.md)
 MemorySearch = Literal["keyword", "semantic"]
 #: how the model reaches the slot's tools: offered in every request, or found in the catalog
 #: (``eve__search``) and called through ``eve__tool``

@@ -1,9 +1,10 @@
 """The default memory provider: entries in the session database (``tables.py``).
 
 Keyword search ranks with the engine's full-text index (FTS5 ``bm25`` on SQLite, ``ts_rank``
-on PostgreSQL) over an OR of the query's words. Semantic search ranks the scope's stored
-vectors by cosine in process (``embedding.rank``): see docs/memory.md for why not
-``sqlite-vec`` or ``pgvector`` here, and bench/memory_search.py for what that costs.
+on PostgreSQL) over an OR of the query's words. Semantic search on SQLite is a KNN query on
+sqlite-vec's ``vec0`` table (``vectors.py``); on PostgreSQL, whose ``pgvector`` this machine's
+Debian does not package, the scope's vectors are blobs ranked by cosine in process
+(``embedding.nearest``). bench/memory_search.py measures both.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.errors import MemoryUnavailable
-from eve.memory import embedding
+from eve.memory import embedding, vectors
 from eve.memory.keywords import fts5_query, terms, tsquery
 from eve.memory.records import (
     MemoryFilter,
@@ -29,6 +30,7 @@ from eve.memory.records import (
     Writer,
     principal_ref,
 )
+from eve.memory.sqlite_engine import sqlite_engine
 from eve.memory.tables import create_memory_tables, memories
 
 T = TypeVar("T")
@@ -41,16 +43,7 @@ def memory_engine(url: str) -> Engine:
     """An engine on the session database at ``url`` (SQLAlchemy form)."""
     if not url.startswith("sqlite"):
         return sa.create_engine(url, pool_pre_ping=True)
-    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30.0})
-
-    def on_connect(connection: Any, _record: Any) -> None:
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-
-    sa.event.listen(engine, "connect", on_connect)
-    return engine
+    return sqlite_engine(url)
 
 
 def _record(row: Any) -> MemoryRecord:
@@ -97,6 +90,9 @@ class DatabaseMemory:
         self.postgres = engine.dialect.name == "postgresql"
         self._ready = False
         self._lock = threading.Lock()
+        #: SQLite only: the sqlean engine that has ``vec0`` (``vectors.py``), opened by the
+        #: first semantic call or the first delete in a file that has vectors
+        self._vector_engine: Engine | None = None
         #: the vectors of the scopes searched last, by scope (``_vectors``)
         self._cache: OrderedDict[MemoryKey, tuple[tuple[Any, ...], list[str], Any]] = OrderedDict()
 
@@ -112,10 +108,37 @@ class DatabaseMemory:
                     raise
             self._ready = True
 
-    def _run(self, work: Callable[[Connection], T]) -> T:
+    def _vectors_engine(self) -> Engine:
+        """The vector engine, its table created on first use (SQLite only)."""
+        self._ensure_tables()
+        with self._lock:
+            if self._vector_engine is None:
+                engine = vectors.vector_engine(self.engine.url)
+                try:
+                    vectors.create(engine)
+                except BaseException:
+                    engine.dispose()
+                    raise
+                self._vector_engine = engine
+            return self._vector_engine
+
+    def _vec0(self, semantic: bool) -> bool:
+        """Whether this call's vectors live in ``vec0``: a semantic slot's on SQLite."""
+        return semantic and not self.postgres
+
+    def _deletes_vectors(self) -> bool:
+        """Whether a delete must remove vectors too: the file has a ``vec0`` table."""
+        if self.postgres:
+            return False
+        if self._vector_engine is not None:
+            return True
+        return self._run(vectors.exists)
+
+    def _run(self, work: Callable[[Connection], T], *, with_vectors: bool = False) -> T:
         try:
+            engine = self._vectors_engine() if with_vectors else self.engine
             self._ensure_tables()
-            with self.engine.begin() as connection:
+            with engine.begin() as connection:
                 return work(connection)
         except sa.exc.OperationalError as error:
             # the driver's message quotes the statement and its parameters (entries' text)
@@ -137,6 +160,7 @@ class DatabaseMemory:
     ) -> MemoryRecord:
         now = time.time()
         vector = embedding.to_bytes(embedding.embed([text])[0]) if semantic else None
+        in_vec0 = self._vec0(semantic)
         values = {
             "namespace": key.slot.namespace,
             "node_id": key.slot.node_id,
@@ -149,7 +173,7 @@ class DatabaseMemory:
             "text": text,
             "metadata": json.dumps(metadata, sort_keys=True),
             "updated_at": now,
-            "embedding": vector,
+            "embedding": None if in_vec0 else vector,
         }
 
         def write(c: Connection) -> MemoryRecord:
@@ -161,10 +185,12 @@ class DatabaseMemory:
             c.execute(sa.delete(memories).where(memories.c.id == id))
             created = before if before is not None else now
             c.execute(sa.insert(memories).values(id=id, created_at=created, **values))
+            if in_vec0 and vector is not None:
+                vectors.put(c, key, id, vector)
             row = c.execute(sa.select(*_COLUMNS).where(memories.c.id == id)).one()
             return _record(row)
 
-        return self._run(write)
+        return self._run(write, with_vectors=in_vec0)
 
     def search(
         self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
@@ -205,24 +231,32 @@ class DatabaseMemory:
 
     def _nearest(self, key: MemoryKey, query: str, limit: int) -> list[MemoryHit]:
         vector = embedding.embed([query])[0]
-        ids, vectors = self._run(lambda c: self._vectors(c, key))
-        ranked = embedding.nearest(vector, vectors, limit)
-        wanted = [ids[i] for i, _ in ranked]
+        if self.postgres:
+            ids, stored = self._run(lambda c: self._vectors(c, key))
+            ranked = [(ids[i], score) for i, score in embedding.nearest(vector, stored, limit)]
+            return self._run(lambda c: self._hits(c, key, ranked))
 
-        def rows(c: Connection) -> dict[str, MemoryRecord]:
-            found = c.execute(sa.select(*_COLUMNS).where(memories.c.id.in_(wanted)))
-            return {r.id: _record(r) for r in found}
+        def knn(c: Connection) -> list[MemoryHit]:
+            found = vectors.nearest(c, key, embedding.to_bytes(vector), limit)
+            return self._hits(c, key, found)
 
-        records = self._run(rows) if wanted else {}
-        return [
-            MemoryHit(record=records[ids[i]], score=score)
-            for i, score in ranked
-            if ids[i] in records
-        ]
+        return self._run(knn, with_vectors=True)
+
+    def _hits(
+        self, c: Connection, key: MemoryKey, ranked: list[tuple[str, float]]
+    ) -> list[MemoryHit]:
+        """The entries of ``ranked`` (id, score), in its order; still in the scope, so an
+        entry deleted since its vector was read is left out."""
+        if not ranked:
+            return []
+        wanted = [id for id, _ in ranked]
+        found = c.execute(sa.select(*_COLUMNS).where(_in_scope(key), memories.c.id.in_(wanted)))
+        records = {r.id: _record(r) for r in found}
+        return [MemoryHit(record=records[id], score=s) for id, s in ranked if id in records]
 
     def _vectors(self, c: Connection, key: MemoryKey) -> tuple[list[str], Any]:
-        """The scope's ids and vectors, read again only when the scope changed: its count
-        or its newest update differ from the cached copy's (another worker's write too).
+        """PostgreSQL: the scope's ids and vectors, read again only when the scope changed:
+        its count or its newest update differ from the cached copy's (another worker's too).
         Reading 100,000 vectors costs far more than the ranking (bench/memory_search.py)."""
         # over the scope's index alone: a condition on the vectors would read every one
         changed = sa.select(sa.func.count(), sa.func.max(memories.c.updated_at))
@@ -234,11 +268,11 @@ class DatabaseMemory:
             return cached[1], cached[2]
         stored = c.execute(sa.select(memories.c.id, memories.c.embedding).where(where)).all()
         ids = [r.id for r in stored]
-        vectors = embedding.matrix([r.embedding for r in stored])
-        self._cache[key] = (version, ids, vectors)
+        matrix = embedding.matrix([r.embedding for r in stored])
+        self._cache[key] = (version, ids, matrix)
         while len(self._cache) > VECTOR_CACHE_SCOPES:
             self._cache.popitem(last=False)
-        return ids, vectors
+        return ids, matrix
 
     def update(
         self,
@@ -250,10 +284,14 @@ class DatabaseMemory:
         semantic: bool = False,
     ) -> MemoryRecord | None:
         values: dict[str, Any] = {"updated_at": time.time()}
+        vector: bytes | None = None
         if text is not None:
             values["text"] = text
             if semantic:
-                values["embedding"] = embedding.to_bytes(embedding.embed([text])[0])
+                vector = embedding.to_bytes(embedding.embed([text])[0])
+        in_vec0 = self._vec0(semantic) and vector is not None
+        if vector is not None and not in_vec0:
+            values["embedding"] = vector
         if metadata is not None:
             values["metadata"] = json.dumps(metadata, sort_keys=True)
         target = sa.and_(_in_scope(key), memories.c.id == id)
@@ -261,13 +299,14 @@ class DatabaseMemory:
         def write(c: Connection) -> MemoryRecord | None:
             if c.execute(sa.update(memories).where(target).values(**values)).rowcount == 0:
                 return None
+            if in_vec0 and vector is not None:
+                vectors.put(c, key, id, vector)
             return _record(c.execute(sa.select(*_COLUMNS).where(memories.c.id == id)).one())
 
-        return self._run(write)
+        return self._run(write, with_vectors=in_vec0)
 
     def forget(self, key: MemoryKey, id: str) -> bool:
-        target = sa.and_(_in_scope(key), memories.c.id == id)
-        return self._run(lambda c: c.execute(sa.delete(memories).where(target)).rowcount > 0)
+        return self._delete(sa.and_(_in_scope(key), memories.c.id == id)) > 0
 
     def recent(self, key: MemoryKey, *, limit: int) -> list[MemoryRecord]:
         statement = (
@@ -295,7 +334,24 @@ class DatabaseMemory:
         clause = _admitted(where)
         if ids is not None:
             clause = sa.and_(clause, memories.c.id.in_(ids))
-        return self._run(lambda c: c.execute(sa.delete(memories).where(clause)).rowcount)
+        return self._delete(clause)
+
+    def _delete(self, clause: sa.ColumnElement[bool]) -> int:
+        """Delete the entries ``clause`` admits, their vectors with them; the count. Once a
+        file has a ``vec0`` table every delete runs on the vector engine (the stdlib driver
+        cannot touch the table); a vector whose entry is gone anyway (a delete by a process
+        that checked just before the table appeared) is never a hit (``_hits``)."""
+        with_vectors = self._deletes_vectors()
+
+        def delete(c: Connection) -> int:
+            if with_vectors:
+                gone = c.execute(sa.select(memories.c.id).where(clause)).scalars().all()
+                vectors.remove(c, list(gone))
+            return c.execute(sa.delete(memories).where(clause)).rowcount
+
+        return self._run(delete, with_vectors=with_vectors)
 
     def close(self) -> None:
+        if self._vector_engine is not None:
+            self._vector_engine.dispose()
         self.engine.dispose()

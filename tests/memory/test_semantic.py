@@ -1,8 +1,8 @@
 """Semantic memory search with the local model (WordLlama, its weights in the wheel): a
 question that shares no word with the entry it needs still finds it first.
 
-The vectors live beside the text (float32 blobs) and are ranked in process; PostgreSQL's
-``pgvector`` is not used (see docs/memory.md).
+On SQLite the vectors are rows of sqlite-vec's ``vec0`` (tests/memory/test_vectors.py); on
+PostgreSQL they are blobs beside the text ranked in process (see docs/memory.md).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import base64
 import logging
 import os
 import re
+from functools import lru_cache
 from urllib.parse import quote, quote_plus
 
 #: environment variables whose values are secrets wherever they appear
@@ -80,10 +81,17 @@ def _spellings(secret: str) -> set[str]:
     return {secret, quote(secret, safe=""), quote_plus(secret)} | _base64_fragments(secret.encode())
 
 
+@lru_cache(maxsize=16)
+def _all_spellings(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    # cached: redact runs on every tool result, event and record, and the secrets rarely
+    # change, while their base64 spellings cost more than the replacing (bench/mcp_call)
+    spellings = {s for secret in secrets for s in _spellings(secret)}
+    return tuple(sorted(spellings, key=len, reverse=True))
+
+
 def redact(text: str, *, secrets: tuple[str, ...] = ()) -> str:
     """``text`` with every known secret and anything shaped like a provider key replaced."""
-    spellings = {s for secret in known_secrets(secrets) for s in _spellings(secret)}
-    for spelling in sorted(spellings, key=len, reverse=True):
+    for spelling in _all_spellings(tuple(known_secrets(secrets))):
         text = text.replace(spelling, REDACTED)
     return _KEY_PATTERN.sub(REDACTED, text)
 

@@ -343,15 +343,15 @@ class _Server:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            result = await asyncio.wait_for(
-                session.call_tool(
+            # the SDK's own timeout answers first; this one backs it (a scope, not
+            # ``wait_for``, which would start a task per call: bench/mcp_call)
+            async with asyncio.timeout(seconds + 1.0):
+                result = await session.call_tool(
                     tool,
                     dict(arguments),
                     read_timeout_seconds=seconds,
                     progress_callback=progress_callback(report),
-                ),
-                seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
-            )
+                )
         except TimeoutError:
             raise self._timed_out(tool) from None
         except ValidationError as error:

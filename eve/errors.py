@@ -73,6 +73,7 @@
     │   ├── SessionLimitReached         a session limit crossed with no person to raise it
     │   ├── InputRequestNotPending      an answer to a request that is not waiting
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
+    │   ├── FormAnswerInvalid           a form answer whose values do not match its fields
     │   ├── AnswerNotAllowed            an answer from someone the request is not for
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── TurnNotFound                a turn id that is no turn of the session
@@ -909,6 +910,20 @@ class InputOptionUnknown(SessionError):
         super().__init__(message)
         self.option_id = option_id
         self.options = options
+
+
+class FormAnswerInvalid(SessionError):
+    """An answer to a form request (an MCP server's elicitation) whose ``values`` do not
+    match the form's fields; nothing is answered."""
+
+    code = "form_answer_invalid"
+    http_status = 400
+
+    def __init__(self, message: str, *, request_id: str, problems: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        #: what is wrong, field by field
+        self.problems = problems
 
 
 class AnswerNotAllowed(SessionError):

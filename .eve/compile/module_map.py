@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 12
-FINGERPRINT = "sha256:0921751c6d00cfde50157dda9cd4f38abe9a50271b54c9443752053839bf511a"
+SCHEMA_VERSION = 13
+FINGERPRINT = "sha256:6303ccb5f903e5fc65d1bcbaab23591e22dda13bc4223967b10b06d0a8222a30"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -19,6 +19,8 @@ from eve.authoring.approval import NEVER, ApprovalPolicy, ApprovalRule, normaliz
 from eve.errors import AuthoringError
 
 Expose = Literal["catalog", "tools"]
+#: whether a server may use the agent's model (``sampling/createMessage``)
+Sampling = Literal["never", "ask", "always"]
 #: a bearer token for the server, asked for at each connect (sync or async)
 TokenSource = Callable[[], str | Awaitable[str]]
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]+$")
@@ -71,6 +73,10 @@ class MCPConnection:
     expose: Expose = "catalog"
     connect_timeout_seconds: float = 10.0
     call_timeout_seconds: float = 30.0
+    #: whether the server may use the agent's model (``sampling/createMessage``), and the
+    #: most tokens one answer may use
+    sampling: Sampling = "never"
+    sampling_max_tokens: int = 1024
     defined_in: str | None = None
 
     def approval_for(self, tool: str) -> ApprovalRule:
@@ -92,6 +98,8 @@ _KEYS = (
     "expose",
     "connect_timeout_seconds",
     "call_timeout_seconds",
+    "sampling",
+    "sampling_max_tokens",
 )
 
 
@@ -113,6 +121,8 @@ def define_mcp_connection(
     expose: Expose = "catalog",
     connect_timeout_seconds: float = 10.0,
     call_timeout_seconds: float = 30.0,
+    sampling: Sampling = "never",
+    sampling_max_tokens: int = 1024,
     **unknown: object,
 ) -> MCPConnection:
     """Declare the MCP server of this file (``connections/<name>.py``; the file name is the
@@ -124,7 +134,10 @@ def define_mcp_connection(
     (``"*"`` for the rest). ``headers`` values come from ``from_env(...)``; ``get_token``
     returns a bearer token sent as ``Authorization``. ``expose="catalog"`` (the default)
     reaches the tools through ``eve__search`` and ``eve__tool``; ``"tools"`` lists them in
-    every request.
+    every request. ``sampling`` lets the server ask the agent's model for an answer:
+    ``"never"`` (the default: eve does not offer it), ``"ask"`` (a person allows each
+    request) or ``"always"``; each answer uses at most ``sampling_max_tokens`` tokens, and
+    they count in the turn's usage.
     """
     if unknown:
         raise AuthoringError(_unknown_keys(sorted(unknown)))
@@ -149,6 +162,14 @@ def define_mcp_connection(
     ):
         if not seconds > 0:
             raise AuthoringError(f"{name} must be positive, not {seconds!r}")
+    if sampling not in ("never", "ask", "always"):
+        raise AuthoringError(f"sampling= is 'never', 'ask' or 'always', not {sampling!r}")
+    if isinstance(sampling_max_tokens, bool) or not (
+        isinstance(sampling_max_tokens, int) and sampling_max_tokens > 0
+    ):
+        raise AuthoringError(
+            f"sampling_max_tokens must be a positive integer, not {sampling_max_tokens!r}"
+        )
     rule, by_tool = _approval(approval)
     return MCPConnection(
         description=description.strip(),
@@ -166,6 +187,8 @@ def define_mcp_connection(
         expose=expose,
         connect_timeout_seconds=float(connect_timeout_seconds),
         call_timeout_seconds=float(call_timeout_seconds),
+        sampling=sampling,
+        sampling_max_tokens=sampling_max_tokens,
         defined_in=caller_module(),
     )
 

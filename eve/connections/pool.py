@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
+from eve.connections.asking import CallClock, RunningCall
 from eve.connections.client_features import (
     ClientFeatures,
     progress_callback,
@@ -53,6 +54,7 @@ from eve.errors import (
 from eve.manifest import ConnectionEntry
 from eve.messages import TextPart
 from eve.runtime.partials import Report
+from eve.runtime.server_asks import CallAsks
 
 log = logging.getLogger("eve.connections")
 #: how long closing waits for a server's owner task before cancelling it
@@ -110,8 +112,9 @@ class _Server:
         self.retry_at = 0.0
         #: how the server is reached; it notices when the server ends our session
         self.link = ServerLink(entry, token)
-        #: eve's name, roots and progress, as the session offers them (client_features)
-        self.features = ClientFeatures()
+        #: eve's name, roots, progress and answers to the server's requests, as the
+        #: session offers them (client_features)
+        self.features = ClientFeatures(entry)
 
     @property
     def name(self) -> str:
@@ -303,13 +306,14 @@ class _Server:
         arguments: Mapping[str, Any],
         schema: Mapping[str, Any] | None,
         report: Report | None = None,
+        asks: CallAsks | None = None,
     ) -> CallResult:
         """Call ``tool`` at most once: it is sent again only when the failure proves the
         server did not take it (its session had ended: a 404 to our session id), and then
         only when the new session lists it with ``schema`` (the input schema the turn's
         recorded listing has; without one, the schema this pool listed last)."""
         try:
-            return await self._call(await self.connected(), tool, arguments, report)
+            return await self._call(await self.connected(), tool, arguments, report, asks)
         except _SessionEnded:
             log.info("MCP connection %r: the server ended the session; a new one", self.name)
         if schema is None:
@@ -325,7 +329,7 @@ class _Server:
                 tool=tool,
             )
         try:
-            return await self._call(session, tool, arguments, report)
+            return await self._call(session, tool, arguments, report, asks)
         except _SessionEnded:
             raise MCPServerUnavailable(
                 f"connection {self.name!r}: the server ended the new session too",
@@ -338,20 +342,21 @@ class _Server:
         tool: str,
         arguments: Mapping[str, Any],
         report: Report | None = None,
+        asks: CallAsks | None = None,
     ) -> CallResult:
         seconds = self.entry.call_timeout_seconds
         loop = asyncio.get_running_loop()
         started = loop.time()
+        # eve's clock, not the SDK's: it stops while the server's question waits on a
+        # person (``connections.asking``); a scope, not ``wait_for``, which would start a
+        # task per call (bench/mcp_call)
+        clock = CallClock(seconds)
         try:
-            # the SDK's own timeout answers first; this one backs it (a scope, not
-            # ``wait_for``, which would start a task per call: bench/mcp_call)
-            async with asyncio.timeout(seconds + 1.0):
-                result = await session.call_tool(
-                    tool,
-                    dict(arguments),
-                    read_timeout_seconds=seconds,
-                    progress_callback=progress_callback(report),
-                )
+            with self.features.running.running(RunningCall(asks, clock)):
+                async with asyncio.timeout(seconds) as clock.scope:
+                    result = await session.call_tool(
+                        tool, dict(arguments), progress_callback=progress_callback(report)
+                    )
         except TimeoutError:
             raise self._timed_out(tool) from None
         except ValidationError as error:
@@ -490,13 +495,15 @@ class ConnectionPool:
         *,
         report: Report | None = None,
         roots: Sequence[Path] = (),
+        asks: CallAsks | None = None,
     ) -> CallResult:
         """Call the server's tool ``tool`` (listed with the input ``schema``, when the
         caller knows it); ``MCPConnectionError`` subclasses on failure. ``report`` gets
-        the call's progress notifications (``client_features``)."""
+        the call's progress notifications (``client_features``); ``asks`` answers the
+        server's elicitation and sampling requests while the call runs (``asking``)."""
         server = self._server(entry, token)
         server.features.set_roots(roots)
-        return await server.call(tool, arguments, schema, report)
+        return await server.call(tool, arguments, schema, report, asks)
 
     async def use(
         self,

@@ -46,6 +46,7 @@ from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.form_requests import check_form_answer, give_answer, wake
 from eve.sessions.idempotency import (
     CREATE_ROUTE,
     Answer,
@@ -90,6 +91,8 @@ OPTION_IDS = tuple(option.id for option in APPROVAL_OPTIONS)
 class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     request_id: str
     option_id: str
+    #: a form's values, for ``accept`` (an MCP server's elicitation: ``form_requests``)
+    values: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -459,11 +462,27 @@ class SessionService:
                     option_id=response.option_id,
                     options=options,
                 )
-            targets.append((pending.workflow_id, response))
+            if pending.form is not None:
+                check_form_answer(
+                    response.request_id, pending.form, response.option_id, response.values
+                )
+            targets.append((pending, response))
         given_by = {"id": answerer.id, "kind": answerer.kind}
-        for workflow_id, response in targets:
+        for pending, response in targets:
+            if pending.form is not None:
+                # the call waits inside its step, on the request's row (form_requests)
+                await asyncio.to_thread(
+                    give_answer,
+                    self.store,
+                    response.request_id,
+                    response.option_id,
+                    response.values,
+                    given_by,
+                )
+                wake(response.request_id)
+                continue
             await self.engine.send_input(
-                workflow_id,
+                pending.workflow_id,
                 {
                     "request_id": response.request_id,
                     "option_id": response.option_id,

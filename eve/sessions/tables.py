@@ -82,6 +82,11 @@ input_requests = sa.Table(
     sa.Column("asker_kind", sa.String(16)),
     #: who else may answer, as the tool's rule names it (``role:finance``); NULL: nobody else
     sa.Column("answer_by", sa.String(128)),
+    #: a form's fields (an MCP server's elicitation) as a JSON Schema; NULL: not a form
+    sa.Column("form", sa.Text),
+    #: a form's answer until the waiting call takes it (``form_requests.py``): a form is
+    #: answered inside the step that runs the call, where no workflow message can be read
+    sa.Column("answer", sa.Text),
 )
 
 #: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)

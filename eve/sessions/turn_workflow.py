@@ -39,6 +39,7 @@ from eve.sessions.database_errors import storage_failure
 from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
+from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
 from eve.sessions.limit_desk import DurableLimits
 from eve.sessions.store import SessionStore
@@ -204,6 +205,7 @@ class TurnRuntime:
                     spent_before=checkpoint.spend,
                     ask_limit=DurableLimits(desk, signal),
                     raised_limits=raised,
+                    forms=DurableForms(desk=desk, signal=signal),
                 )
                 message = message_of(given)
                 result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)

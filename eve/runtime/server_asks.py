@@ -1,0 +1,115 @@
+"""What an MCP server may ask of the turn whose tool call it is running: a person, through a
+form (elicitation), or the agent's model (sampling).
+
+The server asks on its connection, which every session of the worker shares, so the pool
+ties the request to the call it belongs to (``connections.asking``) and hands it to that
+call's ``CallAsks``: the tool runner sets one for each call it runs, through this context
+variable (as ``partials`` does for progress). The turn decides how a form is answered
+(``Forms``: a durable session parks on it, ``eve run`` asks at the terminal) and which
+model answers; this module holds only the values that cross between them, so the
+connection side needs nothing of the execution side.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from eve.costs import Spend
+
+#: how a person answered a form: ``accept`` (with values), ``decline`` (said no),
+#: ``cancel`` (dismissed it, or the turn was cancelled)
+FormAction = Literal["accept", "decline", "cancel"]
+FORM_ACTIONS: tuple[FormAction, ...] = ("accept", "decline", "cancel")
+#: whether a server may use the agent's model: not at all, once a person allows each
+#: request, or always (bounded by ``sampling_max_tokens``)
+SamplingPolicy = Literal["never", "ask", "always"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormAsk:
+    """A form a server asks a person to fill in, while it runs ``call_id``."""
+
+    call_id: str
+    tool_name: str
+    connection: str
+    message: str
+    #: a flat JSON Schema object: its properties are the fields (none: a yes/no question)
+    schema: dict[str, Any]
+    #: ``sampling``: the server asks to use the agent's model, and ``accept`` allows it
+    purpose: Literal["elicitation", "sampling"] = "elicitation"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormAnswer:
+    action: FormAction
+    #: the fields' values, for ``accept`` (checked against the form's schema)
+    values: dict[str, Any] | None = None
+
+
+class Forms(Protocol):
+    """Where a turn's forms are answered."""
+
+    async def ask(self, form: FormAsk) -> FormAnswer:
+        """The person's answer; ``cancel`` when the turn is cancelled first."""
+        ...
+
+    async def asked_before(self, call_id: str) -> bool:
+        """Whether an earlier run of this turn sent ``call_id`` (its server asked a form
+        before the process stopped): then the call is not sent again."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingAsk:
+    """A server's ``sampling/createMessage``, as text."""
+
+    connection: str
+    system: str | None
+    #: the conversation, in order: ``("user" | "assistant", text)``
+    messages: list[tuple[Literal["user", "assistant"], str]]
+    #: the tokens the answer may use (the server's ask, bounded by the connection)
+    max_tokens: int
+    policy: SamplingPolicy
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampled:
+    """The model's answer to a sampling request."""
+
+    text: str
+    model: str
+    #: ``endTurn`` or ``maxTokens``, as MCP names them
+    stop_reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingRefused:
+    """The policy or a person refused a sampling request (the server reads ``reason``)."""
+
+    reason: str
+
+
+class CallAsks(Protocol):
+    """What a running tool call offers the server that runs it."""
+
+    async def elicit(self, connection: str, message: str, schema: dict[str, Any]) -> FormAnswer:
+        """Ask a person to fill in ``schema``'s fields; ``cancel`` when no one can."""
+        ...
+
+    async def sample(self, ask: SamplingAsk) -> Sampled | SamplingRefused:
+        """The agent's model's answer, or why it is not allowed."""
+        ...
+
+    async def sent_before(self) -> bool:
+        """Whether the call was sent by an earlier run of the turn (``Forms.asked_before``)."""
+        ...
+
+    @property
+    def spent(self) -> Spend:
+        """What the call's sampling requests spent so far."""
+        ...
+
+
+running_call_asks: ContextVar[CallAsks | None] = ContextVar("running_call_asks", default=None)

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Event, count, types
+from tests.sessions.harness import Event, Server, count, types
 from tests.sessions.inprocess import InProcessServer
 
 SERVER = Path(__file__).with_name("asking_server.py")
@@ -123,3 +123,28 @@ def test_decline_and_a_cancelled_turn_reach_the_server_as_the_spec_says(
     assert "turn.cancelled" in types(events)
     options = [e["data"]["option_id"] for e in events if e["type"] == "input.resolved"]
     assert options == ["decline", "cancelled"]
+
+
+def test_a_restart_mid_form_does_not_send_the_call_again(make_app: AppFactory) -> None:
+    root = asking_app(make_app, [call("asking__book"), say("sorry")])
+    server = Server(root).start()
+    try:
+        session = server.create("book a room")
+        form = form_of(server.wait_for(session, count("turn.waiting")))
+        server.kill()  # the server's request died with the connection
+        server.restart()
+        events = server.wait_for(session, count("session.waiting"))
+        late = answer(server, session, form, "decline")
+    finally:
+        server.stop()
+    assert late.status_code == 409, "the form closed with the turn's first run"
+    assert (root / "counted").read_text() == "book\n", "the server got the call once"
+    [result] = [e["data"] for e in events if e["type"] == "action.result"]
+    assert result["status"] == "failed"
+    assert result["output"].startswith("MCPCallInterrupted: connection 'asking': the turn")
+    assert "it is not called again" in result["output"]
+    resolved = [e["data"] for e in events if e["type"] == "input.resolved"]
+    assert [(r["request_id"], r["option_id"]) for r in resolved] == [
+        (form["request_id"], "cancelled")
+    ]
+    assert [e["data"]["message"] for e in events if e["type"] == "message.completed"] == ["sorry"]

@@ -42,6 +42,7 @@
     │   ├── MCPToolFailed               the server answered a call with an error
     │   ├── MCPServerError              the server answered with a JSON-RPC error of its own
     │   ├── MCPCallInterrupted          the connection dropped under a call the server got
+    │   ├── MCPTaskCancelled            a call run as a task, cancelled with its turn
     │   ├── MCPToolsChanged             a new session lists the called tool differently
     │   ├── MCPResultMalformed          a result that is no valid MCP tool result
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
@@ -573,6 +574,20 @@ class MCPCallInterrupted(MCPConnectionError):
         super().__init__(message, connection=connection)
         #: the server's name of the tool
         self.tool = tool
+
+
+class MCPTaskCancelled(MCPConnectionError):
+    """A tool call running as an MCP task was cancelled on the server because its turn
+    was cancelled."""
+
+    code = "mcp_task_cancelled"
+    http_status = 409
+
+    def __init__(self, message: str, *, connection: str, tool: str, task_id: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool, and the task's id on the server
+        self.tool = tool
+        self.task_id = task_id
 
 
 class MCPToolsChanged(MCPConnectionError):

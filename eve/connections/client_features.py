@@ -81,10 +81,3 @@ def progress_callback(report: Report | None) -> ProgressFnT | None:
         await report(partial)
 
     return on_progress
-
-
-def runs_without_task(tool: mcp_types.Tool) -> bool:
-    """Whether eve can call ``tool``: one that requires task-augmented execution
-    (``execution.taskSupport: "required"``) is left out of the listing, since the SDK eve
-    calls servers through speaks no tasks and the call could only fail."""
-    return tool.execution is None or tool.execution.task_support != "required"

@@ -33,13 +33,10 @@ from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
 from eve.connections.asking import CallClock, RunningCall
-from eve.connections.client_features import (
-    ClientFeatures,
-    progress_callback,
-    runs_without_task,
-)
+from eve.connections.client_features import ClientFeatures, progress_callback
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
+from eve.connections.tasks import call_as_task, runs_tasks, task_support
 from eve.connections.transports import ServerLink
 from eve.errors import (
     MCPCallInterrupted,
@@ -73,6 +70,8 @@ class ServerTool:
     name: str
     description: str
     input_schema: dict[str, Any]
+    #: ``required`` or ``optional``: called as a task (the server runs tasks); else None
+    task_support: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,6 +275,9 @@ class _Server:
     async def _list(self, session: ClientSession) -> list[ServerTool]:
         tools: list[ServerTool] = []
         cursor: str | None = None
+        # a tool that requires a task is offered only when the server runs tasks: called
+        # plainly it could only fail
+        tasks = runs_tasks(session)
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await asyncio.wait_for(
@@ -286,9 +288,10 @@ class _Server:
                     name=tool.name,
                     description=tool.description or tool.title or tool.name,
                     input_schema=dict(tool.input_schema),
+                    task_support=task_support(tool) if tasks else None,
                 )
                 for tool in page.tools
-                if runs_without_task(tool)
+                if tasks or task_support(tool) != "required"
             )
             cursor = page.next_cursor
             if not cursor:
@@ -312,6 +315,10 @@ class _Server:
         server did not take it (its session had ended: a 404 to our session id), and then
         only when the new session lists it with ``schema`` (the input schema the turn's
         recorded listing has; without one, the schema this pool listed last)."""
+        if self.listed is None:
+            # how to call it (as a task or not) is in the listing: a turn recovered from
+            # its recorded listing has not listed on this process's session yet
+            await self._relist()
         try:
             return await self._call(await self.connected(), tool, arguments, report, asks)
         except _SessionEnded:
@@ -351,12 +358,25 @@ class _Server:
         # person (``connections.asking``); a scope, not ``wait_for``, which would start a
         # task per call (bench/mcp_call)
         clock = CallClock(seconds)
+        listed = _tool(self.listed or [], tool)
         try:
             with self.features.running.running(RunningCall(asks, clock)):
-                async with asyncio.timeout(seconds) as clock.scope:
-                    result = await session.call_tool(
-                        tool, dict(arguments), progress_callback=progress_callback(report)
+                if listed is not None and listed.task_support is not None:
+                    # each request of the task is bounded, the task is not (``tasks``)
+                    result = await call_as_task(
+                        session,
+                        tool,
+                        dict(arguments),
+                        seconds=seconds,
+                        connection=self.name,
+                        cancelled=lambda: asks is not None and asks.cancelled,
+                        report=report,
                     )
+                else:
+                    async with asyncio.timeout(seconds) as clock.scope:
+                        result = await session.call_tool(
+                            tool, dict(arguments), progress_callback=progress_callback(report)
+                        )
         except TimeoutError:
             raise self._timed_out(tool) from None
         except ValidationError as error:

@@ -106,6 +106,10 @@ class TurnCallAsks:
             return SamplingRefused(reason=f"a person answered {answer.action}")
         return None
 
+    @property
+    def cancelled(self) -> bool:
+        return self.signal.cancelled
+
     async def sent_before(self) -> bool:
         return self.forms is not None and await self.forms.asked_before(self.call.id)
 

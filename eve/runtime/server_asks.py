@@ -111,5 +111,10 @@ class CallAsks(Protocol):
         """What the call's sampling requests spent so far."""
         ...
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call's turn was cancelled (a task the call runs is cancelled too)."""
+        ...
+
 
 running_call_asks: ContextVar[CallAsks | None] = ContextVar("running_call_asks", default=None)

@@ -20,16 +20,17 @@ async def compiled_turn(
     app_root: Path, *responses: list[ModelEvent], **env: Any
 ) -> tuple[FunctionModel, list[SessionEvent]]:
     """The model (its requests) and the turn's events; ``env`` adds to the turn's
-    ``TurnEnvironment`` (``forms=…``)."""
+    ``TurnEnvironment`` (``forms=…``; an ``on_event`` of its own gets the events instead)."""
     loaded = load_compiled_agent(app_root)
     resolved = await resolve_agent(loaded.manifest, loaded.module_map, app_root=app_root)
     model = FunctionModel(Script(*responses))
     events: list[SessionEvent] = []
+    env.setdefault("on_event", events.append)
     try:
         await run_agent(
             AgentSetup(agent=resolved, client=model),
             "go",
-            env=TurnEnvironment(on_event=events.append, **env),
+            env=TurnEnvironment(**env),
         )
     finally:
         await close_current_pool()

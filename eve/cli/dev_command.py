@@ -287,7 +287,13 @@ class DevSession:
         """An MCP server's form, a line per field, asked again while the session finds
         the values wrong; unanswered when input ends (the turn's cancel closes it)."""
         while True:
-            option, values = await fill(request, self.ask, lambda s: click.echo(s, err=True))
+            option, values = await fill(
+                request.connection,
+                request.message,
+                request.schema,
+                self.ask,
+                lambda s: click.echo(s, err=True),
+            )
             if not option:
                 return
             answer = InputResponse(request_id=request.request_id, option_id=option, values=values)

@@ -1,18 +1,26 @@
-"""Filling in an MCP server's form at a terminal prompt (``eve dev``): one line per field.
+"""Filling in an MCP server's form at a terminal prompt (``eve dev``, ``eve run``): one
+line per field.
 
 The form's fields are the spec's restricted schema, so each line converts by its field's
 type: a number, an integer, yes/no for a boolean, one of the listed values for an enum, a
 comma-separated list for a multi-select. The session checks the values again when it takes
-the answer (``FormAnswerInvalid``).
+the answer (``FormAnswerInvalid``); ``eve run``, with no session, checks them here.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from eve.events import FormRequest
-from eve.runtime.server_asks import FORM_ACTIONS
+import click
+
+from eve.cancellation import CancelSignal, unless_cancelled
+from eve.cli.stdin_lines import StdinLines
+from eve.errors import FormAnswerInvalid
+from eve.runtime.server_asks import FORM_ACTIONS, FormAnswer, FormAsk
+from eve.sessions.form_requests import check_form_answer
 
 #: asks one line at the prompt; None: input ended, or the turn is being cancelled
 Ask = Callable[[str], Awaitable[str | None]]
@@ -54,22 +62,25 @@ def _choices(field: dict[str, Any]) -> list[str]:
     return [str(option.get("const")) for option in field.get("oneOf", field.get("anyOf", []))]
 
 
-async def fill(request: FormRequest, ask: Ask, warn: Callable[[str], None]) -> tuple[str, Any]:
-    """The option chosen for ``request`` and, for ``accept``, the values of its fields;
-    ``("", None)`` when input ended or the turn is being cancelled."""
+async def fill(
+    connection: str, message: str, schema: dict[str, Any], ask: Ask, warn: Callable[[str], None]
+) -> tuple[str, Any]:
+    """The option chosen for the form (``message`` and the fields of ``schema``) and, for
+    ``accept``, the values of its fields; ``("", None)`` when input ended or the turn is
+    being cancelled."""
     actions = "/".join(FORM_ACTIONS)
     while True:
-        said = await ask(f"  {request.connection} asks: {request.message} [{actions}] ")
+        said = await ask(f"  {connection} asks: {message} [{actions}] ")
         if said is None:
             return "", None
         if said.strip() in FORM_ACTIONS:
             break
         warn(f"  answer one of: {', '.join(FORM_ACTIONS)}")
     option = said.strip()
-    fields: dict[str, Any] = request.schema.get("properties", {})
+    fields: dict[str, Any] = schema.get("properties", {})
     if option != "accept" or not fields:
         return option, None
-    required = set(request.schema.get("required", []))
+    required = set(schema.get("required", []))
     values: dict[str, Any] = {}
     for name, field in fields.items():
         label = field.get("title") or name
@@ -86,3 +97,39 @@ async def fill(request: FormRequest, ask: Ask, warn: Callable[[str], None]) -> t
             except ValueError as error:
                 warn(f"    {error}")
     return option, values
+
+
+def _warn(text: str) -> None:
+    click.echo(text, err=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TerminalForms:
+    """``eve run``'s ``Forms``: asked on the terminal (without one, each answer is a line of
+    standard input, as for a workflow tool's question); a Ctrl-C or the input's end
+    cancels the form."""
+
+    cancel: CancelSignal
+    lines: StdinLines
+
+    async def line(self, prompt: str) -> str | None:
+        if sys.stdin.isatty():
+            click.echo(prompt, nl=False, err=True)
+        return await unless_cancelled(self.cancel, self.lines.line())
+
+    async def ask(self, form: FormAsk) -> FormAnswer:
+        while True:
+            option, values = await fill(
+                form.connection, form.message, form.schema, self.line, _warn
+            )
+            if option not in FORM_ACTIONS:
+                return FormAnswer(action="cancel")
+            try:
+                check_form_answer(form.call_id, form.schema, option, values)
+            except FormAnswerInvalid as error:
+                _warn(f"  {error.problems}")
+                continue
+            return FormAnswer(action=option, values=values)
+
+    async def asked_before(self, call_id: str) -> bool:
+        return False  # eve run keeps no record of a call between runs

@@ -43,7 +43,9 @@ def field_value(field: dict[str, Any], line: str) -> Any:
             return float(text)
     except ValueError as error:
         if kind in ("integer", "number"):
-            raise ValueError(f"not a {kind}: {text!r}") from error
+            raise ValueError(
+                f"not {'an' if kind == 'integer' else 'a'} {kind}: {text!r}"
+            ) from error
         raise
     if kind == "array":
         picked = [part.strip() for part in text.split(",") if part.strip()]

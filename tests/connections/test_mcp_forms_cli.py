@@ -31,6 +31,6 @@ def test_dev_fills_in_a_servers_form_field_by_field(make_app: AppFactory) -> Non
     asked = out.index("hotel asks: Who is staying, and how long? [accept/decline/cancel] ")
     assert out.index("Name (string): ", asked) < out.index("Nights (integer): ", asked)
     assert "answer one of: accept, decline, cancel" in err
-    assert "not a integer: 'two'" in err and "answer one of: single, double" in err
+    assert "not an integer: 'two'" in err and "answer one of: single, double" in err
     assert "booked double for Ada, 2 nights" in out + err, err
     assert "all set" in out

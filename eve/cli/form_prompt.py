@@ -132,6 +132,3 @@ class TerminalForms:
                 _warn(f"  {error.problems}")
                 continue
             return FormAnswer(action=option, values=values)
-
-    async def asked_before(self, call_id: str) -> bool:
-        return False  # eve run keeps no record of a call between runs

@@ -310,6 +310,7 @@ class _Server:
         schema: Mapping[str, Any] | None,
         report: Report | None = None,
         asks: CallAsks | None = None,
+        resume_task: str | None = None,
     ) -> CallResult:
         """Call ``tool`` at most once: it is sent again only when the failure proves the
         server did not take it (its session had ended: a 404 to our session id), and then
@@ -320,7 +321,8 @@ class _Server:
             # its recorded listing has not listed on this process's session yet
             await self._relist()
         try:
-            return await self._call(await self.connected(), tool, arguments, report, asks)
+            session = await self.connected()
+            return await self._call(session, tool, arguments, report, asks, resume_task)
         except _SessionEnded:
             log.info("MCP connection %r: the server ended the session; a new one", self.name)
         if schema is None:
@@ -336,7 +338,7 @@ class _Server:
                 tool=tool,
             )
         try:
-            return await self._call(session, tool, arguments, report, asks)
+            return await self._call(session, tool, arguments, report, asks, resume_task)
         except _SessionEnded:
             raise MCPServerUnavailable(
                 f"connection {self.name!r}: the server ended the new session too",
@@ -350,6 +352,7 @@ class _Server:
         arguments: Mapping[str, Any],
         report: Report | None = None,
         asks: CallAsks | None = None,
+        resume_task: str | None = None,
     ) -> CallResult:
         seconds = self.entry.call_timeout_seconds
         loop = asyncio.get_running_loop()
@@ -361,7 +364,7 @@ class _Server:
         listed = _tool(self.listed or [], tool)
         try:
             with self.features.running.running(RunningCall(asks, clock)):
-                if listed is not None and listed.task_support is not None:
+                if resume_task is not None or (listed is not None and listed.task_support):
                     # each request of the task is bounded, the task is not (``tasks``)
                     result = await call_as_task(
                         session,
@@ -369,8 +372,9 @@ class _Server:
                         dict(arguments),
                         seconds=seconds,
                         connection=self.name,
-                        cancelled=lambda: asks is not None and asks.cancelled,
+                        asks=asks,
                         report=report,
+                        resume=resume_task,
                     )
                 else:
                     async with asyncio.timeout(seconds) as clock.scope:
@@ -516,14 +520,17 @@ class ConnectionPool:
         report: Report | None = None,
         roots: Sequence[Path] = (),
         asks: CallAsks | None = None,
+        resume_task: str | None = None,
     ) -> CallResult:
         """Call the server's tool ``tool`` (listed with the input ``schema``, when the
         caller knows it); ``MCPConnectionError`` subclasses on failure. ``report`` gets
         the call's progress notifications (``client_features``); ``asks`` answers the
-        server's elicitation and sampling requests while the call runs (``asking``)."""
+        server's elicitation and sampling requests while the call runs (``asking``);
+        ``resume_task`` is the server's task an earlier run of the turn started for this
+        call, read instead of calling again (``connections.tasks``)."""
         server = self._server(entry, token)
         server.features.set_roots(roots)
-        return await server.call(tool, arguments, schema, report, asks)
+        return await server.call(tool, arguments, schema, report, asks, resume_task)
 
     async def use(
         self,

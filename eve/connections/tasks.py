@@ -10,6 +10,8 @@ call (``{"task": "working", "message": …}``). When the turn is cancelled, eve 
 ``tasks/cancel`` and the call ends as ``MCPTaskCancelled``. A task that needs input
 (``input_required``) is read through ``tasks/result`` at once, which carries the
 server's requests (elicitation, sampling) to the call's turn and waits for the result.
+A durable turn records the task's id once the server answers (``CallAsks.sending``), and a
+run again after a restart polls that task (``resume``) instead of calling the tool again.
 
 The ``mcp`` SDK has no client side for tasks: ``tasks/*`` are its own request types, sent
 through ``ClientSession.send_request``, but it checks every ``tools/call`` answer as a
@@ -22,7 +24,6 @@ API, as ``rpc_errors`` reads its closed flag). Without the server's capability, 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import mcp_types
@@ -30,6 +31,7 @@ from mcp import ClientSession
 
 from eve.errors import MCPTaskCancelled, MCPToolFailed
 from eve.runtime.partials import Report
+from eve.runtime.server_asks import CallAsks
 
 #: task-augmented support a listing may give a tool, by the spec's names
 TASK_SUPPORT = ("required", "optional")
@@ -61,17 +63,21 @@ async def call_as_task(
     *,
     seconds: float,
     connection: str,
-    cancelled: Callable[[], bool],
+    asks: CallAsks | None,
     report: Report | None,
+    resume: str | None = None,
 ) -> mcp_types.CallToolResult:
-    """Run ``tool`` as a task to its end and return its result (see the module)."""
-    params = mcp_types.CallToolRequestParams(
-        name=tool, arguments=arguments, task=mcp_types.TaskMetadata(ttl=_TTL_MS)
-    )
-    raw = await _send_unchecked(session, mcp_types.CallToolRequest(params=params), seconds)
-    task: mcp_types.Task = mcp_types.CreateTaskResult.model_validate(raw, by_name=False).task
+    """Run ``tool`` as a task to its end and return its result (see the module); with
+    ``resume``, the task an earlier run of the turn started (its record is in ``asks``'s
+    turn) is polled instead of a new one."""
+    if resume is None:
+        task = await _created(session, tool, arguments, seconds)
+        if asks is not None:
+            await asks.sending(task_id=task.task_id)  # a run again reads it, not calls again
+    else:
+        task = await _state(session, resume, seconds)
     while task.status == "working":
-        if cancelled():
+        if asks is not None and asks.cancelled:
             await _cancel(session, task.task_id, seconds)
             raise MCPTaskCancelled(
                 f"connection {connection!r}: tool {tool!r} ran as task {task.task_id}, "
@@ -83,11 +89,7 @@ async def call_as_task(
         if report is not None:
             await report({"task": task.status, "message": task.status_message or ""})
         await asyncio.sleep(_interval(task))
-        task = await session.send_request(
-            mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=task.task_id)),
-            mcp_types.GetTaskResult,
-            request_read_timeout_seconds=seconds,
-        )
+        task = await _state(session, task.task_id, seconds)
     if task.status == "cancelled":
         raise MCPToolFailed(
             f"connection {connection!r}: task {task.task_id} of tool {tool!r} was cancelled "
@@ -104,6 +106,25 @@ async def call_as_task(
         ),
         mcp_types.CallToolResult,
         request_read_timeout_seconds=None if waits else seconds,
+    )
+
+
+async def _created(
+    session: ClientSession, tool: str, arguments: dict[str, object], seconds: float
+) -> mcp_types.Task:
+    params = mcp_types.CallToolRequestParams(
+        name=tool, arguments=arguments, task=mcp_types.TaskMetadata(ttl=_TTL_MS)
+    )
+    raw = await _send_unchecked(session, mcp_types.CallToolRequest(params=params), seconds)
+    created = mcp_types.CreateTaskResult.model_validate(raw, by_name=False)
+    return created.task
+
+
+async def _state(session: ClientSession, task_id: str, seconds: float) -> mcp_types.Task:
+    return await session.send_request(
+        mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=task_id)),
+        mcp_types.GetTaskResult,
+        request_read_timeout_seconds=seconds,
     )
 
 

@@ -30,6 +30,8 @@ from eve.runtime.server_asks import (
     Sampled,
     SamplingAsk,
     SamplingRefused,
+    SentCall,
+    SentCalls,
 )
 
 
@@ -39,6 +41,8 @@ class TurnCallAsks:
 
     call: ToolCall
     forms: Forms | None
+    #: what the turn records of its MCP calls (a durable session's); None: nothing
+    sent_calls: SentCalls | None
     client: ModelClient
     prices: Mapping[str, ModelPrice]
     signal: CancelSignal
@@ -110,8 +114,12 @@ class TurnCallAsks:
     def cancelled(self) -> bool:
         return self.signal.cancelled
 
-    async def sent_before(self) -> bool:
-        return self.forms is not None and await self.forms.asked_before(self.call.id)
+    async def sent_before(self) -> SentCall | None:
+        return None if self.sent_calls is None else await self.sent_calls.sent(self.call.id)
+
+    async def sending(self, *, task_id: str | None = None) -> None:
+        if self.sent_calls is not None:
+            await self.sent_calls.record(self.call.id, task_id=task_id)
 
 
 def call_asks(setup: AgentSetup, env: TurnEnvironment) -> Callable[[ToolCall], CallAsks]:
@@ -122,6 +130,7 @@ def call_asks(setup: AgentSetup, env: TurnEnvironment) -> Callable[[ToolCall], C
         return TurnCallAsks(
             call=call,
             forms=env.forms,
+            sent_calls=env.sent_calls,
             client=setup.client,
             prices=prices,
             signal=env.signal,

@@ -148,14 +148,19 @@ def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
 
             return model_value(await call_resources(pool, connection.entry, token, data))
         asks = running_call_asks.get()
-        if asks is not None and await asks.sent_before():
+        # a durable turn run again after a restart: a call its first run sent is not sent
+        # again; one that ran as a task is read again (``sessions.mcp_calls``)
+        sent = None if asks is None else await asks.sent_before()
+        if sent is not None and sent.task_id is None:
             raise MCPCallInterrupted(
                 f"connection {connection.name!r}: the turn stopped (eve restarted) while "
-                f"the server ran tool {tool!r} and asked a question; it is not called again, "
-                "since the server may have run part of it",
+                f"the server ran tool {tool!r}; it is not called again, since the server "
+                "may have run it",
                 connection=connection.name,
                 tool=tool,
             )
+        if asks is not None and sent is None:
+            await asks.sending()
         # the turn's recorded listing is what a new session's listing is checked against
         result = await pool.call(
             connection.entry,
@@ -166,6 +171,7 @@ def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
             report=running_call_partial.get(),  # the server's progress: action.partial
             roots=(ctx.workspace,),
             asks=asks,  # the server's elicitation and sampling (connections.asking)
+            resume_task=None if sent is None else sent.task_id,
         )
         return model_value(result)
 

@@ -55,9 +55,25 @@ class Forms(Protocol):
         """The person's answer; ``cancel`` when the turn is cancelled first."""
         ...
 
-    async def asked_before(self, call_id: str) -> bool:
-        """Whether an earlier run of this turn sent ``call_id`` (its server asked a form
-        before the process stopped): then the call is not sent again."""
+
+@dataclass(frozen=True, kw_only=True)
+class SentCall:
+    """An MCP call an earlier run of the turn sent (before the process stopped)."""
+
+    #: the server's task, when the call ran as one: it can be read again
+    task_id: str | None = None
+
+
+class SentCalls(Protocol):
+    """What a durable turn records of its MCP calls, so a run again after a restart sends
+    none twice (``sessions.mcp_calls``)."""
+
+    async def sent(self, call_id: str) -> SentCall | None:
+        """The record of ``call_id``, if an earlier run of the turn sent it."""
+        ...
+
+    async def record(self, call_id: str, *, task_id: str | None = None) -> None:
+        """``call_id`` is being sent (``task_id``: it runs as that task on the server)."""
         ...
 
 
@@ -102,8 +118,13 @@ class CallAsks(Protocol):
         """The agent's model's answer, or why it is not allowed."""
         ...
 
-    async def sent_before(self) -> bool:
-        """Whether the call was sent by an earlier run of the turn (``Forms.asked_before``)."""
+    async def sent_before(self) -> SentCall | None:
+        """The call as an earlier run of the turn sent it, if one did (``SentCalls``)."""
+        ...
+
+    async def sending(self, *, task_id: str | None = None) -> None:
+        """The call is being sent (``task_id``: it runs as that task): recorded where the
+        turn is durable."""
         ...
 
     @property

@@ -11,9 +11,9 @@ another worker of a shared database took). The values leave the row when the cal
 them; the log keeps only the option.
 
 Across a restart the call cannot be resumed: the server's request belonged to the
-connection that died with the process. The step runs again, and its call finds the form
-its first run opened (``asked_before``): the call was sent, so it is not sent again (at
-most once); that request is closed as cancelled and the model reads ``MCPCallInterrupted``.
+connection that died with the process. The step runs again, and its call finds that its
+first run sent it (``mcp_calls``): it is not sent again (at most once), the form left open
+is closed as cancelled (``close_open_forms``), and the model reads ``MCPCallInterrupted``.
 """
 
 from __future__ import annotations
@@ -137,8 +137,8 @@ class DurableForms:
 
     desk: InputDesk
     signal: CancelSignal
-    #: forms asked so far per call, for their request ids (a run again after a restart
-    #: counts from the start too, so it finds its first run's request)
+    #: forms asked so far per call, for their request ids (distinct per form, and the
+    #: same in a run again after a restart)
     asked: Counter[str] = field(default_factory=Counter)
 
     def _request_id(self, call_id: str, number: int) -> str:
@@ -206,25 +206,24 @@ class DurableForms:
                 waiting.cancel()
             answered.clear()
 
-    async def asked_before(self, call_id: str) -> bool:
-        """Whether a run of this turn before a restart sent ``call_id`` (its server asked a
-        form); the form it left open is closed as cancelled."""
-        request_id = self._request_id(call_id, 1)
-        store = self.desk.store
-        if not await asyncio.to_thread(store.run, lambda c: _exists(c, request_id)):
-            return False
-        if await asyncio.to_thread(store.pending_request, self.desk.session_id, request_id):
-            await asyncio.to_thread(store.resolve_input_request, request_id)
-            await self.desk.emitter.emit(
-                InputResolvedData(
-                    turn_id=self.desk.turn_id, request_id=request_id, option_id="cancelled"
-                )
-            )
-        return True
+
+async def close_open_forms(desk: InputDesk) -> None:
+    """Close, as cancelled, the forms an earlier run of ``desk``'s workflow left open: their
+    server's requests died with that run's connection."""
+    open_ids = await asyncio.to_thread(desk.store.run, lambda c: _open_forms(c, desk.workflow_id))
+    for request_id in open_ids:
+        await asyncio.to_thread(desk.store.resolve_input_request, request_id)
+        await desk.emitter.emit(
+            InputResolvedData(turn_id=desk.turn_id, request_id=request_id, option_id="cancelled")
+        )
 
 
-def _exists(c: Connection, request_id: str) -> bool:
-    found = c.execute(
-        sa.select(input_requests.c.request_id).where(input_requests.c.request_id == request_id)
-    ).first()
-    return found is not None
+def _open_forms(c: Connection, workflow_id: str) -> list[str]:
+    rows = c.execute(
+        sa.select(input_requests.c.request_id).where(
+            input_requests.c.workflow_id == workflow_id,
+            input_requests.c.status == "pending",
+            input_requests.c.form.is_not(None),
+        )
+    )
+    return [row.request_id for row in rows]

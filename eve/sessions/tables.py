@@ -89,6 +89,18 @@ input_requests = sa.Table(
     sa.Column("answer", sa.Text),
 )
 
+#: the MCP tool calls a durable turn sent, by call (``mcp_calls.py``): a turn run again
+#: after a restart does not send them again, and resumes the ones that run as tasks
+mcp_calls = sa.Table(
+    "eve_mcp_calls",
+    _metadata,
+    #: the turn's (or task's) workflow and the model's call id, hashed
+    sa.Column("call_key", sa.String(64), primary_key=True),
+    sa.Column("workflow_id", sa.String(128), nullable=False),
+    #: the server's task id, once the call runs as a task
+    sa.Column("task_id", sa.String(255)),
+)
+
 #: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)
 idempotency_keys = sa.Table(
     "eve_idempotency_keys",

@@ -59,6 +59,7 @@ from eve.sessions.input_requests import (
     answered,
     request_id_for,
 )
+from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 
@@ -306,6 +307,7 @@ async def _run(
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
         recorder=DurableRecorder(events, context, set(), gate=host.gate),
         forms=DurableForms(desk=desk(child_emitter), signal=task.signal),
+        sent_calls=DurableSentCalls(desk=desk(child_emitter)),
     )
     run = await run_subagent(task, child, env)
     return run.outcome

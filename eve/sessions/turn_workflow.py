@@ -42,6 +42,7 @@ from eve.sessions.event_log import EventLog
 from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
 from eve.sessions.limit_desk import DurableLimits
+from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
@@ -206,6 +207,7 @@ class TurnRuntime:
                     ask_limit=DurableLimits(desk, signal),
                     raised_limits=raised,
                     forms=DurableForms(desk=desk, signal=signal),
+                    sent_calls=DurableSentCalls(desk=desk),
                 )
                 message = message_of(given)
                 result = await run_agent(self.setup, message, history=checkpoint.messages, env=env)

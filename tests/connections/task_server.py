@@ -1,20 +1,26 @@
-"""A stdio MCP server with task-augmented tools (protocol 2025-11-25), by hand: the SDK's
-server API has no tasks.
+"""An MCP server with task-augmented tools (protocol 2025-11-25), by hand: the SDK's server
+API has no tasks.
 
-``python task_server.py LOG``: ``sum`` requires a task and completes after two polls of
-``tasks/get``; ``forever`` (optional support) stays ``working`` until cancelled. Each
-``tools/call``, ``tasks/get``, ``tasks/result`` and ``tasks/cancel`` appends a line to LOG,
-so a test reads what the client did.
+``python task_server.py LOG`` serves stdio; ``serve_http(log)`` serves Streamable HTTP
+(plain JSON answers) from a thread of the test, so its tasks outlive an eve that stops.
+``sum`` requires a task and completes after two polls of ``tasks/get``; ``forever``
+(optional support) stays ``working`` until cancelled. Each ``tools/call``, ``tasks/get``,
+``tasks/result`` and ``tasks/cancel`` appends a line to the log, so a test reads what the
+client did.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-LOG = sys.argv[1]
+LOG = sys.argv[1] if __name__ == "__main__" else ""
 tasks: dict[str, dict[str, Any]] = {}
 
 
@@ -86,18 +92,61 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
     raise LookupError(method)
 
 
+def reply_to(request: dict[str, Any]) -> dict[str, Any]:
+    reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+    try:
+        reply["result"] = answer(request["method"], request.get("params") or {})
+    except LookupError as error:
+        reply["error"] = {"code": -32601, "message": f"not here: {error}"}
+    return reply
+
+
 def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
+        if "id" in request:  # else a notification
+            sys.stdout.write(json.dumps(reply_to(request)) + "\n")
+            sys.stdout.flush()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if "id" not in request:
-            continue  # a notification
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
-        try:
-            reply["result"] = answer(request["method"], request.get("params") or {})
-        except LookupError as error:
-            reply["error"] = {"code": -32601, "message": f"not here: {error}"}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+            self.send_response(202)
+            self.end_headers()
+            return
+        body = json.dumps(reply_to(request)).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # no stream of the server's own: plain JSON answers only
+        self.send_response(405)
+        self.end_headers()
+
+    do_DELETE = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve_http(log_path: str) -> Iterator[str]:
+    """The server on a free port in a thread of this process; its URL."""
+    global LOG
+    LOG = log_path
+    tasks.clear()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 if __name__ == "__main__":

@@ -93,9 +93,6 @@ class Person:
         self.asked.append(form)
         return self.answer
 
-    async def asked_before(self, call_id: str) -> bool:
-        return False
-
 
 async def test_sampling_a_person_declines_is_refused(tmp_path: Path) -> None:
     root = app(tmp_path, 'sampling="ask",')

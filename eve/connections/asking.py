@@ -87,18 +87,20 @@ class RunningCalls:
         finally:
             self.calls.remove(call)
 
-    def _asker(self, what: str) -> RunningCall | mcp_types.ErrorData:
-        if len(self.calls) != 1 or self.calls[0].asks is None:
+    def _asker(self, what: str) -> tuple[CallAsks, CallClock] | mcp_types.ErrorData:
+        """The one call that can answer ``what``, or the error the server gets."""
+        asks = self.calls[0].asks if len(self.calls) == 1 else None
+        if asks is None:
             why = (
-                "no tool call of this turn is running on the connection"
-                if not self.calls or self.calls[0].asks is None
-                else f"{len(self.calls)} tool calls run on the connection at once, and eve "
-                "cannot tell which one asks"
+                f"{len(self.calls)} tool calls run on the connection at once, and eve cannot "
+                "tell which one asks"
+                if len(self.calls) > 1
+                else "no tool call of a turn is running on the connection"
             )
             return mcp_types.ErrorData(
                 code=mcp_types.INVALID_REQUEST, message=f"eve cannot answer {what}: {why}"
             )
-        return self.calls[0]
+        return asks, self.calls[0].clock
 
     async def elicit(
         self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
@@ -106,7 +108,7 @@ class RunningCalls:
         found = self._asker("this elicitation")
         if isinstance(found, mcp_types.ErrorData):
             return found
-        assert found.asks is not None
+        asks, clock = found
         if isinstance(params, mcp_types.ElicitRequestURLParams):
             message, schema = f"{params.message}\n\nOpen: {params.url}", {}
         else:
@@ -117,8 +119,8 @@ class RunningCalls:
                     message=f"eve shows only flat forms of primitive fields: {problem}",
                 )
             message, schema = params.message, dict(params.requested_schema)
-        with found.clock.paused():
-            answer = await found.asks.elicit(self.connection, message, schema)
+        with clock.paused():
+            answer = await asks.elicit(self.connection, message, schema)
         content = answer.values if answer.action == "accept" and schema else None
         return mcp_types.ElicitResult(action=answer.action, content=content)
 
@@ -128,7 +130,7 @@ class RunningCalls:
         found = self._asker("this sampling request")
         if isinstance(found, mcp_types.ErrorData):
             return found
-        assert found.asks is not None
+        asks, clock = found
         if params.tools:
             return _rejected("eve samples text only, without tools")
         messages = _text_messages(params.messages)
@@ -142,8 +144,8 @@ class RunningCalls:
             policy=self.policy,
         )
         # a policy of "ask" waits on a person: off the call's clock
-        with found.clock.paused():
-            sampled = await found.asks.sample(ask)
+        with clock.paused():
+            sampled = await asks.sample(ask)
         if isinstance(sampled, SamplingRefused):
             return _rejected(sampled.reason)
         return mcp_types.CreateMessageResult(

@@ -107,4 +107,4 @@ async def test_a_server_asking_with_no_turn_to_answer_is_refused_not_answered(
     # a call made outside a turn (no ``asks``): nobody could answer, so nothing is made up
     answer = await pool.call(STDIO, "ask_person", {})
     assert answer.text.startswith("refused: "), answer.text
-    assert "no tool call of this turn is running on the connection" in answer.text
+    assert "no tool call of a turn is running on the connection" in answer.text

@@ -4,35 +4,23 @@ against its fields and reach the server; decline and a cancelled turn as the spe
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import AppFactory
+from tests.connections.asking_apps import asking_connection
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Event, Server, count, types
 from tests.sessions.inprocess import InProcessServer
-
-SERVER = Path(__file__).with_name("asking_server.py")
-CONNECTION = """
-from eve.connections import define_mcp_connection
-
-default = define_mcp_connection(
-    description="Asks the client.",
-    command={command!r},
-    expose="tools",
-    sampling="ask",
-    call_timeout_seconds=1,
-)
-"""
 
 
 def asking_app(make_app: AppFactory, responses: list[dict[str, Any]]) -> Path:
     root = scripted_app(make_app, responses)
     (root / "agent" / "connections").mkdir()
-    command = [sys.executable, str(SERVER), str(root / "counted")]
-    (root / "agent" / "connections" / "asking.py").write_text(CONNECTION.format(command=command))
+    options = 'sampling="ask", call_timeout_seconds=1,'
+    source = asking_connection(root / "counted", options)
+    (root / "agent" / "connections" / "asking.py").write_text(source)
     return root
 
 

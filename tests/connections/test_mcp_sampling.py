@@ -3,7 +3,6 @@ connection allows it (bounded, counted in the turn's usage), refused by the spec
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,28 +11,16 @@ from eve.compiler import compile_to_disk
 from eve.events import ActionResult, TurnCompleted
 from eve.models.events import TokenUsage
 from eve.runtime.server_asks import FormAnswer, FormAsk
+from tests.connections.asking_apps import asking_connection
 from tests.connections.compiled_turn import compiled_turn
 from tests.execution.helpers import calls, text
-
-SERVER = Path(__file__).with_name("asking_server.py")
-CONNECTION = """
-from eve.connections import define_mcp_connection
-
-default = define_mcp_connection(
-    description="Asks the client.",
-    command={command!r},
-    expose="tools",
-    {options}
-)
-"""
 
 
 def app(tmp_path: Path, options: str) -> Path:
     agent = tmp_path / "agent"
     (agent / "connections").mkdir(parents=True)
     (agent / "instructions.md").write_text("You write.\n")
-    command = [sys.executable, str(SERVER), str(tmp_path / "counted")]
-    source = CONNECTION.format(command=command, options=options)
+    source = asking_connection(tmp_path / "counted", options)
     (agent / "connections" / "asking.py").write_text(source)
     compile_to_disk(tmp_path, use_cache=False)
     return tmp_path

@@ -79,14 +79,6 @@ class RunningCalls:
         self.max_tokens = max_tokens
         self.calls: list[RunningCall] = []
 
-    @contextmanager
-    def running(self, call: RunningCall) -> Iterator[None]:
-        self.calls.append(call)
-        try:
-            yield
-        finally:
-            self.calls.remove(call)
-
     def _asker(self, what: str) -> tuple[CallAsks, CallClock] | mcp_types.ErrorData:
         """The one call that can answer ``what``, or the error the server gets."""
         asks = self.calls[0].asks if len(self.calls) == 1 else None

@@ -362,25 +362,27 @@ class _Server:
         # task per call (bench/mcp_call)
         clock = CallClock(seconds)
         listed = _tool(self.listed or [], tool)
+        # out on the connection until it ends: the server's requests meanwhile are its own
+        running = self.features.running.calls
+        running.append(call := RunningCall(asks, clock))
         try:
-            with self.features.running.running(RunningCall(asks, clock)):
-                if resume_task is not None or (listed is not None and listed.task_support):
-                    # each request of the task is bounded, the task is not (``tasks``)
-                    result = await call_as_task(
-                        session,
-                        tool,
-                        dict(arguments),
-                        seconds=seconds,
-                        connection=self.name,
-                        asks=asks,
-                        report=report,
-                        resume=resume_task,
+            if resume_task is not None or (listed is not None and listed.task_support):
+                # each request of the task is bounded, the task is not (``tasks``)
+                result = await call_as_task(
+                    session,
+                    tool,
+                    dict(arguments),
+                    seconds=seconds,
+                    connection=self.name,
+                    asks=asks,
+                    report=report,
+                    resume=resume_task,
+                )
+            else:
+                async with asyncio.timeout(seconds) as clock.scope:
+                    result = await session.call_tool(
+                        tool, dict(arguments), progress_callback=progress_callback(report)
                     )
-                else:
-                    async with asyncio.timeout(seconds) as clock.scope:
-                        result = await session.call_tool(
-                            tool, dict(arguments), progress_callback=progress_callback(report)
-                        )
         except TimeoutError:
             raise self._timed_out(tool) from None
         except ValidationError as error:
@@ -392,6 +394,8 @@ class _Server:
             ) from None
         except MCPError as error:
             raise self._failed(error, session, tool, loop.time() - started) from None
+        finally:
+            running.remove(call)
         return self._result(tool, result)
 
     def _failed(

@@ -76,16 +76,18 @@ def check_form_answer(request_id: str, schema: dict[str, Any], option: str, valu
 
 def give_answer(
     store: SessionStore, request_id: str, option: str, values: Any, responder: dict[str, str]
-) -> None:
-    """Write a form's answer where its waiting call looks (a thread: the store blocks)."""
+) -> bool:
+    """Write a form's answer where its waiting call looks (a thread: the store blocks);
+    False when it already has one (the first answer counts, as a workflow's message would)."""
     answer = json.dumps({"option": option, "values": values, "responder": responder})
-    store.run(
+    written = store.run(
         lambda c: c.execute(
             input_requests.update()
-            .where(input_requests.c.request_id == request_id)
+            .where(input_requests.c.request_id == request_id, input_requests.c.answer.is_(None))
             .values(answer=answer)
         )
     )
+    return bool(written.rowcount)
 
 
 def wake(request_id: str) -> None:

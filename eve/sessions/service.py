@@ -471,14 +471,18 @@ class SessionService:
         for pending, response in targets:
             if pending.form is not None:
                 # the call waits inside its step, on the request's row (form_requests)
-                await asyncio.to_thread(
+                if not await asyncio.to_thread(
                     give_answer,
                     self.store,
                     response.request_id,
                     response.option_id,
                     response.values,
                     given_by,
-                )
+                ):
+                    raise InputRequestNotPending(
+                        f"input request {response.request_id} is answered already",
+                        request_id=response.request_id,
+                    )
                 wake(response.request_id)
                 continue
             await self.engine.send_input(

@@ -70,6 +70,9 @@ def test_a_form_is_answered_over_http_with_checked_values(make_app: AppFactory) 
             server, session, form, "accept", {"name": "Ada", "nights": 2, "room": "double"}
         )
         assert done.status_code == 202, done.text
+        # the first answer counts: another, taken yet or not, is refused
+        again = answer(server, session, form, "decline")
+        assert again.status_code == 409 and again.json()["code"] == "input_request_not_pending"
         events = server.wait_for(session, count("session.waiting"))
     finally:
         server.stop()

@@ -19,8 +19,7 @@ import click
 from eve.cancellation import CancelSignal, unless_cancelled
 from eve.cli.stdin_lines import StdinLines
 from eve.errors import FormAnswerInvalid
-from eve.runtime.server_asks import FORM_ACTIONS, FormAnswer, FormAsk
-from eve.sessions.form_requests import check_form_answer
+from eve.runtime.server_asks import FORM_ACTIONS, FormAnswer, FormAsk, check_form_answer
 
 #: asks one line at the prompt; None: input ended, or the turn is being cancelled
 Ask = Callable[[str], Awaitable[str | None]]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from eve.costs import Spend
+from eve.errors import FormAnswerInvalid, ToolInputInvalid
+from eve.runtime.validation import JsonSchemaValidator
 
 #: how a person answered a form: ``accept`` (with values), ``decline`` (said no),
 #: ``cancel`` (dismissed it, or the turn was cancelled)
@@ -136,6 +138,27 @@ class CallAsks(Protocol):
     def cancelled(self) -> bool:
         """Whether the call's turn was cancelled (a task the call runs is cancelled too)."""
         ...
+
+
+def check_form_answer(request_id: str, schema: dict[str, Any], option: str, values: Any) -> None:
+    """``FormAnswerInvalid`` unless ``values`` fill ``schema`` for an ``accept``."""
+    if option != "accept" or not schema.get("properties"):
+        return
+    if not isinstance(values, dict):
+        raise FormAnswerInvalid(
+            f"input request {request_id} is a form: accept it with its values",
+            request_id=request_id,
+            problems="no values",
+        )
+    try:
+        JsonSchemaValidator(schema).validate(values)
+    except ToolInputInvalid as error:
+        problems = str(error).removeprefix("invalid input: ")
+        raise FormAnswerInvalid(
+            f"input request {request_id}: the values do not fit the form: {problems}",
+            request_id=request_id,
+            problems=problems,
+        ) from None
 
 
 running_call_asks: ContextVar[CallAsks | None] = ContextVar("running_call_asks", default=None)

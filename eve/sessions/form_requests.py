@@ -31,7 +31,6 @@ from sqlalchemy.engine import Connection
 
 from eve.auth.principal import PrincipalRef
 from eve.cancellation import CancelSignal
-from eve.errors import FormAnswerInvalid, ToolInputInvalid
 from eve.events import (
     FormRequest,
     InputRequestedData,
@@ -40,7 +39,6 @@ from eve.events import (
     TurnWaitingData,
 )
 from eve.runtime.server_asks import FORM_ACTIONS, FormAction, FormAnswer, FormAsk
-from eve.runtime.validation import JsonSchemaValidator
 from eve.sessions.input_requests import InputDesk, request_id_for
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import input_requests
@@ -51,27 +49,6 @@ POLL_SECONDS = 0.5
 
 #: forms waiting in this process, by request id: ``wake`` sets them as an answer comes
 _waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Event]] = {}
-
-
-def check_form_answer(request_id: str, schema: dict[str, Any], option: str, values: Any) -> None:
-    """``FormAnswerInvalid`` unless ``values`` fill ``schema`` for an ``accept``."""
-    if option != "accept" or not schema.get("properties"):
-        return
-    if not isinstance(values, dict):
-        raise FormAnswerInvalid(
-            f"input request {request_id} is a form: accept it with its values",
-            request_id=request_id,
-            problems="no values",
-        )
-    try:
-        JsonSchemaValidator(schema).validate(values)
-    except ToolInputInvalid as error:
-        problems = str(error).removeprefix("invalid input: ")
-        raise FormAnswerInvalid(
-            f"input request {request_id}: the values do not fit the form: {problems}",
-            request_id=request_id,
-            problems=problems,
-        ) from None
 
 
 def give_answer(

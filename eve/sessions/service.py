@@ -37,6 +37,7 @@ from eve.execution.setup import AgentSetup
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
 from eve.runtime.connections import close_pool
+from eve.runtime.server_asks import check_form_answer
 from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.accepted import Kind, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
@@ -46,7 +47,7 @@ from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
-from eve.sessions.form_requests import check_form_answer, give_answer, wake
+from eve.sessions.form_requests import give_answer, wake
 from eve.sessions.idempotency import (
     CREATE_ROUTE,
     Answer,

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 from functools import lru_cache
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 #: environment variables whose values are secrets wherever they appear
@@ -50,9 +51,22 @@ def add_secret(value: str) -> None:
         _declared.add(value)
 
 
+def _secret_env_values() -> list[str]:
+    """The secret variables' current values. Read from ``os.environ``'s own dict when it
+    has one (CPython's): ``os.environ.get`` raises and catches an exception for each unset
+    variable, and this runs for every redacted text (bench/mcp_call)."""
+    environ: Any = os.environ
+    data, encode, decode = (getattr(environ, n, None) for n in _ENVIRON_PARTS)
+    if not isinstance(data, dict) or encode is None or decode is None:
+        return [os.environ.get(name, "") for name in SECRET_ENV_VARS]
+    return [decode(value) for name in SECRET_ENV_VARS if (value := data.get(encode(name)))]
+
+
+_ENVIRON_PARTS = ("_data", "encodekey", "decodevalue")
+
+
 def known_secrets(extra: tuple[str, ...] = ()) -> list[str]:
-    values = [os.environ.get(name, "") for name in SECRET_ENV_VARS]
-    found = {v for v in (*values, *_declared, *extra) if len(v) >= _MIN_SECRET}
+    found = {v for v in (*_secret_env_values(), *_declared, *extra) if len(v) >= _MIN_SECRET}
     return sorted(found, key=len, reverse=True)
 
 

@@ -45,6 +45,7 @@
     │   ├── MCPToolFailed               the server answered a call with an error
     │   ├── MCPServerError              the server answered with a JSON-RPC error of its own
     │   ├── MCPCallInterrupted          the connection dropped under a call the server got
+    │   ├── MCPTaskCancelled            a call run as a task, cancelled with its turn
     │   ├── MCPToolsChanged             a new session lists the called tool differently
     │   ├── MCPResultMalformed          a result that is no valid MCP tool result
     │   └── MCPToolNameClash            two of a server's tools map to one model-visible name
@@ -81,6 +82,7 @@
     │   ├── SessionLimitReached         a session limit crossed with no person to raise it
     │   ├── InputRequestNotPending      an answer to a request that is not waiting
     │   ├── InputOptionUnknown          an answer with an option the request does not offer
+    │   ├── FormAnswerInvalid           a form answer whose values do not match its fields
     │   ├── AnswerNotAllowed            an answer from someone the request is not for
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── TurnNotFound                a turn id that is no turn of the session
@@ -670,6 +672,20 @@ class MCPCallInterrupted(MCPConnectionError):
         self.tool = tool
 
 
+class MCPTaskCancelled(MCPConnectionError):
+    """A tool call running as an MCP task was cancelled on the server because its turn
+    was cancelled."""
+
+    code = "mcp_task_cancelled"
+    http_status = 409
+
+    def __init__(self, message: str, *, connection: str, tool: str, task_id: str) -> None:
+        super().__init__(message, connection=connection)
+        #: the server's name of the tool, and the task's id on the server
+        self.tool = tool
+        self.task_id = task_id
+
+
 class MCPToolsChanged(MCPConnectionError):
     """The server ended the session, and the new session lists the called tool differently
     (gone, or another input schema): the call is not sent against the old listing."""
@@ -1005,6 +1021,20 @@ class InputOptionUnknown(SessionError):
         super().__init__(message)
         self.option_id = option_id
         self.options = options
+
+
+class FormAnswerInvalid(SessionError):
+    """An answer to a form request (an MCP server's elicitation) whose ``values`` do not
+    match the form's fields; nothing is answered."""
+
+    code = "form_answer_invalid"
+    http_status = 400
+
+    def __init__(self, message: str, *, request_id: str, problems: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+        #: what is wrong, field by field
+        self.problems = problems
 
 
 class AnswerNotAllowed(SessionError):

@@ -503,8 +503,9 @@ class Option(msgspec.Struct, frozen=True, kw_only=True):
     label: str
 
 
-#: what asks a person: a tool call's approval, a workflow tool's question, a session limit
-RequestKind = Literal["tool-approval", "question", "session-limit"]
+#: what asks a person: a tool call's approval, a workflow tool's question, a session limit,
+#: an MCP server's form (elicitation) or its request to use the agent's model (sampling)
+RequestKind = Literal["tool-approval", "question", "session-limit", "form"]
 
 
 class _Request(_Wire, frozen=True, kw_only=True, tag_field="kind"):
@@ -560,7 +561,19 @@ class SessionLimitRequest(_Request, frozen=True, kw_only=True, tag="session-limi
     cost: Cost
 
 
-InputRequest = ToolApprovalRequest | QuestionRequest | SessionLimitRequest
+class FormRequest(_ToolRequest, frozen=True, kw_only=True, tag="form"):
+    """An MCP server asks, while it runs the call: its ``message``, and the fields of
+    ``schema`` (a flat JSON Schema object) to fill in. Options ``accept`` (with ``values``
+    in the answer), ``decline`` and ``cancel``. ``purpose`` is ``sampling`` when the server
+    asks to use the agent's model (no fields: ``accept`` allows it)."""
+
+    connection: str
+    message: str
+    schema: dict[str, Any]
+    purpose: Literal["elicitation", "sampling"] = "elicitation"
+
+
+InputRequest = ToolApprovalRequest | QuestionRequest | SessionLimitRequest | FormRequest
 
 
 class InputRequestedData(EventData, frozen=True, kw_only=True):

@@ -312,6 +312,10 @@ class ConnectionEntry(Base, frozen=True, kw_only=True):
     expose: Literal["catalog", "tools"] = "catalog"
     connect_timeout_seconds: float = 10.0
     call_timeout_seconds: float = 30.0
+    #: whether the server may use the agent's model: ``never``, ``ask`` (a person allows
+    #: each request) or ``always``; and the most tokens one answer may use
+    sampling: Literal["never", "ask", "always"] = "never"
+    sampling_max_tokens: int = 1024
 
 
 # --- channels ------------------------------------------------------------------------------

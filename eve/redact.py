@@ -13,6 +13,8 @@ import base64
 import logging
 import os
 import re
+from functools import lru_cache
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 #: environment variables whose values are secrets wherever they appear
@@ -53,9 +55,22 @@ def add_secret(value: str) -> None:
         _declared.add(value)
 
 
+def _secret_env_values() -> list[str]:
+    """The secret variables' current values. Read from ``os.environ``'s own dict when it
+    has one (CPython's): ``os.environ.get`` raises and catches an exception for each unset
+    variable, and this runs for every redacted text (bench/mcp_call)."""
+    environ: Any = os.environ
+    data, encode, decode = (getattr(environ, n, None) for n in _ENVIRON_PARTS)
+    if not isinstance(data, dict) or encode is None or decode is None:
+        return [os.environ.get(name, "") for name in SECRET_ENV_VARS]
+    return [decode(value) for name in SECRET_ENV_VARS if (value := data.get(encode(name)))]
+
+
+_ENVIRON_PARTS = ("_data", "encodekey", "decodevalue")
+
+
 def known_secrets(extra: tuple[str, ...] = ()) -> list[str]:
-    values = [os.environ.get(name, "") for name in SECRET_ENV_VARS]
-    found = {v for v in (*values, *_declared, *extra) if len(v) >= _MIN_SECRET}
+    found = {v for v in (*_secret_env_values(), *_declared, *extra) if len(v) >= _MIN_SECRET}
     return sorted(found, key=len, reverse=True)
 
 
@@ -84,10 +99,17 @@ def _spellings(secret: str) -> set[str]:
     return {secret, quote(secret, safe=""), quote_plus(secret)} | _base64_fragments(secret.encode())
 
 
+@lru_cache(maxsize=16)
+def _all_spellings(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    # cached: redact runs on every tool result, event and record, and the secrets rarely
+    # change, while their base64 spellings cost more than the replacing (bench/mcp_call)
+    spellings = {s for secret in secrets for s in _spellings(secret)}
+    return tuple(sorted(spellings, key=len, reverse=True))
+
+
 def redact(text: str, *, secrets: tuple[str, ...] = ()) -> str:
     """``text`` with every known secret and anything shaped like a provider key replaced."""
-    spellings = {s for secret in known_secrets(secrets) for s in _spellings(secret)}
-    for spelling in sorted(spellings, key=len, reverse=True):
+    for spelling in _all_spellings(tuple(known_secrets(secrets))):
         text = text.replace(spelling, REDACTED)
     return _KEY_PATTERN.sub(REDACTED, text)
 

@@ -65,3 +65,15 @@ def test_ordinary_words_containing_sk_dash_are_left_alone(text: str) -> None:
 
 def test_short_values_are_not_secrets() -> None:
     assert redact("a b c abc", secrets=("abc",)) == "a b c abc"
+
+
+def test_a_secret_variable_counts_from_when_it_is_set_until_it_is_unset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from eve.redact import known_secrets
+
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-secret-value-1")
+    assert "gm-secret-value-1" in known_secrets()
+    assert redact("key gm-secret-value-1 here") == "key [redacted] here"
+    monkeypatch.delenv("GEMINI_API_KEY")
+    assert "gm-secret-value-1" not in known_secrets()

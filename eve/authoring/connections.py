@@ -23,6 +23,8 @@ from eve.errors import AuthoringError
 __all__ = ["EnvValue", "MCPConnection", "ToolFilter", "define_mcp_connection", "from_env"]
 
 Expose = Literal["catalog", "tools"]
+#: whether a server may use the agent's model (``sampling/createMessage``)
+Sampling = Literal["never", "ask", "always"]
 #: a bearer token for the server, asked for at each connect (sync or async)
 TokenSource = Callable[[], str | Awaitable[str]]
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]+$")
@@ -59,6 +61,10 @@ class MCPConnection:
     expose: Expose = "catalog"
     connect_timeout_seconds: float = 10.0
     call_timeout_seconds: float = 30.0
+    #: whether the server may use the agent's model (``sampling/createMessage``), and the
+    #: most tokens one answer may use
+    sampling: Sampling = "never"
+    sampling_max_tokens: int = 1024
     defined_in: str | None = None
 
     def approval_for(self, tool: str) -> ApprovalRule:
@@ -81,6 +87,8 @@ _KEYS = (
     "expose",
     "connect_timeout_seconds",
     "call_timeout_seconds",
+    "sampling",
+    "sampling_max_tokens",
 )
 
 
@@ -103,6 +111,8 @@ def define_mcp_connection(
     expose: Expose = "catalog",
     connect_timeout_seconds: float = 10.0,
     call_timeout_seconds: float = 30.0,
+    sampling: Sampling = "never",
+    sampling_max_tokens: int = 1024,
     **unknown: object,
 ) -> MCPConnection:
     """Declare the MCP server of this file (``connections/<name>.py``; the file name is the
@@ -115,7 +125,10 @@ def define_mcp_connection(
     returns a bearer token sent as ``Authorization``; ``auth=oauth(...)`` signs in with
     OAuth 2.1 instead (discovery, registration, PKCE, refresh: ``eve.connections.oauth_client``).
     ``expose="catalog"`` (the default) reaches the tools through ``eve__search`` and
-    ``eve__tool``; ``"tools"`` lists them in every request.
+    ``eve__tool``; ``"tools"`` lists them in every request. ``sampling`` lets the server ask
+    the agent's model for an answer: ``"never"`` (the default: eve does not offer it),
+    ``"ask"`` (a person allows each request) or ``"always"``; each answer uses at most
+    ``sampling_max_tokens`` tokens, and they count in the turn's usage.
     """
     if unknown:
         raise AuthoringError(_unknown_keys(sorted(unknown)))
@@ -141,6 +154,14 @@ def define_mcp_connection(
     ):
         if not seconds > 0:
             raise AuthoringError(f"{name} must be positive, not {seconds!r}")
+    if sampling not in ("never", "ask", "always"):
+        raise AuthoringError(f"sampling= is 'never', 'ask' or 'always', not {sampling!r}")
+    if isinstance(sampling_max_tokens, bool) or not (
+        isinstance(sampling_max_tokens, int) and sampling_max_tokens > 0
+    ):
+        raise AuthoringError(
+            f"sampling_max_tokens must be a positive integer, not {sampling_max_tokens!r}"
+        )
     rule, by_tool = _approval(approval)
     return MCPConnection(
         description=description.strip(),
@@ -159,6 +180,8 @@ def define_mcp_connection(
         expose=expose,
         connect_timeout_seconds=float(connect_timeout_seconds),
         call_timeout_seconds=float(call_timeout_seconds),
+        sampling=sampling,
+        sampling_max_tokens=sampling_max_tokens,
         defined_in=caller_module(),
     )
 

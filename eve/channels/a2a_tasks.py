@@ -36,6 +36,7 @@ from eve.events import (
     AuthorizationRequired,
     CompactionFailed,
     ConnectionFailed,
+    FormRequest,
     HookFailed,
     InputRequest,
     InputRequested,
@@ -132,6 +133,8 @@ def request_prompt(request: InputRequest) -> str:
             asked = request.question
         case SessionLimitRequest():
             asked = f"The session reached {request.limit} ({request.used} of {request.allowed})."
+        case FormRequest():
+            asked = f"{request.connection} asks: {request.message}"
         case _:
             assert_never(request)
     return f"{asked} Answer {options} (request {request.request_id})."

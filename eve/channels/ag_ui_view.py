@@ -55,6 +55,7 @@ INTERRUPT_REASONS = {
     "tool-approval": "tool_approval",
     "question": "question",
     "session-limit": "session_limit",
+    "form": "form",
 }
 #: the prefix of the CUSTOM events that carry eve events AG-UI has no name for
 CUSTOM_PREFIX = "eve:"
@@ -99,6 +100,8 @@ def interrupt_of(request: ev.InputRequest) -> Interrupt:
         case ev.SessionLimitRequest():
             message = f"The session reached {request.limit} ({request.used} of {request.allowed})"
             call_id = None
+        case ev.FormRequest():
+            message, call_id = f"{request.connection} asks: {request.message}", request.call_id
         case _:
             assert_never(request)
     return Interrupt(

@@ -16,6 +16,7 @@ from typing import Literal, assert_never
 from eve.channels.sessions import ChannelSessions
 from eve.errors import ChannelAnswerExpected
 from eve.events import (
+    FormRequest,
     InputRequest,
     InputRequested,
     InputResolved,
@@ -171,6 +172,9 @@ def prompt(request: InputRequest) -> str:
                 f"The session reached its limit {request.limit} "
                 f"({request.used} of {request.allowed})."
             )
+        case FormRequest():
+            # a text reply carries no form values: such a channel can decline or cancel
+            asked = f"{request.connection} asks: {request.message}"
         case _:
             assert_never(request)
     return f"{asked} Reply with one of: {answers}."

@@ -16,15 +16,18 @@ from eve.cancellation import CancelSignal, unless_cancelled
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
+from eve.cli.form_prompt import fill
 from eve.cli.interrupts import INTERRUPTED, CtrlC, quit_now
 from eve.cli.main import app_root_of
 from eve.cli.stdin_lines import StdinLines
-from eve.errors import EveError, SessionNotActive
+from eve.errors import EveError, FormAnswerInvalid, SessionNotActive
 from eve.events import (
     CompactionFailed,
+    FormRequest,
     InputRequest,
     InputRequested,
     InputResolved,
+    QuestionRequest,
     SessionCompacted,
     SessionCompleted,
     SessionEvent,
@@ -282,11 +285,35 @@ class DevSession:
         self.renderer.end_line()
         responses = []
         for request in requests:
+            if isinstance(request, FormRequest):
+                await self.fill_form(request)
+                continue
             option = await self.choose(request)
             if option is None:
                 return  # input ended, or Ctrl-C cancelled the turn: nothing is answered
             responses.append(InputResponse(request_id=request.request_id, option_id=option))
-        await self.service.respond(self.session_id, responses)
+        if responses:
+            await self.service.respond(self.session_id, responses)
+
+    async def fill_form(self, request: FormRequest) -> None:
+        """An MCP server's form, a line per field, asked again while the session finds
+        the values wrong; unanswered when input ends (the turn's cancel closes it)."""
+        while True:
+            option, values = await fill(
+                request.connection,
+                request.message,
+                request.schema,
+                self.ask,
+                lambda s: click.echo(s, err=True),
+            )
+            if not option:
+                return
+            answer = InputResponse(request_id=request.request_id, option_id=option, values=values)
+            try:
+                await self.service.respond(self.session_id, [answer])
+                return
+            except FormAnswerInvalid as error:
+                click.echo(f"  {error.problems}", err=True)
 
     async def ask(self, prompt: str) -> str | None:
         """A reply at a prompt inside the turn; None when input ended or Ctrl-C was pressed
@@ -297,7 +324,9 @@ class DevSession:
             self.ctrl_c()
             return None
 
-    async def choose(self, request: InputRequest) -> str | None:
+    async def choose(
+        self, request: ToolApprovalRequest | QuestionRequest | SessionLimitRequest
+    ) -> str | None:
         """The option picked for one request (an approval is denied when input ended); None
         when input ended or the turn is being cancelled: the request stays open, for the
         cancel to close or for --resume to ask again."""

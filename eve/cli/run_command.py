@@ -23,6 +23,7 @@ from eve.cancellation import CancelSignal, unless_cancelled
 from eve.cli.agent_setup import prepare
 from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
+from eve.cli.form_prompt import TerminalForms
 from eve.cli.interrupts import INTERRUPTED, CtrlC, quit_now
 from eve.cli.main import app_root_of
 from eve.cli.stdin_lines import StdinLines
@@ -196,6 +197,7 @@ async def _run(app_root: Path, prompt: str, options: RunOptions) -> int:
         approve=approve,
         transcript=session,
         context=context,
+        forms=TerminalForms(cancel=cancel, lines=lines),
     )
     history = load_transcript(session) if session else ()
     try:

@@ -111,13 +111,17 @@ class AsyncEveClient:
         body = message_body(message, attachments)
         return accepted(await self._call("POST", session_path(session_id), body, repeatable=True))
 
-    async def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
-        """Answer parked input requests: ``{request_id: option_id}``."""
-        return accepted(
-            await self._call(
-                "POST", session_path(session_id), responses_body(answers), repeatable=True
-            )
-        )
+    async def respond(
+        self,
+        session_id: str,
+        answers: Mapping[str, str],
+        *,
+        values: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Accepted:
+        """Answer parked input requests: ``{request_id: option_id}``; ``values`` fill in the
+        forms among them (an MCP server's elicitation), by request id."""
+        body = responses_body(answers, values)
+        return accepted(await self._call("POST", session_path(session_id), body, repeatable=True))
 
     async def session(self, session_id: str) -> SessionSummary:
         """The session's status, turns, tokens, cost, limits and what is left of each."""

@@ -74,11 +74,16 @@ def message_body(message: str | None, attachments: Sequence[Attachable] = ()) ->
     return {"message": msgspec.to_builtins(user_message(message or "", media).parts)}
 
 
-def responses_body(answers: Mapping[str, str]) -> dict[str, Any]:
-    """``{request_id: option_id}`` as the ``inputResponses`` body."""
+def responses_body(
+    answers: Mapping[str, str], values: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``{request_id: option_id}`` as the ``inputResponses`` body; ``values`` are a form's
+    (``kind: "form"``) by request id, sent with its answer."""
+    given = values or {}
     return {
         "inputResponses": [
             {"requestId": request_id, "optionId": option_id}
+            | ({"values": dict(given[request_id])} if request_id in given else {})
             for request_id, option_id in answers.items()
         ]
     }

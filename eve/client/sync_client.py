@@ -109,11 +109,17 @@ class EveClient:
         body = message_body(message, attachments)
         return accepted(self._call("POST", session_path(session_id), body, repeatable=True))
 
-    def respond(self, session_id: str, answers: Mapping[str, str]) -> Accepted:
-        """Answer parked input requests: ``{request_id: option_id}``."""
-        return accepted(
-            self._call("POST", session_path(session_id), responses_body(answers), repeatable=True)
-        )
+    def respond(
+        self,
+        session_id: str,
+        answers: Mapping[str, str],
+        *,
+        values: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Accepted:
+        """Answer parked input requests: ``{request_id: option_id}``; ``values`` fill in the
+        forms among them (an MCP server's elicitation), by request id."""
+        body = responses_body(answers, values)
+        return accepted(self._call("POST", session_path(session_id), body, repeatable=True))
 
     def session(self, session_id: str) -> SessionSummary:
         """The session's status, turns, tokens, cost, limits and what is left of each."""

@@ -84,4 +84,6 @@ def connection_entry(
         expose=definition.expose,
         connect_timeout_seconds=definition.connect_timeout_seconds,
         call_timeout_seconds=definition.call_timeout_seconds,
+        sampling=definition.sampling,
+        sampling_max_tokens=definition.sampling_max_tokens,
     )

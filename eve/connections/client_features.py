@@ -1,5 +1,5 @@
-"""What eve offers an MCP server besides calling its tools: who eve is, its roots, and
-progress.
+"""What eve offers an MCP server besides calling its tools: who eve is, its roots,
+progress, and answers to its elicitation and sampling requests.
 
 - ``clientInfo`` names eve and its version, not the SDK's default, so a server's logs say
   which client called.
@@ -11,8 +11,9 @@ progress.
 - Progress: a call passes a callback that turns each ``notifications/progress`` of that
   request into an ``action.partial`` of the tool call (``report``, given by the turn).
 
-Elicitation and sampling are not offered: a server sees neither capability and, as the
-spec says, must not send those requests (docs/connections.md says why).
+- Elicitation and sampling: answered for the call running on the connection, by a person
+  and by the agent's model (``connections.asking``); sampling is offered only when the
+  connection's policy allows it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 
 from eve._version import __version__
+from eve.connections.asking import RunningCalls
+from eve.manifest import ConnectionEntry
 from eve.runtime.partials import Report
 
 CLIENT_INFO = mcp_types.Implementation(name="eve", version=__version__)
@@ -34,16 +37,25 @@ CLIENT_INFO = mcp_types.Implementation(name="eve", version=__version__)
 class ClientFeatures:
     """One connection's client side: the callbacks its ``ClientSession`` is given."""
 
-    def __init__(self) -> None:
+    def __init__(self, entry: ConnectionEntry) -> None:
         self.roots: tuple[Path, ...] = ()
+        #: the calls out on the connection, whose turns answer the server's requests
+        self.running = RunningCalls(
+            entry.name, policy=entry.sampling, max_tokens=entry.sampling_max_tokens
+        )
 
     def set_roots(self, roots: Sequence[Path]) -> None:
         # every call sets them: kept as given, resolved only when a server asks
         self.roots = tuple(roots)
 
     def session_options(self) -> dict[str, Any]:
-        """The ``ClientSession`` keywords: eve's name and version, and its roots."""
-        return {"client_info": CLIENT_INFO, "list_roots_callback": self.list_roots}
+        """The ``ClientSession`` keywords: eve's name and version, its roots, and the
+        callbacks of elicitation and (when allowed) sampling."""
+        return {
+            "client_info": CLIENT_INFO,
+            "list_roots_callback": self.list_roots,
+            **self.running.session_options(),
+        }
 
     async def list_roots(self, context: ClientRequestContext) -> mcp_types.ListRootsResult:
         return mcp_types.ListRootsResult(
@@ -69,10 +81,3 @@ def progress_callback(report: Report | None) -> ProgressFnT | None:
         await report(partial)
 
     return on_progress
-
-
-def runs_without_task(tool: mcp_types.Tool) -> bool:
-    """Whether eve can call ``tool``: one that requires task-augmented execution
-    (``execution.taskSupport: "required"``) is left out of the listing, since the SDK eve
-    calls servers through speaks no tasks and the call could only fail."""
-    return tool.execution is None or tool.execution.task_support != "required"

@@ -25,7 +25,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
@@ -216,6 +217,9 @@ class OAuthLink:
         self.failure: MCPConnectionError | None = None
         #: a person is being waited for: the pool's own timeouts do not count this time
         self.authorizing = False
+        #: what holds the calls' clocks while a person signs in (set by the pool)
+        self.hold: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+        self._held = contextlib.ExitStack()
         self._state: str | None = None
         self._answer: asyncio.Future[authorization.Callback] | None = None
         #: the loopback listener, open from the link's going out until the answer
@@ -272,6 +276,7 @@ class OAuthLink:
         self._state = state
         self._answer = authorization.expect(state)
         self.authorizing = True
+        self._held.enter_context(self.hold())
         # listening before the person can follow the link
         await self._listening.enter_async_context(LoopbackListener.for_url(self.redirect_url))
         try:
@@ -284,6 +289,7 @@ class OAuthLink:
             )
         except BaseException:
             self.authorizing = False
+            self._held.close()
             await self._listening.aclose()
             authorization.forget(state)
             raise
@@ -305,6 +311,7 @@ class OAuthLink:
             ) from None
         finally:
             self.authorizing = False
+            self._held.close()
             authorization.forget(state)
             await self._listening.aclose()
         if callback.error is not None:

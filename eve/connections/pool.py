@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +32,13 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
+from eve.connections.asking import CallClock, RunningCall
 from eve.connections.authorization import principal_key
-from eve.connections.client_features import (
-    ClientFeatures,
-    progress_callback,
-    runs_without_task,
-)
+from eve.connections.client_features import ClientFeatures, progress_callback
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.oauth_client import OAuthLink
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
+from eve.connections.tasks import call_as_task, runs_tasks, task_support
 from eve.connections.transports import ServerLink
 from eve.errors import (
     MCPCallInterrupted,
@@ -55,6 +53,7 @@ from eve.errors import (
 from eve.manifest import ConnectionEntry, HttpServer
 from eve.messages import TextPart
 from eve.runtime.partials import Report
+from eve.runtime.server_asks import CallAsks
 
 log = logging.getLogger("eve.connections")
 #: how long closing waits for a server's owner task before cancelling it
@@ -73,6 +72,8 @@ class ServerTool:
     name: str
     description: str
     input_schema: dict[str, Any]
+    #: ``required`` or ``optional``: called as a task (the server runs tasks); else None
+    task_support: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,8 +115,19 @@ class _Server:
         self.retry_at = 0.0
         #: how the server is reached; it notices when the server ends our session
         self.link = ServerLink(entry, token, _oauth(entry, principal))
-        #: eve's name, roots and progress, as the session offers them (client_features)
-        self.features = ClientFeatures()
+        #: eve's name, roots, progress and answers to the server's requests, as the
+        #: session offers them (client_features)
+        self.features = ClientFeatures(entry)
+        if self.link.oauth is not None:
+            # a person signing in stops the clocks of the calls waiting on the connection
+            self.link.oauth.hold = self._calls_paused
+
+    @contextlib.contextmanager
+    def _calls_paused(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for call in list(self.features.running.calls):
+                stack.enter_context(call.clock.paused())
+            yield
 
     @property
     def name(self) -> str:
@@ -304,6 +316,9 @@ class _Server:
     async def _list(self, session: ClientSession) -> list[ServerTool]:
         tools: list[ServerTool] = []
         cursor: str | None = None
+        # a tool that requires a task is offered only when the server runs tasks: called
+        # plainly it could only fail
+        tasks = runs_tasks(session)
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await asyncio.wait_for(
@@ -314,9 +329,10 @@ class _Server:
                     name=tool.name,
                     description=tool.description or tool.title or tool.name,
                     input_schema=dict(tool.input_schema),
+                    task_support=task_support(tool) if tasks else None,
                 )
                 for tool in page.tools
-                if runs_without_task(tool)
+                if tasks or task_support(tool) != "required"
             )
             cursor = page.next_cursor
             if not cursor:
@@ -334,13 +350,20 @@ class _Server:
         arguments: Mapping[str, Any],
         schema: Mapping[str, Any] | None,
         report: Report | None = None,
+        asks: CallAsks | None = None,
+        resume_task: str | None = None,
     ) -> CallResult:
         """Call ``tool`` at most once: it is sent again only when the failure proves the
         server did not take it (its session had ended: a 404 to our session id), and then
         only when the new session lists it with ``schema`` (the input schema the turn's
         recorded listing has; without one, the schema this pool listed last)."""
+        if self.listed is None:
+            # how to call it (as a task or not) is in the listing: a turn recovered from
+            # its recorded listing has not listed on this process's session yet
+            await self._relist()
         try:
-            return await self._call(await self.connected(), tool, arguments, report)
+            session = await self.connected()
+            return await self._call(session, tool, arguments, report, asks, resume_task)
         except _SessionEnded:
             log.info("MCP connection %r: the server ended the session; a new one", self.name)
         if schema is None:
@@ -356,7 +379,7 @@ class _Server:
                 tool=tool,
             )
         try:
-            return await self._call(session, tool, arguments, report)
+            return await self._call(session, tool, arguments, report, asks, resume_task)
         except _SessionEnded:
             raise MCPServerUnavailable(
                 f"connection {self.name!r}: the server ended the new session too",
@@ -369,20 +392,38 @@ class _Server:
         tool: str,
         arguments: Mapping[str, Any],
         report: Report | None = None,
+        asks: CallAsks | None = None,
+        resume_task: str | None = None,
     ) -> CallResult:
         seconds = self.entry.call_timeout_seconds
         loop = asyncio.get_running_loop()
         started = loop.time()
+        # eve's clock, not the SDK's: it stops while the server's question waits on a
+        # person (``connections.asking``); a scope, not ``wait_for``, which would start a
+        # task per call (bench/mcp_call)
+        clock = CallClock(seconds)
+        listed = _tool(self.listed or [], tool)
+        # out on the connection until it ends: the server's requests meanwhile are its own
+        running = self.features.running.calls
+        running.append(call := RunningCall(asks, clock))
         try:
-            result = await self._bounded(
-                session.call_tool(
+            if resume_task is not None or (listed is not None and listed.task_support):
+                # each request of the task is bounded, the task is not (``tasks``)
+                result = await call_as_task(
+                    session,
                     tool,
                     dict(arguments),
-                    read_timeout_seconds=seconds,
-                    progress_callback=progress_callback(report),
-                ),
-                seconds + 1.0,  # the SDK's own timeout answers first; this one backs it
-            )
+                    seconds=seconds,
+                    connection=self.name,
+                    asks=asks,
+                    report=report,
+                    resume=resume_task,
+                )
+            else:
+                async with asyncio.timeout(seconds) as clock.scope:
+                    result = await session.call_tool(
+                        tool, dict(arguments), progress_callback=progress_callback(report)
+                    )
         except TimeoutError:
             raise self._timed_out(tool) from None
         except ValidationError as error:
@@ -394,6 +435,8 @@ class _Server:
             ) from None
         except MCPError as error:
             raise self._failed(error, session, tool, loop.time() - started) from None
+        finally:
+            running.remove(call)
         return self._result(tool, result)
 
     def _failed(
@@ -542,13 +585,18 @@ class ConnectionPool:
         *,
         report: Report | None = None,
         roots: Sequence[Path] = (),
+        asks: CallAsks | None = None,
+        resume_task: str | None = None,
     ) -> CallResult:
         """Call the server's tool ``tool`` (listed with the input ``schema``, when the
         caller knows it); ``MCPConnectionError`` subclasses on failure. ``report`` gets
-        the call's progress notifications (``client_features``)."""
+        the call's progress notifications (``client_features``); ``asks`` answers the
+        server's elicitation and sampling requests while the call runs (``asking``);
+        ``resume_task`` is the server's task an earlier run of the turn started for this
+        call, read instead of calling again (``connections.tasks``)."""
         server = self._server(entry, token)
         server.features.set_roots(roots)
-        return await server.call(tool, arguments, schema, report)
+        return await server.call(tool, arguments, schema, report, asks, resume_task)
 
     async def use(
         self,

@@ -13,6 +13,7 @@ from eve.execution.events import EventEmitter, EventSink, HookDispatcher
 from eve.execution.limits import LimitHook
 from eve.execution.tasks import NoTasks, TaskRunner
 from eve.execution.tool_calls import ApprovalHook
+from eve.runtime.server_asks import Forms, SentCalls
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +50,12 @@ class TurnEnvironment:
     ask_limit: LimitHook | None = None
     #: how many times each limit was raised in this session, updated as raises come
     raised_limits: dict[str, int] = field(default_factory=dict)
+    #: where an MCP server's forms (elicitation, a sampling request to allow) are answered
+    #: (``execution.call_asks``); None: no one sees them, and each is cancelled
+    forms: Forms | None = None
+    #: what a durable turn records of its MCP calls, so a run again after a restart sends
+    #: none twice (``runtime.server_asks.SentCalls``); None: nothing is recorded
+    sent_calls: SentCalls | None = None
 
     def __post_init__(self) -> None:
         if self.on_event is not None and self.emitter is not None:

@@ -36,6 +36,7 @@ from eve.events import (
     TurnStartedData,
     TurnStop,
 )
+from eve.execution.call_asks import call_asks
 from eve.execution.catalog_calls import as_entries, connection_of, loaded_skill, requested
 from eve.execution.checkpoints import (
     Aborted,
@@ -324,6 +325,7 @@ class _Turn:
                 return StartsTask(response=own, first_call=first, outcomes=outcomes, call=position)
             if isinstance(admitted, Admitted):
                 admitted = await self.runner.run_admitted(admitted, step)
+                self.count_sampled(admitted)
             # capped before it is recorded: history, checkpoint and event never hold it whole
             admitted = bounded(admitted, self.runner.output_limit_of(call))
             self.record(admitted.result)
@@ -387,7 +389,13 @@ class _Turn:
                 self.record(part.response.message())
             for result in part.outcomes:
                 self.record(result.result)
+                self.count_sampled(result)
         return part
+
+    def count_sampled(self, result: CallOutcome) -> None:
+        """An MCP server's sampling during a call used the agent's model: the step's spend."""
+        if result.sampled is not None:
+            self.step_spend = self.step_spend + result.sampled
 
     async def run_task(self, call: ToolCall, step: int) -> CallOutcome:
         """Run an admitted call as a task, between parts: ``task.started`` … ``task.settled``."""
@@ -555,6 +563,7 @@ async def run_agent(
             turn_id=env.turn_id,
             output_limit=agent_output_limit(setup),
             principal=context.principal,
+            asks=call_asks(setup, env),
         ),
         history=list(history),
         transcript=TranscriptWriter(env.transcript) if env.transcript else None,

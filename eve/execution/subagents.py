@@ -40,6 +40,7 @@ from eve.execution.tasks import TaskCall, TaskRunner, completed, failed
 from eve.execution.tool_calls import ApprovalHook, CallOutcome, outcome
 from eve.manifest import ROOT_NODE_ID
 from eve.models.registry import create_client
+from eve.runtime.server_asks import Forms, SentCalls
 
 
 def child_node_id(caller_node: str, name: str) -> str:
@@ -146,6 +147,8 @@ def child_environment(
     approve: ApprovalHook | None,
     tasks: TaskRunner,
     recorder: StepRecorder | None = None,
+    forms: Forms | None = None,
+    sent_calls: SentCalls | None = None,
 ) -> TurnEnvironment:
     """The environment of the child session a task call runs: named after the caller's
     turn (so a reader of that turn sees the child's too) and cancelled with it. Its
@@ -159,6 +162,8 @@ def child_environment(
         approve=approve,
         tasks=tasks,
         recorder=recorder or Inline(),
+        forms=forms,
+        sent_calls=sent_calls,
     )
 
 

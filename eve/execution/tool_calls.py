@@ -38,6 +38,7 @@ from eve.runtime.resolved import (
     ResolvedWorkflowTool,
     RunnableTool,
 )
+from eve.runtime.server_asks import CallAsks, running_call_asks
 from eve.tracing import ToolCallSpan
 
 ABORTED_BEFORE_EXECUTION = "aborted before execution"
@@ -88,6 +89,9 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True):
     #: what the event keeps when the model reads less (a result over the model's cap):
     #: the whole text up to the store's cap (``eve.execution.tool_output``)
     stored_output: str | None = None
+    #: what an MCP server's sampling requests spent of the agent's model during the call
+    #: (``execution.call_asks``), counted in the step like a subagent's ``spend``
+    sampled: Spend | None = None
 
 
 def _encode_default(value: Any) -> Any:
@@ -180,6 +184,9 @@ class ToolRunner:
     output_limit: int
     #: who sent the turn's message: ``ctx.principal`` of every call
     principal: Principal = OPERATOR
+    #: what a call offers the MCP server running it (``execution.call_asks``); None: the
+    #: server's elicitation and sampling requests are refused
+    asks: Callable[[ToolCall], CallAsks] | None = None
 
     def output_limit_of(self, call: ToolCall) -> int:
         """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""
@@ -269,21 +276,32 @@ class ToolRunner:
         span = ToolCallSpan(
             call.name, call.id, call.input, session_id=self.session_id, step=step_index
         )
+        asks = None if self.asks is None else self.asks(call)
         with span:
             try:
-                value = await self.execute(tool, call, admitted.data, step_index)
+                value = await self.execute(tool, call, admitted.data, step_index, asks)
                 if tool.to_model_output is not None:
                     value = tool.to_model_output(value)
             except Exception as error:
                 failed = raised(call, error)
                 span.failed(error, failed.traceback)
-                return failed
+                return msgspec.structs.replace(failed, sampled=_sampled(asks))
             done = outcome(call, result_parts(value), "completed")
             span.completed(done.result.content)
-        return CallOutcome(result=done.result, status="completed", ends_turn=tool.entry.ends_turn)
+        return CallOutcome(
+            result=done.result,
+            status="completed",
+            ends_turn=tool.entry.ends_turn,
+            sampled=_sampled(asks),
+        )
 
     async def execute(
-        self, tool: ResolvedFunctionTool, call: ToolCall, data: Any, step: int
+        self,
+        tool: ResolvedFunctionTool,
+        call: ToolCall,
+        data: Any,
+        step: int,
+        asks: CallAsks | None = None,
     ) -> Any:
         ctx = ToolContext(
             session_id=self.session_id,
@@ -305,6 +323,7 @@ class ToolRunner:
         # a tool that reports progress without being a generator (an MCP server's
         # notifications) finds where to through this (``eve.runtime.partials``)
         running_call_partial.set(report)
+        running_call_asks.set(asks)  # an MCP server's questions (``runtime.server_asks``)
         if inspect.isasyncgenfunction(fn):
             last: Any = None
             async for last in fn(data, ctx):
@@ -320,3 +339,8 @@ class ToolRunner:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+def _sampled(asks: CallAsks | None) -> Spend | None:
+    spent = None if asks is None else asks.spent
+    return spent if spent is not None and spent != Spend() else None

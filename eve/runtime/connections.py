@@ -28,12 +28,13 @@ from eve.connections.listing import (
     ListedTool,
 )
 from eve.connections.names import model_tool_names
-from eve.errors import MCPConnectionError, MCPSdkMissing
+from eve.errors import MCPCallInterrupted, MCPConnectionError, MCPSdkMissing
 from eve.manifest import Approval, ConnectionEntry, FunctionToolEntry, StdioServer
 from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
 from eve.runtime.partials import running_call_partial
 from eve.runtime.resolved import ResolvedConnection, ResolvedFunctionTool
+from eve.runtime.server_asks import running_call_asks
 from eve.runtime.validation import JsonSchemaValidator
 
 if TYPE_CHECKING:
@@ -146,6 +147,20 @@ def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
             from eve.connections.resources import call_resources  # imports mcp
 
             return model_value(await call_resources(pool, connection.entry, token, data))
+        asks = running_call_asks.get()
+        # a durable turn run again after a restart: a call its first run sent is not sent
+        # again; one that ran as a task is read again (``sessions.mcp_calls``)
+        sent = None if asks is None else await asks.sent_before()
+        if sent is not None and sent.task_id is None:
+            raise MCPCallInterrupted(
+                f"connection {connection.name!r}: the turn stopped (eve restarted) while "
+                f"the server ran tool {tool!r}; it is not called again, since the server "
+                "may have run it",
+                connection=connection.name,
+                tool=tool,
+            )
+        if asks is not None and sent is None:
+            await asks.sending()
         # the turn's recorded listing is what a new session's listing is checked against
         result = await pool.call(
             connection.entry,
@@ -155,6 +170,8 @@ def _caller(connection: ResolvedConnection, listed: ListedTool) -> Execute:
             listed.input_schema,
             report=running_call_partial.get(),  # the server's progress: action.partial
             roots=(ctx.workspace,),
+            asks=asks,  # the server's elicitation and sampling (connections.asking)
+            resume_task=None if sent is None else sent.task_id,
         )
         return model_value(result)
 

@@ -8,6 +8,7 @@ import pydantic
 
 from eve._format import join_problems, pydantic_problems
 from eve.errors import ToolInputInvalid
+from eve.runtime.flat_schema import flat_check
 
 
 class InputValidator(Protocol):
@@ -36,8 +37,12 @@ class JsonSchemaValidator:
 
         cls = jsonschema.validators.validator_for(schema)
         self.validator = cls(schema)
+        #: a quick yes for a flat object of typed fields (``flat_schema``); None: none
+        self.quick = flat_check(schema)
 
     def validate(self, data: dict[str, Any]) -> Any:
+        if self.quick is not None and isinstance(data, dict) and self.quick(data):
+            return data
         errors = sorted(self.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
             problems = join_problems(((e.absolute_path, e.message) for e in errors), top="(input)")

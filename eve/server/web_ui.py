@@ -28,6 +28,7 @@ UI_FILES: dict[str, str] = {
     "sessions.js": "text/javascript; charset=utf-8",
     "session.js": "text/javascript; charset=utf-8",
     "conversation.js": "text/javascript; charset=utf-8",
+    "form_fields.js": "text/javascript; charset=utf-8",
     "agent.js": "text/javascript; charset=utf-8",
 }
 

@@ -39,6 +39,7 @@ from eve.memory.access import MemoryHost
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.redact import redact
 from eve.runtime.connections import close_pool
+from eve.runtime.server_asks import check_form_answer
 from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.accepted import Kind, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
@@ -49,6 +50,7 @@ from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.form_requests import give_answer, wake
 from eve.sessions.idempotency import (
     CREATE_ROUTE,
     Answer,
@@ -95,6 +97,8 @@ OPTION_IDS = tuple(option.id for option in APPROVAL_OPTIONS)
 class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     request_id: str
     option_id: str
+    #: a form's values, for ``accept`` (an MCP server's elicitation: ``form_requests``)
+    values: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -494,11 +498,31 @@ class SessionService:
                     option_id=response.option_id,
                     options=options,
                 )
-            targets.append((pending.workflow_id, response))
+            if pending.form is not None:
+                check_form_answer(
+                    response.request_id, pending.form, response.option_id, response.values
+                )
+            targets.append((pending, response))
         given_by = {"id": answerer.id, "kind": answerer.kind}
-        for workflow_id, response in targets:
+        for pending, response in targets:
+            if pending.form is not None:
+                # the call waits inside its step, on the request's row (form_requests)
+                if not await asyncio.to_thread(
+                    give_answer,
+                    self.store,
+                    response.request_id,
+                    response.option_id,
+                    response.values,
+                    given_by,
+                ):
+                    raise InputRequestNotPending(
+                        f"input request {response.request_id} is answered already",
+                        request_id=response.request_id,
+                    )
+                wake(response.request_id)
+                continue
             await self.engine.send_input(
-                workflow_id,
+                pending.workflow_id,
                 {
                     "request_id": response.request_id,
                     "option_id": response.option_id,

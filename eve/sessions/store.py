@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -80,6 +80,8 @@ class PendingRequest:
     asker: PrincipalRef = OPERATOR_REF
     #: who else may answer (``role:finance``), or None
     answer_by: str | None = None
+    #: a form's fields as a JSON Schema (an MCP server's elicitation), or None
+    form: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -505,6 +507,7 @@ class SessionStore:
                     input_requests.c.asker_id,
                     input_requests.c.asker_kind,
                     input_requests.c.answer_by,
+                    input_requests.c.form,
                 ).where(
                     input_requests.c.request_id == request_id,
                     input_requests.c.session_id == session_id,
@@ -518,6 +521,7 @@ class SessionStore:
             options=None if row.options is None else list(json.loads(row.options)),
             asker=owner_ref(row.asker_id, row.asker_kind),
             answer_by=row.answer_by,
+            form=None if row.form is None else dict(json.loads(row.form)),
         )
 
     @retried

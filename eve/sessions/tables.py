@@ -82,6 +82,23 @@ input_requests = sa.Table(
     sa.Column("asker_kind", sa.String(16)),
     #: who else may answer, as the tool's rule names it (``role:finance``); NULL: nobody else
     sa.Column("answer_by", sa.String(128)),
+    #: a form's fields (an MCP server's elicitation) as a JSON Schema; NULL: not a form
+    sa.Column("form", sa.Text),
+    #: a form's answer until the waiting call takes it (``form_requests.py``): a form is
+    #: answered inside the step that runs the call, where no workflow message can be read
+    sa.Column("answer", sa.Text),
+)
+
+#: the MCP tool calls a durable turn sent, by call (``mcp_calls.py``): a turn run again
+#: after a restart does not send them again, and resumes the ones that run as tasks
+mcp_calls = sa.Table(
+    "eve_mcp_calls",
+    _metadata,
+    #: the turn's (or task's) workflow and the model's call id, hashed
+    sa.Column("call_key", sa.String(64), primary_key=True),
+    sa.Column("workflow_id", sa.String(128), nullable=False),
+    #: the server's task id, once the call runs as a task
+    sa.Column("task_id", sa.String(255)),
 )
 
 #: the first answer to each ``Idempotency-Key`` per route and session (``idempotency.py``)

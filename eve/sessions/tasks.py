@@ -49,6 +49,7 @@ from eve.runtime.resolved import ResolvedSubagent, ResolvedWorkflowTool, is_task
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
+from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import (
     INPUT_TOPIC,
     WAIT_SECONDS,
@@ -58,6 +59,7 @@ from eve.sessions.input_requests import (
     answered,
     request_id_for,
 )
+from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 
@@ -304,6 +306,8 @@ async def _run(
         approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
         recorder=DurableRecorder(events, context, set(), gate=host.gate),
+        forms=DurableForms(desk=desk(child_emitter), signal=task.signal),
+        sent_calls=DurableSentCalls(desk=desk(child_emitter)),
     )
     run = await run_subagent(task, child, env)
     return run.outcome

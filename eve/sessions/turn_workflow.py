@@ -40,8 +40,10 @@ from eve.sessions.database_errors import storage_failure
 from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
+from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
 from eve.sessions.limit_desk import DurableLimits
+from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
@@ -210,6 +212,8 @@ class TurnRuntime:
                     spent_before=checkpoint.spend,
                     ask_limit=DurableLimits(desk, signal),
                     raised_limits=raised,
+                    forms=DurableForms(desk=desk, signal=signal),
+                    sent_calls=DurableSentCalls(desk=desk),
                 )
                 message = message_of(given)
                 # MCP connections keep their OAuth grants in the session database

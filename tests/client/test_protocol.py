@@ -69,3 +69,9 @@ def test_urls_and_bodies() -> None:
     assert responses_body({"req_1": "approve"}) == {
         "inputResponses": [{"requestId": "req_1", "optionId": "approve"}]
     }
+    # a form's values go with its answer only
+    form = responses_body({"req_1": "approve", "req_2": "accept"}, {"req_2": {"nights": 2}})
+    assert form["inputResponses"] == [
+        {"requestId": "req_1", "optionId": "approve"},
+        {"requestId": "req_2", "optionId": "accept", "values": {"nights": 2}},
+    ]

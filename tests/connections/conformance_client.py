@@ -24,7 +24,9 @@ import httpx
 
 from eve.connections import authorization, define_mcp_connection, from_env, oauth
 from eve.connections.pool import ConnectionPool
+from eve.costs import Spend
 from eve.events import AuthorizationRequiredData
+from eve.runtime.server_asks import FormAnswer, Sampled, SamplingAsk, SamplingRefused, SentCall
 from tests.connections.servers import entry
 
 SECRET_ENV = "EVE_CONFORMANCE_CLIENT_SECRET"
@@ -80,6 +82,32 @@ async def _person(data: AuthorizationRequiredData) -> None:
     asyncio.get_running_loop().create_task(sign_in())
 
 
+class _PersonAccepts:
+    """The person of a turn, played: a server's form is accepted as shown, its fields
+    pre-filled with their defaults (eve fills them in, ``server_asks.with_defaults``);
+    no model is lent for sampling, and nothing is recorded (no durable turn here)."""
+
+    async def elicit(self, connection: str, message: str, schema: dict[str, Any]) -> FormAnswer:
+        return FormAnswer(action="accept", values={})
+
+    async def sample(self, ask: SamplingAsk) -> Sampled | SamplingRefused:
+        return SamplingRefused(reason="the conformance client lends no model")
+
+    async def sent_before(self) -> SentCall | None:
+        return None
+
+    async def sending(self, *, task_id: str | None = None) -> None:
+        return None
+
+    @property
+    def spent(self) -> Spend:
+        return Spend()
+
+    @property
+    def cancelled(self) -> bool:
+        return False
+
+
 async def main(url: str) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     signs_in = scenario.startswith("auth/")
@@ -95,7 +123,8 @@ async def main(url: str) -> int:
     try:
         with authorization.lent(notify=_person):
             for tool in await pool.list_tools(target):
-                result = await pool.call(target, tool.name, _arguments(tool.input_schema))
+                arguments = _arguments(tool.input_schema)
+                result = await pool.call(target, tool.name, arguments, asks=_PersonAccepts())
                 print(f"{tool.name}: {result.text[:200]}")
     except Exception as error:
         print(f"{type(error).__name__}: {error}", file=sys.stderr)

@@ -101,9 +101,10 @@ async def test_resources_are_one_built_in_that_lists_and_reads(pool: ConnectionP
     assert await listed_resources_tool(pool, STDIO, None, taken={"resources"}) is None
 
 
-async def test_a_server_asking_for_elicitation_is_refused_not_answered(
+async def test_a_server_asking_with_no_turn_to_answer_is_refused_not_answered(
     pool: ConnectionPool,
 ) -> None:
+    # a call made outside a turn (no ``asks``): nobody could answer, so nothing is made up
     answer = await pool.call(STDIO, "ask_person", {})
     assert answer.text.startswith("refused: "), answer.text
-    assert "Elicitation not supported" in answer.text
+    assert "no tool call of a turn is running on the connection" in answer.text

@@ -22,8 +22,9 @@ SUITE = PACKAGE / "node_modules" / "@modelcontextprotocol" / "conformance" / "di
 REPO = Path(__file__).parents[2]
 
 #: kept few, each starting a client process (eve and the SDK imported): a sign-in with
-#: discovery, registration, PKCE, a tool call and a 403 step-up; a pre-registered client
-QUICK = ["auth/scope-step-up", "auth/pre-registration"]
+#: discovery, registration, PKCE, a tool call and a 403 step-up; a pre-registered client; a
+#: form accepted with its defaults (SEP-1034)
+QUICK = ["auth/scope-step-up", "auth/pre-registration", "elicitation-sep1034-client-defaults"]
 #: every client scenario of the suite's version (``conformance list``)
 EVERY = [
     "initialize",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from eve.runtime.module_map import load_module_map
 
-MAP = 'FINGERPRINT = "sha256:{}"\nSCHEMA_VERSION = 12\nNODES = {{}}\n'
+MAP = 'FINGERPRINT = "sha256:{}"\nSCHEMA_VERSION = 13\nNODES = {{}}\n'
 
 
 def test_a_map_rewritten_with_the_same_size_and_second_loads_its_new_fingerprint(

@@ -117,8 +117,8 @@ export const api = {
   create: (message) => call("POST", "session", message ? { message } : {}),
   summary: (id) => call("GET", session(id)),
   send: (id, message) => call("POST", session(id), { message }),
-  answer: (id, requestId, optionId) =>
-    call("POST", session(id), { inputResponses: [{ requestId, optionId }] }),
+  answer: (id, requestId, optionId, values) =>
+    call("POST", session(id), { inputResponses: [values ? { requestId, optionId, values } : { requestId, optionId }] }),
   cancel: (id) => call("POST", session(id, "cancel")),
   reset: (id) => call("POST", session(id, "reset")),
   compact: (id) => call("POST", session(id, "compact")),

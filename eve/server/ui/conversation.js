@@ -3,6 +3,7 @@
 // and each subagent or workflow-tool task nested under the call that started it.
 
 import { append, badge, cost, h, pretty, tokens, who } from "./dom.js";
+import { formFields } from "./form_fields.js";
 
 const key = (sessionId, callId) => `${sessionId} ${callId}`;
 
@@ -184,7 +185,7 @@ class Call {
 }
 
 export class Conversation {
-  /** `answer(requestId, optionId)` sends a person's choice through the API. */
+  /** `answer(requestId, optionId, values)` sends a person's choice (and a form's values). */
   constructor(container, answer) {
     this.root = new Thread(container, this);
     this.answer = answer;
@@ -245,7 +246,10 @@ export class Conversation {
       "tool-approval": `Approve ${request.tool_name}?`,
       question: request.question,
       "session-limit": `The session reached ${request.limit} (${request.used} of ${request.allowed})`,
+      form: `${request.connection} asks: ${request.message}`,
     }[request.kind] || request.kind;
+    // an MCP server's form: its fields, whose values go with "accept"
+    const fields = request.kind === "form" ? formFields(request.schema) : null;
     const status = h("p", { class: "note", role: "status" });
     const buttons = request.options.map((option) =>
       h("button", { type: "button", class: option.id === "approve" ? "primary" : "", "data-option": option.id,
@@ -253,14 +257,15 @@ export class Conversation {
           for (const button of buttons) button.disabled = true;
           status.textContent = `sending ${option.label}…`;
           try {
-            await this.answer(request.request_id, option.id);
+            const values = fields && option.id === "accept" ? fields.values() : undefined;
+            await this.answer(request.request_id, option.id, values);
           } catch (error) {
             status.textContent = `not sent: ${error.message}`;
             for (const button of buttons) button.disabled = false;
           }
         } }, option.label));
     const form = h("fieldset", { class: "ask", "data-request": request.request_id },
-      h("legend", {}, legend), h("div", { class: "row" }, buttons), status);
+      h("legend", {}, legend), fields?.element, h("div", { class: "row" }, buttons), status);
     const call = request.call_id ? this.calls.get(key(data.session_id, request.call_id)) : undefined;
     this.forms.set(request.request_id, { form, buttons, status, call });
     if (call) {

@@ -13,7 +13,7 @@ export function sessionPage(main, sessionId, setConnection) {
   const thread = h("div", { class: "conversation", role: "log", "aria-label": "Conversation" });
   const log = h("ol", { class: "events", "aria-label": "Event log" });
   const logView = h("section", { hidden: true, "aria-label": "Event log" }, log);
-  const conversation = new Conversation(thread, (requestId, optionId) => api.answer(sessionId, requestId, optionId));
+  const conversation = new Conversation(thread, (requestId, optionId, values) => api.answer(sessionId, requestId, optionId, values));
 
   async function refreshSummary() {
     try {

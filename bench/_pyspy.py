@@ -1,7 +1,8 @@
 """A sampling profile of a running server with py-spy, summarised for a benchmark's report.
 
-py-spy reads the target's memory from outside (``--nonblocking``: it never pauses it), so the
-server runs unchanged and its own CPU figures hold. Samples of idle threads are left out (py-spy's
+py-spy reads the target's memory from outside (``--nonblocking``: it never pauses it; pausing
+every thread 97 times a second cut the server's throughput tenfold), so the server runs
+unchanged and its own CPU figures hold. Samples of idle threads are left out (py-spy's
 default, and the leaves of waiting threads it misses: ``IDLE_LEAVES``), so the shares are
 shares of the server's busy time. Without py-spy on ``PATH`` the
 report says so instead of a profile.
@@ -23,13 +24,23 @@ RATE = 97
 #: area in this order that any of its frames matches (an event-log write inside a DBOS step
 #: is the event log's)
 AREAS: list[tuple[str, re.Pattern[str]]] = [
-    ("event log (write, read, follow)", re.compile(r"eve/sessions/event_log\.py")),
-    ("durable steps and checkpoints", re.compile(r"eve/sessions/(durable_steps|checkpoint)")),
-    ("turn queue, engine and accept", re.compile(r"eve/sessions/(turn_queue|engine|accepted)")),
-    ("DBOS (steps, queue, recovery)", re.compile(r"/dbos/")),
-    ("HTTP (uvicorn, starlette, eve.server)", re.compile(r"/(uvicorn|starlette|h11)/|eve/server/")),
-    ("agent loop (eve.execution, models)", re.compile(r"eve/(execution|models)/")),
-    ("other eve.sessions", re.compile(r"eve/sessions/")),
+    # work in a pool thread has only the thread's stack: the store's method names it
+    ("event log writes", re.compile(r"SessionWriter\.|SessionStore\.(append_events|next_event)")),
+    (
+        "stream reads (followers)",
+        re.compile(r"EventLog\.(read|_rows) |SessionStore\.read_events|[(/]eve/server/followers"),
+    ),
+    ("DBOS polling (queue, notifications)", re.compile(r"[(/]dbos/_queue\.py|_notification_listener")),
+    (
+        "durable step records",
+        re.compile(
+            r"[(/]eve/sessions/(durable_steps|checkpoint)|invoke_step|"
+            r"(record_operation_result|check_operation_execution) "
+        ),
+    ),
+    ("workflows (queue, start, end)", re.compile(r"[(/]eve/sessions/|[(/]dbos/")),
+    ("HTTP (uvicorn, starlette, eve.server)", re.compile(r"[(/](uvicorn|starlette|h11|eve/server)/")),
+    ("agent loop (eve.execution, models)", re.compile(r"[(/]eve/(execution|models)/")),
 ]
 OTHER = "other (asyncio, threads, imports)"
 #: leaves of a thread that waits: py-spy's own idle detection misses threads blocked in C
@@ -66,7 +77,7 @@ def record(pid: int, seconds: float, out: Path) -> Recording:
     if binary is None:
         return Recording(proc=None, out=out, why_not="py-spy is not on PATH")
     command = [
-        binary, "record", "--pid", str(pid), "--subprocesses",
+        binary, "record", "--pid", str(pid), "--subprocesses", "--nonblocking",
         "--rate", str(RATE), "--duration", str(max(1, round(seconds))),
         "--format", "raw", "--output", str(out),
     ]  # fmt: skip

@@ -307,7 +307,7 @@ def _report(
 ) -> dict[str, Any]:
     since, until = window
     turns = [t for o in outcomes for t in o["turns"]]
-    done = [t for t in turns if t["status"] == 202 and since <= t["ended"] <= until]
+    done = [t for t in turns if "ended" in t and since <= t["ended"] <= until]
     posts = [t["post_s"] for t in turns if since <= t["sent"] <= until]
     refused = sum(1 for t in turns if t["status"] != 202)
     overheads = [t["turn_s"] - plan.turn_seconds for t in done]
@@ -338,6 +338,12 @@ def _report(
         "bytes_stored_per_turn": round(stored / all_done) if all_done else None,
         "profile": profile,
     }  # fmt: skip
+    cpu_ms = report["server_cpu_ms_per_turn"]
+    if profile.get("available") and cpu_ms is not None:
+        # the busy samples' shares applied to the measured CPU: where a turn's ms go
+        profile["areas_ms_per_turn"] = {
+            name: round(pct * cpu_ms / 100, 1) for name, pct in profile["areas_pct"].items()
+        }
     if config.hosts > 1 or config.workers > 1:
         report["turns_by_worker"] = by_worker
     if config.hosts > 1:
@@ -393,11 +399,14 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
         extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
     if not profile.get("available"):
         return ["", f"## {row['config']}", "", *extra, f"no profile: {profile.get('why')}"]
-    areas = ", ".join(f"{name} {pct}%" for name, pct in profile["areas_pct"].items())
+    shares = profile.get("areas_ms_per_turn") or profile["areas_pct"]
+    unit = " ms" if "areas_ms_per_turn" in profile else "%"
+    areas = ", ".join(f"{name} {value}{unit}" for name, value in shares.items())
     top = "; ".join(f"{name} {pct}%" for name, pct in list(profile["top_self_pct"].items())[:8])
     return [
         "", f"## {row['config']}", "", *extra,
-        f"py-spy, {profile['samples']} busy samples: {areas}.", "", f"Top functions (self): {top}.",
+        f"py-spy, {profile['samples']} busy samples; server CPU per turn by area: {areas}.",
+        "", f"Top functions (self, % of busy samples): {top}.",
     ]  # fmt: skip
 
 

@@ -124,6 +124,8 @@ class ServeProcess:
     database_url: str | None = None
     #: ``ip netns exec <namespace>``: the process stands for a host of its own
     namespace: str | None = None
+    #: more environment for the server (``EVE_BENCH_SQL_COUNTS``)
+    env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     log: Path = field(default_factory=lambda: Path(tempfile.mktemp(prefix="eve-scale-serve-")))
 
@@ -142,6 +144,7 @@ class ServeProcess:
         }
         if self.database_url is not None:
             env["EVE_DATABASE_URL"] = self.database_url
+        env |= self.env
         command = [
             sys.executable,
             "-m",

@@ -70,3 +70,41 @@ _build: ModelFactory = build
 @hookimpl
 def eve_model_providers() -> dict[str, ModelFactory]:
     return {PREFIX: _build}
+
+
+def _count_statements(path: str) -> None:
+    """Count every SQL statement the server runs, by its first words, into ``path`` (every
+    half second: a server stopped by a signal runs no exit hooks): the round trips a turn
+    makes (``python -m bench.scale --sql-counts``; it costs CPU, so only in a run of its own).
+    """
+    import json
+    import threading
+    import time
+    import re
+    from collections import Counter
+
+    import sqlalchemy as sa
+
+    counts: Counter[str] = Counter()
+    words = re.compile(r"\s+")
+
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        head = words.sub(" ", statement.strip())[:60]
+        counts[head] += 1
+
+    def commit(_conn: object) -> None:
+        counts["COMMIT"] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
+    sa.event.listen(sa.engine.Engine, "commit", commit)
+
+    def dump() -> None:
+        while True:
+            time.sleep(0.5)
+            Path(path).write_text(json.dumps(counts.most_common()))
+
+    threading.Thread(target=dump, daemon=True, name="eve-bench-sql-counts").start()
+
+
+if _path := __import__("os").environ.get("EVE_BENCH_SQL_COUNTS"):
+    _count_statements(_path)

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -83,6 +83,9 @@ class Plan:
     window_seconds: float
     idle_seconds: float
     configs: list[Config]
+    #: count the servers' SQL statements (``_sleep_model._count_statements``): a run of its
+    #: own, since counting costs CPU
+    sql_counts: bool = False
 
     @property
     def turn_seconds(self) -> float:
@@ -163,6 +166,7 @@ def _postgres(hosts: Hosts | None) -> Iterator[PostgresServer]:
 
 def _servers(config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts | None) -> list[ServeProcess]:
     common: dict[str, Any] = {
+        "env": {"EVE_BENCH_SQL_COUNTS": str(root / "sql-counts.json")} if plan.sql_counts else {},
         "app_root": root, "site": root / "site", "workers": config.workers,
         "model": model_id(plan.step_seconds, plan.steps),
         # every client's model call holds a compute permit while it waits: none may queue
@@ -276,12 +280,26 @@ def _measure(config: Config, plan: Plan, root: Path, db: Database, servers: list
     for server in servers:
         server.stop()  # then the WAL is checkpointed and nothing writes while it is counted
     stored = db.size() - stored_before
+    if plan.sql_counts:
+        return _statements_per_turn(root / "sql-counts.json", outcomes)
     return _report(
         config, plan, outcomes, window=(measure_from, until),
         server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
         db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
         by_worker=by_worker, profile=profile.summary(),
     )  # fmt: skip
+
+
+def _statements_per_turn(path: Path, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The SQL statements the server ran per finished turn (idle polling included)."""
+    turns = sum(1 for o in outcomes for t in o["turns"] if "ended" in t)
+    counted: list[tuple[str, int]] = json.loads(path.read_text())
+    per_turn = {statement: round(n / max(1, turns), 2) for statement, n in counted}
+    total = round(sum(n for _, n in counted) / max(1, turns), 1)
+    print(f"{turns} turns, {total} statements per turn:")
+    for statement, n in list(per_turn.items())[:40]:
+        print(f"  {n:7.2f}  {statement}")
+    return {"turns": turns, "statements_per_turn": total, "by_statement": per_turn}
 
 
 def _client_result(proc: subprocess.Popen[str], path: Path) -> dict[str, Any]:
@@ -447,7 +465,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smoke run; writes nothing")
     parser.add_argument("--config", action="append", default=[], help="run only this one (repeatable)")
+    parser.add_argument(
+        "--sql-counts", action="store_true",
+        help="instead: count the SQL statements per turn (SQLite, 20 clients; writes nothing)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.sql_counts:
+        run_config(Config(backend="sqlite", clients=20), replace(plan_for(True), sql_counts=True, window_seconds=5.0))
+        return
     run(quick=args.quick, only=args.config)
 
 

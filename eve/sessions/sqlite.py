@@ -16,6 +16,10 @@ from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import refuse_lock_in_request
 
+#: connections an engine keeps open, and how many more it opens under a burst
+POOL_SIZE = 32
+POOL_OVERFLOW = 32
+
 
 def sqlite_engine(
     url: str,
@@ -33,7 +37,13 @@ def sqlite_engine(
     would retry it for as long as the lock is held.
     """
     engine = sa.create_engine(
-        url, connect_args={"check_same_thread": False, "timeout": busy_timeout}
+        url,
+        connect_args={"check_same_thread": False, "timeout": busy_timeout},
+        # DBOS's executor (the loop's default) has no thread limit, so a burst of steps
+        # uses many connections at once; with SQLAlchemy's default 5 kept, every
+        # connection beyond them was opened (its PRAGMAs run) and closed again per use
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
     )
 
     def on_connect(connection: Any, _record: Any) -> None:

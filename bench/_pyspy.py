@@ -30,7 +30,10 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [
         "stream reads (followers)",
         re.compile(r"EventLog\.(read|_rows) |SessionStore\.read_events|[(/]eve/server/followers"),
     ),
-    ("DBOS polling (queue, notifications)", re.compile(r"[(/]dbos/_queue\.py|_notification_listener")),
+    (
+        "DBOS polling (queue, notifications)",
+        re.compile(r"[(/]dbos/_queue\.py|_notification_listener"),
+    ),
     (
         "durable step records",
         re.compile(
@@ -39,7 +42,10 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("workflows (queue, start, end)", re.compile(r"[(/]eve/sessions/|[(/]dbos/")),
-    ("HTTP (uvicorn, starlette, eve.server)", re.compile(r"[(/](uvicorn|starlette|h11|eve/server)/")),
+    (
+        "HTTP (uvicorn, starlette, eve.server)",
+        re.compile(r"[(/](uvicorn|starlette|h11|eve/server)/"),
+    ),
     ("agent loop (eve.execution, models)", re.compile(r"[(/]eve/(execution|models)/")),
 ]
 OTHER = "other (asyncio, threads, imports)"
@@ -67,7 +73,10 @@ class Recording:
             return {"available": False, "why": self.why_not}
         self.proc.wait(60)
         if not self.out.exists():
-            return {"available": False, "why": f"py-spy wrote no profile (exit {self.proc.returncode})"}
+            return {
+                "available": False,
+                "why": f"py-spy wrote no profile (exit {self.proc.returncode})",
+            }
         return summarise(self.out.read_text(errors="replace"), top=top)
 
 

@@ -58,9 +58,7 @@ def install_model_plugin(site: Path) -> None:
     info = site / "eve_bench_sleep-0.1.dist-info"
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: eve-bench-sleep\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        f"[{PLUGIN_GROUP}]\nbench_sleep = bench._sleep_model\n"
-    )
+    (info / "entry_points.txt").write_text(f"[{PLUGIN_GROUP}]\nbench_sleep = bench._sleep_model\n")
 
 
 # --- /proc -----------------------------------------------------------------------------

@@ -78,9 +78,9 @@ def _count_statements(path: str) -> None:
     makes (``python -m bench.scale --sql-counts``; it costs CPU, so only in a run of its own).
     """
     import json
+    import re
     import threading
     import time
-    import re
     from collections import Counter
 
     import sqlalchemy as sa

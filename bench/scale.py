@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
+import os
 import subprocess
 import sys
 import tempfile
@@ -100,7 +100,9 @@ def plan_for(quick: bool) -> Plan:
             configs=[Config(backend="sqlite", clients=4)],
         )  # fmt: skip
     configs = [Config(backend="sqlite", clients=n) for n in (100, 500, 1000)]
-    configs += [Config(backend="postgres", clients=n, workers=w) for w in (1, 2) for n in (100, 500, 1000)]
+    configs += [
+        Config(backend="postgres", clients=n, workers=w) for w in (1, 2) for n in (100, 500, 1000)
+    ]
     configs += [Config(backend="postgres", clients=n, hosts=2) for n in (100, 500)]
     return Plan(
         step_seconds=2.0, steps=3, ramp_seconds=6.0, warmup_seconds=12.0,
@@ -164,7 +166,9 @@ def _postgres(hosts: Hosts | None) -> Iterator[PostgresServer]:
         server.stop()
 
 
-def _servers(config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts | None) -> list[ServeProcess]:
+def _servers(
+    config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts | None
+) -> list[ServeProcess]:
     common: dict[str, Any] = {
         "env": {"EVE_BENCH_SQL_COUNTS": str(root / "sql-counts.json")} if plan.sql_counts else {},
         "app_root": root, "site": root / "site", "workers": config.workers,
@@ -175,7 +179,11 @@ def _servers(config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts 
     if hosts is None:
         from tests.sessions.harness import free_port
 
-        return [ServeProcess(host="127.0.0.1", port=free_port(), worker_id="bench", database_url=db.url, **common)]
+        return [
+            ServeProcess(
+                host="127.0.0.1", port=free_port(), worker_id="bench", database_url=db.url, **common
+            )
+        ]
     assert db.postgres is not None and db.url is not None
     url = db.postgres.url_of(db.url.rsplit("/", 1)[-1], host=hosts.gateway)
     return [
@@ -187,7 +195,9 @@ def _servers(config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts 
     ]  # fmt: skip
 
 
-def _clients(config: Config, urls: list[str], out: Path) -> list[tuple[subprocess.Popen[str], Path]]:
+def _clients(
+    config: Config, urls: list[str], out: Path
+) -> list[tuple[subprocess.Popen[str], Path]]:
     processes = math.ceil(config.clients / CLIENTS_PER_PROCESS)
     started = []
     for k in range(processes):
@@ -199,7 +209,9 @@ def _clients(config: Config, urls: list[str], out: Path) -> list[tuple[subproces
             *[arg for url in urls for arg in ("--url", url)],
         ]  # fmt: skip
         env = {"EVE_BENCH_TOKEN": TOKEN, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         started.append((proc, result))
     for proc, _ in started:
         assert proc.stdout is not None
@@ -254,7 +266,9 @@ def _cpu(servers: list[ServeProcess]) -> list[float]:
     return [cpu_seconds(server.pids()) for server in servers]
 
 
-def _measure(config: Config, plan: Plan, root: Path, db: Database, servers: list[ServeProcess]) -> dict[str, Any]:
+def _measure(
+    config: Config, plan: Plan, root: Path, db: Database, servers: list[ServeProcess]
+) -> dict[str, Any]:
     time.sleep(1.0)  # start-up work (recovery, the first sweep) is not idling
     idle_before = sum(_cpu(servers))
     time.sleep(plan.idle_seconds)
@@ -271,7 +285,9 @@ def _measure(config: Config, plan: Plan, root: Path, db: Database, servers: list
         proc.stdin.flush()
     time.sleep(max(0.0, measure_from - time.time()))
     cpu_before, db_cpu_before = _cpu(servers), db.cpu()
-    profile = _pyspy.record(servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt")
+    profile = _pyspy.record(
+        servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
+    )
     time.sleep(max(0.0, until - time.time()))
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
     rss = sum(rss_bytes(server.pids()) for server in servers)
@@ -333,6 +349,7 @@ def _report(
     limit = config.clients / plan.turn_seconds
     per_turn = (lambda s: round(1000 * s / n, 2)) if n else (lambda s: None)
     all_done = sum(1 for t in turns if "ended" in t)
+    client_cpu = sum(o["cpu_s"] for o in outcomes)
     report: dict[str, Any] = {
         "config": config.name, "backend": config.backend, "clients": config.clients,
         "workers": config.workers, "hosts": config.hosts,
@@ -350,7 +367,7 @@ def _report(
         "server_cpu_ms_per_turn": per_turn(sum(server_cpu)),
         "server_cpu_pct_of_core": round(100 * sum(server_cpu) / plan.window_seconds, 1),
         "db_cpu_ms_per_turn": per_turn(db_cpu) if config.backend == "postgres" else None,
-        "client_cpu_ms_per_turn": round(1000 * sum(o["cpu_s"] for o in outcomes) / max(1, all_done), 2),
+        "client_cpu_ms_per_turn": round(1000 * client_cpu / max(1, all_done), 2),
         "idle_server_cpu_pct": round(idle_pct, 1),
         "rss_mb": round(rss / 2**20, 1),
         "bytes_stored_per_turn": round(stored / all_done) if all_done else None,
@@ -365,10 +382,11 @@ def _report(
     if config.hosts > 1 or config.workers > 1:
         report["turns_by_worker"] = by_worker
     if config.hosts > 1:
+        ran = [by_worker.get(f"host{i}-0", 0) for i in range(config.hosts)]
         report["cpu_ms_per_turn_by_host"] = {
-            f"host{i}": round(1000 * cpu / by_worker[f"host{i}-0"], 2) if by_worker.get(f"host{i}-0") else None
+            f"host{i}": round(1000 * cpu / ran[i], 2) if ran[i] else None
             for i, cpu in enumerate(server_cpu)
-        }  # fmt: skip
+        }
     return report
 
 
@@ -381,6 +399,7 @@ COLUMNS = [
     ("server_cpu_ms_per_turn", "server CPU ms/turn"), ("db_cpu_ms_per_turn", "db CPU ms/turn"),
     ("client_cpu_ms_per_turn", "client CPU ms/turn"), ("idle_server_cpu_pct", "idle CPU %"),
     ("rss_mb", "RSS MB"), ("bytes_stored_per_turn", "bytes/turn"),
+    ("load_1m_at_start", "load at start"),
 ]  # fmt: skip
 
 
@@ -391,14 +410,15 @@ def _cell(value: Any) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
+    plan, machine = report["plan"], report["machine"]
     lines = [
         f"# scale ({report['date']})",
         "",
-        f"Model {report['plan']['step_seconds']} s a step, {report['plan']['steps']} steps a "
-        f"turn; window {report['plan']['window_seconds']} s after {report['plan']['warmup_seconds']} s "
-        f"of warm-up; 1-minute load at the start {report['machine']['load_average_1m']:.1f} on "
-        f"{report['machine']['cpu_count']} CPUs. Targets: ≥ {TARGET_RATIO}× the limit at N = 1,000 "
-        f"on SQLite; server CPU ≤ {TARGET_CPU_MS} ms per turn.",
+        f"Model {plan['step_seconds']} s a step, {plan['steps']} steps a turn; window "
+        f"{plan['window_seconds']} s after {plan['warmup_seconds']} s of warm-up; 1-minute load "
+        f"at the start {machine['load_average_1m']:.1f} on {machine['cpu_count']} CPUs. Targets: "
+        f"≥ {TARGET_RATIO}× the limit at N = 1,000 on SQLite; server CPU ≤ {TARGET_CPU_MS} ms "
+        "per turn.",
         "",
         "| " + " | ".join(title for _, title in COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -436,6 +456,10 @@ def _load_previous() -> dict[str, Any]:
     return previous
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def run(*, quick: bool = False, only: Sequence[str] = ()) -> dict[str, Any]:
     plan = plan_for(quick)
     configs = [c for c in plan.configs if not only or c.name in only]
@@ -443,14 +467,17 @@ def run(*, quick: bool = False, only: Sequence[str] = ()) -> dict[str, Any]:
     skipped: dict[str, str] = {}
     for config in configs:
         print(f"-- {config.name}", flush=True)
+        # configurations may come from separate runs: each says when, and how busy the
+        # machine was as it started
+        when = {"ran_at": _now(), "load_1m_at_start": round(os.getloadavg()[0], 1)}
         try:
-            results[config.name] = run_config(config, plan)
+            results[config.name] = run_config(config, plan) | when
         except (PostgresUnavailable, NamespacesUnavailable) as error:
             skipped[config.name] = str(error)
             print(f"   skipped: {error}", flush=True)
     report: dict[str, Any] = {
         "benchmark": NAME,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": _now(),
         "machine": machine_info(),
         "versions": {name: package_version(name) for name in ("eve", "dbos", "httpx")},
         "plan": {k: v for k, v in plan.__dict__.items() if k != "configs"},
@@ -464,14 +491,19 @@ def run(*, quick: bool = False, only: Sequence[str] = ()) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smoke run; writes nothing")
-    parser.add_argument("--config", action="append", default=[], help="run only this one (repeatable)")
+    parser.add_argument(
+        "--config", action="append", default=[], help="run only this one (repeatable)"
+    )
     parser.add_argument(
         "--sql-counts", action="store_true",
         help="instead: count the SQL statements per turn (SQLite, 20 clients; writes nothing)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.sql_counts:
-        run_config(Config(backend="sqlite", clients=20), replace(plan_for(True), sql_counts=True, window_seconds=5.0))
+        run_config(
+            Config(backend="sqlite", clients=20),
+            replace(plan_for(True), sql_counts=True, window_seconds=5.0),
+        )
         return
     run(quick=args.quick, only=args.config)
 

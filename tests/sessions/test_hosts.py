@@ -14,6 +14,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -81,15 +82,20 @@ def shared_postgres(hosts: Hosts) -> Iterator[PostgresServer]:
         server.stop()
 
 
-def two_hosts(root_app: object, hosts: Hosts, pg: PostgresServer, **env: str) -> list[HostServer]:
+def two_hosts(root: Path, hosts: Hosts, pg: PostgresServer, **env: str) -> list[HostServer]:
     name = pg.database("hosts").rsplit("/", 1)[-1]
     url = pg.url_of(name, host=hosts.gateway)  # over the bridge, not loopback
     return [
         HostServer(
-            root_app,  # type: ignore[arg-type]
+            root,
             port=PORT + i,
             token=TOKEN,
-            env={"EVE_DATABASE_URL": url, "EVE_WORKER_ID": f"host{i}", "EVE_API_TOKEN": TOKEN, **env},
+            env={
+                "EVE_DATABASE_URL": url,
+                "EVE_WORKER_ID": f"host{i}",
+                "EVE_API_TOKEN": TOKEN,
+                **env,
+            },
             namespace=hosts.namespace(i),
             address=hosts.address(i),
             prefix=hosts.exec_prefix(i),

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -125,7 +124,12 @@ class ServeProcess:
     #: more environment for the server (``EVE_BENCH_SQL_COUNTS``)
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
-    log: Path = field(default_factory=lambda: Path(tempfile.mktemp(prefix="eve-scale-serve-")))
+    #: where its output goes: in the run's directory, so it goes with it (a failed start
+    #: quotes its tail)
+    log: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log = self.app_root / f"serve-{self.worker_id}.log"
 
     @property
     def url(self) -> str:

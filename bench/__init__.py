@@ -81,6 +81,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="the auth check per request: none, shared token, JWT, agent/auth.py hook",
     ),
     Benchmark(
+        name="scale",
+        target="bench.scale:run",
+        summary="eve serve under 100/500/1,000 closed-loop clients: turns/s, CPU per turn, hosts",
+    ),
+    Benchmark(
         name="ui",
         target="bench.ui:run",
         summary="the dev UI in headless chromium: page weight and first render",

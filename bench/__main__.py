@@ -18,6 +18,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="fewer repeats, a smoke test; results are printed, not written",
     )
     parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="run only these benchmarks (as --only)",
+    )
+    parser.add_argument(
         "--only",
         metavar="NAME",
         action="append",
@@ -25,7 +31,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="run only this benchmark (repeatable); one of: "
         + ", ".join(b.name for b in BENCHMARKS),
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - {b.name for b in BENCHMARKS})
+    if unknown:
+        parser.error(f"no benchmark named {', '.join(unknown)}")
+    return args
 
 
 def _load(benchmark: Benchmark) -> Callable[..., object]:
@@ -36,7 +46,8 @@ def _load(benchmark: Benchmark) -> Callable[..., object]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
-    selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]
+    only = [*(args.only or []), *args.names]
+    selected = [b for b in BENCHMARKS if not only or b.name in only]
     for benchmark in selected:
         print(f"== {benchmark.name}: {benchmark.summary}", flush=True)
         _load(benchmark)(quick=args.quick)

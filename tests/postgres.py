@@ -115,6 +115,8 @@ class PostgresServer:
     databases: list[str] = field(default_factory=list)
     #: PostgreSQL's own defaults (fsync on) instead of the test suite's fast settings
     durable: bool = False
+    #: addresses to listen on besides 127.0.0.1 (a bridge other network namespaces reach)
+    also_listen: tuple[str, ...] = ()
 
     @property
     def data(self) -> Path:
@@ -124,17 +126,29 @@ class PostgresServer:
     def log_path(self) -> Path:
         return self.directory / "server.log"
 
-    def url_of(self, database: str) -> str:
-        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+    def url_of(self, database: str, *, host: str = "127.0.0.1") -> str:
+        return f"postgresql://{SUPERUSER}@{host}:{self.port}/{database}"
 
     # --- lifecycle ---------------------------------------------------------------------
 
     @classmethod
-    def start(cls, bindir: Path, *, timeout: float = 60.0, durable: bool = False) -> PostgresServer:
+    def start(
+        cls,
+        bindir: Path,
+        *,
+        timeout: float = 60.0,
+        durable: bool = False,
+        also_listen: tuple[str, ...] = (),
+    ) -> PostgresServer:
         user = _run_as_user()
         directory = Path(tempfile.mkdtemp(prefix="eve-test-pg-", dir=_reachable_tmp(user)))
         server = cls(
-            bindir=bindir, directory=directory, port=_free_port(), user=user, durable=durable
+            bindir=bindir,
+            directory=directory,
+            port=_free_port(),
+            user=user,
+            durable=durable,
+            also_listen=also_listen,
         )
         try:
             server._start(timeout)
@@ -187,6 +201,10 @@ class PostgresServer:
         )
         if initdb.returncode != 0:
             raise PostgresUnavailable(f"initdb failed:\n{initdb.stdout}\n{initdb.stderr}")
+        with (self.data / "pg_hba.conf").open("a") as hba:
+            # initdb trusts loopback only; the other addresses are private bridges' (/24)
+            for address in self.also_listen:
+                hba.write(f"host all all {address}/24 trust\n")
         self.version = subprocess.run(
             [str(self.bindir / "postgres"), "--version"],
             capture_output=True,
@@ -200,7 +218,7 @@ class PostgresServer:
         """Start the postmaster on the data directory: at start, and again after ``halt()``
         or in ``restart()`` (same port, same data)."""
         settings = {
-            "listen_addresses": "127.0.0.1",
+            "listen_addresses": ",".join(("127.0.0.1", *self.also_listen)),
             "unix_socket_directories": str(self.directory),
             "max_connections": "400",
             "shared_buffers": "64MB",

@@ -75,3 +75,14 @@ def test_the_auth_check_bench_passes_every_variant() -> None:
         "hook (async)",
         "hook (sync)",
     }
+
+
+def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
+    from bench import scale
+
+    report = scale.run(quick=True)
+    row = report["configs"]["sqlite-1w-4"]
+    # the clients' turns ended in the window, and the server's tree was measured
+    assert row["turns_in_window"] > 0 and row["turns_failed"] == 0
+    assert row["server_cpu_ms_per_turn"] > 0 and row["rss_mb"] > 0
+    assert row["bytes_stored_per_turn"] > 0

@@ -115,14 +115,15 @@ def current_checkpoint() -> sa.ColumnElement[str | None]:
 def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | None) -> None:
     """``data`` as ``version``, the session's current one; versions before the previous go."""
     mine = checkpoints.c.session_id == session_id
-    c.execute(checkpoints.delete().where(mine, checkpoints.c.version == version))
+    # one statement for both: the version overwritten (a replayed save) and the old ones
+    replaced_or_old = sa.or_(checkpoints.c.version == version, checkpoints.c.version < version - 1)
+    c.execute(checkpoints.delete().where(mine, replaced_or_old))
     c.execute(checkpoints.insert().values(session_id=session_id, version=version, data=data))
     c.execute(
         sessions.update()
         .where(sessions.c.id == session_id)
         .values(checkpoint_version=version, checkpoint=None)
     )
-    c.execute(checkpoints.delete().where(mine, checkpoints.c.version < version - 1))
 
 
 class SessionStore:
@@ -305,6 +306,32 @@ class SessionStore:
             return 1
 
     @retried
+    def current_checkpoint(self, session_id: str) -> tuple[int, str | None]:
+        """The current checkpoint's version and data in one read (``checkpoint_version``,
+        then ``checkpoint_at`` that version, as a turn starting afresh needs both)."""
+        with self._tx() as c:
+            row = c.execute(
+                sa.select(sessions.c.checkpoint_version, checkpoints.c.data)
+                .select_from(
+                    sessions.outerjoin(
+                        checkpoints,
+                        sa.and_(
+                            checkpoints.c.session_id == sessions.c.id,
+                            checkpoints.c.version == sessions.c.checkpoint_version,
+                        ),
+                    )
+                )
+                .where(sessions.c.id == session_id, sessions.c.checkpoint_version.is_not(None))
+            ).first()
+        if row is None or (row[0] and row[1] is None):
+            # no session row, a checkpoint an older eve kept in the row, or a version whose
+            # row is missing: the two reads say which, and raise what fits
+            version = self.checkpoint_version(session_id)
+            return version, self.checkpoint_at(session_id, version)
+        data: str | None = row[1]
+        return int(row[0]), data
+
+    @retried
     def checkpoint_at(self, session_id: str, version: int) -> str | None:
         """The checkpoint ``version`` of the session (0: none, the empty one)."""
         if version == 0:
@@ -436,14 +463,20 @@ class SessionStore:
     @retried
     def turn_progress(self, workflow_id: str) -> TurnProgress:
         with self._tx() as c:
-            last = c.execute(
-                sa.select(sa.func.max(events.c.body_seq)).where(events.c.workflow_id == workflow_id)
-            ).scalar()
-            rows = c.execute(
-                sa.select(events.c.step_key, events.c.attempt, sa.func.count())
-                .where(events.c.workflow_id == workflow_id, events.c.step_key.is_not(None))
+            # one read: the step events counted by (step, attempt), and every group's last
+            # body position (only body events have one: they share the group of no step)
+            grouped = c.execute(
+                sa.select(
+                    events.c.step_key,
+                    events.c.attempt,
+                    sa.func.count(),
+                    sa.func.max(events.c.body_seq),
+                )
+                .where(events.c.workflow_id == workflow_id)
                 .group_by(events.c.step_key, events.c.attempt)
             ).all()
+            rows = [(key, attempt, n) for key, attempt, n, _ in grouped if key is not None]
+            last = max((seq for *_, seq in grouped if seq is not None), default=None)
             final = None
             if last is not None:
                 final = c.execute(

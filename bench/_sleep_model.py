@@ -1,0 +1,110 @@
+"""The scale benchmark's model, installed as an ``eve.plugins`` entry point in the server.
+
+``benchsleep/<seconds>x<steps>`` (``benchsleep/2x3``) takes ``seconds`` per response, as a
+remote model's latency would, and makes a turn of ``steps`` steps: each response before the
+last asks for one call of the agent's ``noop`` tool, the last one answers. It costs the
+server nothing while it waits, so what the server spends on a turn is eve's own.
+
+The scale benchmark writes a dist-info naming this module into a directory on the server's
+``PYTHONPATH`` (``bench/scale.py``), which is how ``pip install`` would provide it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from eve.hooks import hookimpl
+from eve.messages import AssistantMessage, UserMessage
+from eve.models.base import ModelClient, ModelFactory, ModelRequest
+from eve.models.events import ModelEvent
+from eve.models.offline import respond
+
+PREFIX = "benchsleep"
+TOOL = "noop"
+FINAL_TEXT = "done"
+
+
+def model_id(seconds: float, steps: int) -> str:
+    """The id the benchmark's agent names: ``benchsleep/2.0x3``."""
+    return f"{PREFIX}/{seconds}x{steps}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SleepModel:
+    seconds: float
+    steps: int
+
+    @property
+    def model_id(self) -> str:
+        return model_id(self.seconds, self.steps)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        await asyncio.sleep(self.seconds)
+        step = _steps_taken(request)
+        calls = [(f"call_{step}", TOOL, {})] if step < self.steps - 1 else []
+        async for event in respond(request, "" if calls else FINAL_TEXT, calls):
+            yield event
+
+
+def _steps_taken(request: ModelRequest) -> int:
+    """The assistant responses since the turn's user message: the step this request is."""
+    taken = 0
+    for message in reversed(request.messages):
+        if isinstance(message, UserMessage):
+            break
+        taken += isinstance(message, AssistantMessage)
+    return taken
+
+
+def build(name: str, *, env: Mapping[str, str], app_root: Path) -> ModelClient:
+    seconds, _, steps = name.partition("x")
+    return SleepModel(seconds=float(seconds), steps=int(steps or "1"))
+
+
+_build: ModelFactory = build
+
+
+@hookimpl
+def eve_model_providers() -> dict[str, ModelFactory]:
+    return {PREFIX: _build}
+
+
+def _count_statements(path: str) -> None:
+    """Count every SQL statement the server runs, by its first words, into ``path`` (every
+    half second: a server stopped by a signal runs no exit hooks): the round trips a turn
+    makes (``python -m bench.scale --sql-counts``; it costs CPU, so only in a run of its own).
+    """
+    import json
+    import re
+    import threading
+    import time
+    from collections import Counter
+
+    import sqlalchemy as sa
+
+    counts: Counter[str] = Counter()
+    words = re.compile(r"\s+")
+
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        head = words.sub(" ", statement.strip())[:60]
+        counts[head] += 1
+
+    def commit(_conn: object) -> None:
+        counts["COMMIT"] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
+    sa.event.listen(sa.engine.Engine, "commit", commit)
+
+    def dump() -> None:
+        while True:
+            time.sleep(0.5)
+            Path(path).write_text(json.dumps(counts.most_common()))
+
+    threading.Thread(target=dump, daemon=True, name="eve-bench-sql-counts").start()
+
+
+if _path := __import__("os").environ.get("EVE_BENCH_SQL_COUNTS"):
+    _count_statements(_path)

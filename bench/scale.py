@@ -1,0 +1,512 @@
+"""A deployment under load: ``eve serve`` with N closed-loop clients of a slow model.
+
+Each client owns a session, follows its stream, and sends its next message as soon as the
+stream says the last turn ended. The model (``bench/_sleep_model.py``, a plugin) takes 2 s a
+step, 3 steps a turn, so N clients can at best finish N / 6 turns a second: the report sets
+what the server achieved against that limit, with the overhead a turn paid over its 6 s of
+model time, how long a POST took, the server's CPU per turn (its whole process tree, from
+``/proc``), its RSS, the bytes stored per turn and a py-spy profile of where its busy time
+went. Configurations: N = 100, 500, 1,000 on SQLite (one worker) and PostgreSQL (one and two
+workers), and two hosts (network namespaces, ``tests/netns.py``) sharing PostgreSQL, with the
+CPU per turn of each.
+
+The clients run in their own processes (``bench/_scale_clients.py``, one per 400 clients) and
+report their own CPU, so the report shows whether they or the server were the bottleneck.
+``python -m bench.scale [--quick] [--config NAME ...]``: a run of some configurations keeps
+the committed figures of the others in ``bench/results/scale.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from bench import _pyspy
+from bench._machine import machine_info, package_version
+from bench._results import RESULTS_DIR, publish
+from bench._scale_server import (
+    REPO,
+    TOKEN,
+    ServeProcess,
+    cpu_seconds,
+    install_model_plugin,
+    process_tree,
+    rss_bytes,
+    write_app,
+)
+from bench._sleep_model import model_id
+from bench._storage_worker import _postgres_bytes, _sqlite_bytes
+from tests.netns import Hosts, NamespacesUnavailable, unavailable
+from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir
+
+NAME = "scale"
+CLIENTS_PER_PROCESS = 400
+TARGET_CPU_MS = 15.0
+TARGET_RATIO = 0.8
+Backend = Literal["sqlite", "postgres"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    backend: Backend
+    clients: int
+    workers: int = 1
+    #: > 1: that many ``eve serve`` processes, each in a network namespace of its own
+    hosts: int = 1
+
+    @property
+    def name(self) -> str:
+        where = f"{self.hosts}h" if self.hosts > 1 else f"{self.workers}w"
+        return f"{self.backend}-{where}-{self.clients}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    step_seconds: float
+    steps: int
+    #: the clients' first messages are spread over this long
+    ramp_seconds: float
+    #: from the first message to the start of the measured window
+    warmup_seconds: float
+    window_seconds: float
+    idle_seconds: float
+    configs: list[Config]
+    #: count the servers' SQL statements (``_sleep_model._count_statements``): a run of its
+    #: own, since counting costs CPU
+    sql_counts: bool = False
+
+    @property
+    def turn_seconds(self) -> float:
+        return self.step_seconds * self.steps
+
+
+def plan_for(quick: bool) -> Plan:
+    if quick:
+        return Plan(
+            step_seconds=0.1, steps=3, ramp_seconds=0.3, warmup_seconds=0.6,
+            window_seconds=2.0, idle_seconds=0.5,
+            configs=[Config(backend="sqlite", clients=4)],
+        )  # fmt: skip
+    configs = [Config(backend="sqlite", clients=n) for n in (100, 500, 1000)]
+    configs += [
+        Config(backend="postgres", clients=n, workers=w) for w in (1, 2) for n in (100, 500, 1000)
+    ]
+    configs += [Config(backend="postgres", clients=n, hosts=2) for n in (100, 500)]
+    return Plan(
+        step_seconds=2.0, steps=3, ramp_seconds=6.0, warmup_seconds=12.0,
+        window_seconds=30.0, idle_seconds=5.0, configs=configs,
+    )  # fmt: skip
+
+
+# --- the pieces of one run --------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Database:
+    backend: Backend
+    app_root: Path
+    postgres: PostgresServer | None = None
+    url: str | None = None
+
+    def size(self) -> int:
+        """Bytes in the tables (indexes included), as ``storage_growth`` counts them."""
+        if self.url is not None:
+            return sum(_postgres_bytes(self.url).values())
+        files = sorted((self.app_root / ".eve/sessions").glob("*.sqlite"))
+        return sum(
+            size
+            for file in files
+            for table, size in _sqlite_bytes(f"sqlite:///{file}").items()
+            if table != "_file"
+        )
+
+    def cpu(self) -> float:
+        """The database server's CPU (its whole tree); SQLite's is the server's own."""
+        if self.postgres is None or self.postgres.proc is None:
+            return 0.0
+        return cpu_seconds(process_tree(self.postgres.proc.pid))
+
+    def turns_by_worker(self, since: float, until: float) -> dict[str, int]:
+        """Turns that ended in the window, by the DBOS executor (worker) that ran them."""
+        if self.url is None:
+            return {}
+        import psycopg
+
+        with psycopg.connect(self.url) as connection:
+            rows = connection.execute(
+                "SELECT executor_id, count(*) FROM dbos.workflow_status WHERE name = 'eve.turn' "
+                "AND status = 'SUCCESS' AND updated_at BETWEEN %s AND %s GROUP BY executor_id",
+                (int(since * 1000), int(until * 1000)),
+            ).fetchall()
+        return {str(executor): int(count) for executor, count in rows}
+
+
+@contextmanager
+def _postgres(hosts: Hosts | None) -> Iterator[PostgresServer]:
+    bindir = find_bindir()
+    if bindir is None:
+        raise PostgresUnavailable("no PostgreSQL server binaries (initdb, postgres) found")
+    also = (hosts.gateway,) if hosts is not None else ()
+    server = PostgresServer.start(bindir, durable=True, also_listen=also)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _servers(
+    config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts | None
+) -> list[ServeProcess]:
+    common: dict[str, Any] = {
+        "env": {"EVE_BENCH_SQL_COUNTS": str(root / "sql-counts.json")} if plan.sql_counts else {},
+        "app_root": root, "site": root / "site", "workers": config.workers,
+        "model": model_id(plan.step_seconds, plan.steps),
+        # every client's model call holds a compute permit while it waits: none may queue
+        "concurrency": max(100, config.clients),
+    }  # fmt: skip
+    if hosts is None:
+        from tests.sessions.harness import free_port
+
+        return [
+            ServeProcess(
+                host="127.0.0.1", port=free_port(), worker_id="bench", database_url=db.url, **common
+            )
+        ]
+    assert db.postgres is not None and db.url is not None
+    url = db.postgres.url_of(db.url.rsplit("/", 1)[-1], host=hosts.gateway)
+    return [
+        ServeProcess(
+            host=hosts.address(i), port=8000, worker_id=f"host{i}", database_url=url,
+            namespace=hosts.namespace(i), **common,
+        )
+        for i in range(config.hosts)
+    ]  # fmt: skip
+
+
+def _clients(
+    config: Config, urls: list[str], out: Path
+) -> list[tuple[subprocess.Popen[str], Path]]:
+    processes = math.ceil(config.clients / CLIENTS_PER_PROCESS)
+    started = []
+    for k in range(processes):
+        count = config.clients // processes + (k < config.clients % processes)
+        result = out / f"clients-{k}.json"
+        command = [
+            sys.executable, "-m", "bench._scale_clients", "--clients", str(count),
+            "--offset", str(k), "--out", str(result),
+            *[arg for url in urls for arg in ("--url", url)],
+        ]  # fmt: skip
+        env = {"EVE_BENCH_TOKEN": TOKEN, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        started.append((proc, result))
+    for proc, _ in started:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError(f"a client process did not start: {line!r}")
+    return started
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+def run_config(config: Config, plan: Plan) -> dict[str, Any]:
+    """One configuration: start the database and servers, run the clients, measure."""
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="eve-bench-scale-") as tmp:
+        root = Path(tmp)
+        write_app(root)
+        install_model_plugin(root / "site")
+        hosts = stack.enter_context(_hosts(config.hosts)) if config.hosts > 1 else None
+        db = Database(backend=config.backend, app_root=root)
+        if config.backend == "postgres":
+            db.postgres = stack.enter_context(_postgres(hosts))
+            db.url = db.postgres.database("scale")
+        servers = _servers(config, plan, root, db, hosts)
+        for server in servers:
+            stack.callback(server.stop)
+            server.start()
+        return _measure(config, plan, root, db, servers)
+
+
+@contextmanager
+def _hosts(count: int) -> Iterator[Hosts]:
+    why = unavailable()
+    if why is not None:
+        raise NamespacesUnavailable(why)
+    hosts = Hosts.create(count)
+    try:
+        yield hosts
+    finally:
+        hosts.close()
+
+
+def _cpu(servers: list[ServeProcess]) -> list[float]:
+    return [cpu_seconds(server.pids()) for server in servers]
+
+
+def _measure(
+    config: Config, plan: Plan, root: Path, db: Database, servers: list[ServeProcess]
+) -> dict[str, Any]:
+    time.sleep(1.0)  # start-up work (recovery, the first sweep) is not idling
+    idle_before = sum(_cpu(servers))
+    time.sleep(plan.idle_seconds)
+    idle_pct = 100 * (sum(_cpu(servers)) - idle_before) / plan.idle_seconds
+    stored_before = db.size()
+    clients = _clients(config, [s.url for s in servers], root)
+    start = time.time() + 0.5
+    measure_from = start + plan.warmup_seconds
+    until = measure_from + plan.window_seconds
+    schedule = json.dumps({"start": start, "ramp_s": plan.ramp_seconds, "until": until})
+    for proc, _ in clients:
+        assert proc.stdin is not None
+        proc.stdin.write(schedule + "\n")
+        proc.stdin.flush()
+    time.sleep(max(0.0, measure_from - time.time()))
+    cpu_before, db_cpu_before = _cpu(servers), db.cpu()
+    profile = _pyspy.record(
+        servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
+    )
+    time.sleep(max(0.0, until - time.time()))
+    cpu_after, db_cpu_after = _cpu(servers), db.cpu()
+    rss = sum(rss_bytes(server.pids()) for server in servers)
+    by_worker = db.turns_by_worker(measure_from, until)
+    outcomes = [_client_result(proc, path) for proc, path in clients]
+    for server in servers:
+        server.stop()  # then the WAL is checkpointed and nothing writes while it is counted
+    stored = db.size() - stored_before
+    if plan.sql_counts:
+        return _statements_per_turn(root / "sql-counts.json", outcomes)
+    return _report(
+        config, plan, outcomes, window=(measure_from, until),
+        server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
+        db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
+        by_worker=by_worker, profile=profile.summary(),
+    )  # fmt: skip
+
+
+def _statements_per_turn(path: Path, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The SQL statements the server ran per finished turn (idle polling included)."""
+    turns = sum(1 for o in outcomes for t in o["turns"] if "ended" in t)
+    counted: list[tuple[str, int]] = json.loads(path.read_text())
+    per_turn = {statement: round(n / max(1, turns), 2) for statement, n in counted}
+    total = round(sum(n for _, n in counted) / max(1, turns), 1)
+    print(f"{turns} turns, {total} statements per turn:")
+    for statement, n in list(per_turn.items())[:40]:
+        print(f"  {n:7.2f}  {statement}")
+    return {"turns": turns, "statements_per_turn": total, "by_statement": per_turn}
+
+
+def _client_result(proc: subprocess.Popen[str], path: Path) -> dict[str, Any]:
+    if proc.wait(120) != 0 or not path.exists():
+        raise RuntimeError(f"a client process failed (exit {proc.returncode})")
+    result: dict[str, Any] = json.loads(path.read_text())
+    return result
+
+
+def _report(
+    config: Config,
+    plan: Plan,
+    outcomes: list[dict[str, Any]],
+    *,
+    window: tuple[float, float],
+    server_cpu: list[float],
+    db_cpu: float,
+    rss: int,
+    stored: int,
+    idle_pct: float,
+    by_worker: dict[str, int],
+    profile: dict[str, Any],
+) -> dict[str, Any]:
+    since, until = window
+    turns = [t for o in outcomes for t in o["turns"]]
+    done = [t for t in turns if "ended" in t and since <= t["ended"] <= until]
+    posts = [t["post_s"] for t in turns if since <= t["sent"] <= until]
+    refused = sum(1 for t in turns if t["status"] != 202)
+    overheads = [t["turn_s"] - plan.turn_seconds for t in done]
+    n = len(done)
+    limit = config.clients / plan.turn_seconds
+    per_turn = (lambda s: round(1000 * s / n, 2)) if n else (lambda s: None)
+    all_done = sum(1 for t in turns if "ended" in t)
+    client_cpu = sum(o["cpu_s"] for o in outcomes)
+    report: dict[str, Any] = {
+        "config": config.name, "backend": config.backend, "clients": config.clients,
+        "workers": config.workers, "hosts": config.hosts,
+        "limit_turns_per_s": round(limit, 1),
+        "turns_in_window": n,
+        "turns_per_s": round(n / plan.window_seconds, 2),
+        "of_limit": round(n / plan.window_seconds / limit, 3),
+        "overhead_p50_ms": _ms(_percentile(overheads, 0.5)),
+        "overhead_p95_ms": _ms(_percentile(overheads, 0.95)),
+        "post_p50_ms": _ms(_percentile(posts, 0.5)),
+        "post_p95_ms": _ms(_percentile(posts, 0.95)),
+        "posts_refused": refused,
+        "turns_failed": sum(o["failed"] for o in outcomes),
+        "stream_reconnects": sum(o["reconnects"] for o in outcomes),
+        "server_cpu_ms_per_turn": per_turn(sum(server_cpu)),
+        "server_cpu_pct_of_core": round(100 * sum(server_cpu) / plan.window_seconds, 1),
+        "db_cpu_ms_per_turn": per_turn(db_cpu) if config.backend == "postgres" else None,
+        "client_cpu_ms_per_turn": round(1000 * client_cpu / max(1, all_done), 2),
+        "idle_server_cpu_pct": round(idle_pct, 1),
+        "rss_mb": round(rss / 2**20, 1),
+        "bytes_stored_per_turn": round(stored / all_done) if all_done else None,
+        "profile": profile,
+    }  # fmt: skip
+    cpu_ms = report["server_cpu_ms_per_turn"]
+    if profile.get("available") and cpu_ms is not None:
+        # the busy samples' shares applied to the measured CPU: where a turn's ms go
+        profile["areas_ms_per_turn"] = {
+            name: round(pct * cpu_ms / 100, 1) for name, pct in profile["areas_pct"].items()
+        }
+    if config.hosts > 1 or config.workers > 1:
+        report["turns_by_worker"] = by_worker
+    if config.hosts > 1:
+        ran = [by_worker.get(f"host{i}-0", 0) for i in range(config.hosts)]
+        report["cpu_ms_per_turn_by_host"] = {
+            f"host{i}": round(1000 * cpu / ran[i], 2) if ran[i] else None
+            for i, cpu in enumerate(server_cpu)
+        }
+    return report
+
+
+# --- the report -------------------------------------------------------------------------
+
+COLUMNS = [
+    ("config", "config"), ("limit_turns_per_s", "limit/s"), ("turns_per_s", "turns/s"),
+    ("of_limit", "× limit"), ("overhead_p50_ms", "overhead p50 ms"),
+    ("overhead_p95_ms", "p95"), ("post_p50_ms", "POST p50 ms"), ("post_p95_ms", "p95"),
+    ("server_cpu_ms_per_turn", "server CPU ms/turn"), ("db_cpu_ms_per_turn", "db CPU ms/turn"),
+    ("client_cpu_ms_per_turn", "client CPU ms/turn"), ("idle_server_cpu_pct", "idle CPU %"),
+    ("rss_mb", "RSS MB"), ("bytes_stored_per_turn", "bytes/turn"),
+    ("load_1m_at_start", "load at start"),
+]  # fmt: skip
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    plan, machine = report["plan"], report["machine"]
+    lines = [
+        f"# scale ({report['date']})",
+        "",
+        f"Model {plan['step_seconds']} s a step, {plan['steps']} steps a turn; window "
+        f"{plan['window_seconds']} s after {plan['warmup_seconds']} s of warm-up; 1-minute load "
+        f"at the start {machine['load_average_1m']:.1f} on {machine['cpu_count']} CPUs. Targets: "
+        f"≥ {TARGET_RATIO}× the limit at N = 1,000 on SQLite; server CPU ≤ {TARGET_CPU_MS} ms "
+        "per turn.",
+        "",
+        "| " + " | ".join(title for _, title in COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
+    for row in report["configs"].values():
+        lines.append("| " + " | ".join(_cell(row.get(key)) for key, _ in COLUMNS) + " |")
+    for row in report["configs"].values():
+        lines += _profile_lines(row)
+    return "\n".join(lines) + "\n"
+
+
+def _profile_lines(row: dict[str, Any]) -> list[str]:
+    profile = row.get("profile") or {}
+    extra = [f"turns by worker: {row['turns_by_worker']}"] if "turns_by_worker" in row else []
+    if "cpu_ms_per_turn_by_host" in row:
+        extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
+    if not profile.get("available"):
+        return ["", f"## {row['config']}", "", *extra, f"no profile: {profile.get('why')}"]
+    shares = profile.get("areas_ms_per_turn") or profile["areas_pct"]
+    unit = " ms" if "areas_ms_per_turn" in profile else "%"
+    areas = ", ".join(f"{name} {value}{unit}" for name, value in shares.items())
+    top = "; ".join(f"{name} {pct}%" for name, pct in list(profile["top_self_pct"].items())[:8])
+    return [
+        "", f"## {row['config']}", "", *extra,
+        f"py-spy, {profile['samples']} busy samples; server CPU per turn by area: {areas}.",
+        "", f"Top functions (self, % of busy samples): {top}.",
+    ]  # fmt: skip
+
+
+def _load_previous() -> dict[str, Any]:
+    path = RESULTS_DIR / f"{NAME}.json"
+    if not path.exists():
+        return {}
+    previous: dict[str, Any] = json.loads(path.read_text()).get("configs", {})
+    return previous
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run(*, quick: bool = False, only: Sequence[str] = ()) -> dict[str, Any]:
+    plan = plan_for(quick)
+    configs = [c for c in plan.configs if not only or c.name in only]
+    results: dict[str, Any] = {} if quick else _load_previous()
+    skipped: dict[str, str] = {}
+    for config in configs:
+        print(f"-- {config.name}", flush=True)
+        # configurations may come from separate runs: each says when, and how busy the
+        # machine was as it started
+        when = {"ran_at": _now(), "load_1m_at_start": round(os.getloadavg()[0], 1)}
+        try:
+            results[config.name] = run_config(config, plan) | when
+        except (PostgresUnavailable, NamespacesUnavailable) as error:
+            skipped[config.name] = str(error)
+            print(f"   skipped: {error}", flush=True)
+    report: dict[str, Any] = {
+        "benchmark": NAME,
+        "date": _now(),
+        "machine": machine_info(),
+        "versions": {name: package_version(name) for name in ("eve", "dbos", "httpx")},
+        "plan": {k: v for k, v in plan.__dict__.items() if k != "configs"},
+        "configs": results,
+        "skipped": skipped,
+    }
+    publish(NAME, report, markdown(report), quick=quick)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smoke run; writes nothing")
+    parser.add_argument(
+        "--config", action="append", default=[], help="run only this one (repeatable)"
+    )
+    parser.add_argument(
+        "--sql-counts", action="store_true",
+        help="instead: count the SQL statements per turn (SQLite, 20 clients; writes nothing)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.sql_counts:
+        run_config(
+            Config(backend="sqlite", clients=20),
+            replace(plan_for(True), sql_counts=True, window_seconds=5.0),
+        )
+        return
+    run(quick=args.quick, only=args.config)
+
+
+if __name__ == "__main__":
+    main()

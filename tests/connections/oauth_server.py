@@ -235,7 +235,6 @@ class AuthorizationServer:
         grant = Grant(client_id=client["client_id"], scope=code["scope"], subject=code["subject"])
         return JSONResponse(self.state._issue(grant))
 
-
     def _authenticated(self, request: Request, form: Any) -> dict[str, Any] | None:
         """The client the token request authenticates, or None (RFC 6749 §2.3)."""
         if form.get("client_assertion_type") == JWT_BEARER:

@@ -23,7 +23,7 @@ REPO = Path(__file__).parents[2]
 
 #: kept few, each starting a client process (eve and the SDK imported): a sign-in with
 #: discovery, registration, PKCE, a tool call and a 403 step-up; a pre-registered client
-QUICK = ["auth/scope-step-up", "auth/pre-registration"]
+QUICK = ["auth/scope-step-up", "auth/pre-registration", "auth/client-credentials-jwt"]
 #: every client scenario of the suite's version (``conformance list``)
 EVERY = [
     "initialize",

@@ -265,6 +265,17 @@ class OAuthSettings(Base, frozen=True, kw_only=True):
     #: a client ID metadata document's URL (SEP-991), used instead of registering
     client_metadata_url: str | None = None
     authorization_timeout_seconds: float = 300.0
+    #: the grant: a person signs in (authorization code), or the client itself
+    #: authenticates with no one in the loop (client credentials, RFC 6749 §4.4)
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    #: client credentials with a signed JWT (RFC 7523 §2.2) instead of a secret: the PEM
+    #: private key from the environment, or from a file read when connecting
+    private_key: EnvHeader | None = None
+    private_key_file: str | None = None
+    signing_algorithm: str = "RS256"
+    #: the authorization server the client's credentials belong to (its issuer): they are
+    #: sent to no other (None: the one the MCP server's metadata names)
+    issuer: str | None = None
 
 
 class HttpServer(Base, frozen=True, kw_only=True, tag="http", tag_field="transport"):

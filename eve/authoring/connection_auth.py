@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlparse
 
 from eve.authoring.env_values import EnvValue
@@ -34,6 +35,15 @@ class OAuth:
     client_metadata_url: str | None = None
     #: how long a turn waits for the person to sign in before the call fails
     authorization_timeout_seconds: float = 300.0
+    #: ``client_credentials``: the client signs in as itself, no person (RFC 6749 §4.4)
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    #: a PEM private key signing the client's JWT (RFC 7523 §2.2), from the environment
+    #: or a file, instead of a client secret
+    private_key: EnvValue | None = None
+    private_key_file: str | None = None
+    signing_algorithm: str = "RS256"
+    #: the issuer of the authorization server the client credentials belong to
+    issuer: str | None = None
 
 
 def oauth(
@@ -45,6 +55,11 @@ def oauth(
     client_name: str = "eve",
     client_metadata_url: str | None = None,
     authorization_timeout_seconds: float = 300.0,
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+    private_key: EnvValue | None = None,
+    private_key_file: str | None = None,
+    signing_algorithm: str = "RS256",
+    issuer: str | None = None,
 ) -> OAuth:
     """Sign in to the server with OAuth 2.1 (``define_mcp_connection(url=..., auth=oauth())``).
 
@@ -53,7 +68,14 @@ def oauth(
     client) for one registered beforehand. ``scopes`` are asked for at the first sign-in;
     a server's challenge asking for more is followed (step-up). ``client_metadata_url``
     names a client ID metadata document, used instead of registering where the
-    authorization server supports them."""
+    authorization server supports them.
+
+    ``grant="client_credentials"`` signs in with no person in the loop (machine to machine,
+    RFC 6749 §4.4): the declared ``client_id`` authenticates with ``client_secret=from_env(...)``
+    (HTTP Basic) or with a JWT it signs (RFC 7523 §2.2) with ``private_key=from_env(...)`` or
+    ``private_key_file=...`` (a PEM key; ``signing_algorithm`` as the server registered it).
+    ``issuer`` names the authorization server those credentials belong to: they are then
+    sent to no other."""
     if isinstance(scopes, str):
         raise AuthoringError("oauth(scopes=...) is a list of scope names, not one string")
     if client_secret is not None and not isinstance(client_secret, EnvValue):
@@ -77,6 +99,16 @@ def oauth(
         )
     if not authorization_timeout_seconds > 0:
         raise AuthoringError("oauth(authorization_timeout_seconds=...) must be positive")
+    _check_grant(
+        grant,
+        client_id=client_id,
+        has_secret=client_secret is not None,
+        private_key=private_key,
+        private_key_file=private_key_file,
+        person_only=redirect_url is not None or client_metadata_url is not None,
+    )
+    if issuer is not None and not issuer.startswith(("http://", "https://")):
+        raise AuthoringError(f"oauth(issuer=...) must be an http(s) URL, not {issuer!r}")
     return OAuth(
         scopes=tuple(scopes) if scopes is not None else None,
         client_id=client_id,
@@ -85,4 +117,53 @@ def oauth(
         client_name=client_name,
         client_metadata_url=client_metadata_url,
         authorization_timeout_seconds=float(authorization_timeout_seconds),
+        grant=grant,
+        private_key=private_key,
+        private_key_file=private_key_file,
+        signing_algorithm=signing_algorithm,
+        issuer=issuer,
     )
+
+
+def _check_grant(
+    grant: str,
+    *,
+    client_id: str | None,
+    has_secret: bool,
+    private_key: object,
+    private_key_file: str | None,
+    person_only: bool,
+) -> None:
+    """The options a grant takes: a machine's sign-in has a declared client and one way
+    to authenticate it; a person's takes no private key."""
+    has_key = private_key is not None or private_key_file is not None
+    if grant == "authorization_code":
+        if has_key:
+            raise AuthoringError(
+                "oauth(private_key=...) signs a client credentials grant: add "
+                "grant='client_credentials'"
+            )
+        return
+    if grant != "client_credentials":
+        raise AuthoringError(
+            f"oauth(grant=...) is 'authorization_code' or 'client_credentials', not {grant!r}"
+        )
+    if client_id is None:
+        raise AuthoringError(
+            "oauth(grant='client_credentials') needs the client_id registered for it"
+        )
+    if private_key is not None and not isinstance(private_key, EnvValue):
+        raise AuthoringError(
+            "oauth(private_key=...) must come from from_env('VARIABLE') (or use "
+            "private_key_file=...): a literal key would be written into .eve/"
+        )
+    if [has_secret, private_key is not None, private_key_file is not None].count(True) != 1:
+        raise AuthoringError(
+            "oauth(grant='client_credentials') authenticates the client one way: "
+            "client_secret=from_env(...), private_key=from_env(...) or private_key_file=..."
+        )
+    if person_only:
+        raise AuthoringError(
+            "oauth(grant='client_credentials') sends no one to sign in: redirect_url and "
+            "client_metadata_url do not apply"
+        )

@@ -53,6 +53,11 @@ def _oauth(auth: OAuth) -> OAuthSettings:
         client_name=auth.client_name,
         client_metadata_url=auth.client_metadata_url,
         authorization_timeout_seconds=auth.authorization_timeout_seconds,
+        grant=auth.grant,
+        private_key=None if auth.private_key is None else _env_value(auth.private_key),
+        private_key_file=auth.private_key_file,
+        signing_algorithm=auth.signing_algorithm,
+        issuer=auth.issuer,
     )
 
 

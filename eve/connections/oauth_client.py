@@ -16,7 +16,11 @@ sign-in for the wider scope (step-up). This module gives it what is eve's:
   listener of this process while it waits, unless an eve server holds the port
   (``connections.loopback``);
 - **named errors**: the SDK's failures happen inside the transport, which reports them as
-  a closed connection, so the link keeps the real one and the pool raises it.
+  a closed connection, so the link keeps the real one and the pool raises it
+  (``connections.oauth_flow``).
+
+A ``grant="client_credentials"`` connection has no person: its provider is the SDK's
+machine-to-machine one (``connections.oauth_machine``), with the same storage.
 """
 
 from __future__ import annotations
@@ -25,18 +29,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
 import httpx2
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from eve.connections import authorization
 from eve.connections.loopback import LoopbackListener
+from eve.connections.oauth_flow import NamedFailures
+from eve.connections.oauth_machine import machine_provider
 from eve.connections.transports import env_secret
 from eve.errors import (
     MCPAuthorizationFailed,
@@ -154,8 +160,8 @@ def _redact_tokens(tokens: OAuthToken) -> None:
         add_secret(tokens.refresh_token)
 
 
-class _Provider(OAuthClientProvider):
-    """The SDK's provider, with the stored expiry restored and its failures kept by name."""
+class _Provider(NamedFailures, OAuthClientProvider):
+    """The SDK's provider for a person's sign-in (authorization code with PKCE)."""
 
     def __init__(self, link: OAuthLink, grant: _Grant, metadata: OAuthClientMetadata) -> None:
         server = link.entry.server
@@ -169,40 +175,7 @@ class _Provider(OAuthClientProvider):
             client_metadata_url=link.settings.client_metadata_url,
         )
         self.link = link
-        self.grant = grant
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        # the SDK restores tokens without their expiry (it knows only a relative
-        # expires_in); with the absolute time stored, an expired token is refreshed before
-        # it is sent rather than after the server refuses it
-        self.context.token_expiry_time = self.grant.expires_at
-
-    async def async_auth_flow(
-        self, request: httpx2.Request
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = super().async_auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        except MCPConnectionError as error:
-            self.link.failure = error
-            raise
-        except (OAuthFlowError, ValueError) as error:
-            # discovery, registration or the token request failed (ValueError: metadata
-            # the SDK could not validate); the message quotes the server's error body
-            self.link.failure = MCPAuthorizationFailed(
-                f"connection {self.link.entry.name!r}: OAuth sign-in failed: "
-                f"{type(error).__name__}: {error}",
-                connection=self.link.entry.name,
-            )
-            raise
-        finally:
-            await flow.aclose()
+        self.expiry = grant
 
 
 class OAuthLink:
@@ -224,6 +197,11 @@ class OAuthLink:
         self._answer: asyncio.Future[authorization.Callback] | None = None
         #: the loopback listener, open from the link's going out until the answer
         self._listening = contextlib.AsyncExitStack()
+        if settings.grant == "client_credentials":
+            # no person: the declared client signs in as itself (connections.oauth_machine)
+            grant = _Grant(self)
+            self.auth: httpx2.Auth = machine_provider(self, settings, grant, grant)
+            return
         scope = " ".join(settings.scopes) if settings.scopes else None
         secret = self._client_secret()
         metadata = OAuthClientMetadata(
@@ -234,7 +212,7 @@ class OAuthLink:
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
             scope=scope,
         )
-        self.auth: httpx2.Auth = _Provider(self, _Grant(self), metadata)
+        self.auth = _Provider(self, _Grant(self), metadata)
 
     def _client_secret(self) -> str | None:
         declared = self.settings.client_secret

@@ -30,6 +30,7 @@ from eve.runtime.server_asks import FormAnswer, Sampled, SamplingAsk, SamplingRe
 from tests.connections.servers import entry
 
 SECRET_ENV = "EVE_CONFORMANCE_CLIENT_SECRET"
+KEY_ENV = "EVE_CONFORMANCE_PRIVATE_KEY"
 #: the client ID metadata document the suite's basic-cimd scenario expects (SEP-991)
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
@@ -50,8 +51,29 @@ def _arguments(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _auth() -> Any:
+def _machine(context: dict[str, Any]) -> Any:
+    """The client credentials scenarios: the client's secret, or its private key signing
+    a JWT (RFC 7523), both handed over in the context."""
+    if context.get("private_key_pem"):
+        os.environ[KEY_ENV] = context["private_key_pem"]
+        return oauth(
+            grant="client_credentials",
+            client_id=context["client_id"],
+            private_key=from_env(KEY_ENV),
+            signing_algorithm=context.get("signing_algorithm", "RS256"),
+        )
+    os.environ[SECRET_ENV] = context["client_secret"]
+    return oauth(
+        grant="client_credentials",
+        client_id=context["client_id"],
+        client_secret=from_env(SECRET_ENV),
+    )
+
+
+def _auth(scenario: str) -> Any:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    if scenario.startswith("auth/client-credentials"):
+        return _machine(context)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -114,7 +136,7 @@ async def main(url: str) -> int:
     connection = define_mcp_connection(
         description="The conformance suite's server.",
         url=url,
-        auth=_auth() if signs_in else None,
+        auth=_auth(scenario) if signs_in else None,
         connect_timeout_seconds=20,
         call_timeout_seconds=20,
     )

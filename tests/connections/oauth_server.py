@@ -3,8 +3,9 @@
 Written for the tests from the specifications, each rule citing its section: the MCP
 authorization spec (2025-11-25, "Authorization"), RFC 9728 (protected resource metadata),
 RFC 8414 (authorization server metadata), RFC 7591 (dynamic client registration), RFC 6749
-(the code and refresh grants and their errors), RFC 7636 (PKCE) and RFC 6750 (bearer
-tokens and their challenges). The MCP server is the SDK's (``MCPServer``, Streamable HTTP);
+(the code, refresh and client credentials grants and their errors), RFC 7523 (a client
+authenticating with a JWT it signs), RFC 7636 (PKCE) and RFC 6750 (bearer tokens and their
+challenges). The MCP server is the SDK's (``MCPServer``, Streamable HTTP);
 the authorization is this module's. It runs in a thread (uvicorn), and a test reads and
 changes its state directly: who signs in next, which refresh tokens are revoked.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_plus, urlencode
 
+import jwt
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from starlette.applications import Starlette
@@ -36,6 +38,8 @@ from tests.connections.servers import free_port
 #: the scope every MCP request needs, and the one the ``admin`` tool needs besides
 READ = "mcp:read"
 ADMIN = "mcp:admin"
+#: RFC 7523 §2.2: the client_assertion_type of a client authenticating with a JWT
+JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 @dataclass
@@ -64,6 +68,8 @@ class AuthState:
     grants: list[str] = field(default_factory=list)
     #: how many authorization requests a person was sent to
     authorizations: int = 0
+    #: the jti of every client assertion taken (RFC 7523 §3: each used once)
+    assertions: set[str] = field(default_factory=set)
 
     @property
     def resource(self) -> str:
@@ -85,18 +91,21 @@ class AuthState:
             return None
         return held[0]
 
-    def _issue(self, grant: Grant) -> dict[str, Any]:
-        access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    def _issue(self, grant: Grant, *, refresh: bool = True) -> dict[str, Any]:
+        access = secrets.token_urlsafe(24)
         self.access[access] = (grant, time.time() + self.access_seconds)
-        self.refresh[refresh] = grant
-        self.issued += [access, refresh]
-        return {
+        self.issued.append(access)
+        answer = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": self.access_seconds,
-            "refresh_token": refresh,
             "scope": grant.scope,
         }
+        if refresh:
+            answer["refresh_token"] = secrets.token_urlsafe(24)
+            self.refresh[answer["refresh_token"]] = grant
+            self.issued.append(answer["refresh_token"])
+        return answer
 
 
 def _error(status: int, error: str, description: str) -> JSONResponse:
@@ -121,13 +130,19 @@ class AuthorizationServer:
                 "token_endpoint": f"{issuer}/token",
                 "registration_endpoint": f"{issuer}/register",
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "grant_types_supported": [
+                    "authorization_code",
+                    "refresh_token",
+                    "client_credentials",
+                ],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": [
                     "none",
                     "client_secret_basic",
                     "client_secret_post",
+                    "private_key_jwt",
                 ],
+                "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
                 "scopes_supported": [READ, ADMIN],
             }
         )
@@ -181,15 +196,22 @@ class AuthorizationServer:
 
     async def token(self, request: Request) -> Response:
         form = await request.form()
-        client_id, secret = _client_credentials(request, form)
-        client = self.state.clients.get(client_id)
-        if client is None or (client.get("client_secret") and secret != client["client_secret"]):
+        client = self._authenticated(request, form)
+        if client is None:
             # RFC 6749 §5.2: invalid_client, 401 when the client tried to authenticate
-            return _error(401, "invalid_client", "unknown client or wrong secret")
+            return _error(401, "invalid_client", "unknown client or wrong credentials")
         grant_type = str(form.get("grant_type"))
         self.state.grants.append(grant_type)
         if grant_type == "authorization_code":
             return self._code_grant(client, form)
+        if grant_type == "client_credentials":
+            # RFC 6749 §4.4.2: only a confidential client may use it, and it is who signs
+            # in; §4.4.3: a refresh token SHOULD NOT be included
+            if client["token_endpoint_auth_method"] == "none":
+                return _error(400, "unauthorized_client", "a public client has no credentials")
+            scope = str(form.get("scope") or READ)
+            grant = Grant(client_id=client["client_id"], scope=scope, subject=client["client_id"])
+            return JSONResponse(self.state._issue(grant, refresh=False))
         if grant_type == "refresh_token":
             # RFC 6749 §6: a refresh token issued to this client, not revoked
             held = self.state.refresh.pop(str(form.get("refresh_token", "")), None)
@@ -212,6 +234,42 @@ class AuthorizationServer:
             return _error(400, "invalid_grant", "PKCE verification failed")
         grant = Grant(client_id=client["client_id"], scope=code["scope"], subject=code["subject"])
         return JSONResponse(self.state._issue(grant))
+
+    def _authenticated(self, request: Request, form: Any) -> dict[str, Any] | None:
+        """The client the token request authenticates, or None (RFC 6749 §2.3)."""
+        if form.get("client_assertion_type") == JWT_BEARER:
+            return self._asserted(str(form.get("client_assertion", "")))
+        client_id, secret = _client_credentials(request, form)
+        client = self.state.clients.get(client_id)
+        if client is None or client["token_endpoint_auth_method"] == "private_key_jwt":
+            return None
+        if client.get("client_secret") and secret != client["client_secret"]:
+            return None
+        return client
+
+    def _asserted(self, assertion: str) -> dict[str, Any] | None:
+        """RFC 7523 §3: the JWT is signed by the client's registered key, its iss and sub
+        are the client's id, its aud names this server (the issuer, or the token endpoint)
+        and it has not expired; its jti is used once (§3 item 7)."""
+        try:
+            claims = jwt.decode(assertion, options={"verify_signature": False})
+            client = self.state.clients.get(str(claims.get("iss")))
+            if client is None or client["token_endpoint_auth_method"] != "private_key_jwt":
+                return None
+            issuer = self.state.issuer
+            checked = jwt.decode(
+                assertion,
+                client["public_key"],
+                algorithms=[client["signing_alg"]],
+                audience=[issuer, f"{issuer}/", f"{issuer}/token"],
+                options={"require": ["exp", "iss", "sub", "aud", "jti"]},
+            )
+        except jwt.PyJWTError:
+            return None
+        if checked["sub"] != client["client_id"] or checked["jti"] in self.state.assertions:
+            return None
+        self.state.assertions.add(checked["jti"])
+        return client
 
 
 def _client_credentials(request: Request, form: Any) -> tuple[str, str | None]:

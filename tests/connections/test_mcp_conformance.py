@@ -23,8 +23,13 @@ REPO = Path(__file__).parents[2]
 
 #: kept few, each starting a client process (eve and the SDK imported): a sign-in with
 #: discovery, registration, PKCE, a tool call and a 403 step-up; a pre-registered client; a
-#: form accepted with its defaults (SEP-1034)
-QUICK = ["auth/scope-step-up", "auth/pre-registration", "elicitation-sep1034-client-defaults"]
+#: machine's client-credentials grant with a signed JWT; a form accepted with its defaults
+QUICK = [
+    "auth/scope-step-up",
+    "auth/pre-registration",
+    "auth/client-credentials-jwt",
+    "elicitation-sep1034-client-defaults",
+]
 #: every client scenario of the suite's version (``conformance list``)
 EVERY = [
     "initialize",

@@ -53,6 +53,33 @@ def test_the_manifest_records_the_sign_in_by_name_only(
         (lambda: oauth(authorization_timeout_seconds=0), "positive"),
         (lambda: oauth(client_metadata_url="http://x.invalid/c.json"), "https URL with a path"),
         (lambda: oauth(client_metadata_url="https://x.invalid/"), "https URL with a path"),
+        (lambda: oauth(grant="client_credentials"), "needs the client_id"),
+        (lambda: oauth(grant="client_credentials", client_id="c"), "one way"),
+        (
+            lambda: oauth(
+                grant="client_credentials",
+                client_id="c",
+                client_secret=from_env("S"),
+                private_key_file="key.pem",
+            ),
+            "one way",
+        ),
+        (
+            lambda: oauth(grant="client_credentials", client_id="c", private_key="-----BEGIN"),  # type: ignore[arg-type]
+            "from_env",
+        ),
+        (
+            lambda: oauth(
+                grant="client_credentials",
+                client_id="c",
+                client_secret=from_env("S"),
+                redirect_url="http://127.0.0.1:1/cb",
+            ),
+            "sends no one to sign in",
+        ),
+        (lambda: oauth(private_key_file="key.pem"), "grant='client_credentials'"),
+        (lambda: oauth(grant="password"), "not 'password'"),  # type: ignore[arg-type]
+        (lambda: oauth(issuer="auth.example.invalid"), "http(s) URL"),
         (
             lambda: define_mcp_connection(description="x", command=["server"], auth=oauth()),
             "Streamable HTTP",

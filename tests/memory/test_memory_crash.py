@@ -2,7 +2,10 @@
 the recovered turn runs the step again, and the entry is there once (not lost, not twice).
 
 The save and a tool that holds until released are calls of one model response, so they are
-one durable step; the server dies while ``hold`` waits, with the save already written.
+one durable step; the server dies while ``hold`` waits, with the save already written. A
+real provider asked again answers with new call ids (and maybe another decision): the
+second test rewrites the script before the restart so the rerun's save has another call id
+and another text, and only the rerun's entry remains.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from pathlib import Path
 
 from tests.conftest import AppFactory, write_files
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server, count
+from tests.sessions.harness import Server, count, script
 
 MEMORY = """
     from eve.memory import define_memory
@@ -56,3 +59,30 @@ def test_a_sigkill_mid_step_neither_loses_nor_duplicates_the_saved_memory(
         if e["type"] == "action.result" and e["data"]["name"] == "eve__memory_save"
     ]
     assert saves and all(written[0]["id"] in str(output) for output in saves)
+
+
+def test_a_rerun_with_new_call_ids_keeps_only_its_own_save(make_app: AppFactory) -> None:
+    first = {"tool_calls": [*call("eve__memory_save", text="lunch is at noon")["tool_calls"]]}
+    first["tool_calls"] += call("hold")["tool_calls"]
+    root = scripted_app(make_app, [first, say("done")], tools=("hold",))
+    write_files(root, {"agent/memory.py": MEMORY})
+    server = Server(root).start()
+    try:
+        session = server.create("when is lunch?")
+        _started(root, session)
+        written = server.get("/memory").json()["memories"]
+        assert [m["text"] for m in written] == ["lunch is at noon"]
+        server.kill()
+        # the model asked again: the save comes second (call_0_1, not call_0_0), changed
+        again = call("hold")["tool_calls"] + call("eve__memory_save", text="lunch is at one")[
+            "tool_calls"
+        ]
+        script(root, [{"tool_calls": again}, say("done")])
+        (root / "release").write_text("go")
+        server.restart()
+        server.wait_for(session, count("session.waiting", 1))
+        memories = server.get("/memory").json()["memories"]
+    finally:
+        server.stop()
+    assert [m["text"] for m in memories] == ["lunch is at one"]
+    assert memories[0]["id"] != written[0]["id"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import AppFactory, write_files
 from tests.sessions.apps import call, say, scripted_app
@@ -30,26 +31,40 @@ def _started(root: Path, session: str) -> None:
         time.sleep(0.05)
 
 
-def test_a_sigkill_mid_step_neither_loses_nor_duplicates_the_saved_memory(
-    make_app: AppFactory,
-) -> None:
-    save = call("eve__memory_save", text="the warehouse moved to Leeds")
-    step = {"tool_calls": save["tool_calls"] + call("hold")["tool_calls"]}
+Entries = list[dict[str, Any]]
+
+
+def _killed_mid_step_and_rerun(
+    make_app: AppFactory, text: str, rerun: list[dict[str, Any]] | None = None
+) -> tuple[Entries, Entries, Entries]:
+    """A step that saves ``text`` and holds; SIGKILL while it holds, then a restart (the
+    step's response replaced by the calls ``rerun`` when given: the model asked again).
+    What the first run wrote, what remains, and the session's events."""
+    saved = call("eve__memory_save", text=text)["tool_calls"]
+    step = {"tool_calls": saved + call("hold")["tool_calls"]}
     root = scripted_app(make_app, [step, say("done")], tools=("hold",))
     write_files(root, {"agent/memory.py": MEMORY})
     server = Server(root).start()
     try:
-        session = server.create("remember where the warehouse is")
+        session = server.create("remember this")
         _started(root, session)
         written = server.get("/memory").json()["memories"]
-        assert [m["text"] for m in written] == ["the warehouse moved to Leeds"]
+        assert [m["text"] for m in written] == [text]
         server.kill()
+        if rerun is not None:
+            script(root, [{"tool_calls": rerun}, say("done")])
         (root / "release").write_text("go")
         server.restart()
         events = server.wait_for(session, count("session.waiting", 1))
-        memories = server.get("/memory").json()["memories"]
+        return written, server.get("/memory").json()["memories"], events
     finally:
         server.stop()
+
+
+def test_a_sigkill_mid_step_neither_loses_nor_duplicates_the_saved_memory(
+    make_app: AppFactory,
+) -> None:
+    written, memories, events = _killed_mid_step_and_rerun(make_app, "the warehouse moved to Leeds")
     assert [m["id"] for m in memories] == [written[0]["id"]]
     # the log may show both runs of the step (the first one's events, if they were flushed
     # before the kill); every run saved the same entry
@@ -62,27 +77,9 @@ def test_a_sigkill_mid_step_neither_loses_nor_duplicates_the_saved_memory(
 
 
 def test_a_rerun_with_new_call_ids_keeps_only_its_own_save(make_app: AppFactory) -> None:
-    first = {"tool_calls": [*call("eve__memory_save", text="lunch is at noon")["tool_calls"]]}
-    first["tool_calls"] += call("hold")["tool_calls"]
-    root = scripted_app(make_app, [first, say("done")], tools=("hold",))
-    write_files(root, {"agent/memory.py": MEMORY})
-    server = Server(root).start()
-    try:
-        session = server.create("when is lunch?")
-        _started(root, session)
-        written = server.get("/memory").json()["memories"]
-        assert [m["text"] for m in written] == ["lunch is at noon"]
-        server.kill()
-        # the model asked again: the save comes second (call_0_1, not call_0_0), changed
-        again = call("hold")["tool_calls"] + call("eve__memory_save", text="lunch is at one")[
-            "tool_calls"
-        ]
-        script(root, [{"tool_calls": again}, say("done")])
-        (root / "release").write_text("go")
-        server.restart()
-        server.wait_for(session, count("session.waiting", 1))
-        memories = server.get("/memory").json()["memories"]
-    finally:
-        server.stop()
+    # the model asked again: the save comes second (call_0_1, not call_0_0), changed
+    changed = call("eve__memory_save", text="lunch is at one")["tool_calls"]
+    rerun = call("hold")["tool_calls"] + changed
+    written, memories, _ = _killed_mid_step_and_rerun(make_app, "lunch is at noon", rerun)
     assert [m["text"] for m in memories] == ["lunch is at one"]
     assert memories[0]["id"] != written[0]["id"]

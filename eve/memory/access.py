@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Any, assert_never
 
 from eve.auth.principal import Principal, ref_of
+from eve.authoring.context import (
+    StepAttempt,
+    listen_for_fresh_steps,
+    stop_listening_for_fresh_steps,
+)
 from eve.errors import MemoryNotFound, MemorySlotUnknown, MemoryUnavailable
 from eve.manifest import (
     DatabaseMemoryProvider,
@@ -45,7 +50,7 @@ from eve.redact import redact
 MAX_TEXT_CHARS = 4000
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, eq=False)  # by identity: a fresh-step listener, held weakly
 class MemoryHost:
     """Where a process's memory stores live, each opened once on first use."""
 
@@ -53,11 +58,37 @@ class MemoryHost:
     #: the session database (SQLAlchemy URL); None: no database here (``database()``
     #: slots raise ``MemoryUnavailable``)
     database_url: str | None
-    #: turns are durable steps: a write's id comes from its call, so a step run again after
-    #: a crash rewrites the same entry (in process, each write is a new entry)
+    #: turns are durable steps: a save is tagged with its step part, and a fresh attempt
+    #: of a part first deletes what an unrecorded earlier attempt saved (``fresh_step``);
+    #: its id comes from its call (in process, each write is a new entry)
     durable: bool = False
     _stores: dict[str, MemoryStore] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the slots of each node bound here: the scopes a step part may have written
+    _nodes: dict[str, list[MemoryEntry]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.durable:
+            listen_for_fresh_steps(self)
+
+    def bind(self, node_id: str, entries: list[MemoryEntry]) -> None:
+        with self._lock:
+            self._nodes[node_id] = entries
+
+    async def fresh_step(self, attempt: StepAttempt) -> None:
+        """Delete the entries an earlier attempt of ``attempt.step`` saved: it died before
+        its record was written, so this attempt (asked of the model again, maybe with new
+        call ids or another decision) would otherwise save them a second time."""
+        with self._lock:
+            nodes = list(self._nodes.items())
+        turn = Turn(session_id=attempt.session_id, principal=attempt.principal)
+        work: dict[tuple[int, MemoryKey], tuple[MemoryStore, MemoryKey]] = {}
+        for node_id, entries in nodes:
+            for entry in entries:
+                store, key = self.store(entry.provider), key_of(entry, node_id, turn, self.app_root)
+                work[(id(store), key)] = (store, key)
+        if work:
+            await asyncio.to_thread(lambda: [s.discard(k, attempt.step) for s, k in work.values()])
 
     def store(self, provider: MemoryProviderEntry) -> MemoryStore:
         with self._lock:
@@ -88,6 +119,7 @@ class MemoryHost:
                 assert_never(provider)
 
     def close(self) -> None:
+        stop_listening_for_fresh_steps(self)
         with self._lock:
             for store in self._stores.values():
                 store.close()
@@ -106,6 +138,20 @@ class Turn:
     principal: Principal
     turn_id: str = "turn_0"
     call_id: str = ""
+    #: the durable step part the call runs in (``StepAttempt.step``; "": none)
+    step: str = ""
+
+
+def key_of(entry: MemoryEntry, node_id: str, turn: Turn, app_root: Path) -> MemoryKey:
+    """The scope of ``entry``'s slot that a call of ``turn`` on ``node_id`` works in."""
+    slot = SlotKey(
+        namespace=namespace_of(entry, app_root),
+        node_id=node_id,
+        slot=entry.name,
+        scope=entry.scope,
+    )
+    owner = owner_of(entry.scope, session_id=turn.session_id, principal=turn.principal)
+    return MemoryKey(slot=slot, owner=owner)
 
 
 class NodeMemory:
@@ -115,6 +161,7 @@ class NodeMemory:
         self.host = host
         self.node_id = node_id
         self.slots = {entry.name: entry for entry in entries}
+        host.bind(node_id, entries)
 
     def entry(self, name: str | None) -> MemoryEntry:
         if name is None and len(self.slots) == 1:
@@ -128,14 +175,7 @@ class NodeMemory:
         return found
 
     def key(self, entry: MemoryEntry, turn: Turn) -> MemoryKey:
-        slot = SlotKey(
-            namespace=namespace_of(entry, self.host.app_root),
-            node_id=self.node_id,
-            slot=entry.name,
-            scope=entry.scope,
-        )
-        owner = owner_of(entry.scope, session_id=turn.session_id, principal=turn.principal)
-        return MemoryKey(slot=slot, owner=owner)
+        return key_of(entry, self.node_id, turn, self.host.app_root)
 
     async def save(
         self, name: str | None, text: str, metadata: dict[str, Any], turn: Turn
@@ -158,6 +198,7 @@ class NodeMemory:
                 metadata=clean_meta,
                 writer=writer,
                 semantic=entry.search == "semantic",
+                step=turn.step if self.host.durable else "",
             )
         )
 

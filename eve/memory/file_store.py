@@ -30,6 +30,8 @@ class _ScopeFile(msgspec.Struct, kw_only=True):
     node_id: str
     owner: str
     entries: list[MemoryRecord] = []
+    #: the durable step part that saved an entry, by id (``MemoryStore.discard``)
+    steps: dict[str, str] = {}
 
 
 _decoder = msgspec.json.Decoder(_ScopeFile)
@@ -85,6 +87,7 @@ class FileMemory:
         metadata: dict[str, Any],
         writer: Writer,
         semantic: bool = False,
+        step: str = "",
     ) -> MemoryRecord:
         scope = self._load(key)
         now = time.time()
@@ -101,8 +104,21 @@ class FileMemory:
             session_id=writer.session_id,
         )
         scope.entries = [e for e in scope.entries if e.id != id] + [record]
+        scope.steps.pop(id, None)
+        if step:
+            scope.steps[id] = step
         self._write(key, scope)
         return record
+
+    def discard(self, key: MemoryKey, step: str) -> int:
+        scope = self._read(self._path(key))
+        gone = {id for id, saved_by in scope.steps.items() if saved_by == step} if scope else set()
+        if scope is None or not gone:
+            return 0  # the common case: no earlier attempt, no file written
+        scope.entries = [e for e in scope.entries if e.id not in gone]
+        scope.steps = {id: s for id, s in scope.steps.items() if id not in gone}
+        self._write(key, scope)
+        return len(gone)
 
     def search(
         self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
@@ -145,6 +161,7 @@ class FileMemory:
         if len(kept) == len(scope.entries):
             return False
         scope.entries = kept
+        scope.steps.pop(id, None)
         self._write(key, scope)
         return True
 
@@ -183,6 +200,8 @@ class FileMemory:
             if len(kept) != len(scope.entries):
                 erased += len(scope.entries) - len(kept)
                 scope.entries = kept
+                ids_kept = {e.id for e in kept}
+                scope.steps = {id: s for id, s in scope.steps.items() if id in ids_kept}
                 self._replace(path, scope)
         return erased
 

@@ -36,7 +36,7 @@ from eve.memory.tables import create_memory_tables, memories
 T = TypeVar("T")
 #: scopes whose vectors stay in memory between searches (each 1 KB per entry)
 VECTOR_CACHE_SCOPES = 64
-_COLUMNS = [c for c in memories.c if c.name != "embedding"]
+_COLUMNS = [c for c in memories.c if c.name not in ("embedding", "step")]
 
 
 def memory_engine(url: str) -> Engine:
@@ -157,6 +157,7 @@ class DatabaseMemory:
         metadata: dict[str, Any],
         writer: Writer,
         semantic: bool = False,
+        step: str = "",
     ) -> MemoryRecord:
         now = time.time()
         vector = embedding.to_bytes(embedding.embed([text])[0]) if semantic else None
@@ -174,6 +175,7 @@ class DatabaseMemory:
             "metadata": json.dumps(metadata, sort_keys=True),
             "updated_at": now,
             "embedding": None if in_vec0 else vector,
+            "step": step or None,
         }
 
         def write(c: Connection) -> MemoryRecord:
@@ -307,6 +309,9 @@ class DatabaseMemory:
 
     def forget(self, key: MemoryKey, id: str) -> bool:
         return self._delete(sa.and_(_in_scope(key), memories.c.id == id)) > 0
+
+    def discard(self, key: MemoryKey, step: str) -> int:
+        return self._delete(sa.and_(_in_scope(key), memories.c.step == step))
 
     def recent(self, key: MemoryKey, *, limit: int) -> list[MemoryRecord]:
         statement = (

@@ -22,10 +22,17 @@ class MemoryStore(Protocol):
         metadata: dict[str, Any],
         writer: Writer,
         semantic: bool = False,
+        step: str = "",
     ) -> MemoryRecord:
         """Store an entry under ``id``; a second save with the same id replaces the first
         (a step run again after a crash), so it is never stored twice. ``semantic``: the
-        slot searches by meaning, so the entry's embedding is stored too."""
+        slot searches by meaning, so the entry's embedding is stored too. ``step``: the
+        durable step part saving it ("": none), which ``discard`` finds it by."""
+        ...
+
+    def discard(self, key: MemoryKey, step: str) -> int:
+        """Delete the entries of ``key`` saved by ``step`` (an attempt of a step part that
+        died before its record was written); the count."""
         ...
 
     def search(

@@ -34,6 +34,9 @@ memories = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
     #: float32 vector of the text (semantic slots only)
     sa.Column("embedding", sa.LargeBinary),
+    #: the durable step part that saved it (``StepAttempt.step``; NULL in process): a
+    #: fresh attempt of that part deletes what an unrecorded earlier attempt saved
+    sa.Column("step", sa.String(300)),
     sa.Index("eve_memories_scope", "namespace", "node_id", "slot", "scope", "owner", "updated_at"),
     sa.Index("eve_memories_principal", "principal_kind", "principal_id"),
 )
@@ -57,10 +60,18 @@ _POSTGRES_FTS = [
 ]
 
 
+#: a step's discard finds its entries by this index, not by scanning a large scope
+_STEP_INDEX = "CREATE INDEX IF NOT EXISTS eve_memories_step ON eve_memories (step)"
+
+
 def create_memory_tables(engine: Engine) -> None:
-    """Create the table and its full-text index where missing (idempotent)."""
+    """Create the table and its full-text index where missing (idempotent), and add the
+    ``step`` column to a table made before it existed."""
     _metadata.create_all(engine, checkfirst=True)
     statements = _SQLITE_FTS if engine.dialect.name == "sqlite" else _POSTGRES_FTS
+    columns = {c["name"] for c in sa.inspect(engine).get_columns(memories.name)}
     with engine.begin() as connection:
-        for statement in statements:
+        if "step" not in columns:
+            connection.exec_driver_sql("ALTER TABLE eve_memories ADD COLUMN step VARCHAR(300)")
+        for statement in [*statements, _STEP_INDEX]:
             connection.exec_driver_sql(statement)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from eve.authoring.context import ToolContext
+from eve.authoring.context import ToolContext, running_step
 from eve.authoring.tools import Execute
 from eve.manifest import FunctionToolEntry, MemoryEntry
 from eve.memory.access import MAX_TEXT_CHARS, NodeMemory, Turn
@@ -118,11 +118,13 @@ def memory_entries(slots: Sequence[MemoryEntry]) -> list[FunctionToolEntry]:
 
 
 def _turn(ctx: ToolContext) -> Turn:
+    step = running_step.get()
     return Turn(
         session_id=ctx.session_id,
         principal=ctx.principal,
         turn_id=ctx.turn_id,
         call_id=ctx.call_id,
+        step=step.step if step is not None else "",
     )
 
 

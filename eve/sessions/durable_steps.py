@@ -15,6 +15,7 @@ from typing import TypeVar
 import msgspec
 from dbos import DBOS
 
+from eve.authoring.context import StepAttempt, fresh_step
 from eve.context.active import EveContext
 from eve.errors import StepRecordCorrupt
 from eve.execution.checkpoints import Produce, S, StepPart
@@ -86,7 +87,15 @@ class DurableRecorder:
             ran = True
             # the permit covers the computing only: a replayed step takes none
             async with self.gate.held(), self.events.step(key) as attempt:
-                value = await produce()
+                # an earlier attempt that died before its record leaves writes (a memory
+                # saved) that this attempt would otherwise repeat: undone first
+                fresh = StepAttempt(
+                    step=f"{DBOS.workflow_id}/{key}",
+                    session_id=self.context.session_id,
+                    principal=self.context.principal,
+                )
+                async with fresh_step(fresh):
+                    value = await produce()
             record = StepCheckpoint(
                 value=msgspec.Raw(msgspec.json.encode(value)),
                 state=self.context.snapshot(),

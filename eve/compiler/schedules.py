@@ -227,7 +227,7 @@ def check_deliveries(
             problem = f"names '{name}', which is not a channel of agent/channels/ ({known})"
         elif kind not in SENDS_FIRST:
             problem = (
-                f"names '{name}', a {kind} channel: a {kind} channel answers requests and "
+                f"names '{name}', a channel of kind {kind}, which answers requests and "
                 f"cannot post first; deliver through a {' or '.join(sorted(SENDS_FIRST))} "
                 "channel, or to a webhook (webhook_url_env)"
             )

@@ -71,8 +71,10 @@ def test_the_answer_is_a_new_message_and_its_thread_continues_the_run(
         sessions = server.get("/sessions").json()["sessions"]
     finally:
         log = server.stop()
-    assert [m["ts"] for m in replies][0] == message["ts"]  # the parent, then one reply
-    assert len(replies) == 2
+    parent, reply = replies  # the run's message, then the answer to the mention, once
+    assert parent["ts"] == message["ts"]
+    assert reply["thread_ts"] == message["ts"]
+    assert reply["metadata"]["event_payload"]["session"] == run["session_id"]
     assert [s["sessionId"] for s in sessions] == [run["session_id"]]  # no thread session
     assert BOT_TOKEN not in log
 

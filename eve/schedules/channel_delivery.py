@@ -83,10 +83,10 @@ class _SlackPost:
     async def run(self) -> str:
         from slack_sdk.errors import SlackApiError
 
+        client = self.client()  # first: no token, no look at the session or Slack
         if (posted := await self.posted_before()) is not None:
             return posted
         try:
-            client = self.client()
             team = await asyncio.to_thread(client.auth_test)
             text, covers = await self.text()
             sent = await asyncio.to_thread(

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from eve.channels.declaration import ChannelDeclaration
+from eve.errors import ScheduleDeliveryFailed
+from eve.manifest import ChannelDelivery, ChannelEntry
+from eve.schedules.channel_delivery import deliver_to_channel
+from eve.schedules.delivery import RunOutcome
+from eve.sessions import SessionService
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.channels.test_slack import SECRET, mention, wait_for_replies
 from tests.conftest import AppFactory
@@ -99,3 +104,20 @@ def test_a_refusing_slack_is_retried_then_named_without_the_token(
         "the slack channel 'team' could not post to C404: Slack answered channel_not_found" in log
     )
     assert BOT_TOKEN not in log
+
+
+async def test_no_bot_token_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    team = ChannelEntry(
+        name="team", kind="slack", url_path="/channels/team", routes=[],
+        logical_path="agent/channels/team.py", source_id="channels/team.py",
+    )  # fmt: skip
+    outcome = RunOutcome(
+        name="digest", tick="t", session_id="ses_x", turn_id="turn_0", status="completed", text=""
+    )
+    # the token is checked before the session or Slack is looked at: no service needed
+    unused = cast(SessionService, None)
+    delivery = ChannelDelivery(channel="team", to="C1")
+    with pytest.raises(ScheduleDeliveryFailed, match=r"\$SLACK_BOT_TOKEN is not set") as raised:
+        await deliver_to_channel(unused, team, delivery, outcome)
+    assert (raised.value.name, raised.value.status) == ("digest", None)

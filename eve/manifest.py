@@ -373,6 +373,17 @@ class WebhookDelivery(Base, frozen=True, kw_only=True, tag="webhook", tag_field=
     url_env: str
 
 
+class ChannelDelivery(Base, frozen=True, kw_only=True, tag="channel", tag_field="kind"):
+    """Post the run's answer through a channel of ``agent/channels/`` whose kind can speak
+    first (``slack``): a new message in the conversation ``to``, a thread that continues the
+    run's session (docs/schedules.md, Delivery)."""
+
+    #: the channel's name (its file under ``channels/``, without ``.py``)
+    channel: str
+    #: the conversation the message starts in (a Slack channel id, ``C0123ABC``)
+    to: str
+
+
 class ScheduleEntry(Base, frozen=True, kw_only=True):
     """A run of the agent on a clock (``schedules/<name>.md`` or ``.py``, root only)."""
 
@@ -395,7 +406,7 @@ class ScheduleEntry(Base, frozen=True, kw_only=True):
     export_name: str = "default"
     factory: bool = False
     #: where the run's answer goes once its turn ends, if anywhere
-    deliver: WebhookDelivery | None = None
+    deliver: WebhookDelivery | ChannelDelivery | None = None
 
 
 # --- memory --------------------------------------------------------------------------------

@@ -46,6 +46,10 @@ class ScheduleDefinition:
     session: str | None = None
     #: the environment variable that holds the URL the run's answer is posted to
     webhook_url_env: str | None = None
+    #: the channel of ``agent/channels/`` the run's answer is posted through (slack)
+    channel: str | None = None
+    #: the conversation that channel posts it in (a Slack channel id)
+    to: str | None = None
     #: the line of the ``define_schedule`` call, for diagnostics
     line: int | None = None
     #: the module whose code made this definition (see the export rule)
@@ -60,6 +64,8 @@ def define_schedule(
     catch_up: bool = False,
     session: str | None = None,
     webhook_url_env: str | None = None,
+    channel: str | None = None,
+    to: str | None = None,
 ) -> ScheduleDefinition:
     """A run of the agent on a clock; see docs/schedules.md.
 
@@ -73,6 +79,9 @@ def define_schedule(
         session: run every tick as a turn of one long-lived session of this name.
         webhook_url_env: the variable holding a URL the answer is POSTed to once the turn
             ends.
+        channel: the name of a channel of ``agent/channels/`` whose kind can speak first
+            (``slack``) that posts the answer once the turn ends, as a new message of ``to``.
+        to: the conversation it is posted in (a Slack channel id, ``C0123ABC``).
     """
     if not callable(run):
         raise AuthoringError(
@@ -89,6 +98,8 @@ def define_schedule(
         catch_up=catch_up,
         session=session,
         webhook_url_env=webhook_url_env,
+        channel=channel,
+        to=to,
         line=sys._getframe(1).f_lineno,
         defined_in=caller_module(),
     )

@@ -85,7 +85,8 @@ def _blocks(reply: Reply, thread: Thread) -> list[dict[str, Any]]:
     return blocks
 
 
-def _text(reply: Reply) -> str:
+def reply_text(reply: Reply) -> str:
+    """What a reply says as plain text: the turn's words, and how it ended."""
     end: Ended = reply.end
     match end.status:
         case "completed":
@@ -167,7 +168,7 @@ class Courier:
         posted = await asyncio.to_thread(self._posted, client, thread)
         for reply in replies:
             index = reply.end.index
-            text = _text(reply)
+            text = reply_text(reply)
             if index in posted or not (text or reply.end.requests):
                 continue
             metadata = {
@@ -198,6 +199,9 @@ class Courier:
                 ours = payload.get("session") == thread.session_id
                 if metadata.get("event_type") == REPLY_EVENT and ours:
                     found.add(int(payload["index"]))
+                    # a scheduled run's message stands for every stop of its turn
+                    # (eve.schedules.channel_delivery)
+                    found.update(int(i) for i in payload.get("covers", []))
             cursor = (page.get("response_metadata") or {}).get("next_cursor")
             if not cursor:
                 return found

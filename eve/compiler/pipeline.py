@@ -45,7 +45,12 @@ from eve.compiler.memory import memory_entry
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
 from eve.compiler.output import CompiledOutput, compile_output
-from eve.compiler.schedules import ScheduleSource, markdown_schedule, python_schedule
+from eve.compiler.schedules import (
+    ScheduleSource,
+    check_deliveries,
+    markdown_schedule,
+    python_schedule,
+)
 from eve.compiler.tool_sets import ToolSetCompiler
 from eve.errors import CompileFailed
 from eve.manifest import (
@@ -358,6 +363,7 @@ class _NodeCompiler:
         ]
         channels = self.channels(node)
         schedules = [s for name, path in node.schedules if (s := self.schedule(node, name, path))]
+        check_deliveries(schedules, channels, self.sink)
         memory = [m for name, path in node.memory if (m := self.memory(node, name, path))]
         sets = self.tool_sets.node(
             sorted(set(config.tool_sets)),

@@ -9,12 +9,19 @@ from pathlib import Path
 
 from eve._frontmatter import FrontMatterError, parse_front_matter
 from eve.authoring.schedules import ScheduleDefinition
+from eve.channels.kinds import SENDS_FIRST
 from eve.compiler.diagnostics import DiagnosticSink
-from eve.manifest import ROOT_NODE_ID, ScheduleEntry, WebhookDelivery
+from eve.manifest import (
+    ROOT_NODE_ID,
+    ChannelDelivery,
+    ChannelEntry,
+    ScheduleEntry,
+    WebhookDelivery,
+)
 from eve.schedules.cron import cron_problem, timezone_problem
 
 #: the front matter a ``.md`` schedule may have
-FIELDS = frozenset({"cron", "timezone", "catch_up", "session", "webhook_url_env"})
+FIELDS = frozenset({"cron", "timezone", "catch_up", "session", "webhook_url_env", "channel", "to"})
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 _BOOLEANS = {"true": True, "false": False}
@@ -36,6 +43,8 @@ class _Fields:
     catch_up: bool
     session: str | None
     webhook_url_env: str | None
+    channel: str | None = None
+    to: str | None = None
 
 
 class _Checker:
@@ -74,6 +83,34 @@ class _Checker:
                 f"{env!r} must name the environment variable that holds the URL (e.g. "
                 "DIGEST_WEBHOOK_URL); a URL often carries a token, so it is never written here",
             )
+        self.check_channel(fields)
+
+    def check_channel(self, fields: _Fields) -> None:
+        """``channel`` and ``to`` go together, alone: one place an answer is delivered, and
+        a thread per run (a named session's runs would share the first thread's session)."""
+        if fields.channel is None and fields.to is None:
+            return
+        if fields.channel is None or fields.to is None:
+            given, missing = ("channel", "to") if fields.to is None else ("to", "channel")
+            self.error(
+                "compile/schedule-option-invalid",
+                missing,
+                f"is missing: {given} and {missing} name a channel of agent/channels/ and the "
+                "conversation it posts the answer in (channel: team, to: C0123ABC)",
+            )
+        elif fields.webhook_url_env is not None:
+            self.error(
+                "compile/schedule-option-invalid",
+                "channel",
+                "and webhook_url_env both deliver the answer; keep one",
+            )
+        elif fields.session is not None:
+            self.error(
+                "compile/schedule-option-invalid",
+                "channel",
+                "cannot go with session: each run delivered to a channel starts a thread "
+                "that is its own session",
+            )
 
 
 def _entry(
@@ -84,9 +121,11 @@ def _entry(
     export_name: str = "default",
     factory: bool = False,
 ) -> ScheduleEntry:
-    deliver = None
+    deliver: WebhookDelivery | ChannelDelivery | None = None
     if fields.webhook_url_env is not None:
         deliver = WebhookDelivery(url_env=fields.webhook_url_env)
+    elif fields.channel is not None and fields.to is not None:
+        deliver = ChannelDelivery(channel=fields.channel, to=fields.to)
     return ScheduleEntry(
         name=source.name,
         logical_path=source.logical_path,
@@ -138,6 +177,8 @@ def markdown_schedule(
         catch_up=bool(catch_up),
         session=meta.get("session") or None,
         webhook_url_env=meta.get("webhook_url_env") or None,
+        channel=meta.get("channel") or None,
+        to=meta.get("to") or None,
     )
     checker.check(fields)
     if checker.failed:
@@ -161,8 +202,40 @@ def python_schedule(
         catch_up=definition.catch_up,
         session=definition.session,
         webhook_url_env=definition.webhook_url_env,
+        channel=definition.channel,
+        to=definition.to,
     )
     checker.check(fields)
     if checker.failed:
         return None
     return _entry(source, fields, export_name=export_name, factory=factory)
+
+
+def check_deliveries(
+    schedules: list[ScheduleEntry], channels: list[ChannelEntry], sink: DiagnosticSink
+) -> None:
+    """Each ``channel:`` delivery names a channel of ``agent/channels/`` whose kind can
+    speak first; the others answer requests and have no one to post a run's answer to."""
+    kinds = {channel.name: channel.kind for channel in channels}
+    for schedule in schedules:
+        if not isinstance(schedule.deliver, ChannelDelivery):
+            continue
+        name = schedule.deliver.channel
+        kind = kinds.get(name)
+        if kind is None:
+            known = ", ".join(sorted(kinds)) or "none"
+            problem = f"names '{name}', which is not a channel of agent/channels/ ({known})"
+        elif kind not in SENDS_FIRST:
+            problem = (
+                f"names '{name}', a channel of kind {kind}, which answers requests and "
+                f"cannot post first; deliver through a {' or '.join(sorted(SENDS_FIRST))} "
+                "channel, or to a webhook (webhook_url_env)"
+            )
+        else:
+            continue
+        sink.error(
+            "compile/schedule-delivery-invalid",
+            f"schedule '{schedule.name}', field channel: {problem}",
+            source_path=schedule.logical_path,
+            node_id=ROOT_NODE_ID,
+        )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from eve.authoring.schedules import ScheduleContext, ScheduleDefinition, ScheduleRun
 from eve.errors import ScheduleRunFailed
-from eve.manifest import ROOT_NODE_ID, ScheduleEntry
+from eve.manifest import ROOT_NODE_ID, ChannelDelivery, ChannelEntry, ScheduleEntry
 from eve.runtime import CompiledAgent
 from eve.runtime.exports import load_definition
 
@@ -18,6 +18,8 @@ class ResolvedSchedule:
     entry: ScheduleEntry
     #: a ``.py`` schedule's ``run(ctx)``; None for a ``.md`` one (its prompt is the message)
     run: ScheduleRun | None = None
+    #: the channel a ``channel:`` delivery posts through (its declaration)
+    channel: ChannelEntry | None = None
 
     @property
     def name(self) -> str:
@@ -49,7 +51,9 @@ async def resolve_schedules(compiled: CompiledAgent) -> dict[str, ResolvedSchedu
     """Every schedule of ``agent/schedules/`` by name; only a ``.py`` one's module is
     imported (for its ``run``)."""
     resolved: dict[str, ResolvedSchedule] = {}
-    for entry in compiled.manifest.nodes[ROOT_NODE_ID].schedules:
+    root = compiled.manifest.nodes[ROOT_NODE_ID]
+    channels = {channel.name: channel for channel in root.channels}
+    for entry in root.schedules:
         run = None
         if entry.has_run:
             definition = await load_definition(
@@ -60,5 +64,9 @@ async def resolve_schedules(compiled: CompiledAgent) -> dict[str, ResolvedSchedu
                 definition_type=ScheduleDefinition,
             )
             run = definition.run
-        resolved[entry.name] = ResolvedSchedule(entry=entry, run=run)
+        channel = None
+        if isinstance(entry.deliver, ChannelDelivery):
+            # the compiler checked the name: a channel of this manifest
+            channel = channels[entry.deliver.channel]
+        resolved[entry.name] = ResolvedSchedule(entry=entry, run=run, channel=channel)
     return resolved

@@ -9,13 +9,13 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import msgspec
 from dbos import DBOS, DBOSClient
 
 from eve.errors import ScheduleNotFound
-from eve.manifest import ScheduleEntry
+from eve.manifest import ChannelDelivery, ScheduleEntry, WebhookDelivery
 from eve.runtime.info import ScheduleInfo, schedule_info
 from eve.schedules.cron import next_fires
 from eve.schedules.tick import SCHEDULE_WORKFLOW, dbos_name
@@ -131,8 +131,21 @@ def status_of(
         paused=paused,
         next_runs=[f.isoformat() for f in fires],
         last_run=None if latest is None else _last_run(entry.name, latest),
-        deliver=None if entry.deliver is None else f"webhook ${entry.deliver.url_env}",
+        deliver=_delivery(entry),
     )
+
+
+def _delivery(entry: ScheduleEntry) -> str | None:
+    """Where a run's answer goes, as ``eve schedules list`` shows it (never a URL)."""
+    match entry.deliver:
+        case WebhookDelivery():
+            return f"webhook ${entry.deliver.url_env}"
+        case ChannelDelivery():
+            return f"channel {entry.deliver.channel} to {entry.deliver.to}"
+        case None:
+            return None
+        case _:
+            assert_never(entry.deliver)
 
 
 def read_status(

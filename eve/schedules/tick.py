@@ -15,10 +15,11 @@ from collections.abc import Callable, Coroutine
 from contextvars import Context
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, assert_never
 
 import sqlalchemy as sa
 from dbos import DBOS
+from dbos._error import DBOSMaxStepRetriesExceeded
 
 from eve.auth.principal import OPERATOR
 from eve.authoring.schedules import ScheduleContext
@@ -26,7 +27,9 @@ from eve.channels.sessions import ChannelSessions
 from eve.channels.turn_log import Delta, Ended, turn_pieces
 from eve.errors import SessionNotActive
 from eve.events import Invocation
+from eve.manifest import ChannelDelivery, WebhookDelivery
 from eve.schedules import named_sessions
+from eve.schedules.channel_delivery import deliver_to_channel, session_owner
 from eve.schedules.delivery import RunOutcome, deliver
 from eve.schedules.resolved import ResolvedSchedule
 from eve.sessions import SessionService
@@ -87,17 +90,43 @@ class ScheduleRuntime:
             outcome = await DBOS.run_step_async(
                 {"name": "schedule.outcome"}, self.outcome, name, invocation.tick, opened
             )
-            await DBOS.run_step_async(
-                {
-                    "name": "schedule.deliver",
-                    "retries_allowed": True,
-                    "max_attempts": DELIVERY_ATTEMPTS,
-                },
-                deliver,
-                schedule.entry.deliver,
-                outcome,
-            )
+            try:
+                await DBOS.run_step_async(
+                    {
+                        "name": "schedule.deliver",
+                        "retries_allowed": True,
+                        "max_attempts": DELIVERY_ATTEMPTS,
+                    },
+                    self.deliver,
+                    schedule,
+                    outcome,
+                )
+            except DBOSMaxStepRetriesExceeded as exceeded:
+                # DBOS's error says only that the step gave up: name why, once, in the log
+                last = exceeded.errors[-1] if exceeded.errors else exceeded
+                log.warning(
+                    "schedule %s: the answer of session %s was not delivered after %d tries: "
+                    "%s: %s",
+                    name,
+                    opened.session_id,
+                    DELIVERY_ATTEMPTS,
+                    type(last).__name__,
+                    last,
+                )
+                raise
         return opened.session_id
+
+    async def deliver(self, schedule: ResolvedSchedule, outcome: RunOutcome) -> None:
+        match schedule.entry.deliver:
+            case WebhookDelivery() as webhook:
+                await deliver(webhook, outcome)
+            case ChannelDelivery() as to:
+                assert schedule.channel is not None  # resolved with its channel
+                await deliver_to_channel(self.service, schedule.channel, to, outcome)
+            case None:
+                pass
+            case _:
+                assert_never(schedule.entry.deliver)
 
     async def open(
         self, schedule: ResolvedSchedule, message: str, invocation: Invocation, key: str
@@ -112,8 +141,10 @@ class ScheduleRuntime:
         self, schedule: ResolvedSchedule, message: str, invocation: Invocation, key: str
     ) -> Opened:
         if schedule.entry.session is None:
+            # a run delivered to a channel is the channel's, so a reply there continues it
+            owner = session_owner(schedule.channel)
             made = await self.service.create(
-                message, key=key, principal=OPERATOR, invocation=invocation
+                message, key=key, principal=owner, invocation=invocation
             )
             return Opened(session_id=made.session_id, turn_id=made.turn_id or "turn_0")
         session_id = await self.named_session(schedule.entry.session, invocation, None)

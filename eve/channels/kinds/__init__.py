@@ -13,3 +13,7 @@ KIND_MODULES: dict[str, str] = {
     "slack": "eve.channels.kinds.slack",
     "custom": "eve.channels.kinds.custom",
 }
+
+#: the kinds that can post first, without a request to answer: a schedule may deliver its
+#: run's answer through a channel of one of these (eve.schedules.channel_delivery)
+SENDS_FIRST = frozenset({"slack"})

@@ -79,6 +79,17 @@ def slack_user(team: str, user: str) -> Principal:
     return Principal(id=f"slack:{team}:{user}", kind="channel", claims={"team": team, "user": user})
 
 
+def channel_principal(name: str) -> Principal:
+    """Who the slack channel ``name`` is: the owner of its threads' sessions."""
+    return Principal(id=f"slack:{name}", kind="channel")
+
+
+def thread_key(name: str, team: str, channel: str, ts: str) -> str:
+    """The idempotency key the thread ``ts`` of ``channel`` opens its session under; a
+    scheduled run posted there records its session under it too (eve.schedules)."""
+    return f"slack:{name}:{team}:{channel}:{ts}"
+
+
 def _addressed(event: dict[str, Any]) -> bool:
     """A person's mention of the bot, or a direct message to it; never a bot's own message
     or an edit (their ``subtype``), so the bot does not answer itself."""
@@ -94,7 +105,7 @@ class _SlackChannel:
         self.mount = mount
         self.options = mount.options
         # the channel owns its sessions; each user's turns and answers are that user's
-        self.principal = Principal(id=f"slack:{mount.name}", kind="channel")
+        self.principal = channel_principal(mount.name)
         self.courier = Courier(
             api_url=mount.options.api_url,
             token_env=mount.options.bot_token_env,
@@ -107,7 +118,7 @@ class _SlackChannel:
         return self.mount.sessions(self.principal, acting=acting)
 
     def thread_key(self, team: str, channel: str, ts: str) -> str:
-        return f"slack:{self.mount.name}:{team}:{channel}:{ts}"
+        return thread_key(self.mount.name, team, channel, ts)
 
     # --- requests --------------------------------------------------------------------------
 

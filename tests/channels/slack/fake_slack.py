@@ -24,6 +24,7 @@ from tests.sessions.harness import free_port
 
 BOT_TOKEN = "xoxb-test-bot-token"
 BOT_USER = "UBOT"
+TEAM = "T1"
 
 
 @dataclass
@@ -35,6 +36,10 @@ class FakeSlack:
     #: how many of the next chat.postMessage calls are answered 429
     rate_limit_next: int = 0
     rate_limited: int = 0
+    #: how many of the next chat.postMessage calls fail as Slack's own fault (HTTP 500)
+    fail_next: int = 0
+    #: every chat.postMessage call's channel, in order, refused ones included
+    post_attempts: list[str] = field(default_factory=list)
     _clock: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = field(default_factory=free_port)
@@ -93,6 +98,7 @@ class FakeSlack:
             "chat.postMessage": self._post_message,
             "chat.postEphemeral": self._post_ephemeral,
             "conversations.replies": self._replies,
+            "auth.test": self._auth_test,
         }.get(method)
         if handler is None:
             # https://api.slack.com/web#responses: an unknown method is unknown_method
@@ -103,6 +109,11 @@ class FakeSlack:
         # https://api.slack.com/docs/rate-limits: over the limit a method answers HTTP 429
         # with a Retry-After header, the seconds to wait
         with self._lock:
+            self.post_attempts.append(str(args.get("channel")))
+            if self.fail_next > 0:
+                # https://api.slack.com/web#responses: Slack's own trouble is a 5xx
+                self.fail_next -= 1
+                return JSONResponse({"ok": False, "error": "internal_error"}, status_code=500)
             if self.rate_limit_next > 0:
                 self.rate_limit_next -= 1
                 self.rate_limited += 1
@@ -135,6 +146,10 @@ class FakeSlack:
         return JSONResponse(
             {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
         )
+
+    def _auth_test(self, args: dict[str, Any]) -> Response:
+        # https://api.slack.com/methods/auth.test: who the token is, and its workspace
+        return JSONResponse({"ok": True, "team_id": TEAM, "user_id": BOT_USER, "bot_id": "B1"})
 
     def _post_ephemeral(self, args: dict[str, Any]) -> Response:
         # https://api.slack.com/methods/chat.postEphemeral: channel and user are required

@@ -220,6 +220,14 @@ def test_a_restart_mid_turn_loses_nothing(server: ChatServer, node: NodeClient) 
     (server.app_root / f"hold-{session_id}.started").unlink()
     server.start()
     started(server, "hold")  # the recovered turn runs the call again
+    # released once the client has resumed: a turn that ended first has nothing to resume
+    # (the AI SDK's reconnectToStream then gets 204, as it should)
+    for _ in range(1500):
+        if server.followed():
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the client never resumed the chat's stream")
     release(server, session_id)
     cut, resumed = node.finish()
     assert "finish" not in types(cut)  # the stopping server ended the stream whole

@@ -178,6 +178,12 @@ class ChatServer:
             raise RuntimeError("the server did not start in 30 s")
         return self
 
+    def followed(self) -> int:
+        """How many followed streams the server serves now (a resumed chat's among them)."""
+        assert self._server is not None
+        open_streams: int = self._server.config.app.state.followers.open
+        return open_streams
+
     def _app(self) -> Starlette:
         setup = asyncio.run(prepare(self.app_root, model=None, max_turns=None, announce=False))
         setup = replace(setup, client=FunctionModel(answer))

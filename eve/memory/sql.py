@@ -30,8 +30,8 @@ from eve.memory.records import (
     Writer,
     principal_ref,
 )
-from eve.memory.sqlite_engine import sqlite_engine
 from eve.memory.tables import create_memory_tables, memories
+from eve.sql_engines import sqlite_engine
 
 T = TypeVar("T")
 #: scopes whose vectors stay in memory between searches (each 1 KB per entry)

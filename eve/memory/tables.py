@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from eve.sql_engines import add_missing_columns
+
 _metadata = sa.MetaData()
 
 memories = sa.Table(
@@ -68,10 +70,8 @@ def create_memory_tables(engine: Engine) -> None:
     """Create the table and its full-text index where missing (idempotent), and add the
     ``step`` column to a table made before it existed."""
     _metadata.create_all(engine, checkfirst=True)
+    add_missing_columns(engine, _metadata)
     statements = _SQLITE_FTS if engine.dialect.name == "sqlite" else _POSTGRES_FTS
-    columns = {c["name"] for c in sa.inspect(engine).get_columns(memories.name)}
     with engine.begin() as connection:
-        if "step" not in columns:
-            connection.exec_driver_sql("ALTER TABLE eve_memories ADD COLUMN step VARCHAR(300)")
         for statement in [*statements, _STEP_INDEX]:
             connection.exec_driver_sql(statement)

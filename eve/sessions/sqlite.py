@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import refuse_lock_in_request
+from eve.sql_engines import sqlite_engine as shared_sqlite_engine
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
 #: ``pool_size`` as soon as it is returned, so an overflow is opened (its PRAGMAs run) and
@@ -37,27 +38,17 @@ def sqlite_engine(
     another's lock fails; during a request it fails for good (``fail_fast``), where DBOS
     would retry it for as long as the lock is held.
     """
-    engine = sa.create_engine(
-        url,
-        connect_args={"check_same_thread": False, "timeout": busy_timeout},
-        # DBOS's executor (the loop's default) has no thread limit, so a burst of steps
-        # uses many connections at once; SQLAlchemy's default keeps 5 and opens up to 10
-        # more, each closed again as soon as it is returned
-        pool_size=POOL_SIZE,
-        max_overflow=0,
-    )
+    pragmas = [f"synchronous={synchronous}", *(["foreign_keys=ON"] if immediate else [])]
 
-    def on_connect(connection: Any, _record: Any) -> None:
+    def isolate(connection: Any) -> None:
         if immediate:
             connection.isolation_level = "IMMEDIATE"
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-        if immediate:
-            cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
 
-    sa.event.listen(engine, "connect", on_connect)
+    # DBOS's executor (the loop's default) has no thread limit, so a burst of steps uses
+    # many connections at once; SQLAlchemy's default keeps 5 and opens up to 10 more, each
+    # closed again as soon as it is returned
+    engine = shared_sqlite_engine(
+        url, busy_timeout=busy_timeout, pragmas=pragmas, prepare=isolate, pool_size=POOL_SIZE
+    )
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
     return engine

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from eve.sql_engines import add_missing_columns
+
 _metadata = sa.MetaData()
 
 sessions = sa.Table(
@@ -171,7 +173,7 @@ def create_tables(engine: Engine) -> None:
         # another process created them between our check and our CREATE (two workers
         # starting on a new PostgreSQL database): they exist now, which is all we need
         _metadata.create_all(engine)
-    _add_missing_columns(engine)
+    add_missing_columns(engine, _metadata)
     _add_missing_indexes(engine)
 
 
@@ -187,22 +189,3 @@ def _add_missing_indexes(engine: Engine) -> None:
                 names = {found["name"] for found in sa.inspect(engine).get_indexes(table.name)}
                 if index.name not in names:
                     raise
-
-
-def _add_missing_columns(engine: Engine) -> None:
-    """Columns later versions added, on a database an earlier eve created (all nullable)."""
-    inspector = sa.inspect(engine)
-    for table in _metadata.sorted_tables:
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name not in present:
-                kind = column.type.compile(dialect=engine.dialect)
-                alter = f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"
-                try:
-                    with engine.begin() as c:
-                        c.execute(sa.text(alter))
-                except sa.exc.SQLAlchemyError:
-                    # another worker upgrading the same database added it first
-                    columns = sa.inspect(engine).get_columns(table.name)
-                    if column.name not in {found["name"] for found in columns}:
-                        raise

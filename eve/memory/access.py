@@ -14,9 +14,12 @@ import asyncio
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, assert_never
+
+from sqlalchemy.engine import Engine
 
 from eve.auth.principal import Principal, ref_of
 from eve.authoring.context import (
@@ -58,6 +61,9 @@ class MemoryHost:
     #: the session database (SQLAlchemy URL); None: no database here (``database()``
     #: slots raise ``MemoryUnavailable``)
     database_url: str | None
+    #: the session store's engine on that database, lent by a session service: memory's
+    #: table lives beside the sessions', on the same pool (None: memory opens its own)
+    engine: Callable[[], Engine] | None = None
     #: turns are durable steps: a save is tagged with its step part, and a fresh attempt
     #: of a part first deletes what an unrecorded earlier attempt saved (``fresh_step``);
     #: its id comes from its call (in process, each write is a new entry)
@@ -112,6 +118,8 @@ class MemoryHost:
                         "none is open here; run the agent with eve run, eve dev or eve serve, "
                         "or declare the slot with provider=files()"
                     )
+                if self.engine is not None:
+                    return DatabaseMemory(self.engine(), owns_engine=False)
                 return DatabaseMemory(memory_engine(self.database_url))
             case FileMemoryProvider():
                 return FileMemory((self.app_root / provider.directory).resolve())

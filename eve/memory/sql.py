@@ -85,8 +85,10 @@ def _admitted(where: MemoryFilter) -> sa.ColumnElement[bool]:
 class DatabaseMemory:
     """A ``MemoryStore`` over one database; ``semantic`` stores an embedding per entry."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, owns_engine: bool = True) -> None:
         self.engine = engine
+        #: False: the engine is lent (the session store's) and its owner disposes of it
+        self.owns_engine = owns_engine
         self.postgres = engine.dialect.name == "postgresql"
         self._ready = False
         self._lock = threading.Lock()
@@ -359,4 +361,5 @@ class DatabaseMemory:
     def close(self) -> None:
         if self._vector_engine is not None:
             self._vector_engine.dispose()
-        self.engine.dispose()
+        if self.owns_engine:
+            self.engine.dispose()

@@ -139,7 +139,11 @@ class SessionService:
         #: memory slots keep their entries in this service's database, written as
         #: durable steps (``eve.memory.access.MemoryHost``)
         self.memory = MemoryHost(
-            app_root=setup.app_root, database_url=settings.eve_url, durable=True
+            app_root=setup.app_root,
+            database_url=settings.eve_url,
+            # opened on a slot's first use, after ``start`` has opened the store
+            engine=lambda: self.store.engine,
+            durable=True,
         )
         self.setup = with_memory(setup, self.memory)
         self.settings = settings

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
@@ -41,51 +36,3 @@ class ToolContext:
     workspace: Path = field(default_factory=Path.cwd)
     principal: Principal = OPERATOR
     turn_id: str = "turn_0"
-
-
-@dataclass(frozen=True, kw_only=True)
-class StepAttempt:
-    """A durable step part starting to run fresh (not replayed from its record).
-
-    ``step`` names the part across a crash and its rerun (the turn's workflow and the part's
-    record key): an attempt that died before its record was written leaves effects tagged
-    with it, and the next fresh attempt of the same part undoes them first.
-    """
-
-    step: str
-    session_id: str
-    principal: Principal = OPERATOR
-
-
-class FreshStepListener(Protocol):
-    async def fresh_step(self, attempt: StepAttempt) -> None:
-        """Undo what an unrecorded earlier attempt of ``attempt.step`` left behind."""
-        ...
-
-
-#: the step part running fresh now (None: in process, or a replay): what a write tags
-running_step: ContextVar[StepAttempt | None] = ContextVar("eve_running_step", default=None)
-# weak: a listener (a memory host) goes with the service that made it
-_listeners: weakref.WeakSet[FreshStepListener] = weakref.WeakSet()
-
-
-def listen_for_fresh_steps(listener: FreshStepListener) -> None:
-    _listeners.add(listener)
-
-
-def stop_listening_for_fresh_steps(listener: FreshStepListener) -> None:
-    _listeners.discard(listener)
-
-
-@asynccontextmanager
-async def fresh_step(attempt: StepAttempt) -> AsyncIterator[None]:
-    """Run a step part's fresh attempt: listeners undo an earlier unrecorded attempt's
-    effects first, then the part runs with ``running_step`` naming it. The durable recorder
-    calls this, so eve.sessions need not know what the listeners (memory) keep."""
-    for listener in list(_listeners):
-        await listener.fresh_step(attempt)
-    token = running_step.set(attempt)
-    try:
-        yield
-    finally:
-        running_step.reset(token)

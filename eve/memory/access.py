@@ -22,11 +22,6 @@ from typing import Any, assert_never
 from sqlalchemy.engine import Engine
 
 from eve.auth.principal import Principal, ref_of
-from eve.authoring.context import (
-    StepAttempt,
-    listen_for_fresh_steps,
-    stop_listening_for_fresh_steps,
-)
 from eve.errors import MemoryNotFound, MemorySlotUnknown, MemoryUnavailable
 from eve.manifest import (
     DatabaseMemoryProvider,
@@ -48,6 +43,11 @@ from eve.memory.records import (
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.store import MemoryStore
 from eve.redact import redact
+from eve.step_attempts import (
+    StepAttempt,
+    listen_for_fresh_steps,
+    stop_listening_for_fresh_steps,
+)
 
 #: characters of one entry's text; a longer save is refused with this number
 MAX_TEXT_CHARS = 4000

@@ -15,7 +15,6 @@ from typing import TypeVar
 import msgspec
 from dbos import DBOS
 
-from eve.authoring.context import StepAttempt, fresh_step
 from eve.context.active import EveContext
 from eve.errors import StepRecordCorrupt
 from eve.execution.checkpoints import Produce, S, StepPart
@@ -25,6 +24,7 @@ from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.turn_events import TurnEvents
+from eve.step_attempts import StepAttempt, fresh_step
 
 R = TypeVar("R")
 _parts = msgspec.json.Decoder(StepPart)

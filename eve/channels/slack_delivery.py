@@ -85,6 +85,16 @@ def _blocks(reply: Reply, thread: Thread) -> list[dict[str, Any]]:
     return blocks
 
 
+def reply_metadata(session_id: str, index: int, covers: list[int] | None = None) -> dict[str, Any]:
+    """The metadata a posted reply carries: whose log index it answers, and for a scheduled
+    run's message every stop of its turn it stands for (``covers``), so the courier, which
+    posts what a thread lacks (``_posted``), never posts them again."""
+    payload: dict[str, Any] = {"session": session_id, "index": index}
+    if covers is not None:
+        payload["covers"] = covers
+    return {"event_type": REPLY_EVENT, "event_payload": payload}
+
+
 def reply_text(reply: Reply) -> str:
     """What a reply says as plain text: the turn's words, and how it ended."""
     end: Ended = reply.end
@@ -171,10 +181,7 @@ class Courier:
             text = reply_text(reply)
             if index in posted or not (text or reply.end.requests):
                 continue
-            metadata = {
-                "event_type": REPLY_EVENT,
-                "event_payload": {"session": thread.session_id, "index": index},
-            }
+            metadata = reply_metadata(thread.session_id, index)
             await asyncio.to_thread(
                 client.chat_postMessage,
                 channel=thread.channel,

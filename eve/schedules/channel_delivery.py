@@ -83,6 +83,8 @@ class _SlackPost:
     async def run(self) -> str:
         from slack_sdk.errors import SlackApiError
 
+        from eve.channels.slack_delivery import reply_metadata
+
         client = self.client()  # first: no token, no look at the session or Slack
         if (posted := await self.posted_before()) is not None:
             return posted
@@ -93,14 +95,9 @@ class _SlackPost:
                 client.chat_postMessage,
                 channel=self.delivery.to,
                 text=text,
-                metadata={
-                    "event_type": "eve_reply",
-                    "event_payload": {
-                        "session": self.outcome.session_id,
-                        "index": covers[-1] if covers else 0,
-                        "covers": covers,
-                    },
-                },
+                metadata=reply_metadata(
+                    self.outcome.session_id, covers[-1] if covers else 0, covers
+                ),
             )
         except SlackApiError as error:
             # Slack's error code (channel_not_found, invalid_auth…) says what; the token

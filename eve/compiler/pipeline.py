@@ -40,6 +40,7 @@ from eve.compiler.discover import Discovery, NodeFiles, discover
 from eve.compiler.emit import write_artifacts
 from eve.compiler.evals import read_evals
 from eve.compiler.imports import ModuleGraph, analyze
+from eve.compiler.instructions import AgentExport, compile_instructions, deps_entry
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.memory import memory_entry
 from eve.compiler.module_map_source import render_module_map
@@ -71,7 +72,6 @@ from eve.manifest import (
     FunctionToolEntry,
     Generator,
     HookEntry,
-    Instructions,
     MemoryEntry,
     PluginDistribution,
     ProviderToolEntry,
@@ -117,6 +117,8 @@ class _NodeCompiler:
         self.sink = sink
         self.app_root = discovery.app_root
         self.tool_sets = ToolSetCompiler(sink)
+        #: by node id: where agent.py's definition is, for a node with a deps factory
+        self.deps_exports: dict[str, AgentExport] = {}
 
     def failure(self, failure: LoadFailure, node_id: str) -> None:
         self.sink.error(
@@ -142,6 +144,9 @@ class _NodeCompiler:
             loaded = self.load(node.agent_module, AgentDefinition, node.node_id)
             if loaded is not None and isinstance(loaded[0], AgentDefinition):
                 config = loaded[0].config
+                if config.deps is not None:
+                    export = AgentExport(export_name=loaded[1], factory=loaded[2])
+                    self.deps_exports[node.node_id] = export
         if node.node_id != ROOT_NODE_ID and node.agent_module and not config.description:
             self.sink.error(
                 "compile/subagent-description-missing",
@@ -384,6 +389,9 @@ class _NodeCompiler:
         compile_reads |= {path for _, path in node.memory}
         if node.agent_module:
             compile_reads.add(node.agent_module)
+        if node.dynamic_instructions:
+            # read for its definition, called at each turn
+            compile_reads.add(node.dynamic_instructions)
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
             e.logical_path for e in hooks
         }
@@ -400,6 +408,11 @@ class _NodeCompiler:
         output = self.output(node, config)
         if output is not None and output.runtime_root is not None:
             runtime_roots.add(output.runtime_root)
+        deps = deps_entry(node, self.deps_exports.get(node.node_id))
+        if deps is not None:
+            runtime_roots.add(deps.logical_path)  # the factory is taken from its define_agent
+        if node.dynamic_instructions:
+            runtime_roots.add(node.dynamic_instructions)
         bindings = node_bindings(
             graph=self.graph,
             sources=self.discovery.sources,
@@ -415,8 +428,8 @@ class _NodeCompiler:
         return AgentNode(
             node_id=node.node_id,
             root=node.root,
-            config=agent_config(config, output=output.output if output else None),
-            instructions=self.instructions(node),
+            config=agent_config(config, output=output.output if output else None, deps=deps),
+            instructions=compile_instructions(self.app_root, node, self.load),
             tools=tools + provided,
             skills=[
                 SkillEntry(
@@ -469,12 +482,6 @@ class _NodeCompiler:
         )
         taken.update({name: f"the authored tool {path}" for name, path in node.tools})
         return taken
-
-    def instructions(self, node: NodeFiles) -> Instructions:
-        if node.instructions is None:
-            return Instructions(logical_path=None, text="")
-        text = (self.app_root / node.instructions).read_text(encoding="utf-8")
-        return Instructions(logical_path=node.instructions, text=text.strip() + "\n")
 
 
 def _check_cycles(graph: ModuleGraph, sink: DiagnosticSink) -> None:

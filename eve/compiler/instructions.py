@@ -1,0 +1,65 @@
+"""A node's system prompt and deps factory as the manifest declares them.
+
+``instructions.md`` is text, stored as it is. ``instructions.py`` and ``define_agent(deps=...)``
+are functions, which JSON cannot hold: the manifest records where each is (a module binding
+made a runtime root, its export) and the runtime re-attaches the live function, as for a tool.
+Neither is called here: both run per turn, where the session, its principal and its deps are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eve.artifacts import AGENT_DIR
+from eve.authoring.instructions import InstructionsDefinition
+from eve.compiler.bindings import source_id_for
+from eve.compiler.discover import NodeFiles
+from eve.manifest import Deps, DynamicInstructions, Instructions
+
+#: ``_NodeCompiler.load``: (definition, export name, factory), or None after a diagnostic
+Load = Callable[[str, type, str], "tuple[object, str, bool] | None"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentExport:
+    """Where a node's ``define_agent`` was found in its agent.py."""
+
+    export_name: str
+    factory: bool
+
+
+def compile_instructions(app_root: Path, node: NodeFiles, load: Load) -> Instructions:
+    """The node's prompt: instructions.md's text, and instructions.py's declaration when its
+    module gives a ``define_instructions`` definition (else ``load`` reported why not)."""
+    text = ""
+    if node.instructions is not None:
+        text = (app_root / node.instructions).read_text(encoding="utf-8").strip() + "\n"
+    return Instructions(logical_path=node.instructions, text=text, dynamic=_dynamic(node, load))
+
+
+def _dynamic(node: NodeFiles, load: Load) -> DynamicInstructions | None:
+    path = node.dynamic_instructions
+    loaded = None if path is None else load(path, InstructionsDefinition, node.node_id)
+    if path is None or loaded is None:
+        return None
+    _, export_name, factory = loaded
+    return DynamicInstructions(
+        logical_path=path,
+        source_id=source_id_for(path, node.root, AGENT_DIR),
+        export_name=export_name,
+        factory=factory,
+    )
+
+
+def deps_entry(node: NodeFiles, export: AgentExport | None) -> Deps | None:
+    """Where the runtime finds the node's deps factory: its ``define_agent`` again."""
+    if export is None or node.agent_module is None:
+        return None
+    return Deps(
+        logical_path=node.agent_module,
+        source_id=source_id_for(node.agent_module, node.root, AGENT_DIR),
+        export_name=export.export_name,
+        factory=export.factory,
+    )

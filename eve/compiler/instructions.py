@@ -8,18 +8,13 @@ Neither is called here: both run per turn, where the session, its principal and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from eve.artifacts import AGENT_DIR
-from eve.authoring.instructions import InstructionsDefinition
 from eve.compiler.bindings import source_id_for
 from eve.compiler.discover import NodeFiles
 from eve.manifest import Deps, DynamicInstructions, Instructions
-
-#: ``_NodeCompiler.load``: (definition, export name, factory), or None after a diagnostic
-Load = Callable[[str, type, str], "tuple[object, str, bool] | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,27 +25,15 @@ class AgentExport:
     factory: bool
 
 
-def compile_instructions(app_root: Path, node: NodeFiles, load: Load) -> Instructions:
-    """The node's prompt: instructions.md's text, and instructions.py's declaration when its
-    module gives a ``define_instructions`` definition (else ``load`` reported why not)."""
+def compile_instructions(
+    app_root: Path, node: NodeFiles, dynamic: DynamicInstructions | None
+) -> Instructions:
+    """The node's prompt: instructions.md's text, and where instructions.py's function is
+    (``dynamic``, found by the compiler's export rule)."""
     text = ""
     if node.instructions is not None:
         text = (app_root / node.instructions).read_text(encoding="utf-8").strip() + "\n"
-    return Instructions(logical_path=node.instructions, text=text, dynamic=_dynamic(node, load))
-
-
-def _dynamic(node: NodeFiles, load: Load) -> DynamicInstructions | None:
-    path = node.dynamic_instructions
-    loaded = None if path is None else load(path, InstructionsDefinition, node.node_id)
-    if path is None or loaded is None:
-        return None
-    _, export_name, factory = loaded
-    return DynamicInstructions(
-        logical_path=path,
-        source_id=source_id_for(path, node.root, AGENT_DIR),
-        export_name=export_name,
-        factory=factory,
-    )
+    return Instructions(logical_path=node.instructions, text=text, dynamic=dynamic)
 
 
 def deps_entry(node: NodeFiles, export: AgentExport | None) -> Deps | None:

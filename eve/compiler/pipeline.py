@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -21,6 +23,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.instructions import InstructionsDefinition
 from eve.authoring.memory import MemoryDefinition
 from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
@@ -69,6 +72,7 @@ from eve.manifest import (
     CompileMetadata,
     ConnectionEntry,
     DiagnosticsFile,
+    DynamicInstructions,
     FunctionToolEntry,
     Generator,
     HookEntry,
@@ -80,6 +84,9 @@ from eve.manifest import (
     ToolEntry,
     encode,
 )
+
+#: a manifest entry that says where a definition is (``AuthEntry``, ``DynamicInstructions``)
+E = TypeVar("E")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,18 +251,25 @@ class _NodeCompiler:
             factory=factory,
         )
 
-    def auth(self, node: NodeFiles) -> AuthEntry | None:
-        path = node.auth_module
-        loaded = None if path is None else self.load(path, AuthDefinition, node.node_id)
+    def declared(
+        self, node: NodeFiles, path: str | None, expected: type, entry: Callable[..., E]
+    ) -> E | None:
+        """Where the one ``expected`` definition of the file at ``path`` is, for the runtime
+        to load again (``auth.py``, ``instructions.py``); None without the file, or after
+        the diagnostic of a file that gives no such definition."""
+        loaded = None if path is None else self.load(path, expected, node.node_id)
         if path is None or loaded is None:
             return None
         _, export_name, factory = loaded
-        return AuthEntry(
+        return entry(
             logical_path=path,
             source_id=source_id_for(path, node.root, AGENT_DIR),
             export_name=export_name,
             factory=factory,
         )
+
+    def auth(self, node: NodeFiles) -> AuthEntry | None:
+        return self.declared(node, node.auth_module, AuthDefinition, AuthEntry)
 
     def connection(self, node: NodeFiles, name: str, path: str) -> ConnectionEntry | None:
         loaded = self.load(path, MCPConnection, node.node_id)
@@ -429,7 +443,13 @@ class _NodeCompiler:
             node_id=node.node_id,
             root=node.root,
             config=agent_config(config, output=output.output if output else None, deps=deps),
-            instructions=compile_instructions(self.app_root, node, self.load),
+            instructions=compile_instructions(
+                self.app_root,
+                node,
+                self.declared(
+                    node, node.dynamic_instructions, InstructionsDefinition, DynamicInstructions
+                ),
+            ),
             tools=tools + provided,
             skills=[
                 SkillEntry(

@@ -35,6 +35,14 @@ SUBAGENT = """
 """
 
 
+#: an agent with deps and instructions.py, and a subagent that inherits the deps
+WITH_CLERK = {
+    "agent/agent.py": AGENT_WITH_DEPS,
+    "agent/instructions.py": DYNAMIC,
+    "agent/subagents/clerk/agent.py": SUBAGENT,
+}
+
+
 def codes(root: Path) -> list[str]:
     return [d.code for d in compile_agent(root).diagnostics.items]
 
@@ -42,20 +50,15 @@ def codes(root: Path) -> list[str]:
 def test_the_manifest_says_where_instructions_py_and_the_deps_factory_are(
     make_app: AppFactory,
 ) -> None:
-    root = make_app(
-        {
-            "agent/agent.py": AGENT_WITH_DEPS,
-            "agent/instructions.py": DYNAMIC,
-            "agent/subagents/clerk/agent.py": SUBAGENT,
-            "agent/subagents/clerk/instructions.py": DYNAMIC,
-        }
-    )
+    root = make_app({**WITH_CLERK, "agent/subagents/clerk/instructions.py": DYNAMIC})
     manifest = compile_to_disk(root).manifest
     assert manifest is not None
     node = manifest.nodes["__root__"]
     assert node.instructions.text == "Be helpful.\n"
     assert node.instructions.dynamic == DynamicInstructions(
-        logical_path="agent/instructions.py", source_id="instructions.py", export_name="instructions"
+        logical_path="agent/instructions.py",
+        source_id="instructions.py",
+        export_name="instructions",
     )
     assert node.config.deps == Deps(logical_path="agent/agent.py", source_id="agent.py")
     # both are imported again at run time: runtime roots, with loaders in the module map
@@ -99,13 +102,7 @@ def test_the_root_needs_instructions_md_or_instructions_py(make_app: AppFactory)
 def test_eve_info_shows_the_dynamic_prompt_and_whose_deps_a_node_uses(
     make_app: AppFactory,
 ) -> None:
-    root = make_app(
-        {
-            "agent/agent.py": AGENT_WITH_DEPS,
-            "agent/instructions.py": DYNAMIC,
-            "agent/subagents/clerk/agent.py": SUBAGENT,
-        }
-    )
+    root = make_app(WITH_CLERK)
     compile_to_disk(root)
     shown = CliRunner().invoke(main, ["-C", str(root), "info"])
     assert shown.exit_code == 0, shown.output

@@ -18,7 +18,6 @@ from eve.errors import AuthoringError, InstructionsFailed
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.execution.inline_tasks import InlineTasks
 from eve.execution.setup import AgentSetup
-from eve.models.base import ModelRequest
 from eve.models.function import FunctionModel
 from eve.runtime import load_compiled_agent
 from tests.conftest import AppFactory
@@ -79,9 +78,7 @@ async def test_the_prompt_is_instructions_md_then_this_turns_dynamic_text(
     setup, model = await setup_of(root, script)
     first = await run_agent(setup, "hello", env=env("turn_0"))
     await run_agent(setup, "again", history=first.messages, env=env("turn_1"))
-    turn_0 = (
-        "Be helpful.\n\nEvaluation 1 for alice (__root__, turn_0); tier gold; asked: hello\n"
-    )
+    turn_0 = "Be helpful.\n\nEvaluation 1 for alice (__root__, turn_0); tier gold; asked: hello\n"
     # both steps of turn 0 under its one evaluation; turn 1 evaluated anew
     assert systems(model) == [
         turn_0,

@@ -13,14 +13,28 @@ from eve.errors import EveError
 
 if TYPE_CHECKING:
     from eve.authoring.agent import AgentDefinition, define_agent
+    from eve.authoring.deps import TurnInfo
     from eve.authoring.hooks import define_hook
+    from eve.authoring.instructions import InstructionsContext, define_instructions
 
-__all__ = ["AgentDefinition", "EveError", "__version__", "define_agent", "define_hook"]
+__all__ = [
+    "AgentDefinition",
+    "EveError",
+    "InstructionsContext",
+    "TurnInfo",
+    "__version__",
+    "define_agent",
+    "define_hook",
+    "define_instructions",
+]
 
 _LAZY = {
     "AgentDefinition": "eve.authoring.agent",
     "define_agent": "eve.authoring.agent",
     "define_hook": "eve.authoring.hooks",
+    "TurnInfo": "eve.authoring.deps",
+    "InstructionsContext": "eve.authoring.instructions",
+    "define_instructions": "eve.authoring.instructions",
 }
 
 

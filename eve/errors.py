@@ -16,7 +16,8 @@
     │       └── PluginConflict          two plugins (or a plugin and eve) claim one name
     ├── ContextError
     │   ├── ContextKeyCollision         same name, different codec presence
-    │   └── NoActiveContext             state used outside an eve context
+    │   ├── NoActiveContext             state used outside an eve context
+│   └── DepsTypeMismatch            current_deps(T) found deps of another type
     ├── ModelError                      a provider call failed (messages are redacted)
     │   ├── ModelCredentialsMissing     no API key in the environment
     │   ├── ModelSDKMissing             the provider's SDK (an eve extra) is not installed
@@ -66,6 +67,8 @@
     │   ├── EmptyModelResponse          neither text nor tool calls
     │   ├── OutputInvalid               the typed answer stayed invalid after every fix
     │   ├── OutputTruncated             the typed answer was cut at the output token limit
+│   ├── DepsFactoryFailed           define_agent(deps=...)'s factory raised at a turn's start
+│   ├── InstructionsFailed          instructions.py raised or returned no string
     │   └── TaskError                   a subagent call or workflow tool could not run
     │       ├── SubagentConfigError     a run-time configured subagent has no valid config
     │       │   ├── SubagentConfigMissing   its context key was never set
@@ -346,6 +349,18 @@ class NoActiveContext(ContextError):
     """State or a context key was used outside an active eve context."""
 
     code = "no_active_context"
+
+
+class DepsTypeMismatch(ContextError):
+    """``current_deps(T)`` found the turn's deps to be of another type than ``T``."""
+
+    code = "deps_type_mismatch"
+
+    def __init__(self, message: str, *, expected: str, actual: str) -> None:
+        super().__init__(message)
+        #: the type asked for, and the type the deps are
+        self.expected = expected
+        self.actual = actual
 
 
 class ModelError(EveError):
@@ -866,6 +881,31 @@ class OutputTruncated(ExecutionError):
         self.model_id = model_id
         #: the output limit the request asked for
         self.max_output_tokens = max_output_tokens
+
+
+class DepsFactoryFailed(ExecutionError):
+    """``define_agent(deps=...)``'s factory raised (or its generator yielded nothing) when a
+    turn started: the turn fails before any model call."""
+
+    code = "deps_factory_failed"
+
+    def __init__(self, message: str, *, node_id: str) -> None:
+        super().__init__(message)
+        #: the node whose turn needed the deps
+        self.node_id = node_id
+
+
+class InstructionsFailed(ExecutionError):
+    """A node's ``instructions.py`` raised, or returned something other than a string, when
+    a turn started: the turn fails before any model call."""
+
+    code = "instructions_failed"
+
+    def __init__(self, message: str, *, node_id: str, logical_path: str | None) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+        #: the instructions.py file (None for instructions given in code)
+        self.logical_path = logical_path
 
 
 class TaskError(ExecutionError):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -234,11 +234,26 @@ class AuthEntry(Base, frozen=True, kw_only=True):
     factory: bool = False
 
 
+class DynamicInstructions(Base, frozen=True, kw_only=True):
+    """A node's ``instructions.py``: the ``define_instructions`` function evaluated at the
+    start of each turn, its result appended to the static text."""
+
+    logical_path: str
+    source_id: str
+    export_name: str = "default"
+    #: ``default`` was a factory, evaluated again at resolve time
+    factory: bool = False
+
+
 class Instructions(Base, frozen=True, kw_only=True):
     """The always-on system prompt of a node."""
 
+    #: the node's instructions.md (None without one)
     logical_path: str | None
+    #: instructions.md's text: the static part of the prompt
     text: str
+    #: instructions.py, whose result each turn follows ``text``; None without one
+    dynamic: DynamicInstructions | None = None
 
 
 # --- MCP connections -----------------------------------------------------------------------
@@ -533,6 +548,16 @@ class Output(Base, frozen=True, kw_only=True):
     retries: int = 2
 
 
+class Deps(Base, frozen=True, kw_only=True):
+    """Where a node's ``define_agent(deps=factory)`` is: its agent.py (a runtime root of the
+    node), whose definition the runtime loads again to take the live factory from."""
+
+    logical_path: str
+    source_id: str
+    export_name: str = "default"
+    factory: bool = False
+
+
 ThinkingMode = Literal["auto", "adaptive", "budget"]
 OpenAIApi = Literal["auto", "responses", "chat-completions"]
 
@@ -566,6 +591,9 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     #: the type the final answer is validated into, if any
     output: Output | None = None
     model_settings: ModelSettings = ModelSettings()
+    #: the node's own deps factory (a subagent without one inherits its caller's at resolve
+    #: time); None without one
+    deps: Deps | None = None
 
 
 class AgentNode(Base, frozen=True, kw_only=True):
@@ -655,6 +683,8 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     root: str
     agent_module: str | None
     instructions: str | None
+    #: the node's instructions.py, when it has one
+    dynamic_instructions: str | None = None
     auth_module: str | None = None
     tools: list[str] = []
     skills: list[str] = []

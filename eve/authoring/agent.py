@@ -9,6 +9,7 @@ import pydantic
 
 from eve._format import pydantic_problems
 from eve.authoring._caller import caller_module
+from eve.authoring.deps import DepsFactory, check_deps_factory
 from eve.context.keys import Codec, ContextKey
 from eve.errors import AuthoringError
 
@@ -150,6 +151,9 @@ class AgentConfigModel(_Strict):
     output_retries: int = pydantic.Field(default=2, ge=0, le=10)
     #: temperature, max output tokens, top_p, stop sequences, seed and provider extras
     model_settings: ModelSettingsConfig = ModelSettingsConfig()
+    #: the factory of the object tools, hooks and dynamic instructions reach as ``ctx.deps``,
+    #: called at the start of each turn (``eve.authoring.deps``)
+    deps: Annotated[DepsFactory, pydantic.AfterValidator(check_deps_factory)] | None = None
 
     @pydantic.model_validator(mode="before")
     @classmethod
@@ -225,8 +229,10 @@ def define_agent(**options: Any) -> AgentDefinition:
     ``thinking``, ``openai_api``, ``output_schema`` (a pydantic model class or a JSON Schema:
     the final answer's type), ``output_retries`` and ``model_settings`` (``{"temperature":
     0.2, "max_output_tokens": 2000, "top_p": ..., "stop_sequences": [...], "seed": ...,
-    "extra": {...}}``); for a subagent, ``runtime_config`` (a
-    key made with ``runtime_config_key``) to be configured at each call instead.
+    "extra": {...}}``) and ``deps`` (a factory of the object tools reach as ``ctx.deps``,
+    called with the turn's ``TurnInfo`` at the start of each turn); for a subagent,
+    ``runtime_config`` (a key made with ``runtime_config_key``) to be configured at each
+    call instead.
     Unknown keys are rejected.
     """
     key = options.get("runtime_config")

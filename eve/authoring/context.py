@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
 
+#: the type of ``ctx.deps`` (``define_agent(deps=...)``'s factory's result); a bare
+#: ``ToolContext`` is ``ToolContext[Any]``, so tools that take no deps need not name one
+DepsT = TypeVar("DepsT", default=Any)
+#: ``ctx.deps`` of an agent without a deps factory (typed Any, so it is any ``DepsT``)
+NO_DEPS: Any = None
+
 
 @dataclass(frozen=True, kw_only=True)
-class ToolContext:
-    """The call a tool is serving.
+class ToolContext(Generic[DepsT]):
+    """The call a tool is serving. ``ToolContext[Db]`` types ``ctx.deps`` as ``Db``.
 
     Attributes:
         session_id: the session the call belongs to.
@@ -26,6 +35,8 @@ class ToolContext:
             kind, claims); the operator in ``eve run`` and ``eve dev``.
         turn_id: the turn the call belongs to (``turn_3``): with ``session_id`` and
             ``call_id`` it names the call across a crash and the step's rerun.
+        deps: what the agent's ``define_agent(deps=factory)`` built for this turn (None
+            without a factory); rebuilt each turn, never stored.
     """
 
     session_id: str
@@ -36,3 +47,6 @@ class ToolContext:
     workspace: Path = field(default_factory=Path.cwd)
     principal: Principal = OPERATOR
     turn_id: str = "turn_0"
+    # None when the agent declares no factory: typed as DepsT so ``ToolContext[Db]`` reads
+    # ``ctx.deps`` as ``Db`` (eve cannot check the annotation against the factory)
+    deps: DepsT = NO_DEPS

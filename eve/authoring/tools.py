@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, get_type_hints, overload
+from typing import Annotated, Any, get_origin, get_type_hints, overload
 
 import pydantic
 from pydantic.fields import FieldInfo
@@ -244,7 +244,9 @@ def provider_tool(
 
 def _context_parameter(fn: Callable[..., Any], hints: dict[str, Any]) -> str | None:
     for name in inspect.signature(fn).parameters:
-        if hints.get(name) is ToolContext:
+        hint = hints.get(name)
+        # ``ToolContext[Deps]`` (typed deps) is the context too, not an input field
+        if hint is ToolContext or get_origin(hint) is ToolContext:
             return name
     return None
 

@@ -29,8 +29,7 @@ def _print_node(node: NodeInfo, indent: str) -> None:
         click.echo(f"{indent}  context window: {UNKNOWN_WINDOW}")
     if node.description:
         click.echo(f"{indent}  description: {node.description}")
-    if node.instructions_path:
-        click.echo(f"{indent}  instructions: {node.instructions_path}")
+    _print_turn_inputs(node, indent)
     if node.output_schema is not None:
         fields = ", ".join(node.output_schema.get("properties", {}))
         title = node.output_schema.get("title", "an object")
@@ -60,6 +59,18 @@ def _print_node(node: NodeInfo, indent: str) -> None:
             f"{indent}  connection {connection.name} ({connection.transport} "
             f"{connection.target}, {connection.expose}): {connection.description}"
         )
+
+
+def _print_turn_inputs(node: NodeInfo, indent: str) -> None:
+    """The node's prompt files and its deps factory: what each turn starts from."""
+    prompt = [p for p in (node.instructions_path, node.dynamic_instructions_path) if p]
+    if prompt:
+        dynamic = " (evaluated each turn)" if node.dynamic_instructions_path else ""
+        click.echo(f"{indent}  instructions: {' + '.join(prompt)}{dynamic}")
+    if node.deps is not None:
+        owner = node.deps.inherited_from
+        whose = "" if owner is None else f", inherited from {owner or 'the root'}"
+        click.echo(f"{indent}  deps: the factory of {node.deps.source}{whose}")
 
 
 @click.command("info")

@@ -50,6 +50,8 @@ UNSUPPORTED_DIRS = frozenset(
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
+#: a node's dynamic instructions (``define_instructions``), appended to instructions.md
+DYNAMIC_INSTRUCTIONS_FILE = "instructions.py"
 #: the root agent's custom auth hook (``define_auth``)
 AUTH_FILE = "auth.py"
 #: a node's one memory slot, named ``memory`` (``memory/<name>.py`` holds named ones)
@@ -72,6 +74,8 @@ class NodeFiles:
     root: str
     agent_module: str | None = None
     instructions: str | None = None
+    #: ``instructions.py``: the part of the system prompt evaluated each turn
+    dynamic_instructions: str | None = None
     #: ``auth.py``: the server's custom auth hook (root agent only)
     auth_module: str | None = None
     tools: list[tuple[str, str]] = field(default_factory=list)  # (tool name, path)
@@ -103,6 +107,7 @@ class Discovery:
                     root=node.root,
                     agent_module=node.agent_module,
                     instructions=node.instructions,
+                    dynamic_instructions=node.dynamic_instructions,
                     auth_module=node.auth_module,
                     tools=[path for _, path in node.tools],
                     skills=[skill.path for skill in node.skills],
@@ -138,10 +143,12 @@ class _Walker:
                 self.node_dir(node, entry)
             else:
                 self.node_file(node, entry)
-        if node_id == ROOT_NODE_ID and node.instructions is None:
+        prompt = (node.instructions, node.dynamic_instructions)
+        if node_id == ROOT_NODE_ID and prompt == (None, None):
             self.sink.error(
                 "discover/required-instructions-missing",
-                "the agent has no instructions.md: write the system prompt there",
+                "the agent has no instructions.md: write the system prompt there (or its "
+                "part that changes per turn in instructions.py)",
                 source_path=node.root,
                 node_id=node_id,
             )
@@ -171,6 +178,8 @@ class _Walker:
             node.agent_module = rel
         elif entry.name == "instructions.md":
             node.instructions = rel
+        elif entry.name == DYNAMIC_INSTRUCTIONS_FILE:
+            node.dynamic_instructions = rel
         elif entry.name == AUTH_FILE:
             self.auth_file(node, rel)
         elif entry.name == MEMORY_FILE:
@@ -179,7 +188,7 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-file",
                 f"{entry.name} is not part of an agent (expected agent.py, instructions.md, "
-                "auth.py, memory.py and the directories tools/, skills/, hooks/, "
+                "instructions.py, auth.py, memory.py and the directories tools/, skills/, hooks/, "
                 "connections/, channels/, memory/, subagents/, lib/); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,

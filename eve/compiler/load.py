@@ -21,6 +21,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.instructions import InstructionsDefinition
 from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import ToolDefinition
 
@@ -32,6 +33,7 @@ DEFINITION_TYPES: tuple[type, ...] = (
     ChannelDefinition,
     AuthDefinition,
     ScheduleDefinition,
+    InstructionsDefinition,
 )
 _KIND_NAMES = {
     AgentDefinition: "an agent definition",
@@ -41,6 +43,7 @@ _KIND_NAMES = {
     ChannelDefinition: "a channel (ai_sdk(...), a2a(...), define_channel(...) …)",
     AuthDefinition: "a custom auth hook (define_auth(authenticate))",
     ScheduleDefinition: "a schedule (define_schedule(cron=..., run=...))",
+    InstructionsDefinition: "dynamic instructions (@define_instructions over a function of ctx)",
 }
 
 

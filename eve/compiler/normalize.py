@@ -17,6 +17,7 @@ from eve.manifest import (
     Approval,
     Compaction,
     ContextWindow,
+    Deps,
     FunctionToolEntry,
     HookEntry,
     Limits,
@@ -171,9 +172,12 @@ def context_window(model: str | None, override: int | None) -> ContextWindow | N
     )
 
 
-def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> AgentConfig:
+def agent_config(
+    config: AgentConfigModel, *, output: Output | None = None, deps: Deps | None = None
+) -> AgentConfig:
     """The manifest form of a validated ``define_agent`` call; ``output`` is its
-    ``output_schema`` compiled (``compiler.output``), which needs the node's sources."""
+    ``output_schema`` compiled (``compiler.output``), which needs the node's sources, and
+    ``deps`` where its deps factory is (``compiler.instructions``)."""
     return AgentConfig(
         model=config.model,
         fallback=list(config.fallback),
@@ -198,4 +202,5 @@ def agent_config(config: AgentConfigModel, *, output: Output | None = None) -> A
         openai_api=config.openai_api,
         output=output,
         model_settings=ModelSettings(**config.model_settings.model_dump(mode="json")),
+        deps=deps,
     )

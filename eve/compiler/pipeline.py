@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -21,6 +23,7 @@ from eve.authoring.auth import AuthDefinition
 from eve.authoring.channels import ChannelDefinition
 from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.instructions import InstructionsDefinition
 from eve.authoring.memory import MemoryDefinition
 from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
@@ -40,6 +43,7 @@ from eve.compiler.discover import Discovery, NodeFiles, discover
 from eve.compiler.emit import write_artifacts
 from eve.compiler.evals import read_evals
 from eve.compiler.imports import ModuleGraph, analyze
+from eve.compiler.instructions import AgentExport, compile_instructions, deps_entry
 from eve.compiler.load import LoadFailure, find_definition, import_authored
 from eve.compiler.memory import memory_entry
 from eve.compiler.module_map_source import render_module_map
@@ -68,10 +72,10 @@ from eve.manifest import (
     CompileMetadata,
     ConnectionEntry,
     DiagnosticsFile,
+    DynamicInstructions,
     FunctionToolEntry,
     Generator,
     HookEntry,
-    Instructions,
     MemoryEntry,
     PluginDistribution,
     ProviderToolEntry,
@@ -80,6 +84,9 @@ from eve.manifest import (
     ToolEntry,
     encode,
 )
+
+#: a manifest entry that says where a definition is (``AuthEntry``, ``DynamicInstructions``)
+E = TypeVar("E")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +124,8 @@ class _NodeCompiler:
         self.sink = sink
         self.app_root = discovery.app_root
         self.tool_sets = ToolSetCompiler(sink)
+        #: by node id: where agent.py's definition is, for a node with a deps factory
+        self.deps_exports: dict[str, AgentExport] = {}
 
     def failure(self, failure: LoadFailure, node_id: str) -> None:
         self.sink.error(
@@ -142,6 +151,9 @@ class _NodeCompiler:
             loaded = self.load(node.agent_module, AgentDefinition, node.node_id)
             if loaded is not None and isinstance(loaded[0], AgentDefinition):
                 config = loaded[0].config
+                if config.deps is not None:
+                    export = AgentExport(export_name=loaded[1], factory=loaded[2])
+                    self.deps_exports[node.node_id] = export
         if node.node_id != ROOT_NODE_ID and node.agent_module and not config.description:
             self.sink.error(
                 "compile/subagent-description-missing",
@@ -239,18 +251,25 @@ class _NodeCompiler:
             factory=factory,
         )
 
-    def auth(self, node: NodeFiles) -> AuthEntry | None:
-        path = node.auth_module
-        loaded = None if path is None else self.load(path, AuthDefinition, node.node_id)
+    def declared(
+        self, node: NodeFiles, path: str | None, expected: type, entry: Callable[..., E]
+    ) -> E | None:
+        """Where the one ``expected`` definition of the file at ``path`` is, for the runtime
+        to load again (``auth.py``, ``instructions.py``); None without the file, or after
+        the diagnostic of a file that gives no such definition."""
+        loaded = None if path is None else self.load(path, expected, node.node_id)
         if path is None or loaded is None:
             return None
         _, export_name, factory = loaded
-        return AuthEntry(
+        return entry(
             logical_path=path,
             source_id=source_id_for(path, node.root, AGENT_DIR),
             export_name=export_name,
             factory=factory,
         )
+
+    def auth(self, node: NodeFiles) -> AuthEntry | None:
+        return self.declared(node, node.auth_module, AuthDefinition, AuthEntry)
 
     def connection(self, node: NodeFiles, name: str, path: str) -> ConnectionEntry | None:
         loaded = self.load(path, MCPConnection, node.node_id)
@@ -384,6 +403,9 @@ class _NodeCompiler:
         compile_reads |= {path for _, path in node.memory}
         if node.agent_module:
             compile_reads.add(node.agent_module)
+        if node.dynamic_instructions:
+            # read for its definition, called at each turn
+            compile_reads.add(node.dynamic_instructions)
         runtime_roots = {e.logical_path for e in tools if not isinstance(e, ProviderToolEntry)} | {
             e.logical_path for e in hooks
         }
@@ -400,6 +422,11 @@ class _NodeCompiler:
         output = self.output(node, config)
         if output is not None and output.runtime_root is not None:
             runtime_roots.add(output.runtime_root)
+        deps = deps_entry(node, self.deps_exports.get(node.node_id))
+        if deps is not None:
+            runtime_roots.add(deps.logical_path)  # the factory is taken from its define_agent
+        if node.dynamic_instructions:
+            runtime_roots.add(node.dynamic_instructions)
         bindings = node_bindings(
             graph=self.graph,
             sources=self.discovery.sources,
@@ -415,8 +442,14 @@ class _NodeCompiler:
         return AgentNode(
             node_id=node.node_id,
             root=node.root,
-            config=agent_config(config, output=output.output if output else None),
-            instructions=self.instructions(node),
+            config=agent_config(config, output=output.output if output else None, deps=deps),
+            instructions=compile_instructions(
+                self.app_root,
+                node,
+                self.declared(
+                    node, node.dynamic_instructions, InstructionsDefinition, DynamicInstructions
+                ),
+            ),
             tools=tools + provided,
             skills=[
                 SkillEntry(
@@ -469,12 +502,6 @@ class _NodeCompiler:
         )
         taken.update({name: f"the authored tool {path}" for name, path in node.tools})
         return taken
-
-    def instructions(self, node: NodeFiles) -> Instructions:
-        if node.instructions is None:
-            return Instructions(logical_path=None, text="")
-        text = (self.app_root / node.instructions).read_text(encoding="utf-8")
-        return Instructions(logical_path=node.instructions, text=text.strip() + "\n")
 
 
 def _check_cycles(graph: ModuleGraph, sink: DiagnosticSink) -> None:

@@ -24,6 +24,9 @@ class EveContext:
     #: who sent the message the turn answers (a subagent's turn: its caller's); the
     #: operator where no server verified anyone (``eve run``, ``eve dev``)
     principal: Principal = OPERATOR
+    #: what the node's deps factory built for the running turn (``define_agent(deps=...)``),
+    #: None between turns or without a factory; never in a snapshot (it cannot be stored)
+    deps: Any = None
 
     def snapshot(self) -> dict[str, Any]:
         """Encoded values of every codec-bearing key: what a checkpoint stores."""

@@ -58,10 +58,10 @@ from eve.execution.compaction import (
     plan,
 )
 from eve.execution.connections import TurnConnections
+from eve.execution.deps import deps_scope
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.limits import LimitName, crossed, enforce
-from eve.execution.memory import with_recall
 from eve.execution.model_chain import stream_chain
 from eve.execution.output import Accepted, OutputCheck, Pending, Rejected
 from eve.execution.response import ModelResponse
@@ -86,6 +86,7 @@ from eve.execution.turn_config import (
     step_request,
     truncation,
 )
+from eve.execution.turn_start import prepare_turn
 from eve.messages import (
     Message,
     StopReason,
@@ -573,7 +574,8 @@ async def run_agent(
     )
     # an MCP connection that needs a person to sign in tells them through this turn
     with use_context(context), authorization.lent(notify=emitter.emit):
-        return await _run(turn, message)
+        async with deps_scope(context):  # the turn's deps close when it ends, however
+            return await _run(turn, message)
 
 
 async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
@@ -584,7 +586,7 @@ async def _run(turn: _Turn, message: str | UserMessage) -> RunResult:
         received = MessageReceivedData(message=user.text, attachments=attachments_of(user.parts))
         await turn.emit(received)
         await turn.connect()
-        turn.setup = await with_recall(turn.setup, turn.env, turn.context.principal, user.text)
+        turn.setup = await prepare_turn(turn.setup, turn.env, turn.context, user.text)
         stop: TurnStop = "max_turns"
         for step in range(turn.setup.max_turns):
             complete = turn.settle(await turn.step(step))

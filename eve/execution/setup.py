@@ -9,13 +9,20 @@ from typing import Any
 
 import pydantic
 
+from eve.authoring.deps import DepsFactory, check_deps_factory
+from eve.authoring.instructions import InstructionsDefinition, Render, define_instructions
 from eve.errors import ResolveAgentError, WorkspaceUnsafe
 from eve.execution.events import HookDispatcher
 from eve.manifest import ROOT_NODE_ID, AgentConfig, Compaction, Output
 from eve.memory.access import NodeMemory
 from eve.models.base import ModelClient
 from eve.runtime import ResolvedAgent
-from eve.runtime.resolved import ResolvedOutput, ResolvedTool
+from eve.runtime.resolved import (
+    ResolvedDeps,
+    ResolvedInstructions,
+    ResolvedOutput,
+    ResolvedTool,
+)
 
 DEFAULT_MAX_TURNS = 10
 #: where a compiled agent's tools work when agent.py names no ``workspace``: a folder of its
@@ -121,12 +128,16 @@ def agent_setup(
     output_retries: int = 2,
     compaction: Compaction | None = None,
     context_window_tokens: int | None = None,
+    deps: DepsFactory | None = None,
+    dynamic_instructions: Render | InstructionsDefinition | None = None,
 ) -> AgentSetup:
     """A setup for an agent made in code (tests, notebooks, benchmarks): the instructions
     and live tools, with the default configuration; compiled agents get theirs from
     ``eve run``'s and ``eve serve``'s own preparation. ``output_schema`` and
     ``output_retries`` are ``define_agent``'s (a typed final answer); ``compaction`` and
-    ``context_window_tokens`` its ``compaction`` and ``model_context_window_tokens``."""
+    ``context_window_tokens`` its ``compaction`` and ``model_context_window_tokens``;
+    ``deps`` its deps factory, and ``dynamic_instructions`` a function as instructions.py
+    defines (its result follows ``instructions`` each turn)."""
     agent = ResolvedAgent(
         node_id=node_id,
         config=AgentConfig(
@@ -135,6 +146,10 @@ def agent_setup(
         instructions=instructions,
         tools=list(tools),
         output=_output(output_schema, output_retries),
+        deps=None
+        if deps is None
+        else ResolvedDeps(factory=check_deps_factory(deps), owner=node_id),
+        dynamic_instructions=_dynamic(dynamic_instructions),
     )
     return AgentSetup(
         agent=agent,
@@ -145,6 +160,15 @@ def agent_setup(
         hooks=hooks,
         reasoning=reasoning,
     )
+
+
+def _dynamic(render: Render | InstructionsDefinition | None) -> ResolvedInstructions | None:
+    if render is None:
+        return None
+    definition = (
+        render if isinstance(render, InstructionsDefinition) else define_instructions(render)
+    )
+    return ResolvedInstructions(render=definition.render)
 
 
 def _output(

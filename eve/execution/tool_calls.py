@@ -15,6 +15,7 @@ import pydantic
 from eve.auth.principal import OPERATOR, Principal
 from eve.authoring.context import ToolContext
 from eve.cancellation import CancelSignal
+from eve.context.active import active_context
 from eve.costs import Spend
 from eve.errors import EveError
 from eve.events import ActionPartialData, ResultStatus
@@ -312,6 +313,7 @@ class ToolRunner:
             workspace=self.workspace,
             principal=self.principal,
             turn_id=self.turn_id or "turn_0",
+            deps=_turn_deps(),
         )
         fn = tool.execute
 
@@ -339,6 +341,12 @@ class ToolRunner:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+def _turn_deps() -> Any:
+    # the running turn's (``execution.deps``): in its context, as ``define_state`` is
+    context = active_context()
+    return None if context is None else context.deps
 
 
 def _sampled(asks: CallAsks | None) -> Spend | None:

@@ -32,6 +32,7 @@ from eve.runtime.automatic import automatic_entries
 from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.load import read_manifest
 from eve.runtime.memory import memory_entries
+from eve.runtime.resolve_dynamic import deps_owner
 
 
 class ToolInfo(msgspec.Struct, kw_only=True):
@@ -121,6 +122,15 @@ class AuthInfo(msgspec.Struct, kw_only=True):
     export_name: str
 
 
+class DepsInfo(msgspec.Struct, kw_only=True):
+    """The deps factory a node's turns call (``define_agent(deps=...)``)."""
+
+    #: the agent.py whose ``define_agent`` declares it
+    source: str
+    #: the caller it is inherited from ("" for the root); None: the node's own
+    inherited_from: str | None = None
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     #: "" for the root agent, else the subagent path (``researcher/reviewer``)
     path: str
@@ -141,6 +151,10 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     memory: list[MemoryInfo] = []
     #: the JSON Schema of the typed final answer (``define_agent(output_schema=...)``)
     output_schema: dict[str, Any] | None = None
+    #: ``instructions.py``, evaluated each turn and appended to ``instructions_path``'s text
+    dynamic_instructions_path: str | None = None
+    #: the deps factory (own or inherited); None: ``ctx.deps`` is None
+    deps: DepsInfo | None = None
 
 
 class DiagnosticCounts(msgspec.Struct, kw_only=True):
@@ -191,6 +205,15 @@ def _tool_info(entry: AnyToolEntry, inherited_from: str | None = None) -> ToolIn
     )
 
 
+def _deps_info(manifest: CompiledManifest, key: str) -> DepsInfo | None:
+    owner = deps_owner(manifest, key)
+    entry = None if owner is None else manifest.nodes[owner].config.deps
+    if owner is None or entry is None:
+        return None
+    inherited = None if owner == key else _path(owner)
+    return DepsInfo(source=entry.logical_path, inherited_from=inherited)
+
+
 def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
     node = manifest.nodes[key]
     # as its sessions see them: own and inherited tools, subagents, then the automatic
@@ -209,6 +232,10 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
         context_window=node.config.context_window,
         description=node.config.description,
         instructions_path=node.instructions.logical_path,
+        dynamic_instructions_path=(
+            node.instructions.dynamic.logical_path if node.instructions.dynamic else None
+        ),
+        deps=_deps_info(manifest, key),
         tools=[_tool_info(t.entry, None if t.owner == key else _path(t.owner)) for t in scoped]
         + [_tool_info(entry) for entry in extra],
         skills=[SkillInfo(name=s.name, description=s.description) for s in node.skills],

@@ -13,6 +13,7 @@ from eve.runtime.connections import resolve_connection
 from eve.runtime.delegation import session_node, session_tools, subagent_entries
 from eve.runtime.exports import load_definition
 from eve.runtime.module_map import ModuleMap
+from eve.runtime.resolve_dynamic import resolve_deps, resolve_instructions
 from eve.runtime.resolve_hook import resolve_hook_definition
 from eve.runtime.resolve_output import resolve_output
 from eve.runtime.resolve_tool import resolve_tool_definition
@@ -100,6 +101,8 @@ async def resolve_agent(
         subagents=list(node.subagents),
         output=await resolve_output(node, module_map),
         auth=await _resolve_auth(node.auth, module_map, node_key),
+        deps=await resolve_deps(manifest, module_map, node_key),
+        dynamic_instructions=await resolve_instructions(manifest, module_map, node_key),
     )
 
 

@@ -11,7 +11,9 @@ import pydantic
 from eve.authoring.approval import NEVER, ApprovalRule
 from eve.authoring.auth import AuthDefinition
 from eve.authoring.connections import MCPConnection
+from eve.authoring.deps import DepsFactory
 from eve.authoring.hooks import HookDefinition
+from eve.authoring.instructions import Render
 from eve.authoring.tools import Execute
 from eve.manifest import (
     AgentConfig,
@@ -140,6 +142,27 @@ class ResolvedOutput:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResolvedDeps:
+    """The deps factory a node's turns call (``define_agent(deps=...)``)."""
+
+    factory: DepsFactory
+    #: the node whose agent.py declares it: the node itself, or the nearest caller that
+    #: declares one (a subagent without a factory of its own inherits it)
+    owner: str
+    #: that agent.py; None for deps given in code (``agent_setup``)
+    logical_path: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedInstructions:
+    """The dynamic part of a node's system prompt (``instructions.py``)."""
+
+    render: Render
+    #: the file it came from; None for instructions given in code (``agent_setup``)
+    logical_path: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedAgent:
     node_id: str
     config: AgentConfig
@@ -157,6 +180,10 @@ class ResolvedAgent:
     output: ResolvedOutput | None = None
     #: the custom auth hook of ``agent/auth.py`` (root only), which the server calls
     auth: AuthDefinition | None = None
+    #: what builds ``ctx.deps`` at the start of each turn; None: ``ctx.deps`` is None
+    deps: ResolvedDeps | None = None
+    #: evaluated at the start of each turn and appended to ``instructions``
+    dynamic_instructions: ResolvedInstructions | None = None
 
     def tool(self, name: str) -> ResolvedTool | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -4,6 +4,7 @@
 
     EveError
     ├── AuthoringError                  a definition built with impossible arguments
+    │   └── UnknownStub                 a test stubs a tool the agent does not have
     ├── CompileError                    eve compile could not produce artifacts
     │   └── CompileFailed               diagnostics with errors (carries them)
     ├── ResolveAgentError               artifacts could not be turned into a live agent
@@ -187,6 +188,19 @@ class AuthoringError(EveError, TypeError):
     """A ``define_*`` call was given arguments that cannot make a valid definition."""
 
     code = "authoring_error"
+
+
+class UnknownStub(AuthoringError):
+    """``eve.testing.agent_for_test(tools=...)`` stubs a name no function tool of the agent
+    has (a typo, or a tool since renamed): the stub would never run."""
+
+    code = "unknown_stub"
+
+    def __init__(self, message: str, *, tool: str, known: list[str]) -> None:
+        super().__init__(message)
+        #: the stubbed name, and the function tools the agent has
+        self.tool = tool
+        self.known = known
 
 
 class CompileError(EveError):

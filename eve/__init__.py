@@ -12,14 +12,29 @@ from eve._version import __version__
 from eve.errors import EveError
 
 if TYPE_CHECKING:
-    from eve.authoring.agent import AgentDefinition, define_agent
+    from eve.authoring.agent import (
+        AgentDefinition,
+        RuntimeConfig,
+        define_agent,
+        runtime_config_key,
+    )
     from eve.authoring.hooks import define_hook
 
-__all__ = ["AgentDefinition", "EveError", "__version__", "define_agent", "define_hook"]
+__all__ = [
+    "AgentDefinition",
+    "EveError",
+    "RuntimeConfig",
+    "__version__",
+    "define_agent",
+    "define_hook",
+    "runtime_config_key",
+]
 
 _LAZY = {
     "AgentDefinition": "eve.authoring.agent",
+    "RuntimeConfig": "eve.authoring.agent",
     "define_agent": "eve.authoring.agent",
+    "runtime_config_key": "eve.authoring.agent",
     "define_hook": "eve.authoring.hooks",
 }
 

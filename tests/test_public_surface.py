@@ -20,199 +20,67 @@ from tests.conftest import REPO_ROOT
 
 ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
 
-#: each facade module's ``__all__``, exactly
-PINNED: dict[str, list[str]] = {
-    "eve": [
-        "AgentDefinition",
-        "EveError",
-        "RuntimeConfig",
-        "__version__",
-        "define_agent",
-        "define_hook",
-        "runtime_config_key",
-    ],
-    "eve.tools": [
-        "ProviderTool",
-        "Question",
-        "ToolContext",
-        "ToolDefinition",
-        "ToolSet",
-        "WorkflowContext",
-        "define_tool",
-        "define_workflow_tool",
-        "provider_tool",
-        "tool",
-    ],
-    "eve.tools.approval": ["ApprovalRule", "Decision", "always", "never", "once"],
-    "eve.context": [
-        "Codec",
-        "ContextKey",
-        "EveContext",
-        "JSON_CODEC",
-        "StateSlot",
-        "active_context",
-        "current_principal",
-        "define_state",
-        "use_context",
-    ],
-    "eve.hooks": [
-        "EveHookSpecs",
-        "EveProviderSpecs",
-        "HOOK_EVENTS",
-        "HookDefinition",
-        "HookRelay",
-        "PLUGIN_GROUP",
-        "define_hook",
-        "hookimpl",
-        "hookspec",
-    ],
-    "eve.channels": [
-        "ChannelDefinition",
-        "ChannelHandler",
-        "a2a",
-        "ag_ui",
-        "ai_sdk",
-        "define_channel",
-        "mcp",
-        "openai",
-        "slack",
-    ],
-    "eve.connections": [
-        "EnvValue",
-        "MCPConnection",
-        "OAuth",
-        "ToolFilter",
-        "define_mcp_connection",
-        "from_env",
-        "model_tool_name",
-        "oauth",
-    ],
-    "eve.memory": [
-        "DatabaseProvider",
-        "FileProvider",
-        "MemoryDefinition",
-        "database",
-        "define_memory",
-        "files",
-    ],
-    "eve.schedules": [
-        "ScheduleContext",
-        "ScheduleDefinition",
-        "cron_problem",
-        "define_schedule",
-        "next_fires",
-    ],
-    "eve.auth": ["AuthDefinition", "OPERATOR", "Principal", "PrincipalKind", "define_auth"],
-    "eve.evals": [
-        "Answer",
-        "AnswerContains",
-        "AnswerEquals",
-        "AnswerMatches",
-        "AnswerSchema",
-        "Approve",
-        "Called",
-        "Case",
-        "CaseRun",
-        "Check",
-        "CheckResult",
-        "Choose",
-        "Deny",
-        "Equals",
-        "EvalDefinition",
-        "Expectation",
-        "InlineScript",
-        "Judge",
-        "LoadedEval",
-        "Matcher",
-        "MaxCost",
-        "MaxSteps",
-        "MaxTokens",
-        "OutputField",
-        "Reply",
-        "RunOutcome",
-        "Stub",
-        "Subset",
-        "ToolUse",
-        "Trajectory",
-        "Where",
-        "check_judge",
-        "define_eval",
-        "run_case",
-    ],
-    "eve.testing": ["TestAgent", "agent_for_test"],
-    "eve.costs": ["Cost", "Spend", "TokenUsage", "price"],
-    "eve.client": [
-        "APIError",
-        "Accepted",
-        "AsyncEveClient",
-        "ClientError",
-        "EveClient",
-        "ServerUnreachable",
-        "SessionEvent",
-        "SessionLimits",
-        "SessionListEntry",
-        "SessionPage",
-        "SessionSummary",
-        "TURN_END",
-    ],
-    "eve.server": ["EveApp", "ServerOptions", "create_app", "eve_app", "service_for"],
-    "eve.cli": ["main"],
-    "eve.execution": [
-        "AgentSetup",
-        "ApprovalHook",
-        "ApprovalRequest",
-        "EventEmitter",
-        "EventSink",
-        "Inline",
-        "InlineTasks",
-        "NoTasks",
-        "RunResult",
-        "StepRecorder",
-        "TaskRunner",
-        "TurnEnvironment",
-        "agent_setup",
-        "load_transcript",
-        "run_agent",
-    ],
-    "eve.models": [
-        "Done",
-        "FunctionModel",
-        "ModelClient",
-        "ModelEvent",
-        "ModelRequest",
-        "OfflineScriptModel",
-        "OfflineTestModel",
-        "ProviderToolDeclaration",
-        "ReasoningDelta",
-        "TextDelta",
-        "TokenUsage",
-        "ToolCallDelta",
-        "ToolCallEnd",
-        "ToolCallStart",
-        "ToolDeclaration",
-        "choose_model",
-        "create_client",
-        "respond",
-    ],
-    "eve.compiler": ["CompileResult", "compile_agent", "compile_to_disk"],
-    "eve.artifacts": ["CheckReport", "check_artifacts"],
-    "eve.runtime": [
-        "CompiledAgent",
-        "ModuleMap",
-        "ResolvedAgent",
-        "ResolvedFunctionTool",
-        "ResolvedHook",
-        "ResolvedProviderTool",
-        "ResolvedSkill",
-        "ResolvedTool",
-        "ResolvedWorkflowTool",
-        "load_compiled_agent",
-        "load_module_map",
-        "load_resolved_module_export",
-        "resolve_agent",
-        "resolve_hook_definition",
-        "resolve_tool_definition",
-    ],
+#: each facade module's ``__all__``, exactly (names apart by spaces)
+PINNED: dict[str, str] = {
+    "eve": (
+        "AgentDefinition EveError RuntimeConfig __version__ define_agent define_hook "
+        "runtime_config_key"
+    ),
+    "eve.tools": (
+        "ProviderTool Question ToolContext ToolDefinition ToolSet WorkflowContext define_tool "
+        "define_workflow_tool provider_tool tool"
+    ),
+    "eve.tools.approval": "ApprovalRule Decision always never once",
+    "eve.context": (
+        "Codec ContextKey EveContext JSON_CODEC StateSlot active_context current_principal "
+        "define_state use_context"
+    ),
+    "eve.hooks": (
+        "EveHookSpecs EveProviderSpecs HOOK_EVENTS HookDefinition HookRelay PLUGIN_GROUP "
+        "define_hook hookimpl hookspec"
+    ),
+    "eve.channels": (
+        "ChannelDefinition ChannelHandler a2a ag_ui ai_sdk define_channel mcp openai slack"
+    ),
+    "eve.connections": (
+        "EnvValue MCPConnection OAuth ToolFilter define_mcp_connection from_env model_tool_name "
+        "oauth"
+    ),
+    "eve.memory": "DatabaseProvider FileProvider MemoryDefinition database define_memory files",
+    "eve.schedules": "ScheduleContext ScheduleDefinition cron_problem define_schedule next_fires",
+    "eve.auth": "AuthDefinition OPERATOR Principal PrincipalKind define_auth",
+    "eve.evals": (
+        "Answer AnswerContains AnswerEquals AnswerMatches AnswerSchema Approve Called Case CaseRun "
+        "Check CheckResult Choose Deny Equals EvalDefinition Expectation InlineScript Judge "
+        "LoadedEval Matcher MaxCost MaxSteps MaxTokens OutputField Reply RunOutcome Stub Subset "
+        "ToolUse Trajectory Where check_judge define_eval run_case"
+    ),
+    "eve.testing": "TestAgent agent_for_test",
+    "eve.costs": "Cost Spend TokenUsage price",
+    "eve.client": (
+        "APIError Accepted AsyncEveClient ClientError EveClient ServerUnreachable SessionEvent "
+        "SessionLimits SessionListEntry SessionPage SessionSummary TURN_END"
+    ),
+    "eve.server": "EveApp ServerOptions create_app eve_app service_for",
+    "eve.cli": "main",
+    "eve.execution": (
+        "AgentSetup ApprovalHook ApprovalRequest EventEmitter EventSink Inline InlineTasks NoTasks "
+        "RunResult StepRecorder TaskRunner TurnEnvironment agent_setup load_transcript run_agent"
+    ),
+    "eve.models": (
+        "Done FunctionModel ModelClient ModelEvent ModelRequest OfflineScriptModel "
+        "OfflineTestModel ProviderToolDeclaration ReasoningDelta TextDelta TokenUsage "
+        "ToolCallDelta ToolCallEnd ToolCallStart ToolDeclaration choose_model create_client "
+        "respond"
+    ),
+    "eve.compiler": "CompileResult compile_agent compile_to_disk",
+    "eve.artifacts": "CheckReport check_artifacts",
+    "eve.runtime": (
+        "CompiledAgent ModuleMap ResolvedAgent ResolvedFunctionTool ResolvedHook "
+        "ResolvedProviderTool ResolvedSkill ResolvedTool ResolvedWorkflowTool load_compiled_agent "
+        "load_module_map load_resolved_module_export resolve_agent resolve_hook_definition "
+        "resolve_tool_definition"
+    ),
 }
 
 #: the vocabulary modules: every class they define, and these besides
@@ -287,7 +155,7 @@ def test_the_documented_public_modules_are_the_pinned_ones() -> None:
 @pytest.mark.parametrize("module", sorted(PINNED))
 def test_a_public_module_exports_exactly_its_pinned_names(module: str) -> None:
     exported = importlib.import_module(module).__all__
-    assert sorted(exported) == PINNED[module], (
+    assert sorted(exported) == PINNED[module].split(), (
         f"{module}.__all__ changed: a change to eve's public surface; if it is meant, update "
         "PINNED here (and docs/architecture.md when the module's role changes)"
     )

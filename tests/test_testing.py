@@ -157,9 +157,7 @@ def test_an_agent_that_does_not_compile_is_compile_failed(
     assert list(temporary_copies.iterdir()) == []
 
 
-async def test_an_async_test_awaits_its_turns(
-    make_app: AppFactory, temporary_copies: Path
-) -> None:
+async def test_an_async_test_awaits_its_turns(make_app: AppFactory, temporary_copies: Path) -> None:
     # made inside a running event loop: preparing must not need the loop the test runs in
     async with agent_for_test(make_app(), model=[Reply("one"), Reply("two")]) as agent:
         assert (await agent.run("a")).final_text == "one"

@@ -31,17 +31,20 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from eve._authored import AUTHORED_PACKAGE
+from eve.agent_setup import build_setup
 from eve.artifacts import AGENT_DIR
-from eve.cli.agent_setup import prepare
 from eve.compiler import compile_to_disk
 from eve.errors import UnknownStub
 from eve.evals.case_run import CaseRun
 from eve.evals.case_setup import CaseAnswers, script_model, stubbable, with_client, with_stubs
 from eve.evals.conversation import Conversation
 from eve.evals.definition import Answer, InlineScript, Stub
+from eve.execution.memory import with_memory
 from eve.execution.setup import DEFAULT_WORKSPACE, PROTECTED_PATHS, AgentSetup
 from eve.manifest import ROOT_NODE_ID, CompiledManifest
+from eve.memory.access import MemoryHost
 from eve.models.base import ModelClient
+from eve.runtime import load_compiled_agent
 from eve.runtime.connections import close_pool
 
 if TYPE_CHECKING:
@@ -53,6 +56,8 @@ __all__ = ["TestAgent", "agent_for_test"]
 #: what ``model=`` takes: a model id, a client (``FunctionModel``, …), or an inline script
 #: of ``Reply`` values (a list, or a mapping of node id → list, as an eval case's)
 ModelChoice = str | ModelClient | InlineScript
+#: the memory slots' database, in the copy (relative to its root)
+MEMORY_DATABASE = ".eve/memory.sqlite"
 
 
 class TestAgent:
@@ -185,8 +190,7 @@ def _own_workspace(copy: Path, manifest: CompiledManifest | None) -> None:
 
 def _prepared(copy: Path, model: ModelChoice, max_turns: int | None) -> AgentSetup:
     # a client or a script replaces the offline model after: every node gets one client
-    model_id = model if isinstance(model, str) else "offline/test"
-    preparing = prepare(copy, model=model_id, max_turns=max_turns, announce=False)
+    preparing = _setup(copy, model if isinstance(model, str) else "offline/test", max_turns)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -194,6 +198,25 @@ def _prepared(copy: Path, model: ModelChoice, max_turns: int | None) -> AgentSet
     # called from an async test: its loop is busy running it, so resolve in another thread
     with ThreadPoolExecutor(max_workers=1) as worker:
         return worker.submit(asyncio.run, preparing).result()
+
+
+async def _setup(copy: Path, model_id: str, max_turns: int | None) -> AgentSetup:
+    """As ``eve run`` prepares an agent, with the copy's own memory database."""
+    setup = await build_setup(
+        load_compiled_agent(copy),
+        model=model_id,
+        max_turns=max_turns,
+        notify=_quiet,
+        offline_fallback=True,
+    )
+    # not the database EVE_DATABASE_URL names, as eve run's would be: a test never writes a
+    # real one
+    database = f"sqlite:///{copy / MEMORY_DATABASE}"
+    return with_memory(setup, MemoryHost(app_root=copy, database_url=database))
+
+
+def _quiet(notice: str) -> None:
+    del notice  # a test chose its model: no notice about the configured one
 
 
 def _overridden(setup: AgentSetup, model: ModelChoice, tools: Mapping[str, Stub]) -> AgentSetup:

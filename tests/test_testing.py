@@ -163,3 +163,28 @@ async def test_an_async_test_awaits_its_turns(make_app: AppFactory, temporary_co
         assert (await agent.run("a")).final_text == "one"
         assert (await agent.run("b")).final_text == "two"
     assert list(temporary_copies.iterdir()) == []
+
+
+def test_memory_is_the_copys_own_whatever_the_environment_names(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # eve run would open this database; a test must not (and here it could not)
+    monkeypatch.setenv("EVE_DATABASE_URL", "postgresql://nobody@127.0.0.1:9/none")
+    root = make_app(
+        {
+            "agent/memory.py": """
+                from eve.memory import define_memory
+                default = define_memory(scope="agent", description="facts about the shop")
+            """
+        }
+    )
+    save = ToolUse("eve__memory_save", {"text": "the shop opens at 9"})
+    search = ToolUse("eve__memory_search", {"query": "opens"})
+    with agent_for_test(
+        root, model=[Reply(calls=[save]), Reply(calls=[search]), Reply("ok")]
+    ) as agent:
+        run = agent.run_sync("remember it")
+        assert (agent.app_root / ".eve" / "memory.sqlite").is_file()
+    outputs = [e.data.output for e in run.events if e.type == "action.result"]
+    assert run.failed_calls() == [] and "the shop opens at 9" in outputs[1]
+    assert not (root / ".eve").exists()

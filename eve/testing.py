@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from eve._authored import AUTHORED_PACKAGE
 from eve.agent_setup import build_setup
@@ -36,7 +36,14 @@ from eve.artifacts import AGENT_DIR
 from eve.compiler import compile_to_disk
 from eve.errors import UnknownStub
 from eve.evals.case_run import CaseRun
-from eve.evals.case_setup import CaseAnswers, script_model, stubbable, with_client, with_stubs
+from eve.evals.case_setup import (
+    CaseAnswers,
+    model_client,
+    script_model,
+    stubbable,
+    with_client,
+    with_stubs,
+)
 from eve.evals.conversation import Conversation
 from eve.evals.definition import Answer, InlineScript, Stub
 from eve.execution.memory import with_memory
@@ -44,6 +51,7 @@ from eve.execution.setup import DEFAULT_WORKSPACE, PROTECTED_PATHS, AgentSetup
 from eve.manifest import ROOT_NODE_ID, CompiledManifest
 from eve.memory.access import MemoryHost
 from eve.models.base import ModelClient
+from eve.models.registry import OFFLINE_DEFAULT
 from eve.runtime import load_compiled_agent
 from eve.runtime.connections import close_pool
 
@@ -63,21 +71,33 @@ MEMORY_DATABASE = ".eve/memory.sqlite"
 class TestAgent:
     """A compiled agent with a test's model, stubs and answers; a conversation of its own.
 
-    Each ``run`` is a turn on the history so far. Use it as a context manager (``with`` or
-    ``async with``), or call ``close``: that ends the MCP servers its turns started and
-    removes the temporary copy.
+    Each ``run`` is a turn on the history so far; ``override`` starts another conversation
+    on the same compiled agent. Use it as a context manager (``with`` or ``async with``), or
+    call ``close``: that ends the MCP servers its turns started and removes the temporary
+    copy (an overriding agent's ``close`` leaves the copy to the agent that made it).
     """
 
     # not a test class, though pytest would collect it by its name
     __test__ = False
 
-    def __init__(self, setup: AgentSetup, *, answers: Sequence[Answer], copy: Path) -> None:
+    def __init__(
+        self,
+        prepared: AgentSetup,
+        *,
+        copy: Path,
+        model: ModelChoice,
+        tools: Mapping[str, Stub],
+        answers: Sequence[Answer],
+        owns_copy: bool = True,
+    ) -> None:
         #: the resolved agent its turns run: every node on the test's model, stubs in place
-        self.setup = setup
+        self.setup = _overridden(prepared, model, tools, copy)
         #: the temporary app root the agent was compiled in (its workspace is under it)
         self.app_root = copy
+        self._prepared, self._owns_copy = prepared, owns_copy
+        self._model, self._tools, self._answers = model, dict(tools), tuple(answers)
         self._conversation = Conversation(
-            setup=setup, answers=CaseAnswers(answers=tuple(answers)), kind="test"
+            setup=self.setup, answers=CaseAnswers(answers=self._answers), kind="test"
         )
         # sync turns share one event loop, so MCP connections live from turn to turn
         self._runner: asyncio.Runner | None = None
@@ -110,13 +130,33 @@ class TestAgent:
             self._runner = asyncio.Runner()
         return self._runner.run(self.run(message))
 
+    def override(
+        self,
+        *,
+        model: ModelChoice | None = None,
+        tools: Mapping[str, Stub] | None = None,
+        answers: Sequence[Answer] | None = None,
+    ) -> TestAgent:
+        """A new conversation on this compiled agent, with another model, stubs or answers
+        (what is not given stays this agent's), as pydantic-ai's ``agent.override``: nothing
+        is compiled again. Use it before this agent is closed: the copy stays this agent's."""
+        return TestAgent(
+            self._prepared,
+            copy=self.app_root,
+            model=self._model if model is None else model,
+            tools=self._tools if tools is None else tools,
+            answers=self._answers if answers is None else answers,
+            owns_copy=False,
+        )
+
     def close(self) -> None:
         """End the MCP servers of sync turns, forget the copy's modules, remove the copy."""
         if self._runner is not None:
             self._runner.run(close_pool())
             self._runner.close()
             self._runner = None
-        _forget(self.app_root)
+        if self._owns_copy:
+            _forget(self.app_root)
 
     async def aclose(self) -> None:
         """``close`` for a test whose turns ran in its own event loop."""
@@ -163,11 +203,11 @@ def agent_for_test(
     try:
         _copy(Path(app_root), copy)
         _own_workspace(copy, compile_to_disk(copy).manifest)
-        setup = _overridden(_prepared(copy, model, max_turns), model, tools or {})
+        prepared = _prepared(copy, max_turns)
+        return TestAgent(prepared, copy=copy, model=model, tools=tools or {}, answers=answers)
     except BaseException:
         _forget(copy)
         raise
-    return TestAgent(setup, answers=answers, copy=copy)
 
 
 def _copy(app_root: Path, copy: Path) -> None:
@@ -188,9 +228,9 @@ def _own_workspace(copy: Path, manifest: CompiledManifest | None) -> None:
         top.unlink()
 
 
-def _prepared(copy: Path, model: ModelChoice, max_turns: int | None) -> AgentSetup:
-    # a client or a script replaces the offline model after: every node gets one client
-    preparing = _setup(copy, model if isinstance(model, str) else "offline/test", max_turns)
+def _prepared(copy: Path, max_turns: int | None) -> AgentSetup:
+    # on the offline model: the test's model replaces it after (_overridden), on every node
+    preparing = _setup(copy, max_turns)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -200,11 +240,11 @@ def _prepared(copy: Path, model: ModelChoice, max_turns: int | None) -> AgentSet
         return worker.submit(asyncio.run, preparing).result()
 
 
-async def _setup(copy: Path, model_id: str, max_turns: int | None) -> AgentSetup:
+async def _setup(copy: Path, max_turns: int | None) -> AgentSetup:
     """As ``eve run`` prepares an agent, with the copy's own memory database."""
     setup = await build_setup(
         load_compiled_agent(copy),
-        model=model_id,
+        model=OFFLINE_DEFAULT,
         max_turns=max_turns,
         notify=_quiet,
         offline_fallback=True,
@@ -219,7 +259,9 @@ def _quiet(notice: str) -> None:
     del notice  # a test chose its model: no notice about the configured one
 
 
-def _overridden(setup: AgentSetup, model: ModelChoice, tools: Mapping[str, Stub]) -> AgentSetup:
+def _overridden(
+    setup: AgentSetup, model: ModelChoice, tools: Mapping[str, Stub], copy: Path
+) -> AgentSetup:
     known = stubbable(setup)
     for name in tools:
         if name not in known:
@@ -229,11 +271,16 @@ def _overridden(setup: AgentSetup, model: ModelChoice, tools: Mapping[str, Stub]
                 tool=name,
                 known=sorted(known),
             )
-    if isinstance(model, Sequence | Mapping) and not isinstance(model, str):
-        setup = with_client(setup, script_model(model, label="test"))
-    elif not isinstance(model, str):
-        setup = with_client(setup, model)
-    return with_stubs(setup, tools)
+    return with_stubs(with_client(setup, _client(model, copy)), tools)
+
+
+def _client(model: ModelChoice, copy: Path) -> ModelClient:
+    if isinstance(model, str):
+        return model_client(model, copy)
+    if isinstance(model, Sequence | Mapping):
+        # mypy keeps str here (a ModelClient narrowed to a Sequence might be one); it is not
+        return script_model(cast(InlineScript, model), label="test")
+    return model
 
 
 def _forget(copy: Path) -> None:

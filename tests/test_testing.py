@@ -188,3 +188,26 @@ def test_memory_is_the_copys_own_whatever_the_environment_names(
     outputs = [e.data.output for e in run.events if e.type == "action.result"]
     assert run.failed_calls() == [] and "the shop opens at 9" in outputs[1]
     assert not (root / ".eve").exists()
+
+
+def test_override_is_a_new_conversation_on_the_same_compiled_copy(
+    make_app: AppFactory, temporary_copies: Path
+) -> None:
+    charge = [Reply(calls=[ToolUse("charge", {"amount": 3})]), Reply("Charged.")]
+    with agent_for_test(
+        shop(make_app), model=charge, tools={"charge": lambda amount: "ok"}
+    ) as agent:
+        first = agent.run_sync("Charge me 3.")
+        other = agent.override(model=[Reply("No charge today.")])
+        assert other.app_root == agent.app_root and other.events == []
+        assert other.run_sync("Charge me 3.").final_text == "No charge today."
+        # the stubs are kept: the real charge raises
+        again = other.override(model=charge)
+        assert again.run_sync("Charge me 3.").failed_calls() == []
+        with pytest.raises(UnknownStub):
+            agent.override(tools={"nothing": lambda: None})
+        other.close()
+        again.close()
+        assert agent.app_root.is_dir()  # still the first agent's to close
+        assert agent.events == list(first.events)  # the overrides' turns are their own
+    assert list(temporary_copies.iterdir()) == []

@@ -12,7 +12,12 @@ from eve._version import __version__
 from eve.errors import EveError
 
 if TYPE_CHECKING:
-    from eve.authoring.agent import AgentDefinition, define_agent
+    from eve.authoring.agent import (
+        AgentDefinition,
+        RuntimeConfig,
+        define_agent,
+        runtime_config_key,
+    )
     from eve.authoring.deps import TurnInfo
     from eve.authoring.hooks import define_hook
     from eve.authoring.instructions import InstructionsContext, define_instructions
@@ -21,16 +26,20 @@ __all__ = [
     "AgentDefinition",
     "EveError",
     "InstructionsContext",
+    "RuntimeConfig",
     "TurnInfo",
     "__version__",
     "define_agent",
     "define_hook",
     "define_instructions",
+    "runtime_config_key",
 ]
 
 _LAZY = {
     "AgentDefinition": "eve.authoring.agent",
+    "RuntimeConfig": "eve.authoring.agent",
     "define_agent": "eve.authoring.agent",
+    "runtime_config_key": "eve.authoring.agent",
     "define_hook": "eve.authoring.hooks",
     "TurnInfo": "eve.authoring.deps",
     "InstructionsContext": "eve.authoring.instructions",

@@ -25,6 +25,8 @@ from eve.manifest import (
     decode,
 )
 
+__all__ = ["CheckReport", "check_artifacts"]
+
 #: the authored tree, relative to the app root
 AGENT_DIR = "agent"
 IGNORED_NAMES = frozenset({"__pycache__", "__tests__", "tests", ".DS_Store"})

@@ -20,6 +20,9 @@ import msgspec
 from eve.manifest import ModelPrice
 from eve.usage import TokenUsage
 
+# TokenUsage is what ``price`` takes: re-exported so pricing needs one import
+__all__ = ["Cost", "Spend", "TokenUsage", "price"]
+
 #: model id prefixes that never cost money (eve's own deterministic models)
 FREE_PROVIDERS = frozenset({"offline"})
 #: eve's provider prefix → the provider id in genai-prices

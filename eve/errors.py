@@ -4,6 +4,7 @@
 
     EveError
     ├── AuthoringError                  a definition built with impossible arguments
+    │   └── UnknownStub                 a test stubs a tool the agent does not have
     ├── CompileError                    eve compile could not produce artifacts
     │   └── CompileFailed               diagnostics with errors (carries them)
     ├── ResolveAgentError               artifacts could not be turned into a live agent
@@ -155,6 +156,147 @@ if TYPE_CHECKING:
     from eve.manifest import Diagnostic
 
 
+__all__ = [
+    "APIError",
+    "AgentMemoryError",
+    "AnswerNotAllowed",
+    "ArtifactsMissing",
+    "AttachmentError",
+    "AttachmentTooLarge",
+    "AttachmentUnsupported",
+    "AuthConfigInvalid",
+    "AuthError",
+    "AuthHookFailed",
+    "AuthoringError",
+    "BodyTooDeep",
+    "BodyTooLarge",
+    "ChannelAnswerExpected",
+    "ChannelHandlerInvalid",
+    "ChannelKindUnavailable",
+    "ChannelModelUnknown",
+    "ChannelRequestInvalid",
+    "ChannelResponseUnknown",
+    "CheckpointMissing",
+    "ClientError",
+    "CompileError",
+    "CompileFailed",
+    "ContextError",
+    "ContextKeyCollision",
+    "CrossOriginRefused",
+    "DatabaseUnavailable",
+    "DepsFactoryFailed",
+    "DepsTypeMismatch",
+    "EmptyModelResponse",
+    "EvalError",
+    "EvalLoadError",
+    "EvalNotFound",
+    "EveAppAlreadyRunning",
+    "EveAppNotStarted",
+    "EveError",
+    "ExecutionError",
+    "FileToolLimit",
+    "FormAnswerInvalid",
+    "HostNotAllowed",
+    "IdempotencyKeyInProgress",
+    "IdempotencyKeyInvalid",
+    "IdempotencyKeyReused",
+    "IdentityProviderUnavailable",
+    "InputOptionUnknown",
+    "InputRequestNotPending",
+    "InstructionsFailed",
+    "InvalidBody",
+    "InvalidListQuery",
+    "InvalidModuleExport",
+    "InvalidPart",
+    "InvalidStartIndex",
+    "InvalidToken",
+    "JudgeAnswerInvalid",
+    "MCPAuthorizationFailed",
+    "MCPAuthorizationRequired",
+    "MCPCallInterrupted",
+    "MCPCallTimedOut",
+    "MCPConnectionError",
+    "MCPResultMalformed",
+    "MCPSdkMissing",
+    "MCPServerError",
+    "MCPServerUnavailable",
+    "MCPTaskCancelled",
+    "MCPToolFailed",
+    "MCPToolNameClash",
+    "MCPToolsChanged",
+    "MCPUnauthorized",
+    "ManifestVersionError",
+    "MemoryNotFound",
+    "MemorySearchUnavailable",
+    "MemorySlotUnknown",
+    "MemoryUnavailable",
+    "MessageInvalid",
+    "MessageTooLong",
+    "MissingCompiledModuleNamespace",
+    "ModelAuthError",
+    "ModelConnectionError",
+    "ModelContextWindowExceeded",
+    "ModelCredentialsMissing",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelProtocolError",
+    "ModelRateLimited",
+    "ModelRetriesExhausted",
+    "ModelSDKMissing",
+    "ModelSettingUnsupported",
+    "NoActiveContext",
+    "NoOneToAsk",
+    "OAuthCallbackInvalid",
+    "OfflineScriptError",
+    "OutputInvalid",
+    "OutputTruncated",
+    "PluginConflict",
+    "PluginLoadError",
+    "QueueFull",
+    "ReadOffsetTooFar",
+    "RequestError",
+    "ResolveAgentError",
+    "RetentionInvalid",
+    "ScaffoldConflict",
+    "ScheduleDeliveryFailed",
+    "ScheduleError",
+    "ScheduleNotFound",
+    "ScheduleRunFailed",
+    "ServedModelUnavailable",
+    "ServerConfigError",
+    "ServerUnreachable",
+    "SessionError",
+    "SessionLimitReached",
+    "SessionNotActive",
+    "SessionNotFound",
+    "SlackSignatureInvalid",
+    "StaleArtifacts",
+    "StepRecordCorrupt",
+    "StorageFailed",
+    "SubagentConfigError",
+    "SubagentConfigInvalid",
+    "SubagentConfigMissing",
+    "TaskCancelled",
+    "TaskError",
+    "TaskNotWaiting",
+    "ToolInputInvalid",
+    "TracingSetupError",
+    "TranscriptCorrupt",
+    "TranscriptError",
+    "TranscriptWriteFailed",
+    "TurnLost",
+    "TurnNotFound",
+    "Unauthorized",
+    "UnknownModel",
+    "UnknownStub",
+    "UnsupportedContentType",
+    "WaitUnavailable",
+    "WorkspaceUnsafe",
+    "WorkspaceViolation",
+    "WriteTooLarge",
+]
+
+
 class EveError(Exception):
     """Base of every error eve raises on purpose.
 
@@ -190,6 +332,19 @@ class AuthoringError(EveError, TypeError):
     """A ``define_*`` call was given arguments that cannot make a valid definition."""
 
     code = "authoring_error"
+
+
+class UnknownStub(AuthoringError):
+    """``eve.testing.agent_for_test(tools=...)`` stubs a name no function tool of the agent
+    has (a typo, or a tool since renamed): the stub would never run."""
+
+    code = "unknown_stub"
+
+    def __init__(self, message: str, *, tool: str, known: list[str]) -> None:
+        super().__init__(message)
+        #: the stubbed name, and the function tools the agent has
+        self.tool = tool
+        self.known = known
 
 
 class CompileError(EveError):

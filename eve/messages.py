@@ -24,6 +24,29 @@ import msgspec
 
 from eve.errors import MessageInvalid
 
+__all__ = [
+    "AssistantMessage",
+    "AssistantPart",
+    "CompactionMark",
+    "DocumentPart",
+    "ImagePart",
+    "MediaPart",
+    "Message",
+    "ProviderPart",
+    "ReasoningPart",
+    "TextPart",
+    "ToolCall",
+    "ToolCallPart",
+    "ToolResultMessage",
+    "ToolResultPart",
+    "UserMessage",
+    "UserPart",
+    "assistant_message",
+    "plain_transcript",
+    "tool_result",
+    "user_message",
+]
+
 #: why a model response ended, in eve's words (each provider's own reasons map onto these)
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "other"]
 

@@ -5,6 +5,9 @@ only when an agent lists its name, so nothing here imports the tools themselves.
 automatic built-ins (``eve__search``, ``eve__skill``, ``eve__tool``; see ``automatic``) are
 not opted in to and not compiled: the runtime derives them from a node's skills and
 deferred tools.
+
+Internal: an agent names built-in tools in ``define_agent(builtin_tools=...)``; nothing here
+is imported by authors (docs/architecture.md, "The public surface").
 """
 
 from __future__ import annotations

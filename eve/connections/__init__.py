@@ -12,6 +12,7 @@ from eve.authoring.connections import (
     define_mcp_connection,
     from_env,
 )
+from eve.connections.names import model_tool_name
 
 __all__ = [
     "EnvValue",
@@ -20,5 +21,6 @@ __all__ = [
     "ToolFilter",
     "define_mcp_connection",
     "from_env",
+    "model_tool_name",
     "oauth",
 ]

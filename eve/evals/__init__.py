@@ -15,8 +15,14 @@ An eval file, ``agent/evals/<name>.py``, defines one eval::
     ])
 
 The agent's runtime never imports these modules; ``eve compile`` reads them as text.
+``run_case`` runs one case from Python as ``eve eval`` does.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from eve._lazy import lazy_attributes
 from eve.evals.case_run import CaseRun
 from eve.evals.definition import (
     Answer,
@@ -52,6 +58,10 @@ from eve.evals.expectations import (
     Where,
 )
 
+if TYPE_CHECKING:
+    from eve.evals.judge import check_judge
+    from eve.evals.runner import LoadedEval, RunOutcome, run_case
+
 __all__ = [
     "Answer",
     "AnswerContains",
@@ -71,16 +81,30 @@ __all__ = [
     "Expectation",
     "InlineScript",
     "Judge",
+    "LoadedEval",
     "Matcher",
     "MaxCost",
     "MaxSteps",
     "MaxTokens",
     "OutputField",
     "Reply",
+    "RunOutcome",
     "Stub",
     "Subset",
     "ToolUse",
     "Trajectory",
     "Where",
+    "check_judge",
     "define_eval",
+    "run_case",
 ]
+
+# running cases loads the loop: only for a caller that runs one, never for an eval file
+_LAZY = {
+    "LoadedEval": "eve.evals.runner",
+    "RunOutcome": "eve.evals.runner",
+    "run_case": "eve.evals.runner",
+    "check_judge": "eve.evals.judge",
+}
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

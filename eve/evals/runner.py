@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from eve.cancellation import CancelSignal
-from eve.context.active import EveContext
-from eve.costs import Spend
 from eve.errors import EveError
 from eve.evals.case_run import CaseRun
 from eve.evals.case_setup import (
@@ -28,16 +24,11 @@ from eve.evals.case_setup import (
     with_client,
     with_stubs,
 )
+from eve.evals.conversation import Conversation
 from eve.evals.definition import Case, EvalDefinition
 from eve.evals.expectations import CheckOutcome, Expectation, Judge, check, finished, label
 from eve.evals.judge import check_judge
-from eve.events import SessionEvent
-from eve.execution.environment import TurnEnvironment
-from eve.execution.inline_tasks import InlineTasks
-from eve.execution.loop import run_agent
-from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
-from eve.messages import Message
 from eve.runtime.connections import close_pool
 
 
@@ -91,39 +82,11 @@ def _case_setup(
     return with_stubs(chosen, stubs), client.model_id
 
 
-@dataclass(kw_only=True)
-class _Conversation:
-    setup: AgentSetup
-    case: Case
-    answers: CaseAnswers
-    signal: CancelSignal = field(default_factory=CancelSignal)
-    events: list[SessionEvent] = field(default_factory=list)
-    results: list[RunResult] = field(default_factory=list)
-
-    async def run(self) -> None:
-        session_id = f"eval_{uuid.uuid4().hex[:12]}"
-        context = EveContext(session_id=session_id)
-        approved_once: set[str] = set()
-        history: list[Message] = []
-        spent = Spend()
-        tasks = InlineTasks(setup=self.setup, approve=self.answers.approve, ask=self.answers.ask)
-        for index, message in enumerate(self.case.messages):
-            env = TurnEnvironment(
-                session_id=session_id,
-                turn_id=f"turn_{index}",
-                signal=self.signal,
-                on_event=self.events.append,
-                context=context,
-                tasks=tasks,
-                approve=self.answers.approve,
-                approved_once=approved_once,
-                spent_before=spent,
-            )
-            result = await run_agent(self.setup, message, history=history, env=env)
-            self.results.append(result)
-            history, spent = result.messages, result.session
-            if result.stop_reason != "complete":
-                return
+async def _converse(conversation: Conversation, case: Case) -> None:
+    for message in case.messages:
+        result = await conversation.send(message)
+        if result.stop_reason != "complete":
+            return
 
 
 async def run_case(
@@ -136,14 +99,12 @@ async def run_case(
 ) -> RunOutcome:
     """Run ``case`` once as a session of its own, then check what it expects."""
     case_setup, model_id = _case_setup(setup, loaded, case, model_override)
-    conversation = _Conversation(
-        setup=case_setup, case=case, answers=CaseAnswers(answers=case.answers)
-    )
+    conversation = Conversation(setup=case_setup, answers=CaseAnswers(answers=case.answers))
     timeout = case.timeout_seconds or loaded.definition.timeout_seconds
     started = time.perf_counter()
     error: str | None = None
     try:
-        await asyncio.wait_for(conversation.run(), timeout)
+        await asyncio.wait_for(_converse(conversation, case), timeout)
     except TimeoutError:
         conversation.signal.cancel("timeout")
         error = f"timed out after {timeout:g}s"

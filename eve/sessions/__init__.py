@@ -1,4 +1,8 @@
-"""Durable sessions on DBOS: the only package in eve that imports ``dbos``."""
+"""Durable sessions on DBOS: the only package in eve that imports ``dbos``.
+
+Internal: ``eve serve`` and ``eve.server`` run it; a program talks to a session through
+``eve.client`` (docs/architecture.md, "The public surface").
+"""
 
 from eve.sessions.service import Accepted, InputResponse, SessionService, new_session_id
 from eve.sessions.settings import SessionSettings, resolve_settings

@@ -4,6 +4,7 @@ for plugins)."""
 from eve.authoring.context import ToolContext
 from eve.authoring.tool_sets import ToolSet
 from eve.authoring.tools import (
+    ProviderTool,
     ToolDefinition,
     define_tool,
     define_workflow_tool,
@@ -13,6 +14,7 @@ from eve.authoring.tools import (
 from eve.authoring.workflow import Question, WorkflowContext
 
 __all__ = [
+    "ProviderTool",
     "Question",
     "ToolContext",
     "ToolDefinition",

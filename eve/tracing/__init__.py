@@ -5,6 +5,9 @@ which the CLI calls. The loop reaches it at two seams: every emitted event goes 
 ``observe`` (``invoke_agent`` spans, and ``execute_tool`` spans of calls that run as
 tasks), every model request it makes runs inside a ``ModelCallSpan`` (``chat`` spans) and
 every function tool it runs inside a ``ToolCallSpan`` (``execute_tool`` spans).
+
+Internal: turned on from the environment (``OTEL_*``), never imported by an agent
+(docs/architecture.md, "The public surface").
 """
 
 from eve.tracing.model_calls import ModelCallSpan

@@ -1,4 +1,8 @@
-"""The built-in channel kinds, by name: each a module with ``Options`` and ``routes``."""
+"""The built-in channel kinds, by name: each a module with ``Options`` and ``routes``.
+
+Internal: authors declare channels with ``eve.channels``'s constructors (docs/architecture.md,
+"The public surface").
+"""
 
 from __future__ import annotations
 

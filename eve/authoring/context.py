@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
+
+if TYPE_CHECKING:
+    from eve.sandbox.provider import Sandbox
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +30,8 @@ class ToolContext:
             kind, claims); the operator in ``eve run`` and ``eve dev``.
         turn_id: the turn the call belongs to (``turn_3``): with ``session_id`` and
             ``call_id`` it names the call across a crash and the step's rerun.
+        sandbox: where commands run (``await ctx.sandbox.run(["ls", "-l"])``): the
+            session's workspace under the node's ``sandbox.py``; see docs/sandbox.md.
     """
 
     session_id: str
@@ -36,3 +42,10 @@ class ToolContext:
     workspace: Path = field(default_factory=Path.cwd)
     principal: Principal = OPERATOR
     turn_id: str = "turn_0"
+
+    @property
+    def sandbox(self) -> Sandbox:
+        # imported here: the sandbox is runtime machinery, and authoring stays light
+        from eve.sandbox.bindings import sandbox_for
+
+        return sandbox_for(self)

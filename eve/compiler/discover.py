@@ -34,6 +34,7 @@ KNOWN_DIRS = frozenset(
         "subagents",
         "lib",
         "evals",
+        "sandbox",
     }
 )
 EVAL_NAME = TOOL_NAME
@@ -46,7 +47,6 @@ UNSUPPORTED_DIRS = frozenset(
     {
         "extensions",
         "instructions",
-        "sandbox",
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
@@ -55,6 +55,9 @@ AUTH_FILE = "auth.py"
 #: a node's one memory slot, named ``memory`` (``memory/<name>.py`` holds named ones)
 MEMORY_FILE = "memory.py"
 MEMORY_NAME = TOOL_NAME
+#: a node's sandbox declaration (``define_sandbox``); ``sandbox/workspace/**`` seeds it
+SANDBOX_FILE = "sandbox.py"
+SANDBOX_WORKSPACE = "workspace"
 
 
 @dataclass(kw_only=True)
@@ -82,6 +85,9 @@ class NodeFiles:
     #: (schedule name, path): ``schedules/reports/daily.md`` is ``reports/daily``
     schedules: list[tuple[str, str]] = field(default_factory=list)
     memory: list[tuple[str, str]] = field(default_factory=list)  # (slot name, path)
+    sandbox: str | None = None
+    #: every file under ``sandbox/workspace/``, sorted
+    sandbox_workspace: list[str] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -111,6 +117,8 @@ class Discovery:
                     channels=[path for _, path in node.channels],
                     schedules=[path for _, path in node.schedules],
                     memory=[path for _, path in node.memory],
+                    sandbox=node.sandbox,
+                    sandbox_workspace=node.sandbox_workspace,
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -175,6 +183,8 @@ class _Walker:
             self.auth_file(node, rel)
         elif entry.name == MEMORY_FILE:
             node.memory.append(("memory", rel))
+        elif entry.name == SANDBOX_FILE:
+            node.sandbox = rel
         elif entry.name not in ROOT_FILES:
             self.sink.warning(
                 "discover/unknown-file",
@@ -214,6 +224,8 @@ class _Walker:
             self.schedules(node, entry)
         elif entry.name == "memory":
             self.memory_dir(node, entry)
+        elif entry.name == "sandbox":
+            self.sandbox_dir(node, entry)
         elif entry.name == "subagents":
             self.subagents(node, entry)
         elif entry.name == "lib":
@@ -375,6 +387,33 @@ class _Walker:
             return
         found = walk_schedules(directory, self.sink, self.rel)
         node.schedules += found
+
+    def sandbox_dir(self, node: NodeFiles, directory: Path) -> None:
+        """``sandbox/workspace/**``: the files each session's workspace starts with."""
+        for entry in _sorted_entries(directory):
+            if entry.name == SANDBOX_WORKSPACE and entry.is_dir():
+                node.sandbox_workspace = sorted(
+                    self.rel(path)
+                    for path in entry.rglob("*")
+                    if path.is_file()
+                    and not any(is_ignored(p) for p in path.relative_to(entry).parts)
+                )
+                continue
+            self.sink.warning(
+                "discover/sandbox-unknown-entry",
+                f"sandbox/{entry.name} is ignored: sandbox/ holds workspace/, the files each "
+                "session's workspace starts with (declare the sandbox in sandbox.py)",
+                source_path=self.rel(entry),
+                node_id=node.node_id,
+            )
+        if node.sandbox_workspace and node.sandbox is None:
+            self.sink.error(
+                "discover/sandbox-workspace-without-sandbox",
+                "sandbox/workspace/ seeds a sandbox's workspace, but this node declares no "
+                f"sandbox: add {SANDBOX_FILE} with define_sandbox(...) beside it",
+                source_path=self.rel(directory),
+                node_id=node.node_id,
+            )
 
     def memory_dir(self, node: NodeFiles, directory: Path) -> None:
         if (directory.parent / MEMORY_FILE).is_file():

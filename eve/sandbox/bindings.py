@@ -120,7 +120,7 @@ def seed_workspace(directory: Path, binding: SandboxBinding) -> None:
 def hand_over(directory: Path, provider: ProviderName) -> None:
     """Give ``directory`` and all below it to the user bubblewrap runs commands as (when
     eve is root, ``nobody``), so its commands can write where eve wrote."""
-    user = bubblewrap.run_as() if provider == "bubblewrap" else None
+    user = bubblewrap.command_user() if provider == "bubblewrap" else None
     if user is None:
         return
     os.chown(directory, user, user)

@@ -10,7 +10,11 @@ parent. Its environment is built here from nothing. Resource limits are rlimits 
 
 The kernel exempts root from RLIMIT_NPROC (a fork bomb of root is never refused), so when
 eve runs as root the command runs as ``nobody`` instead, and the workspace is handed to
-that user (``workspace_owner``).
+that user (``eve.sandbox.bindings.hand_over``). bwrap then runs as root, without a user
+namespace (a user namespace made by root maps root alone, so no one could become nobody
+in it): it sets up the mounts with root's right to reach the workspace wherever it lies,
+and ``setpriv`` drops to nobody, with no capabilities left, just before the command
+starts. When eve is not root, bwrap runs as eve's user in a user namespace of its own.
 """
 
 from __future__ import annotations
@@ -43,9 +47,40 @@ _INSTALL = (
 )
 
 
-def run_as() -> int | None:
+def command_user() -> int | None:
     """The uid (and gid) commands run as: ``nobody`` when eve is root, else eve's own."""
     return NOBODY if os.geteuid() == 0 else None
+
+
+def _namespaces(network: bool) -> list[str]:
+    if command_user() is None:
+        return ["--unshare-all", *(["--share-net"] if network else []), "--cap-drop", "ALL"]
+    shared = [] if network else ["--unshare-net"]
+    return ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", *shared]
+
+
+def _drop_to_nobody() -> list[str]:
+    """What runs the command as ``nobody`` (when eve is root): uid, gid, no groups, and no
+    capabilities, inheritable or bounding."""
+    user = command_user()
+    if user is None:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        raise SandboxUnavailable(
+            "eve runs as root, so the sandbox runs commands as nobody through setpriv "
+            "(util-linux), and no setpriv is on PATH: install util-linux",
+            provider="bubblewrap",
+        )
+    return [
+        setpriv,
+        f"--reuid={user}",
+        f"--regid={user}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
 
 
 def command_environment() -> dict[str, str]:
@@ -69,11 +104,15 @@ def bwrap_program() -> str:
             f"the sandbox's provider is bubblewrap, and no bwrap is on PATH: {_INSTALL}",
             provider="bubblewrap",
         )
-    probe = [found, "--unshare-all", "--die-with-parent", *_system_mounts(), "true"]
-    user = run_as()
-    done = subprocess.run(
-        probe, capture_output=True, text=True, check=False, timeout=30, user=user, group=user
-    )
+    probe = [
+        found,
+        *_namespaces(network=False),
+        "--die-with-parent",
+        *_system_mounts(),
+        *_drop_to_nobody(),
+        "true",
+    ]
+    done = subprocess.run(probe, capture_output=True, text=True, check=False, timeout=30)
     if done.returncode != 0:
         why = done.stderr.strip() or f"exit status {done.returncode}"
         raise SandboxUnavailable(
@@ -117,12 +156,9 @@ def sandboxed_argv(
         prlimit,
         *limit_arguments(limits),
         bwrap_program(),
-        "--unshare-all",
-        *(["--share-net"] if network else []),
+        *_namespaces(network),
         "--die-with-parent",
         "--new-session",
-        "--cap-drop",
-        "ALL",
         "--hostname",
         "sandbox",
         *_system_mounts(),
@@ -140,6 +176,7 @@ def sandboxed_argv(
         "--chdir",
         INSIDE_WORKSPACE,
         "--",
+        *_drop_to_nobody(),
         *argv,
     ]
 

@@ -136,10 +136,9 @@ async def run_process(
     timeout: float,
     cancel: CancelSignal,
     explain: Callable[[int | None], str | None] = lambda code: None,
-    user: int | None = None,
 ) -> CommandResult:
     """Run ``argv`` to its end (or the timeout, or the cancel); ``explain`` turns its exit
-    status into a note when a limit caused it. ``user``: the uid (and gid) to run it as."""
+    status into a note when a limit caused it."""
     with contextlib.ExitStack() as pipes:
         with contextlib.ExitStack() as child_ends:
             stdout_fd, stdout = await _open_pipe(pipes, child_ends)
@@ -152,9 +151,6 @@ async def run_process(
                 stderr=stderr_fd,
                 start_new_session=True,
                 env=dict(env),
-                user=user,
-                group=user,
-                extra_groups=None if user is None else [],
             )
         # Our copies of the write ends are closed now: kept, they would stop EOF ever coming.
         try:

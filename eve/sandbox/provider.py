@@ -86,12 +86,11 @@ class Sandbox:
         )
         return await run_process(
             command,
-            cwd=self.workspace,
+            cwd=Path("/"),
             env=bubblewrap.command_environment(),
             timeout=timeout,
             cancel=self.signal,
             explain=lambda code: bubblewrap.explain_exit(code, entry.limits),
-            user=bubblewrap.run_as(),
         )
 
     async def _run_local(self, argv: Sequence[str], timeout: float) -> CommandResult:

@@ -160,6 +160,14 @@ class _Walker:
                 source_path=node.root,
                 node_id=node_id,
             )
+        if node.sandbox_workspace and node.sandbox is None:
+            self.sink.error(
+                "discover/sandbox-workspace-without-sandbox",
+                "sandbox/workspace/ seeds a sandbox's workspace, but this node declares no "
+                f"sandbox: add {SANDBOX_FILE} with define_sandbox(...) beside it",
+                source_path=f"{node.root}/sandbox",
+                node_id=node_id,
+            )
         tool_names = {name for name, _ in node.tools}
         self.connection_collisions(node)
         for child in node.subagents:
@@ -404,14 +412,6 @@ class _Walker:
                 f"sandbox/{entry.name} is ignored: sandbox/ holds workspace/, the files each "
                 "session's workspace starts with (declare the sandbox in sandbox.py)",
                 source_path=self.rel(entry),
-                node_id=node.node_id,
-            )
-        if node.sandbox_workspace and node.sandbox is None:
-            self.sink.error(
-                "discover/sandbox-workspace-without-sandbox",
-                "sandbox/workspace/ seeds a sandbox's workspace, but this node declares no "
-                f"sandbox: add {SANDBOX_FILE} with define_sandbox(...) beside it",
-                source_path=self.rel(directory),
                 node_id=node.node_id,
             )
 

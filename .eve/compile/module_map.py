@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 13
-FINGERPRINT = "sha256:0379fbbcf0525f03bf3d85e041727cbe1f6068b74828ea3b830b8dcbb44a6303"
+SCHEMA_VERSION = 14
+FINGERPRINT = "sha256:c9f635381e23ab74d3b796a4ccd6314bf5ef58002679bb21875e38af09a1f524"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

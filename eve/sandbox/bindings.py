@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eve.manifest import SandboxEntry
-from eve.sandbox import bubblewrap
+from eve.sandbox.bubblewrap import bwrap_program, command_user
 from eve.sandbox.provider import ProviderName, Sandbox
 
 if TYPE_CHECKING:  # ToolContext.sandbox imports this module: no cycle at run time
@@ -57,7 +57,7 @@ def provider_of(entry: SandboxEntry) -> ProviderName:
     or the default) cannot run on this machine."""
     if entry.provider == "local":
         return "local"
-    bubblewrap.bwrap_program()  # refuses now, not at the first command
+    bwrap_program()  # refuses now, not at the first command
     return "bubblewrap"
 
 
@@ -120,7 +120,7 @@ def seed_workspace(directory: Path, binding: SandboxBinding) -> None:
 def hand_over(directory: Path, provider: ProviderName) -> None:
     """Give ``directory`` and all below it to the user bubblewrap runs commands as (when
     eve is root, ``nobody``), so its commands can write where eve wrote."""
-    user = bubblewrap.command_user() if provider == "bubblewrap" else None
+    user = command_user() if provider == "bubblewrap" else None
     if user is None:
         return
     os.chown(directory, user, user)

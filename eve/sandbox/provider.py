@@ -22,7 +22,12 @@ from typing import Literal, assert_never
 
 from eve.cancellation import CancelSignal
 from eve.manifest import SandboxEntry, SandboxLimitsEntry
-from eve.sandbox import bubblewrap
+from eve.sandbox.bubblewrap import (
+    INSIDE_WORKSPACE,
+    command_environment as sandbox_environment,
+    explain_exit,
+    sandboxed_argv,
+)
 from eve.sandbox._process_environ import command_environment, hide_secrets_from_proc
 from eve.sandbox.process import CommandResult, run_process
 
@@ -55,7 +60,7 @@ class Sandbox:
         """The workspace as a command sees it (``/workspace`` inside bubblewrap)."""
         match self.provider:
             case "bubblewrap":
-                return bubblewrap.INSIDE_WORKSPACE
+                return INSIDE_WORKSPACE
             case "local":
                 return str(self.workspace)
             case _:
@@ -81,16 +86,16 @@ class Sandbox:
     async def _run_bubblewrap(
         self, argv: Sequence[str], timeout: float, entry: SandboxEntry
     ) -> CommandResult:
-        command = bubblewrap.sandboxed_argv(
+        command = sandboxed_argv(
             argv, workspace=self.workspace, limits=entry.limits, network=entry.network
         )
         return await run_process(
             command,
             cwd=Path("/"),
-            env=bubblewrap.command_environment(),
+            env=sandbox_environment(),
             timeout=timeout,
             cancel=self.signal,
-            explain=lambda code: bubblewrap.explain_exit(code, entry.limits),
+            explain=lambda code: explain_exit(code, entry.limits),
         )
 
     async def _run_local(self, argv: Sequence[str], timeout: float) -> CommandResult:

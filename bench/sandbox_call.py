@@ -30,7 +30,12 @@ CALLS, QUICK_CALLS = 200, 10
 WARMUP = 3
 COMMAND = "echo ok"
 LIMITS = SandboxLimitsEntry(
-    cpu_seconds=60, memory_mb=1024, processes=256, file_size_mb=100, wall_seconds=600, workspace_mb=256
+    cpu_seconds=60,
+    memory_mb=1024,
+    processes=256,
+    file_size_mb=100,
+    wall_seconds=600,
+    workspace_mb=256,
 )
 
 
@@ -83,7 +88,7 @@ def _stats(samples: list[float]) -> dict[str, float]:
 
 
 def _table(report: dict[str, Any]) -> str:
-    cases = report["cases"]
+    cases, machine = report["cases"], report["machine"]
     local = cases["local"]["median_ms"]
     rows = [
         f"| {name} | {case['median_ms']:.1f} ms | {case['p90_ms']:.1f} ms | "
@@ -104,7 +109,8 @@ def _table(report: dict[str, Any]) -> str:
             f"bubblewrap − local: {report['overhead_ms']:+.1f} ms per call (median), a ratio "
             f"of {report['ratio']:.2f}. local starts a Python reaper per call (and scans "
             "/proc for orphans when the command ends); bubblewrap's PID namespace does that "
-            f"job. Load average during the run: {report['machine']['load_average_1m']:.1f} on {report['machine']['cpu_count']} cores.",
+            f"job. Load average during the run: {machine['load_average_1m']:.1f} on "
+            f"{machine['cpu_count']} cores.",
             "",
         ]
     )

@@ -39,11 +39,11 @@ default = define_tool(
         Run a bash command with the workspace as working directory; stdin is empty.
         Returns exit_code, stdout and stderr (each cut at {OUTPUT_MAX_BYTES // 1024} KiB
         with a note) and status: "exited", "timed_out" or "cancelled" — the last two mean
-        the command and everything it started were killed (exit_code -9); a "note" says
-        when a sandbox limit (CPU time, file size) stopped a process. Background processes
-        (even ones started with setsid) are killed when the command exits. The environment
-        holds PATH, locale and TERM only; HOME is the workspace. Needs approval for every
-        call.
+        the command and everything it started were killed (a negative exit_code: minus the
+        signal); a "note" says when a sandbox limit (CPU time, file size) stopped a
+        process. Background processes (even ones started with setsid) are killed when the
+        command exits. The environment holds PATH, locale and TERM only; HOME is the
+        workspace. Needs approval for every call.
     """,
     input_schema=BashInput,
     execute=bash,

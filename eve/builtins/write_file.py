@@ -71,7 +71,9 @@ def _write(workspace: Path, path: str, content: str) -> tuple[str, int]:
 
 async def write_file(data: WriteFileInput, ctx: ToolContext) -> dict[str, Any]:
     # Disk writes (and the fsync) off the event loop: one process serves every session.
-    relative, written = await asyncio.to_thread(_write, ctx.sandbox.workspace, data.path, data.content)
+    relative, written = await asyncio.to_thread(
+        _write, ctx.sandbox.workspace, data.path, data.content
+    )
     return {"path": relative, "bytes_written": written}
 
 

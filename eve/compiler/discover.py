@@ -218,28 +218,11 @@ class _Walker:
 
     def node_dir(self, node: NodeFiles, entry: Path) -> None:
         rel = self.rel(entry)
-        if entry.name == "tools":
-            self.tools(node, entry)
-        elif entry.name == "skills":
-            self.skills(node, entry)
-        elif entry.name == "hooks":
-            self.hooks(node, entry)
-        elif entry.name == "connections":
-            self.connections(node, entry)
-        elif entry.name == "channels":
-            self.channels(node, entry)
-        elif entry.name == "schedules":
-            self.schedules(node, entry)
-        elif entry.name == "memory":
-            self.memory_dir(node, entry)
-        elif entry.name == "sandbox":
-            self.sandbox_dir(node, entry)
-        elif entry.name == "subagents":
-            self.subagents(node, entry)
+        walk = self.directory_walks().get(entry.name)
+        if walk is not None:
+            walk(node, entry)
         elif entry.name == "lib":
             return  # reached only through imports
-        elif entry.name == "evals":
-            self.eval_files(node, entry)
         elif entry.name in UNSUPPORTED_DIRS:
             self.sink.warning(
                 "discover/unsupported-directory",
@@ -251,10 +234,25 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-directory",
                 f"{entry.name}/ is not an agent directory (tools, skills, hooks, connections, "
-                "channels, memory, subagents, lib); it is ignored",
+                "channels, memory, sandbox, subagents, lib); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
+
+    def directory_walks(self) -> dict[str, Callable[[NodeFiles, Path], None]]:
+        """The walk of each directory a node may hold, by name (``lib/`` is never walked)."""
+        return {
+            "tools": self.tools,
+            "skills": self.skills,
+            "hooks": self.hooks,
+            "connections": self.connections,
+            "channels": self.channels,
+            "schedules": self.schedules,
+            "memory": self.memory_dir,
+            "sandbox": self.sandbox_dir,
+            "subagents": self.subagents,
+            "evals": self.eval_files,
+        }
 
     def tools(self, node: NodeFiles, directory: Path) -> None:
         for entry in _sorted_entries(directory):

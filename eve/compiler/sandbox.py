@@ -79,9 +79,9 @@ def inherit_sandboxes(nodes: dict[str, AgentNode]) -> dict[str, AgentNode]:
     before their subagents, as discovery walks them)."""
     out: dict[str, AgentNode] = {}
     for node_id, node in nodes.items():
+        out[node_id] = node
         if node.sandbox is None and node_id != ROOT_NODE_ID:
             parent = node_id.rpartition("/")[0] or ROOT_NODE_ID
             inherited = out[parent].sandbox if parent in out else None
-            node = msgspec.structs.replace(node, sandbox=inherited)
-        out[node_id] = node
+            out[node_id] = msgspec.structs.replace(node, sandbox=inherited)
     return out

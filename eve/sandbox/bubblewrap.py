@@ -83,7 +83,7 @@ def _drop_to_nobody() -> list[str]:
     ]
 
 
-def command_environment() -> dict[str, str]:
+def sandbox_environment() -> dict[str, str]:
     """A command's whole environment: nothing of eve's is passed on."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",

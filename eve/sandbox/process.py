@@ -34,7 +34,7 @@ _STOP_GRACE_SECONDS = 5.0
 class CommandResult:
     """How a command ended and what it wrote."""
 
-    #: its exit status; negative: killed by that signal (-9 after a timeout or a cancel)
+    #: its exit status; negative: killed by that signal (after a timeout or a cancel, too)
     exit_code: int | None
     status: Status
     stdout: str

@@ -22,13 +22,13 @@ from typing import Literal, assert_never
 
 from eve.cancellation import CancelSignal
 from eve.manifest import SandboxEntry, SandboxLimitsEntry
+from eve.sandbox._process_environ import command_environment, hide_secrets_from_proc
 from eve.sandbox.bubblewrap import (
     INSIDE_WORKSPACE,
-    command_environment as sandbox_environment,
     explain_exit,
+    sandbox_environment,
     sandboxed_argv,
 )
-from eve.sandbox._process_environ import command_environment, hide_secrets_from_proc
 from eve.sandbox.process import CommandResult, run_process
 
 ProviderName = Literal["bubblewrap", "local"]

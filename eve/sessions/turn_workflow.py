@@ -39,7 +39,6 @@ from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder
-from eve.sessions.workspaces import WorkspaceKeeper, keeper_for
 from eve.sessions.event_log import EventLog
 from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
@@ -48,6 +47,7 @@ from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
+from eve.sessions.workspaces import WorkspaceKeeper, keeper_for
 
 log = logging.getLogger("eve.sessions")
 

@@ -155,9 +155,7 @@ def keeper_for(
     if binding is None:
         return None
     directory = session_directory(workspace_root, session_id)
-    return WorkspaceKeeper(
-        store=store, session_id=session_id, directory=directory, binding=binding
-    )
+    return WorkspaceKeeper(store=store, session_id=session_id, directory=directory, binding=binding)
 
 
 def fork_workspace(store: SessionStore, source: str, target: str) -> bool:

@@ -133,7 +133,9 @@ def test_eve_info_shows_the_sandbox_and_marks_local_unsafe(make_app: AppFactory)
     compile_to_disk(bare)
     shown = runner.invoke(cli, ["--app-root", str(bare), "info"])
     assert "sandbox: none declared: commands run unconfined" in shown.output
-    local = make_app({"agent/agent.py": agent, "agent/sandbox.py": SANDBOX.format(args="provider='local'")})
+    local = make_app(
+        {"agent/agent.py": agent, "agent/sandbox.py": SANDBOX.format(args="provider='local'")}
+    )
     compile_to_disk(local)
     shown = runner.invoke(cli, ["--app-root", str(local), "info"])
     assert "sandbox local (agent/sandbox.py): UNSAFE: no isolation, no network" in shown.output

@@ -75,4 +75,3 @@ def app(tmp_path: Path) -> App:
     workspace_root = tmp_path / "workspace"
     workspace_root.mkdir()
     return App(root=tmp_path, workspace_root=workspace_root)
-

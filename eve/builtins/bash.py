@@ -15,23 +15,18 @@ from typing import Any
 import pydantic
 
 from eve.authoring.context import ToolContext
+from eve.builtins._command import CommandInput, run_in_sandbox
 from eve.builtins._limits import OUTPUT_MAX_BYTES
 from eve.tools import define_tool
 from eve.tools.approval import always
 
 
-class BashInput(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
-
+class BashInput(CommandInput):
     command: str = pydantic.Field(min_length=1, description="Run with `bash -c` in the workspace.")
-    timeout_seconds: float = pydantic.Field(
-        default=30.0, gt=0, le=600, description="Kill the command after this many seconds."
-    )
 
 
 async def bash(data: BashInput, ctx: ToolContext) -> dict[str, Any]:
-    result = await ctx.sandbox.run(["bash", "-c", data.command], timeout=data.timeout_seconds)
-    return result.as_dict()
+    return await run_in_sandbox(["bash", "-c", data.command], data.timeout_seconds, ctx)
 
 
 default = define_tool(

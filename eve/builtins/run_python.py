@@ -8,6 +8,7 @@ from typing import Any
 import pydantic
 
 from eve.authoring.context import ToolContext
+from eve.builtins._command import CommandInput, run_in_sandbox
 from eve.builtins._limits import OUTPUT_MAX_BYTES
 from eve.tools import define_tool
 from eve.tools.approval import always
@@ -16,22 +17,16 @@ from eve.tools.approval import always
 CODE_MAX_CHARS = 100_000
 
 
-class RunPythonInput(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
-
+class RunPythonInput(CommandInput):
     code: str = pydantic.Field(
         min_length=1,
         max_length=CODE_MAX_CHARS,
         description="The program, run with `python3 -c` in the workspace.",
     )
-    timeout_seconds: float = pydantic.Field(
-        default=30.0, gt=0, le=600, description="Kill the program after this many seconds."
-    )
 
 
 async def run_python(data: RunPythonInput, ctx: ToolContext) -> dict[str, Any]:
-    result = await ctx.sandbox.run(["python3", "-c", data.code], timeout=data.timeout_seconds)
-    return result.as_dict()
+    return await run_in_sandbox(["python3", "-c", data.code], data.timeout_seconds, ctx)
 
 
 default = define_tool(

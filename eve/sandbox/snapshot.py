@@ -70,7 +70,9 @@ def tree_id(tree: Tree) -> str:
 
 def scan(directory: Path) -> Tree:
     """The tree of ``directory`` (missing: empty). Symlinks are recorded, never followed;
-    sockets, FIFOs and devices are left out (no bytes to keep)."""
+    sockets, FIFOs and devices are left out (no bytes to keep), and so is a file with more
+    than one hard link, as the file tools refuse it: the other link may be outside, and
+    its bytes are not the session's to store."""
     nodes: dict[str, Node] = {}
     if not directory.is_dir():
         return Tree()
@@ -84,7 +86,7 @@ def scan(directory: Path) -> Tree:
                 nodes[relative] = Node(kind="link", ref=os.readlink(path))
             elif stat.S_ISDIR(info.st_mode):
                 nodes[relative] = Node(kind="dir", mode=stat.S_IMODE(info.st_mode))
-            elif stat.S_ISREG(info.st_mode):
+            elif stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
                 digest = _digest(path, info)
                 mode = stat.S_IMODE(info.st_mode)
                 nodes[relative] = Node(kind="file", ref=digest, mode=mode, size=info.st_size)

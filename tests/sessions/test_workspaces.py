@@ -4,7 +4,6 @@ for a fork."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -26,15 +25,9 @@ LIMITS = SandboxLimitsEntry(
 )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'eve.sqlite'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    opened = SessionStore(url)
-    yield opened
-    opened.close()
+@pytest.fixture
+def store(either_store: SessionStore) -> SessionStore:
+    return either_store
 
 
 @pytest.fixture

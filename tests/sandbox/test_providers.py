@@ -9,13 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from eve.builtins import bash, run_python, write_file
+from eve.cli.main import main
 from eve.errors import SandboxUnavailable
 from eve.manifest import ROOT_NODE_ID, SandboxEntry
 from eve.sandbox.bindings import bind_sandbox
 from eve.sandbox.bubblewrap import bwrap_program
 from tests.builtins.conftest import call
+from tests.conftest import AppFactory
 from tests.sandbox.conftest import LIMITS, App
 
 PROVIDERS = ["bubblewrap", "local"]
@@ -104,3 +107,21 @@ async def test_a_cancelled_turn_kills_the_sandboxed_command(app: App) -> None:
     ctx.signal.cancel("cancelled")
     done = await running
     assert done["status"] == "cancelled"
+
+
+def test_eve_run_refuses_to_start_without_bubblewrap(make_app: AppFactory, no_bwrap: None) -> None:
+    root = make_app(
+        {
+            "agent/agent.py": """
+                from eve import define_agent
+                default = define_agent(model="offline/test", builtin_tools=["bash"])
+            """,
+            "agent/sandbox.py": """
+                from eve.sandbox import define_sandbox
+                default = define_sandbox()
+            """,
+        }
+    )
+    result = CliRunner().invoke(main, ["-C", str(root), "run", "hi"])
+    assert result.exit_code == SandboxUnavailable.exit_code, result.output
+    assert "no bwrap is on PATH" in result.output

@@ -4,6 +4,7 @@ for a fork."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import msgspec
@@ -14,11 +15,12 @@ from eve.errors import WorkspaceTooLarge
 from eve.manifest import ROOT_NODE_ID, SandboxEntry, SandboxLimitsEntry
 from eve.sandbox.bindings import bind_sandbox, session_directory
 from eve.sessions.store import SessionStore
-from eve.sessions.tables import workspace_blobs
+from eve.sessions.tables import workspace_blobs, workspace_heads
 from eve.sessions.workspaces import WorkspaceKeeper, fork_workspace, keeper_for
 from tests.conftest import AppFactory, wait_for_file
-from tests.sessions.apps import call, say
+from tests.sessions.apps import SCRIPTED_AGENT, call, say
 from tests.sessions.harness import Server, count, script
+from tests.sessions.inprocess import InProcessServer
 
 LIMITS = SandboxLimitsEntry(
     cpu_seconds=10, memory_mb=512, processes=256, file_size_mb=8, wall_seconds=30, workspace_mb=1
@@ -207,3 +209,73 @@ def test_a_turn_resumed_after_a_crash_sees_the_files_it_saw(make_app: AppFactory
         "from_the_hold.txt": "written by this attempt",
         "seed.txt": "seeded\n",
     }
+
+
+def test_a_sandboxed_subagent_keeps_a_workspace_of_its_own(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/agent.py": SCRIPTED_AGENT.replace("{limits}", "{'max_turns': 5}"),
+            "agent/instructions.md": "Follow the script.\n",
+            "agent/sandbox.py": """
+                from eve.sandbox import define_sandbox
+                default = define_sandbox(provider="local")
+            """,
+            "agent/subagents/researcher/agent.py": """
+                from eve import define_agent
+                default = define_agent(description="Looks things up.", builtin_tools=["write_file"])
+            """,
+            "agent/subagents/researcher/instructions.md": "Research.\n",
+        },
+        minimal=False,
+    )
+    responses = {
+        "__root__": [call("researcher", message="note it"), say("noted")],
+        "researcher": [call("write_file", path="found.txt", content="42"), say("written")],
+    }
+    (root / "script.json").write_text(json.dumps(responses), encoding="utf-8")
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("go")
+        server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    [child] = [d for d in (root / "workspace" / "sessions").iterdir() if d.name != session]
+    assert (child / "found.txt").read_text() == "42"  # the inherited sandbox, its own session
+    store = SessionStore(f"sqlite:///{root / '.eve' / 'sessions' / 'eve.sqlite'}")
+    try:
+        heads = dict(store.run(lambda c: c.execute(sa.select(workspace_heads)).all()))
+    finally:
+        store.close()
+    assert child.name in heads  # checkpointed with the subagent's steps
+
+
+def test_a_session_reset_puts_back_the_seed_files(make_app: AppFactory) -> None:
+    root = make_app(
+        {
+            "agent/agent.py": """
+                from eve import define_agent
+                default = define_agent(
+                    model="offline/script:script.json", builtin_tools=["write_file"]
+                )
+            """,
+            "agent/instructions.md": "Follow the script.\n",
+            "agent/sandbox.py": """
+                from eve.sandbox import define_sandbox
+                default = define_sandbox(provider="local")
+            """,
+            "agent/sandbox/workspace/seed.txt": "seeded\n",
+        },
+        minimal=False,
+    )
+    script(root, [call("write_file", path="seed.txt", content="changed"), say("done")])
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("change it")
+        server.wait_for(session, count("session.waiting"))
+        directory = session_directory(root / "workspace", session)
+        assert files(directory) == {"seed.txt": "changed"}
+        assert server.post(f"/session/{session}/reset").status_code == 200
+        server.wait_for(session, count("session.reset"))
+    finally:
+        server.stop()
+    assert files(directory) == {"seed.txt": "seeded\n"}

@@ -40,7 +40,9 @@ $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
+# the example agent's commands run in a bubblewrap sandbox (agent/sandbox.py)
 run: $(VENV)/.installed
+	./scripts/ensure-bubblewrap
 	$(BIN)/eve compile
 	$(BIN)/eve run "What does a hammer cost, and in dollars?"
 
@@ -52,15 +54,19 @@ lint: $(VENV)/.installed-dev
 # The PostgreSQL tests start their own server (tests/postgres.py). When ensure-postgres finds
 # or installs the binaries they must run (EVE_REQUIRE_POSTGRES=1 fails them instead of
 # skipping); when it cannot (not root, no apt-get), they skip and say why. The dev UI's
-# browser tests (tests/ui) are the same with ensure-chromium and EVE_REQUIRE_BROWSER=1.
+# browser tests (tests/ui) are the same with ensure-chromium and EVE_REQUIRE_BROWSER=1, and
+# the sandbox's bubblewrap tests (tests/sandbox) with ensure-bubblewrap and EVE_REQUIRE_SANDBOX=1.
 test: lint
 	$(BIN)/eve compile --check
+	-./scripts/ensure-bubblewrap
 	$(BIN)/eve eval
 	@required=""; \
 	if ./scripts/ensure-postgres; then required="$$required EVE_REQUIRE_POSTGRES=1"; \
 	else echo "make: no PostgreSQL server binaries; the PostgreSQL tests will skip"; fi; \
 	if ./scripts/ensure-chromium; then required="$$required EVE_REQUIRE_BROWSER=1"; \
 	else echo "make: no chromium and chromium-driver; the browser tests will skip"; fi; \
+	if ./scripts/ensure-bubblewrap; then required="$$required EVE_REQUIRE_SANDBOX=1"; \
+	else echo "make: no working bubblewrap; the sandbox's bubblewrap tests will skip"; fi; \
 	echo "$$required $(BIN)/pytest -q $(PYTEST_WORKERS)"; \
 	env $$required $(PYTEST_ENV) $(BIN)/pytest -q $(PYTEST_WORKERS)
 

@@ -100,6 +100,11 @@ BENCHMARKS: list[Benchmark] = [
         target="bench.idle_cpu:run",
         summary="CPU of an idle eve serve, with no follower and with 100 followers",
     ),
+    Benchmark(
+        name="sandbox_call",
+        target="bench.sandbox_call:run",
+        summary="one bash call under bubblewrap vs local vs bare bash -c: median, ratio",
+    ),
 ]
 
 __all__ = ["BENCHMARKS", "Benchmark"]

@@ -22,6 +22,7 @@ from eve.models.registry import choose_model, create_client
 from eve.runtime import CompiledAgent, ResolvedAgent, resolve_agent
 from eve.runtime.delegation import parent_of
 from eve.runtime.resolved import ResolvedProviderTool
+from eve.sandbox.bindings import bind_sandbox
 
 #: where a one-line notice goes (the model fallback without a provider key)
 Notify = Callable[[str], None]
@@ -135,13 +136,17 @@ def _setup(
     subagents: dict[str, AgentSetup],
 ) -> AgentSetup:
     config = agent.config
+    # refused here, so eve run, eve dev and eve serve all refuse before serving a turn
+    create = bool(config.builtin_tools) or agent.sandbox is not None
+    workspace = workspace_for(app_root, config.workspace, create=create)
+    # so is a sandbox whose provider cannot run here (SandboxUnavailable)
+    bind_sandbox(workspace, agent.node_id, agent.sandbox, app_root=app_root)
     return AgentSetup(
         agent=agent,
         client=models[0],
         fallbacks=models[1:],
         max_turns=max_turns or config.limits.max_turns or DEFAULT_MAX_TURNS,
-        # refused here, so eve run, eve dev and eve serve all refuse before serving a turn
-        workspace=workspace_for(app_root, config.workspace, create=bool(config.builtin_tools)),
+        workspace=workspace,
         context_budget_tokens=context_budget(config.model_context_window_tokens),
         hooks=HookRelay.for_hooks(agent.hooks),
         reasoning=config.reasoning,

@@ -61,6 +61,9 @@
     │   ├── ReadOffsetTooFar            read_file's offset_line lies past the bytes it scans
     │   └── WriteTooLarge               write_file's content is over its size cap
     ├── WorkspaceUnsafe                 the workspace holds .eve/, agent/ or the session database
+    ├── SandboxError                    the sandbox could not run commands as declared
+    │   ├── SandboxUnavailable          bubblewrap is missing or cannot make its namespaces here
+    │   └── WorkspaceTooLarge           a session's workspace grew past its size cap
     ├── TracingSetupError               OTEL_* asks for traces eve cannot export (no otel extra)
     ├── ScaffoldConflict                eve init would overwrite files that exist
     ├── ChannelHandlerInvalid           a define_channel handler answered with no Response
@@ -257,6 +260,8 @@ __all__ = [
     "RequestError",
     "ResolveAgentError",
     "RetentionInvalid",
+    "SandboxError",
+    "SandboxUnavailable",
     "ScaffoldConflict",
     "ScheduleDeliveryFailed",
     "ScheduleError",
@@ -291,6 +296,7 @@ __all__ = [
     "UnknownStub",
     "UnsupportedContentType",
     "WaitUnavailable",
+    "WorkspaceTooLarge",
     "WorkspaceUnsafe",
     "WorkspaceViolation",
     "WriteTooLarge",
@@ -956,6 +962,42 @@ class WorkspaceUnsafe(EveError):
         self.workspace = workspace
         #: the protected path it overlaps (``.eve``, ``agent``, a session database)
         self.conflict = conflict
+
+
+class SandboxError(EveError):
+    """The sandbox (``agent/sandbox.py``) could not run commands as declared."""
+
+    code = "sandbox_error"
+
+
+class SandboxUnavailable(SandboxError):
+    """The declared provider cannot run here (no ``bwrap``, or no user namespaces): ``eve
+    run``, ``dev`` and ``serve`` refuse to start rather than run commands unconfined."""
+
+    code = "sandbox_unavailable"
+    exit_code = 2
+    http_status = 503
+
+    def __init__(self, message: str, *, provider: str) -> None:
+        super().__init__(message)
+        #: the provider that cannot run (``bubblewrap``)
+        self.provider = provider
+
+
+class WorkspaceTooLarge(SandboxError):
+    """A session's workspace holds more than its cap (``SandboxLimits(workspace_mb=...)``)
+    at a step boundary; the step's record is not written, so the turn fails."""
+
+    code = "workspace_too_large"
+    http_status = 413
+
+    def __init__(self, message: str, *, session_id: str, size: int, limit: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        #: the workspace's size in bytes
+        self.size = size
+        #: the cap in bytes
+        self.limit = limit
 
 
 class ChannelHandlerInvalid(EveError):

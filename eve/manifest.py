@@ -87,6 +87,8 @@ __all__ = [
     "ReasoningLevel",
     "Retries",
     "RunnableToolEntry",
+    "SandboxEntry",
+    "SandboxLimitsEntry",
     "ScheduleEntry",
     "SchemaSource",
     "Severity",
@@ -502,6 +504,36 @@ class ScheduleEntry(Base, frozen=True, kw_only=True):
     deliver: WebhookDelivery | ChannelDelivery | None = None
 
 
+# --- sandbox -------------------------------------------------------------------------------
+
+
+class SandboxLimitsEntry(Base, frozen=True, kw_only=True):
+    """``SandboxLimits``: what one command may use (``eve.authoring.sandbox``)."""
+
+    cpu_seconds: int
+    memory_mb: int
+    processes: int
+    file_size_mb: int
+    wall_seconds: int
+    workspace_mb: int
+
+
+class SandboxEntry(Base, frozen=True, kw_only=True):
+    """A node's sandbox (``sandbox.py``, or its parent's): a declaration only; the runtime
+    runs commands through the provider it names (``eve.sandbox``)."""
+
+    #: None: bubblewrap, refused at start where bwrap is missing
+    provider: Literal["bubblewrap", "local"] | None = None
+    network: bool = False
+    allow_hosts: list[str] = []
+    limits: SandboxLimitsEntry
+    #: the files of ``sandbox/workspace/`` (app-root-relative, sorted): each session's
+    #: workspace starts as a copy of them
+    workspace_files: list[str] = []
+    #: the ``sandbox.py`` that declares it (a parent's, when inherited)
+    logical_path: str
+
+
 # --- memory --------------------------------------------------------------------------------
 
 
@@ -693,6 +725,8 @@ class AgentNode(Base, frozen=True, kw_only=True):
     schedules: list[ScheduleEntry] = []
     #: the node's memory slots, in discovery order
     memory: list[MemoryEntry] = []
+    #: where the node's commands run (``sandbox.py``); None: no sandbox declared
+    sandbox: SandboxEntry | None = None
     #: node ids of direct subagents, in discovery order
     subagents: list[str] = []
     #: the custom auth hook, on the root node only
@@ -771,6 +805,10 @@ class DiscoveredNode(Base, frozen=True, kw_only=True):
     channels: list[str] = []
     schedules: list[str] = []
     memory: list[str] = []
+    #: ``sandbox.py``, if the node has one
+    sandbox: str | None = None
+    #: the files under ``sandbox/workspace/``, sorted
+    sandbox_workspace: list[str] = []
     subagents: list[str] = []
 
 

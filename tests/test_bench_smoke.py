@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from bench import _durability_worker, auth_check, loop_overhead, tracing_overhead
 from eve.compiler import compile_to_disk
 
@@ -86,3 +88,18 @@ def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
     assert row["turns_in_window"] > 0 and row["turns_failed"] == 0
     assert row["server_cpu_ms_per_turn"] > 0 and row["rss_mb"] > 0
     assert row["bytes_stored_per_turn"] > 0
+
+
+def test_the_sandbox_call_bench_times_each_case() -> None:
+    from bench import sandbox_call
+    from eve.errors import SandboxUnavailable
+
+    try:
+        timings = asyncio.run(sandbox_call._measure(1))
+    except SandboxUnavailable as error:
+        pytest.skip(f"bubblewrap cannot run here: {error}")
+    assert {name: len(samples) for name, samples in timings.items()} == {
+        "bare bash -c": 1,
+        "local": 1,
+        "bubblewrap": 1,
+    }

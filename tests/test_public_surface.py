@@ -49,6 +49,7 @@ PINNED: dict[str, str] = {
     ),
     "eve.memory": "DatabaseProvider FileProvider MemoryDefinition database define_memory files",
     "eve.schedules": "ScheduleContext ScheduleDefinition cron_problem define_schedule next_fires",
+    "eve.sandbox": "CommandResult Sandbox SandboxDefinition SandboxLimits define_sandbox",
     "eve.auth": "AuthDefinition OPERATOR Principal PrincipalKind define_auth",
     "eve.evals": (
         "Answer AnswerContains AnswerEquals AnswerMatches AnswerSchema Approve Called Case CaseRun "

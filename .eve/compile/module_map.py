@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import Callable
 
 SCHEMA_VERSION = 14
-FINGERPRINT = "sha256:e085b5a987a2938a9c30155e6d1b1d2cbf902a0b474d42c2cc47bd4f7b1392ed"
+FINGERPRINT = "sha256:c9f635381e23ab74d3b796a4ccd6314bf5ef58002679bb21875e38af09a1f524"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

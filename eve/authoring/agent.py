@@ -13,7 +13,7 @@ from eve.authoring.deps import DepsFactory, check_deps_factory
 from eve.context.keys import Codec, ContextKey
 from eve.errors import AuthoringError
 
-BUILTIN_TOOL_NAMES = ("bash", "list_files", "read_file", "write_file")
+BUILTIN_TOOL_NAMES = ("bash", "list_files", "read_file", "run_python", "write_file")
 
 
 def _model_id(value: str) -> str:

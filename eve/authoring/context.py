@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
@@ -16,6 +16,8 @@ from eve.cancellation import CancelSignal
 DepsT = TypeVar("DepsT", default=Any)
 #: ``ctx.deps`` of an agent without a deps factory (typed Any, so it is any ``DepsT``)
 NO_DEPS: Any = None
+if TYPE_CHECKING:
+    from eve.sandbox.provider import Sandbox
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +39,8 @@ class ToolContext(Generic[DepsT]):
             ``call_id`` it names the call across a crash and the step's rerun.
         deps: what the agent's ``define_agent(deps=factory)`` built for this turn (None
             without a factory); rebuilt each turn, never stored.
+        sandbox: where commands run (``await ctx.sandbox.run(["ls", "-l"])``): the
+            session's workspace under the node's ``sandbox.py``; see docs/sandbox.md.
     """
 
     session_id: str
@@ -50,3 +54,10 @@ class ToolContext(Generic[DepsT]):
     # None when the agent declares no factory: typed as DepsT so ``ToolContext[Db]`` reads
     # ``ctx.deps`` as ``Db`` (eve cannot check the annotation against the factory)
     deps: DepsT = NO_DEPS
+
+    @property
+    def sandbox(self) -> Sandbox:
+        # imported here: the sandbox is runtime machinery, and authoring stays light
+        from eve.sandbox.bindings import sandbox_for
+
+        return sandbox_for(self)

@@ -125,7 +125,9 @@ def _list(root: Path, path: str, pattern: str, recursive: bool) -> dict[str, Any
 
 async def list_files(data: ListFilesInput, ctx: ToolContext) -> dict[str, Any]:
     # A large tree is many syscalls: walk it off the event loop.
-    return await asyncio.to_thread(_list, ctx.workspace, data.path, data.pattern, data.recursive)
+    return await asyncio.to_thread(
+        _list, ctx.sandbox.workspace, data.path, data.pattern, data.recursive
+    )
 
 
 default = define_tool(

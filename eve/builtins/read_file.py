@@ -121,7 +121,7 @@ def _read(workspace: Path, path: str, offset_line: int, max_bytes: int) -> str:
 async def read_file(data: ReadFileInput, ctx: ToolContext) -> str:
     # Disk reads off the event loop: one process serves every session.
     return await asyncio.to_thread(
-        _read, ctx.workspace, data.path, data.offset_line, data.max_bytes
+        _read, ctx.sandbox.workspace, data.path, data.offset_line, data.max_bytes
     )
 
 

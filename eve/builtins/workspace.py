@@ -150,6 +150,7 @@ class _Walker:
             # made meanwhile by someone else: fine, it is opened next
             with contextlib.suppress(FileExistsError):
                 os.mkdir(name, 0o777, dir_fd=here)
+                take_owner(here, name)
             self.pending.append(name)  # open what is there now, by the same rules
             return
         except OSError as error:
@@ -159,6 +160,17 @@ class _Walker:
                 return
             raise
         self.dirs.append((name, fd))
+
+
+def take_owner(dir_fd: int, name: str) -> None:
+    """Give what eve just made at ``name`` the owner of the directory it is in, when eve is
+    root and that is someone else: a sandbox that runs its commands as ``nobody``
+    (``eve.sandbox.bubblewrap``) must be able to change what the file tools wrote."""
+    if os.geteuid() != 0:
+        return
+    owner = os.fstat(dir_fd)
+    if owner.st_uid != 0:
+        os.chown(name, owner.st_uid, owner.st_gid, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _under(path: str, root: str) -> bool:

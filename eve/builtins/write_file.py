@@ -13,7 +13,7 @@ import pydantic
 
 from eve.authoring.context import ToolContext
 from eve.builtins._limits import WRITE_MAX_BYTES
-from eve.builtins.workspace import slot_for_writing, workspace_errors
+from eve.builtins.workspace import slot_for_writing, take_owner, workspace_errors
 from eve.errors import WriteTooLarge
 from eve.tools import define_tool
 
@@ -53,6 +53,7 @@ def _write(workspace: Path, path: str, content: str) -> tuple[str, int]:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temp, flags, 0o666, dir_fd=slot.dir_fd)
         try:
+            take_owner(slot.dir_fd, temp)
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
                 file.flush()
@@ -70,7 +71,9 @@ def _write(workspace: Path, path: str, content: str) -> tuple[str, int]:
 
 async def write_file(data: WriteFileInput, ctx: ToolContext) -> dict[str, Any]:
     # Disk writes (and the fsync) off the event loop: one process serves every session.
-    relative, written = await asyncio.to_thread(_write, ctx.workspace, data.path, data.content)
+    relative, written = await asyncio.to_thread(
+        _write, ctx.sandbox.workspace, data.path, data.content
+    )
     return {"path": relative, "bytes_written": written}
 
 

@@ -9,6 +9,8 @@ from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
 from eve.runtime.info import NodeInfo, agent_info
 
+#: the built-ins that run commands: a node with one and no sandbox is flagged
+RUNS_COMMANDS = frozenset({"eve:builtins/bash", "eve:builtins/run_python"})
 #: what ``eve info`` says of a model eve knows no window for
 UNKNOWN_WINDOW = (
     "unknown (compaction cannot measure it, output is not bounded by it): set "
@@ -59,6 +61,26 @@ def _print_node(node: NodeInfo, indent: str) -> None:
             f"{indent}  connection {connection.name} ({connection.transport} "
             f"{connection.target}, {connection.expose}): {connection.description}"
         )
+    _print_sandbox(node, indent)
+
+
+def _print_sandbox(node: NodeInfo, indent: str) -> None:
+    box = node.sandbox
+    if box is None:
+        if any(tool.source in RUNS_COMMANDS for tool in node.tools):
+            click.echo(
+                f"{indent}  sandbox: none declared: commands run unconfined, as eve does "
+                "(UNSAFE; add agent/sandbox.py, docs/sandbox.md)"
+            )
+        return
+    network = "shared network" if box.network else "no network"
+    hosts = f" (allow_hosts {', '.join(box.allow_hosts)}: not filtered)" if box.allow_hosts else ""
+    unsafe = " UNSAFE: no isolation," if box.unsafe else ""
+    click.echo(
+        f"{indent}  sandbox {box.provider} ({box.source}):{unsafe} {network}{hosts}, "
+        f"{box.workspace_files} seed file(s), limits "
+        + ", ".join(f"{name} {value}" for name, value in box.limits.items())
+    )
 
 
 def _print_turn_inputs(node: NodeInfo, indent: str) -> None:

@@ -34,6 +34,7 @@ KNOWN_DIRS = frozenset(
         "subagents",
         "lib",
         "evals",
+        "sandbox",
     }
 )
 EVAL_NAME = TOOL_NAME
@@ -46,7 +47,6 @@ UNSUPPORTED_DIRS = frozenset(
     {
         "extensions",
         "instructions",
-        "sandbox",
     }
 )
 ROOT_FILES = frozenset({"agent.py", "instructions.md", "__init__.py", "README.md"})
@@ -57,6 +57,9 @@ AUTH_FILE = "auth.py"
 #: a node's one memory slot, named ``memory`` (``memory/<name>.py`` holds named ones)
 MEMORY_FILE = "memory.py"
 MEMORY_NAME = TOOL_NAME
+#: a node's sandbox declaration (``define_sandbox``); ``sandbox/workspace/**`` seeds it
+SANDBOX_FILE = "sandbox.py"
+SANDBOX_WORKSPACE = "workspace"
 
 
 @dataclass(kw_only=True)
@@ -86,6 +89,9 @@ class NodeFiles:
     #: (schedule name, path): ``schedules/reports/daily.md`` is ``reports/daily``
     schedules: list[tuple[str, str]] = field(default_factory=list)
     memory: list[tuple[str, str]] = field(default_factory=list)  # (slot name, path)
+    sandbox: str | None = None
+    #: every file under ``sandbox/workspace/``, sorted
+    sandbox_workspace: list[str] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
 
 
@@ -116,6 +122,8 @@ class Discovery:
                     channels=[path for _, path in node.channels],
                     schedules=[path for _, path in node.schedules],
                     memory=[path for _, path in node.memory],
+                    sandbox=node.sandbox,
+                    sandbox_workspace=node.sandbox_workspace,
                     subagents=node.subagents,
                 )
                 for node_id, node in self.nodes.items()
@@ -159,6 +167,14 @@ class _Walker:
                 source_path=node.root,
                 node_id=node_id,
             )
+        if node.sandbox_workspace and node.sandbox is None:
+            self.sink.error(
+                "discover/sandbox-workspace-without-sandbox",
+                "sandbox/workspace/ seeds a sandbox's workspace, but this node declares no "
+                f"sandbox: add {SANDBOX_FILE} with define_sandbox(...) beside it",
+                source_path=f"{node.root}/sandbox",
+                node_id=node_id,
+            )
         tool_names = {name for name, _ in node.tools}
         self.connection_collisions(node)
         for child in node.subagents:
@@ -184,6 +200,8 @@ class _Walker:
             self.auth_file(node, rel)
         elif entry.name == MEMORY_FILE:
             node.memory.append(("memory", rel))
+        elif entry.name == SANDBOX_FILE:
+            node.sandbox = rel
         elif entry.name not in ROOT_FILES:
             self.sink.warning(
                 "discover/unknown-file",
@@ -209,26 +227,11 @@ class _Walker:
 
     def node_dir(self, node: NodeFiles, entry: Path) -> None:
         rel = self.rel(entry)
-        if entry.name == "tools":
-            self.tools(node, entry)
-        elif entry.name == "skills":
-            self.skills(node, entry)
-        elif entry.name == "hooks":
-            self.hooks(node, entry)
-        elif entry.name == "connections":
-            self.connections(node, entry)
-        elif entry.name == "channels":
-            self.channels(node, entry)
-        elif entry.name == "schedules":
-            self.schedules(node, entry)
-        elif entry.name == "memory":
-            self.memory_dir(node, entry)
-        elif entry.name == "subagents":
-            self.subagents(node, entry)
+        walk = self.directory_walks().get(entry.name)
+        if walk is not None:
+            walk(node, entry)
         elif entry.name == "lib":
             return  # reached only through imports
-        elif entry.name == "evals":
-            self.eval_files(node, entry)
         elif entry.name in UNSUPPORTED_DIRS:
             self.sink.warning(
                 "discover/unsupported-directory",
@@ -240,10 +243,25 @@ class _Walker:
             self.sink.warning(
                 "discover/unknown-directory",
                 f"{entry.name}/ is not an agent directory (tools, skills, hooks, connections, "
-                "channels, memory, subagents, lib); it is ignored",
+                "channels, memory, sandbox, subagents, lib); it is ignored",
                 source_path=rel,
                 node_id=node.node_id,
             )
+
+    def directory_walks(self) -> dict[str, Callable[[NodeFiles, Path], None]]:
+        """The walk of each directory a node may hold, by name (``lib/`` is never walked)."""
+        return {
+            "tools": self.tools,
+            "skills": self.skills,
+            "hooks": self.hooks,
+            "connections": self.connections,
+            "channels": self.channels,
+            "schedules": self.schedules,
+            "memory": self.memory_dir,
+            "sandbox": self.sandbox_dir,
+            "subagents": self.subagents,
+            "evals": self.eval_files,
+        }
 
     def tools(self, node: NodeFiles, directory: Path) -> None:
         for entry in _sorted_entries(directory):
@@ -384,6 +402,25 @@ class _Walker:
             return
         found = walk_schedules(directory, self.sink, self.rel)
         node.schedules += found
+
+    def sandbox_dir(self, node: NodeFiles, directory: Path) -> None:
+        """``sandbox/workspace/**``: the files each session's workspace starts with."""
+        for entry in _sorted_entries(directory):
+            if entry.name == SANDBOX_WORKSPACE and entry.is_dir():
+                node.sandbox_workspace = sorted(
+                    self.rel(path)
+                    for path in entry.rglob("*")
+                    if path.is_file()
+                    and not any(is_ignored(p) for p in path.relative_to(entry).parts)
+                )
+                continue
+            self.sink.warning(
+                "discover/sandbox-unknown-entry",
+                f"sandbox/{entry.name} is ignored: sandbox/ holds workspace/, the files each "
+                "session's workspace starts with (declare the sandbox in sandbox.py)",
+                source_path=self.rel(entry),
+                node_id=node.node_id,
+            )
 
     def memory_dir(self, node: NodeFiles, directory: Path) -> None:
         if (directory.parent / MEMORY_FILE).is_file():

@@ -25,6 +25,7 @@ from eve.authoring.connections import MCPConnection
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.instructions import InstructionsDefinition
 from eve.authoring.memory import MemoryDefinition
+from eve.authoring.sandbox import SandboxDefinition
 from eve.authoring.schedules import ScheduleDefinition
 from eve.authoring.tools import FunctionTool, ToolDefinition
 from eve.builtins.automatic import AUTOMATIC_TOOLS
@@ -49,6 +50,7 @@ from eve.compiler.memory import memory_entry
 from eve.compiler.module_map_source import render_module_map
 from eve.compiler.normalize import agent_config, hook_entry, tool_entry
 from eve.compiler.output import CompiledOutput, compile_output
+from eve.compiler.sandbox import inherit_sandboxes, sandbox_entry
 from eve.compiler.schedules import (
     ScheduleSource,
     check_deliveries,
@@ -79,6 +81,7 @@ from eve.manifest import (
     MemoryEntry,
     PluginDistribution,
     ProviderToolEntry,
+    SandboxEntry,
     ScheduleEntry,
     SkillEntry,
     ToolEntry,
@@ -337,6 +340,23 @@ class _NodeCompiler:
             definition, name=name, logical_path=path, source_id=source_id, export_name=export_name
         )
 
+    def sandbox(self, node: NodeFiles) -> SandboxEntry | None:
+        if node.sandbox is None:
+            return None
+        loaded = self.load(node.sandbox, SandboxDefinition, node.node_id)
+        if loaded is None:
+            return None
+        definition = loaded[0]
+        assert isinstance(definition, SandboxDefinition)
+        return sandbox_entry(
+            definition,
+            logical_path=node.sandbox,
+            workspace_files=node.sandbox_workspace,
+            app_root=self.app_root,
+            sink=self.sink,
+            node_id=node.node_id,
+        )
+
     def builtin(self, node: NodeFiles, name: str) -> ToolEntry | None:
         if any(tool_name == name for tool_name, _ in node.tools):
             self.sink.error(
@@ -401,6 +421,9 @@ class _NodeCompiler:
         compile_reads |= {path for _, path in node.channels}
         # a memory slot is data: read once here, never imported at run time
         compile_reads |= {path for _, path in node.memory}
+        # so is a sandbox: its seed files are copied at run time, its module never imported
+        if node.sandbox:
+            compile_reads.add(node.sandbox)
         if node.agent_module:
             compile_reads.add(node.agent_module)
         if node.dynamic_instructions:
@@ -465,6 +488,7 @@ class _NodeCompiler:
             channels=channels,
             schedules=schedules,
             memory=memory,
+            sandbox=self.sandbox(node),
             subagents=node.subagents,
             auth=auth,
             compile_loads=sorted(
@@ -539,6 +563,7 @@ def compile_agent(app_root: Path | str, *, cache: CompileCache | None = None) ->
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})
     compiler = _NodeCompiler(discovery, graph, sink, cache)
     nodes = {node_id: compiler.node(files) for node_id, files in discovery.nodes.items()}
+    nodes = inherit_sandboxes(nodes)
     evals = read_evals(app_root, discovery.evals, sink)
     if sink.has_errors:
         return CompileResult(discovery=discovery, diagnostics=sink, manifest=None, artifacts={})

@@ -24,6 +24,7 @@ from eve.manifest import (
     FunctionToolEntry,
     HttpServer,
     ProviderToolEntry,
+    SandboxEntry,
     ScheduleEntry,
     WorkflowToolEntry,
     decode,
@@ -112,6 +113,22 @@ class MemoryInfo(msgspec.Struct, kw_only=True):
     description: str
 
 
+class SandboxInfo(msgspec.Struct, kw_only=True):
+    """Where a node's commands run (``sandbox.py``; see docs/sandbox.md)."""
+
+    #: the file that declares it (a parent's, for an inherited one)
+    source: str
+    #: ``bubblewrap`` (also when the declaration names none) or ``local``
+    provider: str
+    #: True for ``local``: commands run unconfined, as eve runs
+    unsafe: bool
+    network: bool
+    allow_hosts: list[str]
+    limits: dict[str, int]
+    #: how many files each session's workspace starts with (``sandbox/workspace/``)
+    workspace_files: int
+
+
 class AuthInfo(msgspec.Struct, kw_only=True):
     """The agent's custom auth hook (``agent/auth.py``, ``define_auth``): the server asks
     it for the principal of each request its built-in schemes do not prove."""
@@ -155,6 +172,8 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     dynamic_instructions_path: str | None = None
     #: the deps factory (own or inherited); None: ``ctx.deps`` is None
     deps: DepsInfo | None = None
+    #: where its commands run; None: no sandbox declared (they run as ``local`` would)
+    sandbox: SandboxInfo | None = None
 
 
 class DiagnosticCounts(msgspec.Struct, kw_only=True):
@@ -268,6 +287,22 @@ def _node_info(manifest: CompiledManifest, key: str) -> NodeInfo:
             )
             for m in node.memory
         ],
+        sandbox=sandbox_info(node.sandbox),
+    )
+
+
+def sandbox_info(entry: SandboxEntry | None) -> SandboxInfo | None:
+    if entry is None:
+        return None
+    provider = entry.provider or "bubblewrap"
+    return SandboxInfo(
+        source=entry.logical_path,
+        provider=provider,
+        unsafe=provider == "local",
+        network=entry.network,
+        allow_hosts=list(entry.allow_hosts),
+        limits=msgspec.structs.asdict(entry.limits),
+        workspace_files=len(entry.workspace_files),
     )
 
 

@@ -99,6 +99,7 @@ async def resolve_agent(
         connections=connections,
         memory=list(node.memory),
         subagents=list(node.subagents),
+        sandbox=node.sandbox,
         output=await resolve_output(node, module_map),
         auth=await _resolve_auth(node.auth, module_map, node_key),
         deps=await resolve_deps(manifest, module_map, node_key),

@@ -25,6 +25,7 @@ from eve.manifest import (
     MemoryEntry,
     Output,
     ProviderToolEntry,
+    SandboxEntry,
     SkillEntry,
     SubagentToolEntry,
     WorkflowToolEntry,
@@ -176,6 +177,9 @@ class ResolvedAgent:
     #: turns (``eve.execution.memory.with_memory``)
     memory: list[MemoryEntry] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
+    #: where the node's commands run (``sandbox.py``, or inherited); bound to the agent's
+    #: workspace by its setup (``eve.sandbox.bindings``)
+    sandbox: SandboxEntry | None = None
     #: the type the final answer is validated into (``define_agent(output_schema=...)``)
     output: ResolvedOutput | None = None
     #: the custom auth hook of ``agent/auth.py`` (root only), which the server calls

@@ -55,6 +55,9 @@ class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
     approved_once: list[str]
     attempt: int = 0
     events: list[SessionEvent] = []
+    #: the tree the session's workspace held after the step (``sessions.workspaces``);
+    #: None without a sandbox
+    workspace: str | None = None
 
 
 _encoder = msgspec.json.Encoder()

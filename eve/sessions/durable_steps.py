@@ -9,6 +9,7 @@ record, the state is restored from it, and neither the model nor the tools run a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -24,6 +25,7 @@ from eve.sessions.checkpoint import StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.turn_events import TurnEvents
+from eve.sessions.workspaces import WorkspaceKeeper
 from eve.step_attempts import StepAttempt, fresh_step
 
 R = TypeVar("R")
@@ -39,11 +41,14 @@ class DurableRecorder:
         approved_once: set[str],
         *,
         gate: ComputeGate,
+        workspace: WorkspaceKeeper | None = None,
     ) -> None:
         self.events = events
         self.context = context
         self.approved_once = approved_once
         self.gate = gate
+        #: the session's sandbox workspace, checkpointed with each step (None: no sandbox)
+        self.workspace = workspace
 
     async def part(self, key: str, produce: Produce) -> StepPart:
         return await self._checkpointed(key, produce, _parts)
@@ -96,12 +101,14 @@ class DurableRecorder:
                 )
                 async with fresh_step(fresh):
                     value = await produce()
+            keeper = self.workspace
             record = StepCheckpoint(
                 value=msgspec.Raw(msgspec.json.encode(value)),
                 state=self.context.snapshot(),
                 approved_once=sorted(self.approved_once),
                 attempt=attempt,
                 events=self.events.step_events,
+                workspace=None if keeper is None else await asyncio.to_thread(keeper.checkpoint),
             )
             # stored as the event log is: no known secret in it (a model that echoes a key,
             # a tool's progress message), so a replay sees [redacted] where a key was
@@ -120,6 +127,9 @@ class DurableRecorder:
         )
         if not ran:
             self.events.replayed(key, checkpoint.attempt, checkpoint.events)
+            if self.workspace is not None and checkpoint.workspace is not None:
+                # as the step left it: what a crashed attempt wrote after it is undone
+                await asyncio.to_thread(self.workspace.restore, checkpoint.workspace)
         self.context.restore(checkpoint.state)
         self.approved_once.update(checkpoint.approved_once)
         return value

@@ -166,6 +166,33 @@ mcp_oauth = sa.Table(
 )
 
 
+#: the files of sandboxed sessions' workspaces, each content once (``workspaces.py``)
+workspace_blobs = sa.Table(
+    "eve_workspace_blobs",
+    _metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+
+#: workspace states (``eve.sandbox.snapshot.Tree`` as JSON) by the sha256 of that JSON; a
+#: step's record names the tree the workspace held after it
+workspace_trees = sa.Table(
+    "eve_workspace_trees",
+    _metadata,
+    sa.Column("tree_id", sa.String(64), primary_key=True),
+    sa.Column("tree", sa.Text, nullable=False),
+)
+
+#: each sandboxed session's latest workspace state: what a worker that has no copy of the
+#: directory (a restart elsewhere, a fork) restores it from
+workspace_heads = sa.Table(
+    "eve_workspace_heads",
+    _metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("tree_id", sa.String(64), nullable=False),
+)
+
+
 def create_tables(engine: Engine) -> None:
     try:
         _metadata.create_all(engine)

@@ -15,6 +15,7 @@ the same order, what it kept is rebuilt exactly.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -62,6 +63,7 @@ from eve.sessions.input_requests import (
 from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
+from eve.sessions.workspaces import keeper_for
 
 T = TypeVar("T")
 
@@ -298,6 +300,10 @@ async def _run(
     )
     # the subagent's turn answers the same message: its principal is the caller's
     context = EveContext(session_id=session_id, principal=spec.principal)
+    # a sandboxed subagent's workspace is its child session's, kept as the root's is
+    keeper = keeper_for(host.store, child.workspace, node_id, session_id)
+    if keeper is not None:
+        await asyncio.to_thread(keeper.open)
     env = child_environment(
         task,
         session_id,
@@ -305,7 +311,7 @@ async def _run(
         context=context,
         approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
-        recorder=DurableRecorder(events, context, set(), gate=host.gate),
+        recorder=DurableRecorder(events, context, set(), gate=host.gate, workspace=keeper),
         forms=DurableForms(desk=desk(child_emitter), signal=task.signal),
         sent_calls=DurableSentCalls(desk=desk(child_emitter)),
     )

@@ -47,6 +47,7 @@ from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
+from eve.sessions.workspaces import WorkspaceKeeper, keeper_for
 
 log = logging.getLogger("eve.sessions")
 
@@ -138,6 +139,14 @@ class TurnRuntime:
         finally:
             self.inflight.discard(workflow_id)
 
+    async def workspace_of(self, session_id: str) -> WorkspaceKeeper | None:
+        """The session's sandbox workspace, opened as its last step left it; None when the
+        agent declares no sandbox."""
+        keeper = keeper_for(self.store, self.setup.workspace, self.setup.agent.node_id, session_id)
+        if keeper is not None:
+            await asyncio.to_thread(keeper.open)
+        return keeper
+
     async def settle(self) -> None:
         """The running workflow's place is done: its outcome is in the log (accepted.py)."""
         workflow_id = DBOS.workflow_id or ""
@@ -186,6 +195,7 @@ class TurnRuntime:
         checkpoint = loaded.checkpoint
         context = EveContext(session_id=session_id, principal=sender_of(given))
         context.restore(checkpoint.state)
+        workspace = await self.workspace_of(session_id)
         approved_once = set(checkpoint.approved_once)
         raised = dict(checkpoint.raised_limits)
         try:
@@ -205,7 +215,9 @@ class TurnRuntime:
                     signal=signal,
                     emitter=emitter,
                     context=context,
-                    recorder=DurableRecorder(events, context, approved_once, gate=self.gate),
+                    recorder=DurableRecorder(
+                        events, context, approved_once, gate=self.gate, workspace=workspace
+                    ),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
                     approved_once=approved_once,
@@ -280,6 +292,9 @@ class TurnRuntime:
         if events.progress.finished:
             return "reset"
         await save_checkpoint(self.store, session_id, None, after=None, step="checkpoint.clear")
+        keeper = keeper_for(self.store, self.setup.workspace, self.setup.agent.node_id, session_id)
+        if keeper is not None:
+            await asyncio.to_thread(keeper.reset)
         await EventEmitter(events, session_id=session_id).emit(SessionResetData())
         await events.flush()
         self.log.forget(session_id)

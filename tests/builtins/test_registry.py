@@ -37,6 +37,7 @@ def test_names_map_to_their_modules() -> None:
         "bash": "eve.builtins.bash",
         "list_files": "eve.builtins.list_files",
         "read_file": "eve.builtins.read_file",
+        "run_python": "eve.builtins.run_python",
         "write_file": "eve.builtins.write_file",
     }
     assert (
@@ -46,17 +47,19 @@ def test_names_map_to_their_modules() -> None:
             "bash",
             "list_files",
             "read_file",
+            "run_python",
             "write_file",
         )
     )
 
 
-def test_only_bash_needs_approval() -> None:
+def test_only_the_command_tools_need_approval() -> None:
     kinds = {name: definition(name).approval.kind for name in BUILTIN_TOOLS}
     assert kinds == {
         "bash": "always",
         "list_files": "never",
         "read_file": "never",
+        "run_python": "always",
         "write_file": "never",
     }
     assert all(isinstance(definition(name), FunctionTool) for name in BUILTIN_TOOLS)

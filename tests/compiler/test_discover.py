@@ -61,14 +61,14 @@ def test_unknown_files_and_directories_are_warnings(make_app: AppFactory) -> Non
             "agent/tools/notes.txt": "x",
             "agent/notes.txt": "x",
             "agent/widgets/a.py": "",
-            "agent/sandbox/notes.md": "",
+            "agent/extensions/notes.md": "",
         }
     )
     _, diagnostics = run(root)
     assert ("discover/unknown-file", "warning", "agent/tools/notes.txt") in diagnostics
     assert ("discover/unknown-file", "warning", "agent/notes.txt") in diagnostics
     assert ("discover/unknown-directory", "warning", "agent/widgets") in diagnostics
-    assert ("discover/unsupported-directory", "warning", "agent/sandbox") in diagnostics
+    assert ("discover/unsupported-directory", "warning", "agent/extensions") in diagnostics
 
 
 def test_skill_in_tools_and_module_in_skills_are_wrong_kind(make_app: AppFactory) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from eve.sessions.store import SessionStore
 from tests.postgres import REQUIRE_ENV, PostgresServer, PostgresUnavailable, find_bindir, required
 
 
@@ -60,3 +62,15 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     url = postgres_server.database()
     yield url
     postgres_server.drop(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def either_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    """A ``SessionStore`` on a new SQLite file, then on a new PostgreSQL database."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'eve.sqlite'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    opened = SessionStore(url)
+    yield opened
+    opened.close()

@@ -3,24 +3,15 @@ SQLite and PostgreSQL: one row per connection, server URL and principal."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from eve.sessions.oauth_tokens import GrantRows, grant_key
 from eve.sessions.store import SessionStore
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'eve.sqlite'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    opened = SessionStore(url)
-    yield opened
-    opened.close()
+@pytest.fixture
+def store(either_store: SessionStore) -> SessionStore:
+    return either_store
 
 
 def rows(store: SessionStore, principal: str, url: str = "https://a.invalid/mcp") -> GrantRows:

@@ -1,12 +1,12 @@
-"""Run ``bash -c COMMAND`` so that nothing it starts outlives it: the bash tool's wrapper.
+"""Run a command so that nothing it starts outlives it: the ``local`` sandbox's wrapper.
 
-Run as a script (``python -I -S _reaper.py COMMAND``), not imported: it must start fast and
-use the standard library alone. The bash tool kills the command's process group, but
+Run as a script (``python -I -S _reaper.py PROGRAM ARG...``), not imported: it must start
+fast and use the standard library alone. The sandbox kills the command's process group, but
 ``setsid cmd &`` leaves the group (and the session). So this process makes itself a *child
 subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``): every process orphaned below it is
-re-parented to it instead of to init, and when bash ends — or on SIGTERM, which the tool
+re-parented to it instead of to init, and when the command ends — or on SIGTERM, which the tool
 sends on timeout or cancellation — it kills its children until it has none left. Then it
-exits as bash did (the same code, or killed by the same signal).
+exits as the command did (the same code, or killed by the same signal).
 
 Where prctl is missing (macOS), the process group kill in the tool is all there is.
 It imports ``_signal``, not ``signal``, and no ``contextlib``: ``signal`` pulls in ``enum``,
@@ -103,9 +103,9 @@ def main() -> None:
     if pid == 0:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
-            os.execvp("bash", ["bash", "-c", sys.argv[1]])
+            os.execvp(sys.argv[1], sys.argv[1:])
         finally:
-            os._exit(127)  # bash is not installed
+            os._exit(127)  # the program is not installed
     status = None
     try:
         _, status = os.waitpid(pid, 0)

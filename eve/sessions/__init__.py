@@ -1,7 +1,8 @@
 """Durable sessions on DBOS: the only package in eve that imports ``dbos``."""
 
-from eve.sessions.service import Accepted, InputResponse, SessionService, new_session_id
+from eve.sessions.service import Accepted, SessionService, new_session_id
 from eve.sessions.settings import SessionSettings, resolve_settings
+from eve.wire.requests import InputResponse
 
 __all__ = [
     "Accepted",

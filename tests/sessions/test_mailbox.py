@@ -1,0 +1,60 @@
+"""A parked turn's mailbox across an upgrade: an answer an older eve sent still continues the
+turn; a message no eve sent fails it with a named error."""
+
+from __future__ import annotations
+
+from dbos import DBOS
+
+from eve.sessions.turn_workflow import turn_workflow_id
+from tests.conftest import AppFactory
+from tests.sessions.harness import Event, count
+from tests.sessions.inprocess import InProcessServer
+from tests.sessions.test_approvals import approval_app, request_of
+
+
+def put(server: InProcessServer, session: str, raw: object) -> None:
+    """``raw`` into the parked turn's mailbox as it is, past the session service."""
+    assert server.http is not None and server.http.portal is not None
+
+    async def send() -> None:
+        await DBOS.send_async(turn_workflow_id(session, 0), raw, "input")
+
+    server.http.portal.call(send)
+
+
+def test_an_answer_an_older_eve_sent_still_continues_the_turn(make_app: AppFactory) -> None:
+    root = approval_app(make_app)
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("ship the anvil")
+        request = request_of(server.wait_for(session, count("turn.waiting")))
+        # the untagged dict an eve before eve.wire.mailbox sent
+        older = {
+            "request_id": request["request_id"],
+            "option_id": "approve",
+            "responder": {"id": "operator", "kind": "operator"},
+        }
+        put(server, session, older)
+        events = server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    [resolved] = [e["data"] for e in events if e["type"] == "input.resolved"]
+    assert resolved["option_id"] == "approve"
+    assert resolved["responder"] == {"id": "operator", "kind": "operator"}
+    assert (root / "shipped.log").read_text() == "anvil\n"
+
+
+def test_a_message_no_eve_sent_fails_the_turn_with_a_named_error(make_app: AppFactory) -> None:
+    root = approval_app(make_app)
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("ship the anvil")
+        server.wait_for(session, count("turn.waiting"))
+        put(server, session, {"approve": "yes please"})
+        events: list[Event] = server.wait_for(session, count("turn.failed"))
+    finally:
+        server.stop()
+    [failed] = [e["data"] for e in events if e["type"] == "turn.failed"]
+    assert failed["error"].startswith("MailboxMessageInvalid: a workflow message eve cannot read")
+    assert "yes please" not in failed["error"]
+    assert not (root / "shipped.log").exists()

@@ -67,60 +67,63 @@ def _raw_message(message: str | None, attachments: Sequence[Attachable]) -> RawM
     return parts
 
 
-def health() -> Call[dict[str, Any]]:
-    return Call(method="GET", path=PREFIX + "/health", read=_document.decode)
-
-
-def info() -> Call[dict[str, Any]]:
-    return Call(method="GET", path=PREFIX + "/info", read=_document.decode)
-
-
-def create(message: str | None, attachments: Sequence[Attachable] = ()) -> Call[Accepted]:
-    body = CreateBody(message=_raw_message(message, attachments))
-    return Call(
-        method="POST", path=PREFIX + "/session", body=body, repeatable=True, read=_accepted.decode
-    )
-
-
-def send(session_id: str, message: str, attachments: Sequence[Attachable] = ()) -> Call[Accepted]:
-    body = FollowUpBody(message=_raw_message(message, attachments))
-    return _post(session_path(session_id), body)
-
-
-def respond(
-    session_id: str,
-    answers: Mapping[str, str],
-    values: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Call[Accepted]:
-    """``{request_id: option_id}`` as answers; ``values`` are a form's (``kind: "form"``) by
-    request id, sent with its answer."""
-    given = values or {}
-    responses = [
-        InputResponse(
-            request_id=request_id,
-            option_id=option_id,
-            values=dict(given[request_id]) if request_id in given else None,
-        )
-        for request_id, option_id in answers.items()
-    ]
-    return _post(session_path(session_id), FollowUpBody(input_responses=responses))
-
-
 def _post(path: str, body: RequestBody) -> Call[Accepted]:
     return Call(method="POST", path=path, body=body, repeatable=True, read=_accepted.decode)
 
 
-def session(session_id: str) -> Call[SessionSummary]:
-    return Call(method="GET", path=session_path(session_id), read=decode_summary)
+class Calls:
+    """The API's operations, each a ``Call`` (a namespace: both clients import it)."""
 
+    @staticmethod
+    def health() -> Call[dict[str, Any]]:
+        return Call(method="GET", path=PREFIX + "/health", read=_document.decode)
 
-def sessions(limit: int, cursor: str | None) -> Call[SessionPage]:
-    """``limit`` sessions after ``cursor`` (a page's ``next_cursor``; None for the newest)."""
-    query = {"limit": str(limit), **({"cursor": cursor} if cursor else {})}
-    path = f"{PREFIX}/sessions?{urlencode(query)}"
-    return Call(method="GET", path=path, read=decode_page)
+    @staticmethod
+    def info() -> Call[dict[str, Any]]:
+        return Call(method="GET", path=PREFIX + "/info", read=_document.decode)
 
+    @staticmethod
+    def create(message: str | None, attachments: Sequence[Attachable] = ()) -> Call[Accepted]:
+        return _post(PREFIX + "/session", CreateBody(message=_raw_message(message, attachments)))
 
-def action(session_id: str, name: str) -> Call[Accepted]:
-    """``cancel``, ``compact`` or ``reset``: a POST with no body, tried once."""
-    return Call(method="POST", path=session_path(session_id, name), read=_accepted.decode)
+    @staticmethod
+    def send(
+        session_id: str, message: str, attachments: Sequence[Attachable] = ()
+    ) -> Call[Accepted]:
+        body = FollowUpBody(message=_raw_message(message, attachments))
+        return _post(session_path(session_id), body)
+
+    @staticmethod
+    def respond(
+        session_id: str,
+        answers: Mapping[str, str],
+        values: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Call[Accepted]:
+        """``{request_id: option_id}`` as answers; ``values`` are a form's (``kind: "form"``) by
+        request id, sent with its answer."""
+        given = values or {}
+        responses = [
+            InputResponse(
+                request_id=request_id,
+                option_id=option_id,
+                values=dict(given[request_id]) if request_id in given else None,
+            )
+            for request_id, option_id in answers.items()
+        ]
+        return _post(session_path(session_id), FollowUpBody(input_responses=responses))
+
+    @staticmethod
+    def session(session_id: str) -> Call[SessionSummary]:
+        return Call(method="GET", path=session_path(session_id), read=decode_summary)
+
+    @staticmethod
+    def sessions(limit: int, cursor: str | None) -> Call[SessionPage]:
+        """``limit`` sessions after ``cursor`` (a page's ``next_cursor``; None for the newest)."""
+        query = {"limit": str(limit), **({"cursor": cursor} if cursor else {})}
+        path = f"{PREFIX}/sessions?{urlencode(query)}"
+        return Call(method="GET", path=path, read=decode_page)
+
+    @staticmethod
+    def action(session_id: str, name: str) -> Call[Accepted]:
+        """``cancel``, ``compact`` or ``reset``: a POST with no body, tried once."""
+        return Call(method="POST", path=session_path(session_id, name), read=_accepted.decode)

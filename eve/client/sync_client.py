@@ -8,8 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from eve.client import calls
-from eve.client.calls import Call
+from eve.client.calls import Call, Calls, session_path
 from eve.client.protocol import (
     TURN_END,
     Attachable,
@@ -80,11 +79,11 @@ class EveClient:
             time.sleep(outcome)
 
     def health(self) -> dict[str, Any]:
-        return self._run(calls.health())
+        return self._run(Calls.health())
 
     def info(self) -> dict[str, Any]:
         """What ``eve info --json`` prints, for the agent this server runs."""
-        return self._run(calls.info())
+        return self._run(Calls.info())
 
     def create(
         self, message: str | None = None, *, attachments: Sequence[Attachable] = ()
@@ -93,14 +92,14 @@ class EveClient:
 
         ``attachments`` are ``ImagePart``/``DocumentPart`` values or paths of image and
         document files, sent after the text in order."""
-        return self._run(calls.create(message, attachments))
+        return self._run(Calls.create(message, attachments))
 
     def send(
         self, session_id: str, message: str, *, attachments: Sequence[Attachable] = ()
     ) -> Accepted:
         """A turn for ``message`` and its ``attachments`` (as in ``create``); one sent while a
         turn runs waits for it, in order."""
-        return self._run(calls.send(session_id, message, attachments))
+        return self._run(Calls.send(session_id, message, attachments))
 
     def respond(
         self,
@@ -111,29 +110,29 @@ class EveClient:
     ) -> Accepted:
         """Answer parked input requests: ``{request_id: option_id}``; ``values`` fill in the
         forms among them (an MCP server's elicitation), by request id."""
-        return self._run(calls.respond(session_id, answers, values))
+        return self._run(Calls.respond(session_id, answers, values))
 
     def session(self, session_id: str) -> SessionSummary:
         """The session's status, turns, tokens, cost, limits and what is left of each."""
-        return self._run(calls.session(session_id))
+        return self._run(Calls.session(session_id))
 
     def sessions(self, *, limit: int = 20, cursor: str | None = None) -> SessionPage:
         """A page of up to ``limit`` sessions (1 to 100), newest first; pass its
         ``next_cursor`` as ``cursor`` for the next, older page (None on the last one)."""
-        return self._run(calls.sessions(limit, cursor))
+        return self._run(Calls.sessions(limit, cursor))
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
-        return self._run(calls.action(session_id, "cancel"))
+        return self._run(Calls.action(session_id, "cancel"))
 
     def compact(self, session_id: str) -> Accepted:
         """Queue a compaction behind the session's turns (``status`` is ``compacting``);
         ``session.compacted`` in the event log says when it ran."""
-        return self._run(calls.action(session_id, "compact"))
+        return self._run(Calls.action(session_id, "compact"))
 
     def reset(self, session_id: str) -> Accepted:
         """Cancel any running turn, then clear the session's history and state."""
-        return self._run(calls.action(session_id, "reset"))
+        return self._run(Calls.action(session_id, "reset"))
 
     def stream(
         self,
@@ -158,7 +157,7 @@ class EveClient:
         return self._read(session_id, cursor, follow=True)
 
     def _read(self, session_id: str, cursor: StreamCursor, follow: bool) -> Iterator[SessionEvent]:
-        path = calls.session_path(session_id, "stream")
+        path = session_path(session_id, "stream")
         while True:
             try:
                 with self._http.stream("GET", path, params=cursor.params(follow)) as response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from eve.client import calls
+from eve.client.calls import Calls
 from eve.client.protocol import StreamCursor, api_error, server_root
 from eve.errors import ServerUnreachable
 
@@ -69,7 +69,7 @@ def responses_body(
     answers: dict[str, str], values: dict[str, dict[str, object]] | None = None
 ) -> dict[str, object]:
     """The JSON an answer call sends."""
-    content = calls.respond("ses_1", answers, values).content
+    content = Calls.respond("ses_1", answers, values).content
     assert content is not None
     body: dict[str, object] = msgspec.json.decode(content)
     return body

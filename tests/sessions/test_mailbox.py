@@ -3,6 +3,11 @@ turn; a message no eve sent fails it with a named error."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
 from dbos import DBOS
 
 from eve.sessions.turn_workflow import turn_workflow_id
@@ -22,39 +27,48 @@ def put(server: InProcessServer, session: str, raw: object) -> None:
     server.http.portal.call(send)
 
 
-def test_an_answer_an_older_eve_sent_still_continues_the_turn(make_app: AppFactory) -> None:
+@dataclass(frozen=True)
+class Parked:
+    server: InProcessServer
+    root: Path
+    session: str
+    request_id: str
+
+
+@contextlib.contextmanager
+def parked_turn(make_app: AppFactory) -> Iterator[Parked]:
+    """A served session whose first turn waits on the approval of a ``ship`` call."""
     root = approval_app(make_app)
     server = InProcessServer(root).start()
     try:
         session = server.create("ship the anvil")
         request = request_of(server.wait_for(session, count("turn.waiting")))
+        yield Parked(server, root, session, str(request["request_id"]))
+    finally:
+        server.stop()
+
+
+def test_an_answer_an_older_eve_sent_still_continues_the_turn(make_app: AppFactory) -> None:
+    with parked_turn(make_app) as parked:
         # the untagged dict an eve before eve.wire.mailbox sent
         older = {
-            "request_id": request["request_id"],
+            "request_id": parked.request_id,
             "option_id": "approve",
             "responder": {"id": "operator", "kind": "operator"},
         }
-        put(server, session, older)
-        events = server.wait_for(session, count("session.waiting"))
-    finally:
-        server.stop()
+        put(parked.server, parked.session, older)
+        events = parked.server.wait_for(parked.session, count("session.waiting"))
     [resolved] = [e["data"] for e in events if e["type"] == "input.resolved"]
     assert resolved["option_id"] == "approve"
     assert resolved["responder"] == {"id": "operator", "kind": "operator"}
-    assert (root / "shipped.log").read_text() == "anvil\n"
+    assert (parked.root / "shipped.log").read_text() == "anvil\n"
 
 
 def test_a_message_no_eve_sent_fails_the_turn_with_a_named_error(make_app: AppFactory) -> None:
-    root = approval_app(make_app)
-    server = InProcessServer(root).start()
-    try:
-        session = server.create("ship the anvil")
-        server.wait_for(session, count("turn.waiting"))
-        put(server, session, {"approve": "yes please"})
-        events: list[Event] = server.wait_for(session, count("turn.failed"))
-    finally:
-        server.stop()
+    with parked_turn(make_app) as parked:
+        put(parked.server, parked.session, {"approve": "yes please"})
+        events: list[Event] = parked.server.wait_for(parked.session, count("turn.failed"))
     [failed] = [e["data"] for e in events if e["type"] == "turn.failed"]
     assert failed["error"].startswith("MailboxMessageInvalid: a workflow message eve cannot read")
     assert "yes please" not in failed["error"]
-    assert not (root / "shipped.log").exists()
+    assert not (parked.root / "shipped.log").exists()

@@ -95,6 +95,7 @@
     │   ├── TurnNotFound                a turn id that is no turn of the session
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
+    │   ├── MailboxMessageInvalid       a workflow message no eve sent (eve.wire.mailbox)
     │   ├── RetentionInvalid            a retention period (--older-than, EVE_RETENTION) is not one
     │   ├── TurnLost                    an accepted turn ended with no outcome and could not rerun
     │   ├── MessageTooLong              a message over the configured length
@@ -228,6 +229,7 @@ __all__ = [
     "MCPToolNameClash",
     "MCPToolsChanged",
     "MCPUnauthorized",
+    "MailboxMessageInvalid",
     "ManifestVersionError",
     "MemoryNotFound",
     "MemorySearchUnavailable",
@@ -1422,6 +1424,19 @@ class CheckpointMissing(SessionError):
         self.session_id = session_id
         #: the version the workflow's first run loaded
         self.version = version
+
+
+class MailboxMessageInvalid(SessionError):
+    """A parked workflow received a message on its mailbox topic that is none of eve's
+    (``eve.wire.mailbox``): something other than the session service sent it. The turn
+    or task fails with it; ``detail`` says what did not fit, never the message itself."""
+
+    code = "mailbox_message_invalid"
+    http_status = 500
+
+    def __init__(self, message: str, *, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class RetentionInvalid(SessionError):

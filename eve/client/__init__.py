@@ -9,16 +9,17 @@
         for event in client.turn_events(accepted.session_id, accepted.turn_id):
             print(event.type)
 
-Both clients speak the same routes with the same pure helpers (``eve.client.protocol``);
-only the I/O differs.
+Both clients build the same requests and read the same answers (``eve.client.calls``, over
+the bodies of ``eve.wire``); only the I/O differs.
 """
 
 from eve.client.async_client import AsyncEveClient
-from eve.client.protocol import TURN_END, Accepted
+from eve.client.protocol import TURN_END
 from eve.client.sync_client import EveClient
 from eve.errors import APIError, ClientError, ServerUnreachable
 from eve.events import SessionEvent
 from eve.session_summary import SessionLimits, SessionListEntry, SessionPage, SessionSummary
+from eve.wire.answers import Accepted
 
 __all__ = [
     "TURN_END",

@@ -1,4 +1,5 @@
-"""What both clients share: paths, bodies, answers and the stream's reconnect bookkeeping.
+"""What both clients share besides their calls (``calls.py``): the server's root, retries,
+error answers and the stream's reconnect bookkeeping.
 
 Nothing here does I/O, so the sync and async clients differ only in how they wait.
 """
@@ -7,17 +8,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
-import msgspec
-
-from eve.attachments import read_attachment
 from eve.errors import APIError, ServerUnreachable
 from eve.events import OtherEvent, SessionEvent, decode_any_event
-from eve.messages import MediaPart, user_message
+from eve.messages import MediaPart
+from eve.wire.answers import decode_refusal
 
 PREFIX = "/eve/v1"
 
@@ -28,65 +25,14 @@ Attachable = MediaPart | Path
 TURN_END = frozenset({"turn.completed", "turn.failed", "turn.cancelled", "turn.waiting"})
 
 
-class Accepted(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The server took the request; the turn (if any) runs in the background."""
-
-    session_id: str
-    #: ``turn_<n>`` when a message started or queued a turn
-    turn_id: str | None = None
-    #: ``accepted`` (a message), ``resolved`` (input responses), ``cancelling``, …
-    status: str = "accepted"
-
-
-class _ErrorBody(msgspec.Struct, frozen=True):
-    code: str = "http_error"
-    error: str = ""
-
-
 def server_root(url: str) -> str:
     """The server's root URL, whether the caller gave it or the ``/eve/v1`` base."""
     url = url.rstrip("/")
     return url[: -len(PREFIX)] if url.endswith(PREFIX) else url
 
 
-def session_path(session_id: str, action: str = "") -> str:
-    suffix = f"/{action}" if action else ""
-    return f"{PREFIX}/session/{session_id}{suffix}"
-
-
-def list_path(limit: int, cursor: str | None) -> str:
-    """``GET /sessions``' path and query: ``limit`` sessions after ``cursor`` (a page's
-    ``next_cursor``; None for the newest)."""
-    query = {"limit": str(limit), **({"cursor": cursor} if cursor else {})}
-    return f"{PREFIX}/sessions?{urlencode(query)}"
-
-
 def auth_headers(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
-
-
-def message_body(message: str | None, attachments: Sequence[Attachable] = ()) -> dict[str, Any]:
-    """The body of a message: its text as a string, or, with attachments, its parts (files
-    are read here, and refused here when no model takes their type)."""
-    if not attachments:
-        return {} if message is None else {"message": message}
-    media = [read_attachment(a) if isinstance(a, Path) else a for a in attachments]
-    return {"message": msgspec.to_builtins(user_message(message or "", media).parts)}
-
-
-def responses_body(
-    answers: Mapping[str, str], values: Mapping[str, Mapping[str, Any]] | None = None
-) -> dict[str, Any]:
-    """``{request_id: option_id}`` as the ``inputResponses`` body; ``values`` are a form's
-    (``kind: "form"``) by request id, sent with its answer."""
-    given = values or {}
-    return {
-        "inputResponses": [
-            {"requestId": request_id, "optionId": option_id}
-            | ({"values": dict(given[request_id])} if request_id in given else {})
-            for request_id, option_id in answers.items()
-        ]
-    }
 
 
 #: the header that makes a POST safe to repeat (the server answers a repeat with its first answer)
@@ -134,20 +80,8 @@ def unreachable(error: Exception) -> ServerUnreachable:
 
 def api_error(status: int, content: bytes) -> APIError:
     """The named error for an ``{ok: false, code, error}`` answer (or any non-JSON one)."""
-    try:
-        body = msgspec.json.decode(content, type=_ErrorBody)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        body = _ErrorBody(error=content[:200].decode("utf-8", "replace"))
+    body = decode_refusal(content)
     return APIError(f"{status} {body.code}: {body.error}", status=status, code=body.code)
-
-
-def accepted(content: bytes) -> Accepted:
-    return msgspec.json.decode(content, type=Accepted)
-
-
-def decode_json(content: bytes) -> dict[str, Any]:
-    decoded: dict[str, Any] = msgspec.json.decode(content)
-    return decoded
 
 
 class Backoff:

@@ -4,29 +4,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
+from eve.client.calls import Call, Calls, session_path
 from eve.client.protocol import (
-    PREFIX,
     TURN_END,
-    Accepted,
     Attachable,
     Attempt,
     StreamCursor,
-    accepted,
     api_error,
     auth_headers,
-    decode_json,
-    list_path,
-    message_body,
-    responses_body,
     server_root,
-    session_path,
 )
 from eve.events import SessionEvent
-from eve.session_summary import SessionPage, SessionSummary, decode_page, decode_summary
+from eve.session_summary import SessionPage, SessionSummary
+from eve.wire.answers import Accepted
+
+T = TypeVar("T")
 
 
 class EveClient:
@@ -63,33 +59,31 @@ class EveClient:
     def close(self) -> None:
         self._http.close()
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None = None,
-        *,
-        repeatable: bool = False,
-    ) -> bytes:
-        """One request; a ``repeatable`` POST is retried as ``Attempt`` says."""
-        attempt = Attempt(repeatable=repeatable, timeout=self.reconnect_timeout)
+    def _run(self, call: Call[T]) -> T:
+        """Send ``call``; a repeatable one is tried again as ``Attempt`` says."""
+        attempt = Attempt(repeatable=call.repeatable, timeout=self.reconnect_timeout)
         while True:
             try:
-                response = self._http.request(method, path, json=body, headers=attempt.headers)
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    content=call.content,
+                    headers=call.headers(attempt.headers),
+                )
             except httpx.TransportError as error:
                 outcome = attempt.outcome(error)
             else:
                 outcome = attempt.outcome(response)
             if isinstance(outcome, bytes):
-                return outcome
+                return call.read(outcome)
             time.sleep(outcome)
 
     def health(self) -> dict[str, Any]:
-        return decode_json(self._call("GET", PREFIX + "/health"))
+        return self._run(Calls.health())
 
     def info(self) -> dict[str, Any]:
         """What ``eve info --json`` prints, for the agent this server runs."""
-        return decode_json(self._call("GET", PREFIX + "/info"))
+        return self._run(Calls.info())
 
     def create(
         self, message: str | None = None, *, attachments: Sequence[Attachable] = ()
@@ -98,16 +92,14 @@ class EveClient:
 
         ``attachments`` are ``ImagePart``/``DocumentPart`` values or paths of image and
         document files, sent after the text in order."""
-        body = message_body(message, attachments)
-        return accepted(self._call("POST", PREFIX + "/session", body, repeatable=True))
+        return self._run(Calls.create(message, attachments))
 
     def send(
         self, session_id: str, message: str, *, attachments: Sequence[Attachable] = ()
     ) -> Accepted:
         """A turn for ``message`` and its ``attachments`` (as in ``create``); one sent while a
         turn runs waits for it, in order."""
-        body = message_body(message, attachments)
-        return accepted(self._call("POST", session_path(session_id), body, repeatable=True))
+        return self._run(Calls.send(session_id, message, attachments))
 
     def respond(
         self,
@@ -118,30 +110,29 @@ class EveClient:
     ) -> Accepted:
         """Answer parked input requests: ``{request_id: option_id}``; ``values`` fill in the
         forms among them (an MCP server's elicitation), by request id."""
-        body = responses_body(answers, values)
-        return accepted(self._call("POST", session_path(session_id), body, repeatable=True))
+        return self._run(Calls.respond(session_id, answers, values))
 
     def session(self, session_id: str) -> SessionSummary:
         """The session's status, turns, tokens, cost, limits and what is left of each."""
-        return decode_summary(self._call("GET", session_path(session_id)))
+        return self._run(Calls.session(session_id))
 
     def sessions(self, *, limit: int = 20, cursor: str | None = None) -> SessionPage:
         """A page of up to ``limit`` sessions (1 to 100), newest first; pass its
         ``next_cursor`` as ``cursor`` for the next, older page (None on the last one)."""
-        return decode_page(self._call("GET", list_path(limit, cursor)))
+        return self._run(Calls.sessions(limit, cursor))
 
     def cancel(self, session_id: str) -> Accepted:
         """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
-        return accepted(self._call("POST", session_path(session_id, "cancel")))
+        return self._run(Calls.action(session_id, "cancel"))
 
     def compact(self, session_id: str) -> Accepted:
         """Queue a compaction behind the session's turns (``status`` is ``compacting``);
         ``session.compacted`` in the event log says when it ran."""
-        return accepted(self._call("POST", session_path(session_id, "compact")))
+        return self._run(Calls.action(session_id, "compact"))
 
     def reset(self, session_id: str) -> Accepted:
         """Cancel any running turn, then clear the session's history and state."""
-        return accepted(self._call("POST", session_path(session_id, "reset")))
+        return self._run(Calls.action(session_id, "reset"))
 
     def stream(
         self,

@@ -1,19 +1,29 @@
-"""How the server answers a refusal: ``{ok: false, code, error}`` with the error's status."""
+"""How the server answers: a body of ``eve.wire.answers`` with ``"ok"`` first, and a refusal
+``{ok: false, code, error}`` with the error's status."""
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse
+import msgspec
+from starlette.responses import Response
 
 from eve.errors import EveError, QueueFull
 from eve.redact import redact
+from eve.wire.answers import Refusal, encode_answer
+
+JSON = "application/json"
 
 
-def error_response(status: int, code: str, message: str, **headers: str) -> JSONResponse:
-    body = {"ok": False, "code": code, "error": redact(message)}
-    return JSONResponse(body, status_code=status, headers=headers or None)
+def answer(body: msgspec.Struct, *, status: int = 200, **headers: str) -> Response:
+    """``body`` as a JSON answer, ``"ok": true`` first."""
+    return Response(encode_answer(body), status_code=status, headers=headers, media_type=JSON)
 
 
-def refusal(error: EveError, **headers: str) -> JSONResponse:
+def error_response(status: int, code: str, message: str, **headers: str) -> Response:
+    body = encode_answer(Refusal(code=code, error=redact(message)), ok=False)
+    return Response(body, status_code=status, headers=headers or None, media_type=JSON)
+
+
+def refusal(error: EveError, **headers: str) -> Response:
     """``error`` as an answer: its status, its code and its (redacted) message."""
     if isinstance(error, QueueFull):
         headers = {"Retry-After": str(error.retry_after), **headers}

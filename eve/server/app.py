@@ -10,14 +10,12 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
-import msgspec
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES, AttachmentLimits
@@ -34,19 +32,11 @@ from eve.errors import (
 )
 from eve.execution.setup import AgentSetup
 from eve.runtime.info import agent_info
-from eve.server.answers import error_response, refusal
+from eve.server.answers import answer, error_response, refusal
 from eve.server.auth import AUTH_CONFIG_PATH, ServerAuth, principal_of
 from eve.server.auth_config import auth_config_route, server_auth, token_endpoint_origin
 from eve.server.auth_middleware import PrincipalAuth
-from eve.server.bodies import (
-    MAX_BODY_BYTES,
-    CreateBody,
-    FollowUpBody,
-    TaskEventBody,
-    follow_up,
-    message_of,
-    read_body,
-)
+from eve.server.bodies import MAX_BODY_BYTES, follow_up, message_of, read_body
 from eve.server.followers import FollowedStream, Followers
 from eve.server.guard import RequestGuard
 from eve.server.hosts import LOOPBACK, AllowedHosts
@@ -60,6 +50,9 @@ from eve.sessions import Accepted, SessionService, resolve_settings
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 from eve.sessions.idempotency import HEADER as IDEMPOTENCY_HEADER
 from eve.sessions.idempotency import parse_key
+from eve.wire.answers import Accepted as WireAccepted
+from eve.wire.answers import Health, TaskEventDelivered
+from eve.wire.requests import CreateBody, FollowUpBody, TaskEventBody
 
 PREFIX = "/eve/v1"
 #: the largest ``startIndex``: a signed 64-bit integer, the most either database can compare
@@ -97,22 +90,11 @@ class ServerOptions:
     max_queued_turns: int | None = None
 
 
-def _accepted(accepted: Accepted) -> JSONResponse:
-    body: dict[str, Any] = {"ok": True, "sessionId": accepted.session_id, "status": accepted.status}
-    if accepted.turn_id is not None:
-        body["turnId"] = accepted.turn_id
+def _accepted(accepted: Accepted) -> Response:
     headers = {"x-eve-session-id": accepted.session_id}
     if accepted.replayed:
         headers["idempotent-replayed"] = "true"
-    return JSONResponse(body, status_code=202, headers=headers)
-
-
-def _document(document: msgspec.Struct) -> Response:
-    """``document`` as a JSON answer with ``"ok": true`` first, as every JSON answer has.
-    The Structs themselves go without it: ``AgentInfo`` is also ``eve info --json``'s
-    document, and ``SessionSummary`` what the client decodes."""
-    body = {"ok": True, **msgspec.to_builtins(document)}
-    return Response(msgspec.json.encode(body), media_type="application/json")
+    return answer(accepted.wire(), status=202, **headers)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -135,7 +117,7 @@ def _guarded(handler: Handler) -> Handler:
     return run
 
 
-def _unexpected(where: str, error: Exception) -> JSONResponse:
+def _unexpected(where: str, error: Exception) -> Response:
     """A database failure is a 503 the client may retry; anything else a logged 500."""
     lost = unavailable(error)
     if lost is not None:
@@ -159,14 +141,14 @@ class _Routes:
         self.watch = watch
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"ok": True, "status": "ready"})
+        return answer(Health())
 
     async def info(self, request: Request) -> Response:
         # what runs the turns, not only what agent.py names: --model replaces it
         info = agent_info(self.options.app_root)
         info.served_model = self.service.setup.client.model_id
         info.served_stale_sources = await asyncio.to_thread(self.watch.changed)
-        return _document(info)
+        return answer(info)
 
     async def create(self, request: Request) -> Response:
         key = _idempotency_key(request)
@@ -177,7 +159,7 @@ class _Routes:
 
     async def summary(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        return _document(await self.service.summary(session_id, principal=principal_of(request)))
+        return answer(await self.service.summary(session_id, principal=principal_of(request)))
 
     async def follow_up(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
@@ -199,20 +181,18 @@ class _Routes:
         except SessionNotFound as missing:
             raise _not_active(session_id) from missing
         if not cancelled:
-            return JSONResponse({"ok": True, "sessionId": session_id, "status": "no_active_turn"})
-        return JSONResponse(
-            {"ok": True, "sessionId": session_id, "status": "cancelling"}, status_code=202
-        )
+            return answer(WireAccepted(session_id=session_id, status="no_active_turn"))
+        return answer(WireAccepted(session_id=session_id, status="cancelling"), status=202)
 
     async def reset(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await self.service.reset(session_id, principal=principal_of(request))
-        return JSONResponse({"ok": True, "sessionId": session_id, "status": "reset"})
+        return answer(WireAccepted(session_id=session_id, status="reset"))
 
     async def compact(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
         await self.service.compact(session_id, principal=principal_of(request))
-        return JSONResponse({"ok": True, "sessionId": session_id, "status": "compacting"})
+        return answer(WireAccepted(session_id=session_id, status="compacting"))
 
     async def task_event(self, request: Request) -> Response:
         session_id, task_id = request.path_params["session_id"], request.path_params["task_id"]
@@ -222,10 +202,7 @@ class _Routes:
         await self.service.send_event(
             session_id, task_id, body.name, body.data, principal=principal_of(request)
         )
-        return JSONResponse(
-            {"ok": True, "sessionId": session_id, "taskId": task_id, "status": "delivered"},
-            status_code=202,
-        )
+        return answer(TaskEventDelivered(session_id=session_id, task_id=task_id), status=202)
 
     async def stream(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]

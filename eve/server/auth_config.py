@@ -12,14 +12,16 @@ from urllib.parse import urlsplit
 
 import httpx
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from eve.auth.issuer_keys import IssuerKeys
 from eve.auth.settings import OIDCSettings
 from eve.auth.tokens import TokenVerifier
 from eve.authoring.auth import AuthDefinition
+from eve.server.answers import answer
 from eve.server.auth import ServerAuth
 from eve.server.auth_hook import auth_hook
+from eve.wire.answers import AuthConfig, OIDCLogin
 
 #: the scopes the dev UI asks for: an id, and a token to call the API with
 UI_SCOPES = "openid profile"
@@ -47,12 +49,12 @@ def server_auth(
 
 def auth_config_route(auth: ServerAuth) -> Callable[[Request], Awaitable[Response]]:
     async def auth_config(request: Request) -> Response:
-        return JSONResponse({"ok": True, "oidc": ui_login(auth)})
+        return answer(AuthConfig(oidc=ui_login(auth)))
 
     return auth_config
 
 
-def ui_login(auth: ServerAuth) -> dict[str, str] | None:
+def ui_login(auth: ServerAuth) -> OIDCLogin | None:
     """What the UI needs for an OIDC login, or None when it cannot offer one (no issuer,
     no client id, or an issuer whose discovery names no endpoints)."""
     verifier = auth.verifier
@@ -61,14 +63,14 @@ def ui_login(auth: ServerAuth) -> dict[str, str] | None:
     discovery = verifier.keys.discovery
     if discovery is None or not discovery.authorization_endpoint or not discovery.token_endpoint:
         return None
-    return {
-        "issuer": verifier.settings.issuer,
-        "clientId": verifier.settings.client_id,
-        "authorizationEndpoint": discovery.authorization_endpoint,
-        "tokenEndpoint": discovery.token_endpoint,
-        "audience": verifier.settings.audience,
-        "scope": UI_SCOPES,
-    }
+    return OIDCLogin(
+        issuer=verifier.settings.issuer,
+        client_id=verifier.settings.client_id,
+        authorization_endpoint=discovery.authorization_endpoint,
+        token_endpoint=discovery.token_endpoint,
+        audience=verifier.settings.audience,
+        scope=UI_SCOPES,
+    )
 
 
 def token_endpoint_origin(auth: ServerAuth) -> str | None:
@@ -76,5 +78,5 @@ def token_endpoint_origin(auth: ServerAuth) -> str | None:
     login = ui_login(auth)
     if login is None:
         return None
-    parts = urlsplit(login["tokenEndpoint"])
+    parts = urlsplit(login.token_endpoint)
     return f"{parts.scheme}://{parts.netloc}"

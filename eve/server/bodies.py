@@ -1,4 +1,5 @@
-"""Request bodies: read within a size limit, decode strictly, say what is wrong.
+"""Request bodies (``eve.wire.requests``): read within a size limit, decode strictly, say
+what is wrong.
 
 A ``message`` is a string or a list of content parts (``text``, and ``image`` or
 ``document`` with base64 ``data`` or a ``url``); a part that is not valid is
@@ -9,22 +10,20 @@ from __future__ import annotations
 
 import re
 from itertools import accumulate
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 from starlette.requests import Request
 
 from eve.errors import BodyTooDeep, BodyTooLarge, InvalidBody, InvalidPart
 from eve.messages import UserMessage, UserPart
-from eve.sessions import InputResponse
+from eve.wire.requests import FollowUpBody, RawMessage
 
 T = TypeVar("T")
 
 #: bytes; a message at the length limit and attachments at their total limit (in base64,
 #: a third larger) fit with room for JSON
 MAX_BODY_BYTES = 16_000_000
-#: a message as a body carries it: text, or content parts (checked by ``message_of``)
-RawMessage = str | list[Any]
 #: levels of nested arrays and objects; msgspec's decoder (and DBOS's encoders after it)
 #: recurse once per level and run out of stack near 500
 MAX_BODY_DEPTH = 64
@@ -32,26 +31,6 @@ MAX_BODY_DEPTH = 64
 #: a JSON string, escapes included: brackets inside one do not nest anything
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    message: RawMessage | None = None
-
-
-class FollowUpBody(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
-):
-    message: RawMessage | None = None
-    input_responses: list[InputResponse] | None = None
-    #: only ``queue`` (the default): a message sent mid-turn waits for the turn to end
-    turn_policy: str = "queue"
-
-
-class TaskEventBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """An event for a workflow tool waiting in ``wait_for_event(name)``."""
-
-    name: str
-    data: Any = None
 
 
 async def read_body(request: Request, kind: type[T], limit: int = MAX_BODY_BYTES) -> T:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 from starlette.requests import Request
@@ -23,8 +22,10 @@ from starlette.responses import Response
 from eve.errors import InvalidListQuery, MemoryNotFound
 from eve.execution.setup import AgentSetup
 from eve.memory.access import MemoryAdmin, MemoryHost
+from eve.server.answers import answer
 from eve.server.auth import principal_of
 from eve.sessions.listing import parse_limit
+from eve.wire.answers import Erased, Forgotten, Memories
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -38,10 +39,6 @@ def memory_admin(setup: AgentSetup) -> MemoryAdmin | None:
     return MemoryAdmin(host, entries) if host is not None and entries else None
 
 
-def _json(body: dict[str, Any]) -> Response:
-    return Response(msgspec.json.encode({"ok": True, **body}), media_type="application/json")
-
-
 def memory_routes(setup: AgentSetup) -> tuple[Handler, Handler, Handler]:
     """The list, forget-one and erase handlers over ``setup``'s memory."""
     admin = memory_admin(setup)
@@ -50,7 +47,7 @@ def memory_routes(setup: AgentSetup) -> tuple[Handler, Handler, Handler]:
         params = request.query_params
         limit = parse_limit(params.get("limit"))
         if admin is None:
-            return _json({"memories": []})
+            return answer(Memories(memories=[]))
         found = await asyncio.to_thread(
             admin.inspect,
             principal_of(request),
@@ -58,7 +55,7 @@ def memory_routes(setup: AgentSetup) -> tuple[Handler, Handler, Handler]:
             query=params.get("query") or None,
             limit=limit,
         )
-        return _json({"memories": msgspec.to_builtins(found)})
+        return answer(Memories(memories=msgspec.to_builtins(found)))
 
     async def forget_one(request: Request) -> Response:
         memory_id = request.path_params["memory_id"]
@@ -69,7 +66,7 @@ def memory_routes(setup: AgentSetup) -> tuple[Handler, Handler, Handler]:
             )
         if erased == 0:
             raise MemoryNotFound(f"no memory {memory_id}", slot="", memory_id=memory_id)
-        return _json({"forgotten": [memory_id]})
+        return answer(Forgotten(forgotten=[memory_id]))
 
     async def erase(request: Request) -> Response:
         principal = principal_of(request)
@@ -82,6 +79,6 @@ def memory_routes(setup: AgentSetup) -> tuple[Handler, Handler, Handler]:
         erased = 0
         if admin is not None:
             erased = await asyncio.to_thread(admin.erase, principal, slot=slot, ids=None)
-        return _json({"erased": erased})
+        return answer(Erased(erased=erased))
 
     return listed, forget_one, erase

@@ -10,9 +10,11 @@ exchanges the code and goes on; this page only says so.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from eve.connections import authorization
+from eve.server.answers import answer
+from eve.wire.answers import SignedIn
 
 SIGNED_IN = "Signed in: eve goes on. You can close this tab."
 
@@ -22,4 +24,4 @@ async def oauth_callback(request: Request) -> Response:
     400, when none does)."""
     authorization.complete(authorization.callback_of(dict(request.query_params)))
     # JSON like every answer of the API (a browser shows it as it is)
-    return JSONResponse({"ok": True, "status": "signed_in", "message": SIGNED_IN})
+    return answer(SignedIn(message=SIGNED_IN))

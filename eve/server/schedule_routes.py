@@ -13,21 +13,22 @@ from pathlib import Path
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from eve.errors import ScheduleNotFound
 from eve.schedules.scheduler import Scheduler, start_scheduler
 from eve.schedules.status import ScheduleStatus
+from eve.server.answers import answer
 from eve.server.auth import principal_of
 from eve.sessions import SessionService
+from eve.wire.answers import ScheduleAnswer, ScheduleQueued, Schedules
 
 Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _status(status: ScheduleStatus) -> Response:
-    body = {"ok": True, "schedule": msgspec.to_builtins(status)}
-    return JSONResponse(body)
+    return answer(ScheduleAnswer(schedule=msgspec.to_builtins(status)))
 
 
 class ScheduleRoutes:
@@ -53,17 +54,14 @@ class ScheduleRoutes:
 
     async def listing(self, request: Request) -> Response:
         if self.scheduler is None or not principal_of(request).is_operator:
-            return JSONResponse({"ok": True, "schedules": []})
+            return answer(Schedules(schedules=[]))
         statuses = await self.scheduler.statuses()
-        return JSONResponse({"ok": True, "schedules": msgspec.to_builtins(statuses)})
+        return answer(Schedules(schedules=msgspec.to_builtins(statuses)))
 
     async def run(self, request: Request) -> Response:
         name = request.path_params["name"]
         workflow_id = await self._for(request).run_now(name)
-        return JSONResponse(
-            {"ok": True, "name": name, "status": "queued", "workflowId": workflow_id},
-            status_code=202,
-        )
+        return answer(ScheduleQueued(name=name, workflow_id=workflow_id), status=202)
 
     async def pause(self, request: Request) -> Response:
         return _status(await self._for(request).pause(request.path_params["name"]))

@@ -4,8 +4,9 @@ Internal: ``eve serve`` and ``eve.server`` run it; a program talks to a session 
 ``eve.client`` (docs/architecture.md, "The public surface").
 """
 
-from eve.sessions.service import Accepted, InputResponse, SessionService, new_session_id
+from eve.sessions.service import Accepted, SessionService, new_session_id
 from eve.sessions.settings import SessionSettings, resolve_settings
+from eve.wire.requests import InputResponse
 
 __all__ = [
     "Accepted",

@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, assert_never
+from typing import assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from dbos._dbos import _get_dbos_instance
@@ -45,6 +45,7 @@ from eve.sessions.turn_workflow import (
     TurnRuntime,
     turn_workflow_id,
 )
+from eve.wire.mailbox import MAILBOX_TOPIC, MailboxMessage, mail_data
 
 log = logging.getLogger("eve.sessions")
 
@@ -253,10 +254,12 @@ class DurableEngine:
         ordered = sorted(found, key=lambda s: (s.created_at or 0, s.workflow_id))
         return [(s.workflow_id, str(s.status)) for s in ordered]
 
-    async def send_input(self, workflow_id: str, message: dict[str, Any], key: str) -> None:
-        await DBOS.send_async(workflow_id, message, "input", idempotency_key=key)
+    async def send_input(self, workflow_id: str, message: MailboxMessage, key: str) -> None:
+        """Put ``message`` in the workflow's mailbox, once per ``key``."""
+        data = mail_data(message)
+        await DBOS.send_async(workflow_id, data, MAILBOX_TOPIC, idempotency_key=key)
         if not self.settings.is_postgres:
-            _wake_receiver(workflow_id, "input")
+            _wake_receiver(workflow_id, MAILBOX_TOPIC)
 
     async def _rescue_loop(self) -> None:
         """Heartbeat; adopt the turns of a worker that stopped beating (crashed for good);

@@ -15,11 +15,10 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dbos import DBOS
 
-from eve.auth.principal import OPERATOR, Principal, PrincipalRef
+from eve.auth.principal import OPERATOR, Principal
 from eve.cancellation import CancelSignal
 from eve.events import (
     InputRequest,
@@ -31,37 +30,16 @@ from eve.events import (
 )
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import ApprovalRequest
+from eve.sessions.mailbox import Mailbox
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
+from eve.wire.mailbox import AnswerMail
 
-#: the one topic of a workflow's messages: answers, events for tasks, cancel
-INPUT_TOPIC = "input"
-#: an open-ended wait re-arms this often; each wait is one recorded DBOS operation
-WAIT_SECONDS = 3600.0
 APPROVAL_OPTIONS = [Option(id="approve", label="Approve"), Option(id="deny", label="Deny")]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Answered:
-    """An answer as the workflow receives it: the option, and who chose it."""
-
-    option_id: str
-    #: None for an answer sent by an eve from before answers named their responder
-    responder: PrincipalRef | None
-
-
-def answered(message: dict[str, Any]) -> Answered:
-    """The answer a message of ``SessionService.respond`` carries."""
-    who = message.get("responder")
-    responder = None
-    if isinstance(who, dict) and who.get("kind") in ("operator", "user", "channel"):
-        responder = PrincipalRef(id=str(who.get("id")), kind=who["kind"])
-    return Answered(option_id=str(message.get("option_id")), responder=responder)
-
 
 #: waits for the answer to a request id: the option chosen and by whom, or None when
 #: cancelled
-Answer = Callable[[str], Awaitable[Answered | None]]
+Answer = Callable[[str], Awaitable[AnswerMail | None]]
 
 
 def request_id_for(workflow_id: str, asker: str) -> str:
@@ -132,7 +110,7 @@ class DurableApproval:
 
     def __init__(self, desk: InputDesk, signal: CancelSignal) -> None:
         self.desk = desk
-        self.signal = signal
+        self.mailbox = Mailbox(signal=signal)
 
     async def __call__(self, request: ApprovalRequest) -> bool:
         request_id = request_id_for(self.desk.workflow_id, request.call_id)
@@ -145,23 +123,5 @@ class DurableApproval:
             options=APPROVAL_OPTIONS,
             by=request.by,
         )
-        chosen = await self.desk.ask(entry, None, answers(self.signal), by=request.by)
+        chosen = await self.desk.ask(entry, None, self.mailbox.answer, by=request.by)
         return chosen == "approve"
-
-
-def answers(signal: CancelSignal) -> Answer:
-    """Waits on the workflow's messages for the answer to a request id; a cancel message
-    cancels ``signal`` and answers None."""
-
-    async def answer(request_id: str) -> Answered | None:
-        while True:
-            message: Any = await DBOS.recv_async(INPUT_TOPIC, timeout_seconds=WAIT_SECONDS)
-            if not isinstance(message, dict):
-                continue
-            if message.get("cancel"):
-                signal.cancel("cancelled")
-                return None
-            if message.get("request_id") == request_id:
-                return answered(message)
-
-    return answer

@@ -10,7 +10,8 @@ from __future__ import annotations
 from eve.cancellation import CancelSignal
 from eve.events import Option, SessionLimitRequest
 from eve.execution.limits import LimitCrossed, LimitDecision
-from eve.sessions.input_requests import InputDesk, answers, request_id_for
+from eve.sessions.input_requests import InputDesk, request_id_for
+from eve.sessions.mailbox import Mailbox
 
 RAISE: LimitDecision = "raise"
 END: LimitDecision = "end"
@@ -22,7 +23,7 @@ class DurableLimits:
 
     def __init__(self, desk: InputDesk, signal: CancelSignal) -> None:
         self.desk = desk
-        self.signal = signal
+        self.mailbox = Mailbox(signal=signal)
 
     async def __call__(self, crossing: LimitCrossed) -> LimitDecision | None:
         # one question per limit, step and raise: a replay asks the same one again
@@ -40,7 +41,7 @@ class DurableLimits:
             usage=crossing.spend.usage,
             cost=crossing.spend.cost,
         )
-        option = await self.desk.ask(entry, LIMIT_OPTION_IDS, answers(self.signal))
+        option = await self.desk.ask(entry, LIMIT_OPTION_IDS, self.mailbox.answer)
         if option is None:
             return None
         return RAISE if option == RAISE else END

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.attachments import AttachmentLimits, check_attachments
-from eve.auth.principal import OPERATOR, Principal
+from eve.auth.principal import OPERATOR, Principal, ref_of
 from eve.context.active import EveContext, use_context
 from eve.errors import (
     InputOptionUnknown,
@@ -79,6 +79,9 @@ from eve.sessions.turn_workflow import (
     turn_input,
     turn_workflow_id,
 )
+from eve.wire.answers import Accepted as WireAccepted
+from eve.wire.mailbox import AnswerMail, CancelMail, EventMail
+from eve.wire.requests import InputResponse
 
 log = logging.getLogger("eve.sessions")
 
@@ -94,13 +97,6 @@ def new_session_id() -> str:
 OPTION_IDS = tuple(option.id for option in APPROVAL_OPTIONS)
 
 
-class InputResponse(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    request_id: str
-    option_id: str
-    #: a form's values, for ``accept`` (an MCP server's elicitation: ``form_requests``)
-    values: dict[str, Any] | None = None
-
-
 @dataclass(frozen=True, kw_only=True)
 class Accepted:
     """What a create, message or answer request was answered with."""
@@ -114,6 +110,10 @@ class Accepted:
 
     def answer(self) -> Answer:
         return {"sessionId": self.session_id, "turnId": self.turn_id, "status": self.status}
+
+    def wire(self) -> WireAccepted:
+        """What the HTTP API answers with (``eve.wire.answers``)."""
+        return WireAccepted(session_id=self.session_id, status=self.status, turn_id=self.turn_id)
 
     @classmethod
     def replay(cls, answer: Answer) -> Accepted:
@@ -470,7 +470,7 @@ class SessionService:
         idem = key_for(
             f"POST /session/{session_id}",
             key,
-            ["inputResponses", responses],
+            ["inputResponses", [_fingerprinted(response) for response in responses]],
             principal=principal,
         )
         if (answer := await self._answered(idem)) is not None:
@@ -507,7 +507,7 @@ class SessionService:
                     response.request_id, pending.form, response.option_id, response.values
                 )
             targets.append((pending, response))
-        given_by = {"id": answerer.id, "kind": answerer.kind}
+        given_by = ref_of(answerer)
         for pending, response in targets:
             if pending.form is not None:
                 # the call waits inside its step, on the request's row (form_requests)
@@ -517,7 +517,7 @@ class SessionService:
                     response.request_id,
                     response.option_id,
                     response.values,
-                    given_by,
+                    msgspec.to_builtins(given_by),
                 ):
                     raise InputRequestNotPending(
                         f"input request {response.request_id} is answered already",
@@ -525,14 +525,11 @@ class SessionService:
                     )
                 wake(response.request_id)
                 continue
+            mail = AnswerMail(
+                request_id=response.request_id, option_id=response.option_id, responder=given_by
+            )
             await self.engine.send_input(
-                pending.workflow_id,
-                {
-                    "request_id": response.request_id,
-                    "option_id": response.option_id,
-                    "responder": given_by,
-                },
-                key=f"answer:{response.request_id}",
+                pending.workflow_id, mail, key=f"answer:{response.request_id}"
             )
         accepted = Accepted(session_id=session_id, turn_id=None, status="resolved")
         if idem is not None:
@@ -559,7 +556,7 @@ class SessionService:
         self.runtime.cancel_local(workflow_id)
         # a turn, or a task of it, parked on a person or an event wakes on this and stops
         for waiting in [wid for wid in active if turn_of(wid) == workflow_id]:
-            await self.engine.send_input(waiting, {"cancel": True}, key=f"cancel:{waiting}")
+            await self.engine.send_input(waiting, CancelMail(), key=f"cancel:{waiting}")
         return True
 
     async def send_event(
@@ -583,7 +580,7 @@ class SessionService:
         # DBOS stores the message: no known secret in it, as in a step's record
         plain = msgspec.json.decode(redact(msgspec.json.encode(data).decode()))
         await self.engine.send_input(
-            task_id, {"event": name, "data": plain}, key=f"event:{secrets.token_hex(12)}"
+            task_id, EventMail(name=name, data=plain), key=f"event:{secrets.token_hex(12)}"
         )
 
     async def reset(self, session_id: str, *, principal: Principal = OPERATOR) -> None:
@@ -616,6 +613,17 @@ class SessionService:
         waited out (``EventLog.read``)."""
         await self.get(session_id, principal=principal)
         return self.log.read(session_id, start, follow=follow, fast=fast)
+
+
+def _fingerprinted(response: InputResponse) -> dict[str, Any]:
+    """An answer as an idempotency key's fingerprint reads it: every field, ``values`` even
+    when unset, as eve encoded answers before request bodies left defaults out, so a retry
+    across an upgrade still replays."""
+    return {
+        "requestId": response.request_id,
+        "optionId": response.option_id,
+        "values": response.values,
+    }
 
 
 def _redacted(part: UserPart) -> UserPart:

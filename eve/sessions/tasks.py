@@ -8,9 +8,8 @@ or a long sleep holds no compute and survives restarts; it is answered through t
 session API as the turn. Its events go into the root session's log, each carrying its
 place in the tree (``node_id`` and ``parent`` for a subagent's session).
 
-Messages to a task (answers, events, cancel) arrive on one topic; the ones a body is not
-waiting for yet are kept in order, and since a replayed body receives the same messages in
-the same order, what it kept is rebuilt exactly.
+Messages to a task (answers, events, cancel) arrive on its mailbox (``mailbox.py``), which
+keeps the ones a body is not waiting for yet.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -51,19 +50,13 @@ from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.event_log import EventLog
 from eve.sessions.form_requests import DurableForms
-from eve.sessions.input_requests import (
-    INPUT_TOPIC,
-    WAIT_SECONDS,
-    Answered,
-    DurableApproval,
-    InputDesk,
-    answered,
-    request_id_for,
-)
+from eve.sessions.input_requests import DurableApproval, InputDesk, request_id_for
+from eve.sessions.mailbox import M, Mailbox
 from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import keeper_for
+from eve.wire.mailbox import AnswerMail, CancelMail, EventMail
 
 T = TypeVar("T")
 
@@ -155,19 +148,19 @@ class DurableWaits:
     task: TaskCall
     task_id: str
     desk: InputDesk
-    #: messages that arrived before the body waited for them, in arrival order
-    kept: list[dict[str, Any]] = field(default_factory=list)
+    mailbox: Mailbox
     asked: int = 0
     waited: int = 0
 
-    async def _next(self, wanted: Callable[[dict[str, Any]], bool], timeout: float | None) -> Any:
-        """The first message ``wanted`` accepts, kept or arriving; None after ``timeout``
-        seconds in all, however many other messages arrive meanwhile."""
+    async def _next(
+        self, kind: type[M], wanted: Callable[[M], bool], timeout: float | None
+    ) -> M | None:
+        """The first message of ``kind`` that ``wanted`` accepts; None after ``timeout``
+        seconds in all; ``TaskCancelled`` when the turn was cancelled."""
         if self.task.signal.cancelled:
             raise TaskCancelled("the turn was cancelled before the tool waited")
-        for position, message in enumerate(self.kept):
-            if wanted(message):
-                return self.kept.pop(position)
+        if (kept := self.mailbox.kept_one(kind, wanted)) is not None:
+            return kept
         deadline = None
         if timeout is not None:
             self.waited += 1
@@ -176,41 +169,28 @@ class DurableWaits:
                 {"name": f"wait.start:{self.waited}"}, time.time
             )
             deadline = start + timeout
-        while True:
-            # every branch calls recv, so a replay makes the same operations in order
-            left = WAIT_SECONDS if deadline is None else max(deadline - time.time(), 0.001)
-            message = await DBOS.recv_async(INPUT_TOPIC, timeout_seconds=left)
-            if message is None:
-                if deadline is not None:
-                    return None
-                continue
-            if not isinstance(message, dict):
-                continue
-            if message.get("cancel"):
-                self.task.signal.cancel("cancelled")
-                raise TaskCancelled("the turn was cancelled while the tool waited")
-            if wanted(message):
-                return message
-            self.kept.append(message)
+        got = await self.mailbox.receive(kind, wanted, deadline=deadline)
+        if isinstance(got, CancelMail):
+            raise TaskCancelled("the turn was cancelled while the tool waited")
+        return got
 
     async def sleep(self, seconds: float) -> None:
         # a recv with a timeout is a durable sleep that a cancel can still interrupt
-        await self._next(lambda message: False, seconds)
+        await self._next(EventMail, lambda message: False, seconds)
 
     async def wait_for_event(self, name: str, timeout: float | None) -> Any:
-        message = await self._next(lambda m: m.get("event") == name, timeout)
-        return None if message is None else message.get("data")
+        message = await self._next(EventMail, lambda m: m.name == name, timeout)
+        return None if message is None else message.data
 
     async def ask(self, question: Question) -> str:
         self.asked += 1
         request_id = request_id_for(self.task_id, f"ask-{self.asked}")
 
-        async def answer(request_id: str) -> Answered | None:
+        async def answer(request_id: str) -> AnswerMail | None:
             try:
-                message = await self._next(lambda m: m.get("request_id") == request_id, None)
+                return await self._next(AnswerMail, lambda m: m.request_id == request_id, None)
             except TaskCancelled:
                 return None
-            return answered(message)
 
         option = await self.desk.ask(
             question_request(request_id, question, self.task_id), question.options, answer
@@ -289,7 +269,9 @@ async def _run(
         )
 
     if isinstance(task.tool, ResolvedWorkflowTool):
-        waits = DurableWaits(task=task, task_id=task_id, desk=desk(task.emitter))
+        waits = DurableWaits(
+            task=task, task_id=task_id, desk=desk(task.emitter), mailbox=Mailbox(signal=task.signal)
+        )
         workspace: Path = host.setup.node(spec.node_id).workspace
         return await run_workflow_tool(task, waits, workspace)
     node_id = child_node_id(spec.node_id, task.call.name)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from eve.client.protocol import StreamCursor, api_error, responses_body, server_root
+from eve.client.calls import Calls
+from eve.client.protocol import StreamCursor, api_error, server_root
 from eve.errors import ServerUnreachable
 
 #: the data each event type these tests use needs besides its ids
@@ -62,6 +63,16 @@ def test_error_bodies_become_named_errors() -> None:
     proxy = api_error(502, b"<html>bad gateway</html>")
     assert (proxy.code, proxy.status) == ("http_error", 502)
     assert "bad gateway" in str(proxy)
+
+
+def responses_body(
+    answers: dict[str, str], values: dict[str, dict[str, object]] | None = None
+) -> dict[str, object]:
+    """The JSON an answer call sends."""
+    content = Calls.respond("ses_1", answers, values).content
+    assert content is not None
+    body: dict[str, object] = msgspec.json.decode(content)
+    return body
 
 
 def test_urls_and_bodies() -> None:

@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+import msgspec
+
+from eve.wire.requests import CreateBody, FollowUpBody, InputResponse, RequestBody
 
 Event = dict[str, Any]
 
@@ -54,6 +57,10 @@ class Driver:
         return {"authorization": f"Bearer {self.token}"} if self.token else {}
 
     def post(self, path: str, body: Any = None, **kwargs: Any) -> httpx.Response:
+        """POST ``body``: a request Struct of ``eve.wire.requests``, or JSON data as it is
+        (a test of what the server makes of a body no client of eve sends)."""
+        if isinstance(body, RequestBody):
+            body = msgspec.to_builtins(body)
         if body is not None:
             kwargs["json"] = body
         return self.request("POST", path, **kwargs)
@@ -62,18 +69,18 @@ class Driver:
         return self.request("GET", path, **kwargs)
 
     def create(self, message: str | None = None) -> str:
-        response = self.post("/session", {} if message is None else {"message": message})
+        response = self.post("/session", CreateBody(message=message))
         assert response.status_code == 202, response.text
         session_id: str = response.json()["sessionId"]
         return session_id
 
     def send(self, session_id: str, message: str) -> httpx.Response:
-        return self.post(f"/session/{session_id}", {"message": message})
+        return self.post(f"/session/{session_id}", FollowUpBody(message=message))
 
     def answer(self, session_id: str, request_id: str, option: str) -> None:
         """Answer a parked input request; the server must take it (202, resolved)."""
-        body = {"inputResponses": [{"requestId": request_id, "optionId": option}]}
-        response = self.post(f"/session/{session_id}", body)
+        answer = InputResponse(request_id=request_id, option_id=option)
+        response = self.post(f"/session/{session_id}", FollowUpBody(input_responses=[answer]))
         assert response.status_code == 202, response.text
         assert response.json()["status"] == "resolved"
 

@@ -12,7 +12,7 @@ from eve.compiler import compile_agent
 from eve.connections import define_mcp_connection, from_env, oauth
 from eve.errors import AuthoringError
 from eve.manifest import HttpServer
-from tests.connections.test_compile_connections import app
+from tests.connections.connection_trees import app
 
 SIGNED_IN = """
 from eve.connections import define_mcp_connection, from_env, oauth

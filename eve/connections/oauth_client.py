@@ -188,9 +188,7 @@ class OAuthLink:
         self.redirect_url = authorization.redirect_url(settings.redirect_url)
         #: the named error of the last failed flow, for the pool to raise (``take_failure``)
         self.failure: MCPConnectionError | None = None
-        #: a person is being waited for: the pool's own timeouts do not count this time
-        self.authorizing = False
-        #: what holds the calls' clocks while a person signs in (set by the pool)
+        #: what stops the connection's clocks while a person signs in (set by the pool)
         self.hold: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
         self._held = contextlib.ExitStack()
         self._state: str | None = None
@@ -253,7 +251,6 @@ class OAuthLink:
         state = parse_qs(urlparse(url).query).get("state", [""])[0]
         self._state = state
         self._answer = authorization.expect(state)
-        self.authorizing = True
         self._held.enter_context(self.hold())
         # listening before the person can follow the link
         await self._listening.enter_async_context(LoopbackListener.for_url(self.redirect_url))
@@ -266,7 +263,6 @@ class OAuthLink:
                 )
             )
         except BaseException:
-            self.authorizing = False
             self._held.close()
             await self._listening.aclose()
             authorization.forget(state)
@@ -288,7 +284,6 @@ class OAuthLink:
                 connection=self.entry.name,
             ) from None
         finally:
-            self.authorizing = False
             self._held.close()
             authorization.forget(state)
             await self._listening.aclose()

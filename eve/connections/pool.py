@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +32,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
-from eve.connections.asking import CallClock, RunningCall
+from eve.connections.asking import RunningCall
 from eve.connections.authorization import principal_key
 from eve.connections.client_features import ClientFeatures, progress_callback
+from eve.connections.clock import Deadline
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.oauth_client import OAuthLink
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
@@ -118,16 +119,34 @@ class _Server:
         #: eve's name, roots, progress and answers to the server's requests, as the
         #: session offers them (client_features)
         self.features = ClientFeatures(entry)
+        #: the clocks of the connect and the listings under way (the calls' are theirs)
+        self.waiting: list[Deadline] = []
         if self.link.oauth is not None:
-            # a person signing in stops the clocks of the calls waiting on the connection
-            self.link.oauth.hold = self._calls_paused
+            # a person signing in stops every clock of the connection (``connections.clock``)
+            self.link.oauth.hold = self._clocks_paused
 
     @contextlib.contextmanager
-    def _calls_paused(self) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for call in list(self.features.running.calls):
-                stack.enter_context(call.clock.paused())
+    def _clocks_paused(self) -> Iterator[None]:
+        clocks = [*self.waiting, *(call.clock for call in self.features.running.calls)]
+        for clock in clocks:
+            clock.pause()
+        try:
             yield
+        finally:
+            for clock in clocks:
+                clock.resume()
+
+    @contextlib.asynccontextmanager
+    async def _bounded(self, seconds: float) -> AsyncIterator[None]:
+        """A connect or a listing within ``seconds``, the time a person spends signing in
+        not counted."""
+        clock = Deadline(seconds)
+        self.waiting.append(clock)
+        try:
+            async with clock:
+                yield
+        finally:
+            self.waiting.remove(clock)
 
     @property
     def name(self) -> str:
@@ -192,9 +211,9 @@ class _Server:
                 self.own(ready), name=f"eve-mcp-{self.name}"
             )
             try:
-                self.session = await self._bounded(
-                    asyncio.shield(ready), self.entry.connect_timeout_seconds
-                )
+                async with self._bounded(self.entry.connect_timeout_seconds):
+                    # shielded: at the deadline the owner is ended below, in the background
+                    self.session = await asyncio.shield(ready)
             except MCPConnectionError:
                 await self._close_owner()
                 raise
@@ -228,25 +247,6 @@ class _Server:
             self.failed, self.backoff = None, 0.0
             self.listed = None  # a new session is listed anew
             return self.session
-
-    async def _bounded(self, waited: Awaitable[R], seconds: float) -> R:
-        """``waited`` within ``seconds``, not counting time a person spends signing in
-        (OAuth): at the deadline, a sign-in under way (bounded by its own timeout) is
-        waited for, and the clock starts again."""
-        task = asyncio.ensure_future(waited)
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=seconds)
-                if done:
-                    return task.result()
-                if not self.link.authorizing:
-                    raise TimeoutError
-        finally:
-            if not task.done():
-                task.cancel()
-                # as wait_for does: what the request leaves is cleaned up before we go on
-                with contextlib.suppress(BaseException):
-                    await task
 
     def _failing(self, message: str) -> MCPServerUnavailable:
         """A failed connect: the next waits ``backoff`` seconds, doubled each time."""
@@ -321,9 +321,8 @@ class _Server:
         tasks = runs_tasks(session)
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await asyncio.wait_for(
-                session.list_tools(params=params), self.entry.call_timeout_seconds
-            )
+            async with self._bounded(self.entry.call_timeout_seconds):
+                page = await session.list_tools(params=params)
             tools.extend(
                 ServerTool(
                     name=tool.name,
@@ -399,9 +398,8 @@ class _Server:
         loop = asyncio.get_running_loop()
         started = loop.time()
         # eve's clock, not the SDK's: it stops while the server's question waits on a
-        # person (``connections.asking``); a scope, not ``wait_for``, which would start a
-        # task per call (bench/mcp_call)
-        clock = CallClock(seconds)
+        # person (``connections.asking``) or a person signs in (``connections.clock``)
+        clock = Deadline(seconds)
         listed = _tool(self.listed or [], tool)
         # out on the connection until it ends: the server's requests meanwhile are its own
         running = self.features.running.calls
@@ -420,7 +418,7 @@ class _Server:
                     resume=resume_task,
                 )
             else:
-                async with asyncio.timeout(seconds) as clock.scope:
+                async with clock:
                     result = await session.call_tool(
                         tool, dict(arguments), progress_callback=progress_callback(report)
                     )

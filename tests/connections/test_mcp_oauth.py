@@ -31,13 +31,20 @@ from tests.connections.oauth_turns import rows, turn
 from tests.connections.servers import entry, free_port
 
 
-def signing_in(state: AuthState, *, timeout: float = 20.0, **options: object) -> ConnectionEntry:
+def signing_in(
+    state: AuthState, *, timeout: float = 20.0, server_seconds: float = 10.0, **options: object
+) -> ConnectionEntry:
+    """The protected server's connection; ``server_seconds`` bounds its connects and calls."""
     redirect = f"http://127.0.0.1:{free_port()}{authorization.CALLBACK_PATH}"
     auth = oauth(redirect_url=redirect, authorization_timeout_seconds=timeout, **options)  # type: ignore[arg-type]
-    return entry(
-        define_mcp_connection(description="A protected server.", url=state.resource, auth=auth),
-        name="vault",
+    connection = define_mcp_connection(
+        description="A protected server.",
+        url=state.resource,
+        auth=auth,
+        connect_timeout_seconds=server_seconds,
+        call_timeout_seconds=server_seconds,
     )
+    return entry(connection, name="vault")
 
 
 async def test_a_first_sign_in_discovers_registers_and_keeps_the_grant_for_the_next_process(
@@ -124,6 +131,20 @@ async def test_a_403_insufficient_scope_signs_in_again_for_the_wider_scope(
     # the step-up asked for the challenge's scopes (RFC 6750 §3.1, MCP scope challenges)
     assert len(person.seen) == 2
     assert parse_qs(urlparse(person.seen[1].url).query)["scope"] == [f"{READ} {ADMIN}"]
+
+
+async def test_a_person_signing_in_stops_the_connect_and_the_call_clocks(
+    auth_server: AuthState, grant_store: SessionStore
+) -> None:
+    # the person takes longer than the server's timeouts: connect_timeout_seconds and
+    # call_timeout_seconds measure the server, and stand still while the person signs in
+    vault, person = signing_in(auth_server, server_seconds=1.0), Person(delay=1.5)
+    async with turn(grant_store, person) as pool:
+        # signed in while connecting (the first request is refused with a 401)
+        assert (await pool.call(vault, "whoami", {})).text == "alice"
+        # and during a call (its 403 asks for a wider scope)
+        assert (await pool.call(vault, "admin", {})).text == "admin done"
+    assert len(person.seen) == 2 and person.answers == [200, 200]
 
 
 async def test_no_sign_in_within_the_timeout_is_a_named_error(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
 import mcp_types
+import msgspec
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
@@ -35,7 +36,7 @@ from eve.authoring.connections import TokenSource
 from eve.connections.asking import RunningCall
 from eve.connections.authorization import principal_key
 from eve.connections.client_features import ClientFeatures, progress_callback
-from eve.connections.clock import Deadline
+from eve.connections.clock import Deadline, loop_watch
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.oauth_client import OAuthLink
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
@@ -77,10 +78,11 @@ class ServerTool:
     task_support: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallResult:
+class CallResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a successful call answered: its text, its content as parts (images and documents
-    too: ``connections.content``), and structured content when there is any."""
+    too: ``connections.content``), and structured content when there is any. A Struct, not
+    a dataclass: one is made per call, and a frozen dataclass's ``__init__`` costs more than
+    the rest of the result's conversion (bench/mcp_call)."""
 
     text: str
     parts: list[ResultPart]
@@ -121,6 +123,8 @@ class _Server:
         self.features = ClientFeatures(entry)
         #: the clocks of the connect and the listings under way (the calls' are theirs)
         self.waiting: list[Deadline] = []
+        #: the timer every deadline of the loop shares (``connections.clock``)
+        self.watch = loop_watch()
         if self.link.oauth is not None:
             # a person signing in stops every clock of the connection (``connections.clock``)
             self.link.oauth.hold = self._clocks_paused
@@ -140,7 +144,7 @@ class _Server:
     async def _bounded(self, seconds: float) -> AsyncIterator[None]:
         """A connect or a listing within ``seconds``, the time a person spends signing in
         not counted."""
-        clock = Deadline(seconds)
+        clock = Deadline(seconds, self.watch)
         self.waiting.append(clock)
         try:
             async with clock:
@@ -399,7 +403,7 @@ class _Server:
         started = loop.time()
         # eve's clock, not the SDK's: it stops while the server's question waits on a
         # person (``connections.asking``) or a person signs in (``connections.clock``)
-        clock = Deadline(seconds)
+        clock = Deadline(seconds, self.watch)
         listed = _tool(self.listed or [], tool)
         # out on the connection until it ends: the server's requests meanwhile are its own
         running = self.features.running.calls
@@ -481,7 +485,7 @@ class _Server:
 
     def _result(self, tool: str, result: mcp_types.CallToolResult) -> CallResult:
         parts = content_parts(result.content)
-        text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
+        text = "\n".join([part.text for part in parts if isinstance(part, TextPart)])
         if result.is_error:
             raise MCPToolFailed(
                 f"connection {self.name!r}: tool {tool!r} failed: {text or 'no message'}",
@@ -617,18 +621,32 @@ _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ConnectionPool] = (
 )
 
 
+#: the loop last asked for and its pool: every tool call asks, nearly always from one loop,
+#: and a weak dictionary's lookup makes a weak reference each time (bench/mcp_call)
+_last: tuple[weakref.ref[asyncio.AbstractEventLoop], ConnectionPool] | None = None
+
+
 def current_pool() -> ConnectionPool:
     """The pool of the running event loop (a session object belongs to the loop it was made
     in, so each loop of the process has its own)."""
+    global _last
     loop = asyncio.get_running_loop()
+    last = _last
+    if last is not None and last[0]() is loop:
+        return last[1]
     pool = _pools.get(loop)
     if pool is None:
         pool = _pools[loop] = ConnectionPool()
+    _last = (weakref.ref(loop), pool)
     return pool
 
 
 async def close_current_pool() -> None:
     """Close the running loop's pool, if it has one."""
-    pool = _pools.pop(asyncio.get_running_loop(), None)
+    global _last
+    loop = asyncio.get_running_loop()
+    if _last is not None and _last[0]() is loop:
+        _last = None
+    pool = _pools.pop(loop, None)
     if pool is not None:
         await pool.close()

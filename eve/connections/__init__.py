@@ -4,7 +4,7 @@ This package also holds the connection pool (``eve.connections.pool``), the only
 eve that imports the ``mcp`` SDK; it is imported only when an agent has connections.
 """
 
-from eve.authoring.connection_auth import OAuth, oauth
+from eve.authoring.connection_auth import IdentityProvider, OAuth, identity_provider, oauth
 from eve.authoring.connections import (
     EnvValue,
     MCPConnection,
@@ -15,10 +15,12 @@ from eve.authoring.connections import (
 
 __all__ = [
     "EnvValue",
+    "IdentityProvider",
     "MCPConnection",
     "OAuth",
     "ToolFilter",
     "define_mcp_connection",
     "from_env",
+    "identity_provider",
     "oauth",
 ]

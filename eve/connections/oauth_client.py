@@ -20,7 +20,9 @@ sign-in for the wider scope (step-up). This module gives it what is eve's:
   (``connections.oauth_flow``).
 
 A ``grant="client_credentials"`` connection has no person: its provider is the SDK's
-machine-to-machine one (``connections.oauth_machine``), with the same storage.
+machine-to-machine one (``connections.oauth_machine``), with the same storage; nor has a
+``grant="identity_assertion"`` one, whose token comes from an enterprise IdP's identity
+assertion (``connections.oauth_assertion``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from eve.connections import authorization
 from eve.connections.loopback import LoopbackListener
+from eve.connections.oauth_assertion import assertion_provider
 from eve.connections.oauth_flow import NamedFailures
 from eve.connections.oauth_machine import machine_provider
 from eve.connections.transports import env_secret
@@ -199,6 +202,10 @@ class OAuthLink:
             # no person: the declared client signs in as itself (connections.oauth_machine)
             grant = _Grant(self)
             self.auth: httpx2.Auth = machine_provider(self, settings, grant, grant)
+            return
+        if settings.grant == "identity_assertion":
+            # no person either: an ID-JAG from the enterprise IdP (connections.oauth_assertion)
+            self.auth = assertion_provider(self, settings, _Grant(self))
             return
         scope = " ".join(settings.scopes) if settings.scopes else None
         secret = self._client_secret()

@@ -11,7 +11,7 @@ import pytest
 from eve.compiler import compile_agent
 from eve.connections import define_mcp_connection, from_env, identity_provider, oauth
 from eve.errors import AuthoringError
-from eve.manifest import HttpServer
+from eve.manifest import HttpServer, OAuthSettings
 from tests.connections.connection_trees import app
 
 SIGNED_IN = """
@@ -51,39 +51,40 @@ default = define_mcp_connection(
 """
 
 
+def compiled_oauth(tmp_path: Path, source: str) -> tuple[OAuthSettings, str]:
+    """The OAuth settings the one connection ``source`` compiles to, and the manifest's JSON."""
+    result = compile_agent(app(tmp_path, {"crm.py": source}))
+    assert result.manifest is not None, result.diagnostics.items
+    [crm] = result.manifest.nodes["__root__"].connections
+    assert isinstance(crm.server, HttpServer) and crm.server.oauth is not None
+    return crm.server.oauth, msgspec.json.encode(result.manifest).decode()
+
+
 def test_an_identity_assertion_grant_is_recorded_by_name_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("IDP_SECRET", "idp-s3cret-never-compiled")
-    result = compile_agent(app(tmp_path, {"crm.py": ASSERTED}))
-    assert result.manifest is not None, result.diagnostics.items
-    [crm] = result.manifest.nodes["__root__"].connections
-    assert isinstance(crm.server, HttpServer) and crm.server.oauth is not None
-    settings = crm.server.oauth
+    settings, manifest = compiled_oauth(tmp_path, ASSERTED)
     assert (settings.grant, settings.issuer) == ("identity_assertion", AS)
     idp = settings.identity_provider
     assert idp is not None and (idp.token_endpoint, idp.client_id) == (IDP_TOKEN, "eve")
     assert idp.client_secret is not None and idp.client_secret.env == "IDP_SECRET"
     assert (idp.id_token, idp.id_token_file) == (None, "/run/secrets/idp/token")
-    assert "idp-s3cret-never-compiled" not in msgspec.json.encode(result.manifest).decode()
+    assert "idp-s3cret-never-compiled" not in manifest
 
 
 def test_the_manifest_records_the_sign_in_by_name_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CRM_SECRET", "s3cret-never-compiled")
-    result = compile_agent(app(tmp_path, {"crm.py": SIGNED_IN}))
-    assert result.manifest is not None, result.diagnostics.items
-    [crm] = result.manifest.nodes["__root__"].connections
-    assert isinstance(crm.server, HttpServer) and crm.server.oauth is not None
-    settings = crm.server.oauth
+    settings, manifest = compiled_oauth(tmp_path, SIGNED_IN)
     assert (settings.scopes, settings.client_id, settings.authorization_timeout_seconds) == (
         ["crm:read"],
         "eve-crm",
         300.0,
     )
     assert settings.client_secret is not None and settings.client_secret.env == "CRM_SECRET"
-    assert "s3cret-never-compiled" not in msgspec.json.encode(result.manifest).decode()
+    assert "s3cret-never-compiled" not in manifest
 
 
 @pytest.mark.parametrize(

@@ -52,3 +52,19 @@ async def test_a_pause_that_outlives_the_block_changes_nothing() -> None:
     async with clock:
         clock.pause()
     clock.resume()  # the block is over: nothing to reschedule
+
+
+async def test_the_loops_deadlines_share_a_timer_and_each_runs_out_on_its_own() -> None:
+    async def bounded(clock: Deadline) -> None:
+        async with clock:
+            await asyncio.Event().wait()
+
+    slow = asyncio.create_task(bounded(Deadline(30.0)))
+    await asyncio.sleep(0)  # its block started: the shared timer is set 30 s ahead
+    with pytest.raises(TimeoutError):
+        await bounded(Deadline(0.05))  # an earlier deadline brings the timer forward
+    assert not slow.done(), "the other deadline is not over"
+    # a cancellation from outside stays a cancellation, not a timeout
+    slow.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await slow

@@ -73,9 +73,11 @@ def loop_watch() -> Watch:
 
 
 class Deadline:
-    """``async with Deadline(seconds):`` raises ``TimeoutError`` when the block runs longer
-    than ``seconds``, not counting the time spent inside ``paused()``. Pausing outside the
-    block (before it starts or after it ends) is allowed and changes nothing there."""
+    """``with Deadline(seconds):`` inside a task raises ``TimeoutError`` when the block runs
+    longer than ``seconds``, not counting the time spent inside ``paused()``. Pausing
+    outside the block (before it starts or after it ends) is allowed and changes nothing
+    there. A plain context manager: entering and leaving await nothing, so no coroutine is
+    made for them (it is on every tool call's path)."""
 
     __slots__ = (
         "_cancelling",
@@ -101,7 +103,7 @@ class Deadline:
         self._cancelling = 0
         self._expired = False
 
-    async def __aenter__(self) -> Deadline:
+    def __enter__(self) -> Deadline:
         task = asyncio.current_task()
         assert task is not None, "a deadline bounds a task"
         watch = self._watch
@@ -113,7 +115,7 @@ class Deadline:
             self._start(watch)
         return self
 
-    async def __aexit__(
+    def __exit__(
         self,
         kind: type[BaseException] | None,
         error: BaseException | None,

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,14 +140,14 @@ class _Server:
             for clock in clocks:
                 clock.resume()
 
-    @contextlib.asynccontextmanager
-    async def _bounded(self, seconds: float) -> AsyncIterator[None]:
+    @contextlib.contextmanager
+    def _bounded(self, seconds: float) -> Iterator[None]:
         """A connect or a listing within ``seconds``, the time a person spends signing in
         not counted."""
         clock = Deadline(seconds, self.watch)
         self.waiting.append(clock)
         try:
-            async with clock:
+            with clock:
                 yield
         finally:
             self.waiting.remove(clock)
@@ -215,7 +215,7 @@ class _Server:
                 self.own(ready), name=f"eve-mcp-{self.name}"
             )
             try:
-                async with self._bounded(self.entry.connect_timeout_seconds):
+                with self._bounded(self.entry.connect_timeout_seconds):
                     # shielded: at the deadline the owner is ended below, in the background
                     self.session = await asyncio.shield(ready)
             except MCPConnectionError:
@@ -325,7 +325,7 @@ class _Server:
         tasks = runs_tasks(session)
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            async with self._bounded(self.entry.call_timeout_seconds):
+            with self._bounded(self.entry.call_timeout_seconds):
                 page = await session.list_tools(params=params)
             tools.extend(
                 ServerTool(
@@ -365,7 +365,8 @@ class _Server:
             # its recorded listing has not listed on this process's session yet
             await self._relist()
         try:
-            session = await self.connected()
+            # the live session without a coroutine for connected() when there is one
+            session = self._usable() or await self.connected()
             return await self._call(session, tool, arguments, report, asks, resume_task)
         except _SessionEnded:
             log.info("MCP connection %r: the server ended the session; a new one", self.name)
@@ -422,7 +423,7 @@ class _Server:
                     resume=resume_task,
                 )
             else:
-                async with clock:
+                with clock:
                     result = await session.call_tool(
                         tool, dict(arguments), progress_callback=progress_callback(report)
                     )

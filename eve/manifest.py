@@ -66,6 +66,7 @@ __all__ = [
     "HandlingKind",
     "HookEntry",
     "HttpServer",
+    "IdentityProviderSettings",
     "Instructions",
     "Limits",
     "McpServer",
@@ -346,6 +347,17 @@ class EnvHeader(Base, frozen=True, kw_only=True):
     prefix: str = ""
 
 
+class IdentityProviderSettings(Base, frozen=True, kw_only=True):
+    """The enterprise IdP of an ``identity_assertion`` grant (``identity_provider(...)``):
+    where the ID token is exchanged for an ID-JAG; no token, only where it is read from."""
+
+    token_endpoint: str
+    client_id: str
+    client_secret: EnvHeader | None = None
+    id_token: EnvHeader | None = None
+    id_token_file: str | None = None
+
+
 class OAuthSettings(Base, frozen=True, kw_only=True):
     """How a Streamable HTTP connection signs in with OAuth 2.1 (``oauth(...)``): no token
     and no secret, only the names of variables holding them."""
@@ -362,7 +374,9 @@ class OAuthSettings(Base, frozen=True, kw_only=True):
     authorization_timeout_seconds: float = 300.0
     #: the grant: a person signs in (authorization code), or the client itself
     #: authenticates with no one in the loop (client credentials, RFC 6749 §4.4)
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "identity_assertion"] = (
+        "authorization_code"
+    )
     #: client credentials with a signed JWT (RFC 7523 §2.2) instead of a secret: the PEM
     #: private key from the environment, or from a file read when connecting
     private_key: EnvHeader | None = None
@@ -371,6 +385,8 @@ class OAuthSettings(Base, frozen=True, kw_only=True):
     #: the authorization server the client's credentials belong to (its issuer): they are
     #: sent to no other (None: the one the MCP server's metadata names)
     issuer: str | None = None
+    #: an ``identity_assertion`` grant's IdP (SEP-990)
+    identity_provider: IdentityProviderSettings | None = None
 
 
 class HttpServer(Base, frozen=True, kw_only=True, tag="http", tag_field="transport"):

@@ -107,9 +107,40 @@ def _all_spellings(secrets: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(spellings, key=len, reverse=True))
 
 
+#: the spellings to replace, and what they were made from: the secret variables' raw
+#: values, how many secrets were declared (``_declared`` only grows) and the caller's
+_memo: tuple[object, tuple[str, ...]] = ((), ())
+#: the secret variables' names as keys of ``os.environ``'s own dict, encoded once
+_env_keys: tuple[object, ...] | None = None
+
+
+def _current_spellings(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    # redact runs on every tool result, event and record: while nothing it is made from
+    # changed, the spellings are the last ones, without decoding, sorting and hashing the
+    # secrets again (bench/mcp_call)
+    global _memo, _env_keys
+    environ: Any = os.environ
+    data = getattr(environ, "_data", None)
+    if _env_keys is None:
+        encode = getattr(environ, "encodekey", None)
+        _env_keys = tuple(map(encode, SECRET_ENV_VARS)) if encode is not None else ()
+    raw: object = (
+        # os.environ's own dict (CPython's), as in _secret_env_values
+        tuple(map(data.get, _env_keys))
+        if isinstance(data, dict) and _env_keys
+        else tuple(map(os.environ.get, SECRET_ENV_VARS))
+    )
+    key = (raw, len(_declared), secrets)
+    made_from, spellings = _memo
+    if made_from != key:
+        spellings = _all_spellings(tuple(known_secrets(secrets)))
+        _memo = (key, spellings)
+    return spellings
+
+
 def redact(text: str, *, secrets: tuple[str, ...] = ()) -> str:
     """``text`` with every known secret and anything shaped like a provider key replaced."""
-    for spelling in _all_spellings(tuple(known_secrets(secrets))):
+    for spelling in _current_spellings(secrets):
         text = text.replace(spelling, REDACTED)
     return _KEY_PATTERN.sub(REDACTED, text)
 

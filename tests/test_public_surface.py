@@ -44,8 +44,8 @@ PINNED: dict[str, str] = {
         "ChannelDefinition ChannelHandler a2a ag_ui ai_sdk define_channel mcp openai slack"
     ),
     "eve.connections": (
-        "EnvValue MCPConnection OAuth ToolFilter define_mcp_connection from_env model_tool_name "
-        "oauth"
+        "EnvValue IdentityProvider MCPConnection OAuth ToolFilter define_mcp_connection from_env "
+        "identity_provider model_tool_name oauth"
     ),
     "eve.memory": "DatabaseProvider FileProvider MemoryDefinition database define_memory files",
     "eve.schedules": "ScheduleContext ScheduleDefinition cron_problem define_schedule next_fires",

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from eve.redact import REDACTED, redact
+from eve.redact import REDACTED, add_secret, redact
 
 SECRET = "s3cr3t/Value+with=odd&chars"
 
@@ -75,5 +75,12 @@ def test_a_secret_variable_counts_from_when_it_is_set_until_it_is_unset(
     monkeypatch.setenv("GEMINI_API_KEY", "gm-secret-value-1")
     assert "gm-secret-value-1" in known_secrets()
     assert redact("key gm-secret-value-1 here") == "key [redacted] here"
+    # redact keeps the spellings it made while nothing they were made from changes: a new
+    # value, an unset variable and a newly declared secret each count at once
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-secret-value-2")
+    assert redact("gm-secret-value-1 gm-secret-value-2") == "gm-secret-value-1 [redacted]"
     monkeypatch.delenv("GEMINI_API_KEY")
     assert "gm-secret-value-1" not in known_secrets()
+    assert redact("key gm-secret-value-2 here") == "key gm-secret-value-2 here"
+    add_secret("declared-later-value")
+    assert redact("a declared-later-value") == "a [redacted]"

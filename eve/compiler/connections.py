@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from eve.authoring.approval import ApprovalRule
-from eve.authoring.connection_auth import OAuth
+from eve.authoring.connection_auth import IdentityProvider, OAuth
 from eve.authoring.connections import EnvValue, MCPConnection
 from eve.manifest import (
     Approval,
     ConnectionEntry,
     EnvHeader,
     HttpServer,
+    IdentityProviderSettings,
     McpServer,
     OAuthSettings,
     StdioServer,
@@ -58,6 +59,17 @@ def _oauth(auth: OAuth) -> OAuthSettings:
         private_key_file=auth.private_key_file,
         signing_algorithm=auth.signing_algorithm,
         issuer=auth.issuer,
+        identity_provider=None if auth.identity_provider is None else _idp(auth.identity_provider),
+    )
+
+
+def _idp(idp: IdentityProvider) -> IdentityProviderSettings:
+    return IdentityProviderSettings(
+        token_endpoint=idp.token_endpoint,
+        client_id=idp.client_id,
+        client_secret=None if idp.client_secret is None else _env_value(idp.client_secret),
+        id_token=None if idp.id_token is None else _env_value(idp.id_token),
+        id_token_file=idp.id_token_file,
     )
 
 

@@ -4,7 +4,7 @@ This package also holds the connection pool (``eve.connections.pool``), the only
 eve that imports the ``mcp`` SDK; it is imported only when an agent has connections.
 """
 
-from eve.authoring.connection_auth import OAuth, oauth
+from eve.authoring.connection_auth import IdentityProvider, OAuth, identity_provider, oauth
 from eve.authoring.connections import (
     EnvValue,
     MCPConnection,
@@ -16,11 +16,13 @@ from eve.connections.names import model_tool_name
 
 __all__ = [
     "EnvValue",
+    "IdentityProvider",
     "MCPConnection",
     "OAuth",
     "ToolFilter",
     "define_mcp_connection",
     "from_env",
+    "identity_provider",
     "model_tool_name",
     "oauth",
 ]

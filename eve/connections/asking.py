@@ -5,7 +5,7 @@ stdio nothing on the wire relates it to one), so it goes to the call running on 
 connection: the pool registers each call with its turn's ``CallAsks`` while it is out
 (``RunningCalls``). With no call running, or several at once (eve cannot tell which one
 asks), the request is refused with a JSON-RPC error saying so. While a person is asked,
-the call's own timeout stops (``CallClock``): ``call_timeout_seconds`` measures the
+the call's own timeout stops (``connections.clock``): ``call_timeout_seconds`` measures the
 server, not the person.
 
 - Elicitation (``elicitation/create``): a form's fields must be the spec's restricted
@@ -20,14 +20,12 @@ server, not the person.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Literal
 
 import mcp_types
 from mcp.client.session import ClientRequestContext
 
+from eve.connections.clock import Deadline
 from eve.runtime.server_asks import (
     CallAsks,
     SamplingAsk,
@@ -42,36 +40,12 @@ USER_REJECTED = -1
 _FIELD_TYPES = {"string", "number", "integer", "boolean", "array"}
 
 
-class CallClock:
-    """A call's timeout that stops while a person is asked (a scope's deadline, moved)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.scope: asyncio.Timeout | None = None
-        self._left = seconds
-        self._paused = 0
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        loop = asyncio.get_running_loop()
-        scope = self.scope
-        if scope is not None and self._paused == 0:
-            deadline = scope.when()
-            self._left = self.seconds if deadline is None else max(deadline - loop.time(), 0.0)
-            scope.reschedule(None)
-        self._paused += 1
-        try:
-            yield
-        finally:
-            self._paused -= 1
-            if scope is not None and self._paused == 0 and not scope.expired():
-                scope.reschedule(loop.time() + self._left)
-
-
 class RunningCall:
     """A call out on a connection: what its turn offers the server, and its clock."""
 
-    def __init__(self, asks: CallAsks | None, clock: CallClock) -> None:
+    __slots__ = ("asks", "clock")
+
+    def __init__(self, asks: CallAsks | None, clock: Deadline) -> None:
         self.asks = asks
         self.clock = clock
 
@@ -85,7 +59,7 @@ class RunningCalls:
         self.max_tokens = max_tokens
         self.calls: list[RunningCall] = []
 
-    def _asker(self, what: str) -> tuple[CallAsks, CallClock] | mcp_types.ErrorData:
+    def _asker(self, what: str) -> tuple[CallAsks, Deadline] | mcp_types.ErrorData:
         """The one call that can answer ``what``, or the error the server gets."""
         asks = self.calls[0].asks if len(self.calls) == 1 else None
         if asks is None:

@@ -38,7 +38,18 @@ def content_parts(blocks: Sequence[mcp_types.ContentBlock]) -> list[ResultPart]:
     said so (a provider would refuse the request, and the turn with it)."""
     parts: list[ResultPart] = []
     media_bytes = 0
-    for part in (part for block in blocks for part in _parts(block)):
+    for block in blocks:
+        if type(block) is mcp_types.TextContent and block.annotations is None:
+            # most results are plain text: no matching, no media to weigh (bench/mcp_call)
+            parts.append(TextPart(text=block.text))
+        else:
+            media_bytes = _add_parts(parts, block, media_bytes)
+    return parts
+
+
+def _add_parts(parts: list[ResultPart], block: mcp_types.ContentBlock, media_bytes: int) -> int:
+    """``block``'s parts added to ``parts``; the media bytes the result holds then."""
+    for part in _parts(block):
         if isinstance(part, ImagePart | DocumentPart):
             size = len(part.data or b"")
             if size > MAX_ATTACHMENT_BYTES or media_bytes + size > MAX_ATTACHMENTS_BYTES:
@@ -46,7 +57,7 @@ def content_parts(blocks: Sequence[mcp_types.ContentBlock]) -> list[ResultPart]:
                 continue
             media_bytes += size
         parts.append(part)
-    return parts
+    return media_bytes
 
 
 def _left_out(media_type: str, size: int) -> str:

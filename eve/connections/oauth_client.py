@@ -20,7 +20,9 @@ sign-in for the wider scope (step-up). This module gives it what is eve's:
   (``connections.oauth_flow``).
 
 A ``grant="client_credentials"`` connection has no person: its provider is the SDK's
-machine-to-machine one (``connections.oauth_machine``), with the same storage.
+machine-to-machine one (``connections.oauth_machine``), with the same storage; nor has a
+``grant="identity_assertion"`` one, whose token comes from an enterprise IdP's identity
+assertion (``connections.oauth_assertion``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from eve.connections import authorization
 from eve.connections.loopback import LoopbackListener
+from eve.connections.oauth_assertion import assertion_provider
 from eve.connections.oauth_flow import NamedFailures
 from eve.connections.oauth_machine import machine_provider
 from eve.connections.transports import env_secret
@@ -188,9 +191,7 @@ class OAuthLink:
         self.redirect_url = authorization.redirect_url(settings.redirect_url)
         #: the named error of the last failed flow, for the pool to raise (``take_failure``)
         self.failure: MCPConnectionError | None = None
-        #: a person is being waited for: the pool's own timeouts do not count this time
-        self.authorizing = False
-        #: what holds the calls' clocks while a person signs in (set by the pool)
+        #: what stops the connection's clocks while a person signs in (set by the pool)
         self.hold: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
         self._held = contextlib.ExitStack()
         self._state: str | None = None
@@ -201,6 +202,10 @@ class OAuthLink:
             # no person: the declared client signs in as itself (connections.oauth_machine)
             grant = _Grant(self)
             self.auth: httpx2.Auth = machine_provider(self, settings, grant, grant)
+            return
+        if settings.grant == "identity_assertion":
+            # no person either: an ID-JAG from the enterprise IdP (connections.oauth_assertion)
+            self.auth = assertion_provider(self, settings, _Grant(self))
             return
         scope = " ".join(settings.scopes) if settings.scopes else None
         secret = self._client_secret()
@@ -253,7 +258,6 @@ class OAuthLink:
         state = parse_qs(urlparse(url).query).get("state", [""])[0]
         self._state = state
         self._answer = authorization.expect(state)
-        self.authorizing = True
         self._held.enter_context(self.hold())
         # listening before the person can follow the link
         await self._listening.enter_async_context(LoopbackListener.for_url(self.redirect_url))
@@ -266,7 +270,6 @@ class OAuthLink:
                 )
             )
         except BaseException:
-            self.authorizing = False
             self._held.close()
             await self._listening.aclose()
             authorization.forget(state)
@@ -288,7 +291,6 @@ class OAuthLink:
                 connection=self.entry.name,
             ) from None
         finally:
-            self.authorizing = False
             self._held.close()
             authorization.forget(state)
             await self._listening.aclose()

@@ -1,9 +1,10 @@
-"""What every OAuth grant of a connection adds to the SDK's provider: the stored expiry
-restored, and the SDK's failures kept by name.
+"""What every OAuth grant of a connection adds to the SDK's provider: the SDK's failures
+kept by name, and (for the OAuth client providers) the stored expiry restored.
 
 The SDK's failures happen inside the transport, which reports them as a closed
 connection; the link keeps the real one and the pool raises it. Shared by the person's
-grant (``connections.oauth_client``) and the machine's (``connections.oauth_machine``).
+grant (``connections.oauth_client``), the machine's (``connections.oauth_machine``) and the
+identity assertion's (``connections.oauth_assertion``).
 """
 
 from __future__ import annotations
@@ -31,18 +32,10 @@ class ExpiryHolder(Protocol):
     expires_at: float | None
 
 
-class NamedFailures(OAuthClientProvider):
-    """Mixed in before the SDK's provider class; the subclass sets ``link`` and ``expiry``."""
+class KeepsFailures(httpx2.Auth):
+    """Mixed in before any of the SDK's auth providers; the subclass sets ``link``."""
 
     link: FailureHolder
-    expiry: ExpiryHolder
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        # the SDK restores tokens without their expiry (it knows only a relative
-        # expires_in); with the absolute time stored, an expired token is renewed before
-        # it is sent rather than after the server refuses it
-        self.context.token_expiry_time = self.expiry.expires_at
 
     async def async_auth_flow(
         self, request: httpx2.Request
@@ -69,3 +62,17 @@ class NamedFailures(OAuthClientProvider):
             raise
         finally:
             await flow.aclose()
+
+
+class NamedFailures(KeepsFailures, OAuthClientProvider):
+    """Mixed in before the SDK's OAuth client providers; the subclass sets ``link`` and
+    ``expiry``."""
+
+    expiry: ExpiryHolder
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        # the SDK restores tokens without their expiry (it knows only a relative
+        # expires_in); with the absolute time stored, an expired token is renewed before
+        # it is sent rather than after the server refuses it
+        self.context.token_expiry_time = self.expiry.expires_at

@@ -27,14 +27,16 @@ from pathlib import Path
 from typing import Any, TypeVar, assert_never
 
 import mcp_types
+import msgspec
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from eve.authoring.connections import TokenSource
-from eve.connections.asking import CallClock, RunningCall
+from eve.connections.asking import RunningCall
 from eve.connections.authorization import principal_key
 from eve.connections.client_features import ClientFeatures, progress_callback
+from eve.connections.clock import Deadline, loop_watch
 from eve.connections.content import ResultPart, content_parts
 from eve.connections.oauth_client import OAuthLink
 from eve.connections.rpc_errors import Origin, described, origin, session_closed
@@ -76,10 +78,11 @@ class ServerTool:
     task_support: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallResult:
+class CallResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a successful call answered: its text, its content as parts (images and documents
-    too: ``connections.content``), and structured content when there is any."""
+    too: ``connections.content``), and structured content when there is any. A Struct, not
+    a dataclass: one is made per call, and a frozen dataclass's ``__init__`` costs more than
+    the rest of the result's conversion (bench/mcp_call)."""
 
     text: str
     parts: list[ResultPart]
@@ -118,16 +121,36 @@ class _Server:
         #: eve's name, roots, progress and answers to the server's requests, as the
         #: session offers them (client_features)
         self.features = ClientFeatures(entry)
+        #: the clocks of the connect and the listings under way (the calls' are theirs)
+        self.waiting: list[Deadline] = []
+        #: the timer every deadline of the loop shares (``connections.clock``)
+        self.watch = loop_watch()
         if self.link.oauth is not None:
-            # a person signing in stops the clocks of the calls waiting on the connection
-            self.link.oauth.hold = self._calls_paused
+            # a person signing in stops every clock of the connection (``connections.clock``)
+            self.link.oauth.hold = self._clocks_paused
 
     @contextlib.contextmanager
-    def _calls_paused(self) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for call in list(self.features.running.calls):
-                stack.enter_context(call.clock.paused())
+    def _clocks_paused(self) -> Iterator[None]:
+        clocks = [*self.waiting, *(call.clock for call in self.features.running.calls)]
+        for clock in clocks:
+            clock.pause()
+        try:
             yield
+        finally:
+            for clock in clocks:
+                clock.resume()
+
+    @contextlib.contextmanager
+    def _bounded(self, seconds: float) -> Iterator[None]:
+        """A connect or a listing within ``seconds``, the time a person spends signing in
+        not counted."""
+        clock = Deadline(seconds, self.watch)
+        self.waiting.append(clock)
+        try:
+            with clock:
+                yield
+        finally:
+            self.waiting.remove(clock)
 
     @property
     def name(self) -> str:
@@ -192,9 +215,9 @@ class _Server:
                 self.own(ready), name=f"eve-mcp-{self.name}"
             )
             try:
-                self.session = await self._bounded(
-                    asyncio.shield(ready), self.entry.connect_timeout_seconds
-                )
+                with self._bounded(self.entry.connect_timeout_seconds):
+                    # shielded: at the deadline the owner is ended below, in the background
+                    self.session = await asyncio.shield(ready)
             except MCPConnectionError:
                 await self._close_owner()
                 raise
@@ -228,25 +251,6 @@ class _Server:
             self.failed, self.backoff = None, 0.0
             self.listed = None  # a new session is listed anew
             return self.session
-
-    async def _bounded(self, waited: Awaitable[R], seconds: float) -> R:
-        """``waited`` within ``seconds``, not counting time a person spends signing in
-        (OAuth): at the deadline, a sign-in under way (bounded by its own timeout) is
-        waited for, and the clock starts again."""
-        task = asyncio.ensure_future(waited)
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=seconds)
-                if done:
-                    return task.result()
-                if not self.link.authorizing:
-                    raise TimeoutError
-        finally:
-            if not task.done():
-                task.cancel()
-                # as wait_for does: what the request leaves is cleaned up before we go on
-                with contextlib.suppress(BaseException):
-                    await task
 
     def _failing(self, message: str) -> MCPServerUnavailable:
         """A failed connect: the next waits ``backoff`` seconds, doubled each time."""
@@ -321,9 +325,8 @@ class _Server:
         tasks = runs_tasks(session)
         while True:
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await asyncio.wait_for(
-                session.list_tools(params=params), self.entry.call_timeout_seconds
-            )
+            with self._bounded(self.entry.call_timeout_seconds):
+                page = await session.list_tools(params=params)
             tools.extend(
                 ServerTool(
                     name=tool.name,
@@ -362,7 +365,8 @@ class _Server:
             # its recorded listing has not listed on this process's session yet
             await self._relist()
         try:
-            session = await self.connected()
+            # the live session without a coroutine for connected() when there is one
+            session = self._usable() or await self.connected()
             return await self._call(session, tool, arguments, report, asks, resume_task)
         except _SessionEnded:
             log.info("MCP connection %r: the server ended the session; a new one", self.name)
@@ -399,9 +403,8 @@ class _Server:
         loop = asyncio.get_running_loop()
         started = loop.time()
         # eve's clock, not the SDK's: it stops while the server's question waits on a
-        # person (``connections.asking``); a scope, not ``wait_for``, which would start a
-        # task per call (bench/mcp_call)
-        clock = CallClock(seconds)
+        # person (``connections.asking``) or a person signs in (``connections.clock``)
+        clock = Deadline(seconds, self.watch)
         listed = _tool(self.listed or [], tool)
         # out on the connection until it ends: the server's requests meanwhile are its own
         running = self.features.running.calls
@@ -420,7 +423,7 @@ class _Server:
                     resume=resume_task,
                 )
             else:
-                async with asyncio.timeout(seconds) as clock.scope:
+                with clock:
                     result = await session.call_tool(
                         tool, dict(arguments), progress_callback=progress_callback(report)
                     )
@@ -483,7 +486,7 @@ class _Server:
 
     def _result(self, tool: str, result: mcp_types.CallToolResult) -> CallResult:
         parts = content_parts(result.content)
-        text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
+        text = "\n".join([part.text for part in parts if isinstance(part, TextPart)])
         if result.is_error:
             raise MCPToolFailed(
                 f"connection {self.name!r}: tool {tool!r} failed: {text or 'no message'}",
@@ -619,18 +622,32 @@ _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ConnectionPool] = (
 )
 
 
+#: the loop last asked for and its pool: every tool call asks, nearly always from one loop,
+#: and a weak dictionary's lookup makes a weak reference each time (bench/mcp_call)
+_last: tuple[weakref.ref[asyncio.AbstractEventLoop], ConnectionPool] | None = None
+
+
 def current_pool() -> ConnectionPool:
     """The pool of the running event loop (a session object belongs to the loop it was made
     in, so each loop of the process has its own)."""
+    global _last
     loop = asyncio.get_running_loop()
+    last = _last
+    if last is not None and last[0]() is loop:
+        return last[1]
     pool = _pools.get(loop)
     if pool is None:
         pool = _pools[loop] = ConnectionPool()
+    _last = (weakref.ref(loop), pool)
     return pool
 
 
 async def close_current_pool() -> None:
     """Close the running loop's pool, if it has one."""
-    pool = _pools.pop(asyncio.get_running_loop(), None)
+    global _last
+    loop = asyncio.get_running_loop()
+    if _last is not None and _last[0]() is loop:
+        _last = None
+    pool = _pools.pop(loop, None)
     if pool is not None:
         await pool.close()

@@ -100,11 +100,6 @@ class ServerLink:
         server = self.entry.server
         return httpx2.URL(server.url) if isinstance(server, HttpServer) else None
 
-    @property
-    def authorizing(self) -> bool:
-        """A person is signing in for this link: the pool's timeouts wait for them."""
-        return self.oauth is not None and self.oauth.authorizing
-
     def auth_failure(self) -> MCPConnectionError | None:
         """Why the server did not let us in, when that is why a request failed: the OAuth
         flow's named error, else the server's 401/403 with its challenge."""

@@ -72,6 +72,10 @@ async def resolve_connection(
 
 def pool_of(connection: str) -> ConnectionPool:
     """The running loop's connection pool; ``MCPSdkMissing`` without the ``mcp`` package."""
+    pool_module = sys.modules.get("eve.connections.pool")
+    if pool_module is not None:  # imported: no import statement on every call
+        pool: ConnectionPool = pool_module.current_pool()
+        return pool
     try:
         from eve.connections.pool import current_pool
     except ModuleNotFoundError as error:

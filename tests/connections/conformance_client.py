@@ -22,7 +22,13 @@ from typing import Any
 
 import httpx
 
-from eve.connections import authorization, define_mcp_connection, from_env, oauth
+from eve.connections import (
+    authorization,
+    define_mcp_connection,
+    from_env,
+    identity_provider,
+    oauth,
+)
 from eve.connections.pool import ConnectionPool
 from eve.costs import Spend
 from eve.events import AuthorizationRequiredData
@@ -31,6 +37,7 @@ from tests.connections.servers import entry
 
 SECRET_ENV = "EVE_CONFORMANCE_CLIENT_SECRET"
 KEY_ENV = "EVE_CONFORMANCE_PRIVATE_KEY"
+ID_TOKEN_ENV = "EVE_CONFORMANCE_ID_TOKEN"
 #: the client ID metadata document the suite's basic-cimd scenario expects (SEP-991)
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
@@ -70,10 +77,40 @@ def _machine(context: dict[str, Any]) -> Any:
     )
 
 
-def _auth(scenario: str) -> Any:
+def _enterprise(context: dict[str, Any], url: str) -> Any:
+    """The enterprise-managed scenario (SEP-990): the IdP's ID token and eve's clients at the
+    IdP and the authorization server come in the context. The authorization server is
+    configuration (``oauth(issuer=...)``, never what the MCP server names), and the suite
+    starts it on a port of its own: this client plays the administrator who declares it,
+    reading it once from the server's protected resource metadata (RFC 9728)."""
+    os.environ[SECRET_ENV] = context["client_secret"]
+    os.environ[ID_TOKEN_ENV] = context["idp_id_token"]
+    return oauth(
+        grant="identity_assertion",
+        client_id=context["client_id"],
+        client_secret=from_env(SECRET_ENV),
+        issuer=_authorization_server(url),
+        identity_provider=identity_provider(
+            token_endpoint=context["idp_token_endpoint"],
+            client_id=context["idp_client_id"],
+            id_token=from_env(ID_TOKEN_ENV),
+        ),
+    )
+
+
+def _authorization_server(url: str) -> str:
+    challenge = httpx.post(url, json={}).headers.get("www-authenticate", "")
+    metadata = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
+    issuer: str = httpx.get(metadata).json()["authorization_servers"][0]
+    return issuer
+
+
+def _auth(scenario: str, url: str) -> Any:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     if scenario.startswith("auth/client-credentials"):
         return _machine(context)
+    if scenario == "auth/cross-app-access-complete-flow":
+        return _enterprise(context, url)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -136,7 +173,7 @@ async def main(url: str) -> int:
     connection = define_mcp_connection(
         description="The conformance suite's server.",
         url=url,
-        auth=_auth(scenario) if signs_in else None,
+        auth=_auth(scenario, url) if signs_in else None,
         connect_timeout_seconds=20,
         call_timeout_seconds=20,
     )

@@ -20,6 +20,8 @@ class Person:
     seen: list[AuthorizationRequiredData] = field(default_factory=list)
     #: what eve's callback answered each time
     answers: list[int] = field(default_factory=list)
+    #: seconds the person takes before following the link
+    delay: float = 0.0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def notify(self, data: AuthorizationRequiredData) -> None:
@@ -29,6 +31,7 @@ class Person:
             self._tasks.append(asyncio.create_task(self._sign_in(data.url)))
 
     async def _sign_in(self, url: str) -> None:
+        await asyncio.sleep(self.delay)
         async with httpx.AsyncClient() as browser:
             approved = await browser.get(url)
             assert approved.status_code == 302, approved.text

@@ -4,8 +4,9 @@ Written for the tests from the specifications, each rule citing its section: the
 authorization spec (2025-11-25, "Authorization"), RFC 9728 (protected resource metadata),
 RFC 8414 (authorization server metadata), RFC 7591 (dynamic client registration), RFC 6749
 (the code, refresh and client credentials grants and their errors), RFC 7523 (a client
-authenticating with a JWT it signs), RFC 7636 (PKCE) and RFC 6750 (bearer tokens and their
-challenges). The MCP server is the SDK's (``MCPServer``, Streamable HTTP);
+authenticating with a JWT it signs, and the JWT bearer grant), RFC 7636 (PKCE), RFC 6750
+(bearer tokens and their challenges), and for enterprise-managed authorization (SEP-990) an
+identity provider's RFC 8693 token exchange of an ID token for an ID-JAG. The MCP server is the SDK's (``MCPServer``, Streamable HTTP);
 the authorization is this module's. It runs in a thread (uvicorn), and a test reads and
 changes its state directly: who signs in next, which refresh tokens are revoked.
 """
@@ -40,6 +41,12 @@ READ = "mcp:read"
 ADMIN = "mcp:admin"
 #: RFC 7523 §2.2: the client_assertion_type of a client authenticating with a JWT
 JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#: RFC 7523 §2.1: the grant type presenting a JWT (here an ID-JAG) as the grant
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+#: RFC 8693 §2.1 and the ID-JAG's token types (SEP-990)
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
 @dataclass
@@ -70,10 +77,29 @@ class AuthState:
     authorizations: int = 0
     #: the jti of every client assertion taken (RFC 7523 §3: each used once)
     assertions: set[str] = field(default_factory=set)
+    #: the enterprise identity provider's signing key, eve's client there, and the client
+    #: of this authorization server its ID-JAGs are for (SEP-990)
+    idp_key: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    idp_client: str = "eve-at-the-idp"
+    jag_client: str = "enterprise"
+    #: how many ID tokens the identity provider exchanged for an ID-JAG
+    exchanges: int = 0
 
     @property
     def resource(self) -> str:
         return f"{self.issuer}/mcp"
+
+    @property
+    def idp(self) -> str:
+        return f"{self.issuer}/idp"
+
+    def id_token(self, subject: str, *, seconds: int = 600) -> str:
+        """An ID token the identity provider issued to eve's client for ``subject``."""
+        now = int(time.time())
+        claims = {"iss": self.idp, "sub": subject, "aud": self.idp_client}
+        token = jwt.encode({**claims, "iat": now, "exp": now + seconds}, self.idp_key, "HS256")
+        self.issued.append(token)
+        return token
 
     def expire_access_tokens(self) -> None:
         """Every access token expired, as time passing would (RFC 6749 §5.1 expires_in)."""
@@ -134,6 +160,7 @@ class AuthorizationServer:
                     "authorization_code",
                     "refresh_token",
                     "client_credentials",
+                    JWT_BEARER_GRANT,
                 ],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": [
@@ -218,7 +245,72 @@ class AuthorizationServer:
             if held is None or held.client_id != client["client_id"]:
                 return _error(400, "invalid_grant", "refresh token revoked or unknown")
             return JSONResponse(self.state._issue(held))
+        if grant_type == JWT_BEARER_GRANT:
+            return self._assertion_grant(client, form)
         return _error(400, "unsupported_grant_type", grant_type)
+
+    def _assertion_grant(self, client: dict[str, Any], form: Any) -> Response:
+        # RFC 7523 §2.1 and §3 with SEP-990: an ID-JAG the trusted identity provider signed
+        # (typ oauth-id-jag+jwt) for this server (aud), this resource, and the client
+        # presenting it; no refresh token, as for client credentials
+        assertion = str(form.get("assertion", ""))
+        state = self.state
+        try:
+            if jwt.get_unverified_header(assertion).get("typ") != "oauth-id-jag+jwt":
+                return _error(400, "invalid_grant", "not an ID-JAG")
+            claims = jwt.decode(
+                assertion,
+                state.idp_key,
+                algorithms=["HS256"],
+                audience=[state.issuer, f"{state.issuer}/"],
+                issuer=state.idp,
+            )
+        except jwt.PyJWTError as error:
+            return _error(400, "invalid_grant", f"ID-JAG rejected: {error}")
+        if (
+            claims.get("client_id") != client["client_id"]
+            or claims.get("resource") != state.resource
+        ):
+            return _error(400, "invalid_grant", "the ID-JAG is for another client or resource")
+        scope = str(form.get("scope") or READ)
+        grant = Grant(client_id=client["client_id"], scope=scope, subject=str(claims["sub"]))
+        return JSONResponse(state._issue(grant, refresh=False))
+
+    async def exchange(self, request: Request) -> Response:
+        """The identity provider's token endpoint (RFC 8693 §2.1): an ID token it issued to
+        eve's client, exchanged for an ID-JAG naming the authorization server (audience)
+        and the MCP server (resource)."""
+        form = await request.form()
+        state = self.state
+        if form.get("grant_type") != TOKEN_EXCHANGE:
+            return _error(400, "unsupported_grant_type", str(form.get("grant_type")))
+        kinds = (form.get("subject_token_type"), form.get("requested_token_type"))
+        if kinds != (ID_TOKEN, ID_JAG):
+            return _error(400, "invalid_request", f"token types {kinds}")
+        if (form.get("audience"), form.get("resource")) != (state.issuer, state.resource):
+            return _error(400, "invalid_target", "unknown audience or resource")
+        try:
+            claims = jwt.decode(
+                str(form.get("subject_token", "")),
+                state.idp_key,
+                algorithms=["HS256"],
+                audience=state.idp_client,
+                issuer=state.idp,
+            )
+        except jwt.PyJWTError as error:
+            return _error(400, "invalid_grant", f"ID token rejected: {error}")
+        state.exchanges += 1
+        now = int(time.time())
+        jag = {
+            **{"iss": state.idp, "sub": claims["sub"], "aud": state.issuer},
+            **{"resource": state.resource, "client_id": state.jag_client},
+            **{"jti": secrets.token_hex(8), "iat": now, "exp": now + 300},
+        }
+        token = jwt.encode(jag, state.idp_key, "HS256", headers={"typ": "oauth-id-jag+jwt"})
+        state.issued.append(token)
+        return JSONResponse(
+            {"access_token": token, "issued_token_type": ID_JAG, "token_type": "N_A"}
+        )
 
     def _code_grant(self, client: dict[str, Any], form: Any) -> Response:
         # RFC 6749 §4.1.3: a code is used once, by the client it was issued to, with the
@@ -394,6 +486,7 @@ def _app(state: AuthState) -> ASGIApp:
             Route("/register", server.register, methods=["POST"]),
             Route("/authorize", server.authorize),
             Route("/token", server.token, methods=["POST"]),
+            Route("/idp/token", server.exchange, methods=["POST"]),
         ],
         lifespan=lifespan,
     )

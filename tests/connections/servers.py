@@ -87,3 +87,27 @@ def wait_gone(pid: int, seconds: float = 10.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def servers_tagged(marker: str) -> list[int]:
+    """Pids of live processes whose command line carries ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # the process ended while we looked
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def wait_until_gone(marker: str, timeout: float = 10.0) -> list[int]:
+    """The processes tagged ``marker`` still alive after ``timeout`` (none, once they end)."""
+    deadline = time.monotonic() + timeout
+    while (left := servers_tagged(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left

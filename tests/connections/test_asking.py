@@ -1,15 +1,14 @@
-"""The pieces of a server's requests that need no server: the restricted form schema, the
-call clock that stops while a person answers, and a terminal field's value."""
+"""The pieces of a server's requests that need no server: the restricted form schema and a
+terminal field's value (the call clock that stops while a person answers: test_clock)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from eve.cli.form_prompt import field_value
-from eve.connections.asking import CallClock, restricted_schema_problem
+from eve.connections.asking import restricted_schema_problem
 from eve.errors import FormAnswerInvalid
 from eve.runtime.server_asks import check_form_answer, with_defaults
 
@@ -38,19 +37,6 @@ def test_only_the_specs_restricted_schema_is_shown(
 ) -> None:
     found = restricted_schema_problem(schema)
     assert found == problem if problem is None else (found or "").startswith(problem)
-
-
-async def test_the_call_clock_stops_while_a_person_is_asked() -> None:
-    clock = CallClock(30.0)
-    async with asyncio.timeout(30.0) as clock.scope:
-        with clock.paused():
-            assert clock.scope.when() is None, "no deadline while the person answers"
-            with clock.paused():  # a second question at once keeps it stopped
-                assert clock.scope.when() is None
-            assert clock.scope.when() is None
-        left = clock.scope.when()
-        assert left is not None
-        assert 0 < left - asyncio.get_running_loop().time() <= 30.0
 
 
 @pytest.mark.parametrize(

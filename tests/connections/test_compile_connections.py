@@ -9,6 +9,7 @@ import pytest
 
 from eve.compiler import compile_agent
 from eve.manifest import HttpServer, StdioServer
+from tests.connections.connection_trees import app
 
 HTTP = """
 from eve.connections import define_mcp_connection, from_env
@@ -34,21 +35,6 @@ default = define_mcp_connection(
     expose="tools",
 )
 """
-
-
-def app(tmp_path: Path, connections: dict[str, str], tools: tuple[str, ...] = ()) -> Path:
-    agent = tmp_path / "agent"
-    (agent / "connections").mkdir(parents=True)
-    (agent / "instructions.md").write_text("Help.\n")
-    for name, source in connections.items():
-        (agent / "connections" / name).write_text(source)
-    if tools:
-        (agent / "tools").mkdir()
-    for tool in tools:
-        (agent / "tools" / f"{tool}.py").write_text(
-            "from eve.tools import tool\n\n@tool\ndef t() -> str:\n    '''T.'''\n    return ''\n"
-        )
-    return tmp_path
 
 
 def codes(root: Path) -> list[tuple[str, str | None, int | None]]:

@@ -6,8 +6,7 @@ import uuid
 
 from tests.cli.test_dev_cli import read_until, send, start
 from tests.conftest import AppFactory
-from tests.connections.servers import STDIO_COMMAND
-from tests.connections.test_mcp_serve_restart import servers_tagged, wait_until_gone
+from tests.connections.servers import STDIO_COMMAND, servers_tagged, wait_until_gone
 
 CONNECTION = """
 from eve.connections import define_mcp_connection

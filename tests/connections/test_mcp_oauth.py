@@ -5,11 +5,8 @@ kept in the session database."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import httpx
@@ -29,117 +26,91 @@ from eve.manifest import ConnectionEntry
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import mcp_oauth
 from tests.connections.oauth_person import Person
-from tests.connections.oauth_server import ADMIN, READ, AuthState, protected_server
+from tests.connections.oauth_server import ADMIN, READ, AuthState
+from tests.connections.oauth_turns import rows, turn
 from tests.connections.servers import entry, free_port
 
 
-@pytest.fixture
-def server() -> Iterator[AuthState]:
-    with protected_server() as state:
-        yield state
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    opened = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
-    yield opened
-    opened.close()
-
-
-def signing_in(state: AuthState, *, timeout: float = 20.0, **options: object) -> ConnectionEntry:
+def signing_in(
+    state: AuthState, *, timeout: float = 20.0, server_seconds: float = 10.0, **options: object
+) -> ConnectionEntry:
+    """The protected server's connection; ``server_seconds`` bounds its connects and calls."""
     redirect = f"http://127.0.0.1:{free_port()}{authorization.CALLBACK_PATH}"
     auth = oauth(redirect_url=redirect, authorization_timeout_seconds=timeout, **options)  # type: ignore[arg-type]
-    return entry(
-        define_mcp_connection(description="A protected server.", url=state.resource, auth=auth),
-        name="vault",
+    connection = define_mcp_connection(
+        description="A protected server.",
+        url=state.resource,
+        auth=auth,
+        connect_timeout_seconds=server_seconds,
+        call_timeout_seconds=server_seconds,
     )
-
-
-@contextlib.asynccontextmanager
-async def turn(
-    store: SessionStore, person: Person, principal: str = "alice"
-) -> AsyncIterator[ConnectionPool]:
-    """A new pool (a new worker process, as far as connections go) inside a turn of
-    ``principal`` that lends the store and tells ``person``."""
-    pool = ConnectionPool()
-    who = Principal(id=principal, kind="user")
-    with (
-        use_context(EveContext(session_id="s", principal=who)),
-        authorization.lent(store=lambda: store, notify=person.notify),
-    ):
-        try:
-            yield pool
-        finally:
-            await pool.close()
-
-
-def rows(store: SessionStore) -> list[sa.Row[tuple[str, str | None, float | None]]]:
-    query = sa.select(mcp_oauth.c.principal, mcp_oauth.c.tokens, mcp_oauth.c.expires_at)
-    return list(store.run(lambda c: c.execute(query).all()))
+    return entry(connection, name="vault")
 
 
 async def test_a_first_sign_in_discovers_registers_and_keeps_the_grant_for_the_next_process(
-    server: AuthState, store: SessionStore
+    auth_server: AuthState, grant_store: SessionStore
 ) -> None:
-    vault, person = signing_in(server), Person()
-    async with turn(store, person) as pool:
+    vault, person = signing_in(auth_server), Person()
+    async with turn(grant_store, person) as pool:
         tools = await pool.list_tools(vault)
         assert {tool.name for tool in tools} == {"whoami", "admin"}
         assert (await pool.call(vault, "whoami", {})).text == "alice"
     # one link shown, followed once; eve registered itself (RFC 7591) and used the code grant
     assert [data.connection for data in person.seen] == ["vault"]
     assert person.answers == [200]
-    assert len(server.clients) == 1 and server.grants == ["authorization_code"]
-    assert person.seen[0].url.startswith(f"{server.issuer}/authorize?")
+    assert len(auth_server.clients) == 1 and auth_server.grants == ["authorization_code"]
+    assert person.seen[0].url.startswith(f"{auth_server.issuer}/authorize?")
     assert "code_challenge_method=S256" in person.seen[0].url
     # the grant is in the session database, for this principal
-    [(principal, tokens, expires_at)] = rows(store)
+    [(principal, tokens, expires_at)] = rows(grant_store)
     assert principal == "user:alice" and tokens is not None and expires_at is not None
     # another process reads it: no sign-in, no registration
     again = Person()
-    async with turn(store, again) as pool:
+    async with turn(grant_store, again) as pool:
         assert (await pool.call(vault, "whoami", {})).text == "alice"
-    assert again.seen == [] and len(server.clients) == 1 and server.authorizations == 1
+    assert again.seen == [] and len(auth_server.clients) == 1 and auth_server.authorizations == 1
 
 
 async def test_an_expired_token_is_refreshed_without_asking_the_person(
-    server: AuthState, store: SessionStore
+    auth_server: AuthState, grant_store: SessionStore
 ) -> None:
-    vault, person = signing_in(server), Person()
-    async with turn(store, person) as pool:
+    vault, person = signing_in(auth_server), Person()
+    async with turn(grant_store, person) as pool:
         await pool.list_tools(vault)
-    server.expire_access_tokens()
-    store.run(lambda c: c.execute(sa.update(mcp_oauth).values(expires_at=1.0)))
+    auth_server.expire_access_tokens()
+    grant_store.run(lambda c: c.execute(sa.update(mcp_oauth).values(expires_at=1.0)))
     later = Person()
-    async with turn(store, later) as pool:
+    async with turn(grant_store, later) as pool:
         assert (await pool.call(vault, "whoami", {})).text == "alice"
-    assert later.seen == [] and server.grants == ["authorization_code", "refresh_token"]
-    [(_, _, expires_at)] = rows(store)
+    assert later.seen == [] and auth_server.grants == ["authorization_code", "refresh_token"]
+    [(_, _, expires_at)] = rows(grant_store)
     assert expires_at is not None and expires_at > 1.0
 
 
 async def test_a_revoked_refresh_token_asks_the_person_again(
-    server: AuthState, store: SessionStore
+    auth_server: AuthState, grant_store: SessionStore
 ) -> None:
-    vault = signing_in(server)
-    async with turn(store, Person()) as pool:
+    vault = signing_in(auth_server)
+    async with turn(grant_store, Person()) as pool:
         await pool.list_tools(vault)
-    server.expire_access_tokens()
-    server.revoke_refresh_tokens()
-    store.run(lambda c: c.execute(sa.update(mcp_oauth).values(expires_at=1.0)))
+    auth_server.expire_access_tokens()
+    auth_server.revoke_refresh_tokens()
+    grant_store.run(lambda c: c.execute(sa.update(mcp_oauth).values(expires_at=1.0)))
     again = Person()
-    async with turn(store, again) as pool:
+    async with turn(grant_store, again) as pool:
         assert (await pool.call(vault, "whoami", {})).text == "alice"
     # the refresh got invalid_grant (RFC 6749 §5.2), so a new authorization.required
-    assert len(again.seen) == 1 and server.authorizations == 2
-    assert server.grants == ["authorization_code", "refresh_token", "authorization_code"]
+    assert len(again.seen) == 1 and auth_server.authorizations == 2
+    assert auth_server.grants == ["authorization_code", "refresh_token", "authorization_code"]
 
 
-async def test_each_principal_signs_in_for_itself(server: AuthState, store: SessionStore) -> None:
-    vault = signing_in(server)
-    async with turn(store, Person(), "alice") as pool:
+async def test_each_principal_signs_in_for_itself(
+    auth_server: AuthState, grant_store: SessionStore
+) -> None:
+    vault = signing_in(auth_server)
+    async with turn(grant_store, Person(), "alice") as pool:
         assert (await pool.call(vault, "whoami", {})).text == "alice"
-        server.subject = "bob"
+        auth_server.subject = "bob"
         bob = Person()
         bob_turn = EveContext(session_id="s", principal=Principal(id="bob", kind="user"))
         with use_context(bob_turn), authorization.lent(notify=bob.notify):
@@ -147,14 +118,14 @@ async def test_each_principal_signs_in_for_itself(server: AuthState, store: Sess
         # alice's session goes on with alice's token
         assert (await pool.call(vault, "whoami", {})).text == "alice"
     assert len(bob.seen) == 1
-    assert sorted(principal for principal, _, _ in rows(store)) == ["user:alice", "user:bob"]
+    assert sorted(principal for principal, _, _ in rows(grant_store)) == ["user:alice", "user:bob"]
 
 
 async def test_a_403_insufficient_scope_signs_in_again_for_the_wider_scope(
-    server: AuthState, store: SessionStore
+    auth_server: AuthState, grant_store: SessionStore
 ) -> None:
-    vault, person = signing_in(server), Person()
-    async with turn(store, person) as pool:
+    vault, person = signing_in(auth_server), Person()
+    async with turn(grant_store, person) as pool:
         assert (await pool.call(vault, "whoami", {})).text == "alice"
         assert (await pool.call(vault, "admin", {})).text == "admin done"
     # the step-up asked for the challenge's scopes (RFC 6750 §3.1, MCP scope challenges)
@@ -162,18 +133,34 @@ async def test_a_403_insufficient_scope_signs_in_again_for_the_wider_scope(
     assert parse_qs(urlparse(person.seen[1].url).query)["scope"] == [f"{READ} {ADMIN}"]
 
 
-async def test_no_sign_in_within_the_timeout_is_a_named_error(
-    server: AuthState, store: SessionStore
+async def test_a_person_signing_in_stops_the_connect_and_the_call_clocks(
+    auth_server: AuthState, grant_store: SessionStore
 ) -> None:
-    vault, person = signing_in(server, timeout=0.5), Person(signs_in=False)
-    async with turn(store, person) as pool:
+    # the person takes longer than the server's timeouts: connect_timeout_seconds and
+    # call_timeout_seconds measure the server, and stand still while the person signs in
+    vault, person = signing_in(auth_server, server_seconds=1.0), Person(delay=1.5)
+    async with turn(grant_store, person) as pool:
+        # signed in while connecting (the first request is refused with a 401)
+        assert (await pool.call(vault, "whoami", {})).text == "alice"
+        # and during a call (its 403 asks for a wider scope)
+        assert (await pool.call(vault, "admin", {})).text == "admin done"
+    assert len(person.seen) == 2 and person.answers == [200, 200]
+
+
+async def test_no_sign_in_within_the_timeout_is_a_named_error(
+    auth_server: AuthState, grant_store: SessionStore
+) -> None:
+    vault, person = signing_in(auth_server, timeout=0.5), Person(signs_in=False)
+    async with turn(grant_store, person) as pool:
         with pytest.raises(MCPAuthorizationRequired, match=r"no one did within 0\.5s"):
             await pool.list_tools(vault)
-    assert len(person.seen) == 1 and rows(store) != []  # the registration is kept
+    assert len(person.seen) == 1 and rows(grant_store) != []  # the registration is kept
 
 
-async def test_a_refused_sign_in_is_a_named_error(server: AuthState, store: SessionStore) -> None:
-    vault = signing_in(server)
+async def test_a_refused_sign_in_is_a_named_error(
+    auth_server: AuthState, grant_store: SessionStore
+) -> None:
+    vault = signing_in(auth_server)
 
     class Refuses(Person):
         async def notify(self, data: object) -> None:
@@ -183,33 +170,33 @@ async def test_a_refused_sign_in_is_a_named_error(server: AuthState, store: Sess
                 authorization.Callback(state=state, error="access_denied", error_description="no")
             )
 
-    async with turn(store, Refuses()) as pool:
+    async with turn(grant_store, Refuses()) as pool:
         with pytest.raises(MCPAuthorizationFailed, match="access_denied"):
             await pool.list_tools(vault)
 
 
 async def test_a_wrong_client_secret_is_invalid_client(
-    server: AuthState, store: SessionStore, monkeypatch: pytest.MonkeyPatch
+    auth_server: AuthState, grant_store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server.clients["known"] = {
+    auth_server.clients["known"] = {
         "client_id": "known",
         "client_secret": "right",
         "redirect_uris": [],
         "token_endpoint_auth_method": "client_secret_basic",
     }
     monkeypatch.setenv("VAULT_SECRET", "wrong")
-    vault = signing_in(server, client_id="known", client_secret=from_env("VAULT_SECRET"))
-    server.clients["known"]["redirect_uris"] = [vault.server.oauth.redirect_url]  # type: ignore[union-attr]
-    async with turn(store, Person()) as pool:
+    vault = signing_in(auth_server, client_id="known", client_secret=from_env("VAULT_SECRET"))
+    auth_server.clients["known"]["redirect_uris"] = [vault.server.oauth.redirect_url]  # type: ignore[union-attr]
+    async with turn(grant_store, Person()) as pool:
         with pytest.raises(MCPAuthorizationFailed, match="invalid_client"):
             await pool.list_tools(vault)
-    assert server.clients.keys() == {"known"}  # a declared client is never registered anew
+    assert auth_server.clients.keys() == {"known"}  # a declared client is never registered anew
 
 
 async def test_a_server_that_needs_auth_with_none_declared_says_what_to_declare(
-    server: AuthState,
+    auth_server: AuthState,
 ) -> None:
-    plain = entry(define_mcp_connection(description="Unprotected?", url=server.resource))
+    plain = entry(define_mcp_connection(description="Unprotected?", url=auth_server.resource))
     pool = ConnectionPool()
     try:
         with pytest.raises(MCPUnauthorized) as raised:
@@ -226,22 +213,22 @@ async def test_a_server_that_needs_auth_with_none_declared_says_what_to_declare(
 
 
 async def test_tokens_never_reach_the_logs(
-    server: AuthState, store: SessionStore, caplog: pytest.LogCaptureFixture
+    auth_server: AuthState, grant_store: SessionStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    vault = signing_in(server)
-    async with turn(store, Person()) as pool:
+    vault = signing_in(auth_server)
+    async with turn(grant_store, Person()) as pool:
         await pool.call(vault, "whoami", {})
-    assert server.issued and not any(token in caplog.text for token in server.issued)
+    assert auth_server.issued and not any(token in caplog.text for token in auth_server.issued)
 
 
-def test_the_test_authorization_server_checks_pkce(server: AuthState) -> None:
+def test_the_test_authorization_server_checks_pkce(auth_server: AuthState) -> None:
     """The rule the sign-in tests lean on (RFC 7636 §4.6): a code is exchanged only with the
     verifier whose S256 is its challenge, and only once (RFC 6749 §4.1.2)."""
     verifier = "v" * 64
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
     redirect = "http://127.0.0.1:1/cb"
-    with httpx.Client(base_url=server.issuer) as http:
+    with httpx.Client(base_url=auth_server.issuer) as http:
         client = http.post(
             "/register", json={"redirect_uris": [redirect], "token_endpoint_auth_method": "none"}
         ).json()["client_id"]
@@ -256,7 +243,7 @@ def test_the_test_authorization_server_checks_pkce(server: AuthState) -> None:
                     "state": "s",
                     "code_challenge": challenge.rstrip(b"=").decode(),
                     "code_challenge_method": "S256",
-                    "resource": server.resource,
+                    "resource": auth_server.resource,
                 },
             )
             return parse_qs(urlparse(authorized.headers["location"]).query)["code"][0]

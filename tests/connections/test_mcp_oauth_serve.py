@@ -4,15 +4,13 @@ callback route, and no token lands in the events or any database table but eve's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
 from eve.connections.authorization import CALLBACK_PATH, REDIRECT_ENV
 from tests.conftest import AppFactory
 from tests.connections.oauth_apps import vault_app
-from tests.connections.oauth_server import AuthState, protected_server
+from tests.connections.oauth_server import AuthState
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_secrets import stored_cells
@@ -21,18 +19,12 @@ from tests.sessions.test_secrets import stored_cells
 PUBLIC = "https://agent.example.invalid"
 
 
-@pytest.fixture
-def server() -> Iterator[AuthState]:
-    with protected_server() as state:
-        yield state
-
-
 def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(
-    make_app: AppFactory, server: AuthState, monkeypatch: pytest.MonkeyPatch
+    make_app: AppFactory, auth_server: AuthState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = vault_app(make_app, server, monkeypatch)
+    root = vault_app(make_app, auth_server, monkeypatch)
     app = InProcessServer(
-        root, env={"VAULT_URL": server.resource, REDIRECT_ENV: PUBLIC + CALLBACK_PATH}
+        root, env={"VAULT_URL": auth_server.resource, REDIRECT_ENV: PUBLIC + CALLBACK_PATH}
     ).start()
     try:
         session = app.create("who am I?")
@@ -56,18 +48,18 @@ def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(
         app.stop()
     [result] = [e["data"] for e in events if e["type"] == "action.result"]
     assert result["output"] == "alice" and not result.get("is_error")
-    assert server.authorizations == 1 and server.issued
+    assert auth_server.authorizations == 1 and auth_server.issued
     # no token in the stream, the events, DBOS's tables or eve's others: only the grant
     # row holds them (checked present, so the scan would have found them)
-    for token in server.issued:
+    for token in auth_server.issued:
         assert token not in raw
     held = [cell for table, cell in stored_cells(root) if table == "eve_mcp_oauth"]
-    assert any(server.issued[0].encode() in cell for cell in held)
+    assert any(auth_server.issued[0].encode() in cell for cell in held)
     for table, cell in stored_cells(root):
         if table != "eve_mcp_oauth":
-            assert not any(token.encode() in cell for token in server.issued), table
+            assert not any(token.encode() in cell for token in auth_server.issued), table
     dbos = (root / ".eve/sessions/dbos.sqlite").read_bytes()
-    assert not any(token.encode() in dbos for token in server.issued)
+    assert not any(token.encode() in dbos for token in auth_server.issued)
 
 
 def test_an_unknown_callback_is_refused(make_app: AppFactory) -> None:

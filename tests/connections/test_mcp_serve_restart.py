@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from pathlib import Path
 
 from tests.conftest import AppFactory
-from tests.connections.servers import STDIO_COMMAND
+from tests.connections.servers import STDIO_COMMAND, servers_tagged, wait_until_gone
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server, assert_dense, count, types
 from tests.sessions.test_approvals import request_of
@@ -24,29 +22,6 @@ default = define_mcp_connection(
     expose="tools",
 )
 """
-
-
-def servers_tagged(marker: str) -> list[int]:
-    """Pids of live processes whose command line carries ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:  # the process ended while we looked
-            continue
-        if marker.encode() in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def wait_until_gone(marker: str, timeout: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (left := servers_tagged(marker)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
 
 
 def test_an_mcp_tools_approval_parks_across_a_kill_and_runs_once(make_app: AppFactory) -> None:

@@ -63,6 +63,42 @@ def rerun_id(place: Place) -> str:
     return f"{place.log_id}{RERUN_MARK}{place.reruns + 1}"
 
 
+# built once: what a turn runs (``store.py`` says why)
+_PLACE = sa.and_(
+    accepted_places.c.session_id == sa.bindparam("b_session"),
+    accepted_places.c.turn == sa.bindparam("b_turn"),
+)
+# a write that changes nothing still takes the row's lock (PostgreSQL) or the database's
+# (SQLite), the same lock a claim takes
+_LOCK_SESSION = (
+    sessions.update()
+    .where(sessions.c.id == sa.bindparam("b_session"))
+    .values(next_turn=sessions.c.next_turn)
+)
+_WAITING = (
+    sa.select(accepted_places)
+    .where(
+        accepted_places.c.session_id == sa.bindparam("b_session"),
+        accepted_places.c.state == "accepted",
+    )
+    .order_by(accepted_places.c.turn)
+)
+# a body quick enough to have finished already stays done
+_ENQUEUED = (
+    accepted_places.update()
+    .where(_PLACE, accepted_places.c.state == "accepted")
+    .values(state="enqueued")
+)
+_FINISH = (
+    accepted_places.update()
+    .where(
+        accepted_places.c.workflow_id == sa.bindparam("b_workflow"),
+        accepted_places.c.state != "done",
+    )
+    .values(state="done", input=None)
+)
+
+
 def accept(
     c: Connection,
     *,
@@ -74,16 +110,17 @@ def accept(
 ) -> None:
     """Record the claimed place ``turn`` (inside the claim's transaction)."""
     c.execute(
-        accepted_places.insert().values(
-            session_id=session_id,
-            turn=turn,
-            kind=kind,
-            input=None if turn_input is None else json.dumps(turn_input),
-            state="accepted",
-            workflow_id=workflow_id,
-            reruns=0,
-            accepted_at=time.time(),
-        )
+        accepted_places.insert(),
+        {
+            "session_id": session_id,
+            "turn": turn,
+            "kind": kind,
+            "input": None if turn_input is None else json.dumps(turn_input),
+            "state": "accepted",
+            "workflow_id": workflow_id,
+            "reruns": 0,
+            "accepted_at": time.time(),
+        },
     )
 
 
@@ -104,42 +141,18 @@ def _place(row: Any) -> Place:
 def waiting_for_queue(c: Connection, session_id: str) -> list[Place]:
     """The session's places not on DBOS's queue yet, in turn order, with the session's row
     locked until the transaction ends: two deliveries of one session never interleave."""
-    # a write that changes nothing still takes the row's lock (PostgreSQL) or the
-    # database's (SQLite), the same lock a claim takes
-    c.execute(
-        sessions.update().where(sessions.c.id == session_id).values(next_turn=sessions.c.next_turn)
-    )
-    rows = c.execute(
-        sa.select(accepted_places)
-        .where(accepted_places.c.session_id == session_id, accepted_places.c.state == "accepted")
-        .order_by(accepted_places.c.turn)
-    ).all()
+    c.execute(_LOCK_SESSION, {"b_session": session_id})
+    rows = c.execute(_WAITING, {"b_session": session_id}).all()
     return [_place(row) for row in rows]
 
 
 def mark_enqueued(c: Connection, place: Place) -> None:
-    c.execute(
-        accepted_places.update()
-        .where(
-            accepted_places.c.session_id == place.session_id,
-            accepted_places.c.turn == place.turn,
-            # a body quick enough to have finished already stays done
-            accepted_places.c.state == "accepted",
-        )
-        .values(state="enqueued")
-    )
+    c.execute(_ENQUEUED, {"b_session": place.session_id, "b_turn": place.turn})
 
 
 def finish(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
-    c.execute(
-        accepted_places.update()
-        .where(
-            accepted_places.c.workflow_id == workflow_id,
-            accepted_places.c.state != "done",
-        )
-        .values(state="done", input=None)
-    )
+    c.execute(_FINISH, {"b_workflow": workflow_id})
 
 
 #: where a sweep stopped: the ``(accepted_at, session_id, turn)`` of the last place it saw

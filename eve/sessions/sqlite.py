@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import refuse_lock_in_request
+from eve.sessions.sqlite_gate import SqliteGate, gate_writes
 from eve.sql_engines import sqlite_engine as shared_sqlite_engine
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
@@ -51,4 +52,7 @@ def sqlite_engine(
         url, busy_timeout=busy_timeout, pragmas=pragmas, prepare=isolate, pool_size=POOL_SIZE
     )
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
+    if immediate:
+        # DBOS's writers queue in this process rather than sleep in SQLite's busy handler
+        gate_writes(engine, SqliteGate(), patience=busy_timeout)
     return engine

@@ -155,6 +155,19 @@ def finish(c: Connection, workflow_id: str) -> None:
     c.execute(_FINISH, {"b_workflow": workflow_id})
 
 
+_UNDELIVERED = (
+    sa.select(sa.func.count())
+    .select_from(accepted_places)
+    .where(accepted_places.c.state == "accepted")
+)
+
+
+def undelivered(c: Connection) -> int:
+    """How many accepted places are not on DBOS's queue yet, in every session (a message's
+    202 comes before its delivery: ``SessionService._enqueue``)."""
+    return int(c.execute(_UNDELIVERED).scalar() or 0)
+
+
 #: where a sweep stopped: the ``(accepted_at, session_id, turn)`` of the last place it saw
 Cursor = tuple[float, str, int]
 

@@ -16,7 +16,7 @@ from dbos import DBOS, DBOSConfig, EnqueueOptions
 from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.accepted import Place, mark_enqueued, waiting_for_queue
+from eve.sessions.accepted import Place, mark_enqueued, undelivered, waiting_for_queue
 from eve.sessions.accepted_sweep import AcceptedSweep
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW
 from eve.sessions.dbos_data import (
@@ -237,10 +237,13 @@ class DurableEngine:
         }
 
     def queued_turns(self) -> int:
-        """How many turns (and resets, compactions) wait on the queue, on every worker
-        (blocking). On PostgreSQL DBOS's tables share eve's database."""
+        """How many turns (and resets, compactions) wait to start, on every worker
+        (blocking): the places accepted and not delivered yet, then those on DBOS's queue
+        (in that order: a place delivered between the two counts is counted twice, never
+        missed). On PostgreSQL DBOS's tables share eve's database."""
+        waiting = self.store.run(undelivered)
         engine = self._system_engine or self.store.engine
-        return count_queued(engine, postgres=self.settings.is_postgres)
+        return waiting + count_queued(engine, postgres=self.settings.is_postgres)
 
     async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""

@@ -5,12 +5,15 @@ transaction that claims its number and records its ``Idempotency-Key``. Putting 
 queue is a separate write that can fail or be repeated: eve's tables and DBOS's are in two
 databases on SQLite (two files), and DBOS writes through its own engine, so no transaction
 holds both the claim and the enqueue. The row is therefore the truth, and the enqueue a
-delivery of it: ``waiting_for_queue`` hands a session's accepted rows out in turn order while
-the session's row is locked, the engine enqueues each with its fixed workflow id (DBOS takes
-an id it has as the same workflow, so a repeated delivery never runs a turn twice) and marks
-it ``enqueued`` in that same transaction. Whoever delivers (the request that claimed it, or
-the sweep, ``accepted_sweep.py``) delivers every earlier waiting row first, so turns reach the
-queue in the order of their numbers.
+delivery of it: ``waiting`` reads a session's accepted rows in turn order, the engine
+enqueues each with its fixed workflow id (DBOS takes an id it has as the same workflow, so
+a repeated delivery never runs a turn twice), and then marks the ones it enqueued
+``enqueued``. Whoever delivers (the request that claimed it, or the sweep,
+``accepted_sweep.py``) delivers every row still waiting before its own first, so a turn
+reaches the queue only after every earlier one has, whoever delivered those; two
+deliveries at once may both enqueue a row, which DBOS takes once. No transaction of eve's is
+held open across DBOS's write: on SQLite that would make every write to eve's file wait
+for DBOS's lock on the other file.
 
 A row's life: ``accepted`` → ``enqueued`` → ``done``. A body marks its row done once its
 outcome is in the log; the sweep settles the rows whose workflow ended without doing so.
@@ -26,7 +29,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.sessions.tables import accepted_places, sessions
+from eve.sessions.tables import accepted_places
 
 #: what holds a place in a session's queue
 Kind = Literal["turn", "reset", "compact"]
@@ -67,13 +70,6 @@ def rerun_id(place: Place) -> str:
 _PLACE = sa.and_(
     accepted_places.c.session_id == sa.bindparam("b_session"),
     accepted_places.c.turn == sa.bindparam("b_turn"),
-)
-# a write that changes nothing still takes the row's lock (PostgreSQL) or the database's
-# (SQLite), the same lock a claim takes
-_LOCK_SESSION = (
-    sessions.update()
-    .where(sessions.c.id == sa.bindparam("b_session"))
-    .values(next_turn=sessions.c.next_turn)
 )
 _WAITING = (
     sa.select(accepted_places)
@@ -138,16 +134,15 @@ def _place(row: Any) -> Place:
     )
 
 
-def waiting_for_queue(c: Connection, session_id: str) -> list[Place]:
-    """The session's places not on DBOS's queue yet, in turn order, with the session's row
-    locked until the transaction ends: two deliveries of one session never interleave."""
-    c.execute(_LOCK_SESSION, {"b_session": session_id})
+def waiting(c: Connection, session_id: str) -> list[Place]:
+    """The session's places not on DBOS's queue yet, in turn order."""
     rows = c.execute(_WAITING, {"b_session": session_id}).all()
     return [_place(row) for row in rows]
 
 
-def mark_enqueued(c: Connection, place: Place) -> None:
-    c.execute(_ENQUEUED, {"b_session": place.session_id, "b_turn": place.turn})
+def mark_enqueued(c: Connection, places: list[Place]) -> None:
+    """``places`` are on the queue (those not done meanwhile)."""
+    c.execute(_ENQUEUED, [{"b_session": p.session_id, "b_turn": p.turn} for p in places])
 
 
 def finish(c: Connection, workflow_id: str) -> None:

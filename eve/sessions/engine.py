@@ -14,9 +14,9 @@ from typing import Any, assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from dbos._dbos import _get_dbos_instance
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
-from eve.sessions.accepted import Place, mark_enqueued, undelivered, waiting_for_queue
+from eve.sessions.accepted import Place, mark_enqueued, undelivered, waiting
 from eve.sessions.accepted_sweep import AcceptedSweep
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW
 from eve.sessions.dbos_data import (
@@ -182,16 +182,18 @@ class DurableEngine:
     def dispatch(self, session_id: str) -> None:
         """Put the session's accepted places on the queue, in turn order (blocking).
 
-        Each is enqueued and marked in one transaction of eve's that holds the session's
-        row: a crash between the two leaves it ``accepted``, and delivering it again hands
-        DBOS a workflow id it has, which DBOS answers with the same workflow."""
-
-        def deliver(c: Connection) -> None:
-            for place in waiting_for_queue(c, session_id):
+        Each is read, enqueued, then marked (``accepted.py``): a crash between leaves it
+        ``accepted``, and delivering it again hands DBOS a workflow id it has, which DBOS
+        answers with the same workflow."""
+        places = self.store.run(lambda c: waiting(c, session_id))
+        delivered: list[Place] = []
+        try:
+            for place in places:
                 self.enqueue(place)
-                mark_enqueued(c, place)
-
-        self.store.run(deliver)
+                delivered.append(place)
+        finally:
+            if delivered:
+                self.store.run(lambda c: mark_enqueued(c, delivered))
 
     def enqueue(self, place: Place) -> None:
         """Put ``place`` on the queue under its workflow id (blocking)."""

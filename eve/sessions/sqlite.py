@@ -22,6 +22,10 @@ from eve.sql_engines import sqlite_engine as shared_sqlite_engine
 #: ``pool_size`` as soon as it is returned, so an overflow is opened (its PRAGMAs run) and
 #: closed again on every use under load (40% of a loaded server's samples in one profile)
 POOL_SIZE = 64
+#: how long a write of DBOS's waits for the gate before it goes on to SQLite's own lock: a
+#: writer holds its pooled connection while it waits, so under hundreds of writers a long
+#: wait would empty the pool and stall everyone behind it (``sqlite_gate.gate_writes``)
+GATE_PATIENCE_SECONDS = 0.2
 
 
 def sqlite_engine(
@@ -54,5 +58,5 @@ def sqlite_engine(
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
     if immediate:
         # DBOS's writers queue in this process rather than sleep in SQLite's busy handler
-        gate_writes(engine, SqliteGate(), patience=busy_timeout)
+        gate_writes(engine, SqliteGate(), patience=min(busy_timeout, GATE_PATIENCE_SECONDS))
     return engine

@@ -113,16 +113,17 @@ def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float) -> None:
     def before(conn: sa.Connection, _cursor: Any, statement: str, *_args: Any) -> None:
         if _HOLDS in conn.info or not statement.lstrip()[:7].upper().startswith(_WRITES):
             return
-        if gate._acquire(urgent=failing_fast(), patience=patience):
-            conn.info[_HOLDS] = True
+        # False: it went on without the gate, and holds SQLite's lock from here on, so its
+        # next write must not wait for the gate (whose holder may be waiting for that lock)
+        conn.info[_HOLDS] = gate._acquire(urgent=failing_fast(), patience=patience)
 
     def ended(conn: sa.Connection) -> None:
-        if conn.info.pop(_HOLDS, None):
+        if conn.info.pop(_HOLDS, False):
             gate._release()
 
     def returned(_dbapi: Any, record: Any, *_state: Any) -> None:
         # a connection given back mid-transaction (its rollback is the pool's own)
-        if record.info.pop(_HOLDS, None):
+        if record.info.pop(_HOLDS, False):
             gate._release()
 
     sa.event.listen(engine, "before_cursor_execute", before)

@@ -287,18 +287,24 @@ def _measure(
         proc.stdin.flush()
     time.sleep(max(0.0, measure_from - time.time()))
     cpu_before, db_cpu_before = _cpu(servers), db.cpu()
+    # a little shorter than the window: py-spy may start late on a loaded machine, and a
+    # profile must not reach into the server's shutdown (closing its pools)
     profile = _pyspy.record(
-        servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
+        servers[0].proc.pid if servers[0].proc else 0,
+        max(1.0, plan.window_seconds - 2),
+        root / "profile.txt",
     )
     time.sleep(max(0.0, until - time.time()))
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
     rss = sum(rss_bytes(server.pids()) for server in servers)
     threads = sum(thread_count(server.pids()) for server in servers)
+    # what the servers said by the window's end, not what their shutdown says about the
+    # turns it stops
+    logged = log_summary("".join(server.output(tail=2_000_000) for server in servers))
     by_worker = db.turns_by_worker(measure_from, until)
     outcomes = [_client_result(proc, path) for proc, path in clients]
     for server in servers:
         server.stop()  # then the WAL is checkpointed and nothing writes while it is counted
-    logged = log_summary("".join(server.output(tail=2_000_000) for server in servers))
     stored = db.size() - stored_before
     if plan.sql_counts:
         return _statements_per_turn(root / "sql-counts.json", outcomes)

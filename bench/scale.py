@@ -287,14 +287,11 @@ def _measure(
         proc.stdin.flush()
     time.sleep(max(0.0, measure_from - time.time()))
     cpu_before, db_cpu_before = _cpu(servers), db.cpu()
-    # a little shorter than the window: py-spy may start late on a loaded machine, and a
-    # profile must not reach into the server's shutdown (closing its pools)
     profile = _pyspy.record(
-        servers[0].proc.pid if servers[0].proc else 0,
-        max(1.0, plan.window_seconds - 2),
-        root / "profile.txt",
+        servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
     )
     time.sleep(max(0.0, until - time.time()))
+    profile.stop()  # the window's end, not the server's shutdown
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
     rss = sum(rss_bytes(server.pids()) for server in servers)
     threads = sum(thread_count(server.pids()) for server in servers)

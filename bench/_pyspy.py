@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
@@ -67,6 +68,13 @@ class Recording:
     proc: subprocess.Popen[bytes] | None
     out: Path
     why_not: str | None = None
+
+    def stop(self) -> None:
+        """End the recording now (py-spy writes what it has on SIGINT): its ``--duration``
+        counts samples, and sampling hundreds of threads on a loaded machine falls behind,
+        so by the clock it would run on into what follows the window."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
 
     def summary(self, *, top: int = 12) -> dict[str, Any]:
         if self.proc is None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +103,29 @@ def rss_bytes(pids: list[int]) -> int:
         with contextlib.suppress(OSError, IndexError, ValueError):
             total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
     return total
+
+
+def thread_count(pids: list[int]) -> int:
+    """Threads of the processes now (``/proc/<pid>/status``)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("Threads:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def log_summary(text: str, *, top: int = 3) -> dict[str, object]:
+    """What a server complained of: its log's lines but uvicorn's ``INFO`` ones and the
+    bodies of tracebacks (Python's last-resort handler prints a warning bare), how many,
+    and the most frequent (their first 120 characters, numbers blanked so one message
+    counts once)."""
+    found: Counter[str] = Counter()
+    for line in text.splitlines():
+        if line.strip() and not line.startswith(("INFO", " ", "\t", "Traceback", "eve:")):
+            found[re.sub(r"\d+", "N", line)[:120]] += 1
+    return {"lines": sum(found.values()), "most": dict(found.most_common(top))}
 
 
 # --- eve serve ------------------------------------------------------------------------

@@ -42,8 +42,10 @@ from bench._scale_server import (
     ServeProcess,
     cpu_seconds,
     install_model_plugin,
+    log_summary,
     process_tree,
     rss_bytes,
+    thread_count,
     write_app,
 )
 from bench._sleep_model import model_id
@@ -289,8 +291,13 @@ def _measure(
         servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
     )
     time.sleep(max(0.0, until - time.time()))
+    profile.stop()  # the window's end, not the server's shutdown
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
     rss = sum(rss_bytes(server.pids()) for server in servers)
+    threads = sum(thread_count(server.pids()) for server in servers)
+    # what the servers said by the window's end, not what their shutdown says about the
+    # turns it stops
+    logged = log_summary("".join(server.output(tail=2_000_000) for server in servers))
     by_worker = db.turns_by_worker(measure_from, until)
     outcomes = [_client_result(proc, path) for proc, path in clients]
     for server in servers:
@@ -302,7 +309,7 @@ def _measure(
         config, plan, outcomes, window=(measure_from, until),
         server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
         db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
-        by_worker=by_worker, profile=profile.summary(),
+        by_worker=by_worker, profile=profile.summary(), threads=threads, logged=logged,
     )  # fmt: skip
 
 
@@ -338,6 +345,8 @@ def _report(
     idle_pct: float,
     by_worker: dict[str, int],
     profile: dict[str, Any],
+    threads: int,
+    logged: dict[str, Any],
 ) -> dict[str, Any]:
     since, until = window
     turns = [t for o in outcomes for t in o["turns"]]
@@ -370,6 +379,8 @@ def _report(
         "client_cpu_ms_per_turn": round(1000 * client_cpu / max(1, all_done), 2),
         "idle_server_cpu_pct": round(idle_pct, 1),
         "rss_mb": round(rss / 2**20, 1),
+        "threads_at_end": threads,
+        "server_log": logged,
         "bytes_stored_per_turn": round(stored / all_done) if all_done else None,
         "profile": profile,
     }  # fmt: skip
@@ -435,6 +446,12 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
     extra = [f"turns by worker: {row['turns_by_worker']}"] if "turns_by_worker" in row else []
     if "cpu_ms_per_turn_by_host" in row:
         extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
+    if "threads_at_end" in row:
+        logged = row["server_log"]
+        extra.append(
+            f"threads at the window's end: {row['threads_at_end']}; warnings logged: "
+            f"{logged['lines']}" + (f", most often: {logged['most']}" if logged["most"] else "")
+        )
     if not profile.get("available"):
         return ["", f"## {row['config']}", "", *extra, f"no profile: {profile.get('why')}"]
     shares = profile.get("areas_ms_per_turn") or profile["areas_pct"]

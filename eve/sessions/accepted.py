@@ -5,12 +5,15 @@ transaction that claims its number and records its ``Idempotency-Key``. Putting 
 queue is a separate write that can fail or be repeated: eve's tables and DBOS's are in two
 databases on SQLite (two files), and DBOS writes through its own engine, so no transaction
 holds both the claim and the enqueue. The row is therefore the truth, and the enqueue a
-delivery of it: ``waiting_for_queue`` hands a session's accepted rows out in turn order while
-the session's row is locked, the engine enqueues each with its fixed workflow id (DBOS takes
-an id it has as the same workflow, so a repeated delivery never runs a turn twice) and marks
-it ``enqueued`` in that same transaction. Whoever delivers (the request that claimed it, or
-the sweep, ``accepted_sweep.py``) delivers every earlier waiting row first, so turns reach the
-queue in the order of their numbers.
+delivery of it: ``waiting`` reads a session's accepted rows in turn order, the engine
+enqueues each with its fixed workflow id (DBOS takes an id it has as the same workflow, so
+a repeated delivery never runs a turn twice), and then marks the ones it enqueued
+``enqueued``. Whoever delivers (the request that claimed it, or the sweep,
+``accepted_sweep.py``) delivers every row still waiting before its own first, so a turn
+reaches the queue only after every earlier one has, whoever delivered those; two
+deliveries at once may both enqueue a row, which DBOS takes once. No transaction of eve's is
+held open across DBOS's write: on SQLite that would make every write to eve's file wait
+for DBOS's lock on the other file.
 
 A row's life: ``accepted`` → ``enqueued`` → ``done``. A body marks its row done once its
 outcome is in the log; the sweep settles the rows whose workflow ended without doing so.
@@ -26,7 +29,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.sessions.tables import accepted_places, sessions
+from eve.sessions.tables import accepted_places
 
 #: what holds a place in a session's queue
 Kind = Literal["turn", "reset", "compact"]
@@ -63,6 +66,35 @@ def rerun_id(place: Place) -> str:
     return f"{place.log_id}{RERUN_MARK}{place.reruns + 1}"
 
 
+# built once: what a turn runs (``store.py`` says why)
+_PLACE = sa.and_(
+    accepted_places.c.session_id == sa.bindparam("b_session"),
+    accepted_places.c.turn == sa.bindparam("b_turn"),
+)
+_WAITING = (
+    sa.select(accepted_places)
+    .where(
+        accepted_places.c.session_id == sa.bindparam("b_session"),
+        accepted_places.c.state == "accepted",
+    )
+    .order_by(accepted_places.c.turn)
+)
+# a body quick enough to have finished already stays done
+_ENQUEUED = (
+    accepted_places.update()
+    .where(_PLACE, accepted_places.c.state == "accepted")
+    .values(state="enqueued")
+)
+_FINISH = (
+    accepted_places.update()
+    .where(
+        accepted_places.c.workflow_id == sa.bindparam("b_workflow"),
+        accepted_places.c.state != "done",
+    )
+    .values(state="done", input=None)
+)
+
+
 def accept(
     c: Connection,
     *,
@@ -74,16 +106,17 @@ def accept(
 ) -> None:
     """Record the claimed place ``turn`` (inside the claim's transaction)."""
     c.execute(
-        accepted_places.insert().values(
-            session_id=session_id,
-            turn=turn,
-            kind=kind,
-            input=None if turn_input is None else json.dumps(turn_input),
-            state="accepted",
-            workflow_id=workflow_id,
-            reruns=0,
-            accepted_at=time.time(),
-        )
+        accepted_places.insert(),
+        {
+            "session_id": session_id,
+            "turn": turn,
+            "kind": kind,
+            "input": None if turn_input is None else json.dumps(turn_input),
+            "state": "accepted",
+            "workflow_id": workflow_id,
+            "reruns": 0,
+            "accepted_at": time.time(),
+        },
     )
 
 
@@ -101,45 +134,33 @@ def _place(row: Any) -> Place:
     )
 
 
-def waiting_for_queue(c: Connection, session_id: str) -> list[Place]:
-    """The session's places not on DBOS's queue yet, in turn order, with the session's row
-    locked until the transaction ends: two deliveries of one session never interleave."""
-    # a write that changes nothing still takes the row's lock (PostgreSQL) or the
-    # database's (SQLite), the same lock a claim takes
-    c.execute(
-        sessions.update().where(sessions.c.id == session_id).values(next_turn=sessions.c.next_turn)
-    )
-    rows = c.execute(
-        sa.select(accepted_places)
-        .where(accepted_places.c.session_id == session_id, accepted_places.c.state == "accepted")
-        .order_by(accepted_places.c.turn)
-    ).all()
+def waiting(c: Connection, session_id: str) -> list[Place]:
+    """The session's places not on DBOS's queue yet, in turn order."""
+    rows = c.execute(_WAITING, {"b_session": session_id}).all()
     return [_place(row) for row in rows]
 
 
-def mark_enqueued(c: Connection, place: Place) -> None:
-    c.execute(
-        accepted_places.update()
-        .where(
-            accepted_places.c.session_id == place.session_id,
-            accepted_places.c.turn == place.turn,
-            # a body quick enough to have finished already stays done
-            accepted_places.c.state == "accepted",
-        )
-        .values(state="enqueued")
-    )
+def mark_enqueued(c: Connection, places: list[Place]) -> None:
+    """``places`` are on the queue (those not done meanwhile)."""
+    c.execute(_ENQUEUED, [{"b_session": p.session_id, "b_turn": p.turn} for p in places])
 
 
 def finish(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
-    c.execute(
-        accepted_places.update()
-        .where(
-            accepted_places.c.workflow_id == workflow_id,
-            accepted_places.c.state != "done",
-        )
-        .values(state="done", input=None)
-    )
+    c.execute(_FINISH, {"b_workflow": workflow_id})
+
+
+_UNDELIVERED = (
+    sa.select(sa.func.count())
+    .select_from(accepted_places)
+    .where(accepted_places.c.state == "accepted")
+)
+
+
+def undelivered(c: Connection) -> int:
+    """How many accepted places are not on DBOS's queue yet, in every session (a message's
+    202 comes before its delivery: ``SessionService._enqueue``)."""
+    return int(c.execute(_UNDELIVERED).scalar() or 0)
 
 
 #: where a sweep stopped: the ``(accepted_at, session_id, turn)`` of the last place it saw

@@ -4,8 +4,9 @@ while more turns wait in the durable queue than the server is configured to take
 A request that is admitted is answered as soon as its turn is accepted durably (``202``);
 this keeps the queue behind it from growing without bound, so a client learns at once that
 the server is saturated instead of waiting while its turn sits behind thousands. The depth
-is DBOS's count of the turn queue's workflows not started yet, on every worker; parked and
-running turns do not count. One count serves all the requests of ``FRESH_SECONDS``, so
+is the turns not started yet, on every worker: the places accepted and not yet on DBOS's
+queue (a 202 comes before its delivery), and the turn queue's workflows not started; parked
+and running turns do not count. One count serves all the requests of ``FRESH_SECONDS``, so
 admission costs no query per request under load.
 """
 

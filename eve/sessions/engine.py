@@ -14,9 +14,9 @@ from typing import assert_never
 
 from dbos import DBOS, DBOSConfig, EnqueueOptions
 from dbos._dbos import _get_dbos_instance
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
-from eve.sessions.accepted import Place, mark_enqueued, waiting_for_queue
+from eve.sessions.accepted import Place, mark_enqueued, undelivered, waiting
 from eve.sessions.accepted_sweep import AcceptedSweep
 from eve.sessions.compact_workflow import COMPACT_WORKFLOW
 from eve.sessions.dbos_data import (
@@ -183,16 +183,18 @@ class DurableEngine:
     def dispatch(self, session_id: str) -> None:
         """Put the session's accepted places on the queue, in turn order (blocking).
 
-        Each is enqueued and marked in one transaction of eve's that holds the session's
-        row: a crash between the two leaves it ``accepted``, and delivering it again hands
-        DBOS a workflow id it has, which DBOS answers with the same workflow."""
-
-        def deliver(c: Connection) -> None:
-            for place in waiting_for_queue(c, session_id):
+        Each is read, enqueued, then marked (``accepted.py``): a crash between leaves it
+        ``accepted``, and delivering it again hands DBOS a workflow id it has, which DBOS
+        answers with the same workflow."""
+        places = self.store.run(lambda c: waiting(c, session_id))
+        delivered: list[Place] = []
+        try:
+            for place in places:
                 self.enqueue(place)
-                mark_enqueued(c, place)
-
-        self.store.run(deliver)
+                delivered.append(place)
+        finally:
+            if delivered:
+                self.store.run(lambda c: mark_enqueued(c, delivered))
 
     def enqueue(self, place: Place) -> None:
         """Put ``place`` on the queue under its workflow id (blocking)."""
@@ -238,10 +240,13 @@ class DurableEngine:
         }
 
     def queued_turns(self) -> int:
-        """How many turns (and resets, compactions) wait on the queue, on every worker
-        (blocking). On PostgreSQL DBOS's tables share eve's database."""
+        """How many turns (and resets, compactions) wait to start, on every worker
+        (blocking): the places accepted and not delivered yet, then those on DBOS's queue
+        (in that order: a place delivered between the two counts is counted twice, never
+        missed). On PostgreSQL DBOS's tables share eve's database."""
+        waiting = self.store.run(undelivered)
         engine = self._system_engine or self.store.engine
-        return count_queued(engine, postgres=self.settings.is_postgres)
+        return waiting + count_queued(engine, postgres=self.settings.is_postgres)
 
     async def active_turns(self, session_id: str) -> list[tuple[str, str]]:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""

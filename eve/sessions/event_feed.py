@@ -8,8 +8,10 @@ behind what the feed keeps), then waits. Whoever learns that a session's log gre
 feed its new highest index (``published``): the writer in this process after its commit,
 the PostgreSQL listener for another worker's commit (``pg_listener.py``), the SQLite change
 check for another process's (``sqlite_changes.py``). The feed's one reader then reads the
-new events once and every follower takes them from its tail. At the heartbeat a follower
-asks for one re-read (``recheck``): a safety net, never the way events arrive.
+new events once and every follower takes them from its tail; what this worker's own writer
+committed needs no read at all: the writer hands the feed the payloads it stored. At the
+heartbeat a follower asks for one re-read (``recheck``): a safety net, never the way events
+arrive.
 
 Everything here runs on the event loop; sources in other threads hand over with
 ``call_soon_threadsafe``.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from eve.sessions.database_errors import fail_fast
@@ -102,11 +105,21 @@ class EventFeeds:
             if not self.feeds:
                 self.followed.clear()
 
-    def published(self, session_id: str, high: int) -> None:
-        """The session's log holds events up to ``high`` (written and committed)."""
+    def published(self, session_id: str, high: int, written: Sequence[str] = ()) -> None:
+        """The session's log holds events up to ``high`` (written and committed);
+        ``written``: the payloads just committed, the last at ``high`` (this worker's writer
+        knows them, so the feed takes them as they are instead of reading them back)."""
         feed = self.feeds.get(session_id)
         if feed is None:
             return  # nobody here follows it
+        first = high - len(written) + 1
+        if written and feed.next == first and not _busy(feed.reading):
+            # exactly what the feed lacks, and no read that might bring it too
+            feed.tail.extend(written)
+            feed.next = high + 1
+            feed.high = max(feed.high, high)
+            feed.wake()
+            return
         feed.high = max(feed.high, high)
         self._read_if_behind(feed)
 
@@ -126,7 +139,7 @@ class EventFeeds:
         self._read_if_behind(feed)
 
     def _read_if_behind(self, feed: SessionFeed) -> None:
-        if feed.next is None or (feed.reading is not None and not feed.reading.done()):
+        if feed.next is None or _busy(feed.reading):
             return  # a running read loops until it has caught up with ``high``
         if feed.high >= feed.next or feed.recheck_wanted:
             feed.reading = asyncio.create_task(self._read(feed))
@@ -159,3 +172,7 @@ class EventFeeds:
         # a shared read never waits out a database fault: its followers decide (above)
         with fail_fast():
             return self.store.read_events(session_id, start)
+
+
+def _busy(task: asyncio.Task[None] | None) -> bool:
+    return task is not None and not task.done()

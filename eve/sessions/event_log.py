@@ -51,8 +51,9 @@ class SessionWriter:
 
     store: SessionStore
     session_id: str
-    #: told the session's new highest index after each commit (``EventFeeds.published``)
-    on_written: Callable[[str, int], None]
+    #: told the session's new highest index after each commit, with the events written
+    #: (``EventFeeds.published``: a follower gets them without reading them back)
+    on_written: Callable[[str, int, list[str]], None]
     next_index: int | None = None
     pending: list[Pending] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
@@ -99,14 +100,14 @@ class SessionWriter:
             await asyncio.sleep(COALESCE_SECONDS)
             batch, self.pending = self.pending, []
             try:
-                await self._write(batch)
+                written = await self._write(batch)
             except BaseException:
                 # kept, ahead of what came since: nothing after it may reach the log first
                 # (a replay skips what follows a gap), and the next drain writes it
                 self.pending[:0] = batch
                 raise
             assert self.next_index is not None  # _write set it
-            self.on_written(self.session_id, self.next_index - 1)
+            self.on_written(self.session_id, self.next_index - 1, written)
 
     def discard(self, workflow_id: str) -> None:
         """Drop the unwritten events of a body that ended with an error: its rerun or
@@ -114,7 +115,8 @@ class SessionWriter:
         if self.task is None or self.task.done():
             self.pending = [item for item in self.pending if item.workflow_id != workflow_id]
 
-    async def _write(self, batch: list[Pending]) -> None:
+    async def _write(self, batch: list[Pending]) -> list[str]:
+        """Append ``batch``; the payloads as they were stored."""
         for _ in range(5):
             if self.next_index is None:
                 self.next_index = await asyncio.to_thread(
@@ -130,12 +132,12 @@ class SessionWriter:
                     # a commit whose answer was lost (the database restarted as it
                     # answered), and the retry found its own rows: written once
                     self.next_index += len(batch)
-                    return
+                    return [row.payload for row in rows]
                 # another process wrote this session meanwhile (a worker presumed dead)
                 self.next_index = None
                 continue
             self.next_index += len(batch)
-            return
+            return [row.payload for row in rows]
         raise RuntimeError(f"could not append events to session {self.session_id}")
 
     async def _landed(self, first: Pending, index: int) -> bool:

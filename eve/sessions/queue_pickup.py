@@ -14,6 +14,15 @@ when something may have become startable here:
   (kicked once DBOS has recorded the end: the body's task is done).
 
 Another worker's enqueue is that worker's to pick up, so nothing crosses processes here.
+
+A pass costs the same few milliseconds whether it starts one workflow or fifty (DBOS builds
+and runs the same queries), so under load kicks are gathered: after a pass the thread rests
+``REST_FACTOR`` times as long as the pass took (at least ``MIN_GAP_SECONDS``), which keeps
+pickup under a fifth of the process's time however many turns end a second. Whether this
+worker runs the newest application version (which lets it take workflows enqueued with
+none) changes only when a new version launches, so it is asked once per
+``VERSION_CHECK_SECONDS`` rather than at every pass.
+
 The pass is DBOS's own batch claim for a queue with one turn per session
 (``start_queued_partitioned_workflows``), then DBOS's own start of each claimed workflow,
 as its queue thread does: these are DBOS internals, pinned by ``dbos>=3.4,<4`` and checked
@@ -25,6 +34,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 
 from dbos import Queue
 from dbos._core import execute_dequeued_workflow
@@ -35,6 +45,12 @@ log = logging.getLogger("eve.sessions")
 
 #: the least time between two passes: kicks that come meanwhile share the next pass
 MIN_GAP_SECONDS = 0.01
+#: after a pass the thread rests this many times as long as the pass took
+REST_FACTOR = 4.0
+#: the most a pass rests, however slow it was
+MAX_GAP_SECONDS = 0.1
+#: how long one answer to "is this the newest application version" holds
+VERSION_CHECK_SECONDS = 5.0
 
 
 class QueuePickup:
@@ -48,6 +64,8 @@ class QueuePickup:
         #: passes made, and workflows they started (for tests and the benchmark)
         self.passes = 0
         self.started = 0
+        self._latest: bool | None = None
+        self._latest_checked = -VERSION_CHECK_SECONDS
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="eve-queue-pickup", daemon=True)
@@ -71,11 +89,20 @@ class QueuePickup:
             if self._stop.is_set():
                 return
             self._kicked.clear()
+            began = time.monotonic()
             try:
                 self._pass()
             except Exception as error:  # another worker holds the rows, a blip: the next
                 log.debug("turn pickup pass failed: %s", type(error).__name__)
-            self._stop.wait(MIN_GAP_SECONDS)
+            took = time.monotonic() - began
+            self._stop.wait(min(MAX_GAP_SECONDS, max(MIN_GAP_SECONDS, REST_FACTOR * took)))
+
+    def _is_latest(self) -> bool:
+        if time.monotonic() - self._latest_checked >= VERSION_CHECK_SECONDS or self._latest is None:
+            dbos = _get_dbos_instance()
+            self._latest = dbos._sys_db._is_latest_version(GlobalParams.app_version)
+            self._latest_checked = time.monotonic()
+        return self._latest
 
     def _pass(self) -> None:
         dbos = _get_dbos_instance()
@@ -87,6 +114,7 @@ class QueuePickup:
             GlobalParams.app_version,
             sys.maxsize,
             owner_xid=owner,
+            is_latest_version=self._is_latest(),
         )
         if not claimed:
             return

@@ -153,6 +153,8 @@ class SessionService:
         self.max_message_chars = max_message_chars
         self.attachment_limits = attachment_limits or AttachmentLimits()
         self._tasks: list[asyncio.Task[None]] = []
+        #: deliveries of accepted turns to the queue, after their 202 (``_deliver_later``)
+        self._delivering: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.store = await asyncio.to_thread(
@@ -186,6 +188,9 @@ class SessionService:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        # what was answered 202 reaches the queue before the engine stops (else the next
+        # start's sweep would deliver it)
+        await asyncio.gather(*self._delivering, return_exceptions=True)
         await self.engine.stop()
         await self.changes.stop()
         # the MCP servers this worker started: a stdio server's process group ends here
@@ -357,8 +362,16 @@ class SessionService:
             raise SessionNotActive(
                 f"session {session_id} has ended", session_id=session_id, reason="ended"
             )
-        await self._dispatch(session_id)
+        self._deliver_later(session_id)
         return accepted
+
+    def _deliver_later(self, session_id: str) -> None:
+        """Queue what the session accepted once the request is answered: the accepted row
+        is the durable fact its 202 stands for, and starting the workflow (DBOS's write,
+        then the pickup) need not hold the answer up."""
+        task = asyncio.create_task(self._dispatch(session_id))
+        self._delivering.add(task)
+        task.add_done_callback(self._delivering.discard)
 
     async def _claim_place(
         self, session_id: str, kind: Kind, workflow_id: Callable[[int], str]

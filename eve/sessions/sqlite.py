@@ -15,12 +15,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import refuse_lock_in_request
+from eve.sessions.sqlite_gate import SqliteGate, gate_writes
 from eve.sql_engines import sqlite_engine as shared_sqlite_engine
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
 #: ``pool_size`` as soon as it is returned, so an overflow is opened (its PRAGMAs run) and
 #: closed again on every use under load (40% of a loaded server's samples in one profile)
 POOL_SIZE = 64
+#: how long a write of DBOS's waits for the gate before it goes on to SQLite's own lock: a
+#: writer holds its pooled connection while it waits, so under hundreds of writers a long
+#: wait would empty the pool and stall everyone behind it (``sqlite_gate.gate_writes``)
+GATE_PATIENCE_SECONDS = 0.2
 
 
 def sqlite_engine(
@@ -51,4 +56,7 @@ def sqlite_engine(
         url, busy_timeout=busy_timeout, pragmas=pragmas, prepare=isolate, pool_size=POOL_SIZE
     )
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
+    if immediate:
+        # DBOS's writers queue in this process rather than sleep in SQLite's busy handler
+        gate_writes(engine, SqliteGate(), patience=min(busy_timeout, GATE_PATIENCE_SECONDS))
     return engine

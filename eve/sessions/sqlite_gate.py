@@ -14,15 +14,33 @@ background ones (turns' events, sweeps, heartbeats) waiting with it. Reads queue
 cost a fraction of a millisecond and the interpreter runs one thread at a time anyway. A
 thread already holding the gate passes through again (a transaction's callback may call
 the store). PostgreSQL needs none of this: it locks rows, not the database.
+
+DBOS's system file has the same convoy (every step's record is a ``BEGIN IMMEDIATE`` write,
+and at 100 sessions the threads recording steps slept in the busy handler while the file
+was free), but DBOS opens its transactions itself. ``gate_writes`` puts its engine's write
+transactions through a gate of their own, from the first write statement to the commit or
+rollback (reads run outside a transaction there and pass freely). A write waits at most
+``patience`` seconds for the gate and then goes on to SQLite's own lock as before: the gate
+only orders, it can never hold a write up for good.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import failing_fast
+
+#: the key of a connection's ``info`` while its transaction holds a write gate
+_HOLDS = "eve_write_gate"
+#: the statements that start a write transaction (pysqlite opens it before these)
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
 class SqliteGate:
@@ -45,25 +63,30 @@ class SqliteGate:
         finally:
             self._release()
 
-    def _acquire(self, *, urgent: bool) -> None:
+    def _acquire(self, *, urgent: bool, patience: float | None = None) -> bool:
+        """Take the gate; False (not taken) if ``patience`` seconds went by first."""
         me = threading.get_ident()
+        deadline = None if patience is None else time.monotonic() + patience
         with self._urgent:
             if self._holder == me:
                 self._depth += 1
-                return
+                return True
             if urgent:
                 self._urgent_waiting += 1
                 try:
                     while self._holder is not None:
                         self.waited += 1
-                        self._urgent.wait()
+                        if not self._urgent.wait(_left(deadline)):
+                            return False
                 finally:
                     self._urgent_waiting -= 1
             else:
                 while self._holder is not None or self._urgent_waiting:
                     self.waited += 1
-                    self._background.wait()
+                    if not self._background.wait(_left(deadline)):
+                        return False
             self._holder, self._depth = me, 1
+            return True
 
     def _release(self) -> None:
         with self._urgent:
@@ -77,3 +100,34 @@ class SqliteGate:
                 self._urgent.notify()
             else:
                 self._background.notify()
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float) -> None:
+    """Put ``engine``'s write transactions through ``gate`` (an engine whose transactions
+    another library opens: DBOS's system database)."""
+
+    def before(conn: sa.Connection, _cursor: Any, statement: str, *_args: Any) -> None:
+        if _HOLDS in conn.info or not statement.lstrip()[:7].upper().startswith(_WRITES):
+            return
+        # False: it went on without the gate, and holds SQLite's lock from here on, so its
+        # next write must not wait for the gate (whose holder may be waiting for that lock)
+        conn.info[_HOLDS] = gate._acquire(urgent=failing_fast(), patience=patience)
+
+    def ended(conn: sa.Connection) -> None:
+        if conn.info.pop(_HOLDS, False):
+            gate._release()
+
+    def returned(_dbapi: Any, record: Any, *_state: Any) -> None:
+        # a connection given back mid-transaction (its rollback is the pool's own)
+        if record.info.pop(_HOLDS, False):
+            gate._release()
+
+    sa.event.listen(engine, "before_cursor_execute", before)
+    sa.event.listen(engine, "commit", ended)
+    sa.event.listen(engine, "rollback", ended)
+    sa.event.listen(engine, "checkin", returned)
+    sa.event.listen(engine, "invalidate", returned)

@@ -3,11 +3,13 @@ with 503 ``queue_full`` and ``Retry-After``; nothing of it is accepted."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from eve.errors import ServerConfigError
 from eve.sessions import admission
-from eve.sessions.settings import max_queued_turns
+from eve.sessions.settings import SESSIONS_DIR, max_queued_turns
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
@@ -46,6 +48,32 @@ def test_a_message_over_the_queue_limit_is_refused_with_retry_after(
     assert (replayed.status_code, replayed.json()["turnId"]) == (202, "turn_2")
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["hold on", "1", "2"]  # the refused one was not accepted
+
+
+def test_turns_accepted_but_not_yet_delivered_to_the_queue_count_too(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 202 comes before its turn reaches DBOS's queue: while DBOS's file is locked, the
+    accepted turns wait in eve's table, and they count against the limit all the same."""
+    monkeypatch.setattr(admission, "FRESH_SECONDS", 0.0)
+    root = scripted_app(make_app, [say("one"), say("two")])
+    env = {"EVE_MAX_QUEUED_TURNS": "2", "EVE_SQLITE_BUSY_TIMEOUT": "0.5"}
+    server = InProcessServer(root, env=env).start()
+    holder = sqlite3.connect(root / SESSIONS_DIR / "dbos.sqlite", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # no delivery can reach the queue
+        first = server.post("/session", {"message": "one"})
+        second = server.post("/session", {"message": "two"})
+        refused = server.post("/session", {"message": "three"})
+        holder.execute("ROLLBACK")
+        for answer in (first, second):
+            assert answer.status_code == 202, answer.text
+            server.wait_for(answer.json()["sessionId"], count("session.waiting"))
+    finally:
+        holder.close()
+        server.stop()
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["code"] == "queue_full"
 
 
 def test_the_queue_limit_is_read_from_the_environment() -> None:

@@ -107,22 +107,43 @@ async def test_an_idle_follower_reads_nothing_and_gets_a_write_at_once(
     assert (log.catch_up_reads, log.feeds.shared_reads) == (reads, 0)
     await write(log, 1, start=2)
     assert await follower.until(3) == ["0", "1", "2"]
-    # the commit was published, and read once, by the feed
-    assert (log.catch_up_reads, log.feeds.shared_reads) == (reads, 1)
+    # the commit was published with its payloads by this worker's writer: nothing read
+    assert (log.catch_up_reads, log.feeds.shared_reads) == (reads, 0)
     await follower.stop()
     assert log.feeds.feeds == {}
 
 
-async def test_a_hundred_followers_share_one_reader(store: SessionStore) -> None:
+async def test_a_hundred_followers_share_one_reader(store: SessionStore, tmp_path: Path) -> None:
     log = EventLog(store)
     followers = [Follower(log) for _ in range(100)]
     await waiting(log, 100)
     assert log.catch_up_reads == 100  # each from its own start index, once
-    await write(log, 3)
+    other = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")  # as another process would
+    try:
+        await write(EventLog(other), 3)
+    finally:
+        other.close()
+    # what a source hears of another process's commit: the new highest index alone
+    log.feeds.published(SESSION, 2)
     for follower in followers:
         assert await follower.until(3) == ["0", "1", "2"]
     assert log.catch_up_reads == 100
     assert log.feeds.shared_reads == 1
+    for follower in followers:
+        await follower.stop()
+
+
+async def test_this_workers_own_write_reaches_a_hundred_followers_unread(
+    store: SessionStore,
+) -> None:
+    log = EventLog(store)
+    followers = [Follower(log) for _ in range(100)]
+    await waiting(log, 100)
+    await write(log, 3)
+    for follower in followers:
+        assert await follower.until(3) == ["0", "1", "2"]
+    # the writer handed the feed the payloads it committed: no read at all
+    assert (log.catch_up_reads, log.feeds.shared_reads) == (100, 0)
     for follower in followers:
         await follower.stop()
 

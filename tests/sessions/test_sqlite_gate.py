@@ -1,13 +1,20 @@
 """The SQLite gate: one transaction at a time in the process, a request's first, and a
-thread that holds it may enter again."""
+thread that holds it may enter again; an engine whose transactions another library opens
+(DBOS's) has its writes gated too."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.sqlite_gate import SqliteGate, gate_writes
+from eve.sql_engines import sqlite_engine
 
 
 def test_a_waiting_request_goes_before_waiting_background_work() -> None:
@@ -52,3 +59,74 @@ def test_the_holder_may_enter_again() -> None:
     assert entered
     with gate.held():  # and it was let go
         pass
+
+
+def _gated(tmp_path: Path, *, patience: float = 10.0) -> tuple[Engine, SqliteGate]:
+    engine = sqlite_engine(f"sqlite:///{tmp_path / 'dbos.sqlite'}", busy_timeout=10.0)
+    gate = SqliteGate()
+    gate_writes(engine, gate, patience=patience)
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE t (n INTEGER)"))
+    return engine, gate
+
+
+def test_a_write_transaction_another_library_opens_waits_on_the_gate(tmp_path: Path) -> None:
+    engine, gate = _gated(tmp_path)
+    holding, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with engine.begin() as c:
+            c.execute(sa.text("INSERT INTO t VALUES (1)"))
+            holding.set()
+            release.wait(10)
+
+    def second() -> None:
+        with engine.begin() as c:
+            c.execute(sa.text("SELECT count(*) FROM t")).scalar()  # a read passes freely
+            c.execute(sa.text("INSERT INTO t VALUES (2)"))
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    holding.wait(10)
+    threads[1].start()
+    while gate.waited < 1:  # on the gate, not asleep in SQLite's busy handler
+        time.sleep(0.001)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    with engine.connect() as c:
+        assert c.execute(sa.text("SELECT n FROM t ORDER BY n")).scalars().all() == [1, 2]
+    engine.dispose()
+
+
+def test_the_gate_is_let_go_when_a_write_fails_or_rolls_back(tmp_path: Path) -> None:
+    engine, gate = _gated(tmp_path)
+    with pytest.raises(sa.exc.OperationalError), engine.begin() as c:
+        c.execute(sa.text("INSERT INTO t VALUES (1)"))
+        c.execute(sa.text("INSERT INTO missing VALUES (1)"))
+    with engine.connect() as c:
+        c.execute(sa.text("INSERT INTO t VALUES (2)"))
+        c.rollback()
+    assert gate._acquire(urgent=False, patience=0.0)  # free: nothing kept it
+    gate._release()
+    engine.dispose()
+
+
+def test_a_write_goes_on_to_sqlite_once_its_patience_runs_out(tmp_path: Path) -> None:
+    engine, gate = _gated(tmp_path, patience=0.05)
+    taken = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:  # holds the gate only, not the file
+        with gate.held():
+            taken.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait(10)
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO t VALUES (1)"))
+    release.set()
+    holder.join(10)
+    engine.dispose()

@@ -74,6 +74,8 @@ def test_a_locked_queue_still_accepts_and_the_sweep_queues_the_turn(
         accepted = answered_within(lambda: server.post("/session", {"message": "hi"}), 20)
         assert accepted is not None, "the request waited for the lock instead of answering"
         assert accepted.status_code == 202, accepted.text
+        # the delivery runs after the answer: the lock stays until it has given up
+        _until_logged(server, "accepted, queued later by the sweep")
         holder.execute("ROLLBACK")
         events = server.wait_for(accepted.json()["sessionId"], count("session.waiting"))
     finally:
@@ -81,6 +83,13 @@ def test_a_locked_queue_still_accepts_and_the_sweep_queues_the_turn(
         log = server.stop()
     assert [e["type"] for e in events].count("turn.completed") == 1
     assert "accepted, queued later by the sweep (StorageFailed)" in log, log
+
+
+def _until_logged(server: InProcessServer, line: str) -> None:
+    deadline = time.monotonic() + 20
+    while line not in server._log.getvalue():
+        assert time.monotonic() < deadline, f"never logged: {line}"
+        time.sleep(0.01)
 
 
 @pytest.fixture

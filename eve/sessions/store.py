@@ -38,8 +38,8 @@ T = TypeVar("T")
 #: the PostgreSQL channel a commit of events is announced on: ``<session id>:<high index>``
 EVENTS_CHANNEL = "eve_events"
 
-#: the events a turn or reset workflow's body emits last
-_BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
+#: the events a turn or reset workflow's body emits last (after its checkpoint is saved)
+BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +51,8 @@ class SessionRow:
     next_turn: int
     #: who created it: the operator, for a session an eve from before ownership made
     owner: PrincipalRef = OPERATOR_REF
+    #: the session this one was forked from (``forking.py``), if it is a fork
+    forked_from: str | None = None
 
 
 def owner_ref(owner_id: str | None, owner_kind: str | None) -> PrincipalRef:
@@ -123,6 +125,33 @@ def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | 
         sessions.update()
         .where(sessions.c.id == session_id)
         .values(checkpoint_version=version, checkpoint=None)
+    )
+
+
+def read_session(c: Connection, session_id: str) -> SessionRow | None:
+    """The session's row, read in the caller's transaction."""
+    row = c.execute(
+        sa.select(
+            sessions.c.id,
+            sessions.c.created_at,
+            sessions.c.status,
+            sessions.c.ended_reason,
+            sessions.c.next_turn,
+            sessions.c.owner_id,
+            sessions.c.owner_kind,
+            sessions.c.forked_from,
+        ).where(sessions.c.id == session_id)
+    ).first()
+    if row is None:
+        return None
+    return SessionRow(
+        id=row.id,
+        created_at=row.created_at,
+        status=row.status,
+        ended_reason=row.ended_reason,
+        next_turn=row.next_turn,
+        owner=owner_ref(row.owner_id, row.owner_kind),
+        forked_from=row.forked_from,
     )
 
 
@@ -201,27 +230,7 @@ class SessionStore:
     @retried
     def get_session(self, session_id: str) -> SessionRow | None:
         with self._tx() as c:
-            row = c.execute(
-                sa.select(
-                    sessions.c.id,
-                    sessions.c.created_at,
-                    sessions.c.status,
-                    sessions.c.ended_reason,
-                    sessions.c.next_turn,
-                    sessions.c.owner_id,
-                    sessions.c.owner_kind,
-                ).where(sessions.c.id == session_id)
-            ).first()
-        if row is None:
-            return None
-        return SessionRow(
-            id=row.id,
-            created_at=row.created_at,
-            status=row.status,
-            ended_reason=row.ended_reason,
-            next_turn=row.next_turn,
-            owner=owner_ref(row.owner_id, row.owner_kind),
-        )
+            return read_session(c, session_id)
 
     def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
         """Take the next turn number of an active session and run ``then`` with it while
@@ -491,7 +500,7 @@ class SessionStore:
             last_body_seq=-1 if last is None else int(last),
             attempts=attempts,
             written={(key, int(attempt)): int(n) for key, attempt, n in rows},
-            finished=final is not None and json.loads(final).get("type") in _BODY_ENDS,
+            finished=final is not None and json.loads(final).get("type") in BODY_ENDS,
         )
 
     # --- input requests ----------------------------------------------------------------

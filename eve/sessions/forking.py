@@ -27,7 +27,6 @@ its source's usage against the session limits: forking does not reset a limit.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -50,7 +49,13 @@ from eve.sessions.idempotency import (
     replay_if_answered,
 )
 from eve.sessions.opening import OpenStage
-from eve.sessions.store import BODY_ENDS, SessionStore, current_checkpoint, read_session
+from eve.sessions.store import (
+    BODY_ENDS,
+    SessionStore,
+    current_checkpoint,
+    insert_session,
+    read_session,
+)
 from eve.sessions.tables import accepted_places, checkpoints, events, sessions
 from eve.sessions.workspaces import copy_head
 
@@ -106,19 +111,14 @@ def _fork(
     seen_by(read_session(c, source), source, principal)
     _refuse_if_busy(c, source)
     data = c.execute(sa.select(current_checkpoint()).where(sessions.c.id == source)).scalar()
-    c.execute(
-        sessions.insert().values(
-            id=fork_id,
-            created_at=time.time(),
-            status="active",
-            next_turn=0,
-            checkpoint_version=None if data is None else 1,
-            # nothing is left to open: no hooks run, and session.started is written here
-            open_stage=OpenStage.OPEN.value,
-            owner_id=principal.id,
-            owner_kind=principal.kind,
-            forked_from=source,
-        )
+    insert_session(
+        c,
+        fork_id,
+        owner=principal,
+        checkpoint_version=None if data is None else 1,
+        # nothing is left to open: no hooks run, and session.started is written here
+        open_stage=OpenStage.OPEN.value,
+        forked_from=source,
     )
     if data is not None:
         # the checkpoint as the source stored it: redacted already

@@ -128,6 +128,22 @@ def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | 
     )
 
 
+def insert_session(c: Connection, session_id: str, *, owner: Principal, **columns: Any) -> None:
+    """Insert a new, active session's row, owned by ``owner``; ``columns`` set more of it
+    (a fork's checkpoint version and source)."""
+    c.execute(
+        sessions.insert().values(
+            id=session_id,
+            created_at=time.time(),
+            status="active",
+            next_turn=0,
+            owner_id=owner.id,
+            owner_kind=owner.kind,
+            **columns,
+        )
+    )
+
+
 def read_session(c: Connection, session_id: str) -> SessionRow | None:
     """The session's row, read in the caller's transaction."""
     row = c.execute(
@@ -214,16 +230,7 @@ class SessionStore:
         """Insert the session row, owned by ``owner``; ``also`` runs in the same transaction
         (an idempotency record: both are written or neither)."""
         with self._tx() as c:
-            c.execute(
-                sessions.insert().values(
-                    id=session_id,
-                    created_at=time.time(),
-                    status="active",
-                    next_turn=0,
-                    owner_id=owner.id,
-                    owner_kind=owner.kind,
-                )
-            )
+            insert_session(c, session_id, owner=owner)
             if also is not None:
                 also(c)
 

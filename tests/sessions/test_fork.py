@@ -238,9 +238,17 @@ def test_a_fork_goes_on_from_the_sources_history_state_and_files(make_app: AppFa
 HELD = [call("hold"), say("held"), say("the fork's own")]
 
 
-def test_a_busy_source_is_refused_and_the_route_and_clients_fork(make_app: AppFactory) -> None:
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_busy_source_is_refused_and_the_route_and_clients_fork(
+    make_app: AppFactory, database: str, request: pytest.FixtureRequest
+) -> None:
     root = scripted_app(make_app, HELD, tools=("hold",))
-    server = InProcessServer(root).start()
+    env = (
+        {}
+        if database == "sqlite"
+        else {"EVE_DATABASE_URL": request.getfixturevalue("postgres_url")}
+    )
+    server = InProcessServer(root, env=env).start()
     try:
         source = on_service(server, lambda s: s.create("hold on", principal=ALICE)).session_id
         wait_for_file(root / f"hold-{source}.started")
@@ -271,6 +279,8 @@ def test_a_busy_source_is_refused_and_the_route_and_clients_fork(make_app: AppFa
         server.stop()
     assert replies(events) == ["the fork's own"]
     assert owner == {"id": ALICE.id, "kind": "user"}
+    # the sessions were where the parameter says
+    assert (root / ".eve" / "sessions" / "eve.sqlite").exists() == (database == "sqlite")
 
 
 def refused(server: InProcessServer, session_id: str, who: object) -> tuple[str, int]:

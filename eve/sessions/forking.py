@@ -88,7 +88,8 @@ def fork_session(
 ) -> Forked:
     """Fork ``source`` as the new session ``fork_id``, owned by ``principal``, which must be
     allowed to see the source (else ``SessionNotFound``, as for an unknown id); ``key`` is
-    the request's ``Idempotency-Key``. Raises ``SessionBusy`` between no turns."""
+    the request's ``Idempotency-Key``. Raises ``SessionBusy`` while the source has a turn,
+    reset or compaction under way."""
     # a fork's request has no body: the key alone says which request it is
     idem = key_for(fork_route(source), key, "fork", principal=principal)
     try:

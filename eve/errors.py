@@ -93,6 +93,7 @@
     │   ├── AnswerNotAllowed            an answer from someone the request is not for
     │   ├── TaskNotWaiting              an event for a task that is not waiting
     │   ├── TurnNotFound                a turn id that is no turn of the session
+    │   ├── SessionBusy                 a fork of a session whose turn, reset or compaction runs
     │   ├── StepRecordCorrupt           a durable step's record cannot be read
     │   ├── CheckpointMissing           a checkpoint version a replayed workflow loaded is gone
     │   ├── MailboxMessageInvalid       a workflow message no eve sent (eve.wire.mailbox)
@@ -272,6 +273,7 @@ __all__ = [
     "ServedModelUnavailable",
     "ServerConfigError",
     "ServerUnreachable",
+    "SessionBusy",
     "SessionError",
     "SessionLimitReached",
     "SessionNotActive",
@@ -1538,6 +1540,20 @@ class TurnNotFound(SessionError):
         super().__init__(message)
         self.session_id = session_id
         self.turn_id = turn_id
+
+
+class SessionBusy(SessionError):
+    """A session was asked to fork while a turn, reset or compaction of it runs, waits on a
+    person or is queued: a fork copies a session between its turns (``sessions.forking``)."""
+
+    code = "session_busy"
+    http_status = 409
+
+    def __init__(self, message: str, *, session_id: str, place: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        #: what holds the session: ``turn_<n>``, ``reset`` or ``compaction``
+        self.place = place
 
 
 class RequestError(EveError):

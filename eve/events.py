@@ -196,6 +196,8 @@ class Invocation(_Wire, frozen=True, kw_only=True):
 class SessionStartedData(EventData, frozen=True, kw_only=True):
     #: a schedule's tick, when one started the session
     invocation: Invocation | None = None
+    #: the session this one is a fork of (``POST …/fork``), when it is one
+    forked_from: str | None = None
 
 
 class SessionStarted(Event, frozen=True, kw_only=True, tag="session.started"):

@@ -39,7 +39,9 @@ class SessionSummary(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     status: str
     #: why it ended (``max_input_tokens_per_session``, ``session_timeout``, …)
     ended_reason: str | None = None
-    #: turns finished
+    #: the session this one is a fork of; None for a session that is not one
+    forked_from: str | None = None
+    #: turns finished (a fork's count its source's, up to the fork)
     turns: int = 0
     #: the session's tokens by kind and what they cost, its subagents' included
     usage: TokenUsage = TokenUsage()

@@ -17,17 +17,15 @@ from typing import Any
 import click
 import msgspec
 
-from eve.auth.principal import OPERATOR, Principal
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
+from eve.cli.principal_option import parse_principal
 from eve.cli.sessions_command import settings_for
 from eve.errors import MemorySlotUnknown
 from eve.manifest import MANIFEST_PATH
 from eve.memory.access import MemoryAdmin, MemoryHost
 from eve.memory.records import MemoryRecord
 from eve.runtime.load import read_manifest
-
-_PRINCIPAL_KINDS = ("user", "channel", "operator")
 
 
 def _admin(app_root: Path, database: str | None) -> MemoryAdmin:
@@ -40,21 +38,6 @@ def _admin(app_root: Path, database: str | None) -> MemoryAdmin:
     entries = [e for node in read_manifest(path).nodes.values() for e in node.memory]
     url = settings_for(app_root, database).eve_url
     return MemoryAdmin(MemoryHost(app_root=app_root, database_url=url), entries)
-
-
-def _principal(raw: str | None) -> Principal:
-    """``--principal user:<id>``: act as that principal (what they may see); else the
-    operator (everything)."""
-    if raw is None:
-        return OPERATOR
-    kind, sep, id = raw.partition(":")
-    if not sep or not id or kind not in _PRINCIPAL_KINDS:
-        raise click.BadParameter(
-            f"{raw!r}: KIND:ID with KIND one of {', '.join(_PRINCIPAL_KINDS)} "
-            "(e.g. user:https://issuer.example#alice)",
-            param_hint="--principal",
-        )
-    return Principal(id=id, kind=kind)  # type: ignore[arg-type]
 
 
 def _line(record: MemoryRecord) -> str:
@@ -101,7 +84,7 @@ def _listing(fn: Callable[..., None]) -> Callable[..., None]:
 
 def _show_inspected(ctx: click.Context, query: str | None, options: dict[str, Any]) -> None:
     admin = _admin(app_root_of(ctx), options["database"])
-    principal = _principal(options["principal"])
+    principal = parse_principal(options["principal"])
     found = admin.inspect(principal, slot=options["slot"], query=query, limit=options["limit"])
     _show(found, options["as_json"])
 
@@ -145,7 +128,7 @@ def forget_command(
     if everything and slot is None and principal is None:
         raise click.UsageError("--all needs --slot or --principal: what to forget everything of")
     admin = _admin(app_root_of(ctx), database)
-    erased = admin.erase(_principal(principal), slot=slot, ids=list(ids) if ids else None)
+    erased = admin.erase(parse_principal(principal), slot=slot, ids=list(ids) if ids else None)
     click.echo(f"forgot {erased} memor{'y' if erased == 1 else 'ies'}")
     if ids and erased < len(ids):
         ctx.exit(1)

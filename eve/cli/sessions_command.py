@@ -1,4 +1,5 @@
-"""``eve sessions``: the session database's upkeep; ``prune`` deletes old workflow records."""
+"""``eve sessions``: the session database's upkeep (``prune`` deletes old workflow records)
+and ``fork``, which starts a session where another stands, in the database itself."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import click
 
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
+from eve.cli.principal_option import parse_principal
 from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
 from eve.runtime.load import read_manifest
+from eve.sessions.forking import fork_session
 from eve.sessions.retention import (
     DEFAULT_RETENTION,
     RETENTION_ENV,
@@ -20,7 +23,9 @@ from eve.sessions.retention import (
     parse_period,
     prune_workflows,
 )
+from eve.sessions.service import new_session_id
 from eve.sessions.settings import SessionSettings, resolve_settings
+from eve.sessions.store import SessionStore
 
 
 def url_env_of(app_root: Path) -> str | None:
@@ -54,9 +59,16 @@ def _describe(report: PruneReport, period: str) -> str:
     return line
 
 
+_database = click.option(
+    "--database",
+    metavar="URL",
+    help="A postgresql:// URL instead of the one eve serve would use.",
+)
+
+
 @click.group("sessions")
 def sessions_command() -> None:
-    """Upkeep of the session database."""
+    """Upkeep of the session database, and forks of its sessions."""
 
 
 @sessions_command.command("prune")
@@ -68,11 +80,7 @@ def sessions_command() -> None:
     f"default: {RETENTION_ENV}, else {DEFAULT_RETENTION}.",
 )
 @click.option("--dry-run", is_flag=True, help="Count what would be deleted; delete nothing.")
-@click.option(
-    "--database",
-    metavar="URL",
-    help="A postgresql:// URL instead of the one eve serve would use.",
-)
+@_database
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
 @translate_errors
@@ -103,3 +111,41 @@ def prune_command(
         click.echo(json.dumps(report.as_json()))
     else:
         click.echo(_describe(report, older_than.strip()))
+
+
+@sessions_command.command("fork")
+@click.argument("session_id")
+@click.option(
+    "--principal",
+    metavar="KIND:ID",
+    help="Fork as this principal (user:<id>, channel:<id>): it must own the session, and "
+    "owns the fork. Default: the operator, who may fork any session and owns the fork.",
+)
+@_database
+@click.option("--json", "as_json", is_flag=True, help="Print the fork's id and source as JSON.")
+@click.pass_context
+@translate_errors
+def fork_command(
+    ctx: click.Context,
+    session_id: str,
+    principal: str | None,
+    database: str | None,
+    as_json: bool,
+) -> None:
+    """Start a new session where SESSION_ID stands between its turns; print its id.
+
+    The fork gets a copy of the session's history, state and sandbox workspace, and goes
+    on from there on its own; the session itself is unchanged. A session with a turn
+    running or queued is refused. No server needs to run: this writes the database.
+    """
+    who = parse_principal(principal)
+    settings = settings_for(app_root_of(ctx), database)
+    store = SessionStore(settings.eve_url, synchronous=settings.sqlite_synchronous)
+    try:
+        forked = fork_session(store, session_id, fork_id=new_session_id(), principal=who)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps({"sessionId": forked.session_id, "forkedFrom": forked.forked_from}))
+    else:
+        click.echo(forked.session_id)

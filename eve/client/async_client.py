@@ -134,6 +134,11 @@ class AsyncEveClient:
         """Cancel any running turn, then clear the session's history and state."""
         return await self._run(Calls.action(session_id, "reset"))
 
+    async def fork(self, session_id: str) -> Accepted:
+        """A new session that starts where ``session_id`` stands between its turns (as
+        ``EveClient.fork``)."""
+        return await self._run(Calls.fork(session_id))
+
     def stream(
         self,
         session_id: str,

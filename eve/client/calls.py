@@ -124,6 +124,12 @@ class Calls:
         return Call(method="GET", path=path, read=decode_page)
 
     @staticmethod
+    def fork(session_id: str) -> Call[Accepted]:
+        """A POST with no body, repeatable: its ``Idempotency-Key`` makes one fork of it."""
+        path = session_path(session_id, "fork")
+        return Call(method="POST", path=path, repeatable=True, read=_accepted.decode)
+
+    @staticmethod
     def action(session_id: str, name: str) -> Call[Accepted]:
         """``cancel``, ``compact`` or ``reset``: a POST with no body, tried once."""
         return Call(method="POST", path=session_path(session_id, name), read=_accepted.decode)

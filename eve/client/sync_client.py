@@ -134,6 +134,13 @@ class EveClient:
         """Cancel any running turn, then clear the session's history and state."""
         return self._run(Calls.action(session_id, "reset"))
 
+    def fork(self, session_id: str) -> Accepted:
+        """A new session that starts where ``session_id`` stands between its turns, with its
+        history, state and workspace (``status`` is ``forked``; ``session_id`` is the fork's,
+        ``forked_from`` the source's). A source with a turn running or queued is refused
+        (``APIError`` with code ``session_busy``)."""
+        return self._run(Calls.fork(session_id))
+
     def stream(
         self,
         session_id: str,

@@ -90,11 +90,11 @@ class ServerOptions:
     max_queued_turns: int | None = None
 
 
-def _accepted(accepted: Accepted) -> Response:
+def _accepted(accepted: Accepted, status: int = 202) -> Response:
     headers = {"x-eve-session-id": accepted.session_id}
     if accepted.replayed:
         headers["idempotent-replayed"] = "true"
-    return answer(accepted.wire(), status=202, **headers)
+    return answer(accepted.wire(), status=status, **headers)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -188,6 +188,12 @@ class _Routes:
         session_id = request.path_params["session_id"]
         await self.service.reset(session_id, principal=principal_of(request))
         return answer(WireAccepted(session_id=session_id, status="reset"))
+
+    async def fork(self, request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        key = _idempotency_key(request)
+        forked = await self.service.fork(session_id, key=key, principal=principal_of(request))
+        return _accepted(forked, status=201)
 
     async def compact(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
@@ -332,6 +338,7 @@ def create_app(
             Route(session, _guarded(routes.summary), methods=["GET"]),
             Route(session + "/cancel", _guarded(routes.cancel), methods=["POST"]),
             Route(session + "/reset", _guarded(routes.reset), methods=["POST"]),
+            Route(session + "/fork", _guarded(routes.fork), methods=["POST"]),
             Route(session + "/compact", _guarded(routes.compact), methods=["POST"]),
             Route(session + "/stream", _guarded(routes.stream), methods=["GET"]),
             Route(

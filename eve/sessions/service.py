@@ -1,7 +1,7 @@
 """``SessionService``: durable sessions as the HTTP API and ``eve dev`` use them.
 
 Create a session, send it messages (each becomes a turn, queued behind the session's
-running turn), answer its input requests, cancel or reset it, and read its event log. A
+running turn), answer its input requests, cancel, reset or fork it, and read its event log. A
 message is text, or a ``UserMessage`` whose images and documents are checked against the
 service's ``AttachmentLimits`` before its turn is queued.
 """
@@ -50,6 +50,7 @@ from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.forking import fork_session
 from eve.sessions.form_requests import give_answer, wake
 from eve.sessions.idempotency import (
     CREATE_ROUTE,
@@ -107,13 +108,20 @@ class Accepted:
     status: str = "accepted"
     #: a repeat of an earlier request with the same ``Idempotency-Key``: nothing was done
     replayed: bool = False
+    #: a fork's source (``status`` is ``forked``, ``session_id`` the new session)
+    forked_from: str | None = None
 
     def answer(self) -> Answer:
         return {"sessionId": self.session_id, "turnId": self.turn_id, "status": self.status}
 
     def wire(self) -> WireAccepted:
         """What the HTTP API answers with (``eve.wire.answers``)."""
-        return WireAccepted(session_id=self.session_id, status=self.status, turn_id=self.turn_id)
+        return WireAccepted(
+            session_id=self.session_id,
+            status=self.status,
+            turn_id=self.turn_id,
+            forked_from=self.forked_from,
+        )
 
     @classmethod
     def replay(cls, answer: Answer) -> Accepted:
@@ -602,6 +610,30 @@ class SessionService:
         await self.cancel(session_id)
         await self._claim_place(
             session_id, "reset", lambda turn: reset_workflow_id(session_id, turn)
+        )
+
+    async def fork(
+        self, session_id: str, *, key: str | None = None, principal: Principal = OPERATOR
+    ) -> Accepted:
+        """A new session owned by ``principal`` that starts where ``session_id`` stands
+        between its turns: its history, state and workspace copied (``forking.py``).
+        ``principal`` must be allowed to see the source; ``key`` is the request's
+        ``Idempotency-Key``."""
+        forked = await asyncio.to_thread(
+            fork_session,
+            self.store,
+            session_id,
+            fork_id=new_session_id(),
+            principal=principal,
+            key=key,
+        )
+        await self._watch_idle(forked.session_id)
+        return Accepted(
+            session_id=forked.session_id,
+            turn_id=None,
+            status="forked",
+            replayed=forked.replayed,
+            forked_from=session_id,
         )
 
     async def compact(self, session_id: str, *, principal: Principal = OPERATOR) -> None:

@@ -38,8 +38,8 @@ T = TypeVar("T")
 #: the PostgreSQL channel a commit of events is announced on: ``<session id>:<high index>``
 EVENTS_CHANNEL = "eve_events"
 
-#: the events a turn or reset workflow's body emits last
-_BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
+#: the events a turn or reset workflow's body emits last (after its checkpoint is saved)
+BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +51,8 @@ class SessionRow:
     next_turn: int
     #: who created it: the operator, for a session an eve from before ownership made
     owner: PrincipalRef = OPERATOR_REF
+    #: the session this one was forked from (``forking.py``), if it is a fork
+    forked_from: str | None = None
 
 
 def owner_ref(owner_id: str | None, owner_kind: str | None) -> PrincipalRef:
@@ -124,6 +126,7 @@ _SESSION_ROW = sa.select(
     sessions.c.next_turn,
     sessions.c.owner_id,
     sessions.c.owner_kind,
+    sessions.c.forked_from,
 ).where(_SESSION)
 _CLAIM_TURN = (
     sessions.update()
@@ -196,6 +199,38 @@ def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | 
     c.execute(_CURRENT_VERSION, {"b_session": session_id, "b_version": version})
 
 
+def insert_session(c: Connection, session_id: str, *, owner: Principal, **columns: Any) -> None:
+    """Insert a new, active session's row, owned by ``owner``; ``columns`` set more of it
+    (a fork's checkpoint version and source)."""
+    c.execute(
+        sessions.insert().values(
+            id=session_id,
+            created_at=time.time(),
+            status="active",
+            next_turn=0,
+            owner_id=owner.id,
+            owner_kind=owner.kind,
+            **columns,
+        )
+    )
+
+
+def read_session(c: Connection, session_id: str) -> SessionRow | None:
+    """The session's row, read in the caller's transaction."""
+    row = c.execute(_SESSION_ROW, {"b_session": session_id}).first()
+    if row is None:
+        return None
+    return SessionRow(
+        id=row.id,
+        created_at=row.created_at,
+        status=row.status,
+        ended_reason=row.ended_reason,
+        next_turn=row.next_turn,
+        owner=owner_ref(row.owner_id, row.owner_kind),
+        forked_from=row.forked_from,
+    )
+
+
 class SessionStore:
     #: how long a call made outside a request waits for the database to come back
     #: (``db_retry.py``); a request's calls fail at once
@@ -255,33 +290,14 @@ class SessionStore:
         """Insert the session row, owned by ``owner``; ``also`` runs in the same transaction
         (an idempotency record: both are written or neither)."""
         with self._tx() as c:
-            c.execute(
-                sessions.insert().values(
-                    id=session_id,
-                    created_at=time.time(),
-                    status="active",
-                    next_turn=0,
-                    owner_id=owner.id,
-                    owner_kind=owner.kind,
-                )
-            )
+            insert_session(c, session_id, owner=owner)
             if also is not None:
                 also(c)
 
     @retried
     def get_session(self, session_id: str) -> SessionRow | None:
         with self._tx() as c:
-            row = c.execute(_SESSION_ROW, {"b_session": session_id}).first()
-        if row is None:
-            return None
-        return SessionRow(
-            id=row.id,
-            created_at=row.created_at,
-            status=row.status,
-            ended_reason=row.ended_reason,
-            next_turn=row.next_turn,
-            owner=owner_ref(row.owner_id, row.owner_kind),
-        )
+            return read_session(c, session_id)
 
     def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
         """Take the next turn number of an active session and run ``then`` with it while
@@ -510,7 +526,7 @@ class SessionStore:
             last_body_seq=-1 if last is None else int(last),
             attempts=attempts,
             written={(key, int(attempt)): int(n) for key, attempt, n in rows},
-            finished=final is not None and json.loads(final).get("type") in _BODY_ENDS,
+            finished=final is not None and json.loads(final).get("type") in BODY_ENDS,
         )
 
     # --- input requests ----------------------------------------------------------------

@@ -67,6 +67,7 @@ def summarize(
         owner=row.owner,
         status=row.status,
         ended_reason=row.ended_reason,
+        forked_from=row.forked_from,
         turns=checkpoint.turns,
         usage=spend.usage,
         cost=spend.cost,

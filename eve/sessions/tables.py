@@ -38,6 +38,8 @@ sessions = sa.Table(
     #: an eve from before ownership, and the operator's
     sa.Column("owner_id", sa.String(255)),
     sa.Column("owner_kind", sa.String(16)),
+    #: the session this one is a fork of (``forking.py``); NULL: not a fork
+    sa.Column("forked_from", sa.String(64)),
     #: a principal's own sessions, newest first (``listing.py``)
     sa.Index("eve_sessions_owner", "owner_kind", "owner_id", "created_at"),
 )

@@ -161,11 +161,12 @@ def keeper_for(
 def fork_workspace(store: SessionStore, source: str, target: str) -> bool:
     """Start ``target``'s workspace where ``source``'s is now (its head); False when
     ``source`` has none. The files follow when ``target``'s first turn opens it."""
+    return store.run(lambda c: copy_head(c, source, target))
 
-    def fork(c: Connection) -> bool:
-        head = _head(c, source)
-        if head is not None:
-            _set_head(c, target, head)
-        return head is not None
 
-    return store.run(fork)
+def copy_head(c: Connection, source: str, target: str) -> bool:
+    """``fork_workspace`` inside a transaction of the caller's (a session's fork)."""
+    head = _head(c, source)
+    if head is not None:
+        _set_head(c, target, head)
+    return head is not None

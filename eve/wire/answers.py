@@ -29,14 +29,16 @@ class Accepted(AnswerBody, frozen=True, kw_only=True, omit_defaults=True):
     """The server took the request; the turn (if any) runs in the background.
 
     What a create, message or answer request is answered with (``202``), and a cancel,
-    reset or compaction."""
+    reset, compaction or fork (``201``: ``session_id`` is the new session's)."""
 
     session_id: str
     #: ``accepted`` (a message), ``resolved`` (input responses), ``cancelling``,
-    #: ``no_active_turn``, ``reset`` or ``compacting``
+    #: ``no_active_turn``, ``reset``, ``compacting`` or ``forked``
     status: str
     #: ``turn_<n>`` when a message started or queued a turn; left out otherwise
     turn_id: str | None = None
+    #: a fork's source; left out otherwise
+    forked_from: str | None = None
 
 
 class TaskEventDelivered(AnswerBody, frozen=True, kw_only=True):

@@ -1,5 +1,6 @@
 """``eve sessions prune``: counts what it deletes, deletes nothing on a dry run, and names a
-period it cannot read (exit 2)."""
+period it cannot read (exit 2). ``eve sessions fork``: writes a fork a running server goes
+on with."""
 
 from __future__ import annotations
 
@@ -78,3 +79,34 @@ def test_eve_serve_refuses_an_eve_retention_it_cannot_read(make_app: AppFactory)
     result = CliRunner().invoke(main, ["-C", str(root), "serve"], env={"EVE_RETENTION": "7x"})
     assert result.exit_code == 2, result.output
     assert "EVE_RETENTION must be a number and a unit" in result.output
+
+
+def _fork(root: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["-C", str(root), "sessions", "fork", *args])
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_fork_writes_a_fork_the_running_server_goes_on_with(make_app: AppFactory) -> None:
+    root = scripted_app(make_app, [say("one"), say("two, after one"), say("again")])
+    server = InProcessServer(root).start()
+    try:
+        source = server.create("hello")
+        server.wait_for(source, count("session.waiting"))
+        code, out = _fork(root, source)
+        assert code == 0, out
+        fork = out.strip()
+        code, out = _fork(root, source, "--json")
+        assert code == 0 and json.loads(out)["forkedFrom"] == source, out
+        code, out = _fork(root, source, "--principal", "user:bob")
+        assert (code, out) == (1, f"eve: no session {source}\n")
+        code, out = _fork(root, source, "--principal", "bob")
+        assert code == 2 and "KIND:ID" in out
+        assert server.send(fork, "and then?").status_code == 202
+        events = server.wait_for(fork, count("session.waiting"))
+        summary = server.get(f"/session/{fork}").json()
+    finally:
+        server.stop()
+    # the server picked up the fork the CLI wrote, with the source's history
+    replies = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
+    assert replies == ["two, after one"]
+    assert (summary["forkedFrom"], summary["owner"]["kind"]) == (source, "operator")

@@ -37,7 +37,8 @@ MEMORY = """
 
 @dataclass(frozen=True)
 class Case:
-    """One request: ``path`` may name ``{session}`` and ``{task}``."""
+    """One request: ``path`` may name ``{session}``, ``{idle}`` (a session with no turn)
+    and ``{task}``."""
 
     path: str
     body: Any = None
@@ -72,6 +73,12 @@ ROUTES: dict[tuple[str, str], tuple[Case, Case | None]] = {
     ("POST", "/session/{session_id}/tasks/{task_id}/events"): (
         Case(S + "/tasks/{task}/events", {"name": "delivered"}),
         Case(S + "/tasks/{task}/events", {"name": ""}),
+    ),
+    # a fork copies a session between its turns: an idle one's (the one under test has a
+    # task waiting)
+    ("POST", "/session/{session_id}/fork"): (
+        Case("/session/{idle}/fork"),
+        Case("/session/x/fork"),
     ),
     ("POST", "/session/{session_id}/cancel"): (Case(S + "/cancel"), Case("/session/x/cancel")),
     ("POST", "/session/{session_id}/reset"): (Case(S + "/reset"), Case("/session/x/reset")),
@@ -148,7 +155,12 @@ def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
         events = server.wait_for(session, count("task.started"))
         [task] = [e["data"] for e in events if e["type"] == "task.started"]
         authorization.expect("every-route", loop=waiting)
-        names = {"session": session, "task": task["task_id"], "memory": remembered(server)}
+        names = {
+            "session": session,
+            "idle": server.create(),
+            "task": task["task_id"],
+            "memory": remembered(server),
+        }
         for (method, path), (success, refused) in ROUTES.items():
             ok = success.send(server, method, **names)
             assert ok.status_code < 400, (method, path, ok.text)

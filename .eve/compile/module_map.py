@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 13
-FINGERPRINT = "sha256:0379fbbcf0525f03bf3d85e041727cbe1f6068b74828ea3b830b8dcbb44a6303"
+SCHEMA_VERSION = 14
+FINGERPRINT = "sha256:e085b5a987a2938a9c30155e6d1b1d2cbf902a0b474d42c2cc47bd4f7b1392ed"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -103,7 +103,7 @@ class _Conversation:
     async def run(self) -> None:
         session_id = f"eval_{uuid.uuid4().hex[:12]}"
         context = EveContext(session_id=session_id)
-        approved_once: set[str] = set()
+        approved_once: frozenset[str] = frozenset()
         history: list[Message] = []
         spent = Spend()
         tasks = InlineTasks(setup=self.setup, approve=self.answers.approve, ask=self.answers.ask)
@@ -122,6 +122,8 @@ class _Conversation:
             result = await run_agent(self.setup, message, history=history, env=env)
             self.results.append(result)
             history, spent = result.messages, result.session
+            if result.state is not None:
+                approved_once = result.state.approved_once
             if result.stop_reason != "complete":
                 return
 

@@ -49,7 +49,7 @@ Emit = Callable[[EventData], Awaitable[None]]
 Admission = Admitted | CallOutcome | NeedsPerson
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class StepCalls:
     """The calls of one step's response, and what running them needs."""
 
@@ -84,6 +84,7 @@ class StepCalls:
         """
         done: list[CallOutcome] = []
         batch: list[tuple[ToolCall, Admitted | CallOutcome]] = []
+        concurrent = 0  # how many calls in the batch still run
         for position in range(first, len(self.calls)):
             # a settled task has run: its result is recorded even when the turn was
             # cancelled meanwhile; only calls not yet run are closed as aborted
@@ -92,7 +93,7 @@ class StepCalls:
                 done.extend(await self._run(_results(batch)))
                 return Aborted(response=response, first_call=first, outcomes=done)
             if self._needs_listing(position):
-                if _concurrent(batch) > 1:
+                if concurrent > 1:
                     return RunsBatch(
                         response=response, first_call=first, outcomes=done, until=position
                     )
@@ -103,11 +104,12 @@ class StepCalls:
             admitted = await self._admit(position, resume if position == first else Fresh())
             if self._joins_batch(admitted):
                 batch.append((self.calls[position], admitted))  # type: ignore[arg-type]
+                concurrent += isinstance(admitted, Admitted)
                 continue
-            if _concurrent(batch) > 1:
+            if concurrent > 1:
                 return RunsBatch(response=response, first_call=first, outcomes=done, until=position)
             done.extend(await self._run(batch))
-            batch = []
+            batch, concurrent = [], 0
             match admitted:
                 case NeedsPerson(rule=rule):
                     asks = await self._asks(position, rule)
@@ -122,7 +124,7 @@ class StepCalls:
                     done.extend(await self._run([(self.calls[position], admitted)]))
                 case _:
                     assert_never(admitted)
-        if _concurrent(batch) > 1:
+        if concurrent > 1:
             until = len(self.calls)
             return RunsBatch(response=response, first_call=first, outcomes=done, until=until)
         done.extend(await self._run(batch))
@@ -239,7 +241,3 @@ def _results(
             break
         kept.append(entry)
     return kept
-
-
-def _concurrent(batch: Sequence[tuple[ToolCall, Admitted | CallOutcome]]) -> int:
-    return sum(isinstance(admitted, Admitted) for _, admitted in batch)

@@ -69,7 +69,7 @@ from eve.execution.turn_state import (
     Tasking,
     TurnState,
 )
-from eve.messages import model_view, summary_message
+from eve.messages import Message, model_view, summary_message
 
 replace = msgspec.structs.replace
 
@@ -88,6 +88,10 @@ def next_action(state: TurnState) -> Action:
         case StepBegun():
             folded = _due(state)
             return StreamStep(step) if folded is None else Compact(step, folded)
+        case StepRan(calls=calls):
+            return SettleStep(step, complete=state.ends_turn or not calls)
+        case StepSettled(complete=complete, checked=checked):
+            return _after_step(state, complete=complete, checked=checked)
         case Compacted():
             return StreamStep(step)
         case Asking(response=response, asks=asks):
@@ -100,10 +104,6 @@ def next_action(state: TurnState) -> Action:
             return RunBatch(step, response, first, until)
         case Resuming(response=response, first=first, resume=resume):
             return RunCalls(step, response, first, resume)
-        case StepRan(calls=calls):
-            return SettleStep(step, complete=state.ends_turn or not calls)
-        case StepSettled(complete=complete, checked=checked):
-            return _after_step(state, complete=complete, checked=checked)
         case Done(stop=stop):
             return Finish(stop)
         case _:
@@ -141,10 +141,14 @@ def apply(state: TurnState, result: Outcome) -> TurnState:
             return replace(
                 state, at=StepBegun(), step=step, step_spend=Spend(), answers={}, ends_turn=False
             )
-        case CompactionDone(record=record):
-            return _compacted(state, record)
         case PartRan():
             return _part_ran(state, result)
+        case StepJudged(complete=complete, spend=spend, answer=answer, tell=tell):
+            told = () if tell is None else (tell,)
+            kept = state.answer if answer is None else answer
+            return state.with_messages(*told, spend=spend, at=StepSettled(complete), answer=kept)
+        case CompactionDone(record=record):
+            return _compacted(state, record)
         case BatchRan():
             return _batch_ran(state, result)
         case PeopleAnswered():
@@ -160,11 +164,6 @@ def apply(state: TurnState, result: Outcome) -> TurnState:
             at = state.at
             assert isinstance(at, Listing), "the catalog is listed from Listing"
             return replace(state, at=Resuming(at.response, at.call, Listed(at.announce)))
-        case StepJudged(complete=complete, answer=answer, tell=tell):
-            told = () if tell is None else (tell,)
-            spend = state.spend + state.step_spend
-            kept = state.answer if answer is None else answer
-            return state.with_messages(*told, spend=spend, at=StepSettled(complete), answer=kept)
         case LimitAnswered():
             return _limit_answered(state, result)
         case _:
@@ -191,9 +190,7 @@ def _compacted(state: TurnState, record: CompactionRecord) -> TurnState:
 
 def _part_ran(state: TurnState, ran: PartRan) -> TurnState:
     part, response = ran.part, ran.response
-    if part.response is not None:
-        state = _responded(state, part.response)
-    state = _recorded(state, part.outcomes)
+    state = _recorded(state, part.outcomes, part.response)
     match part:
         case RanAll():
             return replace(state, at=StepRan(len(ran.calls)))
@@ -213,35 +210,31 @@ def _part_ran(state: TurnState, ran: PartRan) -> TurnState:
             assert_never(part)
 
 
-def _responded(state: TurnState, response: ModelResponse) -> TurnState:
-    """The step's model response: in the history (when it says anything), in the step's
-    spend, and as the step's finish reason."""
-    # the model that answered, which a fallback chain's may not be the first
-    model_id = response.model or state.rules.model_id
-    spent = Spend(
-        usage=response.usage, cost=price(model_id, response.usage, state.rules.model_prices)
-    )
-    said = (response.message(),) if response.text or response.tool_calls else ()
-    return state.with_messages(
-        *said,
-        step_spend=state.step_spend + spent,
-        finish=response.finish_reason,
-        answered_by=model_id,
-    )
-
-
-def _recorded(state: TurnState, outcomes: Sequence[CallOutcome]) -> TurnState:
-    """Calls' results in the history; an MCP server's sampling during a call used the
-    agent's model, so it counts in the step's spend."""
-    if not outcomes:
-        return state
+def _recorded(
+    state: TurnState, outcomes: Sequence[CallOutcome], response: ModelResponse | None = None
+) -> TurnState:
+    """A part's model response (the step's first part has one) and its calls' results, in
+    the history and the step's spend. The response is priced by the model that answered
+    (a fallback chain's may not be the first); an MCP server's sampling during a call used
+    the agent's model, so it counts too."""
     spend, ends = state.step_spend, state.ends_turn
+    said: list[Message] = []
+    finish, answered_by = state.finish, state.answered_by
+    if response is not None:
+        answered_by = response.model or state.rules.model_id
+        cost = price(answered_by, response.usage, state.rules.model_prices)
+        spend = spend + Spend(usage=response.usage, cost=cost)
+        finish = response.finish_reason
+        if response.text or response.tool_calls:
+            said.append(response.message())
     for result in outcomes:
         if result.sampled is not None:
             spend = spend + result.sampled
         ends = ends or result.ends_turn
-    results = [result.result for result in outcomes]
-    return state.with_messages(*results, step_spend=spend, ends_turn=ends)
+        said.append(result.result)
+    return state.with_messages(
+        *said, step_spend=spend, ends_turn=ends, finish=finish, answered_by=answered_by
+    )
 
 
 def _batch_ran(state: TurnState, ran: BatchRan) -> TurnState:

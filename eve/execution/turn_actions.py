@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
+from eve.costs import Spend
 from eve.events import TurnStop
 from eve.execution.checkpoints import PersonAsk, StepPart
 from eve.execution.compaction import CompactionRecord
@@ -170,6 +171,8 @@ class StepJudged(msgspec.Struct, frozen=True):
     typed one accepted; ``tell``: what an invalid answer sends back to the model."""
 
     complete: bool
+    #: the turn's spend with the step's (as ``step.completed`` told it)
+    spend: Spend
     answer: Accepted | None = None
     tell: Message | None = None
 

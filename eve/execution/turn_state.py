@@ -219,4 +219,4 @@ class TurnState(msgspec.Struct, frozen=True, kw_only=True):
 
     def with_messages(self, *messages: Message, **changes: Any) -> TurnState:
         """This state with ``messages`` recorded after the history, and ``changes``."""
-        return msgspec.structs.replace(self, history=(*self.history, *messages), **changes)
+        return msgspec.structs.replace(self, history=self.history + messages, **changes)

@@ -152,13 +152,19 @@ class TurnDriver(TurnIO):
         ones that did not finish. Results keep the model's order."""
         calls = self.step_calls(state, action.step, action.response)
         record = self.env.recorder.record
-        async with asyncio.TaskGroup() as group:
-            running = [
-                group.create_task(
-                    record(call_key(action.step, i), partial(calls.run_one, i), OUTCOMES)
-                )
-                for i in range(action.first, action.until)
-            ]
+        try:
+            # a task group: when one record fails (the storage, a corrupt record), the
+            # others stop too, as the rest of a part would
+            async with asyncio.TaskGroup() as group:
+                running = [
+                    group.create_task(
+                        record(call_key(action.step, i), partial(calls.run_one, i), OUTCOMES)
+                    )
+                    for i in range(action.first, action.until)
+                ]
+        except BaseExceptionGroup as failed:
+            # the turn fails with the error itself (a named one keeps its name and fields)
+            raise failed.exceptions[0] from None
         outcomes = tuple(task.result() for task in running)
         return BatchRan(outcomes, tuple(calls.calls), cancelled=self.env.signal.cancelled)
 

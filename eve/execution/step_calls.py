@@ -94,9 +94,7 @@ class StepCalls:
                 return Aborted(response=response, first_call=first, outcomes=done)
             if self._needs_listing(position):
                 if concurrent > 1:
-                    return RunsBatch(
-                        response=response, first_call=first, outcomes=done, until=position
-                    )
+                    return await self._stop_for(batch, response, first, done, until=position)
                 done.extend(await self._run(batch))
                 return NeedsListing(
                     response=response, first_call=first, outcomes=done, call=position
@@ -107,7 +105,7 @@ class StepCalls:
                 concurrent += isinstance(admitted, Admitted)
                 continue
             if concurrent > 1:
-                return RunsBatch(response=response, first_call=first, outcomes=done, until=position)
+                return await self._stop_for(batch, response, first, done, until=position)
             done.extend(await self._run(batch))
             batch, concurrent = [], 0
             match admitted:
@@ -126,9 +124,23 @@ class StepCalls:
                     assert_never(admitted)
         if concurrent > 1:
             until = len(self.calls)
-            return RunsBatch(response=response, first_call=first, outcomes=done, until=until)
+            return await self._stop_for(batch, response, first, done, until=until)
         done.extend(await self._run(batch))
         return RanAll(response=response, first_call=first, outcomes=done)
+
+    async def _stop_for(
+        self,
+        batch: Sequence[tuple[ToolCall, Admitted | CallOutcome]],
+        response: ModelResponse | None,
+        first: int,
+        done: list[CallOutcome],
+        *,
+        until: int,
+    ) -> RunsBatch:
+        """Stop the part before ``batch``'s calls, which run each as its own record. The
+        results it begins with stay in the part: a settled task's is not run again."""
+        done.extend(await self._run(_results(batch)))
+        return RunsBatch(response=response, first_call=first, outcomes=done, until=until)
 
     async def run_one(self, position: int) -> CallOutcome:
         """Call ``position`` of a concurrent batch, from its admission to its result (the

@@ -37,51 +37,48 @@ class Compact(msgspec.Struct, frozen=True):
     folded: int
 
 
+class _InStep(msgspec.Struct, frozen=True):
+    """An action about the calls of step ``step``'s model ``response``."""
+
+    step: int
+    response: ModelResponse
+
+
 class StreamStep(msgspec.Struct, frozen=True):
     """The step's first part: ask the model, then run the calls it makes."""
 
     step: int
 
 
-class RunCalls(msgspec.Struct, frozen=True):
+class RunCalls(_InStep, frozen=True):
     """A later part: run the response's calls from ``first`` on, resumed by ``resume``."""
 
-    step: int
-    response: ModelResponse
     first: int
     resume: Resume
 
 
-class RunBatch(msgspec.Struct, frozen=True):
+class RunBatch(_InStep, frozen=True):
     """Run the calls ``first`` … ``until - 1`` concurrently, each its own record."""
 
-    step: int
-    response: ModelResponse
     first: int
     until: int
 
 
-class AskPerson(msgspec.Struct, frozen=True):
+class AskPerson(_InStep, frozen=True):
     """Ask a person about every call in ``asks``, in one round."""
 
-    step: int
-    response: ModelResponse
     asks: tuple[PersonAsk, ...]
 
 
-class StartTask(msgspec.Struct, frozen=True):
+class StartTask(_InStep, frozen=True):
     """Run call ``call`` as a task (``task.started`` … ``task.settled``)."""
 
-    step: int
-    response: ModelResponse
     call: int
 
 
-class ListCatalog(msgspec.Struct, frozen=True):
+class ListCatalog(_InStep, frozen=True):
     """List the catalog's MCP servers' tools (a record), between two parts."""
 
-    step: int
-    response: ModelResponse
     call: int
     announce: bool
 

@@ -69,32 +69,34 @@ class Compacted(msgspec.Struct, frozen=True):
     """The history before the step's request was compacted (or trimming took over)."""
 
 
-class Asking(msgspec.Struct, frozen=True):
-    """A part stopped at calls a person must approve; ``asks`` are asked in one round."""
+class _InStep(msgspec.Struct, frozen=True):
+    """Between two parts of the step whose model ``response`` this is."""
 
     response: ModelResponse
+
+
+class Asking(_InStep, frozen=True):
+    """A part stopped at calls a person must approve; ``asks`` are asked in one round."""
+
     asks: tuple[PersonAsk, ...]
 
 
-class Tasking(msgspec.Struct, frozen=True):
+class Tasking(_InStep, frozen=True):
     """A part stopped at ``call``, which runs as a task."""
 
-    response: ModelResponse
     call: int
 
 
-class Listing(msgspec.Struct, frozen=True):
+class Listing(_InStep, frozen=True):
     """A part stopped at ``call``, which needs the catalog's MCP servers listed."""
 
-    response: ModelResponse
     call: int
     announce: bool
 
 
-class Batching(msgspec.Struct, frozen=True):
+class Batching(_InStep, frozen=True):
     """A part stopped before the calls ``first`` … ``until - 1``, which run concurrently."""
 
-    response: ModelResponse
     first: int
     until: int
 
@@ -123,10 +125,9 @@ class Listed(msgspec.Struct, frozen=True):
 Resume = Fresh | Answered | Settled | Listed
 
 
-class Resuming(msgspec.Struct, frozen=True):
+class Resuming(_InStep, frozen=True):
     """The next part runs the calls from ``first`` on, resumed by ``resume``."""
 
-    response: ModelResponse
     first: int
     resume: Resume
 

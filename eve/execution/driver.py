@@ -72,16 +72,17 @@ class TurnDriver(TurnIO):
     """Performs a turn's actions: the model, the tools, people, tasks and the recorder."""
 
     async def perform(self, state: TurnState, action: Action) -> Outcome:
+        # the actions of every step first: a class pattern that misses costs a check
         match action:
             case BeginStep(step=step):
                 await self.emit(StepStartedData(), step)
                 return StepBegan(step)
             case StreamStep(step=step):
                 return await self.stream_step(state, step)
-            case Compact(step=step, folded=folded):
-                return CompactionDone(await self.compact(state, step, folded))
             case SettleStep(step=step, complete=complete):
                 return await self.settle(state, step, complete=complete)
+            case Compact(step=step, folded=folded):
+                return CompactionDone(await self.compact(state, step, folded))
             case RunCalls():
                 return await self.run_calls(state, action)
             case RunBatch():

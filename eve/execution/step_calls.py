@@ -163,8 +163,10 @@ class StepCalls:
                 assert_never(admitted)
 
     def _needs_listing(self, position: int) -> bool:
-        made = self.response.tool_calls[position]
-        return self.connections is not None and self.connections.needs_listing(made)
+        connections = self.connections
+        if connections is None or not connections.pending:
+            return False
+        return connections.needs_listing(self.response.tool_calls[position])
 
     async def _admit(self, position: int, resume: Resume) -> Admission:
         call = self.calls[position]

@@ -82,6 +82,8 @@ def opening(state: TurnState) -> Position:
 def next_action(state: TurnState) -> Action:
     """What the turn does next from ``state.at``."""
     at, step = state.at, state.step
+    # the positions of every step first, in their order: a class pattern that misses
+    # costs a check
     match at:
         case StepStart():
             return BeginStep(step)

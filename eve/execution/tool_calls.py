@@ -204,10 +204,13 @@ class ToolRunner:
     def output_limit_of(self, call: ToolCall) -> int:
         """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""
         match self.tools.get(call.name):
-            case ResolvedFunctionTool(entry=entry) if entry.max_output_chars is not None:
-                return entry.max_output_chars
-            case _:
+            case ResolvedFunctionTool(entry=entry):
+                own = entry.max_output_chars
+                return self.output_limit if own is None else own
+            case ResolvedWorkflowTool() | ResolvedSubagent() | ResolvedProviderTool() | None:
                 return self.output_limit
+            case unknown:
+                assert_never(unknown)
 
     def concurrent(self, admitted: Admitted) -> bool:
         """Whether ``admitted`` may run beside the other calls of its step."""

@@ -39,6 +39,13 @@ ADDED = {
     ],
     "eve/runtime/resolved.py": [
         (
+            "ResolvedTool = ResolvedFunctionTool | ResolvedWorkflowTool | ResolvedSubagent"
+            " | ResolvedProviderTool\n",
+            "ResolvedTool = ResolvedFunctionTool | ResolvedWorkflowTool | ResolvedSubagent"
+            " | ResolvedProviderTool | ResolvedRemote\n",
+            "ResolvedRemote",
+        ),
+        (
             "RunnableTool = ResolvedFunctionTool | ResolvedWorkflowTool | ResolvedSubagent\n",
             "RunnableTool = ResolvedFunctionTool | ResolvedWorkflowTool | ResolvedSubagent"
             " | ResolvedPlugin\n",
@@ -61,6 +68,7 @@ EXPECTED = {
     "Replayed": ["driver.py", "step_calls.py"],
     "Waiting": ["transitions.py"],
     "Halted": ["transitions.py"],
+    "ResolvedRemote": ["tool_calls.py", "catalog_calls.py", "turn_config.py"],
     "ResolvedPlugin": ["tool_calls.py"],
 }
 

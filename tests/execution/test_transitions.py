@@ -73,4 +73,3 @@ def test_a_crossed_limit_is_asked_about_until_raised_enough_or_ended() -> None:
     # no decision (the person was not there to ask): the limit is not asked about again
     unanswered = apply(state, LimitAnswered(asked.crossing, None))
     assert next_action(unanswered) == BeginStep(1)
-

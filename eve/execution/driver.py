@@ -89,8 +89,8 @@ class TurnDriver(TurnIO):
                 return await self.run_batch(state, action)
             case AskPerson():
                 return await self.ask(state, action)
-            case StartTask(step=step, response=response, call=call):
-                task = self.task_call(self.calls_of(response)[call], step)
+            case StartTask(step=step, at=at):
+                task = self.task_call(self.calls_of(at.response)[at.call], step)
                 return TaskRan(await run_task(task, self.env.tasks, partial(self.emit, step=step)))
             case ListCatalog():
                 return await self.list_catalog()
@@ -136,7 +136,12 @@ class TurnDriver(TurnIO):
         return PartRan(part, response, tuple(calls))
 
     async def run_calls(self, state: TurnState, action: RunCalls) -> PartRan:
-        step, response, first, resume = action.step, action.response, action.first, action.resume
+        step, response, first, resume = (
+            action.step,
+            action.at.response,
+            action.at.first,
+            action.at.resume,
+        )
         calls = self.step_calls(state, step, response)
 
         async def later_part() -> StepPart:
@@ -151,7 +156,8 @@ class TurnDriver(TurnIO):
     async def run_batch(self, state: TurnState, action: RunBatch) -> BatchRan:
         """The batch's calls at once, each its own record: a recovered turn runs only the
         ones that did not finish. Results keep the model's order."""
-        calls = self.step_calls(state, action.step, action.response)
+        at = action.at
+        calls = self.step_calls(state, action.step, at.response)
         record = self.env.recorder.record
         try:
             # a task group: when one record fails (the storage, a corrupt record), the
@@ -161,7 +167,7 @@ class TurnDriver(TurnIO):
                     group.create_task(
                         record(call_key(action.step, i), partial(calls.run_one, i), OUTCOMES)
                     )
-                    for i in range(action.first, action.until)
+                    for i in range(at.first, at.until)
                 ]
         except BaseExceptionGroup as failed:
             # the turn fails with the error itself (a named one keeps its name and fields)
@@ -172,8 +178,8 @@ class TurnDriver(TurnIO):
     async def ask(self, state: TurnState, action: AskPerson) -> PeopleAnswered:
         """Ask about every call of the round at once; a hook that fails closes the calls
         from the first asked on, then the turn fails with its error."""
-        calls = self.calls_of(action.response)
-        asks = action.asks
+        calls = self.calls_of(action.at.response)
+        asks = action.at.asks
         try:
             approved = await self.runner.ask([(calls[a.call], a.rule) for a in asks])
         except BaseException as error:

@@ -96,16 +96,16 @@ def next_action(state: TurnState) -> Action:
             return _after_step(state, complete=complete, checked=checked)
         case Compacted():
             return StreamStep(step)
-        case Asking(response=response, asks=asks):
-            return AskPerson(step, response, asks)
-        case Tasking(response=response, call=call):
-            return StartTask(step, response, call)
-        case Listing(response=response, call=call, announce=announce):
-            return ListCatalog(step, response, call, announce)
-        case Batching(response=response, first=first, until=until):
-            return RunBatch(step, response, first, until)
-        case Resuming(response=response, first=first, resume=resume):
-            return RunCalls(step, response, first, resume)
+        case Asking():
+            return AskPerson(step, at)
+        case Tasking():
+            return StartTask(step, at)
+        case Listing():
+            return ListCatalog(step, at)
+        case Batching():
+            return RunBatch(step, at)
+        case Resuming():
+            return RunCalls(step, at)
         case Done(stop=stop):
             return Finish(stop)
         case _:

@@ -1,5 +1,8 @@
 """What a turn does next (``Action``) and what came of it (``Outcome``): two closed unions.
 
+An action between two parts of a step carries the position it is taken at
+(``turn_state``): what it needs to know is where the turn is.
+
 ``transitions.next_action`` picks an action from the state; the driver (``execution.loop``)
 performs it, which is where the model, the tools, people and the recorder are; and
 ``transitions.apply`` takes the outcome to the next state. Actions and outcomes are frozen
@@ -8,18 +11,29 @@ values, so a transition can be tested without any of them.
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 import msgspec
 
 from eve.costs import Spend
 from eve.events import TurnStop
-from eve.execution.checkpoints import PersonAsk, StepPart
+from eve.execution.checkpoints import StepPart
 from eve.execution.compaction import CompactionRecord
 from eve.execution.limits import LimitCrossed, LimitDecision
 from eve.execution.output import Accepted
 from eve.execution.response import ModelResponse
 from eve.execution.tool_calls import CallOutcome
-from eve.execution.turn_state import PersonAnswer, Resume
+from eve.execution.turn_state import (
+    Asking,
+    Batching,
+    Listing,
+    PersonAnswer,
+    Resuming,
+    Tasking,
+)
 from eve.messages import Message, ToolCall
+
+P = TypeVar("P")
 
 # --- actions --------------------------------------------------------------------------------
 
@@ -37,50 +51,37 @@ class Compact(msgspec.Struct, frozen=True):
     folded: int
 
 
-class _InStep(msgspec.Struct, frozen=True):
-    """An action about the calls of step ``step``'s model ``response``."""
-
-    step: int
-    response: ModelResponse
-
-
 class StreamStep(msgspec.Struct, frozen=True):
     """The step's first part: ask the model, then run the calls it makes."""
 
     step: int
 
 
-class RunCalls(_InStep, frozen=True):
-    """A later part: run the response's calls from ``first`` on, resumed by ``resume``."""
+class _At(msgspec.Struct, Generic[P], frozen=True):
+    """An action of step ``step`` at the position ``at`` between two of its parts."""
 
-    first: int
-    resume: Resume
-
-
-class RunBatch(_InStep, frozen=True):
-    """Run the calls ``first`` … ``until - 1`` concurrently, each its own record."""
-
-    first: int
-    until: int
+    step: int
+    at: P
 
 
-class AskPerson(_InStep, frozen=True):
-    """Ask a person about every call in ``asks``, in one round."""
-
-    asks: tuple[PersonAsk, ...]
+class RunCalls(_At[Resuming], frozen=True):
+    """A later part: run the response's calls from ``at.first`` on, resumed by ``at.resume``."""
 
 
-class StartTask(_InStep, frozen=True):
-    """Run call ``call`` as a task (``task.started`` … ``task.settled``)."""
-
-    call: int
+class RunBatch(_At[Batching], frozen=True):
+    """Run the calls ``at.first`` … ``at.until - 1`` concurrently, each its own record."""
 
 
-class ListCatalog(_InStep, frozen=True):
+class AskPerson(_At[Asking], frozen=True):
+    """Ask a person about every call in ``at.asks``, in one round."""
+
+
+class StartTask(_At[Tasking], frozen=True):
+    """Run call ``at.call`` as a task (``task.started`` … ``task.settled``)."""
+
+
+class ListCatalog(_At[Listing], frozen=True):
     """List the catalog's MCP servers' tools (a record), between two parts."""
-
-    call: int
-    announce: bool
 
 
 class SettleStep(msgspec.Struct, frozen=True):

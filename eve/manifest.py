@@ -230,6 +230,8 @@ class FunctionToolEntry(_LocalTool, frozen=True, kw_only=True, tag="dispatch"):
     #: characters of its result the model reads, over the agent's
     #: ``limits.max_tool_output_chars``; None: the agent's
     max_output_chars: int | None = None
+    #: its calls may run beside the other calls of their step (``define_tool(parallel=)``)
+    parallel: bool = True
 
 
 class WorkflowToolEntry(_LocalTool, frozen=True, kw_only=True, tag="workflow-tool"):
@@ -714,6 +716,8 @@ class AgentConfig(Base, frozen=True, kw_only=True):
     retries: Retries = Retries()
     thinking: ThinkingMode = "auto"
     openai_api: OpenAIApi = "auto"
+    #: the calls of one step run concurrently (``define_agent(parallel_tools=)``)
+    parallel_tools: bool = True
     #: the type the final answer is validated into, if any
     output: Output | None = None
     model_settings: ModelSettings = ModelSettings()

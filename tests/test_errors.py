@@ -88,7 +88,7 @@ def test_every_eve_error_is_defined_in_eve_errors() -> None:
 def test_no_other_exception_tree_in_the_server() -> None:
     """The server's refusals are eve errors: no module of the package defines an exception
     class outside the tree but for internal control flow the loop never lets out."""
-    allowed = {"eve.execution.loop._Aborted", "eve.compiler.load.LoadFailure"}
+    allowed = {"eve.execution.turn_io.Cancelled", "eve.compiler.load.LoadFailure"}
     allowed |= {"eve._frontmatter.FrontMatterError"}
     # rolls back a turn claim that found its Idempotency-Key answered; the service catches it
     allowed |= {"eve.sessions.idempotency.Replayed"}

@@ -144,6 +144,8 @@ class AgentConfigModel(_Strict):
     #: which OpenAI API: ``auto`` (Responses on OpenAI's endpoint, Chat Completions on any
     #: other ``OPENAI_BASE_URL``), or forced
     openai_api: Literal["auto", "responses", "chat-completions"] = "auto"
+    #: ``False``: the calls the model makes in one step run one after another
+    parallel_tools: bool = True
     #: the type of the final answer: a pydantic model class (defined at module level under
     #: agent/) or a JSON Schema of an object; the answer is validated into it
     output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None

@@ -72,6 +72,8 @@ class FunctionTool(_LocalDefinition):
     ends_turn: bool = False
     #: characters of its result the model reads (over the agent's limit); None: the agent's
     max_output_chars: int | None = None
+    #: its calls may run beside the other calls of their step; False: one at a time
+    parallel: bool = True
     #: the decorated function's name and first line (``@tool``): the compiler warns when
     #: the name is not the tool's, which is its file's
     function_name: str | None = None
@@ -149,12 +151,14 @@ def define_tool(
     available_in_subagents: bool = True,
     ends_turn: bool = False,
     max_output_chars: int | None = None,
+    parallel: bool = True,
 ) -> FunctionTool:
     """Define a tool whose ``execute(input, ctx)`` runs in this process.
 
     ``execute`` may be sync, async or an async generator (each yield is a partial snapshot,
     the last one the result). ``max_output_chars`` caps the characters of its result the
-    model reads, over the agent's ``limits.max_tool_output_chars``.
+    model reads, over the agent's ``limits.max_tool_output_chars``. ``parallel=False``: its
+    calls never run beside the other calls of their step (a tool with shared side effects).
     """
     if not callable(execute):
         raise AuthoringError("define_tool(execute=...) must be a function")
@@ -168,6 +172,7 @@ def define_tool(
         available_in_subagents=available_in_subagents,
         ends_turn=ends_turn,
         max_output_chars=_output_cap(max_output_chars),
+        parallel=parallel,
     )
 
 
@@ -325,6 +330,7 @@ def tool(
     available_in_subagents: bool = True,
     ends_turn: bool = False,
     max_output_chars: int | None = None,
+    parallel: bool = True,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -338,6 +344,7 @@ def tool(
     available_in_subagents: bool = True,
     ends_turn: bool = False,
     max_output_chars: int | None = None,
+    parallel: bool = True,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a typed function a tool: its signature is the schema, its docstring the description.
 
@@ -365,6 +372,7 @@ def tool(
             available_in_subagents=available_in_subagents,
             ends_turn=ends_turn,
             max_output_chars=_output_cap(max_output_chars),
+            parallel=parallel,
             defined_in=function.__module__,
             function_name=function.__name__,
             function_line=function.__code__.co_firstlineno,

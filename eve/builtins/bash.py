@@ -43,4 +43,6 @@ default = define_tool(
     input_schema=BashInput,
     execute=bash,
     approval=always(),
+    # it changes the workspace the step's other calls read: it runs alone, in its turn
+    parallel=False,
 )

@@ -85,4 +85,6 @@ default = define_tool(
     """,
     input_schema=WriteFileInput,
     execute=write_file,
+    # it changes the workspace the step's other calls read: it runs alone, in its turn
+    parallel=False,
 )

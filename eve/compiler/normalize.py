@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, assert_never
 
 import jsonschema
 import msgspec
@@ -79,6 +79,13 @@ def tool_entry(
         factory=factory,
         available_in_subagents=definition.available_in_subagents,
     )
+    if not isinstance(definition, FunctionTool | WorkflowTool | ProviderTool):
+        # a subclass of ToolDefinition of the author's own is no kind the runtime can run
+        raise LoadFailure(
+            "compile/export-invalid",
+            f"{logical_path}: {type(definition).__name__} is not a kind of tool eve knows",
+            path=logical_path,
+        )
     match definition:
         case ProviderTool(provider=spec):
             config = ProviderToolSpec(provider=spec.provider, type=spec.type, config=spec.config)
@@ -90,14 +97,12 @@ def tool_entry(
                 has_model_output_projection=definition.to_model_output is not None,
                 ends_turn=definition.ends_turn,
                 max_output_chars=definition.max_output_chars,
+                parallel=definition.parallel,
             )
         case WorkflowTool():
             return WorkflowToolEntry(**where, **_local_fields(definition, logical_path, cache))
-    raise LoadFailure(
-        "compile/export-invalid",
-        f"{logical_path}: {type(definition).__name__} is not a kind of tool eve knows",
-        path=logical_path,
-    )
+        case _:
+            assert_never(definition)
 
 
 class _ToolFields(TypedDict):
@@ -200,6 +205,7 @@ def agent_config(
         retries=Retries(**config.retries.model_dump()),
         thinking=config.thinking,
         openai_api=config.openai_api,
+        parallel_tools=config.parallel_tools,
         output=output,
         model_settings=ModelSettings(**config.model_settings.model_dump(mode="json")),
         deps=deps,

@@ -39,7 +39,7 @@ class Conversation:
     session_id: str = field(init=False)
     _context: EveContext = field(init=False)
     _tasks: InlineTasks = field(init=False)
-    _approved_once: set[str] = field(init=False, default_factory=set)
+    _approved_once: frozenset[str] = field(init=False, default=frozenset())
     _spent: Spend = field(init=False, default_factory=Spend)
 
     def __post_init__(self) -> None:
@@ -64,4 +64,6 @@ class Conversation:
         result = await run_agent(self.setup, message, history=self.history, env=env)
         self.results.append(result)
         self.history, self._spent = result.messages, result.session
+        if result.state is not None:  # the session's once() approvals, as the turn left them
+            self._approved_once = result.state.approved_once
         return result

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from eve._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from eve.execution.checkpoints import Inline, StepRecorder
     from eve.execution.environment import TurnEnvironment
     from eve.execution.events import EventEmitter, EventSink
     from eve.execution.inline_tasks import InlineTasks
     from eve.execution.loop import run_agent
+    from eve.execution.recording import Inline, StepRecorder
     from eve.execution.result import RunResult
     from eve.execution.setup import AgentSetup, agent_setup
     from eve.execution.tasks import NoTasks, TaskRunner
@@ -54,8 +54,8 @@ _LAZY = {
     "ApprovalRequest": "eve.execution.tool_calls",
     "EventEmitter": "eve.execution.events",
     "EventSink": "eve.execution.events",
-    "Inline": "eve.execution.checkpoints",
-    "StepRecorder": "eve.execution.checkpoints",
+    "Inline": "eve.execution.recording",
+    "StepRecorder": "eve.execution.recording",
     "InlineTasks": "eve.execution.inline_tasks",
     "NoTasks": "eve.execution.tasks",
     "TaskRunner": "eve.execution.tasks",

@@ -13,12 +13,19 @@ nothing runnable is left as it is, and ``eve__tool``'s execute explains what to 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import assert_never
 
 from eve.builtins.automatic import AUTOMATIC_TOOLS, CALL_TOOL, SKILL_TOOL
 from eve.events import ActionRequest
 from eve.execution.tool_calls import CallOutcome
 from eve.messages import ToolCall
-from eve.runtime.resolved import ResolvedFunctionTool, ResolvedTool
+from eve.runtime.resolved import (
+    ResolvedFunctionTool,
+    ResolvedProviderTool,
+    ResolvedSubagent,
+    ResolvedTool,
+    ResolvedWorkflowTool,
+)
 
 _KEYS = frozenset({"name", "input"})
 
@@ -57,8 +64,13 @@ def requested(
 
 def connection_of(name: str, tools: Mapping[str, ResolvedTool]) -> str | None:
     """The MCP connection whose server runs the tool ``name``, if any."""
-    tool = tools.get(name)
-    return tool.connection if isinstance(tool, ResolvedFunctionTool) else None
+    match tools.get(name):
+        case ResolvedFunctionTool(connection=connection):
+            return connection
+        case ResolvedWorkflowTool() | ResolvedSubagent() | ResolvedProviderTool() | None:
+            return None  # only function tools are an MCP server's
+        case unknown:
+            assert_never(unknown)
 
 
 def loaded_skill(call: ToolCall, result: CallOutcome) -> str | None:

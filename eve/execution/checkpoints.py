@@ -1,25 +1,25 @@
-"""The seam durability plugs into: each step of a turn is produced in checkpointable parts.
+"""What a step records: its parts, and the names they are recorded under.
 
-A step is one model call plus the tool calls that follow it. The loop hands the recorder a
-function that produces a part of the step: the first part streams the model response and
-runs its calls; it stops early only at a call that must wait for a person or that runs as
-a task (a subagent, a workflow tool: see ``execution.tasks``), or that needs MCP servers'
-tools not listed yet (``execution.connections``), and the part after the answer, the task's
-result or the listing runs the rest. ``Inline`` just calls the function. A durable
-recorder runs it as one checkpointed step the first time and, on recovery, returns the
-recorded part without calling it: the model is not asked again and the tools do not run
-twice. A step without approvals or tasks is therefore exactly one checkpoint. Parts are
-msgspec Structs so any recorder can store them as JSON.
+A step is one model call plus the tool calls that follow it. It is produced in parts, each
+recorded under its own key (``recording.StepRecorder``): the first part streams the model
+response and runs its calls; it stops early only at calls that must wait for a person, at a
+call that runs as a task (a subagent, a workflow tool: see ``execution.tasks``), at one that
+needs MCP servers' tools not listed yet (``execution.connections``), or before calls that
+run concurrently (``RunsBatch``: each of those is a record of its own, so a crash re-runs
+only the calls that had not finished). The part after the answers, the task's result, the
+listing or the batch runs the rest. A replayed part is returned as recorded: the model is
+not asked again and the tools do not run twice, so a step whose calls run one at a time
+(or that has one call) without approvals or tasks is exactly one record. Parts are msgspec
+Structs, so any recorder can store them as JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
 import msgspec
 
-from eve.execution.compaction import CompactionRecord, ProduceCompaction
+from eve.execution.recording import RecordKind
 from eve.execution.response import ModelResponse
 from eve.execution.tool_calls import CallOutcome
 
@@ -43,12 +43,19 @@ class RanAll(_Part, frozen=True, kw_only=True, tag="ran-all"):
     """Every call from ``first_call`` on has its result (or the response asked for none)."""
 
 
-class AsksPerson(_Part, frozen=True, kw_only=True, tag="asks-person"):
-    """Stopped before ``call`` (an index into the response's calls): a person must approve
-    it by ``rule`` first."""
+class PersonAsk(msgspec.Struct, frozen=True, kw_only=True):
+    """A call (an index into the response's calls) a person must approve by ``rule``."""
 
     call: int
     rule: str
+
+
+class AsksPerson(_Part, frozen=True, kw_only=True, tag="asks-person"):
+    """Stopped before ``call``: it and the calls in ``asks`` after it need a person, who
+    is asked about all of them in one round (``asks[0].call`` is ``call``)."""
+
+    call: int
+    asks: list[PersonAsk]
 
 
 class StartsTask(_Part, frozen=True, kw_only=True, tag="starts-task"):
@@ -69,53 +76,36 @@ class NeedsListing(_Part, frozen=True, kw_only=True, tag="needs-listing"):
     announce: bool = False
 
 
+class RunsBatch(_Part, frozen=True, kw_only=True, tag="runs-batch"):
+    """Stopped before the calls from ``next_call`` up to ``until`` (exclusive), which run
+    concurrently, each recorded on its own (``call_key``); the part after them goes on from
+    ``until``."""
+
+    until: int
+
+
 class Aborted(_Part, frozen=True, kw_only=True, tag="aborted"):
     """The turn was cancelled before the call after the last outcome."""
 
 
-StepPart = RanAll | AsksPerson | StartsTask | NeedsListing | Aborted
+StepPart = RanAll | AsksPerson | StartsTask | NeedsListing | RunsBatch | Aborted
+PARTS: RecordKind[StepPart] = RecordKind(StepPart, "a step's part")
+OUTCOMES: RecordKind[CallOutcome] = RecordKind(CallOutcome, "a tool call's result")
 
-
-Produce = Callable[[], Awaitable[StepPart]]
-#: a value a turn records once and reads back on recovery (the connections' tool listing)
-S = TypeVar("S", bound=msgspec.Struct)
-
-
-PartAfter = Literal["answered", "settled", "listed"]
+#: what a part after the first goes on after: a person's answers, a task's result, an MCP
+#: listing, or a batch of concurrent calls
+PartAfter = Literal["answered", "settled", "listed", "batch"]
 
 
 def part_key(step: int, resumed: int | None = None, after: PartAfter = "answered") -> str:
     """A part's name within its turn: ``step:3``; ``step:3:answered:1`` for the part that
     goes on from call 1 once a person answered about it; ``step:3:settled:1`` for the one
     that records call 1's task result and goes on after it; ``step:3:listed:1`` for the
-    one that goes on from call 1 once the MCP servers' tools are listed."""
+    one that goes on from call 1 once the MCP servers' tools are listed; ``step:3:batch:4``
+    for the one that goes on from call 4 after a batch of concurrent calls."""
     return f"step:{step}" if resumed is None else f"step:{step}:{after}:{resumed}"
 
 
-class StepRecorder(Protocol):
-    async def part(self, key: str, produce: Produce) -> StepPart:
-        """The part named ``key`` (see ``part_key``): produced now, or as recorded."""
-        ...
-
-    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
-        """The compaction named ``key`` (``compaction.compaction_key``): run now, or as
-        recorded (so a finished one never asks the model again)."""
-        ...
-
-    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
-        """The value named ``key`` of type ``kind``: produced now, or as recorded (so a
-        recovered turn sees the MCP tools its first run listed, not a new listing)."""
-        ...
-
-
-class Inline:
-    """No durability: produce every part now."""
-
-    async def part(self, key: str, produce: Produce) -> StepPart:
-        return await produce()
-
-    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
-        return await produce()
-
-    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
-        return await produce()
+def call_key(step: int, call: int) -> str:
+    """The record of call ``call`` of step ``step`` run in a concurrent batch."""
+    return f"step:{step}:call:{call}"

@@ -27,6 +27,7 @@ import msgspec
 
 from eve.events import CompactionFailedData, CompactionReason, SessionCompactedData
 from eve.execution.model_stream import stream_response
+from eve.execution.recording import RecordKind
 from eve.execution.trim import estimate_tokens, units
 from eve.manifest import Compaction
 from eve.messages import (
@@ -84,7 +85,8 @@ class SummaryFailed(msgspec.Struct, frozen=True, kw_only=True, tag_field="outcom
 
 
 CompactionRecord = Summarized | SummaryFailed
-#: produces a compaction's record (the loop hands one to ``StepRecorder.compaction``)
+COMPACTIONS: RecordKind[CompactionRecord] = RecordKind(CompactionRecord, "a compaction")
+#: produces a compaction's record (what ``StepRecorder.record`` runs for one)
 ProduceCompaction = Callable[[], Awaitable[CompactionRecord]]
 
 

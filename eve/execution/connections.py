@@ -18,7 +18,7 @@ from pathlib import Path
 from eve.builtins.automatic import CALL_TOOL, SEARCH_TOOL
 from eve.connections.names import SEPARATOR
 from eve.events import ConnectionFailedData
-from eve.execution.checkpoints import StepRecorder
+from eve.execution.recording import RecordKind, StepRecorder
 from eve.messages import ToolCall
 from eve.runtime.automatic import with_catalog_tools
 from eve.runtime.connections import (
@@ -33,6 +33,7 @@ from eve.runtime.resolved import ResolvedAgent, ResolvedConnection, ResolvedTool
 CATALOG_LISTING_STEP = LISTING_STEP + ".catalog"
 
 Emit = Callable[[ConnectionFailedData], Awaitable[None]]
+_LISTINGS: RecordKind[ConnectionListing] = RecordKind(ConnectionListing, "an MCP listing")
 
 
 class TurnConnections:
@@ -92,8 +93,8 @@ class TurnConnections:
     ) -> dict[str, ResolvedTool]:
         added: list[ResolvedTool] = []
         if connections:
-            listing = await self.recorder.value(
-                key, lambda: list_connections(connections, roots=self.roots), ConnectionListing
+            listing = await self.recorder.record(
+                key, lambda: list_connections(connections, roots=self.roots), _LISTINGS
             )
             for listed in listing.connections:
                 if listed.error is not None:

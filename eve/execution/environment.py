@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.costs import Spend
-from eve.execution.checkpoints import Inline, StepRecorder
 from eve.execution.events import EventEmitter, EventSink, HookDispatcher
 from eve.execution.limits import LimitHook
+from eve.execution.recording import Inline, StepRecorder
 from eve.execution.tasks import NoTasks, TaskRunner
 from eve.execution.tool_calls import ApprovalHook
 from eve.runtime.server_asks import Forms, SentCalls
@@ -33,14 +35,15 @@ class TurnEnvironment:
     emitter: EventEmitter | None = None
     #: where ``define_state`` lives; a fresh context for ``session_id`` when None
     context: EveContext | None = None
-    #: the durability seam (``execution.checkpoints``)
+    #: the durability seam (``execution.recording``)
     recorder: StepRecorder = field(default_factory=Inline)
     #: runs subagent and workflow-tool calls (``execution.tasks``); by default none run
     tasks: TaskRunner = field(default_factory=NoTasks)
     #: asked about calls whose rule needs a person; None: such calls are denied
     approve: ApprovalHook | None = None
-    #: tools approved under ``once()`` in this session, updated as approvals come
-    approved_once: set[str] = field(default_factory=set)
+    #: tools approved under ``once()`` in this session before the turn (the turn's are in
+    #: ``RunResult.state.approved_once``)
+    approved_once: AbstractSet[str] = frozenset()
     #: a JSONL transcript each message is appended to as it is recorded
     transcript: Path | None = None
     #: the session's tokens and cost before this turn (``turn.completed`` adds the turn's)
@@ -48,8 +51,9 @@ class TurnEnvironment:
     #: asked when the session crosses a limit (``execution.limits``); None: no one can
     #: raise it, and crossing one is ``SessionLimitReached``
     ask_limit: LimitHook | None = None
-    #: how many times each limit was raised in this session, updated as raises come
-    raised_limits: dict[str, int] = field(default_factory=dict)
+    #: how many times each limit was raised in this session before the turn (after it:
+    #: ``RunResult.state.raised_limits``)
+    raised_limits: Mapping[str, int] = field(default_factory=dict)
     #: where an MCP server's forms (elicitation, a sampling request to allow) are answered
     #: (``execution.call_asks``); None: no one sees them, and each is cancelled
     forms: Forms | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import assert_never
 
 from eve.authoring.workflow import AskHook
 from eve.context.active import EveContext
@@ -20,7 +21,7 @@ from eve.execution.subagents import (
 from eve.execution.tasks import TaskCall, failed, task_id_under
 from eve.execution.tool_calls import ApprovalHook, CallOutcome
 from eve.execution.workflow_tools import LocalWaits, run_workflow_tool
-from eve.runtime.resolved import ResolvedWorkflowTool
+from eve.runtime.resolved import ResolvedSubagent, ResolvedWorkflowTool
 
 
 @dataclass(kw_only=True)
@@ -35,10 +36,17 @@ class InlineTasks:
         return task_id_under(f"{task.session_id}:{task.turn_id}", task)
 
     async def run(self, task: TaskCall, task_id: str) -> CallOutcome:
-        if isinstance(task.tool, ResolvedWorkflowTool):
-            workspace = self.setup.workspace if self.setup else self.workspace
-            waits = LocalWaits(task=task, task_id=task_id, ask_hook=self.ask)
-            return await run_workflow_tool(task, waits, workspace)
+        match task.tool:
+            case ResolvedWorkflowTool():
+                workspace = self.setup.workspace if self.setup else self.workspace
+                waits = LocalWaits(task=task, task_id=task_id, ask_hook=self.ask)
+                return await run_workflow_tool(task, waits, workspace)
+            case ResolvedSubagent():
+                return await self._delegate(task, task_id)
+            case _:
+                assert_never(task.tool)
+
+    async def _delegate(self, task: TaskCall, task_id: str) -> CallOutcome:
         node_id = child_node_id(task.node_id, task.call.name)
         try:
             if self.setup is None:

@@ -1,16 +1,17 @@
 """Session limits a person can lift: which limit a session's totals crossed, and what then.
 
-The loop checks after each step (``enforce``). A crossed limit is put to the turn's
-``LimitHook``: a person raises it by its configured amount again (``raise``) or ends the
-session (``end``). With no hook there is no one to ask (``eve run``, a bare ``run_agent``,
-a subagent's own limits): ``SessionLimitReached``. How many times each limit was raised is
-the session's (``TurnEnvironment.raised_limits``, kept in its checkpoint), so a raise holds
-for the turns after it.
+The turn checks after each step (``transitions.next_action``). A crossed limit is put to
+the turn's ``LimitHook``: a person raises it by its configured amount again (``raise``) or
+ends the session (``end``). With no hook there is no one to ask (``eve run``, a bare
+``run_agent``, a subagent's own limits): ``SessionLimitReached``. How many times each limit
+was raised is the session's (``TurnState.raised_limits``, from
+``TurnEnvironment.raised_limits`` and kept in its checkpoint), so a raise holds for the
+turns after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, assert_never
@@ -85,13 +86,15 @@ def used(spend: Spend, name: LimitName) -> Decimal:
             assert_never(name)
 
 
-def allowed(limits: Limits, raised: dict[str, int], name: LimitName) -> Decimal | None:
+def allowed(limits: Limits, raised: Mapping[str, int], name: LimitName) -> Decimal | None:
     """The limit with the session's raises: the configured amount once per raise, plus one."""
     base = configured(limits, name)
     return None if base is None else base * (1 + raised.get(name, 0))
 
 
-def crossed(limits: Limits, raised: dict[str, int], spend: Spend, step: int) -> LimitCrossed | None:
+def crossed(
+    limits: Limits, raised: Mapping[str, int], spend: Spend, step: int
+) -> LimitCrossed | None:
     """The first limit ``spend`` has reached, if any."""
     for name in LIMIT_NAMES:
         base = configured(limits, name)
@@ -112,34 +115,18 @@ def crossed(limits: Limits, raised: dict[str, int], spend: Spend, step: int) -> 
     return None
 
 
-async def enforce(
-    limits: Limits, raised: dict[str, int], spend: Spend, ask: LimitHook | None, step: int
-) -> LimitName | None:
-    """Put every limit ``spend`` reached to ``ask`` until none is reached; the limit a
-    person chose to end the session on, or None to go on (or when the turn was cancelled
-    while asking: the caller checks its signal). ``raised`` is updated in place."""
-    while (crossing := crossed(limits, raised, spend, step)) is not None:
-        if ask is None:
-            raise SessionLimitReached(
-                f"the session reached {crossing.limit}: {crossing.used} used of "
-                f"{crossing.allowed} allowed (input {spend.usage.total_input_tokens} tokens, "
-                f"output {spend.usage.output_tokens} tokens, cost "
-                f"{_usd(spend)}); no one is here to raise it",
-                limit=crossing.limit,
-                used=crossing.used,
-                allowed=crossing.allowed,
-            )
-        decision = await ask(crossing)
-        if decision is None:
-            return None
-        match decision:
-            case "raise":
-                raised[crossing.limit] = crossing.times_raised + 1
-            case "end":
-                return crossing.limit
-            case _:
-                assert_never(decision)
-    return None
+def limit_reached(crossing: LimitCrossed) -> SessionLimitReached:
+    """The error of a crossed limit no one is here to raise (``eve run``, a bare turn)."""
+    spend = crossing.spend
+    return SessionLimitReached(
+        f"the session reached {crossing.limit}: {crossing.used} used of "
+        f"{crossing.allowed} allowed (input {spend.usage.total_input_tokens} tokens, "
+        f"output {spend.usage.output_tokens} tokens, cost "
+        f"{_usd(spend)}); no one is here to raise it",
+        limit=crossing.limit,
+        used=crossing.used,
+        allowed=crossing.allowed,
+    )
 
 
 def _usd(spend: Spend) -> str:

@@ -17,13 +17,14 @@ import msgspec
 
 from eve.auth.principal import Principal
 from eve.execution.environment import TurnEnvironment
+from eve.execution.recording import RecordKind
 from eve.execution.setup import AgentSetup
 from eve.memory.access import MemoryHost, NodeMemory, Turn
 from eve.runtime.automatic import with_catalog_tools
 from eve.runtime.memory import MEMORY_TOOLS, memory_tools
 from eve.runtime.resolved import ResolvedAgent
 
-#: the recorded value a turn's recall is (``StepRecorder.value``)
+#: the record a turn's recall is (``StepRecorder.record``)
 RECALL_STEP = "memory.recall"
 
 
@@ -31,6 +32,9 @@ class RecalledMemory(msgspec.Struct, frozen=True, kw_only=True):
     """The memory section of a turn's system prompt (empty: nothing to add)."""
 
     text: str = ""
+
+
+RECALLED: RecordKind[RecalledMemory] = RecordKind(RecalledMemory, "a memory recall")
 
 
 def _bound(agent: ResolvedAgent, memory: NodeMemory) -> ResolvedAgent:
@@ -74,7 +78,7 @@ async def with_recall(
     async def produce() -> RecalledMemory:
         return RecalledMemory(text=await memory.recall(message, turn))
 
-    recalled = await env.recorder.value(RECALL_STEP, produce, RecalledMemory)
+    recalled = await env.recorder.record(RECALL_STEP, produce, RECALLED)
     if not recalled.text:
         return setup
     agent = setup.agent

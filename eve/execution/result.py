@@ -8,6 +8,7 @@ from typing import Any
 from eve.costs import Cost, Spend
 from eve.events import TurnStop
 from eve.execution.limits import LimitName
+from eve.execution.turn_state import TurnState
 from eve.messages import AssistantMessage, Message, StopReason
 from eve.usage import TokenUsage
 
@@ -32,6 +33,9 @@ class RunResult:
     #: why the last model response ended: ``max_tokens`` means the answer was cut off at
     #: the output token limit (``model_settings.max_output_tokens``)
     finish_reason: StopReason | None = None
+    #: the turn's final state (``execution.turn_state``): the session's ``once()``
+    #: approvals and raised limits after it, which its checkpoint keeps
+    state: TurnState | None = None
 
     @property
     def truncated(self) -> bool:

@@ -29,11 +29,11 @@ from eve.context.active import EveContext
 from eve.costs import Spend
 from eve.errors import EveError, SubagentConfigInvalid, SubagentConfigMissing
 from eve.events import Delegation, ParentLink
-from eve.execution.checkpoints import Inline, StepRecorder
 from eve.execution.environment import TurnEnvironment
 from eve.execution.events import EventEmitter
 from eve.execution.loop import run_agent
 from eve.execution.output import output_text
+from eve.execution.recording import Inline, StepRecorder
 from eve.execution.result import RunResult
 from eve.execution.setup import DEFAULT_MAX_TURNS, AgentSetup, context_budget
 from eve.execution.tasks import TaskCall, TaskRunner, completed, failed

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, assert_never, runtime_checkable
 
 import msgspec
 import pydantic
@@ -59,6 +60,17 @@ class ApprovalRequest:
 
 
 ApprovalHook = Callable[[ApprovalRequest], Awaitable[bool] | bool]
+
+
+@runtime_checkable
+class ApprovesTogether(Protocol):
+    """An approval hook that takes all of one step's requests as one round (a durable
+    session's: one ``input.requested`` naming every call); a plain hook is asked about
+    them one after another."""
+
+    def __call__(self, request: ApprovalRequest) -> Awaitable[bool] | bool: ...
+
+    async def together(self, requests: Sequence[ApprovalRequest]) -> Sequence[bool]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,7 +181,7 @@ def raised(call: ToolCall, error: Exception) -> CallOutcome:
 
 @dataclass(kw_only=True)
 class ToolRunner:
-    """Runs calls for one turn; ``approved_once`` remembers ``once()`` approvals per session."""
+    """Runs calls for one turn: look up, validate, check approval, execute."""
 
     tools: dict[str, ResolvedTool]
     approve: ApprovalHook | None
@@ -178,7 +190,6 @@ class ToolRunner:
     session_id: str
     node_id: str
     workspace: Path
-    approved_once: set[str]
     turn_id: str | None = None
     #: the node's cap on one result's text for the model (a tool's own comes first;
     #: ``eve.execution.tool_output.agent_output_limit``)
@@ -188,19 +199,42 @@ class ToolRunner:
     #: what a call offers the MCP server running it (``execution.call_asks``); None: the
     #: server's elicitation and sampling requests are refused
     asks: Callable[[ToolCall], CallAsks] | None = None
+    #: the node lets calls of one step run concurrently (``define_agent(parallel_tools=)``)
+    parallel: bool = True
 
     def output_limit_of(self, call: ToolCall) -> int:
         """The cap on what ``call``'s result sends to the model: the tool's, else the node's."""
-        tool = self.tools.get(call.name)
-        own = tool.entry.max_output_chars if isinstance(tool, ResolvedFunctionTool) else None
-        return own if own is not None else self.output_limit
+        match self.tools.get(call.name):
+            case ResolvedFunctionTool(entry=entry):
+                own = entry.max_output_chars
+                return self.output_limit if own is None else own
+            case ResolvedWorkflowTool() | ResolvedSubagent() | ResolvedProviderTool() | None:
+                return self.output_limit
+            case unknown:
+                assert_never(unknown)
 
-    async def needs_person(self, tool: RunnableTool, data: Any) -> str | None:
+    def concurrent(self, admitted: Admitted) -> bool:
+        """Whether ``admitted`` may run beside the other calls of its step."""
+        match admitted.tool:
+            case ResolvedFunctionTool(entry=entry):
+                return self.parallel and entry.parallel
+            case ResolvedWorkflowTool() | ResolvedSubagent():
+                return False  # tasks run between parts, one at a time
+            case _:
+                assert_never(admitted.tool)
+
+    async def needs_person(
+        self, tool: RunnableTool, data: Any, approved_once: AbstractSet[str]
+    ) -> str | None:
         """The rule that requires asking a person, ``"denied"`` for a policy refusal, or None."""
-        if isinstance(tool, ResolvedSubagent):
-            return None  # delegating asks no one; the subagent's own tools ask for themselves
-        rule = tool.approval
-        if rule.kind == "never" or (rule.kind == "once" and tool.name in self.approved_once):
+        match tool:
+            case ResolvedSubagent():
+                return None  # delegating asks no one; the subagent's tools ask for themselves
+            case ResolvedFunctionTool() | ResolvedWorkflowTool():
+                rule = tool.approval
+            case _:
+                assert_never(tool)
+        if rule.kind == "never" or (rule.kind == "once" and tool.name in approved_once):
             return None
         if rule.kind == "policy" and rule.policy is not None:
             decision = rule.policy(data)
@@ -212,32 +246,51 @@ class ToolRunner:
                 return "denied"
         return rule.kind
 
-    async def ask(self, call: ToolCall, rule: str) -> bool:
-        if self.approve is None:
-            return False
-        tool = self.tools.get(call.name)
-        gated = tool if isinstance(tool, ResolvedFunctionTool | ResolvedWorkflowTool) else None
-        by = None if gated is None else gated.approval.by
-        answer = self.approve(
-            ApprovalRequest(
-                tool_name=call.name, call_id=call.id, input=call.input, rule=rule, by=by
-            )
+    def approval_request(self, call: ToolCall, rule: str) -> ApprovalRequest:
+        match self.tools.get(call.name):
+            case ResolvedFunctionTool(approval=approval) | ResolvedWorkflowTool(approval=approval):
+                by = approval.by
+            case ResolvedSubagent() | ResolvedProviderTool() | None:
+                by = None
+            case unknown:
+                assert_never(unknown)
+        return ApprovalRequest(
+            tool_name=call.name, call_id=call.id, input=call.input, rule=rule, by=by
         )
-        return bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+
+    async def ask(self, asks: Sequence[tuple[ToolCall, str]]) -> list[bool]:
+        """A person's answer about each ``(call, rule)``, asked in one round: all at once
+        when the hook takes a round (``ApprovesTogether``), else one after another."""
+        if self.approve is None:
+            return [False for _ in asks]
+        requests = [self.approval_request(call, rule) for call, rule in asks]
+        if isinstance(self.approve, ApprovesTogether):
+            return list(await self.approve.together(requests))
+        answers: list[bool] = []
+        for request in requests:
+            answer = self.approve(request)
+            answers.append(bool(await answer) if inspect.isawaitable(answer) else bool(answer))
+        return answers
 
     def _validated(self, call: ToolCall) -> tuple[RunnableTool, Any] | CallOutcome:
-        tool = self.tools.get(call.name)
-        if tool is None:
-            names = ", ".join(sorted(self.tools)) or "none"
-            return outcome(call, f"unknown tool '{call.name}' (available: {names})", "failed")
-        if isinstance(tool, ResolvedProviderTool):
-            return outcome(call, f"{call.name} is run by the model provider, not by eve", "failed")
-        try:
-            return tool, tool.validator.validate(call.input)
-        except EveError as error:
-            return outcome(call, str(error), "failed")
+        match self.tools.get(call.name):
+            case None:
+                names = ", ".join(sorted(self.tools)) or "none"
+                return outcome(call, f"unknown tool '{call.name}' (available: {names})", "failed")
+            case ResolvedProviderTool():
+                text = f"{call.name} is run by the model provider, not by eve"
+                return outcome(call, text, "failed")
+            case ResolvedFunctionTool() | ResolvedWorkflowTool() | ResolvedSubagent() as tool:
+                try:
+                    return tool, tool.validator.validate(call.input)
+                except EveError as error:
+                    return outcome(call, str(error), "failed")
+            case unknown:
+                assert_never(unknown)
 
-    async def admit(self, call: ToolCall) -> Admitted | CallOutcome | NeedsPerson:
+    async def admit(
+        self, call: ToolCall, approved_once: AbstractSet[str]
+    ) -> Admitted | CallOutcome | NeedsPerson:
         """Look up, validate and check approval: the call to run, the result instead, or
         the rule by which a person must decide first (then ``answered`` takes the answer).
 
@@ -248,14 +301,14 @@ class ToolRunner:
         if isinstance(found, CallOutcome):
             return found
         tool, data = found
-        rule = await self.needs_person(tool, data)
+        rule = await self.needs_person(tool, data, approved_once)
         if rule is None:
             return Admitted(call=call, tool=tool, data=data)
         if rule == "denied":
             return outcome(call, f"the approval policy of {call.name} denied this call", "rejected")
         return NeedsPerson(rule=rule)
 
-    def answered(self, call: ToolCall, rule: str, approved: bool) -> Admitted | CallOutcome:
+    def answered(self, call: ToolCall, approved: bool) -> Admitted | CallOutcome:
         """The call ``admit`` held for a person, now that they answered."""
         found = self._validated(call)
         if isinstance(found, CallOutcome):
@@ -266,8 +319,6 @@ class ToolRunner:
         if not approved:
             who = "a person denied" if self.approve else "no one can approve here, so eve denied"
             return outcome(call, f"{call.name} needs approval and {who} this call", "rejected")
-        if rule == "once":
-            self.approved_once.add(tool.name)
         return Admitted(call=call, tool=tool, data=data)
 
     async def run_admitted(self, admitted: Admitted, step_index: int) -> CallOutcome:

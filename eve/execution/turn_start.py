@@ -21,6 +21,7 @@ from eve.errors import InstructionsFailed
 from eve.execution.deps import open_deps
 from eve.execution.environment import TurnEnvironment
 from eve.execution.memory import with_recall
+from eve.execution.recording import RecordKind
 from eve.execution.setup import AgentSetup
 from eve.runtime.resolved import ResolvedInstructions
 
@@ -32,6 +33,10 @@ class DynamicPrompt(msgspec.Struct, frozen=True, kw_only=True):
     """What a node's instructions.py returned for one turn."""
 
     text: str
+
+
+#: how the recorded prompt reads back
+DYNAMIC_PROMPT: RecordKind[DynamicPrompt] = RecordKind(DynamicPrompt, "a dynamic prompt")
 
 
 async def prepare_turn(
@@ -65,7 +70,7 @@ async def with_instructions(
     async def produce() -> DynamicPrompt:
         return DynamicPrompt(text=await render(dynamic, ctx))
 
-    recorded = await env.recorder.value(INSTRUCTIONS_STEP, produce, DynamicPrompt)
+    recorded = await env.recorder.record(INSTRUCTIONS_STEP, produce, DYNAMIC_PROMPT)
     agent = setup.agent
     return replace(
         setup, agent=replace(agent, instructions=joined(agent.instructions, recorded.text))

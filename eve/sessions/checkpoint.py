@@ -43,6 +43,13 @@ class SessionCheckpoint(msgspec.Struct, kw_only=True, omit_defaults=True):
         self.legacy_input_tokens = self.legacy_output_tokens = None
 
 
+#: the format of a durable step's record; a record of another is refused
+#: (``StepRecordCorrupt``). 2: the turn as a state machine (parts ask several calls at once
+#: and stop before concurrent batches; ``once()`` approvals are the turn's state, not the
+#: record's)
+STEP_RECORD_VERSION = 2
+
+
 class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
     """What a durable step records beside its value: the state after it ran, and its events.
 
@@ -52,7 +59,8 @@ class StepCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
 
     value: msgspec.Raw
     state: dict[str, Any]
-    approved_once: list[str]
+    #: the record's format (``STEP_RECORD_VERSION``); a record without one is of format 1
+    version: int = 1
     attempt: int = 0
     events: list[SessionEvent] = []
     #: the tree the session's workspace held after the step (``sessions.workspaces``);

@@ -17,6 +17,7 @@ from eve.context.active import EveContext
 from eve.costs import Spend, price
 from eve.events import CompactionFailedData, SessionCompactedData
 from eve.execution.compaction import (
+    COMPACTIONS,
     CompactionRecord,
     Compactor,
     Summarized,
@@ -95,8 +96,8 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
 
     context = EveContext(session_id=session_id)
     context.restore(checkpoint.state)
-    recorder = DurableRecorder(events, context, set(checkpoint.approved_once), gate=runtime.gate)
-    record = await recorder.compaction(compaction_key(None), produce)
+    recorder = DurableRecorder(events, context, gate=runtime.gate)
+    record = await recorder.record(compaction_key(None), produce, COMPACTIONS)
     if isinstance(record, Summarized):
         await _save(runtime, session_id, loaded, record)
     await events.flush()

@@ -40,6 +40,8 @@ APPROVAL_OPTIONS = [Option(id="approve", label="Approve"), Option(id="deny", lab
 #: waits for the answer to a request id: the option chosen and by whom, or None when
 #: cancelled
 Answer = Callable[[str], Awaitable[AnswerMail | None]]
+#: waits for the answers to all of several request ids, by id; None when cancelled
+Answers = Callable[[Sequence[str]], Awaitable[dict[str, AnswerMail] | None]]
 
 
 def request_id_for(workflow_id: str, asker: str) -> str:
@@ -73,6 +75,28 @@ class InputDesk:
         ``answer`` returns; ``options`` are the ids it accepts (None: approve and deny);
         ``by`` names who may answer besides the turn's principal and operators."""
         request_id = request.request_id
+        await self._open(request_id, options, by)
+        await self._requested([request])
+        given = await answer(request_id)
+        return await self._close(request_id, given)
+
+    async def ask_together(
+        self, requests: Sequence[tuple[InputRequest, str | None]], answers: Answers
+    ) -> list[str | None]:
+        """Park on several requests (each with who may answer it besides) asked in one
+        round: one ``input.requested`` names them all, and the turn goes on once every one
+        is answered; the options chosen, in order (None each: cancelled)."""
+        for request, by in requests:
+            await self._open(request.request_id, None, by)
+        await self._requested([request for request, _ in requests])
+        given = await answers([request.request_id for request, _ in requests])
+        chosen: list[str | None] = []
+        for request, _ in requests:
+            answer = None if given is None else given[request.request_id]
+            chosen.append(await self._close(request.request_id, answer))
+        return chosen
+
+    async def _open(self, request_id: str, options: Sequence[str] | None, by: str | None) -> None:
         await DBOS.run_step_async(
             {"name": f"input.open:{request_id}"},
             asyncio.to_thread,
@@ -84,10 +108,13 @@ class InputDesk:
             asker=self.principal,
             answer_by=by,
         )
-        await self.emitter.emit(InputRequestedData(turn_id=self.turn_id, requests=[request]))
+
+    async def _requested(self, requests: list[InputRequest]) -> None:
+        await self.emitter.emit(InputRequestedData(turn_id=self.turn_id, requests=requests))
         await self.emitter.emit(TurnWaitingData(turn_id=self.turn_id, on="input"))
         await self.events.flush()
-        given = await answer(request_id)
+
+    async def _close(self, request_id: str, given: AnswerMail | None) -> str | None:
         await DBOS.run_step_async(
             {"name": f"input.close:{request_id}"},
             asyncio.to_thread,
@@ -113,9 +140,20 @@ class DurableApproval:
         self.mailbox = Mailbox(signal=signal)
 
     async def __call__(self, request: ApprovalRequest) -> bool:
-        request_id = request_id_for(self.desk.workflow_id, request.call_id)
-        entry = ToolApprovalRequest(
-            request_id=request_id,
+        entry = self._entry(request)
+        chosen = await self.desk.ask(entry, None, self.mailbox.answer, by=request.by)
+        return chosen == "approve"
+
+    async def together(self, requests: Sequence[ApprovalRequest]) -> list[bool]:
+        """The calls of one step that need a person, asked in one round
+        (``execution.tool_calls.ApprovesTogether``)."""
+        entries = [(self._entry(request), request.by) for request in requests]
+        chosen = await self.desk.ask_together(entries, self.mailbox.answers)
+        return [option == "approve" for option in chosen]
+
+    def _entry(self, request: ApprovalRequest) -> ToolApprovalRequest:
+        return ToolApprovalRequest(
+            request_id=request_id_for(self.desk.workflow_id, request.call_id),
             tool_name=request.tool_name,
             call_id=request.call_id,
             input=request.input,
@@ -123,5 +161,3 @@ class DurableApproval:
             options=APPROVAL_OPTIONS,
             by=request.by,
         )
-        chosen = await self.desk.ask(entry, None, self.mailbox.answer, by=request.by)
-        return chosen == "approve"

@@ -10,7 +10,7 @@ message or timeout, whatever the message, so a replay makes the same DBOS operat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, assert_never
 
@@ -44,6 +44,18 @@ class Mailbox:
         """The answer to ``request_id``; None when the turn was cancelled first."""
         got = await self.receive(AnswerMail, lambda m: m.request_id == request_id)
         return None if isinstance(got, CancelMail) else got
+
+    async def answers(self, request_ids: Sequence[str]) -> dict[str, AnswerMail] | None:
+        """The answers to all of ``request_ids``, by id, in whatever order they come; None
+        when the turn was cancelled first."""
+        pending, given = set(request_ids), {}
+        while pending:
+            got = await self.receive(AnswerMail, lambda m: m.request_id in pending)
+            if got is None or isinstance(got, CancelMail):
+                return None
+            given[got.request_id] = got
+            pending.discard(got.request_id)
+        return given
 
     def kept_one(self, kind: type[M], wanted: Callable[[M], bool]) -> M | None:
         """The first kept message of ``kind`` that ``wanted`` accepts, taken out."""

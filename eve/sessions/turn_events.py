@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -41,53 +43,84 @@ HELD_UNTIL_SAVED = frozenset({"turn.completed", "turn.cancelled"})
 RENEWED = frozenset({"authorization.required"})
 
 
+@dataclass(kw_only=True)
+class _Step:
+    """A durable step running now, and the events it emitted so far."""
+
+    owner: TurnEvents
+    key: str
+    attempt: int
+    events: list[SessionEvent] = field(default_factory=list)
+
+
+#: the step the current task runs in: the calls of a concurrent batch are steps at once,
+#: each in its own task, so which step an event belongs to is the task's, not the turn's
+_running: ContextVar[_Step | None] = ContextVar("eve_turn_step", default=None)
+
+
 class TurnEvents:
     def __init__(self, writer: SessionWriter, *, workflow_id: str, progress: TurnProgress) -> None:
         self.writer = writer
         self.workflow_id = workflow_id
         self.progress = progress
         self.body_seq = -1
-        self.step_key: str | None = None
-        self.attempt = 0
-        self.step_events: list[SessionEvent] = []
+        #: the events of the last step this turn finished (``step_events`` outside one)
+        self.finished_events: list[SessionEvent] = []
+        #: the steps running now (several while a batch of concurrent calls runs)
+        self.open: list[_Step] = []
         #: the last body event was already in the log (so are its ``hook.failed`` reports)
         self.skipped = False
         #: the turn's end and what followed it, until the checkpoint is saved (``release``)
         self.held: list[Pending] = []
 
+    @property
+    def step_events(self) -> list[SessionEvent]:
+        """The events of the step running in this task, else of the last one finished."""
+        running = _running.get()
+        mine = running is not None and running.owner is self
+        return running.events if mine and running is not None else self.finished_events
+
     def __call__(self, event: SessionEvent) -> None:
-        if self.step_key is None and event.type in RENEWED:
-            # emitted anew by each run, never taken for one the log holds: it takes no body
-            # position, so the events after it keep theirs
-            self._body(Pending(event=event, workflow_id=self.workflow_id))
+        running = _running.get()
+        if running is None or running.owner is not self:
+            # emitted outside the task of any step of this turn (an MCP server's progress
+            # comes from its session's reader): the step running now, as before batches
+            running = self.open[-1] if self.open else None
+        if running is None:
+            self._outside_steps(event)
             return
-        if self.step_key is None and event.type == "hook.failed":
-            if not self.skipped:
-                self._body(Pending(event=event, workflow_id=self.workflow_id))
-            return
-        if self.step_key is None:
-            self.body_seq += 1
-            self.skipped = self.body_seq <= self.progress.last_body_seq
-            if self.skipped:
-                return
-            pending = Pending(event=event, workflow_id=self.workflow_id, body_seq=self.body_seq)
-            if event.type in HELD_UNTIL_SAVED:
-                self.held.append(pending)
-            else:
-                self._body(pending)
-            return
-        if self.attempt:
-            data = msgspec.structs.replace(event.data, attempt=self.attempt)
+        if running.attempt:
+            data = msgspec.structs.replace(event.data, attempt=running.attempt)
             event = msgspec.structs.replace(event, data=data)
-        self.step_events.append(event)
+        running.events.append(event)
         self.writer.add(
             Pending(
                 event=event,
                 workflow_id=self.workflow_id,
-                step_key=self.step_key,
-                attempt=self.attempt,
+                step_key=running.key,
+                attempt=running.attempt,
             )
         )
+
+    def _outside_steps(self, event: SessionEvent) -> None:
+        if event.type in RENEWED:
+            # emitted anew by each run, never taken for one the log holds: it takes no body
+            # position, so the events after it keep theirs
+            self._body(Pending(event=event, workflow_id=self.workflow_id))
+            return
+        if event.type == "hook.failed":
+            if not self.skipped:
+                self._body(Pending(event=event, workflow_id=self.workflow_id))
+            return
+        self.body_seq += 1
+        self.skipped = self.body_seq <= self.progress.last_body_seq
+        if self.skipped:
+            return
+        pending = Pending(event=event, workflow_id=self.workflow_id, body_seq=self.body_seq)
+        if event.type in HELD_UNTIL_SAVED:
+            self.held.append(pending)
+        else:
+            self._body(pending)
 
     @asynccontextmanager
     async def step(self, key: str) -> AsyncIterator[int]:
@@ -95,15 +128,17 @@ class TurnEvents:
 
         The step's events are in ``step_events`` afterwards, for its record.
         """
-        self.attempt = self.progress.attempts.get(key, -1) + 1
-        self.progress.attempts[key] = self.attempt
-        self.step_key = key
-        self.step_events = []
+        attempt = self.progress.attempts.get(key, -1) + 1
+        self.progress.attempts[key] = attempt
+        step = _Step(owner=self, key=key, attempt=attempt)
+        token = _running.set(step)
+        self.open.append(step)
         try:
-            yield self.attempt
+            yield attempt
         finally:
-            self.step_key = None
-            self.attempt = 0
+            _running.reset(token)
+            self.open.remove(step)
+            self.finished_events = step.events
 
     def replayed(self, key: str, attempt: int, recorded: list[SessionEvent]) -> None:
         """A step came back from its record: append the events of it the log lacks."""

@@ -196,8 +196,6 @@ class TurnRuntime:
         context = EveContext(session_id=session_id, principal=sender_of(given))
         context.restore(checkpoint.state)
         workspace = await self.workspace_of(session_id)
-        approved_once = set(checkpoint.approved_once)
-        raised = dict(checkpoint.raised_limits)
         try:
             async with self.signal_for(workflow_id) as signal:
                 desk = InputDesk(
@@ -215,15 +213,13 @@ class TurnRuntime:
                     signal=signal,
                     emitter=emitter,
                     context=context,
-                    recorder=DurableRecorder(
-                        events, context, approved_once, gate=self.gate, workspace=workspace
-                    ),
+                    recorder=DurableRecorder(events, context, gate=self.gate, workspace=workspace),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
-                    approved_once=approved_once,
+                    approved_once=frozenset(checkpoint.approved_once),
                     spent_before=checkpoint.spend,
                     ask_limit=DurableLimits(desk, signal),
-                    raised_limits=raised,
+                    raised_limits=checkpoint.raised_limits,
                     forms=DurableForms(desk=desk, signal=signal),
                     sent_calls=DurableSentCalls(desk=desk),
                 )
@@ -243,7 +239,7 @@ class TurnRuntime:
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
             await events.flush()
             return "failed"
-        ended = await self._finish(session_id, loaded, context, approved_once, raised, result)
+        ended = await self._finish(session_id, loaded, context, result)
         events.release()  # the turn's end, now that its checkpoint counts it
         # hooks of session.completed read the state the session ended with
         with use_context(context):
@@ -260,19 +256,18 @@ class TurnRuntime:
         session_id: str,
         loaded: Loaded,
         context: EveContext,
-        approved_once: set[str],
-        raised: dict[str, int],
         result: RunResult,
     ) -> str | None:
-        """Save the checkpoint; the reason the session ends now: the limit a person chose
-        to end it on (``execution.limits``)."""
+        """Save the checkpoint, built from the turn's final state; the reason the session
+        ends now: the limit a person chose to end it on (``execution.limits``)."""
+        assert result.state is not None, "run_agent returns the turn's final state"
         after = SessionCheckpoint(
             messages=result.messages,
             state=context.snapshot(),
-            approved_once=sorted(approved_once),
+            approved_once=sorted(result.state.approved_once),
             turns=loaded.checkpoint.turns + 1,
             spend=result.session,
-            raised_limits=raised,
+            raised_limits=dict(result.state.raised_limits),
         )
         await save_checkpoint(self.store, session_id, after, after=loaded)
         reason = result.ended_by

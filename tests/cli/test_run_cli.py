@@ -32,7 +32,8 @@ SCRIPTED = {
         from pathlib import Path
         from eve.tools import ToolContext, tool
 
-        @tool
+        # alone: a second call waits for the first, so a cancel closes it unrun
+        @tool(parallel=False)
         async def wait_a_bit(seconds: float, ctx: ToolContext) -> str:
             '''Wait, unless the turn is cancelled.'''
             Path("tool.started").write_text("yes")

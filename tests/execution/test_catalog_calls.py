@@ -247,7 +247,9 @@ async def test_once_remembers_the_entry_not_eve_tool(tmp_path: Path) -> None:
         approve=lambda request: asked.append(request.tool_name) or True,
         approved_once=approved_once,
     )
-    assert asked == ["discount"] and approved_once == {"discount"}
+    # the turn's final state holds the session's once() approvals (its checkpoint keeps them)
+    assert result.state is not None
+    assert asked == ["discount"] and result.state.approved_once == {"discount"}
     assert [r.content for r in results(result)] == ["5% off", "10% off"]
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 import pytest
 from pydantic import BaseModel
 
-from eve.execution.checkpoints import Produce, S, StepPart
-from eve.execution.compaction import CompactionRecord, ProduceCompaction
+from eve.execution.recording import Produce, RecordKind, T
 from eve.models.function import FunctionModel
 from eve.tools import define_tool
 from tests.execution.helpers import Script, calls, live, text, turn
@@ -27,22 +25,13 @@ class JsonRecorder:
         self.log = log if log is not None else {}
         self.produced: list[str] = []
 
-    async def _get(self, key: str, kind: type[Any], produce: Callable[[], Awaitable[Any]]) -> Any:
+    async def record(self, key: str, produce: Produce[T], kind: RecordKind[T]) -> T:
         if key in self.log:
-            return msgspec.json.decode(self.log[key], type=kind)
+            return kind.decoder.decode(self.log[key])
         value = await produce()
         self.produced.append(key)
         self.log[key] = msgspec.json.encode(value)
         return value
-
-    async def part(self, key: str, produce: Produce) -> StepPart:
-        return await self._get(key, StepPart, produce)  # type: ignore[no-any-return]
-
-    async def compaction(self, key: str, produce: ProduceCompaction) -> CompactionRecord:
-        return await self._get(key, CompactionRecord, produce)  # type: ignore[no-any-return]
-
-    async def value(self, key: str, produce: Callable[[], Awaitable[S]], kind: type[S]) -> S:
-        return await self._get(key, kind, produce)  # type: ignore[no-any-return]
 
 
 async def test_a_replayed_turn_calls_nothing_again_and_ends_the_same() -> None:

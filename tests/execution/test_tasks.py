@@ -287,3 +287,39 @@ async def test_a_task_cancelled_while_it_waits_reports_that_not_never_ran(
     assert result.stop_reason == "aborted"
     nap = results(result)["nap"]
     assert nap.is_error and "TaskCancelled" in nap.content
+
+
+QUICK = """
+    from pathlib import Path
+    from eve.tools import WorkflowContext, define_workflow_tool
+
+    async def run(data, ctx: WorkflowContext):
+        with Path("quick.log").open("a") as log:
+            log.write("ran\\n")
+        return "quick done"
+
+    default = define_workflow_tool(description="Quick.", run=run)
+"""
+
+
+async def test_a_task_then_concurrent_calls_keep_the_tasks_result_and_run_it_once(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tree(make_app, **{"agent/tools/quick.py": QUICK})
+    monkeypatch.chdir(root)
+    write(root, "compiled.json", [])
+    three = {
+        "tool_calls": [
+            {"name": "quick", "input": {}},
+            {"name": "shout", "input": {"text": "a"}},
+            {"name": "lookup", "input": {"text": "b"}},
+        ]
+    }
+    write(root, "script.json", [three, {"text": "done"}])
+    setup = await prepare(root, model=None, max_turns=None)
+    events: list[SessionEvent] = []
+    result = await turn(setup, events)
+    names = [m.name for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert names == ["quick", "shout", "lookup"]  # the model's order
+    assert results(result)["quick"].content == "quick done"
+    assert (root / "quick.log").read_text() == "ran\n"

@@ -46,7 +46,9 @@ TOOLS = {
         from pathlib import Path
         from eve.tools import ToolContext, tool
 
-        @tool
+        # alone: the calls of its step run one after another, in one durable record, so
+        # a kill while it holds re-runs the whole step (tests/memory/test_memory_crash.py)
+        @tool(parallel=False)
         async def hold(ctx: ToolContext) -> str:
             '''Wait until the test writes the file "release".'''
             Path(f"hold-{ctx.session_id}.started").write_text("yes")

@@ -68,7 +68,6 @@ async def _measure(blocks: int) -> dict[str, list[float]]:
         session_id="bench",
         node_id="__root__",
         workspace=REPO,
-        approved_once=set(),
         output_limit=DEFAULT_CHARS,
     )
     call = ToolCall(id="c0", name="units__convert_units", input=ARGS)
@@ -87,7 +86,7 @@ async def _measure(blocks: int) -> dict[str, list[float]]:
                     assert not result.is_error
                 for _ in range(PER_BLOCK):
                     start, cpu = time.perf_counter_ns(), time.process_time_ns()
-                    admitted = await runner.admit(call)
+                    admitted = await runner.admit(call, frozenset())
                     assert isinstance(admitted, Admitted)
                     outcome = await runner.run_admitted(admitted, 0)
                     timings["eve_cpu"].append((time.process_time_ns() - cpu) / 1000)

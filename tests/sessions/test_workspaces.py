@@ -34,6 +34,10 @@ def store(either_store: SessionStore) -> SessionStore:
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
+    return seeded_root(tmp_path)
+
+
+def seeded_root(tmp_path: Path) -> Path:
     """A workspace root whose sandbox seeds every session with ``seed.txt``."""
     seed = tmp_path / "agent" / "sandbox" / "workspace" / "seed.txt"
     seed.parent.mkdir(parents=True)

@@ -3,9 +3,10 @@
 DBOS keeps every workflow it ran (its status, input, output, each step's output, its
 messages and streams) until someone deletes it. eve needs a workflow's records only while
 it may still run or replay: a finished turn is never replayed, and what a session *was*
-(its history, its events) lives in eve's own tables, which this never touches. So a
-finished workflow older than the retention period can go, unless a workflow still active
-is its parent or its child (a replay of the one asks DBOS for the other's result).
+(its history, its events) lives in eve's own tables, which this never touches (but for
+the sandbox workspaces' storage, swept below). So a finished workflow older than the
+retention period can go, unless a workflow still active is its parent or its child (a
+replay of the one asks DBOS for the other's result).
 
 ``eve sessions prune`` runs this once; ``eve serve`` runs it every hour when
 ``EVE_RETENTION`` names a period. Deleting goes through DBOS's own ``delete_workflows``,

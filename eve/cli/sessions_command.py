@@ -61,6 +61,8 @@ def _describe(report: PruneReport, period: str) -> str:
         f"\n{verb} {swept.trees} workspace tree(s) and {swept.blobs} file content(s) "
         f"({swept.freed_bytes:,} bytes) that no session head or kept workflow names"
     )
+    if swept.mcp_calls:
+        line += f", and {swept.mcp_calls} MCP call record(s) of workflows gone"
     return line
 
 

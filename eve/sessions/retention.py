@@ -102,6 +102,7 @@ class PruneReport:
             "total": self.total,
             "kept": self.kept,
             "workspace": self.workspace.as_json(),
+            "mcpCalls": self.workspace.mcp_calls,
         }
 
 

@@ -10,6 +10,9 @@ need one:
   step notes its workflow and tree in ``eve_workspace_refs``; a note goes when DBOS no
   longer has its workflow (retention deleted it just before, or in an earlier run).
 
+The same goes for the MCP call records of a turn (``eve_mcp_calls``): kept while DBOS
+keeps its workflow, since only a replay reads them.
+
 A tree is live while a head or a note names it; a blob while a live tree names it. The
 rest goes. Forks share trees and blobs by name, so what either session's head or records
 need stays.
@@ -24,6 +27,8 @@ a step that begins during the sweep waits, then finds and stores again what was 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.tables import (
     create_tables,
+    mcp_calls,
     workspace_blobs,
     workspace_heads,
     workspace_refs,
@@ -55,6 +61,8 @@ class SweepReport:
     blobs: int = 0
     #: the bytes of the deleted blobs' contents
     freed_bytes: int = 0
+    #: MCP call records (``eve_mcp_calls``) of workflows DBOS no longer keeps
+    mcp_calls: int = 0
 
     def as_json(self) -> dict[str, int]:
         return {"trees": self.trees, "blobs": self.blobs, "bytes": self.freed_bytes}
@@ -68,33 +76,46 @@ def sweep_workspaces(
     if not settings.is_postgres and not Path(settings.eve_url.removeprefix("sqlite:///")).exists():
         return SweepReport()  # no session ever ran here
     with _engine(settings) as engine:
-        gone = _notes_of_gone_workflows(engine, client, doomed=doomed)
-        if not dry_run:
-            for chunk in _chunks(sorted(gone)):
-                with engine.begin() as c:
-                    c.execute(
-                        sa.delete(workspace_refs).where(workspace_refs.c.workflow_id.in_(chunk))
-                    )
-            gone = set()
+        forget = functools.partial(
+            _forget_gone_workflows, engine, client, doomed=doomed, dry_run=dry_run
+        )
+        gone, _ = forget(workspace_refs.c.workflow_id)
+        # a turn's MCP call records (``mcp_calls.py``) matter only while it may run again
+        _, calls = forget(mcp_calls.c.workflow_id)
         with engine.begin() as c:
             if settings.is_postgres and not dry_run:
                 c.execute(sa.text(f"LOCK TABLE {workspace_heads.name} IN SHARE MODE"))
-            return sweep_trees(c, gone=gone, dry_run=dry_run)
+            swept = sweep_trees(c, gone=gone if dry_run else set(), dry_run=dry_run)
+        return dataclasses.replace(swept, mcp_calls=calls)
 
 
-def _notes_of_gone_workflows(engine: Engine, client: DBOSClient, *, doomed: set[str]) -> set[str]:
-    """The workflows noted in ``eve_workspace_refs`` that DBOS no longer has (or that the
-    dry run's prune would delete)."""
+def _forget_gone_workflows(
+    engine: Engine, client: DBOSClient, column: sa.Column[str], *, doomed: set[str], dry_run: bool
+) -> tuple[set[str], int]:
+    """The workflows ``column`` names that DBOS no longer has (or that the dry run's prune
+    would delete), and how many rows name them; unless a dry run, those rows go, a batch
+    of workflows per transaction."""
+    table = column.table
     with engine.connect() as c:
-        noted = list(c.execute(sa.select(workspace_refs.c.workflow_id).distinct()).scalars())
+        noted = list(c.execute(sa.select(column).distinct()).scalars())
     gone: set[str] = set()
+    rows = 0
     for chunk in _chunks(noted):
         kept = {
             s.workflow_id
             for s in client.list_workflows(workflow_ids=chunk, load_input=False, load_output=False)
         }
-        gone.update(w for w in chunk if w not in kept or w in doomed)
-    return gone
+        doomed_here = [w for w in chunk if w not in kept or w in doomed]
+        gone.update(doomed_here)
+        if not doomed_here:
+            continue
+        with engine.begin() as c:
+            if dry_run:
+                counted = sa.select(sa.func.count()).select_from(table)
+                rows += c.execute(counted.where(column.in_(doomed_here))).scalar_one()
+            else:
+                rows += c.execute(sa.delete(table).where(column.in_(doomed_here))).rowcount
+    return gone, rows
 
 
 def sweep_trees(c: Connection, *, gone: set[str], dry_run: bool) -> SweepReport:

@@ -17,7 +17,7 @@ from eve.sandbox.bindings import session_directory
 from eve.sessions.retention import _client, prune_workflows
 from eve.sessions.settings import SessionSettings, resolve_settings
 from eve.sessions.store import SessionStore
-from eve.sessions.tables import workspace_blobs, workspace_heads, workspace_trees
+from eve.sessions.tables import mcp_calls, workspace_blobs, workspace_heads, workspace_trees
 from eve.sessions.workspace_sweep import SweepReport, sweep_trees
 from eve.sessions.workspaces import fork_workspace, keeper_for
 from tests.cli.test_sessions_cli import _prune
@@ -53,10 +53,8 @@ def _blob_count(store: SessionStore) -> int:
     return int(store.run(lambda c: c.execute(query).scalar_one()))
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
-    make_app: AppFactory, database: str, request: pytest.FixtureRequest
-) -> None:
+def _sandboxed_app(make_app: AppFactory) -> Path:
+    """An agent with a local sandbox seeded with ``seed.txt``, following ``SCRIPT``."""
     root = make_app(
         {
             "agent/agent.py": """
@@ -78,6 +76,14 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
         minimal=False,
     )
     script(root, SCRIPT)
+    return root
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
+    make_app: AppFactory, database: str, request: pytest.FixtureRequest
+) -> None:
+    root = _sandboxed_app(make_app)
     env = (
         {}
         if database == "sqlite"
@@ -97,10 +103,13 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
 
         store = SessionStore(settings.eve_url)
         try:
+            _record_mcp_calls(settings, store)
             before, blobs = _trees(store), _blob_count(store)
             later = time.time() + LATER
             dry = prune_workflows(settings, older_than=60, dry_run=True, now=later)
-            assert dry.workspace == SweepReport(trees=1, blobs=1, freed_bytes=len("temporary"))
+            assert dry.workspace == SweepReport(
+                trees=1, blobs=1, freed_bytes=len("temporary"), mcp_calls=1
+            )
             assert (_trees(store), _blob_count(store)) == (before, blobs), "a dry run deleted"
             database_option = (
                 [] if database == "sqlite" else ["--database", env["EVE_DATABASE_URL"]]
@@ -112,6 +121,10 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
             pruned = prune_workflows(settings, older_than=60, dry_run=False, now=later)
             assert pruned.deleted == {"SUCCESS": 2}
             assert pruned.workspace == dry.workspace
+            assert pruned.workspace.mcp_calls == 1
+            # the parked turn's MCP call record stays for its replay; the gone one's went
+            kept_calls = store.run(lambda c: c.execute(sa.select(mcp_calls.c.call_key)).all())
+            assert [key for (key,) in kept_calls] == ["parked-call"]
             assert len(_trees(store)) == len(before) - 1
             assert _blob_count(store) == blobs - 1
             _assert_the_parked_turns_trees_are_kept(settings, store)
@@ -122,9 +135,7 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
             # the head restores the session's files on a worker without its directory
             directory = session_directory(root / "workspace", done)
             shutil.rmtree(directory)
-            reopened = keeper_for(store, root / "workspace", ROOT_NODE_ID, done)
-            assert reopened is not None
-            reopened.open()
+            _reopen(store, root, done)
             assert files(directory) == {"a.txt": "two", "c.txt": "final", "seed.txt": "seeded\n"}
         finally:
             store.close()
@@ -134,6 +145,24 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
         server.stop()
     said = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
     assert said == ["shipped"]
+
+
+def _reopen(store: SessionStore, root: Path, session_id: str) -> None:
+    reopened = keeper_for(store, root / "workspace", ROOT_NODE_ID, session_id)
+    assert reopened is not None
+    reopened.open()
+
+
+def _record_mcp_calls(settings: SessionSettings, store: SessionStore) -> None:
+    """An MCP call record of the parked turn, and one of a workflow DBOS does not have."""
+    with _client(settings) as client:
+        [workflow] = client.list_workflows(status="PENDING", load_input=False)
+    rows = [("parked-call", workflow.workflow_id), ("gone-call", "ses_gone:turn-1")]
+    store.run(
+        lambda c: c.execute(
+            sa.insert(mcp_calls), [{"call_key": k, "workflow_id": w} for k, w in rows]
+        )
+    )
 
 
 def _assert_the_parked_turns_trees_are_kept(settings: SessionSettings, store: SessionStore) -> None:

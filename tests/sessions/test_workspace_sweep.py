@@ -26,7 +26,7 @@ from tests.sessions.apps import TOOLS, call, say
 from tests.sessions.harness import count, script
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_approvals import request_of
-from tests.sessions.test_workspaces import files, keeper, seeded_root
+from tests.sessions.test_workspaces import SANDBOXED_AGENT, files, keeper, seeded_root
 
 #: a prune that sees every workflow as an hour old
 LATER = 3600.0
@@ -55,26 +55,7 @@ def _blob_count(store: SessionStore) -> int:
 
 def _sandboxed_app(make_app: AppFactory) -> Path:
     """An agent with a local sandbox seeded with ``seed.txt``, following ``SCRIPT``."""
-    root = make_app(
-        {
-            "agent/agent.py": """
-                from eve import define_agent
-                default = define_agent(
-                    model="offline/script:script.json",
-                    builtin_tools=["write_file"],
-                    limits={"max_turns": 5},
-                )
-            """,
-            "agent/instructions.md": "Follow the script.\n",
-            "agent/sandbox.py": """
-                from eve.sandbox import define_sandbox
-                default = define_sandbox(provider="local")
-            """,
-            "agent/sandbox/workspace/seed.txt": "seeded\n",
-            "agent/tools/ship.py": TOOLS["ship"],
-        },
-        minimal=False,
-    )
+    root = make_app({**SANDBOXED_AGENT, "agent/tools/ship.py": TOOLS["ship"]}, minimal=False)
     script(root, SCRIPT)
     return root
 

@@ -41,4 +41,6 @@ default = define_tool(
     input_schema=RunPythonInput,
     execute=run_python,
     approval=always(),
+    # like bash, it may change the workspace the step's other calls read: it runs alone
+    parallel=False,
 )

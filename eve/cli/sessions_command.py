@@ -56,6 +56,13 @@ def _describe(report: PruneReport, period: str) -> str:
     )
     if report.kept:
         line += f"; kept {report.kept} that a running workflow may still need"
+    swept = report.workspace
+    line += (
+        f"\n{verb} {swept.trees} workspace tree(s) and {swept.blobs} file content(s) "
+        f"({swept.freed_bytes:,} bytes) that no session head or kept workflow names"
+    )
+    if swept.mcp_calls:
+        line += f", and {swept.mcp_calls} MCP call record(s) of workflows gone"
     return line
 
 

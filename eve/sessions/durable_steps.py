@@ -74,7 +74,9 @@ class DurableRecorder:
                 version=STEP_RECORD_VERSION,
                 attempt=attempt,
                 events=step_events,
-                workspace=None if keeper is None else await asyncio.to_thread(keeper.checkpoint),
+                workspace=None
+                if keeper is None
+                else await asyncio.to_thread(keeper.checkpoint, DBOS.workflow_id),
             )
             # stored as the event log is: no known secret in it (a model that echoes a key,
             # a tool's progress message), so a replay sees [redacted] where a key was

@@ -3,19 +3,23 @@
 DBOS keeps every workflow it ran (its status, input, output, each step's output, its
 messages and streams) until someone deletes it. eve needs a workflow's records only while
 it may still run or replay: a finished turn is never replayed, and what a session *was*
-(its history, its events) lives in eve's own tables, which this never touches. So a
-finished workflow older than the retention period can go, unless a workflow still active
-is its parent or its child (a replay of the one asks DBOS for the other's result).
+(its history, its events) lives in eve's own tables, which this never touches (but for
+the sandbox workspaces' storage, swept below). So a finished workflow older than the
+retention period can go, unless a workflow still active is its parent or its child (a
+replay of the one asks DBOS for the other's result).
 
 ``eve sessions prune`` runs this once; ``eve serve`` runs it every hour when
 ``EVE_RETENTION`` names a period. Deleting goes through DBOS's own ``delete_workflows``,
-which removes the payload tables' rows with the status row.
+which removes the payload tables' rows with the status row. Then the sandbox workspaces'
+storage that neither a session's head nor a kept workflow's steps name goes too
+(``workspace_sweep.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import time
@@ -32,6 +36,7 @@ from eve.sessions.database_errors import failure_kind, unavailable
 from eve.sessions.dbos_data import EveSerializer
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
+from eve.sessions.workspace_sweep import SweepReport, sweep_workspaces
 
 log = logging.getLogger("eve.sessions")
 
@@ -82,6 +87,8 @@ class PruneReport:
     deleted: dict[str, int]
     #: old finished workflows kept: an active workflow is their parent or child
     kept: int
+    #: sandbox workspace storage deleted after the workflows
+    workspace: SweepReport = dataclasses.field(default_factory=SweepReport)
 
     @property
     def total(self) -> int:
@@ -94,6 +101,8 @@ class PruneReport:
             "deleted": self.deleted,
             "total": self.total,
             "kept": self.kept,
+            "workspace": self.workspace.as_json(),
+            "mcpCalls": self.workspace.mcp_calls,
         }
 
 
@@ -111,7 +120,9 @@ def prune_workflows(
         return empty  # no session ever ran here
     try:
         with _client(settings) as client:
-            return _prune(client, cutoff=cutoff, dry_run=dry_run)
+            report, doomed = _prune(client, cutoff=cutoff, dry_run=dry_run)
+            swept = sweep_workspaces(settings, client, dry_run=dry_run, doomed=doomed)
+            return dataclasses.replace(report, workspace=swept)
     except EveError:
         raise
     except Exception as error:
@@ -123,7 +134,9 @@ def prune_workflows(
         ) from None
 
 
-def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> PruneReport:
+def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> tuple[PruneReport, set[str]]:
+    """The report, and in a dry run the workflows it would delete (the sweep counts their
+    workspace notes as gone)."""
     active = _listed(client, status=_ACTIVE)
     # a replay of an active workflow asks DBOS for its children's results, and an active
     # child's parent may still be waiting on it
@@ -132,6 +145,7 @@ def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> PruneReport:
     }
     before = datetime.fromtimestamp(cutoff, UTC).isoformat()
     deleted: dict[str, int] = {}
+    would_delete: set[str] = set()
     kept = offset = 0
     while True:  # a page at a time: the finished workflows of years may not fit in memory
         page = _listed(
@@ -145,8 +159,11 @@ def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> PruneReport:
         kept += len(page) - len(doomed)
         if doomed and not dry_run:
             client.delete_workflows([s.workflow_id for s in doomed])
+        elif dry_run:
+            would_delete.update(s.workflow_id for s in doomed)
         if len(page) < BATCH:
-            return PruneReport(cutoff=cutoff, dry_run=dry_run, deleted=deleted, kept=kept)
+            report = PruneReport(cutoff=cutoff, dry_run=dry_run, deleted=deleted, kept=kept)
+            return report, would_delete
         # what was deleted left the listing; what was kept (all, in a dry run) is still in it
         offset += len(page) - (0 if dry_run else len(doomed))
 
@@ -198,6 +215,15 @@ async def prune_periodically(
         except EveError as error:  # a database blip: the next round tries again
             log.warning("pruning finished workflows failed: %s", error)
         else:
-            if report.total:
-                log.info("pruned %d finished workflow(s): %s", report.total, report.deleted)
+            swept = report.workspace
+            if report.total or swept.trees or swept.blobs:
+                log.info(
+                    "pruned %d finished workflow(s): %s; workspace storage: %d tree(s), "
+                    "%d blob(s), %d byte(s) freed",
+                    report.total,
+                    report.deleted,
+                    swept.trees,
+                    swept.blobs,
+                    swept.freed_bytes,
+                )
         await asyncio.sleep(every)

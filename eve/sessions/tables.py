@@ -194,6 +194,15 @@ workspace_heads = sa.Table(
     sa.Column("tree_id", sa.String(64), nullable=False),
 )
 
+#: which workflow's step records name which tree: a replay of the workflow restores them,
+#: so retention keeps a tree while a workflow DBOS still keeps names it (``workspace_sweep``)
+workspace_refs = sa.Table(
+    "eve_workspace_refs",
+    _metadata,
+    sa.Column("workflow_id", sa.String(255), primary_key=True),
+    sa.Column("tree_id", sa.String(64), primary_key=True),
+)
+
 
 def create_tables(engine: Engine) -> None:
     try:

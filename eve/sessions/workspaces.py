@@ -4,7 +4,8 @@ Each durable step part records, beside its value and state, the id of the tree i
 session's workspace held after it (``eve.sandbox.snapshot``); the tree and the bytes of its
 files go to the session store (``eve_workspace_trees``, ``eve_workspace_blobs``: each file
 content once, however many steps and sessions hold it) and the session's head moves to it
-(``eve_workspace_heads``). So:
+(``eve_workspace_heads``), and the workflow the step ran in is noted as naming the tree
+(``eve_workspace_refs``: what retention's sweep keeps a tree for, ``workspace_sweep``). So:
 
 - a turn resumed after a crash puts the workspace back as each replayed step left it, and
   what the crashed attempt wrote after its last record is gone before the step runs again;
@@ -20,6 +21,7 @@ The workspace may hold at most ``SandboxLimits.workspace_mb``; past it the step 
 from __future__ import annotations
 
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from eve.sandbox.bindings import (
 )
 from eve.sandbox.snapshot import Tree, decode_tree, encode_tree, read_blob, restore, scan, tree_id
 from eve.sessions.store import SessionStore
-from eve.sessions.tables import workspace_blobs, workspace_heads, workspace_trees
+from eve.sessions.tables import workspace_blobs, workspace_heads, workspace_refs, workspace_trees
 
 _MIB = 1024 * 1024
 
@@ -51,6 +53,11 @@ class WorkspaceKeeper:
     binding: SandboxBinding
     #: the tree the directory holds as far as this process knows (None: unknown)
     current: str | None = field(default=None)
+    #: the (workflow, tree) pair last noted in ``eve_workspace_refs`` by this process
+    noted: tuple[str, str] | None = field(default=None)
+    #: one checkpoint at a time: the calls of a parallel batch each record a step, and
+    #: ``current``/``noted`` must move with the tree each one stored
+    _saving: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def open(self) -> None:
         """Before a turn: the directory as the session last left it (its head: another
@@ -61,8 +68,13 @@ class WorkspaceKeeper:
         elif not self.directory.is_dir():
             seed_workspace(self.directory, self.binding)
 
-    def checkpoint(self) -> str:
-        """Store the directory's tree (and the files the store lacks); its id."""
+    def checkpoint(self, workflow_id: str | None = None) -> str:
+        """Store the directory's tree (and the files the store lacks); its id. With
+        ``workflow_id`` (a durable step's), note that this workflow's records name it."""
+        with self._saving:
+            return self._checkpoint(workflow_id)
+
+    def _checkpoint(self, workflow_id: str | None) -> str:
         tree = scan(self.directory)
         limit = self.binding.entry.limits.workspace_mb * _MIB
         if tree.size > limit:
@@ -75,13 +87,14 @@ class WorkspaceKeeper:
                 limit=limit,
             )
         identity = tree_id(tree)
-        if identity != self.current:
+        note = None if workflow_id is None else (workflow_id, identity)
+        if identity != self.current or (note is not None and note != self.noted):
             try:
-                self.store.run(lambda c: self._save(c, tree, identity))
+                self.store.run(lambda c: self._save(c, tree, identity, note))
             except sa.exc.IntegrityError:
                 # another session stored one of the same blobs meanwhile: now it is there
-                self.store.run(lambda c: self._save(c, tree, identity))
-            self.current = identity
+                self.store.run(lambda c: self._save(c, tree, identity, note))
+            self.current, self.noted = identity, note or self.noted
         return identity
 
     def restore(self, identity: str) -> None:
@@ -116,7 +129,16 @@ class WorkspaceKeeper:
             raise KeyError(f"workspace blob {sha} is not in the session store")
         return data
 
-    def _save(self, c: Connection, tree: Tree, identity: str) -> None:
+    def _save(self, c: Connection, tree: Tree, identity: str, note: tuple[str, str] | None) -> None:
+        # the head first: its write lock is what the sweep waits on (and takes first), so
+        # the tree and blob checks below see what a sweep left (``workspace_sweep``)
+        _set_head(c, self.session_id, identity)
+        if note is not None:
+            noted = sa.select(workspace_refs.c.workflow_id).where(
+                workspace_refs.c.workflow_id == note[0], workspace_refs.c.tree_id == note[1]
+            )
+            if c.execute(noted).first() is None:
+                c.execute(sa.insert(workspace_refs).values(workflow_id=note[0], tree_id=note[1]))
         known = c.execute(
             sa.select(workspace_trees.c.tree_id).where(workspace_trees.c.tree_id == identity)
         ).first()
@@ -133,7 +155,6 @@ class WorkspaceKeeper:
             c.execute(
                 sa.insert(workspace_trees).values(tree_id=identity, tree=encode_tree(tree).decode())
             )
-        _set_head(c, self.session_id, identity)
 
 
 def _head(c: Connection, session_id: str) -> str | None:

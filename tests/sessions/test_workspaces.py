@@ -34,6 +34,10 @@ def store(either_store: SessionStore) -> SessionStore:
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
+    return seeded_root(tmp_path)
+
+
+def seeded_root(tmp_path: Path) -> Path:
     """A workspace root whose sandbox seeds every session with ``seed.txt``."""
     seed = tmp_path / "agent" / "sandbox" / "workspace" / "seed.txt"
     seed.parent.mkdir(parents=True)
@@ -135,6 +139,24 @@ def test_a_workspace_over_its_cap_is_refused(store: SessionStore, root: Path) ->
     assert raised.value.size > raised.value.limit == 1024 * 1024
 
 
+#: a scripted agent with ``write_file`` and a local sandbox seeded with ``seed.txt``
+SANDBOXED_AGENT = {
+    "agent/agent.py": """
+        from eve import define_agent
+        default = define_agent(
+            model="offline/script:script.json",
+            builtin_tools=["write_file"],
+            limits={"max_turns": 5},
+        )
+    """,
+    "agent/instructions.md": "Follow the script.\n",
+    "agent/sandbox.py": """
+        from eve.sandbox import define_sandbox
+        default = define_sandbox(provider="local")
+    """,
+    "agent/sandbox/workspace/seed.txt": "seeded\n",
+}
+
 #: writes what it found in the workspace on entry, then marks the workspace and waits for
 #: the test to release it: the run the test kills is always inside this step
 LOOK_AND_HOLD = '''
@@ -159,24 +181,7 @@ LOOK_AND_HOLD = '''
 
 def test_a_turn_resumed_after_a_crash_sees_the_files_it_saw(make_app: AppFactory) -> None:
     root = make_app(
-        {
-            "agent/agent.py": """
-                from eve import define_agent
-                default = define_agent(
-                    model="offline/script:script.json",
-                    builtin_tools=["write_file"],
-                    limits={"max_turns": 5},
-                )
-            """,
-            "agent/instructions.md": "Follow the script.\n",
-            "agent/sandbox.py": """
-                from eve.sandbox import define_sandbox
-                default = define_sandbox(provider="local")
-            """,
-            "agent/sandbox/workspace/seed.txt": "seeded\n",
-            "agent/tools/look_and_hold.py": LOOK_AND_HOLD,
-        },
-        minimal=False,
+        {**SANDBOXED_AGENT, "agent/tools/look_and_hold.py": LOOK_AND_HOLD}, minimal=False
     )
     script(
         root,

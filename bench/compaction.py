@@ -50,13 +50,13 @@ class Session:
 
 
 async def _session(turns: int, *, compact: bool) -> Session:
+    from eve._model_windows import known_window
     from eve.compiler.normalize import tool_entry
     from eve.events import SessionCompacted, SessionEvent
     from eve.execution import TurnEnvironment, agent_setup, run_agent
     from eve.execution.compaction import context_tokens
     from eve.manifest import Compaction
     from eve.messages import Message
-    from eve.model_windows import known_window
     from eve.models.base import ModelRequest
     from eve.models.function import FunctionModel
     from eve.models.offline import OfflineTestModel

@@ -36,7 +36,7 @@ async def _measure(blocks: int) -> dict[str, list[float]]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from eve.cancellation import CancelSignal
+    from eve._cancellation import CancelSignal
     from eve.compiler.connections import connection_entry
     from eve.connections import define_mcp_connection
     from eve.connections.pool import ConnectionPool, current_pool

@@ -40,6 +40,7 @@ from opentelemetry.util._once import Once
 
 from bench._machine import machine_info, package_version
 from bench.loop_overhead import RESULTS_DIR, STEPS, Case, _eve_case, _per_step_us, _timed
+from eve._usage import TokenUsage
 from eve.events import (
     ActionResultData,
     ActionsRequestedData,
@@ -53,7 +54,6 @@ from eve.models.base import ModelRequest
 from eve.models.events import Done, ToolCallEnd
 from eve.tracing import ModelCallSpan, ToolCallSpan, observe
 from eve.tracing.conventions import CAPTURE_CONTENT_ENV
-from eve.usage import TokenUsage
 
 REPEATS, QUICK_REPEATS = 30, 5
 NOOP_ITERATIONS, QUICK_NOOP_ITERATIONS = 20_000, 2_000

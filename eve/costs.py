@@ -17,8 +17,8 @@ from decimal import Decimal
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.manifest import ModelPrice
-from eve.usage import TokenUsage
 
 # TokenUsage is what ``price`` takes: re-exported so pricing needs one import
 __all__ = ["Cost", "Spend", "TokenUsage", "price"]

@@ -20,10 +20,10 @@ from typing import Any, Literal, get_args, get_type_hints
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.auth.principal import PrincipalRef
 from eve.costs import Cost, Spend
 from eve.messages import StopReason
-from eve.usage import TokenUsage
 
 __all__ = [
     "EVENT_TYPES",

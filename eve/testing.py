@@ -30,8 +30,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
+from eve._agent_setup import build_setup
 from eve._authored import AUTHORED_PACKAGE
-from eve.agent_setup import build_setup
 from eve.artifacts import AGENT_DIR
 from eve.compiler import compile_to_disk
 from eve.errors import UnknownStub

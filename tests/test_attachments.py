@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eve.attachments import (
+from eve._attachments import (
     AttachmentLimits,
     attachments_of,
     check_attachments,

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.costs import ZERO, Cost, Spend, price
-from eve.usage import TokenUsage
 
 MILLION = 1_000_000
 

@@ -10,6 +10,7 @@ from typing import get_args, get_type_hints
 import msgspec
 import pytest
 
+from eve._usage import TokenUsage
 from eve.events import (
     EVENT_CLASSES,
     EVENT_TYPES,
@@ -27,7 +28,6 @@ from eve.events import (
     event_class,
 )
 from eve.execution.events import EventEmitter
-from eve.usage import TokenUsage
 
 WIRE = Path(__file__).parent / "data" / "wire"
 #: NDJSON streams recorded from `eve serve` before the vocabulary was typed

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from eve.logs import Recognised, RepeatSummary
+from eve._logs import Recognised, RepeatSummary
 
 
 @dataclass

@@ -7,6 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from eve._usage import TokenUsage
 from eve.errors import MessageInvalid, StepRecordCorrupt, TranscriptCorrupt
 from eve.execution import load_transcript
 from eve.execution.checkpoints import RanAll, StepPart
@@ -29,7 +30,6 @@ from eve.messages import (
     user_message,
 )
 from eve.sessions.durable_steps import decode_step_record
-from eve.usage import TokenUsage
 
 PNG = b"\x89PNG\r\n\x1a\n"
 #: a transcript as eve wrote it before content parts

@@ -1,4 +1,4 @@
-"""eve.redact: known secrets in every spelling, key shapes glued to words, nothing else touched."""
+"""eve._redact: known secrets in every spelling, key shapes glued to words, nothing else touched."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from eve.redact import REDACTED, add_secret, redact
+from eve._redact import REDACTED, add_secret, redact
 
 SECRET = "s3cr3t/Value+with=odd&chars"
 
@@ -70,7 +70,7 @@ def test_short_values_are_not_secrets() -> None:
 def test_a_secret_variable_counts_from_when_it_is_set_until_it_is_unset(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from eve.redact import known_secrets
+    from eve._redact import known_secrets
 
     monkeypatch.setenv("GEMINI_API_KEY", "gm-secret-value-1")
     assert "gm-secret-value-1" in known_secrets()

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
+from eve._cancellation import CancelSignal
 from eve.auth.principal import OPERATOR, Principal
-from eve.cancellation import CancelSignal
 
 #: the type of ``ctx.deps`` (``define_agent(deps=...)``'s factory's result); a bare
 #: ``ToolContext`` is ``ToolContext[Any]``, so tools that take no deps need not name one

@@ -14,12 +14,12 @@ from a2a.types import (
 )
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 
-from eve.attachments import DOCUMENT_TYPES, IMAGE_TYPES
+from eve._attachments import DOCUMENT_TYPES, IMAGE_TYPES
 from eve.execution.setup import AgentSetup
 
 #: the scheme's name in ``securitySchemes``
 BEARER = "bearer"
-#: text, data (as its JSON text) and the files a model takes (``eve.attachments``)
+#: text, data (as its JSON text) and the files a model takes (``eve._attachments``)
 INPUT_MODES = list(dict.fromkeys(["text/plain", "application/json", *IMAGE_TYPES, *DOCUMENT_TYPES]))
 #: text as each step's artifact and status messages; a typed answer as JSON data
 OUTPUT_MODES = ["text/plain", "application/json"]

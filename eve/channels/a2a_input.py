@@ -15,7 +15,7 @@ from a2a.helpers import get_data_parts
 from a2a.types import Message, Part
 from a2a.utils.errors import InvalidParamsError
 
-from eve.attachments import IMAGE_TYPES
+from eve._attachments import IMAGE_TYPES
 from eve.events import InputRequest
 from eve.messages import DocumentPart, ImagePart, TextPart, UserMessage, UserPart
 from eve.sessions import InputResponse

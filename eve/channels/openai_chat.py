@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from eve._usage import TokenUsage
 from eve.channels.openai_wire import (
     NO_RETRY,
     SESSION_HEADER,
@@ -28,7 +29,6 @@ from eve.channels.openai_wire import (
 from eve.channels.sessions import ChannelSessions
 from eve.channels.turn_log import Delta, Ended, Started, prompt, start_turn, turn_pieces
 from eve.errors import ChannelRequestInvalid
-from eve.usage import TokenUsage
 
 
 @dataclass(frozen=True, kw_only=True)

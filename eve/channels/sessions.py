@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from eve._session_summary import SessionSummary
 from eve.auth import Principal
 from eve.errors import SessionNotFound
 from eve.messages import UserMessage
-from eve.session_summary import SessionSummary
 from eve.sessions import Accepted, InputResponse, SessionService, idempotency
 from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionRow

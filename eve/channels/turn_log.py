@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal, assert_never
 
+from eve._usage import TokenUsage
 from eve.channels.sessions import ChannelSessions
 from eve.errors import ChannelAnswerExpected
 from eve.events import (
@@ -33,7 +34,6 @@ from eve.events import (
     decode_event,
 )
 from eve.sessions import InputResponse
-from eve.usage import TokenUsage
 
 #: how a turn, as far as the log tells, has stopped: ``waiting`` parks it on a person
 EndStatus = Literal["completed", "failed", "cancelled", "waiting"]

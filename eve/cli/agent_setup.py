@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from eve.agent_setup import build_setup
+from eve._agent_setup import build_setup
 from eve.artifacts import check_artifacts
 from eve.errors import CompileFailed
 from eve.execution.setup import AgentSetup

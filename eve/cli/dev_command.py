@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 from prompt_toolkit import PromptSession
 
-from eve.attachments import read_attachment
-from eve.cancellation import CancelSignal, unless_cancelled
+from eve._attachments import read_attachment
+from eve._cancellation import CancelSignal, unless_cancelled
+from eve._redact import redact
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors
@@ -41,7 +42,6 @@ from eve.events import (
 )
 from eve.execution.setup import AgentSetup
 from eve.messages import MediaPart, user_message
-from eve.redact import redact
 from eve.runtime.connections import close_pool
 from eve.schedules.scheduler import Scheduler, start_scheduler
 from eve.sessions import InputResponse, SessionService, resolve_settings

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
+from eve._redact import redact
 from eve.errors import EveError
-from eve.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from eve.cancellation import CancelSignal, unless_cancelled
+from eve._cancellation import CancelSignal, unless_cancelled
 from eve.cli.stdin_lines import StdinLines
 from eve.errors import FormAnswerInvalid
 from eve.runtime.server_asks import FORM_ACTIONS, FormAnswer, FormAsk, check_form_answer

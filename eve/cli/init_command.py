@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from eve._scaffold import create_app
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
-from eve.scaffold import create_app
 
 
 @click.command("init")

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 import msgspec
 
-from eve.attachments import read_attachment
+from eve._attachments import read_attachment
+from eve._cancellation import CancelSignal, unless_cancelled
 from eve.authoring.workflow import AskHook, Question
-from eve.cancellation import CancelSignal, unless_cancelled
 from eve.cli.agent_setup import prepare
 from eve.cli.console import ConsoleRenderer, debug_option
 from eve.cli.errors import translate_errors

@@ -13,12 +13,12 @@ Both clients build the same requests and read the same answers (``eve.client.cal
 the bodies of ``eve.wire``); only the I/O differs.
 """
 
+from eve._session_summary import SessionLimits, SessionListEntry, SessionPage, SessionSummary
 from eve.client.async_client import AsyncEveClient
 from eve.client.protocol import TURN_END
 from eve.client.sync_client import EveClient
 from eve.errors import APIError, ClientError, ServerUnreachable
 from eve.events import SessionEvent
-from eve.session_summary import SessionLimits, SessionListEntry, SessionPage, SessionSummary
 from eve.wire.answers import Accepted
 
 __all__ = [

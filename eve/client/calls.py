@@ -16,10 +16,10 @@ from urllib.parse import urlencode
 
 import msgspec
 
-from eve.attachments import read_attachment
+from eve._attachments import read_attachment
+from eve._session_summary import SessionPage, SessionSummary, decode_page, decode_summary
 from eve.client.protocol import PREFIX, Attachable
 from eve.messages import user_message
-from eve.session_summary import SessionPage, SessionSummary, decode_page, decode_summary
 from eve.wire.answers import Accepted
 from eve.wire.requests import CreateBody, FollowUpBody, InputResponse, RawMessage, RequestBody
 

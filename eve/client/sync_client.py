@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from eve._session_summary import SessionPage, SessionSummary
 from eve.client.calls import Call, Calls, session_path
 from eve.client.protocol import (
     TURN_END,
@@ -19,7 +20,6 @@ from eve.client.protocol import (
     server_root,
 )
 from eve.events import SessionEvent
-from eve.session_summary import SessionPage, SessionSummary
 from eve.wire.answers import Accepted
 
 T = TypeVar("T")

@@ -7,6 +7,7 @@ from typing import Any, TypedDict, assert_never
 import jsonschema
 import msgspec
 
+from eve._model_windows import window_for
 from eve.authoring.agent import AgentConfigModel
 from eve.authoring.hooks import HookDefinition
 from eve.authoring.tools import FunctionTool, ProviderTool, ToolDefinition, WorkflowTool
@@ -32,7 +33,6 @@ from eve.manifest import (
     ToolEntry,
     WorkflowToolEntry,
 )
-from eve.model_windows import window_for
 
 
 def json_ready(

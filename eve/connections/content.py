@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 
 import mcp_types
 
-from eve.attachments import (
+from eve._attachments import (
     DOCUMENT_TYPES,
     IMAGE_TYPES,
     MAX_ATTACHMENT_BYTES,

@@ -27,11 +27,11 @@ import httpx2
 from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 
+from eve._redact import add_secret
 from eve.connections.oauth_flow import FailureHolder, KeepsFailures
 from eve.connections.transports import env_secret
 from eve.errors import MCPAuthorizationFailed
 from eve.manifest import HttpServer, IdentityProviderSettings, OAuthSettings
-from eve.redact import add_secret
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"

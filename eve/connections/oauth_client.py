@@ -41,6 +41,7 @@ import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
+from eve._redact import add_secret
 from eve.connections import authorization
 from eve.connections.loopback import LoopbackListener
 from eve.connections.oauth_assertion import assertion_provider
@@ -54,7 +55,6 @@ from eve.errors import (
 )
 from eve.events import AuthorizationRequiredData
 from eve.manifest import ConnectionEntry, HttpServer, OAuthSettings
-from eve.redact import add_secret
 
 if TYPE_CHECKING:
     from eve.sessions.oauth_tokens import GrantRows

@@ -23,11 +23,11 @@ from mcp.client.auth.extensions.client_credentials import (
 )
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from eve._redact import add_secret
 from eve.connections.oauth_flow import ExpiryHolder, FailureHolder, NamedFailures
 from eve.connections.transports import env_secret
 from eve.errors import MCPAuthorizationFailed
 from eve.manifest import HttpServer, OAuthSettings
-from eve.redact import add_secret
 
 
 class _SecretProvider(NamedFailures, ClientCredentialsOAuthProvider):

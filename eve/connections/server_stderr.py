@@ -19,7 +19,7 @@ from collections import deque
 from importlib.metadata import version
 from typing import TextIO
 
-from eve.redact import redact
+from eve._redact import redact
 
 #: lines kept: the traceback's last line is what names the failure
 KEPT_LINES = 20

@@ -2,7 +2,7 @@
 
 Opening a transport is where the connection's declared values are read: header and ``env``
 values from the environment, and ``get_token``'s result, each joining the redaction set
-(``eve.redact``) as it is read, so a server that echoes one is redacted wherever eve
+(``eve._redact``) as it is read, so a server that echoes one is redacted wherever eve
 prints, logs or stores it. A stdio server gets only its declared environment (the SDK adds
 PATH/HOME-like basics). An HTTP link watches the server's answers for the end of our
 session, which tells the pool a request was refused unprocessed.
@@ -22,12 +22,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from eve._redact import RedactingFilter, add_secret
 from eve.authoring.connections import TokenSource
 from eve.connections.process_group import ProcessGroup
 from eve.connections.server_stderr import StderrTail
 from eve.errors import MCPConnectionError, MCPServerUnavailable, MCPUnauthorized
 from eve.manifest import ConnectionEntry, EnvHeader, HttpServer, StdioServer
-from eve.redact import RedactingFilter, add_secret
 
 if TYPE_CHECKING:
     from eve.connections.oauth_client import OAuthLink

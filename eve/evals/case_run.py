@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from eve._usage import TokenUsage
 from eve.events import ActionRequest, ActionResult, ActionsRequested, SessionEvent, StepStarted
 from eve.execution.result import RunResult
 from eve.manifest import ROOT_NODE_ID
 from eve.messages import Message
-from eve.usage import TokenUsage
 
 
 def _node_of(event: SessionEvent) -> str:

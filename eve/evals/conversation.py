@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.costs import Spend
 from eve.evals.case_setup import CaseAnswers

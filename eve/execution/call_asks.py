@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.costs import Spend, price
 from eve.execution.environment import TurnEnvironment
 from eve.execution.model_stream import stream_response

@@ -25,6 +25,9 @@ from pathlib import Path
 
 import msgspec
 
+from eve._model_windows import window_for
+from eve._redact import redact
+from eve._usage import TokenUsage
 from eve.events import CompactionFailedData, CompactionReason, SessionCompactedData
 from eve.execution.model_stream import stream_response
 from eve.execution.recording import RecordKind
@@ -39,10 +42,7 @@ from eve.messages import (
     summary_message,
     user_message,
 )
-from eve.model_windows import window_for
 from eve.models.base import ModelClient, ModelRequest
-from eve.redact import redact
-from eve.usage import TokenUsage
 
 log = logging.getLogger("eve.compaction")
 

@@ -7,7 +7,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.costs import Spend
 from eve.execution.events import EventEmitter, EventSink, HookDispatcher

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from eve.attachments import attachments_of
+from eve._attachments import attachments_of
+from eve._redact import redact
 from eve.connections import authorization
 from eve.context.active import EveContext, use_context
 from eve.events import (
@@ -40,7 +41,6 @@ from eve.execution.turn_io import Cancelled
 from eve.execution.turn_start import prepare_turn
 from eve.execution.turn_state import Done, TurnState
 from eve.messages import Message, UserMessage, user_message
-from eve.redact import redact
 
 
 async def run_agent(

@@ -16,13 +16,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from eve._redact import redact
 from eve.errors import ModelError, ModelRetriesExhausted
 from eve.events import EventData, ModelFallbackData
 from eve.execution.model_stream import stream_response
 from eve.execution.response import ModelResponse
 from eve.models._retry import is_transient
 from eve.models.base import ModelClient, ModelRequest
-from eve.redact import redact
 
 log = logging.getLogger("eve.models")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eve._usage import TokenUsage
 from eve.messages import AssistantMessage, AssistantPart, StopReason, TextPart, ToolCallPart
 from eve.models.events import Done, PartCompleted, ToolCallEnd
-from eve.usage import TokenUsage
 
 
 @dataclass

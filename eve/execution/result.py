@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eve._usage import TokenUsage
 from eve.costs import Cost, Spend
 from eve.events import TurnStop
 from eve.execution.limits import LimitName
 from eve.execution.turn_state import TurnState
 from eve.messages import AssistantMessage, Message, StopReason
-from eve.usage import TokenUsage
 
 
 @dataclass(frozen=True, kw_only=True)

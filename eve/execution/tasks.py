@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.execution.events import EventEmitter
 from eve.execution.tool_calls import CallOutcome, outcome, result_parts

@@ -13,9 +13,10 @@ from typing import Any, Protocol, assert_never, runtime_checkable
 import msgspec
 import pydantic
 
+from eve._cancellation import CancelSignal
+from eve._redact import redact
 from eve.auth.principal import OPERATOR, Principal
 from eve.authoring.context import ToolContext
-from eve.cancellation import CancelSignal
 from eve.context.active import active_context
 from eve.costs import Spend
 from eve.errors import EveError
@@ -30,7 +31,6 @@ from eve.messages import (
     ToolResultMessage,
     ToolResultPart,
 )
-from eve.redact import redact
 from eve.runtime.partials import running_call_partial
 from eve.runtime.resolved import (
     ResolvedFunctionTool,

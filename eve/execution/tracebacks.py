@@ -3,7 +3,7 @@
 The model reads only the one-line ``ErrorName: message``; the traceback is for the person
 debugging the tool (the ``action.result`` event, ``eve run --debug``, the dev UI, the tool's
 span). It is plain ``traceback`` text: no local variables are rendered, and what is left
-goes through ``eve.redact``, so a secret in the exception's message is replaced too.
+goes through ``eve._redact``, so a secret in the exception's message is replaced too.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
-from eve.redact import redact
+from eve._redact import redact
 
 #: the frames kept: the innermost ones, where the error was raised
 MAX_FRAMES = 50

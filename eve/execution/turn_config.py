@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeGuard, assert_never
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
+from eve._model_windows import known_window
 from eve.errors import EmptyModelResponse, OutputTruncated
 from eve.execution.compaction import (
     Policy,
@@ -21,7 +22,6 @@ from eve.execution.compaction import (
 from eve.execution.output import OutputCheck
 from eve.execution.setup import AgentSetup
 from eve.messages import Message, StopReason, model_view
-from eve.model_windows import known_window
 from eve.models.base import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     ModelClient,

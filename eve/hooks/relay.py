@@ -19,12 +19,12 @@ from typing import Any
 
 import pluggy
 
+from eve._redact import redact
 from eve.authoring.hooks import Subscriber
 from eve.events import HookFailedData, SessionEvent
 from eve.execution.events import EventEmitter
 from eve.hooks import specs
 from eve.plugins.entry_points import load_entry_point_plugins, new_plugin_manager
-from eve.redact import redact
 from eve.runtime.resolved import ResolvedHook
 
 log = logging.getLogger("eve.hooks")

@@ -4,7 +4,7 @@ inspection ``eve memory`` and the HTTP routes use.
 ``MemoryHost`` says where stores live (the session database's URL, the app root for file
 providers) and opens each once. Every operation works in the scope a turn is in: the
 session's, its principal's or the agent's (``records.owner_of``), so one scope's entries
-never reach another's turn. Text and metadata are redacted (``eve.redact``) before they
+never reach another's turn. Text and metadata are redacted (``eve._redact``) before they
 are stored, so a key a user pasted never lands in the memory table.
 """
 
@@ -21,6 +21,12 @@ from typing import Any, assert_never
 
 from sqlalchemy.engine import Engine
 
+from eve._redact import redact
+from eve._step_attempts import (
+    StepAttempt,
+    listen_for_fresh_steps,
+    stop_listening_for_fresh_steps,
+)
 from eve.auth.principal import Principal, ref_of
 from eve.errors import MemoryNotFound, MemorySlotUnknown, MemoryUnavailable
 from eve.manifest import (
@@ -42,12 +48,6 @@ from eve.memory.records import (
 )
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.store import MemoryStore
-from eve.redact import redact
-from eve.step_attempts import (
-    StepAttempt,
-    listen_for_fresh_steps,
-    stop_listening_for_fresh_steps,
-)
 
 #: characters of one entry's text; a longer save is refused with this number
 MAX_TEXT_CHARS = 4000

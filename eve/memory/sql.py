@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from eve._sql_engines import sqlite_engine
 from eve.errors import MemoryUnavailable
 from eve.memory import embedding, vectors
 from eve.memory.keywords import fts5_query, terms, tsquery
@@ -31,7 +32,6 @@ from eve.memory.records import (
     principal_ref,
 )
 from eve.memory.tables import create_memory_tables, memories
-from eve.sql_engines import sqlite_engine
 
 T = TypeVar("T")
 #: scopes whose vectors stay in memory between searches (each 1 KB per entry)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from eve.sql_engines import add_missing_columns
+from eve._sql_engines import add_missing_columns
 
 _metadata = sa.MetaData()
 

@@ -20,10 +20,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from eve._sql_engines import sqlite_engine
 from eve.errors import MemorySearchUnavailable
 from eve.memory.embedding import DIMENSIONS
 from eve.memory.records import MemoryKey
-from eve.sql_engines import sqlite_engine
 
 TABLE = "eve_memories_vec"
 #: vectors per chunk of one scope: vec0's default (1024) allots 1 MB to every scope, and most

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 
+from eve._redact import redact
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
@@ -19,7 +20,6 @@ from eve.errors import (
     ModelHTTPError,
     ModelRateLimited,
 )
-from eve.redact import redact
 
 # An error page from a proxy can be a whole HTML document; a line is enough to act on.
 _DETAIL_LIMIT = 500

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Generic, Protocol, TypeVar
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.errors import ModelError, ModelRetriesExhausted
 from eve.models._retry import GiveUp, Wait, next_try
 from eve.models.base import ModelRequest

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eve._redact import redact
 from eve.errors import ModelProtocolError
-from eve.redact import redact
 
 # Enough of a broken argument string to see what went wrong without flooding a log line.
 _SNIPPET = 200

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.manifest import ModelSettings, PromptCache, Retries, ThinkingMode
 from eve.messages import Message
 from eve.models.events import ModelEvent

@@ -31,6 +31,7 @@ from botocore import exceptions as boto_errors
 from botocore.config import Config
 from botocore.eventstream import ParserError
 
+from eve._redact import RedactingFilter, add_secret, redact
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
@@ -44,7 +45,6 @@ from eve.models._tool_input import protocol_error
 from eve.models.base import ModelRequest
 from eve.models.bedrock_request import PROVIDER, request_params
 from eve.models.bedrock_stream import BedrockTranslator, translate_bedrock_events
-from eve.redact import RedactingFilter, add_secret, redact
 
 __all__ = ["BedrockModel", "BedrockTranslator", "bedrock_model", "translate_bedrock_events"]
 

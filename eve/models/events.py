@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.messages import ProviderPart, ReasoningPart, StopReason, TextPart
-from eve.usage import TokenUsage
 
 __all__ = [
     "Done",

@@ -25,6 +25,7 @@ from google.auth import exceptions as auth_errors
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from eve._redact import redact
 from eve.errors import ModelCredentialsMissing
 from eve.models._http_errors import connection_error, provider_error, status_error
 from eve.models._streaming import SDKModel
@@ -33,7 +34,6 @@ from eve.models.base import ModelRequest
 from eve.models.gemini_models import gemini_traits
 from eve.models.gemini_request import request_config, request_contents
 from eve.models.gemini_stream import GeminiTranslator
-from eve.redact import redact
 
 __all__ = ["GeminiModel", "GeminiTranslator", "gemini_model", "retry_delay"]
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from eve._step_attempts import running_step
 from eve.authoring.context import ToolContext
 from eve.authoring.tools import Execute
 from eve.manifest import FunctionToolEntry, MemoryEntry
@@ -20,7 +21,6 @@ from eve.memory.access import MAX_TEXT_CHARS, NodeMemory, Turn
 from eve.memory.records import MemoryRecord
 from eve.runtime.resolved import ResolvedFunctionTool
 from eve.runtime.validation import JsonSchemaValidator
-from eve.step_attempts import running_step
 
 SAVE_TOOL = "eve__memory_save"
 SEARCH_TOOL = "eve__memory_search"

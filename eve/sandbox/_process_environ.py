@@ -17,7 +17,7 @@ import re
 import threading
 from pathlib import Path
 
-from eve.redact import SECRET_ENV_VARS
+from eve._redact import SECRET_ENV_VARS
 
 #: what a command's environment is made of; HOME is the workspace, TMPDIR added if set
 PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR")

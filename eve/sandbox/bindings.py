@@ -1,7 +1,7 @@
 """Which sandbox a tool call gets: each node's declaration, bound when its agent is set up,
 and each session's workspace directory, made on first use from the sandbox's seed files.
 
-``bind_sandbox`` is called once per node by the agent's setup (``eve.agent_setup``), which
+``bind_sandbox`` is called once per node by the agent's setup (``eve._agent_setup``), which
 is where ``eve run``, ``dev`` and ``serve`` refuse to start when the provider cannot run
 here. ``sandbox_for(ctx)`` (``ctx.sandbox``) finds the binding by the call's workspace root
 and node: the loop hands every call those two already, so the loop needs no change to give

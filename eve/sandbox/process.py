@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from eve._cancellation import CancelSignal
 from eve.builtins._limits import OUTPUT_MAX_BYTES, capped_text
-from eve.cancellation import CancelSignal
 
 Status = Literal["exited", "timed_out", "cancelled"]
 

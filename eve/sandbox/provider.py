@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, assert_never
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.manifest import SandboxEntry, SandboxLimitsEntry
 from eve.sandbox._process_environ import command_environment, hide_secrets_from_proc
 from eve.sandbox.bubblewrap import (

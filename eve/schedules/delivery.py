@@ -12,9 +12,9 @@ from typing import Any, assert_never
 
 import httpx
 
+from eve._redact import redact
 from eve.errors import ScheduleDeliveryFailed
 from eve.manifest import WebhookDelivery
-from eve.redact import redact
 
 #: how long one POST may take
 TIMEOUT_SECONDS = 10.0

@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 from starlette.responses import Response
 
+from eve._redact import redact
 from eve.errors import EveError, QueueFull
-from eve.redact import redact
 from eve.wire.answers import Refusal, encode_answer
 
 JSON = "application/json"

@@ -19,9 +19,9 @@ from starlette.requests import HTTPConnection
 from starlette.routing import Router
 from starlette.types import Receive, Scope, Send
 
-from eve.agent_setup import build_setup
+from eve._agent_setup import build_setup
+from eve._attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES
 from eve.artifacts import check_artifacts
-from eve.attachments import MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES
 from eve.auth.settings import oidc_settings
 from eve.channels.serving import channel_declarations
 from eve.errors import EveAppAlreadyRunning, EveAppNotStarted, StaleArtifacts

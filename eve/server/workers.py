@@ -29,8 +29,8 @@ from typing import NoReturn
 import uvicorn
 from starlette.applications import Starlette
 
+from eve._redact import redact
 from eve.errors import ServerConfigError
-from eve.redact import redact
 from eve.server.followers import end_streams
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping

@@ -6,11 +6,11 @@ from typing import Any
 
 import msgspec
 
+from eve._redact import redact
+from eve._usage import TokenUsage
 from eve.costs import Spend
 from eve.events import SessionEvent
 from eve.messages import Message
-from eve.redact import redact
-from eve.usage import TokenUsage
 
 
 class SessionCheckpoint(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 import msgspec
 from dbos import DBOS
 
+from eve._usage import TokenUsage
 from eve.context.active import EveContext
 from eve.costs import Spend, price
 from eve.events import CompactionFailedData, SessionCompactedData
@@ -34,7 +35,6 @@ from eve.messages import model_view, summary_message
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.turn_workflow import TurnRuntime, current_runtime
-from eve.usage import TokenUsage
 
 COMPACT_WORKFLOW = "eve.compact"
 

@@ -15,8 +15,8 @@ from contextvars import ContextVar
 import sqlalchemy.exc as sa_exc
 from sqlalchemy.engine import ExceptionContext
 
+from eve._redact import redact
 from eve.errors import DatabaseUnavailable, StorageFailed
-from eve.redact import redact
 
 _UNAVAILABLE = (
     sa_exc.OperationalError,

@@ -10,7 +10,7 @@ it cannot pickle, secret included. ``EveSerializer`` stores an exception as JSON
 While the database is out of reach or the disk is full, DBOS warns from every queue poll
 and workflow, with tracebacks, and eve from every request and heartbeat: ``REPEATS``
 shortens a record about such a failure to one line and says each kind once per
-``eve.logs.WINDOW_SECONDS`` with a count.
+``eve._logs.WINDOW_SECONDS`` with a count.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any
 from dbos import Serializer
 
 import eve.errors
+from eve._logs import Recognised, RepeatSummary, first_line_of, message_of
+from eve._redact import RedactingFilter, redact
 from eve.errors import EveError
-from eve.logs import Recognised, RepeatSummary, first_line_of, message_of
-from eve.redact import RedactingFilter, redact
 from eve.sessions.database_errors import failure_kind, first_line, scrub, unavailable
 
 _EXCEPTION = "eve-exception:"

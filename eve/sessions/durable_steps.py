@@ -16,16 +16,16 @@ from typing import TypeVar
 import msgspec
 from dbos import DBOS
 
+from eve._redact import redact
+from eve._step_attempts import StepAttempt, fresh_step
 from eve.context.active import EveContext
 from eve.errors import StepRecordCorrupt
 from eve.execution.recording import Produce, RecordKind
-from eve.redact import redact
 from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper
-from eve.step_attempts import StepAttempt, fresh_step
 
 T = TypeVar("T")
 _records = msgspec.json.Decoder(StepCheckpoint)

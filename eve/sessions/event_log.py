@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import msgspec
 import sqlalchemy as sa
 
+from eve._redact import redact
 from eve.events import EventMeta, SessionEvent
-from eve.redact import redact
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.db_retry import waits_out
 from eve.sessions.event_feed import EventFeeds, SessionFeed

@@ -34,11 +34,11 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve._redact import redact
 from eve.auth.principal import OPERATOR, Principal
 from eve.errors import SessionBusy
 from eve.events import EventMeta, SessionStarted, SessionStartedData
 from eve.execution.events import new_event_id
-from eve.redact import redact
 from eve.sessions.accepted import original_id
 from eve.sessions.access import seen_by
 from eve.sessions.idempotency import (

@@ -29,8 +29,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve._cancellation import CancelSignal
 from eve.auth.principal import PrincipalRef
-from eve.cancellation import CancelSignal
 from eve.events import (
     FormRequest,
     InputRequestedData,

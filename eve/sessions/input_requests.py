@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from dbos import DBOS
 
+from eve._cancellation import CancelSignal
 from eve.auth.principal import OPERATOR, Principal
-from eve.cancellation import CancelSignal
 from eve.events import (
     InputRequest,
     InputRequestedData,

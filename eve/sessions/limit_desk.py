@@ -7,7 +7,7 @@ once through the workflow's durable messages, so a raise or an end survives a re
 
 from __future__ import annotations
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.events import Option, SessionLimitRequest
 from eve.execution.limits import LimitCrossed, LimitDecision
 from eve.sessions.input_requests import InputDesk, request_id_for

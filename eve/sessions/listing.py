@@ -16,8 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve._session_summary import Activity, SessionListEntry, SessionPage
 from eve.errors import InvalidListQuery
-from eve.session_summary import Activity, SessionListEntry, SessionPage
 from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import current_checkpoint, owner_ref
 from eve.sessions.tables import events, sessions

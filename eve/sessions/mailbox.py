@@ -16,7 +16,7 @@ from typing import TypeVar, assert_never
 
 from dbos import DBOS
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.wire.mailbox import (
     MAILBOX_TOPIC,
     AnswerMail,

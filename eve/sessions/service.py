@@ -20,7 +20,9 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.attachments import AttachmentLimits, check_attachments
+from eve._attachments import AttachmentLimits, check_attachments
+from eve._redact import redact
+from eve._session_summary import SessionPage, SessionSummary
 from eve.auth.principal import OPERATOR, Principal, ref_of
 from eve.context.active import EveContext, use_context
 from eve.errors import (
@@ -37,10 +39,8 @@ from eve.execution.memory import with_memory
 from eve.execution.setup import AgentSetup
 from eve.memory.access import MemoryHost
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
-from eve.redact import redact
 from eve.runtime.connections import close_pool
 from eve.runtime.server_asks import check_form_answer
-from eve.session_summary import SessionPage, SessionSummary
 from eve.sessions.accepted import Kind, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.admission import Admission

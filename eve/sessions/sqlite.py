@@ -14,9 +14,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.database_errors import refuse_lock_in_request
 from eve.sessions.sqlite_gate import SqliteGate, gate_writes
-from eve.sql_engines import sqlite_engine as shared_sqlite_engine
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
 #: ``pool_size`` as soon as it is returned, so an overflow is opened (its PRAGMAs run) and

@@ -5,9 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TypeVar
 
+from eve._session_summary import SessionLimits, SessionSummary
 from eve.execution.limits import LimitName, allowed, used
 from eve.manifest import Limits
-from eve.session_summary import SessionLimits, SessionSummary
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.store import SessionRow
 

@@ -25,9 +25,10 @@ from typing import Any, Protocol, TypeVar
 import msgspec
 from dbos import DBOS, SetWorkflowID
 
+from eve._cancellation import CancelSignal
+from eve._redact import redact
 from eve.auth.principal import OPERATOR, Principal
 from eve.authoring.workflow import Question
-from eve.cancellation import CancelSignal
 from eve.context.active import EveContext
 from eve.errors import TaskCancelled
 from eve.events import Delegation
@@ -44,7 +45,6 @@ from eve.execution.tasks import TASK_MARK, TaskCall, task_id_under
 from eve.execution.tool_calls import CallOutcome, outcome
 from eve.execution.workflow_tools import progress_of, question_request, run_workflow_tool
 from eve.messages import ToolCall
-from eve.redact import redact
 from eve.runtime.resolved import ResolvedSubagent, ResolvedWorkflowTool, is_task
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.durable_steps import DurableRecorder

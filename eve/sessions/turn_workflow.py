@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 from dbos import DBOS
 
+from eve._cancellation import CancelSignal
 from eve.auth.principal import OPERATOR, Principal
-from eve.cancellation import CancelSignal
 from eve.connections import authorization
 from eve.context.active import EveContext, use_context
 from eve.events import SessionCompletedData, SessionResetData, SessionWaitingData

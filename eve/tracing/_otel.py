@@ -16,7 +16,7 @@ from typing import Self
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
-from eve.redact import redact
+from eve._redact import redact
 from eve.tracing.conventions import ERROR_TYPE, EXCEPTION_STACKTRACE
 
 _tracer: tuple[trace.TracerProvider, Tracer] | None = None

@@ -8,8 +8,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from eve._redact import redact
 from eve.events import ResultStatus
-from eve.redact import redact
 from eve.tracing._otel import tracer
 from eve.tracing.conventions import (
     CONVERSATION,

@@ -59,7 +59,7 @@ def capture_content() -> bool:
 
     Off by default, since content may hold personal data; ``true`` in
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` turns it on. Even then, known
-    secrets are redacted (``eve.redact``)."""
+    secrets are redacted (``eve._redact``)."""
     return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
 
 

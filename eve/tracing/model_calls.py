@@ -11,9 +11,9 @@ import json
 
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
+from eve._redact import redact
 from eve.models.base import ModelRequest
 from eve.models.events import Done, ModelEvent, Retrying, TextDelta, ToolCallEnd
-from eve.redact import redact
 from eve.tracing._otel import SpanBlock, fail, tracer
 from eve.tracing.conventions import (
     CACHE_READ_TOKENS,

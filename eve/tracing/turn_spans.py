@@ -29,6 +29,7 @@ from opentelemetry import context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 
+from eve._redact import redact
 from eve.events import (
     ActionResult,
     ActionsRequested,
@@ -42,7 +43,6 @@ from eve.events import (
     TurnFailed,
     TurnStarted,
 )
-from eve.redact import redact
 from eve.tracing._otel import fail_with_text, nanoseconds, tracer, tracing
 from eve.tracing._tool_span import record_arguments, record_result, tool_span
 from eve.tracing.conventions import (

@@ -11,6 +11,7 @@ from a2a.helpers import get_data_parts, get_message_text
 from a2a.types import TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from a2a.utils.errors import TaskNotFoundError
 
+from eve._usage import TokenUsage
 from eve.channels.a2a_tasks import TaskRef, TurnView, parse_task_id, request_prompt
 from eve.channels.kinds.a2a import Options, routes
 from eve.channels.mount import ChannelMount
@@ -34,7 +35,6 @@ from eve.events import (
     event_of,
 )
 from eve.server.auth import token_authenticator
-from eve.usage import TokenUsage
 
 SESSION = "ses_abc-DEF_123"
 REF = TaskRef(session_id=SESSION, turn_id="turn_1")

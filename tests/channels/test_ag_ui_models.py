@@ -14,11 +14,11 @@ from ag_ui.core import Event, EventType, RunErrorEvent, RunFinishedEvent
 from pydantic import TypeAdapter
 
 from eve import events as ev
+from eve._usage import TokenUsage
 from eve.channels.ag_ui_view import RunView
 from eve.channels.declaration import ChannelDeclaration
 from eve.channels.kind_modules import load_kind
 from eve.errors import ChannelKindUnavailable
-from eve.usage import TokenUsage
 from tests.channels.ag_ui.apps import SOURCES
 from tests.conftest import write_files
 from tests.sessions.apps import SCRIPTED_AGENT, call, say

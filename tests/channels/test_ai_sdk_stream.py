@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from eve._usage import TokenUsage
 from eve.channels.ai_sdk_stream import DONE, Segment, sse
 from eve.events import (
     ActionPartialData,
@@ -31,7 +32,6 @@ from eve.events import (
     TurnWaitingData,
     event_of,
 )
-from eve.usage import TokenUsage
 from tests.channels.ai_sdk.harness import NodeClient, node_client
 
 SESSION, TURN = "ses_x", "turn_0"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from eve._usage import TokenUsage
 from eve.channels.kinds.mcp import Options
 from eve.channels.mcp_turns import TurnFold
 from eve.errors import TurnNotFound
@@ -26,7 +27,6 @@ from eve.events import (
     TurnWaitingData,
     event_of,
 )
-from eve.usage import TokenUsage
 
 SESSION = "ses_fold"
 CHILD = ParentLink(session_id=SESSION, call_id="call_0_0")

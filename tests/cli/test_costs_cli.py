@@ -6,10 +6,10 @@ import json
 import re
 from decimal import Decimal
 
+from eve._usage import TokenUsage
 from eve.cli.console import footer
 from eve.costs import Cost, Spend
 from eve.events import TurnCompletedData
-from eve.usage import TokenUsage
 from tests.cli.test_dev_cli import piped
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory

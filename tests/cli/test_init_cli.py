@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from eve._scaffold import template_files
 from eve.artifacts import check_artifacts
 from eve.cli import main
-from eve.scaffold import template_files
 
 REPO = Path(__file__).resolve().parents[2]
 

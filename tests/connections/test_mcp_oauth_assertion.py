@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from eve._redact import redact
 from eve.connections import define_mcp_connection, from_env, identity_provider, oauth
 from eve.errors import MCPAuthorizationFailed
 from eve.manifest import ConnectionEntry
-from eve.redact import redact
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import mcp_oauth
 from tests.connections.oauth_person import Person

@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from eve._redact import redact
 from eve.connections import define_mcp_connection, from_env, oauth
 from eve.errors import MCPAuthorizationFailed
 from eve.manifest import ConnectionEntry
-from eve.redact import redact
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import mcp_oauth
 from tests.connections.oauth_person import Person

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.compiler import compile_to_disk
 from eve.events import ActionPartial, ActionResult, SessionEvent
 from eve.runtime.server_asks import SentCall

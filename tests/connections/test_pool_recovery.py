@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from eve._redact import REDACTED, redact
 from eve.connections import define_mcp_connection, from_env
 from eve.connections.pool import ConnectionPool
 from eve.connections.rpc_errors import session_closed
@@ -24,7 +25,6 @@ from eve.errors import (
     MCPToolsChanged,
 )
 from eve.manifest import ConnectionEntry
-from eve.redact import REDACTED, redact
 from tests.connections.servers import entry, free_port, http_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

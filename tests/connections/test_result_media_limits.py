@@ -6,7 +6,7 @@ import base64
 
 import mcp_types
 
-from eve.attachments import MAX_ATTACHMENT_BYTES
+from eve._attachments import MAX_ATTACHMENT_BYTES
 from eve.connections.content import content_parts
 from eve.messages import ImagePart, TextPart
 from tests.connections.mcp_test_server import PIXEL

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from eve._redact import REDACTED, add_secret
 from eve.connections.server_stderr import LINE_CHARS, PASSED_CHARS, StderrTail
-from eve.redact import REDACTED, add_secret
 
 FLOOD = """
 import sys

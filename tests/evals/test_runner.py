@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from eve.attachments import read_attachment
+from eve._attachments import read_attachment
 from eve.evals import (
     AnswerContains,
     Approve,

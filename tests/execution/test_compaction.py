@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from eve._model_windows import known_window, window_for
 from eve.events import CompactionFailed, SessionCompacted, SessionEvent
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.execution.compaction import (
@@ -33,7 +34,6 @@ from eve.messages import (
     tool_result,
     user_message,
 )
-from eve.model_windows import known_window, window_for
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent
 from eve.models.function import FunctionModel

@@ -9,6 +9,7 @@ from decimal import Decimal
 import msgspec
 import pytest
 
+from eve._usage import TokenUsage
 from eve.cli.agent_setup import prepare
 from eve.costs import Cost, Spend
 from eve.events import SessionEvent, StepCompleted, TaskSettled, TurnCompleted
@@ -17,7 +18,6 @@ from eve.execution.inline_tasks import InlineTasks
 from eve.models.events import Done, TextDelta, ToolCallEnd, ToolCallStart
 from eve.models.function import FunctionModel
 from eve.tools import tool
-from eve.usage import TokenUsage
 from tests.conftest import AppFactory
 from tests.execution.helpers import Script, live
 from tests.execution.test_tasks import tree, write

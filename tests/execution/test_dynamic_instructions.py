@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eve import InstructionsContext, define_instructions
-from eve.agent_setup import build_setup
+from eve._agent_setup import build_setup
 from eve.auth.principal import Principal
 from eve.compiler import compile_to_disk
 from eve.context.active import EveContext

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.context import define_state
 from eve.errors import EmptyModelResponse, TranscriptWriteFailed
 from eve.events import SessionEvent

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from eve._usage import TokenUsage
 from eve.costs import Spend
 from eve.errors import SessionLimitReached
 from eve.events import SessionEvent, TurnFailed
@@ -21,7 +22,6 @@ from eve.manifest import Limits
 from eve.models.events import Done, TextDelta
 from eve.models.function import FunctionModel
 from eve.tools import tool
-from eve.usage import TokenUsage
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.execution.helpers import Script, calls, live, text

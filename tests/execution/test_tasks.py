@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from eve._cancellation import CancelSignal
 from eve.authoring.agent import RuntimeConfig
 from eve.authoring.workflow import Question
-from eve.cancellation import CancelSignal
 from eve.cli.agent_setup import prepare
 from eve.context.active import EveContext
 from eve.errors import SubagentConfigInvalid, SubagentConfigMissing

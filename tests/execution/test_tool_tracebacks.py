@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from eve._redact import REDACTED
 from eve.events import ActionResult, SessionEvent
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.execution.tracebacks import MAX_CHARS, MAX_FRAMES, bounded
@@ -15,7 +16,6 @@ from eve.messages import ToolResultMessage
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent
 from eve.models.function import FunctionModel
-from eve.redact import REDACTED
 from eve.tools import tool
 from tests.execution.helpers import calls, live, text
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.costs import Spend
 from eve.execution.transitions import apply, next_action, opening
 from eve.execution.turn_actions import (
@@ -19,7 +20,6 @@ from eve.execution.turn_actions import (
 from eve.execution.turn_state import StepSettled, StepStart, TurnRules, TurnState
 from eve.manifest import Limits
 from eve.messages import user_message
-from eve.usage import TokenUsage
 
 
 def _state(*, max_turns: int = 3, limits: Limits | None = None) -> TurnState:

@@ -6,12 +6,12 @@ import json
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.events import SessionEvent, StepCompleted, TurnCompleted
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.models.events import Done, ModelEvent, TextDelta, ToolCallEnd, ToolCallStart
 from eve.models.function import FunctionModel
 from eve.tools import tool
-from eve.usage import TokenUsage
 from tests.execution.helpers import Script, live
 
 FIRST = TokenUsage(input_tokens=40, output_tokens=5, cache_write_tokens=1200)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from eve._step_attempts import StepAttempt, fresh_step
 from eve.auth.principal import OPERATOR, ref_of
 from eve.authoring.context import ToolContext
 from eve.manifest import DatabaseMemoryProvider, FileMemoryProvider, MemoryEntry
@@ -19,7 +20,6 @@ from eve.memory.records import MemoryKey, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import memories
 from eve.runtime.memory import SAVE_TOOL, memory_tools
-from eve.step_attempts import StepAttempt, fresh_step
 
 SESSION = "ses_fresh"
 STEP = StepAttempt(step="turn_wf/step_1", session_id=SESSION, principal=OPERATOR)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from eve.agent_setup import build_setup
+from eve._agent_setup import build_setup
 from eve.auth.principal import Principal
 from eve.compiler import compile_to_disk
 from eve.context.active import EveContext

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from eve._model_windows import known_window
 from eve.costs import price
 from eve.errors import (
     ModelAuthError,
@@ -26,7 +27,6 @@ from eve.errors import (
 )
 from eve.manifest import Retries
 from eve.messages import user_message
-from eve.model_windows import known_window
 from eve.models.base import ModelRequest
 from eve.models.bedrock import BedrockModel, bedrock_model
 from eve.models.events import Done, ModelEvent, Retrying, TextDelta, TokenUsage

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from google.genai import errors as genai_errors
 
+from eve._redact import redact
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,
@@ -22,7 +23,6 @@ from eve.messages import user_message
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent, TextDelta
 from eve.models.gemini import GeminiModel, gemini_model
-from eve.redact import redact
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.models.gemini_server import GeminiServer, Turn, error_reply, sse

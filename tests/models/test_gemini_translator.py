@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from eve._model_windows import known_window
 from eve.costs import price
 from eve.errors import (
     ModelConnectionError,
@@ -29,7 +30,6 @@ from eve.messages import (
     tool_result,
     user_message,
 )
-from eve.model_windows import known_window
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import Done, ModelEvent, PartCompleted, TokenUsage, ToolCallEnd
 from eve.models.gemini import GeminiModel, retry_delay

@@ -19,7 +19,7 @@ import socket
 
 import pytest
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.errors import (
     ModelAuthError,
     ModelConnectionError,

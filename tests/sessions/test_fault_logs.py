@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from eve.logs import Recognised
+from eve._logs import Recognised
 from eve.sessions.dbos_data import recognise_fault
 from eve.sessions.settings import SESSIONS_DIR
 from tests.conftest import AppFactory

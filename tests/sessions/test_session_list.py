@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
+from eve._usage import TokenUsage
 from eve.client import APIError, AsyncEveClient, EveClient, SessionListEntry
-from eve.usage import TokenUsage
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count

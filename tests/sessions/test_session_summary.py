@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from eve._usage import TokenUsage
 from eve.client import APIError, AsyncEveClient, EveClient, SessionLimits, SessionSummary
 from eve.costs import Cost, Spend
 from eve.events import StepCompleted, TaskSettled, TurnCompleted
 from eve.sessions.checkpoint import decode_checkpoint, encode_checkpoint
 from eve.sessions.store import SessionStore
-from eve.usage import TokenUsage
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Server

@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from eve._sql_engines import sqlite_engine
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.sqlite_gate import SqliteGate, gate_writes
-from eve.sql_engines import sqlite_engine
 
 
 def test_a_waiting_request_goes_before_waiting_background_work() -> None:

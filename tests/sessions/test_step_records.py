@@ -5,12 +5,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from eve._usage import TokenUsage
 from eve.errors import StepRecordCorrupt
 from eve.execution.checkpoints import PARTS, RanAll
 from eve.execution.response import ModelResponse
 from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.durable_steps import decode_step_record
-from eve.usage import TokenUsage
 
 
 def _record(version: int | None) -> bytes:

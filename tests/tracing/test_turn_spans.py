@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from eve.cancellation import CancelSignal
+from eve._cancellation import CancelSignal
 from eve.errors import ModelHTTPError
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.manifest import Compaction

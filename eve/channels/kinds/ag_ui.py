@@ -35,12 +35,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from eve._redact import redact
 from eve.channels.ag_ui_view import RunView, is_logged_user_message
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.errors import EveError, InputRequestNotPending, InvalidBody
 from eve.events import InputRequested, InputResolved, TurnStarted, decode_event
-from eve.redact import redact
 from eve.sessions import InputResponse
 
 

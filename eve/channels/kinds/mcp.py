@@ -42,6 +42,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from eve._redact import redact
 from eve._version import __version__
 from eve.channels.mcp_tools import (
     OUTPUT_SCHEMA,
@@ -58,7 +59,6 @@ from eve.channels.mcp_turns import Report, TurnFold, TurnView, watch
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.errors import EveError, IdempotencyKeyReused, Unauthorized
-from eve.redact import redact
 from eve.sessions import Accepted, InputResponse
 from eve.sessions.database_errors import fail_fast, first_line, scrub, unavailable
 

@@ -12,9 +12,9 @@ from typing import Literal
 
 import msgspec
 
+from eve._usage import TokenUsage
 from eve.auth.principal import PrincipalRef
 from eve.costs import Cost
-from eve.usage import TokenUsage
 
 
 class SessionLimits(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):

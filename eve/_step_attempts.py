@@ -4,7 +4,7 @@ A step part that runs fresh (not replayed from its record) may follow an attempt
 before its record was written; what that attempt wrote outside the record (a memory entry)
 would be written again. The durable recorder (``eve.sessions``) announces each fresh
 attempt here, and listeners (``eve.memory``) undo the earlier attempt's writes, without
-either package importing the other: a shared module, as ``eve.cancellation`` is.
+either package importing the other: a shared module, as ``eve._cancellation`` is.
 """
 
 from __future__ import annotations

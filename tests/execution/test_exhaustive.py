@@ -1,5 +1,6 @@
 """Every dispatch over a closed set in the loop is exhaustive: mypy fails when a variant is
-added to one of the turn's unions (or a kind of tool) and nothing handles it.
+added to one of the turn's unions (or a kind of tool, or a workflow's mail) and nothing
+handles it.
 
 One mypy run with the project's configuration: the union modules are read from shadow
 copies (``--shadow-file``) that each add a variant, and mypy must report an unhandled
@@ -52,6 +53,13 @@ ADDED = {
             "ResolvedPlugin",
         ),
     ],
+    "eve/wire/mailbox.py": [
+        (
+            "MailboxMessage = AnswerMail | EventMail | CancelMail\n",
+            "MailboxMessage = AnswerMail | EventMail | CancelMail | PauseMail\n",
+            "PauseMail",
+        ),
+    ],
     "eve/execution/checkpoints.py": [
         (
             "StepPart = RanAll | AsksPerson | StartsTask | NeedsListing | RunsBatch | Aborted",
@@ -70,6 +78,7 @@ EXPECTED = {
     "Halted": ["transitions.py"],
     "ResolvedRemote": ["tool_calls.py", "catalog_calls.py", "turn_config.py"],
     "ResolvedPlugin": ["tool_calls.py"],
+    "PauseMail": ["mailbox.py"],
 }
 
 
@@ -89,6 +98,7 @@ def test_an_added_variant_nothing_handles_fails_mypy(tmp_path: Path) -> None:
     # beside the project's own cache (ignored by git), so a run after the first is quick
     cache = ROOT / ".mypy_cache" / "exhaustive"
     checked = [f"eve/execution/{name}.py" for name in ("driver", "transitions", "step_calls")]
+    checked.append("eve/sessions/mailbox.py")  # the one receive loop over a workflow's mail
     ran = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args, *checked],
         cwd=ROOT,
@@ -100,7 +110,7 @@ def test_an_added_variant_nothing_handles_fails_mypy(tmp_path: Path) -> None:
     unhandled: dict[str, set[str]] = {}
     for line in ran.stdout.splitlines():
         found = re.match(
-            r'(eve/execution/\w+\.py):\d+: error: Argument 1 to "assert_never" has incompatible type "(\w+)"',
+            r'(eve/[\w/]+\.py):\d+: error: Argument 1 to "assert_never" has incompatible type "(\w+)"',
             line,
         )
         if found:

@@ -63,6 +63,11 @@ def _describe(report: PruneReport, period: str) -> str:
     )
     if swept.mcp_calls:
         line += f", and {swept.mcp_calls} MCP call record(s) of workflows gone"
+    if report.accepted:
+        line += (
+            f"\n{verb} {report.accepted} accepted turn record(s) of turns done long ago "
+            "(kept while an Idempotency-Key may repeat them)"
+        )
     return line
 
 

@@ -239,3 +239,31 @@ def reopen(c: Connection, place: Place) -> None:
         )
         .values(state=place.state)
     )
+
+
+def _forgettable(before: float) -> sa.ColumnElement[bool]:
+    """A done place accepted before ``before`` with no unfinished place ahead of it in its
+    session: nothing reads it again. The sweep only reads places not done; a later place
+    done is what tells it an earlier one was overtaken, so those behind an unfinished
+    place stay until it is done."""
+    ahead = accepted_places.alias("ahead")
+    unfinished_ahead = sa.exists().where(
+        ahead.c.session_id == accepted_places.c.session_id,
+        ahead.c.turn < accepted_places.c.turn,
+        ahead.c.state != "done",
+    )
+    return sa.and_(
+        accepted_places.c.state == "done",
+        accepted_places.c.accepted_at < before,
+        ~unfinished_ahead,
+    )
+
+
+def forget_delivered(c: Connection, *, before: float, dry_run: bool) -> int:
+    """Delete (or, in a dry run, count) the places retention may forget (``_forgettable``).
+    A turn's number comes from its session row and a key's answer from
+    ``eve_idempotency``, so neither changes when its place goes."""
+    if dry_run:
+        counted = sa.select(sa.func.count()).select_from(accepted_places)
+        return int(c.execute(counted.where(_forgettable(before))).scalar_one())
+    return int(c.execute(accepted_places.delete().where(_forgettable(before))).rowcount)

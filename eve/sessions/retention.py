@@ -13,6 +13,13 @@ replay of the one asks DBOS for the other's result).
 which removes the payload tables' rows with the status row. Then the sandbox workspaces'
 storage that neither a session's head nor a kept workflow's steps name goes too
 (``workspace_sweep.py``).
+
+Last, the accepted places of turns long done (``eve_accepted``, ``accepted.py``): a place
+is what a 202 promised, and the sweep that delivers after a crash reads only those not
+done, so a done one goes once it is older than the retention period *and* than an
+Idempotency-Key's life (``idempotency.TTL_SECONDS``): within a key's window a repeated
+request finds its turn's place still there. A place not yet delivered, or behind one
+that is not done, is never deleted (``accepted.forget_delivered``).
 """
 
 from __future__ import annotations
@@ -32,11 +39,13 @@ import sqlalchemy as sa
 from dbos import DBOSClient, WorkflowStatus
 
 from eve.errors import DatabaseUnavailable, EveError, RetentionInvalid
+from eve.sessions.accepted import forget_delivered
 from eve.sessions.database_errors import failure_kind, unavailable
 from eve.sessions.dbos_data import EveSerializer
+from eve.sessions.idempotency import TTL_SECONDS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
-from eve.sessions.workspace_sweep import SweepReport, sweep_workspaces
+from eve.sessions.workspace_sweep import SweepReport, eve_engine, sweep_workspaces
 
 log = logging.getLogger("eve.sessions")
 
@@ -89,6 +98,8 @@ class PruneReport:
     kept: int
     #: sandbox workspace storage deleted after the workflows
     workspace: SweepReport = dataclasses.field(default_factory=SweepReport)
+    #: accepted places (``eve_accepted``) of turns done long ago
+    accepted: int = 0
 
     @property
     def total(self) -> int:
@@ -103,6 +114,7 @@ class PruneReport:
             "kept": self.kept,
             "workspace": self.workspace.as_json(),
             "mcpCalls": self.workspace.mcp_calls,
+            "accepted": self.accepted,
         }
 
 
@@ -111,7 +123,8 @@ def prune_workflows(
 ) -> PruneReport:
     """Delete the records of workflows that finished more than ``older_than`` seconds
     before ``now``, except those an active workflow may need (see the module docstring)."""
-    cutoff = (time.time() if now is None else now) - older_than
+    now = time.time() if now is None else now
+    cutoff = now - older_than
     empty = PruneReport(cutoff=cutoff, dry_run=dry_run, deleted={}, kept=0)
     if (
         not settings.is_postgres
@@ -122,7 +135,11 @@ def prune_workflows(
         with _client(settings) as client:
             report, doomed = _prune(client, cutoff=cutoff, dry_run=dry_run)
             swept = sweep_workspaces(settings, client, dry_run=dry_run, doomed=doomed)
-            return dataclasses.replace(report, workspace=swept)
+            # a place outlives its Idempotency-Key, however short the retention period
+            forgotten = _forget_accepted(
+                settings, before=min(cutoff, now - TTL_SECONDS), dry_run=dry_run
+            )
+            return dataclasses.replace(report, workspace=swept, accepted=forgotten)
     except EveError:
         raise
     except Exception as error:
@@ -166,6 +183,13 @@ def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> tuple[PruneRe
             return report, would_delete
         # what was deleted left the listing; what was kept (all, in a dry run) is still in it
         offset += len(page) - (0 if dry_run else len(doomed))
+
+
+def _forget_accepted(settings: SessionSettings, *, before: float, dry_run: bool) -> int:
+    if not settings.is_postgres and not Path(settings.eve_url.removeprefix("sqlite:///")).exists():
+        return 0  # no session ever ran here
+    with eve_engine(settings) as engine, engine.begin() as c:
+        return forget_delivered(c, before=before, dry_run=dry_run)
 
 
 def _listed(client: DBOSClient, **query: object) -> list[WorkflowStatus]:
@@ -216,14 +240,15 @@ async def prune_periodically(
             log.warning("pruning finished workflows failed: %s", error)
         else:
             swept = report.workspace
-            if report.total or swept.trees or swept.blobs:
+            if report.total or swept.trees or swept.blobs or report.accepted:
                 log.info(
                     "pruned %d finished workflow(s): %s; workspace storage: %d tree(s), "
-                    "%d blob(s), %d byte(s) freed",
+                    "%d blob(s), %d byte(s) freed; %d accepted place(s) of done turns",
                     report.total,
                     report.deleted,
                     swept.trees,
                     swept.blobs,
                     swept.freed_bytes,
+                    report.accepted,
                 )
         await asyncio.sleep(every)

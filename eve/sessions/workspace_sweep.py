@@ -75,7 +75,7 @@ def sweep_workspaces(
     ``doomed``: in a dry run, the workflows the prune would have deleted (gone, for this)."""
     if not settings.is_postgres and not Path(settings.eve_url.removeprefix("sqlite:///")).exists():
         return SweepReport()  # no session ever ran here
-    with _engine(settings) as engine:
+    with eve_engine(settings) as engine:
         forget = functools.partial(
             _forget_gone_workflows, engine, client, doomed=doomed, dry_run=dry_run
         )
@@ -154,7 +154,7 @@ def _chunks(items: list[str]) -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def _engine(settings: SessionSettings) -> Iterator[Engine]:
+def eve_engine(settings: SessionSettings) -> Iterator[Engine]:
     """An engine on eve's tables; on SQLite its transactions take the write lock at BEGIN."""
     if settings.is_postgres:
         engine = sa.create_engine(settings.eve_url, pool_size=1, max_overflow=0)

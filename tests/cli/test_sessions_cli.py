@@ -5,12 +5,14 @@ on with."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from eve.cli import main
+from eve.sessions.settings import SESSIONS_DIR
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
@@ -53,6 +55,24 @@ def test_prune_dry_run_then_prune_says_what_it_deleted(make_app: AppFactory) -> 
 
     code, out = _prune(root, "--older-than", "0s", "--json")
     assert json.loads(out)["total"] == 0  # gone: the dry run had deleted nothing before
+    assert json.loads(out)["accepted"] == 0  # done, but younger than an Idempotency-Key
+
+
+def test_prune_counts_the_accepted_places_of_turns_done_long_ago(make_app: AppFactory) -> None:
+    root = _ran_a_session(make_app)
+    with sqlite3.connect(root / SESSIONS_DIR / "eve.sqlite") as c:
+        # two days ago, past an Idempotency-Key's day; turn_0 is done (turn_1 ran after it)
+        c.execute("UPDATE eve_accepted SET accepted_at = accepted_at - 2 * 86400")
+        (done,) = c.execute("SELECT count(*) FROM eve_accepted WHERE state = 'done'").fetchone()
+    assert done >= 1
+    code, out = _prune(root, "--older-than", "1d", "--dry-run", "--json")
+    assert code == 0, out
+    assert json.loads(out)["accepted"] == done
+    code, out = _prune(root, "--older-than", "1d")
+    assert code == 0, out
+    assert f"deleted {done} accepted turn record(s) of turns done long ago" in out
+    code, out = _prune(root, "--older-than", "1d", "--json")
+    assert json.loads(out)["accepted"] == 0
 
 
 @pytest.mark.parametrize("period", ["7x", "seven days", "-1d", ""])

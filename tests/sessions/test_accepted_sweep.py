@@ -87,16 +87,21 @@ def test_a_turn_overtaken_by_a_later_one_fails_visibly(make_app: AppFactory) -> 
     assert received == ["first", "third"]
 
 
-def test_a_sweep_pages_through_every_unfinished_place(tmp_path: Path) -> None:
-    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
-    for session in ("ses_a", "ses_b"):
+def accept_turns(store: SessionStore, sessions: tuple[str, ...], turns: int) -> None:
+    """Sessions with ``turns`` accepted places each, none delivered (``<id>:turn-<n>``)."""
+    for session in sessions:
         store.create_session(session)
-        for turn in range(3):
+        for turn in range(turns):
             store.run(
                 lambda c, s=session, t=turn: accept(
                     c, session_id=s, turn=t, kind="turn", workflow_id=f"{s}:turn-{t}"
                 )
             )
+
+
+def test_a_sweep_pages_through_every_unfinished_place(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    accept_turns(store, ("ses_a", "ses_b"), 3)
     store.run(lambda c: finish(c, "ses_a:turn-1"))
     seen: list[tuple[str, int]] = []
     after = None

@@ -6,7 +6,8 @@ its own, a fresh ``/proc`` and ``/dev``, and the session's workspace at ``/works
 the one writable place; new user, PID, IPC, UTS and network namespaces (the network only
 when the sandbox allows it); a new session (no terminal to inject into) and death with its
 parent. Its environment is built here from nothing. Resource limits are rlimits set by
-``prlimit`` before bwrap starts, so every process inside inherits them.
+``prlimit`` inside the sandbox just before the command starts, so every process the
+command starts inherits them.
 
 The kernel exempts root from RLIMIT_NPROC (a fork bomb of root is never refused), so when
 eve runs as root the command runs as ``nobody`` instead, and the workspace is handed to
@@ -15,6 +16,14 @@ namespace (a user namespace made by root maps root alone, so no one could become
 in it): it sets up the mounts with root's right to reach the workspace wherever it lies,
 and ``setpriv`` drops to nobody, with no capabilities left, just before the command
 starts. When eve is not root, bwrap runs as eve's user in a user namespace of its own.
+
+That is why the rlimits are set inside: the kernel counts RLIMIT_NPROC per user at each
+level of user namespaces, and a user namespace takes the process limit its maker had as
+the limit of its user one level up. Set before bwrap, ``processes`` would bound every
+process and thread of eve's user on the machine (eve's own threads, the rest of a
+developer's desktop) and bwrap could fail to start at all; set inside, it counts the
+processes of this one sandbox's namespace. (As root the command runs as nobody without a
+user namespace, so there it counts every process of nobody's, either way.)
 """
 
 from __future__ import annotations
@@ -153,8 +162,6 @@ def sandboxed_argv(
     """The command line that runs ``argv`` in the sandbox, ``workspace`` mounted writable."""
     prlimit = shutil.which("prlimit") or "prlimit"
     return [
-        prlimit,
-        *limit_arguments(limits),
         bwrap_program(),
         *_namespaces(network),
         "--die-with-parent",
@@ -175,6 +182,11 @@ def sandboxed_argv(
         INSIDE_WORKSPACE,
         "--chdir",
         INSIDE_WORKSPACE,
+        "--",
+        # inside, not before bwrap: a user namespace made under a process limit counts
+        # every process of eve's user against it (see the module's docstring)
+        prlimit,
+        *limit_arguments(limits),
         "--",
         *_drop_to_nobody(),
         *argv,

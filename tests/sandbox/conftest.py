@@ -27,6 +27,16 @@ LIMITS = SandboxLimitsEntry(
     cpu_seconds=10, memory_mb=512, processes=256, file_size_mb=8, wall_seconds=30, workspace_mb=16
 )
 
+#: a Python program that forks 100 children which linger: stopped at a small ``processes``
+FORK_BOMB = """
+import os, time
+for count in range(100):
+    if os.fork() == 0:
+        time.sleep(3)
+        os._exit(0)
+print("forked", count + 1)
+"""
+
 
 def require_bubblewrap() -> None:
     """Skip (or fail, under EVE_REQUIRE_SANDBOX=1) when bubblewrap cannot run here."""

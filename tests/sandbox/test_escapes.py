@@ -18,7 +18,7 @@ import pytest
 from eve.builtins import bash, read_file
 from eve.errors import WorkspaceViolation
 from tests.builtins.conftest import call
-from tests.sandbox.conftest import App
+from tests.sandbox.conftest import FORK_BOMB, App
 
 PROVIDERS = ["bubblewrap", "local"]
 
@@ -169,14 +169,7 @@ async def test_a_shared_network_is_the_hosts(app: App, listener: int) -> None:
     assert done["stdout"] == "connected\n", done
 
 
-_FORK_BOMB = """python3 -c '
-import os, time
-for count in range(100):
-    if os.fork() == 0:
-        time.sleep(3)
-        os._exit(0)
-print("forked", count + 1)
-'"""
+_FORK_BOMB = f"python3 -c '{FORK_BOMB}'"
 
 
 async def test_a_fork_bomb(app: App, provider: str) -> None:

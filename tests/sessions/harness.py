@@ -23,6 +23,8 @@ from typing import IO, Any
 
 import httpx
 
+from tests.forkserver import ForkedProcess, popen
+
 Event = dict[str, Any]
 
 
@@ -105,7 +107,8 @@ class Server(Driver):
     env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     token: str | None = None
-    proc: subprocess.Popen[str] | None = None
+    #: a fork of the test process's fork server for ``eve serve`` (``tests/forkserver.py``)
+    proc: subprocess.Popen[str] | ForkedProcess | None = None
     #: where the server's output goes, for a test that measures it; None: a temporary file
     log_path: Path | None = None
     #: what the process writes, in a file rather than a pipe: a pipe nobody reads while
@@ -140,13 +143,8 @@ class Server(Driver):
                 if self.log_path is not None
                 else tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
             )
-        self.proc = subprocess.Popen(
-            self.command(),
-            cwd=self.app_root,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            text=True,
+        self.proc = popen(
+            self.command(), cwd=self.app_root, env=env, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

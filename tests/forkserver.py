@@ -1,30 +1,27 @@
-"""``python -m eve …`` as a fork of one process that has already imported eve.
+"""A process that has imported eve and forks a child for each ``python -m eve …`` asked of it.
 
 Most of what an ``eve serve`` started by a test costs is its imports: DBOS, SQLAlchemy,
-psycopg, pydantic, Starlette and eve itself, about 0.9 s of CPU of the 1.1 s a server
+psycopg, pydantic, Starlette and eve itself, about 0.9 s of CPU of the 1.05 s a server
 takes from its start to its first healthy answer (measured with cProfile), paid again at
-every start and restart of the ~140 the suite makes. A fork server pays it once per test
-worker: a process imports what ``eve serve`` imports, then forks a child for each command
-it is asked to run, which takes the test's working directory, environment, arguments and
-standard streams and runs ``eve``'s ``__main__`` as ``python -m eve`` would.
+every start and restart, some 190 in the suite. The fork server pays it once per test
+process: it imports what ``eve serve`` imports, then forks a child for each command it is
+asked to run; the child takes the test's working directory, environment, arguments and
+standard streams and runs ``eve``'s ``__main__`` as ``python -m eve`` does. Forked, a start
+costs 0.13 s of CPU. ``tests/forked.py`` is the test's side (``popen``, ``run``).
 
-The child is a real process of its own, so a test still kills it with SIGKILL, stops it
-with SIGTERM and starts it again; only the interpreter's start and the imports are
-skipped. What differs from a fresh interpreter is what could be decided at import time:
-so a command whose environment changes the interpreter (``PYTHON*``) or a variable a
-preloaded module reads as it is imported (``DBOS__*``) runs as a plain subprocess, and so
-does every command when ``EVE_TEST_FORK=0``. The kernel's copy of the environment a
-process started with (``/proc/<pid>/environ``) is the fork server's, so a test about that
-block starts its process itself.
-
-The child is the fork server's, not the test's: ``ForkedProcess`` is the part of
-``subprocess.Popen`` the tests use (``pid``, ``poll``, ``wait``, signals, ``returncode``),
-the exit status coming over the socket the child was asked for on.
+The child is a real process of its own: a test kills it with SIGKILL, stops it with SIGTERM
+and starts it again as before; only the interpreter's start and the imports are skipped.
+What differs from a fresh interpreter is what was decided at import time, so ``accepts``
+refuses an environment that differs from this process's in what the interpreter or a
+preloaded module reads as it starts (those commands run as plain subprocesses). The
+kernel's copy of the environment a process started with (``/proc/<pid>/environ``) is the
+fork server's, so a test about that block starts its process itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import selectors
@@ -36,16 +33,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
 
 #: what ``eve`` needs loaded before it forks: the CLI and the serve command's closure
 PRELOAD = ("eve.cli.main", "eve.cli.serve_command")
-#: ``EVE_TEST_FORK=0`` starts every command as a fresh interpreter, as before
-ENABLED_ENV = "EVE_TEST_FORK"
 #: variables a fork cannot honour: read by the interpreter as it starts (the locale of its
 #: streams, its time zone), or by a preloaded module as it is imported (dbos/_utils.py:
-#: ``DBOS__CLOUD``; found by recording what importing ``PRELOAD`` reads of os.environ)
-_FIXED_AT_START = (
+#: ``DBOS__CLOUD``; found by recording what importing ``PRELOAD`` reads of os.environ).
+#: ``PYTHONUNBUFFERED`` is the exception: the child makes its streams as it says
+FIXED_AT_START = (
     "PYTHON",
     "LANG",
     "LC_",
@@ -56,57 +51,20 @@ _FIXED_AT_START = (
     "PYDANTIC_",
     "SSL_CERT_",
 )
-_MESSAGE_BYTES = 1 << 20
+_HONOURED = ("PYTHONUNBUFFERED",)
+MESSAGE_BYTES = 1 << 20
+
+
+def _fixed(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(FIXED_AT_START) and k not in _HONOURED}
 
 
 # --- the test's side ------------------------------------------------------------------
 
 
 @dataclass
-class ForkedProcess:
-    """A child of the fork server, driven like the ``subprocess.Popen`` it replaces."""
-
-    pid: int
-    args: list[str]
-    _status: socket.socket
-    returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            self._read_status(timeout=0)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None and not self._read_status(timeout):
-            raise subprocess.TimeoutExpired(self.args, timeout or 0)
-        assert self.returncode is not None
-        return self.returncode
-
-    def send_signal(self, sig: int) -> None:
-        if self.poll() is None:  # as Popen: never signal a pid that may have been reused
-            os.kill(self.pid, sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def _read_status(self, timeout: float | None) -> bool:
-        self._status.settimeout(timeout)
-        try:
-            message = self._status.recv(_MESSAGE_BYTES)
-        except (TimeoutError, BlockingIOError):
-            return False
-        self._status.close()
-        # an empty message: the fork server died before its child; say so as a crash would
-        self.returncode = int(json.loads(message)["returncode"]) if message else -signal.SIGKILL
-        return True
-
-
-@dataclass
 class ForkServer:
-    """The process that forks; one per test process, started on first use."""
+    """The process that forks, seen from the test's process that started it."""
 
     proc: subprocess.Popen[bytes]
     path: Path
@@ -114,8 +72,7 @@ class ForkServer:
 
     @classmethod
     def start(cls) -> ForkServer:
-        directory = Path(tempfile.mkdtemp(prefix="eve-fork-"))
-        path = directory / "socket"
+        path = Path(tempfile.mkdtemp(prefix="eve-fork-")) / "socket"
         env = dict(os.environ)
         proc = subprocess.Popen(
             [sys.executable, __file__, str(path)],
@@ -127,24 +84,23 @@ class ForkServer:
         ready = proc.stdout.readline()
         if ready != b"ready\n":
             proc.kill()
+            proc.wait()
             raise RuntimeError(f"the fork server did not start: {ready!r}")
         return cls(proc=proc, path=path, env=env)
 
     def accepts(self, env: dict[str, str]) -> bool:
-        def fixed(source: dict[str, str]) -> dict[str, str]:
-            return {k: v for k, v in source.items() if k.startswith(_FIXED_AT_START)}
-
-        return self.proc.poll() is None and fixed(env) == fixed(self.env)
+        return self.proc.poll() is None and _fixed(env) == _fixed(self.env)
 
     def spawn(
-        self, args: list[str], *, cwd: Path, env: dict[str, str], streams: tuple[int, int, int]
-    ) -> ForkedProcess:
-        request = json.dumps({"args": args, "cwd": str(cwd), "env": env}).encode()
+        self, args: list[str], *, cwd: str, env: dict[str, str], streams: tuple[int, int, int]
+    ) -> tuple[int, socket.socket]:
+        """Fork ``python -m eve *args`` with ``streams`` as its 0, 1 and 2: its pid, and the
+        socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
+        request = json.dumps({"args": args, "cwd": cwd, "env": env}).encode()
         status = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         status.connect(str(self.path))
         socket.send_fds(status, [request], list(streams))
-        pid = int(json.loads(status.recv(_MESSAGE_BYTES))["pid"])
-        return ForkedProcess(pid=pid, args=[sys.executable, "-m", "eve", *args], _status=status)
+        return int(json.loads(status.recv(MESSAGE_BYTES))["pid"]), status
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -157,51 +113,6 @@ class ForkServer:
         with contextlib.suppress(OSError):
             self.path.unlink()
             self.path.parent.rmdir()
-
-
-_server: ForkServer | None = None
-_server_pid = 0
-_server_lock = threading.Lock()
-
-
-def _fork_server() -> ForkServer | None:
-    global _server, _server_pid
-    if os.environ.get(ENABLED_ENV, "1") == "0":
-        return None
-    with _server_lock:
-        if _server is None or _server_pid != os.getpid():
-            _server, _server_pid = ForkServer.start(), os.getpid()
-            import atexit
-
-            atexit.register(_server.stop)
-        return _server
-
-
-def _fd(stream: IO[Any] | int | None, default: int) -> int:
-    if stream is None:
-        return default
-    return stream if isinstance(stream, int) else stream.fileno()
-
-
-def popen(
-    argv: list[str],
-    *,
-    cwd: Path,
-    env: dict[str, str],
-    stdout: IO[Any] | int | None = None,
-    stderr: IO[Any] | int | None = None,
-) -> subprocess.Popen[str] | ForkedProcess:
-    """``subprocess.Popen(argv, …, text=True)``, forked when ``argv`` is ``python -m eve …``.
-
-    The fork's standard input is ``/dev/null``; ``stdout`` and ``stderr`` are files or
-    descriptors (``subprocess.STDOUT`` for ``stderr``)."""
-    server = _fork_server() if argv[:3] == [sys.executable, "-m", "eve"] else None
-    if server is None or not server.accepts(env):
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr, text=True)
-    with open(os.devnull, "rb") as null:
-        out = _fd(stdout, 1)
-        err = out if stderr == subprocess.STDOUT else _fd(stderr, 2)
-        return server.spawn(argv[3:], cwd=cwd, env=env, streams=(null.fileno(), out, err))
 
 
 # --- the fork server's side -------------------------------------------------------------
@@ -245,10 +156,9 @@ def _serve(path: str) -> _Request:
             if key.data == "child":
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_read, 4096)
-                _report_exits(children)
                 continue
             connection, _ = listener.accept()
-            message, fds, _, _ = socket.recv_fds(connection, _MESSAGE_BYTES, 3)
+            message, fds, _, _ = socket.recv_fds(connection, MESSAGE_BYTES, 3)
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
@@ -266,7 +176,7 @@ def _serve(path: str) -> _Request:
                 os.close(fd)
             connection.send(json.dumps({"pid": pid}).encode())
             children[pid] = connection
-        _report_exits(children)  # a child may end between a select and its signal
+        _report_exits(children)
 
 
 def _report_exits(children: dict[int, socket.socket]) -> None:
@@ -285,6 +195,31 @@ def _report_exits(children: dict[int, socket.socket]) -> None:
             connection.close()
 
 
+def _standard_streams(unbuffered: bool) -> None:
+    """New ``sys.stdin``/``stdout``/``stderr`` over descriptors 0-2, made as the interpreter
+    makes them at its start (``-u`` or not): the fork server's were made for its pipes."""
+
+    def text(fd: int, mode: str, *, line_buffering: bool, raw: bool) -> io.TextIOWrapper:
+        binary = open(fd, mode, buffering=0 if raw else -1, closefd=False)  # noqa: SIM115
+        model = (sys.stdin, sys.stdout, sys.stderr)[fd]
+        return io.TextIOWrapper(
+            binary,  # a raw FileIO under -u, as the interpreter makes it
+            encoding=model.encoding,
+            errors=model.errors,
+            line_buffering=line_buffering,
+            write_through=raw,
+        )
+
+    streams = {
+        "stdin": text(0, "rb", line_buffering=False, raw=False),
+        "stdout": text(1, "wb", line_buffering=os.isatty(1), raw=unbuffered),
+        "stderr": text(2, "wb", line_buffering=True, raw=unbuffered),
+    }
+    for name, stream in streams.items():
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
 def _become(request: _Request) -> None:
     """In the child: the process ``python -m eve *args`` would start, then run it."""
     import runpy
@@ -292,10 +227,9 @@ def _become(request: _Request) -> None:
     os.chdir(request.cwd)
     os.environ.clear()
     os.environ.update(request.env)
+    _standard_streams(unbuffered=bool(request.env.get("PYTHONUNBUFFERED")))
     sys.path.insert(0, request.cwd)  # as ``-m`` puts the working directory first
     sys.argv = ["-m", *request.args]  # runpy sets argv[0] to the module's file, as -m does
-    # the streams were made for the fork server's pipes; a terminal is line-buffered
-    sys.stdout.reconfigure(line_buffering=sys.stdout.isatty())
     runpy.run_module("eve", run_name="__main__", alter_sys=True)
 
 

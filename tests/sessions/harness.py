@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import httpx
 
-from tests.forkserver import ForkedProcess, popen
+from tests.forked import Command, popen
 
 Event = dict[str, Any]
 
@@ -107,8 +107,8 @@ class Server(Driver):
     env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     token: str | None = None
-    #: a fork of the test process's fork server for ``eve serve`` (``tests/forkserver.py``)
-    proc: subprocess.Popen[str] | ForkedProcess | None = None
+    #: ``eve serve``, forked from a process that has imported eve (``tests/forked.py``)
+    proc: Command | None = None
     #: where the server's output goes, for a test that measures it; None: a temporary file
     log_path: Path | None = None
     #: what the process writes, in a file rather than a pipe: a pipe nobody reads while

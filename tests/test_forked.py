@@ -18,6 +18,12 @@ from tests.conftest import AppFactory
 EVE = [sys.executable, "-m", "eve"]
 
 
+@pytest.fixture(autouse=True)
+def _forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the fork server: on even where the run turned it off."""
+    monkeypatch.delenv(forked.ENABLED_ENV, raising=False)
+
+
 def both(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], ...]:
     """``eve *args`` run forked, then by ``subprocess.run`` itself."""
     fork = forked.run([*EVE, *args], cwd=cwd, capture_output=True, text=True, timeout=60)

@@ -7,7 +7,7 @@ every start and restart, some 190 in the suite. The fork server pays it once per
 process: it imports what ``eve serve`` imports, then forks a child for each command it is
 asked to run; the child takes the test's working directory, environment, arguments and
 standard streams and runs ``eve``'s ``__main__`` as ``python -m eve`` does. Forked, a start
-costs 0.13 s of CPU. ``tests/forked.py`` is the test's side (``popen``, ``run``).
+costs 0.08 s of CPU. ``tests/forked.py`` is the test's side (``popen``, ``run``).
 
 The child is a real process of its own: a test kills it with SIGKILL, stops it with SIGTERM
 and starts it again as before; only the interpreter's start and the imports are skipped.

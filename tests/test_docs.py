@@ -39,6 +39,7 @@ from eve.channels.kinds import KIND_MODULES
 from eve.channels.serving import channel_declarations
 from eve.compiler import compile_agent
 from eve.runtime import load_compiled_agent
+from tests import forked
 from tests.conftest import AppFactory
 from tests.sessions.threaded import ThreadedServer
 
@@ -269,7 +270,7 @@ def test_console_examples_print_what_they_show(
         "block instead of ```console"
     )
     env = {k: v for k, v in os.environ.items() if k != "EVE_APP_ROOT"}
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "eve", *shlex.split(command)[1:]],
         cwd=REPO_ROOT,
         env=env,

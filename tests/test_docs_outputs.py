@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import PROVIDER_KEYS
 from tests.sessions.harness import Server
 from tests.test_docs import Block, fenced_blocks
@@ -121,7 +122,7 @@ def environment() -> dict[str, str]:
 
 
 def run_eve(args: list[str], root: Path) -> str:
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "eve", *args],
         cwd=root,
         env=environment(),

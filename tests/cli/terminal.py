@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+from tests import forked
+
 #: how long a test waits for a marker before failing (a bound, not a timing assertion)
 BOUND_SECONDS = 30.0
 
@@ -44,7 +46,7 @@ class Terminal:
         # a real size: prompt_toolkit lays its prompt out in the terminal's width
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
         output: int = subprocess.PIPE if pipes else slave
-        self.process = subprocess.Popen(
+        self.process = forked.popen(
             [sys.executable, "-m", "eve", *args],
             cwd=root,
             stdin=slave,

@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from eve.cli import main
+from tests import forked
 from tests.conftest import AppFactory
 
 TOOL = """
@@ -22,7 +23,7 @@ def greet(name: str) -> str:
 
 
 def eve(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forked.run(
         [sys.executable, "-m", "eve", "-C", str(root), *args],
         capture_output=True,
         text=True,

@@ -14,6 +14,7 @@ from eve.execution.transcript import open_calls
 from eve.messages import UserMessage
 from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionStore
+from tests import forked
 from tests.cli.terminal import Terminal
 from tests.cli.terminal import read_until as read_stream
 from tests.cli.test_run_cli import BLOCKING_TOOL, eve_process
@@ -33,8 +34,8 @@ APP = {
 }
 
 
-def start(root: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+def start(root: Path, *args: str) -> forked.Command:
+    return forked.popen(
         [sys.executable, "-m", "eve", "dev", *args],
         cwd=root,
         stdin=subprocess.PIPE,
@@ -45,12 +46,12 @@ def start(root: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def read_until(process: subprocess.Popen[str], marker: str) -> str:
+def read_until(process: forked.Command, marker: str) -> str:
     assert process.stdout is not None
     return read_stream(process.stdout, marker)
 
 
-def send(process: subprocess.Popen[str], line: str) -> None:
+def send(process: forked.Command, line: str) -> None:
     assert process.stdin is not None
     process.stdin.write(line + "\n")
     process.stdin.flush()

@@ -19,6 +19,7 @@ from eve.cli.run_command import INTERRUPTED_CALL
 from eve.execution import load_transcript
 from eve.execution.tool_calls import ABORTED_BEFORE_EXECUTION
 from eve.messages import ToolResultMessage
+from tests import forked
 from tests.cli.terminal import Terminal, read_until
 from tests.conftest import AppFactory, wait_for_file
 
@@ -62,8 +63,8 @@ BLOCKING_TOOL = """
 """
 
 
-def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+def eve_process(root: Path, *args: str, env: dict[str, str] | None = None) -> forked.Command:
+    return forked.popen(
         [sys.executable, "-m", "eve", *args],
         cwd=root,
         stdin=subprocess.PIPE,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.cli.test_dev_cli import read_until, send
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
@@ -64,7 +65,7 @@ def test_eve_run_prints_the_traceback_only_when_asked(
 
 
 def test_eve_dev_debug_prints_the_traceback(make_app: AppFactory) -> None:
-    process = subprocess.Popen(
+    process = forked.popen(
         [sys.executable, "-m", "eve", "dev", "--debug"],
         cwd=_app(make_app),
         stdin=subprocess.PIPE,

@@ -15,14 +15,15 @@ import pytest
 
 from eve.compiler import compile_agent
 from eve.connections.authorization import CALLBACK_PATH, REDIRECT_ENV
+from tests import forked
 from tests.conftest import AppFactory
 from tests.connections.oauth_apps import vault_app
 from tests.connections.oauth_server import protected_server
 from tests.connections.servers import free_port
 
 
-def eve_run(root: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+def eve_run(root: Path, env: dict[str, str]) -> forked.Command:
+    return forked.popen(
         [sys.executable, "-m", "eve", "-C", str(root), "run", "who am I?"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

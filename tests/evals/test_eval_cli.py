@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from eve.cli.main import main
+from tests import forked
 from tests.evals.conftest import copy_example
 
 FAILING = """
@@ -84,7 +84,7 @@ def test_evals_that_cannot_run_exit_2_naming_the_error(app: Path) -> None:
 
 
 def test_the_process_exit_code(app: Path) -> None:
-    done = subprocess.run(
+    done = forked.run(
         [sys.executable, "-m", "eve", "-C", str(app), "eval", "orders"],
         capture_output=True,
         text=True,

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import forked
+
 #: the line ``eve dev --web`` prints once it accepts connections
 URL_LINE = re.compile(r"(http://127\.0\.0\.1:\d+/)(#token=([A-Za-z0-9_-]+))?")
 
@@ -26,7 +28,7 @@ class DevWeb:
     #: the token in the printed URL's fragment; None when EVE_API_TOKEN was given
     token: str | None
     #: the process, whose stderr goes on after the URL's line (the channels' lines)
-    process: subprocess.Popen[str]
+    process: forked.Command
 
     @property
     def url(self) -> str:
@@ -42,7 +44,7 @@ def dev_web(root: Path, env: Mapping[str, str], *args: str) -> Iterator[DevWeb]:
     """``eve dev --web --port 0`` in ``root`` until the block ends (then killed); it has
     ``EVE_API_TOKEN`` only when ``env`` gives it."""
     inherited = {k: v for k, v in os.environ.items() if k != "EVE_API_TOKEN"}
-    process = subprocess.Popen(
+    process = forked.popen(
         [sys.executable, "-m", "eve", "dev", "--web", "--port", "0", *args],
         cwd=root,
         env={**inherited, **env},

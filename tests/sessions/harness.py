@@ -25,6 +25,7 @@ import httpx
 import msgspec
 
 from eve.wire.requests import CreateBody, FollowUpBody, InputResponse, RequestBody
+from tests.forked import Command, popen
 
 Event = dict[str, Any]
 
@@ -112,7 +113,8 @@ class Server(Driver):
     env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     token: str | None = None
-    proc: subprocess.Popen[str] | None = None
+    #: ``eve serve``, forked from a process that has imported eve (``tests/forked.py``)
+    proc: Command | None = None
     #: where the server's output goes, for a test that measures it; None: a temporary file
     log_path: Path | None = None
     #: what the process writes, in a file rather than a pipe: a pipe nobody reads while
@@ -147,13 +149,8 @@ class Server(Driver):
                 if self.log_path is not None
                 else tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
             )
-        self.proc = subprocess.Popen(
-            self.command(),
-            cwd=self.app_root,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            text=True,
+        self.proc = popen(
+            self.command(), cwd=self.app_root, env=env, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 
+from tests import forked
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 
@@ -17,7 +17,7 @@ def test_a_port_in_use_is_a_config_error(make_app: AppFactory) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
+        done = forked.run(
             [sys.executable, "-m", "eve", "serve", "--port", str(port)],
             cwd=root,
             env=dict(os.environ),

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from eve.cli.main import main
+from tests import forked
 from tests.conftest import REPO_ROOT, AppFactory
 from tests.sessions.apps import say
 from tests.sessions.harness import Server, count, free_port, script
@@ -56,7 +57,7 @@ def supervised(body: str, *, workers: int = 1, **env: str) -> subprocess.Complet
 def eve_serve(root: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``eve serve`` that is expected to stop by itself; neither database variable inherited."""
     inherited = {k: v for k, v in os.environ.items() if not k.endswith("DATABASE_URL")}
-    return subprocess.run(
+    return forked.run(
         [sys.executable, "-m", "eve", "serve", "--port", "0", *args],
         cwd=root,
         env={**inherited, **env},

@@ -1,0 +1,268 @@
+"""``python -m eve …`` for tests, forked from ``tests/forkserver.py`` instead of started anew.
+
+``popen`` and ``run`` take what ``subprocess.Popen`` and ``subprocess.run`` take (the
+arguments the tests use) and start ``python -m eve …`` as a fork of the fork server, which
+has already imported eve, unless the environment asks for a fresh interpreter (see
+``ForkServer.accepts``) or ``EVE_TEST_FORK=0``; any other command runs as it did. What they
+return is driven as a ``Popen`` is: ``pid``, ``poll``, ``wait``, ``communicate``, signals,
+``returncode`` and the ``stdin``/``stdout``/``stderr`` pipes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from tests.forkserver import MESSAGE_BYTES, ForkServer
+
+#: ``EVE_TEST_FORK=0`` starts every command as a fresh interpreter
+ENABLED_ENV = "EVE_TEST_FORK"
+
+Stream = IO[Any] | int | None
+
+
+class ForkedProcess:
+    """A child of the fork server, driven like the ``subprocess.Popen`` it stands for."""
+
+    def __init__(
+        self,
+        args: list[str],
+        pid: int,
+        status: socket.socket,
+        pipes: tuple[IO[Any] | None, IO[Any] | None, IO[Any] | None],
+    ) -> None:
+        self.args = args
+        self.pid = pid
+        self.stdin, self.stdout, self.stderr = pipes
+        #: as Popen's (typeshed: ``int | MaybeNone``): None until the process has ended
+        self.returncode: int | Any = None
+        self._status = status
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._read_status(timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and not self._read_status(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:  # as Popen: never signal a pid that may have been reused
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]:
+        """As ``Popen.communicate``: send ``input``, read both pipes to their end, wait."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        read: dict[str, Any] = {}
+
+        def drain(name: str, stream: IO[Any]) -> None:
+            read[name] = stream.read()
+            stream.close()
+
+        readers = [
+            threading.Thread(target=drain, args=(name, stream), daemon=True)
+            for name, stream in (("out", self.stdout), ("err", self.stderr))
+            if stream is not None
+        ]
+        for reader in readers:
+            reader.start()
+        if self.stdin is not None:
+            try:
+                if input:
+                    self.stdin.write(input)
+                self.stdin.close()
+            except BrokenPipeError:
+                pass  # as Popen: the process has stopped reading
+        for reader in readers:
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return read.get("out"), read.get("err")
+
+    def __enter__(self) -> ForkedProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for stream in (self.stdout, self.stderr, self.stdin):
+            if stream is not None:
+                stream.close()
+        self.wait()
+
+    def _read_status(self, timeout: float | None) -> bool:
+        self._status.settimeout(timeout)
+        try:
+            message = self._status.recv(MESSAGE_BYTES)
+        except (TimeoutError, BlockingIOError):
+            return False
+        self._status.close()
+        # nothing: the fork server ended before its child, which only a crash does
+        self.returncode = int(json.loads(message)["returncode"]) if message else -signal.SIGKILL
+        return True
+
+
+#: what ``popen`` returns
+Command = subprocess.Popen[Any] | ForkedProcess
+
+_server: ForkServer | None = None
+_server_pid = 0
+_server_lock = threading.Lock()
+
+
+def _fork_server() -> ForkServer | None:
+    global _server, _server_pid
+    if os.environ.get(ENABLED_ENV, "1") == "0":
+        return None
+    with _server_lock:
+        if _server is None or _server_pid != os.getpid():
+            _server, _server_pid = ForkServer.start(), os.getpid()
+            atexit.register(_server.stop)
+        return _server
+
+
+def _is_eve(argv: list[str]) -> bool:
+    return [str(a) for a in argv[:3]] == [sys.executable, "-m", "eve"]
+
+
+def popen(
+    argv: list[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: Stream = None,
+    stdout: Stream = None,
+    stderr: Stream = None,
+    text: bool = False,
+    bufsize: int = -1,
+) -> Command:
+    """``subprocess.Popen(argv, …)``, forked when ``argv`` is ``python -m eve …``."""
+    environment = dict(os.environ if env is None else env)
+    server = _fork_server() if _is_eve(argv) else None
+    if server is None or not server.accepts(environment):
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            text=text,
+            bufsize=bufsize,
+        )
+    ends = _Ends()
+    try:
+        child_in, parent_in = ends.make(stdin, 0, writes=False)
+        child_out, parent_out = ends.make(stdout, 1, writes=True)
+        if stderr == subprocess.STDOUT:
+            child_err, parent_err = child_out, None
+        else:
+            child_err, parent_err = ends.make(stderr, 2, writes=True)
+        pid, status = server.spawn(
+            [str(a) for a in argv[3:]],
+            cwd=str(cwd if cwd is not None else Path.cwd()),
+            env=environment,
+            streams=(child_in, child_out, child_err),
+        )
+    except BaseException:
+        ends.close(parents=True)
+        raise
+    ends.close(parents=False)
+    pipes = (
+        _file(parent_in, "w", text=text, bufsize=bufsize),
+        _file(parent_out, "r", text=text, bufsize=bufsize),
+        _file(parent_err, "r", text=text, bufsize=bufsize),
+    )
+    return ForkedProcess([str(a) for a in argv], pid, status, pipes)
+
+
+def run(
+    argv: list[str],
+    *,
+    input: Any = None,
+    capture_output: bool = False,
+    timeout: float | None = None,
+    check: bool = False,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(argv, …)``, forked when ``argv`` is ``python -m eve …``."""
+    if capture_output:
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    if input is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    with popen(argv, **kwargs) as process:
+        try:
+            out, err = process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+    assert process.returncode is not None
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+class _Ends:
+    """The descriptors ``popen`` opens: the child's are closed once it has them, the
+    parent's become its pipes."""
+
+    def __init__(self) -> None:
+        self.child: list[int] = []
+        self.parent: list[int] = []
+
+    def make(self, stream: Stream, standard: int, *, writes: bool) -> tuple[int, int | None]:
+        """(the child's descriptor, the parent's end of a pipe or None) for ``stream``."""
+        if stream == subprocess.PIPE:
+            read, write = os.pipe()
+            child, parent = (write, read) if writes else (read, write)
+            self.child.append(child)
+            self.parent.append(parent)
+            return child, parent
+        if stream == subprocess.DEVNULL:
+            null = os.open(os.devnull, os.O_RDWR)
+            self.child.append(null)
+            return null, None
+        if stream is None:  # inherited, as Popen does, where there is one to inherit
+            try:
+                os.fstat(standard)
+            except OSError:
+                return self.make(subprocess.DEVNULL, standard, writes=writes)
+            return standard, None
+        return (stream if isinstance(stream, int) else stream.fileno()), None
+
+    def close(self, *, parents: bool) -> None:
+        for fd in self.child + (self.parent if parents else []):
+            os.close(fd)
+
+
+def _file(fd: int | None, mode: str, *, text: bool, bufsize: int) -> IO[Any] | None:
+    """The parent's end of a pipe as ``Popen`` wraps it."""
+    if fd is None:
+        return None
+    binary = open(fd, mode + "b", -1 if bufsize == 1 else bufsize)  # noqa: SIM115
+    if not text:
+        return binary
+    if mode == "w":
+        return io.TextIOWrapper(binary, write_through=True, line_buffering=bufsize == 1)
+    return io.TextIOWrapper(binary)

@@ -1,0 +1,250 @@
+"""A process that has imported eve and forks a child for each ``python -m eve …`` asked of it.
+
+Most of what an ``eve serve`` started by a test costs is its imports: DBOS, SQLAlchemy,
+psycopg, pydantic, Starlette and eve itself, about 0.9 s of CPU of the 1.05 s a server
+takes from its start to its first healthy answer (measured with cProfile), paid again at
+every start and restart, some 190 in the suite. The fork server pays it once per test
+process: it imports what ``eve serve`` imports, then forks a child for each command it is
+asked to run; the child takes the test's working directory, environment, arguments and
+standard streams and runs ``eve``'s ``__main__`` as ``python -m eve`` does. Forked, a start
+costs 0.08 s of CPU. ``tests/forked.py`` is the test's side (``popen``, ``run``).
+
+The child is a real process of its own: a test kills it with SIGKILL, stops it with SIGTERM
+and starts it again as before; only the interpreter's start and the imports are skipped.
+What differs from a fresh interpreter is what was decided at import time, so ``accepts``
+refuses an environment that differs from this process's in what the interpreter or a
+preloaded module reads as it starts (those commands run as plain subprocesses). The
+kernel's copy of the environment a process started with (``/proc/<pid>/environ``) is the
+fork server's, so a test about that block starts its process itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+#: what ``eve`` needs loaded before it forks: the CLI, the serve command's closure, and what
+#: a started server imports as it runs (its HTTP protocol, the SQLite dialect, the offline
+#: model): together 99% of a server's import time, by ``-X importtime``
+PRELOAD = (
+    "eve.cli.main",
+    "eve.cli.serve_command",
+    "uvicorn.protocols.http.h11_impl",
+    "sqlalchemy.dialects.sqlite",
+    "eve.models.offline",
+)
+#: variables a fork cannot honour: read by the interpreter as it starts (the locale of its
+#: streams, its time zone), or by a preloaded module as it is imported (dbos/_utils.py:
+#: ``DBOS__CLOUD``; found by recording what importing ``PRELOAD`` reads of os.environ).
+#: ``PYTHONUNBUFFERED`` is the exception: the child makes its streams as it says
+FIXED_AT_START = (
+    "PYTHON",
+    "LANG",
+    "LC_",
+    "TZ",
+    "DBOS__",
+    "OTEL_PYTHON_",
+    "PSYCOPG_",
+    "PYDANTIC_",
+    "SSL_CERT_",
+)
+_HONOURED = ("PYTHONUNBUFFERED",)
+MESSAGE_BYTES = 1 << 20
+
+
+def _fixed(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(FIXED_AT_START) and k not in _HONOURED}
+
+
+# --- the test's side ------------------------------------------------------------------
+
+
+@dataclass
+class ForkServer:
+    """The process that forks, seen from the test's process that started it."""
+
+    proc: subprocess.Popen[bytes]
+    path: Path
+    env: dict[str, str]
+
+    @classmethod
+    def start(cls) -> ForkServer:
+        path = Path(tempfile.mkdtemp(prefix="eve-fork-")) / "socket"
+        env = dict(os.environ)
+        proc = subprocess.Popen(
+            [sys.executable, __file__, str(path)],
+            env=env,
+            stdin=subprocess.PIPE,  # its end of file tells the fork server this process left
+            stdout=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()
+        if ready != b"ready\n":
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"the fork server did not start: {ready!r}")
+        return cls(proc=proc, path=path, env=env)
+
+    def accepts(self, env: dict[str, str]) -> bool:
+        return self.proc.poll() is None and _fixed(env) == _fixed(self.env)
+
+    def spawn(
+        self, args: list[str], *, cwd: str, env: dict[str, str], streams: tuple[int, int, int]
+    ) -> tuple[int, socket.socket]:
+        """Fork ``python -m eve *args`` with ``streams`` as its 0, 1 and 2: its pid, and the
+        socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
+        request = json.dumps({"args": args, "cwd": cwd, "env": env}).encode()
+        status = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        status.connect(str(self.path))
+        socket.send_fds(status, [request], list(streams))
+        return int(json.loads(status.recv(MESSAGE_BYTES))["pid"]), status
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+            self.path.parent.rmdir()
+
+
+# --- the fork server's side -------------------------------------------------------------
+
+
+@dataclass
+class _Request:
+    args: list[str]
+    cwd: str
+    env: dict[str, str]
+
+
+def _serve(path: str) -> _Request:
+    """Fork a child per request until the test's process leaves; in a child, return what
+    it was asked to run (the parent never returns: it exits when the test's process does)."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    # a fork copies only the thread that forks: nothing may run beside it
+    assert threading.active_count() == 1, threading.enumerate()
+    # what is loaded stays for good: the children's collections need not walk it again
+    gc.freeze()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(64)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd hears it
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "accept")
+    selector.register(wake_read, selectors.EVENT_READ, "child")
+    selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "parent")
+    children: dict[int, socket.socket] = {}
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        for key, _ in selector.select():
+            if key.data == "parent":  # the test's process is gone (or done)
+                os._exit(0)
+            if key.data == "child":
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 4096)
+                continue
+            connection, _ = listener.accept()
+            message, fds, _, _ = socket.recv_fds(connection, MESSAGE_BYTES, 3)
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                # closed by name, not left to the collector: it would close their numbers
+                # again later, when they may be files the command opened
+                selector.close()
+                for open_socket in (listener, connection, *children.values()):
+                    open_socket.close()
+                for fd, target in zip(fds, (0, 1, 2), strict=True):
+                    os.dup2(fd, target)
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # as Popen's close_fds
+                return _Request(**json.loads(message))
+            for fd in fds:
+                os.close(fd)
+            connection.send(json.dumps({"pid": pid}).encode())
+            children[pid] = connection
+        _report_exits(children)
+
+
+def _report_exits(children: dict[int, socket.socket]) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        connection = children.pop(pid, None)
+        if connection is not None:
+            with contextlib.suppress(OSError):  # the test may have stopped listening
+                code = os.waitstatus_to_exitcode(status)
+                connection.send(json.dumps({"returncode": code}).encode())
+            connection.close()
+
+
+def _standard_streams(unbuffered: bool) -> None:
+    """New ``sys.stdin``/``stdout``/``stderr`` over descriptors 0-2, made as the interpreter
+    makes them at its start (``-u`` or not): the fork server's were made for its pipes."""
+
+    def text(fd: int, mode: str, *, line_buffering: bool, raw: bool) -> io.TextIOWrapper:
+        binary = open(fd, mode, buffering=0 if raw else -1, closefd=False)  # noqa: SIM115
+        model = (sys.stdin, sys.stdout, sys.stderr)[fd]
+        return io.TextIOWrapper(
+            binary,  # a raw FileIO under -u, as the interpreter makes it
+            encoding=model.encoding,
+            errors=model.errors,
+            line_buffering=line_buffering,
+            write_through=raw,
+        )
+
+    streams = {
+        "stdin": text(0, "rb", line_buffering=False, raw=False),
+        "stdout": text(1, "wb", line_buffering=os.isatty(1), raw=unbuffered),
+        "stderr": text(2, "wb", line_buffering=True, raw=unbuffered),
+    }
+    for name, stream in streams.items():
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _become(request: _Request) -> None:
+    """In the child: the process ``python -m eve *args`` would start, then run it."""
+    import runpy
+
+    os.chdir(request.cwd)
+    os.environ.clear()
+    os.environ.update(request.env)
+    _standard_streams(unbuffered=bool(request.env.get("PYTHONUNBUFFERED")))
+    sys.path.insert(0, request.cwd)  # as ``-m`` puts the working directory first
+    sys.argv = ["-m", *request.args]  # runpy sets argv[0] to the module's file, as -m does
+    runpy.run_module("eve", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    # this file's directory (tests/) must not shadow anything eve imports
+    del sys.path[0]
+    _become(_serve(sys.argv[1]))

@@ -164,8 +164,9 @@ class _Walker:
 
 def take_owner(dir_fd: int, name: str) -> None:
     """Give what eve just made at ``name`` the owner of the directory it is in, when eve is
-    root and that is someone else: a sandbox that runs its commands as ``nobody``
-    (``eve.sandbox.bubblewrap``) must be able to change what the file tools wrote."""
+    root and that is someone else: a sandbox that runs a session's commands as a user of
+    the session's own (``eve.sandbox.bubblewrap.command_user``, who owns the workspace:
+    ``eve.sandbox.bindings.hand_over``) must be able to change what the file tools wrote."""
     if os.geteuid() != 0:
         return
     owner = os.fstat(dir_fd)

@@ -90,18 +90,24 @@ def sandbox_for(ctx: ToolContext) -> Sandbox:
     """The sandbox of the call ``ctx`` serves, its session's workspace made if missing."""
     binding = binding_of(ctx.workspace, ctx.node_id)
     if binding is None:
-        return Sandbox(workspace=ctx.workspace, provider="local", signal=ctx.signal)
+        return Sandbox(
+            workspace=ctx.workspace, provider="local", session_id=ctx.session_id, signal=ctx.signal
+        )
     directory = session_directory(ctx.workspace, ctx.session_id)
     if not directory.is_dir():
-        seed_workspace(directory, binding)
+        seed_workspace(directory, binding, ctx.session_id)
     return Sandbox(
-        workspace=directory, provider=binding.provider, entry=binding.entry, signal=ctx.signal
+        workspace=directory,
+        provider=binding.provider,
+        session_id=ctx.session_id,
+        entry=binding.entry,
+        signal=ctx.signal,
     )
 
 
-def seed_workspace(directory: Path, binding: SandboxBinding) -> None:
-    """Make ``directory`` a copy of the seed files, all at once: built aside and renamed,
-    so two calls racing to make it never see it half made."""
+def seed_workspace(directory: Path, binding: SandboxBinding, session_id: str) -> None:
+    """Make ``directory`` ``session_id``'s copy of the seed files, all at once: built aside
+    and renamed, so two calls racing to make it never see it half made."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     aside = directory.parent / f".{directory.name}.{secrets.token_hex(4)}"
     aside.mkdir()
@@ -110,20 +116,25 @@ def seed_workspace(directory: Path, binding: SandboxBinding) -> None:
             target = aside / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-        hand_over(aside, binding.provider)
+        hand_over(aside, binding.provider, session_id)
         with contextlib.suppress(OSError):  # made meanwhile by another call: keep that one
             aside.rename(directory)
     finally:
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def hand_over(directory: Path, provider: ProviderName) -> None:
-    """Give ``directory`` and all below it to the user bubblewrap runs commands as (when
-    eve is root, ``nobody``), so its commands can write where eve wrote."""
-    user = command_user() if provider == "bubblewrap" else None
+def hand_over(directory: Path, provider: ProviderName, session_id: str) -> None:
+    """Give ``directory`` and all below it to the user bubblewrap runs ``session_id``'s
+    commands as (when eve is root, one of the session's own), so its commands can change
+    what eve wrote there, and close the directory to every other user (mode 0700), so no
+    other session's command could read it even were the path reachable. Every writer of a
+    session's workspace but the file tools (which give what they make the owner of the
+    directory it is in: ``eve.builtins.workspace.take_owner``) ends here."""
+    user = command_user(session_id) if provider == "bubblewrap" else None
     if user is None:
         return
     os.chown(directory, user, user)
+    os.chmod(directory, 0o700)
     for root, dirs, files in os.walk(directory):
         for name in dirs + files:
             os.chown(os.path.join(root, name), user, user, follow_symlinks=False)

@@ -46,6 +46,9 @@ class Sandbox:
 
     workspace: Path
     provider: ProviderName
+    #: whose workspace it is: under bubblewrap as root, its commands run as a user of its
+    #: own (``eve.sandbox.bubblewrap.command_user``)
+    session_id: str
     #: the declaration; None for an agent without ``sandbox.py`` (``local``, unbounded)
     entry: SandboxEntry | None = None
     #: the turn's cancel signal: a running command is killed when it is set
@@ -87,7 +90,11 @@ class Sandbox:
         self, argv: Sequence[str], timeout: float, entry: SandboxEntry
     ) -> CommandResult:
         command = sandboxed_argv(
-            argv, workspace=self.workspace, limits=entry.limits, network=entry.network
+            argv,
+            workspace=self.workspace,
+            session_id=self.session_id,
+            limits=entry.limits,
+            network=entry.network,
         )
         return await run_process(
             command,

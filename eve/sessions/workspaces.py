@@ -66,7 +66,7 @@ class WorkspaceKeeper:
         if head is not None:
             self.restore(head)
         elif not self.directory.is_dir():
-            seed_workspace(self.directory, self.binding)
+            seed_workspace(self.directory, self.binding, self.session_id)
 
     def checkpoint(self, workflow_id: str | None = None) -> str:
         """Store the directory's tree (and the files the store lacks); its id. With
@@ -108,7 +108,7 @@ class WorkspaceKeeper:
         if data is None:
             raise KeyError(f"workspace tree {identity} is not in the session store")
         restore(self.directory, decode_tree(data), self._blob)
-        hand_over(self.directory, self.binding.provider)
+        hand_over(self.directory, self.binding.provider, self.session_id)
         self.store.run(lambda c: _set_head(c, self.session_id, identity))
         self.current = identity
 
@@ -116,7 +116,7 @@ class WorkspaceKeeper:
         """Back to the seed files (``POST …/reset``)."""
         shutil.rmtree(self.directory, ignore_errors=True)
         self.current = None
-        seed_workspace(self.directory, self.binding)
+        seed_workspace(self.directory, self.binding, self.session_id)
         self.checkpoint()
 
     def _blob(self, sha: str) -> bytes:

@@ -53,7 +53,12 @@ async def _probes(scratch: Path) -> dict[str, Any]:
             limits=limits,
             logical_path="agent/sandbox.py",
         )
-        return Sandbox(workspace=own, provider=entry.provider or "bubblewrap", entry=entry)
+        return Sandbox(
+            workspace=own,
+            provider=entry.provider or "bubblewrap",
+            session_id=own.name,
+            entry=entry,
+        )
 
     def shell(command: str) -> list[str]:
         return ["bash", "-c", command]

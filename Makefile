@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-# tests run in four worker processes (pytest-xdist) on two cores: most of a test's time is
-# spent waiting on a server process, a database or a browser, so four overlap those waits
-# (measured: 230 s with two workers, under 180 s with four); worksteal evens out the long
+# tests run in six worker processes (pytest-xdist) on two cores: much of a test's time is
+# spent waiting on a server process, a database or a browser, so six overlap those waits
+# (measured on a quiet machine, 2,224 tests: 202-212 s with four, 192 s with six, 207 s with
+# eight, whose collecting costs more than it overlaps); worksteal evens out the long
 # crash-and-restart tests. PYTEST_WORKERS= runs them in one.
-PYTEST_WORKERS ?= -n 4 --dist worksteal
+PYTEST_WORKERS ?= -n 6 --dist worksteal
 # pytest caches each test module with its asserts rewritten in __pycache__ (ignored by git),
 # unless PYTHONDONTWRITEBYTECODE is set: then every worker rewrites every module again.
 # Measured: four workers start and collect the suite on about 32 s of CPU with it set, 21 s

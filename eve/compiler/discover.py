@@ -364,17 +364,27 @@ class _Walker:
             ),
         )
 
+    def not_at_root(self, node: NodeFiles, directory: Path, why: str) -> bool:
+        """Whether ``directory`` (one only the root may have) is a subagent's: then an error
+        ``discover/<name>-not-at-root`` says ``why`` it belongs at the root."""
+        if node.node_id == ROOT_NODE_ID:
+            return False
+        name = directory.name
+        self.sink.error(
+            f"discover/{name}-not-at-root",
+            f"{name}/ belongs at the agent's root (agent/{name}/): {why}; move the files there",
+            source_path=self.rel(directory),
+            node_id=node.node_id,
+        )
+        return True
+
     def channels(self, node: NodeFiles, directory: Path) -> None:
-        if node.node_id != ROOT_NODE_ID:
-            # a server mounts the agent's doors; a subagent is reached through its parent
-            self.sink.error(
-                "discover/channels-not-at-root",
-                "channels/ belongs at the agent's root (agent/channels/): a channel is a door "
-                "to the whole agent, and a subagent is reached only through its parent; move "
-                "the files there",
-                source_path=self.rel(directory),
-                node_id=node.node_id,
-            )
+        # a server mounts the agent's doors; a subagent is reached through its parent
+        why = (
+            "a channel is a door to the whole agent, and a subagent is reached only through "
+            "its parent"
+        )
+        if self.not_at_root(node, directory, why):
             return
         node.channels += self.modules(
             node,
@@ -389,16 +399,12 @@ class _Walker:
         )
 
     def schedules(self, node: NodeFiles, directory: Path) -> None:
-        if node.node_id != ROOT_NODE_ID:
-            # a tick starts a session of the agent; a subagent runs only inside its parent's
-            self.sink.error(
-                "discover/schedules-not-at-root",
-                "schedules/ belongs at the agent's root (agent/schedules/): a scheduled run "
-                "is a session of the whole agent, and a subagent runs only when its parent "
-                "calls it; move the files there",
-                source_path=self.rel(directory),
-                node_id=node.node_id,
-            )
+        # a tick starts a session of the agent; a subagent runs only inside its parent's
+        why = (
+            "a scheduled run is a session of the whole agent, and a subagent runs only when "
+            "its parent calls it"
+        )
+        if self.not_at_root(node, directory, why):
             return
         found = walk_schedules(directory, self.sink, self.rel)
         node.schedules += found

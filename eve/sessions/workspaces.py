@@ -179,14 +179,10 @@ def keeper_for(
     return WorkspaceKeeper(store=store, session_id=session_id, directory=directory, binding=binding)
 
 
-def fork_workspace(store: SessionStore, source: str, target: str) -> bool:
-    """Start ``target``'s workspace where ``source``'s is now (its head); False when
-    ``source`` has none. The files follow when ``target``'s first turn opens it."""
-    return store.run(lambda c: copy_head(c, source, target))
-
-
 def copy_head(c: Connection, source: str, target: str) -> bool:
-    """``fork_workspace`` inside a transaction of the caller's (a session's fork)."""
+    """Start ``target``'s workspace where ``source``'s is now (its head), in the caller's
+    transaction (a session's fork); False when ``source`` has none. The files follow when
+    ``target``'s first turn opens it."""
     head = _head(c, source)
     if head is not None:
         _set_head(c, target, head)

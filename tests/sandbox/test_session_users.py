@@ -30,7 +30,7 @@ from eve.sandbox.bubblewrap import (
 )
 from eve.sandbox.process import run_process
 from eve.sessions.store import SessionStore
-from eve.sessions.workspaces import fork_workspace, keeper_for
+from eve.sessions.workspaces import copy_head, keeper_for
 from tests.builtins.conftest import call
 from tests.sandbox.conftest import App
 
@@ -123,7 +123,7 @@ async def test_seeded_restored_and_forked_files_are_the_sessions_users(app: App)
         (source.directory / "notes").mkdir()
         (source.directory / "notes" / "a.txt").write_text("by eve, as root\n")
         source.checkpoint()
-        assert fork_workspace(store, "source", "fork")
+        assert store.run(lambda c: copy_head(c, "source", "fork"))
         forked = keeper_for(store, app.workspace_root, ROOT_NODE_ID, "fork")
         assert forked is not None
         forked.open()

@@ -19,7 +19,7 @@ from eve.sessions.settings import SessionSettings, resolve_settings
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import mcp_calls, workspace_blobs, workspace_heads, workspace_trees
 from eve.sessions.workspace_sweep import SweepReport, sweep_trees
-from eve.sessions.workspaces import fork_workspace, keeper_for
+from eve.sessions.workspaces import copy_head, keeper_for
 from tests.cli.test_sessions_cli import _prune
 from tests.conftest import AppFactory
 from tests.sessions.apps import TOOLS, call, say
@@ -167,7 +167,7 @@ def test_a_forks_shared_files_stay_while_either_session_needs_them(
     source = keeper(either_store, root, "source")
     (source.directory / "work.txt").write_text("half done\n")
     shared = source.checkpoint()
-    assert fork_workspace(either_store, "source", "fork")
+    assert either_store.run(lambda c: copy_head(c, "source", "fork"))
     for text in ("a draft\n", "done in the source\n"):
         (source.directory / "work.txt").write_text(text)
         source.checkpoint()

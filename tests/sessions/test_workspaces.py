@@ -16,7 +16,7 @@ from eve.manifest import ROOT_NODE_ID, SandboxEntry, SandboxLimitsEntry
 from eve.sandbox.bindings import bind_sandbox, session_directory
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import workspace_blobs, workspace_heads
-from eve.sessions.workspaces import WorkspaceKeeper, fork_workspace, keeper_for
+from eve.sessions.workspaces import WorkspaceKeeper, copy_head, keeper_for
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import SCRIPTED_AGENT, call, say
 from tests.sessions.harness import Server, count, script
@@ -122,13 +122,13 @@ def test_a_fork_starts_from_the_sources_workspace(store: SessionStore, root: Pat
     source = keeper(store, root, "source")
     (source.directory / "work.txt").write_text("half done\n")
     source.checkpoint()
-    assert fork_workspace(store, "source", "fork")
+    assert store.run(lambda c: copy_head(c, "source", "fork"))
     forked = keeper(store, root, "fork")
     (forked.directory / "work.txt").write_text("done in the fork\n")
     forked.checkpoint()
     assert files(forked.directory) == {"seed.txt": "seeded\n", "work.txt": "done in the fork\n"}
     assert files(keeper(store, root, "source").directory)["work.txt"] == "half done\n"
-    assert not fork_workspace(store, "no-such-session", "other")
+    assert not store.run(lambda c: copy_head(c, "no-such-session", "other"))
 
 
 def test_a_workspace_over_its_cap_is_refused(store: SessionStore, root: Path) -> None:

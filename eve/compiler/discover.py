@@ -364,14 +364,14 @@ class _Walker:
             ),
         )
 
-    def not_at_root(self, node: NodeFiles, directory: Path, why: str) -> bool:
-        """Whether ``directory`` (one only the root may have) is a subagent's: then an error
-        ``discover/<name>-not-at-root`` says ``why`` it belongs at the root."""
+    def not_at_root(self, node: NodeFiles, directory: Path, code: str, why: str) -> bool:
+        """Whether ``directory`` (one only the root may have) is a subagent's: then the error
+        ``code`` says ``why`` it belongs at the root."""
         if node.node_id == ROOT_NODE_ID:
             return False
         name = directory.name
         self.sink.error(
-            f"discover/{name}-not-at-root",
+            code,
             f"{name}/ belongs at the agent's root (agent/{name}/): {why}; move the files there",
             source_path=self.rel(directory),
             node_id=node.node_id,
@@ -384,7 +384,7 @@ class _Walker:
             "a channel is a door to the whole agent, and a subagent is reached only through "
             "its parent"
         )
-        if self.not_at_root(node, directory, why):
+        if self.not_at_root(node, directory, "discover/channels-not-at-root", why):
             return
         node.channels += self.modules(
             node,
@@ -404,7 +404,7 @@ class _Walker:
             "a scheduled run is a session of the whole agent, and a subagent runs only when "
             "its parent calls it"
         )
-        if self.not_at_root(node, directory, why):
+        if self.not_at_root(node, directory, "discover/schedules-not-at-root", why):
             return
         found = walk_schedules(directory, self.sink, self.rel)
         node.schedules += found

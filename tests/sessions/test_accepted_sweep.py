@@ -33,6 +33,14 @@ def outcomes(events: list[Event]) -> list[tuple[str, str]]:
     return [(e["data"]["turn_id"], e["type"]) for e in events if e["type"] in ends]
 
 
+def enqueued(workflow_id: str, timeout: float = 30.0) -> None:
+    """Wait until DBOS holds ``workflow_id`` (a delivery enqueues it after the 202)."""
+    deadline = time.monotonic() + timeout
+    while DBOS.get_workflow_status(workflow_id) is None:
+        assert time.monotonic() < deadline, f"{workflow_id} was never enqueued"
+        time.sleep(0.01)
+
+
 def test_a_turn_whose_workflow_ended_unanswered_runs_again_in_its_place(
     make_app: AppFactory,
 ) -> None:
@@ -42,6 +50,8 @@ def test_a_turn_whose_workflow_ended_unanswered_runs_again_in_its_place(
         session = server.create("first")
         wait_for_file(root / f"hold-{session}.started")
         assert server.send(session, "second").json()["turnId"] == "turn_1"
+        # the 202 comes before the enqueue: cancel the workflow once DBOS has it
+        enqueued(f"{session}:turn-1")
         DBOS.cancel_workflow(f"{session}:turn-1")  # ended, and nothing in the log says so
         (root / "release").write_text("go")
         server.wait_for(session, count("session.waiting", 2))
@@ -69,6 +79,7 @@ def test_a_turn_overtaken_by_a_later_one_fails_visibly(make_app: AppFactory) -> 
         wait_for_file(root / f"hold-{session}.started")
         server.send(session, "second")
         server.send(session, "third")
+        enqueued(f"{session}:turn-1")
         DBOS.cancel_workflow(f"{session}:turn-1")
         (root / "release").write_text("go")
         events = server.wait_for(session, count("session.waiting", 3))

@@ -179,6 +179,9 @@ class RunView:
     answered: frozenset[str] = frozenset()
     #: send a ``MESSAGES_SNAPSHOT`` of what came before the window when it opens
     snapshot: bool = False
+    #: the log index the run reads from: at or before its window opens (0 with ``snapshot``,
+    #: whose conversation is the whole log)
+    start: int = 0
     #: set once the run's last event is known; nothing is streamed after it
     ending: Ending | None = None
     _open: bool = False

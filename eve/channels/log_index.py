@@ -56,3 +56,16 @@ def open_requests(c: Connection, session_id: str) -> list[OpenRequest]:
         .order_by(input_requests.c.request_id)
     ).all()
     return [OpenRequest(request_id=row[0], workflow_id=row[1]) for row in rows]
+
+
+def askers(c: Connection, session_id: str, request_ids: list[str]) -> list[str]:
+    """The workflows that asked ``request_ids`` in the session, answered yet or not."""
+    rows = c.execute(
+        sa.select(input_requests.c.workflow_id)
+        .where(
+            input_requests.c.session_id == session_id,
+            input_requests.c.request_id.in_(request_ids),
+        )
+        .distinct()
+    ).all()
+    return sorted(row[0] for row in rows)

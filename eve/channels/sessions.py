@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from eve._session_summary import SessionSummary
 from eve.auth import Principal
-from eve.channels.log_index import OpenRequest, first_index, log_end, open_requests
+from eve.channels.log_index import OpenRequest, askers, first_index, log_end, open_requests
 from eve.errors import SessionNotFound
 from eve.messages import UserMessage
 from eve.sessions import Accepted, InputResponse, SessionService, idempotency
@@ -150,6 +150,14 @@ class ChannelSessions:
             return end, waiting, first_index(c, session_id, workflows)
 
         return await self._run(read)
+
+    async def asking_turn(self, session_id: str, request_ids: list[str]) -> str | None:
+        """The turn that asked ``request_ids`` (answered yet or not), as the engine recorded
+        the asking; None when none of them was asked in the session."""
+        await self.get(session_id)
+        workflows = await self._run(lambda c: askers(c, session_id, request_ids))
+        turns = [turn for workflow in workflows if (turn := turn_id_of(workflow)) is not None]
+        return turns[0] if turns else None
 
     async def _run(self, work: Callable[[Connection], T]) -> T:
         return await asyncio.to_thread(self.service.store.run, work)

@@ -69,3 +69,23 @@ def askers(c: Connection, session_id: str, request_ids: list[str]) -> list[str]:
         .distinct()
     ).all()
     return sorted(row[0] for row in rows)
+
+
+def latest_turn_workflow(c: Connection, session_id: str) -> str | None:
+    """The workflow of the session's last event written by a turn (or a task of one): the
+    latest turn that started. Read backwards along the primary key, so it stops at the first
+    such event from the end."""
+    found = c.execute(
+        sa.select(events.c.workflow_id)
+        .where(
+            events.c.session_id == session_id,
+            events.c.workflow_id.like(f"{_escaped(session_id)}:turn-%", escape="\\"),
+        )
+        .order_by(events.c.idx.desc())
+        .limit(1)
+    ).scalar()
+    return None if found is None else str(found)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -10,7 +10,14 @@ from sqlalchemy.engine import Connection
 
 from eve._session_summary import SessionSummary
 from eve.auth import Principal
-from eve.channels.log_index import OpenRequest, askers, first_index, log_end, open_requests
+from eve.channels.log_index import (
+    OpenRequest,
+    askers,
+    first_index,
+    latest_turn_workflow,
+    log_end,
+    open_requests,
+)
 from eve.errors import SessionNotFound
 from eve.messages import UserMessage
 from eve.sessions import Accepted, InputResponse, SessionService, idempotency
@@ -150,6 +157,12 @@ class ChannelSessions:
             return end, waiting, first_index(c, session_id, workflows)
 
         return await self._run(read)
+
+    async def latest_turn(self, session_id: str) -> str | None:
+        """The session's latest turn that started (wrote to the log), if any."""
+        await self.get(session_id)
+        workflow = await self._run(lambda c: latest_turn_workflow(c, session_id))
+        return None if workflow is None else turn_id_of(workflow)
 
     async def asking_turn(self, session_id: str, request_ids: list[str]) -> str | None:
         """The turn that asked ``request_ids`` (answered yet or not), as the engine recorded

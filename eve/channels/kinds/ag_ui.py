@@ -42,7 +42,7 @@ from eve.channels.ag_ui_view import RunView, is_logged_user_message
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.errors import EveError, InputRequestNotPending, InvalidBody
-from eve.events import TurnStarted, decode_event
+from eve.events import decode_event
 from eve.sessions import InputResponse
 
 
@@ -188,7 +188,7 @@ async def _started(sessions: ChannelSessions, run: RunAgentInput) -> RunView:
     view = RunView(thread_id=run.thread_id, run_id=run.run_id, session_id=session_id)
     if message is None:
         # nothing new: show the thread's latest turn from the log (a client reconnecting)
-        view.turn_id, view.snapshot = await _latest_turn(sessions, session_id), True
+        view.turn_id, view.snapshot = await sessions.latest_turn(session_id), True
         return view
     message_id, text = message
     end = await sessions.log_end(session_id)
@@ -230,14 +230,6 @@ async def _resumed(
         answered=frozenset(entry.interrupt_id for entry in entries),
         start=end if asked_from is None else asked_from,
     )
-
-
-async def _latest_turn(sessions: ChannelSessions, session_id: str) -> str | None:
-    latest = None
-    async for line in await sessions.events(session_id, 0, follow=False):
-        if line and (event := decode_event(line)) and isinstance(event, TurnStarted):
-            latest = event.data.turn_id
-    return latest
 
 
 # --- the stream -------------------------------------------------------------------------

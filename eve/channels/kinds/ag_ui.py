@@ -156,17 +156,27 @@ def _newest_user_message(run: RunAgentInput) -> tuple[str, str] | None:
 
 
 def _responses(entries: list[ResumeEntry]) -> list[InputResponse]:
-    """Resume entries as eve answers: ``payload`` is ``{"optionId": ...}`` or the option id."""
+    """Resume entries as eve answers: ``payload`` is ``{"optionId": ...}`` (with a form's
+    ``values`` to accept it: the interrupt's ``responseSchema`` says) or the option id.
+    The values are checked against the form's fields where eve takes the answer."""
     answers = []
     for entry in entries:
         payload: Any = entry.payload
         option = payload.get("optionId") if isinstance(payload, dict) else payload
+        values = payload.get("values") if isinstance(payload, dict) else None
         if not isinstance(option, str):
             raise InvalidBody(
                 f"resume entry for {entry.interrupt_id}: a resolved entry's payload is "
                 '{"optionId": "<option>"} (or the option id as a string)'
             )
-        answers.append(InputResponse(request_id=entry.interrupt_id, option_id=option))
+        if values is not None and not isinstance(values, dict):
+            raise InvalidBody(
+                f"resume entry for {entry.interrupt_id}: payload.values is the form's "
+                "fields as an object"
+            )
+        answers.append(
+            InputResponse(request_id=entry.interrupt_id, option_id=option, values=values)
+        )
     return answers
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal, assert_never
 
 from eve._usage import TokenUsage
+from eve.channels.form_answers import StructuredAnswer, form_prompt, structured_answer
 from eve.channels.sessions import ChannelSessions
 from eve.errors import ChannelAnswerExpected
 from eve.events import (
@@ -207,16 +208,19 @@ def prompt(request: InputRequest) -> str:
                 f"({request.used} of {request.allowed})."
             )
         case FormRequest():
-            # a text reply carries no form values: such a channel can decline or cancel
-            asked = f"{request.connection} asks: {request.message}"
+            # accepted with values by a structured reply (form_answers)
+            asked = form_prompt(request)
         case _:
             assert_never(request)
     return f"{asked} Reply with one of: {answers}."
 
 
 def text_answers(text: str, pending: list[Pending], *, param: str) -> list[InputResponse]:
-    """``text`` as the answer to every pending request: an option's id or label (any case).
-    Anything else is refused, so a message cannot queue behind a parked turn unanswered."""
+    """``text`` as the answer to every pending request: an option's id or label (any case),
+    or a structured answer (``form_answers``: an option with a form's values). Anything else
+    is refused, so a message cannot queue behind a parked turn unanswered."""
+    if (structured := structured_answer(text, param=param)) is not None:
+        return [_structured(structured, waiting, param=param) for waiting in pending]
     said = text.strip().lower()
     responses = []
     for waiting in pending:
@@ -232,6 +236,20 @@ def text_answers(text: str, pending: list[Pending], *, param: str) -> list[Input
             )
         responses.append(InputResponse(request_id=waiting.request.request_id, option_id=chosen[0]))
     return responses
+
+
+def _structured(answer: StructuredAnswer, waiting: Pending, *, param: str) -> InputResponse:
+    request = waiting.request
+    options = [o.id for o in request.options]
+    if answer.option_id not in options:
+        raise ChannelAnswerExpected(
+            f"the session waits on an answer to {request.request_id}, one of "
+            f"{', '.join(options)}; got optionId {answer.option_id!r}",
+            param=param,
+            options=options,
+        )
+    values = answer.values if isinstance(request, FormRequest) else None
+    return InputResponse(request_id=request.request_id, option_id=answer.option_id, values=values)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal, assert_never
 
@@ -155,7 +154,7 @@ async def log_head(sessions: ChannelSessions, session_id: str) -> LogHead:
     found: dict[str, Pending] = {}
     next_index = start if start is not None else end
     lines = await sessions.events(session_id, next_index, follow=True)
-    async with aclosing(lines):
+    try:
         async for line in lines:
             if not line:
                 continue
@@ -164,6 +163,10 @@ async def log_head(sessions: ChannelSessions, session_id: str) -> LogHead:
             _settle(event, unsettled, found)
             if not unsettled and next_index >= end:
                 break
+    finally:
+        # the follower leaves the session's feed now, not when the reader is collected
+        if (close := getattr(lines, "aclose", None)) is not None:
+            await close()
     return LogHead(next_index=next_index, pending=list(found.values()))
 
 

@@ -76,6 +76,11 @@ BENCHMARKS: list[Benchmark] = [
         summary="each channel's first byte and per-event gap over the native stream",
     ),
     Benchmark(
+        name="channel_reads",
+        target="bench.channel_reads:run",
+        summary="log events each channel reads for one turn at 10 and 200 turns of history",
+    ),
+    Benchmark(
         name="auth_check",
         target="bench.auth_check:run",
         summary="the auth check per request: none, shared token, JWT, agent/auth.py hook",

@@ -291,11 +291,13 @@ async def _exists(sessions: ChannelSessions, ref: TaskRef) -> None:
 
 
 async def _snapshot(sessions: ChannelSessions, ref: TaskRef) -> tuple[TurnView, int]:
-    """The task as the log tells it now, and the index after the log's last event."""
+    """The task as the log tells it now, and the index after the log's last event. Only
+    the turn's stretch of the log is read: a task costs its own events, not its context's
+    history."""
     await _exists(sessions, ref)
     view = TurnView(ref)
-    start = 0
-    async for line in await sessions.events(ref.session_id, 0, follow=False):
+    start = await sessions.turn_start(ref.session_id, ref.turn_id)
+    async for line in await sessions.events(ref.session_id, start, follow=False):
         view.apply(decode_event(line))
         start += 1
     return view, start

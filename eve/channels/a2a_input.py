@@ -3,7 +3,8 @@
 A message to a task in ``input-required`` answers the requests it waits on: its text names
 an option (``approve``, ``deny``, a question's option id or label) for every waiting request,
 or its data parts each hold ``{"optionId": ..., "requestId": ...}`` (``requestId`` may be
-left out while one request waits). Anything else is refused before eve stores a thing.
+left out while one request waits; a form's ``values`` go with ``accept``). Anything else is
+refused before eve stores a thing.
 """
 
 from __future__ import annotations
@@ -71,11 +72,17 @@ def answers_of(message: Message, pending: list[InputRequest]) -> list[InputRespo
 def _decision(data: dict[str, Any], pending: list[InputRequest]) -> InputResponse:
     option = data.get("optionId")
     request_id = data.get("requestId")
+    # a form's (an MCP server's elicitation) fields, for accept: checked where eve takes it
+    values = data.get("values")
     if request_id is None and len(pending) == 1:
         request_id = pending[0].request_id
-    if not isinstance(option, str) or not isinstance(request_id, str):
+    if (
+        not isinstance(option, str)
+        or not isinstance(request_id, str)
+        or not isinstance(values, dict | None)
+    ):
         raise InvalidParamsError(_how_to_answer(pending))
-    return InputResponse(request_id=request_id, option_id=option)
+    return InputResponse(request_id=request_id, option_id=option, values=values)
 
 
 def _option(request: InputRequest, text: str) -> str:
@@ -93,5 +100,6 @@ def _how_to_answer(pending: list[InputRequest]) -> str:
     waiting = "; ".join(f"{r.request_id} ({', '.join(o.id for o in r.options)})" for r in pending)
     return (
         "the task waits for input: answer with the text of an option, or data parts "
-        f'{{"requestId": ..., "optionId": ...}}; waiting: {waiting}'
+        f'{{"requestId": ..., "optionId": ..., "values": {{...}} (a form\'s, to accept it)}}; '
+        f"waiting: {waiting}"
     )

@@ -135,6 +135,9 @@ def request_prompt(request: InputRequest) -> str:
             asked = f"The session reached {request.limit} ({request.used} of {request.allowed})."
         case FormRequest():
             asked = f"{request.connection} asks: {request.message}"
+            if request.schema.get("properties"):
+                asked += ' To accept, answer with a data part {"optionId": "accept", "values":'
+                asked += " {...}} whose values fill the request's schema."
         case _:
             assert_never(request)
     return f"{asked} Answer {options} (request {request.request_id})."

@@ -82,15 +82,27 @@ def is_logged_user_message(message_id: str) -> bool:
     return _LOGGED_USER.fullmatch(message_id) is not None
 
 
-def interrupt_of(request: ev.InputRequest) -> Interrupt:
-    """An eve input request as an AG-UI interrupt: answered by a resume entry whose
-    ``payload`` is ``{"optionId": <one of the request's options>}``."""
+def response_schema(request: ev.InputRequest) -> dict[str, Any]:
+    """What a resume entry's ``payload`` for ``request`` is, as AG-UI's ``responseSchema``:
+    ``{"optionId": <one of its options>}``, and for a form (an MCP server's elicitation) the
+    form's ``values`` too, which ``accept`` needs when the form has fields."""
     options = [option.id for option in request.options]
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {"optionId": {"type": "string", "enum": options}},
         "required": ["optionId"],
     }
+    if isinstance(request, ev.FormRequest) and request.schema.get("properties"):
+        schema["properties"]["values"] = request.schema
+        schema["if"] = {"properties": {"optionId": {"const": "accept"}}}
+        schema["then"] = {"required": ["optionId", "values"]}
+    return schema
+
+
+def interrupt_of(request: ev.InputRequest) -> Interrupt:
+    """An eve input request as an AG-UI interrupt: answered by a resume entry whose
+    ``payload`` fits ``response_schema``."""
+    schema = response_schema(request)
     match request:
         case ev.ToolApprovalRequest():
             message = f"May {request.tool_name} run with {json.dumps(request.input)}?"
@@ -179,6 +191,9 @@ class RunView:
     answered: frozenset[str] = frozenset()
     #: send a ``MESSAGES_SNAPSHOT`` of what came before the window when it opens
     snapshot: bool = False
+    #: the log index the run reads from: at or before its window opens (0 with ``snapshot``,
+    #: whose conversation is the whole log)
+    start: int = 0
     #: set once the run's last event is known; nothing is streamed after it
     ending: Ending | None = None
     _open: bool = False

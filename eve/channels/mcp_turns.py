@@ -1,8 +1,9 @@
 """A turn as the ``mcp`` channel reports it: the session's event log folded into a
 ``TurnView``, and the log followed until the turn settles or the caller's wait runs out.
 
-The log is the only state: every call reads it from the start, so a caller that lost its
-connection, or a server that restarted, answers the same thing on the next call. Events
+The log is the only state: every call reads it from where the turn starts (the store's
+index finds that), so a caller that lost its connection, or a server that restarted,
+answers the same thing on the next call, at the cost of the turn, not the history. Events
 belong to the root turn last started before them (a session runs one turn at a time, and a
 subagent's events sit inside its caller's turn), which is how a subagent's approval request
 is answered through its caller's turn.
@@ -180,7 +181,7 @@ class TurnFold:
             self.turn_id = self.current
             if self.current is None:
                 self.status = "idle"
-        elif self.current is None or turn_number(self.turn_id) > self.latest:
+        elif turn_number(self.turn_id) > self.latest:
             return  # accepted, not started yet: behind the running turn
         elif self.status == "queued":
             # an earlier place that is no turn (a reset, a compaction) or never was one
@@ -259,7 +260,8 @@ async def watch(
 ) -> TurnFold:
     """Read the log into ``fold``, then follow it for up to ``wait`` seconds until the turn
     settles, reporting each event worth telling as it comes."""
-    backlog = await sessions.events(fold.session_id, 0, follow=False)
+    fold.next_index = await _start(sessions, fold)
+    backlog = await sessions.events(fold.session_id, fold.next_index, follow=False)
     async for line in backlog:
         fold.add(decode_event(line))
     fold.fix_target()
@@ -280,6 +282,17 @@ async def watch(
                 if fold.settled:
                     break
     return fold
+
+
+async def _start(sessions: ChannelSessions, fold: TurnFold) -> int:
+    """Where the fold reads the log from: where its turn (or the session's latest) starts,
+    so a call costs the turn, not the session's history. It learns the latest turn that
+    started first: a turn before it with no event of its own was no turn (a reset)."""
+    latest = await sessions.latest_turn(fold.session_id)
+    if latest is None:
+        return 0  # no turn started: the log is the session's opening (and maybe its end)
+    fold.latest = turn_number(latest)
+    return await sessions.turn_start(fold.session_id, fold.turn_id or latest)
 
 
 @contextlib.asynccontextmanager

@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Connection
 
 from eve._session_summary import SessionSummary
 from eve.auth import Principal
+from eve.channels.log_index import (
+    OpenRequest,
+    askers,
+    first_index,
+    latest_turn_workflow,
+    log_end,
+    open_requests,
+)
 from eve.errors import SessionNotFound
 from eve.messages import UserMessage
 from eve.sessions import Accepted, InputResponse, SessionService, idempotency
 from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionRow
-from eve.sessions.turn_workflow import turn_id_of
+from eve.sessions.turn_workflow import turn_id_of, turn_workflow_id
 
 #: what every session id starts with (``sessions.service.new_session_id``)
 SESSION_ID_PREFIX = "ses_"
 #: how ``define_state`` names its slot's context key (``eve.context.state``)
 STATE_PREFIX = "state:"
+
+T = TypeVar("T")
 
 
 class ChannelSessions:
@@ -110,6 +122,58 @@ class ChannelSessions:
             if key.startswith(STATE_PREFIX)
         }
         return {name: value for name, value in slots.items() if not name.startswith("eve.")}
+
+    async def log_end(self, session_id: str) -> int:
+        """The index the session's next event gets: a turn accepted after this call starts
+        at or after it (the log only grows)."""
+        await self.get(session_id)
+        return await self._run(lambda c: log_end(c, session_id))
+
+    async def turn_start(self, session_id: str, turn_id: str) -> int:
+        """Where ``turn_id``'s events begin in the log: its first event's index, or, while
+        it has none written, where the log ends (they come after it). A turn is read from
+        here, not from index 0, so reading one costs the turn, not the session's history."""
+        await self.get(session_id)
+        number = turn_id.removeprefix("turn_")
+        workflow = turn_workflow_id(session_id, int(number)) if number.isdigit() else turn_id
+
+        def read(c: Connection) -> int:
+            # the end first: a turn with no event yet writes its first one after it
+            end = log_end(c, session_id)
+            first = first_index(c, session_id, [workflow])
+            return end if first is None else first
+
+        return await self._run(read)
+
+    async def open_requests(self, session_id: str) -> tuple[int, list[OpenRequest], int | None]:
+        """The log's end, the requests the engine waits on (their rows: a flush ahead of the
+        log), and the first log index of the workflows that asked them (None: none yet)."""
+        await self.get(session_id)
+
+        def read(c: Connection) -> tuple[int, list[OpenRequest], int | None]:
+            end = log_end(c, session_id)
+            waiting = open_requests(c, session_id)
+            workflows = sorted({request.workflow_id for request in waiting})
+            return end, waiting, first_index(c, session_id, workflows)
+
+        return await self._run(read)
+
+    async def latest_turn(self, session_id: str) -> str | None:
+        """The session's latest turn that started (wrote to the log), if any."""
+        await self.get(session_id)
+        workflow = await self._run(lambda c: latest_turn_workflow(c, session_id))
+        return None if workflow is None else turn_id_of(workflow)
+
+    async def asking_turn(self, session_id: str, request_ids: list[str]) -> str | None:
+        """The turn that asked ``request_ids`` (answered yet or not), as the engine recorded
+        the asking; None when none of them was asked in the session."""
+        await self.get(session_id)
+        workflows = await self._run(lambda c: askers(c, session_id, request_ids))
+        turns = [turn for workflow in workflows if (turn := turn_id_of(workflow)) is not None]
+        return turns[0] if turns else None
+
+    async def _run(self, work: Callable[[Connection], T]) -> T:
+        return await asyncio.to_thread(self.service.store.run, work)
 
     async def events(self, session_id: str, start: int = 0, *, follow: bool) -> AsyncIterator[str]:
         """The session's log from ``start``: each item one encoded event

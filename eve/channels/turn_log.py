@@ -2,8 +2,11 @@
 
 The OpenAI-compatible and Slack kinds show a turn as text: what the agent said, then how the
 turn ended (done, failed, cancelled, or waiting on a person). Tool calls stay inside eve.
-Everything here is derived from the log alone, so a dropped connection, a second worker or
-a restarted server reads the same turn the same way; no channel keeps state of its own.
+Everything here is derived from the session store (its log, and the engine's open input
+requests), so a dropped connection, a second worker or a restarted server reads the same turn
+the same way; no channel keeps state of its own. A turn is read from where it starts in the
+log, never from index 0: a turn costs the same on a session's first message as on its
+thousandth.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal, assert_never
 
 from eve._usage import TokenUsage
+from eve.channels.form_answers import StructuredAnswer, form_prompt, structured_answer
 from eve.channels.sessions import ChannelSessions
 from eve.errors import ChannelAnswerExpected
 from eve.events import (
@@ -34,6 +38,7 @@ from eve.events import (
     decode_event,
 )
 from eve.sessions import InputResponse
+from eve.sessions.turn_workflow import turn_id_of
 
 #: how a turn, as far as the log tells, has stopped: ``waiting`` parks it on a person
 EndStatus = Literal["completed", "failed", "cancelled", "waiting"]
@@ -133,27 +138,60 @@ class LogHead:
 
 
 async def log_head(sessions: ChannelSessions, session_id: str) -> LogHead:
-    """Read the whole log once: its next index and the requests nobody answered yet."""
-    open_requests: dict[str, Pending] = {}
-    next_index = 0
-    async for line in await sessions.events(session_id, 0, follow=False):
-        if not line:
-            continue
-        event = decode_event(line)
-        next_index = event.meta.index + 1
-        turn = event.data.turn_id or ""
-        match event:
-            case InputRequested():
-                for request in event.data.requests:
-                    open_requests[request.request_id] = Pending(turn_id=turn, request=request)
-            case InputResolved():
-                open_requests.pop(event.data.request_id, None)
-            case TurnCompleted() | TurnFailed() | TurnCancelled():
-                # a turn that ended took its unanswered requests with it
-                open_requests = {k: p for k, p in open_requests.items() if p.turn_id != turn}
-            case _:
-                pass
-    return LogHead(next_index=next_index, pending=list(open_requests.values()))
+    """What of the session waits on a person, as the engine has it, each request as the log
+    tells it, and an index to read the session's turn on from (past those requests).
+
+    The engine's open request rows decide (``ChannelSessions.open_requests``): they are
+    written before the log says a turn waits and closed before it says the answer was
+    taken, so the log alone could call a message an answer to a request already answered,
+    or a new turn when the engine already waits. Only the asking workflows' stretch of the
+    log is read, and a request the log does not show yet is waited for (its
+    ``input.requested`` is being flushed, or its turn's end, when it died asking)."""
+    end, rows, start = await sessions.open_requests(session_id)
+    if not rows:
+        return LogHead(next_index=end, pending=[])
+    unsettled = {row.request_id: turn_id_of(row.workflow_id) for row in rows}
+    found: dict[str, Pending] = {}
+    next_index = start if start is not None else end
+    lines = await sessions.events(session_id, next_index, follow=True)
+    try:
+        async for line in lines:
+            if not line:
+                continue
+            event = decode_event(line)
+            next_index = event.meta.index + 1
+            _settle(event, unsettled, found)
+            if not unsettled and next_index >= end:
+                break
+    finally:
+        # the follower leaves the session's feed now, not when the reader is collected
+        if (close := getattr(lines, "aclose", None)) is not None:
+            await close()
+    return LogHead(next_index=next_index, pending=list(found.values()))
+
+
+def _settle(
+    event: SessionEvent, unsettled: dict[str, str | None], found: dict[str, Pending]
+) -> None:
+    """Fold ``event`` into the open requests: each is settled once the log shows it asked,
+    or answered, or its turn ended (a turn that ended took its unanswered requests along)."""
+    turn = event.data.turn_id or ""
+    match event:
+        case InputRequested():
+            for request in event.data.requests:
+                if request.request_id in unsettled:
+                    del unsettled[request.request_id]
+                    found[request.request_id] = Pending(turn_id=turn, request=request)
+        case InputResolved():
+            unsettled.pop(event.data.request_id, None)
+            found.pop(event.data.request_id, None)
+        case TurnCompleted() | TurnFailed() | TurnCancelled():
+            for request_id in [r for r, of in unsettled.items() if of == turn]:
+                del unsettled[request_id]
+            for request_id in [r for r, p in found.items() if p.turn_id == turn]:
+                del found[request_id]
+        case _:
+            pass
 
 
 def prompt(request: InputRequest) -> str:
@@ -173,16 +211,19 @@ def prompt(request: InputRequest) -> str:
                 f"({request.used} of {request.allowed})."
             )
         case FormRequest():
-            # a text reply carries no form values: such a channel can decline or cancel
-            asked = f"{request.connection} asks: {request.message}"
+            # accepted with values by a structured reply (form_answers)
+            asked = form_prompt(request)
         case _:
             assert_never(request)
     return f"{asked} Reply with one of: {answers}."
 
 
 def text_answers(text: str, pending: list[Pending], *, param: str) -> list[InputResponse]:
-    """``text`` as the answer to every pending request: an option's id or label (any case).
-    Anything else is refused, so a message cannot queue behind a parked turn unanswered."""
+    """``text`` as the answer to every pending request: an option's id or label (any case),
+    or a structured answer (``form_answers``: an option with a form's values). Anything else
+    is refused, so a message cannot queue behind a parked turn unanswered."""
+    if (structured := structured_answer(text, param=param)) is not None:
+        return [_structured(structured, waiting, param=param) for waiting in pending]
     said = text.strip().lower()
     responses = []
     for waiting in pending:
@@ -198,6 +239,20 @@ def text_answers(text: str, pending: list[Pending], *, param: str) -> list[Input
             )
         responses.append(InputResponse(request_id=waiting.request.request_id, option_id=chosen[0]))
     return responses
+
+
+def _structured(answer: StructuredAnswer, waiting: Pending, *, param: str) -> InputResponse:
+    request = waiting.request
+    options = [o.id for o in request.options]
+    if answer.option_id not in options:
+        raise ChannelAnswerExpected(
+            f"the session waits on an answer to {request.request_id}, one of "
+            f"{', '.join(options)}; got optionId {answer.option_id!r}",
+            param=param,
+            options=options,
+        )
+    values = answer.values if isinstance(request, FormRequest) else None
+    return InputResponse(request_id=request.request_id, option_id=answer.option_id, values=values)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,8 +288,9 @@ async def start_turn(
         return Started(session_id=session_id, turn_id=turn, start=head.next_index)
     accepted = await sessions.send(session_id, message, key=key)
     assert accepted.turn_id is not None  # a message always queues a turn
-    # a replayed request's turn may be behind the log's head: read it from the start
-    start = 0 if accepted.replayed else head.next_index
+    # a replayed request's turn may be behind the log's head: read it from its start
+    replayed = accepted.replayed
+    start = await sessions.turn_start(session_id, accepted.turn_id) if replayed else head.next_index
     return Started(session_id=session_id, turn_id=accepted.turn_id, start=start)
 
 

@@ -91,6 +91,8 @@ input_requests = sa.Table(
     #: a form's answer until the waiting call takes it (``form_requests.py``): a form is
     #: answered inside the step that runs the call, where no workflow message can be read
     sa.Column("answer", sa.Text),
+    #: what a session waits on, for a channel deciding whether a message answers it
+    sa.Index("eve_input_requests_session", "session_id", "status"),
 )
 
 #: the MCP tool calls a durable turn sent, by call (``mcp_calls.py``): a turn run again

@@ -34,6 +34,11 @@ OPERATIONS: dict[str, Operation] = {
     "send": lambda s, sid: s.send(sid, "hi"),
     "respond": lambda s, sid: s.respond(sid, [InputResponse(request_id="r", option_id="o")]),
     "cancel": lambda s, sid: s.cancel(sid),
+    "log_end": lambda s, sid: s.log_end(sid),
+    "turn_start": lambda s, sid: s.turn_start(sid, "turn_0"),
+    "latest_turn": lambda s, sid: s.latest_turn(sid),
+    "open_requests": lambda s, sid: s.open_requests(sid),
+    "asking_turn": lambda s, sid: s.asking_turn(sid, ["inp_none"]),
 }
 
 

@@ -7,7 +7,9 @@ says for how long). A run is a window over the session's log (``eve.channels.ag_
 the turn its newest user message started, or the rest of a parked turn its ``resume``
 answered. The user message's id is the send's idempotency key, so the same input posted
 again (a dropped connection) streams the same turn from the log instead of starting
-another. Nothing is kept here: every run reads the log from the start.
+another. Nothing is kept here: a run reads the log from where its turn (or the request its
+resume answers) starts, and a run that sends the conversation (a reconnect, a repeat) from
+the start.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from eve.channels.ag_ui_view import RunView, is_logged_user_message
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.errors import EveError, InputRequestNotPending, InvalidBody
-from eve.events import InputRequested, InputResolved, TurnStarted, decode_event
+from eve.events import decode_event
 from eve.sessions import InputResponse
 
 
@@ -154,17 +156,27 @@ def _newest_user_message(run: RunAgentInput) -> tuple[str, str] | None:
 
 
 def _responses(entries: list[ResumeEntry]) -> list[InputResponse]:
-    """Resume entries as eve answers: ``payload`` is ``{"optionId": ...}`` or the option id."""
+    """Resume entries as eve answers: ``payload`` is ``{"optionId": ...}`` (with a form's
+    ``values`` to accept it: the interrupt's ``responseSchema`` says) or the option id.
+    The values are checked against the form's fields where eve takes the answer."""
     answers = []
     for entry in entries:
         payload: Any = entry.payload
         option = payload.get("optionId") if isinstance(payload, dict) else payload
+        values = payload.get("values") if isinstance(payload, dict) else None
         if not isinstance(option, str):
             raise InvalidBody(
                 f"resume entry for {entry.interrupt_id}: a resolved entry's payload is "
                 '{"optionId": "<option>"} (or the option id as a string)'
             )
-        answers.append(InputResponse(request_id=entry.interrupt_id, option_id=option))
+        if values is not None and not isinstance(values, dict):
+            raise InvalidBody(
+                f"resume entry for {entry.interrupt_id}: payload.values is the form's "
+                "fields as an object"
+            )
+        answers.append(
+            InputResponse(request_id=entry.interrupt_id, option_id=option, values=values)
+        )
     return answers
 
 
@@ -186,11 +198,15 @@ async def _started(sessions: ChannelSessions, run: RunAgentInput) -> RunView:
     view = RunView(thread_id=run.thread_id, run_id=run.run_id, session_id=session_id)
     if message is None:
         # nothing new: show the thread's latest turn from the log (a client reconnecting)
-        view.turn_id, view.snapshot = await _latest_turn(sessions, session_id), True
+        view.turn_id, view.snapshot = await sessions.latest_turn(session_id), True
         return view
     message_id, text = message
+    end = await sessions.log_end(session_id)
     accepted = await sessions.send(session_id, text, key=_key("message", message_id))
     view.turn_id, view.snapshot = accepted.turn_id, accepted.replayed
+    # a new turn starts past the log's end as it was before the send; a replay's snapshot
+    # is the thread's whole conversation, so it reads from the start
+    view.start = 0 if accepted.replayed else end
     return view
 
 
@@ -200,7 +216,11 @@ async def _resumed(
     resolved = [entry for entry in entries if entry.status == "resolved"]
     answers = _responses(resolved)
     session_id = await _session_of(sessions, run.thread_id)
-    waiting = await _waiting_requests(sessions, session_id)
+    # the engine's open requests, not the log's (a flush behind: an answer it took already
+    # may still look open there); the window opens on the request, read from its asker's
+    # first event on
+    end, rows, asked_from = await sessions.open_requests(session_id)
+    waiting = {row.request_id for row in rows}
     for entry in entries:
         if entry.interrupt_id not in waiting:
             raise InputRequestNotPending(
@@ -218,30 +238,8 @@ async def _resumed(
         run_id=run.run_id,
         session_id=session_id,
         answered=frozenset(entry.interrupt_id for entry in entries),
+        start=end if asked_from is None else asked_from,
     )
-
-
-async def _waiting_requests(sessions: ChannelSessions, session_id: str) -> set[str]:
-    """The ids of the session's requests that wait for an answer, from its log: a resume
-    naming another would wait for a window that never opens."""
-    waiting: set[str] = set()
-    async for line in await sessions.events(session_id, 0, follow=False):
-        match decode_event(line) if line else None:
-            case InputRequested(data=data):
-                waiting |= {request.request_id for request in data.requests}
-            case InputResolved(data=data):
-                waiting.discard(data.request_id)
-            case _:
-                pass
-    return waiting
-
-
-async def _latest_turn(sessions: ChannelSessions, session_id: str) -> str | None:
-    latest = None
-    async for line in await sessions.events(session_id, 0, follow=False):
-        if line and (event := decode_event(line)) and isinstance(event, TurnStarted):
-            latest = event.data.turn_id
-    return latest
 
 
 # --- the stream -------------------------------------------------------------------------
@@ -280,7 +278,7 @@ async def _window(sessions: ChannelSessions, view: RunView) -> AsyncIterator[str
         yield _sse(view.messages())
         view.finish_without_turn()
         return
-    async for line in await sessions.events(view.session_id, 0, follow=True):
+    async for line in await sessions.events(view.session_id, view.start, follow=True):
         if not line:
             yield ": keep-alive\n\n"
             continue

@@ -44,7 +44,13 @@ from eve.channels.ai_sdk_stream import (
 )
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.errors import EveError, InvalidBody, ServerConfigError, Unauthorized
+from eve.errors import (
+    EveError,
+    InputRequestNotPending,
+    InvalidBody,
+    ServerConfigError,
+    Unauthorized,
+)
 from eve.events import ActionsRequested, InputResolved, SessionEvent, TurnStarted, decode_event
 from eve.server.answers import refusal
 from eve.server.bodies import MAX_BODY_BYTES
@@ -109,7 +115,8 @@ class _Chat:
         body = decode(await _read(request))
         action = action_of(body)  # refused before anything is stored
         session_id = await self._session(sessions, body.id)
-        log = await _snapshot(sessions, session_id)
+        # read before the request acts: what it starts comes after
+        end = await sessions.log_end(session_id)
         match action:
             case NewMessage(text=text, message_id=ui_id):
                 accepted = await sessions.send(
@@ -118,19 +125,21 @@ class _Chat:
                 assert accepted.turn_id is not None
                 segment = Segment(session_id=session_id, turn_id=accepted.turn_id)
                 # a repeated request replays its turn from the log; a new one follows it
-                segment.parked_before = len(log) - 1 if accepted.replayed else len(log)
-                start = 0 if accepted.replayed else len(log)
+                segment.parked_before = end - 1 if accepted.replayed else end
+                start = end
+                if accepted.replayed:
+                    start = await sessions.turn_start(session_id, accepted.turn_id)
                 return await self._stream(request, sessions, segment, start, skip=True)
             case Approvals(responses=responses):
-                turn = _latest_turn(log)
-                if turn is None:
-                    raise InvalidBody(f"chat {body.id} has no turn waiting for approvals")
                 ids = sorted(r.request_id for r in responses)
+                turn_id = await _asking_turn(sessions, session_id, ids)
+                turn_start = await sessions.turn_start(session_id, turn_id)
                 key = "ai_sdk:approve:" + _digest(*ids, *(r.option_id for r in responses))
                 accepted = await sessions.respond(session_id, responses, key=key)
-                start = _resolved_at(log, set(ids)) if accepted.replayed else len(log)
-                segment = Segment(session_id=session_id, turn_id=turn[1], parked_before=start)
-                segment.calls = _calls(log[turn[0] :])
+                turn = await _stretch(sessions, session_id, turn_start, end)
+                start = _resolved_at(turn, set(ids), end) if accepted.replayed else end
+                segment = Segment(session_id=session_id, turn_id=turn_id, parked_before=start)
+                segment.calls = _calls(turn)
                 return await self._stream(request, sessions, segment, start, skip=False)
             case _:
                 assert_never(action)
@@ -139,14 +148,16 @@ class _Chat:
         sessions = await self._sessions(request)
         chat_id = check_chat_id(request.path_params["chat_id"])
         session_id = await self._session(sessions, chat_id)
-        log = await _snapshot(sessions, session_id)
-        turn = _latest_turn(log)
-        if turn is None or any(
-            isinstance(e, TURN_ENDS) and e.data.turn_id == turn[1] for e in log[turn[0] :]
-        ):
+        end = await sessions.log_end(session_id)
+        # the engine's word on what runs: the log may not say yet that a turn started
+        turn_id = await sessions.running_turn(session_id)
+        if turn_id is None:
             return Response(status_code=204)  # nothing running: nothing to resume
-        segment = Segment(session_id=session_id, turn_id=turn[1], parked_before=len(log) - 1)
-        return await self._stream(request, sessions, segment, turn[0], skip=False)
+        start = await sessions.turn_start(session_id, turn_id)
+        if any(isinstance(e, TURN_ENDS) for e in await _stretch(sessions, session_id, start, end)):
+            return Response(status_code=204)  # it ended: its workflow is only finishing
+        segment = Segment(session_id=session_id, turn_id=turn_id, parked_before=end - 1)
+        return await self._stream(request, sessions, segment, start, skip=True)
 
     async def cancel(self, request: Request) -> Response:
         sessions = await self._sessions(request)
@@ -218,9 +229,25 @@ async def _read(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-async def _snapshot(sessions: ChannelSessions, session_id: str) -> list[SessionEvent]:
-    events = await sessions.events(session_id, 0, follow=False)
-    return [decode_event(payload) async for payload in events if payload]
+async def _stretch(
+    sessions: ChannelSessions, session_id: str, start: int, end: int
+) -> list[SessionEvent]:
+    """The session's events from ``start`` up to ``end`` (a turn's stretch of the log)."""
+    events = await sessions.events(session_id, start, follow=False)
+    read = [decode_event(payload) async for payload in events if payload]
+    return [event for event in read if event.meta.index < end]
+
+
+async def _asking_turn(sessions: ChannelSessions, session_id: str, request_ids: list[str]) -> str:
+    """The turn that asked ``request_ids`` (answered already or not: a repeated approval
+    replays it), as the engine recorded the asking."""
+    turn_id = await sessions.asking_turn(session_id, request_ids)
+    if turn_id is None:
+        raise InputRequestNotPending(
+            f"input request {request_ids[0]} was never asked in this chat",
+            request_id=request_ids[0],
+        )
+    return turn_id
 
 
 def _starts(event: SessionEvent, turn_id: str) -> bool:
@@ -231,22 +258,12 @@ def _starts(event: SessionEvent, turn_id: str) -> bool:
     )
 
 
-def _latest_turn(log: list[SessionEvent]) -> tuple[int, str] | None:
-    """The index of the session's latest ``turn.started`` and its turn id."""
-    for index in range(len(log) - 1, -1, -1):
-        event = log[index]
-        if isinstance(event, TurnStarted) and event.data.node_id is None:
-            assert event.data.turn_id is not None
-            return index, event.data.turn_id
-    return None
-
-
-def _resolved_at(log: list[SessionEvent], request_ids: set[str]) -> int:
+def _resolved_at(turn: list[SessionEvent], request_ids: set[str], end: int) -> int:
     """Where a repeated approval's answers were taken: its stream replays from there."""
-    for index, event in enumerate(log):
+    for event in turn:
         if isinstance(event, InputResolved) and event.data.request_id in request_ids:
-            return index
-    return len(log)
+            return event.meta.index
+    return end
 
 
 def _calls(log: list[SessionEvent]) -> set[str]:

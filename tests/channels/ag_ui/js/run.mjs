@@ -1,7 +1,7 @@
 // Drives an eve ag_ui channel with @ag-ui/client's HttpAgent, as a CopilotKit app would.
 // argv[2] is a JSON scenario: {url, token, threadId, messages, runs: [{message, resume,
-// answer, abandon, abortOn, cancelOn, touch}]} (answer: resume every pending interrupt with
-// that option; abandon: cancel them; touch: a file written before the run); the runs go one after another on one agent, whose client-side
+// answer, values, abandon, abortOn, cancelOn, touch}]} (answer: resume every pending interrupt
+// with that option, and a form's values when given; abandon: cancel them; touch: a file written before the run); the runs go one after another on one agent, whose client-side
 // verifier checks each run's event order. Prints {runs: [{events, error,
 // pendingInterrupts}], messages, state} as JSON.
 import { writeFileSync } from "node:fs";
@@ -30,7 +30,7 @@ function resumeOf(step) {
     return agent.pendingInterrupts.map((interrupt) => ({
       interruptId: interrupt.id,
       status: "resolved",
-      payload: { optionId: step.answer },
+      payload: step.values ? { optionId: step.answer, values: step.values } : { optionId: step.answer },
     }));
   }
   if (step.abandon) {

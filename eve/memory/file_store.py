@@ -114,38 +114,26 @@ class FileMemory:
         step: str = "",
     ) -> MemoryRecord:
         with self._changing(self._path(key)):
-            return self._save(key, id=id, text=text, metadata=metadata, writer=writer, step=step)
-
-    def _save(
-        self,
-        key: MemoryKey,
-        *,
-        id: str,
-        text: str,
-        metadata: dict[str, Any],
-        writer: Writer,
-        step: str,
-    ) -> MemoryRecord:
-        scope = self._load(key)
-        now = time.time()
-        before = next((e for e in scope.entries if e.id == id), None)
-        record = MemoryRecord(
-            id=id,
-            slot=key.slot.slot,
-            scope=key.slot.scope,
-            text=text,
-            metadata=metadata,
-            created_at=before.created_at if before else now,
-            updated_at=now,
-            principal=writer.principal,
-            session_id=writer.session_id,
-        )
-        scope.entries = [e for e in scope.entries if e.id != id] + [record]
-        scope.steps.pop(id, None)
-        if step:
-            scope.steps[id] = step
-        self._write(key, scope)
-        return record
+            scope = self._load(key)
+            now = time.time()
+            before = next((e for e in scope.entries if e.id == id), None)
+            record = MemoryRecord(
+                id=id,
+                slot=key.slot.slot,
+                scope=key.slot.scope,
+                text=text,
+                metadata=metadata,
+                created_at=before.created_at if before else now,
+                updated_at=now,
+                principal=writer.principal,
+                session_id=writer.session_id,
+            )
+            scope.entries = [e for e in scope.entries if e.id != id] + [record]
+            scope.steps.pop(id, None)
+            if step:
+                scope.steps[id] = step
+            self._write(key, scope)
+            return record
 
     def discard(self, key: MemoryKey, step: str) -> int:
         path = self._path(key)
@@ -183,24 +171,19 @@ class FileMemory:
         semantic: bool = False,
     ) -> MemoryRecord | None:
         with self._changing(self._path(key)):
-            return self._update(key, id, text=text, metadata=metadata)
-
-    def _update(
-        self, key: MemoryKey, id: str, *, text: str | None, metadata: dict[str, Any] | None
-    ) -> MemoryRecord | None:
-        scope = self._load(key)
-        found = next((e for e in scope.entries if e.id == id), None)
-        if found is None:
-            return None
-        changed = msgspec.structs.replace(
-            found,
-            text=found.text if text is None else text,
-            metadata=found.metadata if metadata is None else metadata,
-            updated_at=time.time(),
-        )
-        scope.entries = [changed if e.id == id else e for e in scope.entries]
-        self._write(key, scope)
-        return changed
+            scope = self._load(key)
+            found = next((e for e in scope.entries if e.id == id), None)
+            if found is None:
+                return None
+            changed = msgspec.structs.replace(
+                found,
+                text=found.text if text is None else text,
+                metadata=found.metadata if metadata is None else metadata,
+                updated_at=time.time(),
+            )
+            scope.entries = [changed if e.id == id else e for e in scope.entries]
+            self._write(key, scope)
+            return changed
 
     def forget(self, key: MemoryKey, id: str) -> bool:
         with self._changing(self._path(key)):

@@ -12,14 +12,11 @@ from click.testing import CliRunner
 
 from eve.cli.main import main
 from eve.sandbox.bindings import session_directory
-from eve.sessions.settings import resolve_settings
 from eve.sessions.store import SessionStore
 from eve.sessions.workspace_disk import configured_idle, remove_unused, turn_busy
 from tests.conftest import AppFactory
 from tests.sessions.harness import count
-from tests.sessions.inprocess import InProcessServer
-from tests.sessions.test_approvals import request_of
-from tests.sessions.test_workspace_sweep import _sandboxed_app
+from tests.sessions.test_workspace_sweep import approve, park, sandboxed_server
 from tests.sessions.test_workspaces import files, keeper, seeded_root
 
 #: a last use this long ago is past any idle period these tests set
@@ -69,17 +66,11 @@ def test_ended_and_idle_workspaces_go_and_come_back_from_the_store(tmp_path: Pat
 def test_a_parked_turns_workspace_stays_and_a_done_ones_is_restored(
     make_app: AppFactory,
 ) -> None:
-    root = _sandboxed_app(make_app)
-    settings = resolve_settings(root, env={})
-    server = InProcessServer(root, env={}).start()
-    try:
-        done = server.create("write")
-        approval = request_of(server.wait_for(done, count("turn.waiting")))
-        server.answer(done, approval["request_id"], "approve")
-        server.wait_for(done, count("session.waiting"))
-        parked = server.create("write")
-        server.wait_for(parked, count("turn.waiting"))
-        workspace = root / "workspace"
+    with sandboxed_server(make_app) as (server, settings):
+        done, request = park(server)
+        approve(server, done, request)
+        parked, _ = park(server)
+        workspace = server.app_root / "workspace"
         for session in (done, parked):
             _age(session_directory(workspace, session))
         store = SessionStore(settings.eve_url)
@@ -92,8 +83,6 @@ def test_a_parked_turns_workspace_stays_and_a_done_ones_is_restored(
         assert not session_directory(workspace, done).exists()
         assert server.send(done, "more").status_code == 202
         server.wait_for(done, count("session.waiting", 2))
-    finally:
-        server.stop()
     assert files(session_directory(workspace, done)) == {
         "a.txt": "two",  # restored from the head before turn two wrote c.txt
         "c.txt": "final",

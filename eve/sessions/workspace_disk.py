@@ -31,13 +31,12 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import sqlalchemy as sa
 from dbos import DBOS
 
-from eve.errors import EveError
 from eve.sandbox.bindings import SESSIONS_DIR
 from eve.sessions.retention import parse_period
 from eve.sessions.store import SessionStore
+from eve.sessions.workspace_backfill import ACTIVE
 from eve.sessions.workspaces import workspace_lock
 
 log = logging.getLogger("eve.sessions")
@@ -46,7 +45,6 @@ IDLE_ENV = "EVE_WORKSPACE_IDLE"
 DEFAULT_IDLE = "1d"
 #: how often an ``eve serve`` worker looks
 EVERY_SECONDS = 600.0
-_ACTIVE = ["ENQUEUED", "PENDING", "DELAYED"]
 
 
 def configured_idle(env: Mapping[str, str]) -> float | None:
@@ -75,6 +73,8 @@ def remove_unused(
         if directory.name.startswith(".") or not directory.is_dir():
             continue
         with workspace_lock(workspace_root, exclusive=True):
+            if not directory.is_dir():
+                continue  # another worker sharing the disk removed it meanwhile
             if _unused(store, directory, idle_after=idle_after, now=now, busy=busy):
                 shutil.rmtree(directory, ignore_errors=True)
                 removed.append(directory.name)
@@ -100,7 +100,7 @@ def turn_busy(session_id: str) -> bool:
     """A turn, reset or compaction of ``session_id`` is queued, running or parked (DBOS must
     be launched in this process: an ``eve serve`` worker)."""
     found = DBOS.list_workflows(
-        workflow_id_prefix=f"{session_id}:", status=_ACTIVE, load_input=False, load_output=False
+        workflow_id_prefix=f"{session_id}:", status=ACTIVE, load_input=False, load_output=False
     )
     return bool(found)
 
@@ -119,8 +119,9 @@ async def remove_periodically(
                 removed = await asyncio.to_thread(
                     remove_unused, store, root, idle_after=idle_after, busy=turn_busy
                 )
-            except (EveError, sa.exc.SQLAlchemyError, OSError) as error:
-                # a database blip, a file in use: the next round tries again
+            except Exception as error:
+                # a database blip, a file in use: the next round tries again, and the
+                # worker's other work goes on (an escaped error would end this loop)
                 log.warning("removing unused workspaces under %s failed: %s", root, error)
             else:
                 if removed:

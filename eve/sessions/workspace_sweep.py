@@ -40,7 +40,6 @@ from pathlib import Path
 import sqlalchemy as sa
 from dbos import DBOSClient
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sandbox.snapshot import decode_tree
@@ -81,7 +80,16 @@ _needed = sa.Table(
     sa.Column("sha256", sa.String(64), primary_key=True),
     prefixes=["TEMPORARY"],
 )
-_SCRATCH = (_gone, _live, _needed)
+#: on SQLite, the needed blobs by their rowid (see ``_needed_blob``)
+_needed_rows = sa.Table(
+    "eve_sweep_needed_rows",
+    _scratch,
+    sa.Column("id", sa.Integer, primary_key=True),
+    prefixes=["TEMPORARY"],
+)
+_SCRATCH = (_gone, _live, _needed, _needed_rows)
+#: a blob's row on SQLite: stable while the sweep holds the write lock
+_BLOB_ROW = sa.literal_column(f"{workspace_blobs.name}.rowid")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,7 +189,7 @@ def sweep_trees(c: Connection, *, gone: set[str], dry_run: bool) -> SweepReport:
     c.execute(sa.insert(_live).from_select(["tree_id"], live))
     _note_needed_blobs(c)
     dead_tree = ~sa.exists().where(_live.c.tree_id == workspace_trees.c.tree_id)
-    dead_blob = ~sa.exists().where(_needed.c.sha256 == workspace_blobs.c.sha256)
+    dead_blob = ~_needed_blob(c)
     trees = c.execute(
         sa.select(sa.func.count()).select_from(workspace_trees).where(dead_tree)
     ).scalar_one()
@@ -195,9 +203,39 @@ def sweep_trees(c: Connection, *, gone: set[str], dry_run: bool) -> SweepReport:
     return SweepReport(trees=int(trees), blobs=int(blobs), freed_bytes=int(freed))
 
 
+def _needed_blob(c: Connection) -> sa.Exists:
+    """A blob is needed: by its hash on PostgreSQL (a hash anti-join), by its rowid on
+    SQLite, whose anti-join probes the needed table once per blob: probing integers took
+    a tenth of the time probing 64-character hashes did (600,000 blobs)."""
+    if c.dialect.name == "sqlite":
+        return sa.exists().where(_needed_rows.c.id == _BLOB_ROW)
+    return sa.exists().where(_needed.c.sha256 == workspace_blobs.c.sha256)
+
+
+#: the rows of the blobs ``shas`` names, noted as needed (one statement, its list a
+#: parameter: a statement built per call holds its list until the garbage collector runs)
+_NOTE_ROWS = (
+    sa.insert(_needed_rows)
+    .from_select(
+        ["id"],
+        sa.select(_BLOB_ROW)
+        .select_from(workspace_blobs)
+        .where(workspace_blobs.c.sha256.in_(sa.bindparam("shas", expanding=True))),
+    )
+    .prefix_with("OR IGNORE")
+)
+
+
+def _note_needed(c: Connection, shas: list[str]) -> None:
+    if c.dialect.name == "sqlite":
+        c.execute(_NOTE_ROWS, {"shas": shas})
+    else:
+        insert = postgres_insert(_needed).on_conflict_do_nothing()
+        c.execute(insert, [{"sha256": sha} for sha in shas])
+
+
 def _note_needed_blobs(c: Connection) -> None:
-    """Fill ``_needed`` with the blobs the live trees name, a page of trees at a time."""
-    insert = (postgres_insert if c.dialect.name == "postgresql" else sqlite_insert)(_needed)
+    """Note the blobs the live trees name as needed, a page of trees at a time."""
     after = ""
     while True:
         page = c.execute(
@@ -212,7 +250,7 @@ def _note_needed_blobs(c: Connection) -> None:
         after = page[-1][0]
         shas = sorted({sha for _, text in page for sha in decode_tree(text).blobs()})
         for chunk in _chunks(shas):
-            c.execute(insert.on_conflict_do_nothing(), [{"sha256": sha} for sha in chunk])
+            _note_needed(c, chunk)
 
 
 def _chunks(items: list[str]) -> Iterator[list[str]]:

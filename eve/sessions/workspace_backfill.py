@@ -16,6 +16,8 @@ from __future__ import annotations
 import msgspec
 import sqlalchemy as sa
 from dbos import DBOSClient
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
 from eve.sessions.tables import workspace_refs
@@ -54,7 +56,10 @@ def note_active_workflows(c: Connection, client: DBOSClient) -> int:
         missing = sorted(named - noted)
         if missing:
             rows = [{"workflow_id": status.workflow_id, "tree_id": tree} for tree in missing]
-            c.execute(sa.insert(workspace_refs), rows)
+            # a step of the workflow may note the same tree meanwhile (on SQLite the sweep's
+            # write lock is taken at its first write): either note will do
+            insert = postgres_insert if c.dialect.name == "postgresql" else sqlite_insert
+            c.execute(insert(workspace_refs).on_conflict_do_nothing(), rows)
             added += len(missing)
     return added
 

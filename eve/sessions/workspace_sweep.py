@@ -89,7 +89,7 @@ _needed_rows = sa.Table(
 )
 _SCRATCH = (_gone, _live, _needed, _needed_rows)
 #: a blob's row on SQLite: stable while the sweep holds the write lock
-_BLOB_ROW = sa.literal_column(f"{workspace_blobs.name}.rowid")
+_BLOB_ROW: sa.ColumnClause[int] = sa.literal_column(f"{workspace_blobs.name}.rowid", sa.Integer())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,6 +36,7 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from dbos import DBOSClient
@@ -62,30 +63,18 @@ TREE_PAGE = 64
 
 # the sweep's scratch tables, private to its connection (``sweep_trees``)
 _scratch = sa.MetaData()
-_gone = sa.Table(
-    "eve_sweep_gone",
-    _scratch,
-    sa.Column("workflow_id", sa.String(255), primary_key=True),
-    prefixes=["TEMPORARY"],
-)
-_live = sa.Table(
-    "eve_sweep_live",
-    _scratch,
-    sa.Column("tree_id", sa.String(64), primary_key=True),
-    prefixes=["TEMPORARY"],
-)
-_needed = sa.Table(
-    "eve_sweep_needed",
-    _scratch,
-    sa.Column("sha256", sa.String(64), primary_key=True),
-    prefixes=["TEMPORARY"],
-)
+
+
+def _scratch_table(name: str, key: sa.Column[Any]) -> sa.Table:
+    return sa.Table(name, _scratch, key, prefixes=["TEMPORARY"])
+
+
+_gone = _scratch_table("eve_sweep_gone", sa.Column("workflow_id", sa.String(255), primary_key=True))
+_live = _scratch_table("eve_sweep_live", sa.Column("tree_id", sa.String(64), primary_key=True))
+_needed = _scratch_table("eve_sweep_needed", sa.Column("sha256", sa.String(64), primary_key=True))
 #: on SQLite, the needed blobs by their rowid (see ``_needed_blob``)
-_needed_rows = sa.Table(
-    "eve_sweep_needed_rows",
-    _scratch,
-    sa.Column("id", sa.Integer, primary_key=True),
-    prefixes=["TEMPORARY"],
+_needed_rows = _scratch_table(
+    "eve_sweep_needed_rows", sa.Column("id", sa.Integer, primary_key=True)
 )
 _SCRATCH = (_gone, _live, _needed, _needed_rows)
 #: a blob's row on SQLite: stable while the sweep holds the write lock

@@ -21,6 +21,7 @@ from eve.errors import ServerConfigError
 from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
 from eve.runtime import load_compiled_agent
 from eve.runtime.load import read_manifest
+from eve.sandbox.bindings import bound_roots
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
@@ -29,6 +30,7 @@ from eve.server.workers import Listen, bind, serve_on, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
 from eve.sessions.settings import MAX_QUEUED_ENV, resolve_settings, url_variable
 from eve.sessions.settings import max_queued_turns as read_max_queued
+from eve.sessions.workspace_disk import configured_idle, remove_periodically
 
 
 def _worker_name(index: int) -> str:
@@ -55,6 +57,10 @@ async def _serve_worker(
     pruning = None
     if retention is not None and index == 0:
         pruning = asyncio.create_task(prune_periodically(service.settings, older_than=retention))
+    # each worker for its disk (workers on one machine take turns under a lock)
+    removing = asyncio.create_task(
+        remove_periodically(service.store, bound_roots, idle_after=configured_idle(os.environ))
+    )
     try:
         host, port = sock.getsockname()[:2]
         click.echo(
@@ -65,10 +71,11 @@ async def _serve_worker(
             click.echo(f"eve serve · {line}", err=True)
         await serve_on(app, sock, on_ready=ready)
     finally:
-        if pruning is not None:
-            pruning.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pruning
+        for task in (pruning, removing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await stop_service(app)
 
 
@@ -162,7 +169,9 @@ def serve_command(
     oidc = oidc_settings(
         issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
     )
-    configured_retention(os.environ)  # a bad EVE_RETENTION stops it here, not in a worker
+    # a bad EVE_RETENTION or EVE_WORKSPACE_IDLE stops it here, not in a worker
+    configured_retention(os.environ)
+    configured_idle(os.environ)
     # a short token is refused before compiling; only a bind with neither a token nor an
     # issuer waits for the compile, which tells whether agent/auth.py verifies users
     if token is not None or oidc is not None:

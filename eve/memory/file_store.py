@@ -2,14 +2,21 @@
 
 Readable and easy to reset (delete the folder), and slow past a few thousand entries: each
 call reads the scope's whole file. Writes replace the file atomically (write, then rename),
-so a crash leaves the old or the new file, never half of one; two processes writing one
-scope at once can lose one's write, so it is for one process at a time (``eve dev``,
-``eve run``). Keyword search scores by the query's words (``keywords.overlap_score``);
-semantic search embeds the scope's entries at each query.
+so a crash leaves the old or the new file, never half of one, and a reader sees one or the
+other without a lock.
+
+Several processes may share the directory (``eve serve --workers 2``, ``eve memory`` beside
+a server): a change reads, edits and replaces a scope's file under an exclusive ``flock`` on
+the scope's lock file beside it (``<name>.lock``), so two writers take turns and each edits
+what the other left; nothing is cached between calls, so every call sees the other
+processes' latest writes. Keyword search scores by the query's words
+(``keywords.overlap_score``); semantic search embeds the scope's entries at each query.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import time
@@ -67,6 +74,23 @@ class FileMemory:
     def _write(self, key: MemoryKey, scope: _ScopeFile) -> None:
         self._replace(self._path(key), scope)
 
+    @contextlib.contextmanager
+    def _changing(self, path: Path) -> Iterator[None]:
+        """Hold the scope file ``path``'s lock: read it inside, then write it, and no other
+        process's change comes between (``flock`` waits for the holder)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise MemoryUnavailable(
+                f"the memory file {path} cannot be locked ({error.strerror or error})"
+            ) from None
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # closing releases the lock
+
     def _replace(self, path: Path, scope: _ScopeFile) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,36 +113,41 @@ class FileMemory:
         semantic: bool = False,
         step: str = "",
     ) -> MemoryRecord:
-        scope = self._load(key)
-        now = time.time()
-        before = next((e for e in scope.entries if e.id == id), None)
-        record = MemoryRecord(
-            id=id,
-            slot=key.slot.slot,
-            scope=key.slot.scope,
-            text=text,
-            metadata=metadata,
-            created_at=before.created_at if before else now,
-            updated_at=now,
-            principal=writer.principal,
-            session_id=writer.session_id,
-        )
-        scope.entries = [e for e in scope.entries if e.id != id] + [record]
-        scope.steps.pop(id, None)
-        if step:
-            scope.steps[id] = step
-        self._write(key, scope)
-        return record
+        with self._changing(self._path(key)):
+            scope = self._load(key)
+            now = time.time()
+            before = next((e for e in scope.entries if e.id == id), None)
+            record = MemoryRecord(
+                id=id,
+                slot=key.slot.slot,
+                scope=key.slot.scope,
+                text=text,
+                metadata=metadata,
+                created_at=before.created_at if before else now,
+                updated_at=now,
+                principal=writer.principal,
+                session_id=writer.session_id,
+            )
+            scope.entries = [e for e in scope.entries if e.id != id] + [record]
+            scope.steps.pop(id, None)
+            if step:
+                scope.steps[id] = step
+            self._write(key, scope)
+            return record
 
     def discard(self, key: MemoryKey, step: str) -> int:
-        scope = self._read(self._path(key))
-        gone = {id for id, saved_by in scope.steps.items() if saved_by == step} if scope else set()
-        if scope is None or not gone:
-            return 0  # the common case: no earlier attempt, no file written
-        scope.entries = [e for e in scope.entries if e.id not in gone]
-        scope.steps = {id: s for id, s in scope.steps.items() if id not in gone}
-        self._write(key, scope)
-        return len(gone)
+        path = self._path(key)
+        if not path.exists():
+            return 0  # the common case: nothing saved in this scope yet, nothing to lock
+        with self._changing(path):
+            scope = self._read(path)
+            gone = {id for id, by in scope.steps.items() if by == step} if scope else set()
+            if scope is None or not gone:
+                return 0  # the common case: no earlier attempt
+            scope.entries = [e for e in scope.entries if e.id not in gone]
+            scope.steps = {id: s for id, s in scope.steps.items() if id not in gone}
+            self._write(key, scope)
+            return len(gone)
 
     def search(
         self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
@@ -141,29 +170,31 @@ class FileMemory:
         metadata: dict[str, Any] | None,
         semantic: bool = False,
     ) -> MemoryRecord | None:
-        scope = self._load(key)
-        found = next((e for e in scope.entries if e.id == id), None)
-        if found is None:
-            return None
-        changed = msgspec.structs.replace(
-            found,
-            text=found.text if text is None else text,
-            metadata=found.metadata if metadata is None else metadata,
-            updated_at=time.time(),
-        )
-        scope.entries = [changed if e.id == id else e for e in scope.entries]
-        self._write(key, scope)
-        return changed
+        with self._changing(self._path(key)):
+            scope = self._load(key)
+            found = next((e for e in scope.entries if e.id == id), None)
+            if found is None:
+                return None
+            changed = msgspec.structs.replace(
+                found,
+                text=found.text if text is None else text,
+                metadata=found.metadata if metadata is None else metadata,
+                updated_at=time.time(),
+            )
+            scope.entries = [changed if e.id == id else e for e in scope.entries]
+            self._write(key, scope)
+            return changed
 
     def forget(self, key: MemoryKey, id: str) -> bool:
-        scope = self._load(key)
-        kept = [e for e in scope.entries if e.id != id]
-        if len(kept) == len(scope.entries):
-            return False
-        scope.entries = kept
-        scope.steps.pop(id, None)
-        self._write(key, scope)
-        return True
+        with self._changing(self._path(key)):
+            scope = self._load(key)
+            kept = [e for e in scope.entries if e.id != id]
+            if len(kept) == len(scope.entries):
+                return False
+            scope.entries = kept
+            scope.steps.pop(id, None)
+            self._write(key, scope)
+            return True
 
     def recent(self, key: MemoryKey, *, limit: int) -> list[MemoryRecord]:
         return _newest(self._load(key).entries)[:limit]
@@ -191,18 +222,29 @@ class FileMemory:
 
     def erase(self, where: MemoryFilter, *, ids: list[str] | None) -> int:
         erased = 0
-        for path, scope in list(self._scopes(where)):
-            kept = [
-                e
-                for e in scope.entries
-                if not (where.about(e.principal, scope.owner) and (ids is None or e.id in ids))
-            ]
-            if len(kept) != len(scope.entries):
-                erased += len(scope.entries) - len(kept)
-                scope.entries = kept
-                ids_kept = {e.id for e in kept}
-                scope.steps = {id: s for id, s in scope.steps.items() if id in ids_kept}
-                self._replace(path, scope)
+        for path, _ in list(self._scopes(where)):
+            with self._changing(path):
+                # read again under the lock: another process may have changed it since
+                scope = self._read(path)
+                if scope is not None:
+                    erased += self._erase_in(path, scope, where, ids)
+        return erased
+
+    def _erase_in(
+        self, path: Path, scope: _ScopeFile, where: MemoryFilter, ids: list[str] | None
+    ) -> int:
+        kept = [
+            e
+            for e in scope.entries
+            if not (where.about(e.principal, scope.owner) and (ids is None or e.id in ids))
+        ]
+        if len(kept) == len(scope.entries):
+            return 0
+        erased = len(scope.entries) - len(kept)
+        scope.entries = kept
+        ids_kept = {e.id for e in kept}
+        scope.steps = {id: s for id, s in scope.steps.items() if id in ids_kept}
+        self._replace(path, scope)
         return erased
 
     def close(self) -> None:

@@ -79,6 +79,12 @@ def binding_of(workspace_root: Path, node_id: str) -> SandboxBinding | None:
     return _bound.get((workspace_root.resolve(), node_id))
 
 
+def bound_roots() -> list[Path]:
+    """The workspace roots of the sandboxes bound in this process (their sessions'
+    directories are under them)."""
+    return sorted({root for root, _ in _bound})
+
+
 def session_directory(workspace_root: Path, session_id: str) -> Path:
     """The workspace of ``session_id`` under a sandboxed agent's workspace root."""
     if not _SAFE_ID.match(session_id):

@@ -20,8 +20,12 @@ The workspace may hold at most ``SandboxLimits.workspace_mb``; past it the step 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +34,7 @@ from sqlalchemy.engine import Connection
 
 from eve.errors import WorkspaceTooLarge
 from eve.sandbox.bindings import (
+    SESSIONS_DIR,
     SandboxBinding,
     binding_of,
     hand_over,
@@ -61,12 +66,21 @@ class WorkspaceKeeper:
 
     def open(self) -> None:
         """Before a turn: the directory as the session last left it (its head: another
-        worker may have run its last turn), or the seed files for a new session."""
-        head = self.store.run(lambda c: _head(c, self.session_id))
-        if head is not None:
-            self.restore(head)
-        elif not self.directory.is_dir():
-            seed_workspace(self.directory, self.binding, self.session_id)
+        worker may have run its last turn, or this one removed it as unused), or the seed
+        files for a new session."""
+        with workspace_lock(self.directory.parent.parent, exclusive=False):
+            head = self.store.run(lambda c: _head(c, self.session_id))
+            if head is not None:
+                self.restore(head)
+            elif not self.directory.is_dir():
+                seed_workspace(self.directory, self.binding, self.session_id)
+            self.touch()
+
+    def touch(self) -> None:
+        """Mark the directory used now: a worker removes one unused for long
+        (``workspace_disk``)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.utime(self.directory)
 
     def checkpoint(self, workflow_id: str | None = None) -> str:
         """Store the directory's tree (and the files the store lacks); its id. With
@@ -86,6 +100,7 @@ class WorkspaceKeeper:
                 size=tree.size,
                 limit=limit,
             )
+        self.touch()
         identity = tree_id(tree)
         note = None if workflow_id is None else (workflow_id, identity)
         if identity != self.current or (note is not None and note != self.noted):
@@ -114,10 +129,11 @@ class WorkspaceKeeper:
 
     def reset(self) -> None:
         """Back to the seed files (``POST …/reset``)."""
-        shutil.rmtree(self.directory, ignore_errors=True)
-        self.current = None
-        seed_workspace(self.directory, self.binding, self.session_id)
-        self.checkpoint()
+        with workspace_lock(self.directory.parent.parent, exclusive=False):
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.current = None
+            seed_workspace(self.directory, self.binding, self.session_id)
+            self.checkpoint()
 
     def _blob(self, sha: str) -> bytes:
         data: bytes | None = self.store.run(
@@ -155,6 +171,21 @@ class WorkspaceKeeper:
             c.execute(
                 sa.insert(workspace_trees).values(tree_id=identity, tree=encode_tree(tree).decode())
             )
+
+
+@contextlib.contextmanager
+def workspace_lock(workspace_root: Path, *, exclusive: bool) -> Iterator[None]:
+    """The ``flock`` on ``workspace_root``'s ``sessions`` directory: shared while a
+    workspace is opened or reset, exclusive while a worker removes an unused one
+    (``workspace_disk``), so a removal never lands in a turn's opening."""
+    sessions = workspace_root.resolve() / SESSIONS_DIR
+    sessions.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(sessions, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
 
 
 def _head(c: Connection, session_id: str) -> str | None:

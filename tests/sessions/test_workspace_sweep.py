@@ -4,8 +4,10 @@ turn's step trees and a fork's shared files stay."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -60,6 +62,30 @@ def _sandboxed_app(make_app: AppFactory) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def sandboxed_server(make_app: AppFactory) -> Iterator[tuple[InProcessServer, SessionSettings]]:
+    """``_sandboxed_app`` served in process on SQLite, and its settings."""
+    root = _sandboxed_app(make_app)
+    server = InProcessServer(root, env={}).start()
+    try:
+        yield server, resolve_settings(root, env={})
+    finally:
+        server.stop()
+
+
+def park(server: InProcessServer) -> tuple[str, str]:
+    """A new session whose first turn waits for its approval: its id and the request's."""
+    session = server.create("write")
+    return session, request_of(server.wait_for(session, count("turn.waiting")))["request_id"]
+
+
+def approve(server: InProcessServer, session: str, request_id: str) -> list[str]:
+    """Approve the parked turn and wait for its end; what it said."""
+    server.answer(session, request_id, "approve")
+    events = server.wait_for(session, count("session.waiting"))
+    return [e["data"]["message"] for e in events if e["type"] == "message.completed"]
+
+
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
     make_app: AppFactory, database: str, request: pytest.FixtureRequest
@@ -73,14 +99,11 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
     settings = resolve_settings(root, env=env)
     server = InProcessServer(root, env=env).start()
     try:
-        done = server.create("write")
-        approval = request_of(server.wait_for(done, count("turn.waiting")))
-        server.answer(done, approval["request_id"], "approve")
-        server.wait_for(done, count("session.waiting"))
+        done, request = park(server)
+        approve(server, done, request)
         assert server.send(done, "more").status_code == 202
         server.wait_for(done, count("session.waiting", 2))
-        parked = server.create("write")
-        waiting = request_of(server.wait_for(parked, count("turn.waiting")))
+        parked, waiting = park(server)
 
         store = SessionStore(settings.eve_url)
         try:
@@ -120,12 +143,9 @@ def test_prune_sweeps_old_trees_and_keeps_heads_and_a_parked_turns_trees(
             assert files(directory) == {"a.txt": "two", "c.txt": "final", "seed.txt": "seeded\n"}
         finally:
             store.close()
-        server.answer(parked, waiting["request_id"], "approve")
-        events = server.wait_for(parked, count("session.waiting"))
+        assert approve(server, parked, waiting) == ["shipped"]
     finally:
         server.stop()
-    said = [e["data"]["message"] for e in events if e["type"] == "message.completed"]
-    assert said == ["shipped"]
 
 
 def _reopen(store: SessionStore, root: Path, session_id: str) -> None:

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
+from http.client import HTTPException
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -32,6 +33,14 @@ log = logging.getLogger("eve.channels.slack")
 
 #: the metadata event type of eve's replies (https://api.slack.com/metadata/using)
 REPLY_EVENT = "eve_reply"
+#: how much of a conversation's history a scheduled run's delivery reads back for its
+#: message (``run_message``): the messages since the run's tick, newest first
+HISTORY_PAGE_SIZE = 200
+HISTORY_PAGES = 10
+#: how many times one delivery of a thread is tried, and the wait before the second try
+#: (doubling after it)
+DELIVERY_TRIES = 3
+RETRY_DELAY_SECONDS = 0.5
 #: a session's first message names who started its thread: ``<@U123>: text``
 _SPEAKER = re.compile(r"^<@([A-Z0-9]+)>: ")
 
@@ -85,14 +94,46 @@ def _blocks(reply: Reply, thread: Thread) -> list[dict[str, Any]]:
     return blocks
 
 
-def reply_metadata(session_id: str, index: int, covers: list[int] | None = None) -> dict[str, Any]:
+def reply_metadata(
+    session_id: str, index: int, covers: list[int] | None = None, *, turn: str | None = None
+) -> dict[str, Any]:
     """The metadata a posted reply carries: whose log index it answers, and for a scheduled
-    run's message every stop of its turn it stands for (``covers``), so the courier, which
-    posts what a thread lacks (``_posted``), never posts them again."""
+    run's message its turn and every stop of that turn it stands for (``covers``), so the
+    courier, which posts what a thread lacks (``_posted``), never posts them again, and a
+    try of the run's delivery finds the message an earlier try posted (``run_message``)."""
     payload: dict[str, Any] = {"session": session_id, "index": index}
     if covers is not None:
         payload["covers"] = covers
+    if turn is not None:
+        payload["turn"] = turn
     return {"event_type": REPLY_EVENT, "event_payload": payload}
+
+
+def run_message(
+    client: WebClient, *, conversation: str, session_id: str, turn_id: str, since: float | None
+) -> str | None:
+    """The ts of the message that starts a scheduled run's thread, when Slack has it: read
+    back from the conversation's history since the run's tick (``conversations.history``
+    with its metadata), at most ``HISTORY_PAGES`` pages, newest first."""
+    cursor = None
+    for _ in range(HISTORY_PAGES):
+        page = client.conversations_history(
+            channel=conversation,
+            oldest=None if since is None else f"{since:.6f}",
+            include_all_metadata=True,
+            limit=HISTORY_PAGE_SIZE,
+            cursor=cursor,
+        )
+        for message in page.get("messages", []):
+            metadata = message.get("metadata") or {}
+            payload = metadata.get("event_payload") or {}
+            ours = (payload.get("session"), payload.get("turn")) == (session_id, turn_id)
+            if metadata.get("event_type") == REPLY_EVENT and ours:
+                return str(message["ts"])
+        cursor = (page.get("response_metadata") or {}).get("next_cursor")
+        if not cursor:
+            return None
+    return None
 
 
 def reply_text(reply: Reply) -> str:
@@ -111,6 +152,22 @@ def reply_text(reply: Reply) -> str:
             assert_never(end.status)
 
 
+def _failure(error: Exception) -> str | None:
+    """What went wrong, when a later try may do better: an answer lost on the way (the
+    connection dropped, the read broke off) or Slack's own trouble (HTTP 5xx); None for a
+    refusal, which another try would only repeat."""
+    if isinstance(error, SlackApiError):
+        status = error.response.status_code
+        return f"Slack answered HTTP {status}" if status >= 500 else None
+    return f"the answer was lost ({type(error).__name__})"
+
+
+def _refusal(error: Exception) -> str:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error", error.response.status_code))
+    return type(error).__name__
+
+
 class Courier:
     """Delivers threads' replies through the Web API at ``api_url`` with the bot token in
     ``token_env``; at most one delivery per thread at a time in this process."""
@@ -125,10 +182,17 @@ class Courier:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def client(self) -> WebClient:
-        client = WebClient(token=env_secret(self.token_env), base_url=self.api_url, timeout=10)
-        # https://api.slack.com/docs/rate-limits: wait Retry-After, then try again
-        client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
-        return client
+        # https://api.slack.com/docs/rate-limits: wait Retry-After, then try again (a 429
+        # posted nothing). Not slack_sdk's default retry of a dropped connection: the post
+        # may have been taken before the answer was lost, and a blind retry posts it twice;
+        # ``deliver`` tries again instead, reading the thread back first.
+        rate_limits = RateLimitErrorRetryHandler(max_retry_count=2)
+        return WebClient(
+            token=env_secret(self.token_env),
+            base_url=self.api_url,
+            timeout=10,
+            retry_handlers=[rate_limits],
+        )
 
     def keep(self, task: asyncio.Task[None]) -> None:
         """Hold a background task until it is done (the loop only keeps a weak reference)."""
@@ -156,19 +220,28 @@ class Courier:
         await self.deliver(thread)
 
     async def deliver(self, thread: Thread) -> None:
-        """Post every reply the log has and the thread lacks; a Slack refusal is logged and
-        left to the thread's next delivery."""
+        """Post every reply the log has and the thread lacks. A lost answer or Slack's own
+        trouble (a 5xx) is tried again, ``DELIVERY_TRIES`` times in all, each try reading
+        the thread back first; a refusal, or trouble past the tries, is logged and left to
+        the thread's next delivery."""
         lock = self._locks.setdefault(thread.session_id, asyncio.Lock())
         async with lock:
-            try:
-                await self._deliver(thread)
-            except SlackApiError as error:
-                log.warning(
-                    "slack: replies of session %s not posted yet (%s); the thread's next "
-                    "event delivers them",
-                    thread.session_id,
-                    error.response.get("error", error.response.status_code),
-                )
+            for attempt in range(1, DELIVERY_TRIES + 1):
+                try:
+                    await self._deliver(thread)
+                    return
+                except (SlackApiError, OSError, HTTPException) as error:
+                    why = _failure(error)
+                    if why is None or attempt == DELIVERY_TRIES:
+                        log.warning(
+                            "slack: replies of session %s not posted yet (%s); the "
+                            "thread's next event delivers them",
+                            thread.session_id,
+                            why or _refusal(error),
+                        )
+                        return
+                    log.info("slack: %s delivering session %s; trying again", why, thread.session_id)
+                    await asyncio.sleep(RETRY_DELAY_SECONDS * 2 ** (attempt - 1))
 
     async def _deliver(self, thread: Thread) -> None:
         replies = await log_replies(self.sessions(), thread.session_id)

@@ -4,8 +4,9 @@
 direct messages); ``POST <path>/interactivity`` takes Block Kit button presses. Every
 request must carry a valid ``X-Slack-Signature`` for the app's signing secret, at most five
 minutes old (slack_sdk's ``SignatureVerifier``). One thread is one session: the session is
-opened under the idempotency key ``slack:<channel name>:<team>:<channel>:<thread ts>``, so
-the thread finds its session again through the session store, and each event's message is
+opened under the idempotency key ``slack:<channel name>:<team>:<channel>:<thread ts>``, and
+the thread finds it again by that key as long as the session is kept
+(``eve.channels.conversation_keys``, not the key's 24 hours); each event's message is
 sent under a key from its ``event_id``, so Slack's retries queue nothing twice. Replies are
 posted by ``slack_delivery.Courier`` (docs/channels/slack.md).
 
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -40,6 +42,7 @@ except ImportError as missing:  # an optional extra: say which
     ) from missing
 
 from eve.auth import Principal
+from eve.channels.conversation_keys import RECENT_SECONDS, open_conversation, recent
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line
@@ -159,8 +162,8 @@ class _SlackChannel:
         thread_ts = event.get("thread_ts") or event["ts"]
         text = _MENTION.sub("", event.get("text", "")).strip()
         sessions = self.sessions(slack_user(team, user))
-        opened = await sessions.create(None, key=self.thread_key(team, channel, thread_ts))
-        thread = Thread(team=team, channel=channel, ts=thread_ts, session_id=opened.session_id)
+        session_id = await open_conversation(sessions, self.thread_key(team, channel, thread_ts))
+        thread = Thread(team=team, channel=channel, ts=thread_ts, session_id=session_id)
         if text.lower() in CANCEL_WORDS:
             await self.cancel(thread, user)
             return
@@ -278,10 +281,16 @@ class _SlackChannel:
                 await self.courier.deliver(thread)
 
     async def _threads(self) -> list[Thread]:
-        """The channel's threads, from the keys their sessions were opened under."""
+        """The channel's threads that spoke within ``RECENT_SECONDS``: an older one's
+        reply a stopped server left unposted is posted by the thread's next event."""
         prefix = f"slack:{self.mount.name}:"
+        since = time.time() - RECENT_SECONDS
+        store = self.mount.service.store
+        found = await asyncio.to_thread(
+            store.run, lambda c: recent(c, self.principal, prefix, since=since)
+        )
         threads = []
-        for key, session_id in (await self.sessions().opened_under(prefix)).items():
+        for key, session_id in found.items():
             team, channel, ts = key.removeprefix(prefix).split(":", 2)
             threads.append(Thread(team=team, channel=channel, ts=ts, session_id=session_id))
         return threads

@@ -1,0 +1,132 @@
+"""Which session a channel's conversation (a Slack thread) is, kept as long as the session.
+
+A conversation's session is opened under an Idempotency-Key named after it, so two first
+messages racing each other open one session. But such a key is kept 24 hours
+(``idempotency.TTL_SECONDS``), and a thread that speaks again a week later must reach the
+same session: so the mapping is kept here too (``eve_conversation_keys``), written once the
+session is open, read before any key is tried. Nothing expires it: a row goes only with its
+session, and a row whose session is gone (deleted by hand) is ignored, so the conversation
+opens a new one.
+
+A crash between the session's opening and this row leaves the Idempotency-Key alone for a
+day: the conversation's next message, or the channel's catch-up at start
+(``recent``, which carries every key still kept over), writes the row then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from eve.auth import Principal
+from eve.channels.sessions import ChannelSessions
+from eve.sessions import idempotency
+from eve.sessions.tables import conversation_keys, sessions
+
+#: a restart catches up on the conversations that spoke within this (``recent``)
+RECENT_SECONDS = 24 * 3600.0
+
+_rows = conversation_keys.c
+
+
+def _scope(principal: Principal) -> str:
+    return idempotency.scope_of(idempotency.CREATE_ROUTE, principal)
+
+
+def _kept() -> sa.ColumnElement[bool]:
+    """The row's session still exists."""
+    return sa.exists().where(sessions.c.id == _rows.session_id)
+
+
+async def open_conversation(channel: ChannelSessions, key: str) -> str:
+    """The session the conversation ``key`` is: the one it was given, however long ago, or
+    a new one (opened under ``key`` as its Idempotency-Key, then remembered)."""
+    store = channel.service.store
+    now = time.time()
+    found = await asyncio.to_thread(store.run, lambda c: touch(c, channel.principal, key, now))
+    if found is not None:
+        return found
+    opened = await channel.create(None, key=key)
+    try:
+        return await asyncio.to_thread(
+            store.run, lambda c: remember(c, channel.principal, key, opened.session_id, now)
+        )
+    except sa.exc.IntegrityError:
+        # another first message of the conversation recorded it between our look and our
+        # insert: the same session, opened under the same key
+        found = await asyncio.to_thread(store.run, lambda c: touch(c, channel.principal, key, now))
+        return found or opened.session_id
+
+
+def touch(c: Connection, principal: Principal, key: str, now: float) -> str | None:
+    """The session of ``key``, if remembered and kept; marks the conversation as speaking."""
+    mine = (_rows.scope == _scope(principal)) & (_rows.key == key)
+    session_id = c.execute(sa.select(_rows.session_id).where(mine & _kept())).scalar()
+    if session_id is not None:
+        c.execute(conversation_keys.update().where(mine).values(touched_at=now))
+    return session_id
+
+
+def remember(c: Connection, principal: Principal, key: str, session_id: str, now: float) -> str:
+    """Record that ``key`` is ``session_id``; the session it is, when another request
+    recorded it first (the same one: both opened it under the same Idempotency-Key)."""
+    mine = (_rows.scope == _scope(principal)) & (_rows.key == key)
+    held = c.execute(sa.select(_rows.session_id).where(mine & _kept())).scalar()
+    if held is not None:
+        return str(held)
+    c.execute(conversation_keys.delete().where(mine))  # a row whose session is gone
+    c.execute(
+        conversation_keys.insert().values(
+            scope=_scope(principal), key=key, session_id=session_id, touched_at=now
+        )
+    )
+    return session_id
+
+
+def key_of(c: Connection, principal: Principal, prefix: str, session_id: str) -> str | None:
+    """The conversation under ``prefix`` that ``session_id`` is, if any."""
+    _carry_over(c, principal, prefix)
+    return c.execute(
+        sa.select(_rows.key).where(
+            _rows.scope == _scope(principal),
+            _rows.key.startswith(prefix, autoescape=True),
+            _rows.session_id == session_id,
+        )
+    ).scalar()
+
+
+def recent(c: Connection, principal: Principal, prefix: str, *, since: float) -> dict[str, str]:
+    """The conversations under ``prefix`` that spoke since ``since``: each key's session."""
+    _carry_over(c, principal, prefix)
+    rows = c.execute(
+        sa.select(_rows.key, _rows.session_id).where(
+            _rows.scope == _scope(principal),
+            _rows.key.startswith(prefix, autoescape=True),
+            _rows.touched_at >= since,
+            _kept(),
+        )
+    ).all()
+    return {str(key): str(session_id) for key, session_id in rows}
+
+
+def _carry_over(c: Connection, principal: Principal, prefix: str) -> None:
+    """Remember the conversations whose sessions were opened under a key still kept but
+    never recorded here: opened by an eve from before this table, or cut short by a crash
+    before ``remember``."""
+    opened = idempotency.opened_under(c, principal, prefix)
+    if not opened:
+        return
+    known = set(
+        c.execute(
+            sa.select(_rows.key).where(
+                _rows.scope == _scope(principal), _rows.key.in_(list(opened))
+            )
+        ).scalars()
+    )
+    now = time.time()
+    for key, session_id in opened.items():
+        if key not in known:
+            remember(c, principal, key, session_id, now)

@@ -1,0 +1,125 @@
+"""The slack channel's delivery windows: a thread keeps its session past the idempotency
+window, an answer Slack took but eve never heard is not posted twice, and a try that met
+Slack's trouble is tried again, each against the loopback Slack."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from eve.channels.declaration import ChannelDeclaration
+from eve.sessions.tables import conversation_keys, idempotency_keys
+from tests.channels.agent_app import TEA, write_app
+from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
+from tests.channels.test_slack import SECRET, mention, session_count, wait_for_replies
+from tests.channels.test_slack_schedules import posted, slack_app
+from tests.conftest import AppFactory
+from tests.schedules.apps import scheduled_sessions, wait_until
+from tests.sessions.inprocess import InProcessServer
+
+ENV = {"SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
+WEEK = 7 * 24 * 3600.0
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[FakeSlack]:
+    running = FakeSlack().start()
+    yield running
+    running.stop()
+
+
+def serve(root: Path, slack: FakeSlack) -> InProcessServer:
+    team = ChannelDeclaration(
+        name="team", kind="slack", path="/channels/team", options={"api_url": slack.api_url}
+    )
+    return InProcessServer(root, env=ENV, channels=[team]).start()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, slack: FakeSlack) -> Iterator[InProcessServer]:
+    running = serve(write_app(tmp_path_factory.mktemp("slack-once")), slack)
+    yield running
+    running.stop()
+
+
+def store_engine(server: InProcessServer) -> sa.Engine:
+    assert server.http is not None
+    engine: sa.Engine = server.http.app.state.service.store.engine  # type: ignore[attr-defined]
+    return engine
+
+
+def session_of(reply: dict[str, object]) -> str:
+    metadata = reply["metadata"]
+    assert isinstance(metadata, dict)
+    return str(metadata["event_payload"]["session"])
+
+
+def test_a_thread_a_week_old_reaches_its_session(server: InProcessServer, slack: FakeSlack) -> None:
+    thread, _ = mention(server, slack, "what is tea?")
+    session_id = session_of(wait_for_replies(slack, thread, 1)[0])
+    before = session_count(server)
+    with store_engine(server).begin() as c:
+        # as an eve from before eve_conversation_keys left it: only the Idempotency-Key
+        c.execute(conversation_keys.delete())
+    mention(server, slack, "ship it", thread=thread)  # carried over while the key is kept
+    assert session_of(wait_for_replies(slack, thread, 2)[-1]) == session_id  # asks approval
+    with store_engine(server).begin() as c:
+        # a week goes by: the key that opened the thread's session expires
+        c.execute(idempotency_keys.update().values(created_at=idempotency_keys.c.created_at - WEEK))
+        c.execute(conversation_keys.update().values(touched_at=time.time() - WEEK))
+    mention(server, slack, "what is tea?", thread=thread)
+    # the thread's session still waits on its approval, so the message is not a turn; a
+    # new session would have been opened (and answered it)
+    assert slack.ephemeral[-1]["text"] == "The agent waits on an answer: use the buttons above."
+    assert session_count(server) == before
+    with store_engine(server).connect() as c:
+        touched = c.execute(sa.select(conversation_keys.c.touched_at)).scalar_one()
+    assert time.time() - touched < 3600  # it spoke again: a restart catches up on it
+
+
+def test_a_reply_whose_answer_was_lost_is_not_posted_again(
+    server: InProcessServer, slack: FakeSlack
+) -> None:
+    slack.lose_answer_next = 1  # Slack takes the post; its answer never reaches eve
+    thread, _ = mention(server, slack, "what is tea?")
+    [reply] = wait_for_replies(slack, thread, 1)
+    assert reply["text"] == TEA
+    # the delivery tries again, reads the thread back and finds the reply there: a second
+    # post would show here before the next mention's reply does
+    slack.fail_next = 1  # and Slack's own trouble on the next reply: tried again too
+    mention(server, slack, "ship it", thread=thread)
+    first, second = wait_for_replies(slack, thread, 2)
+    assert (first["ts"], second["text"].split(":")[0]) == (reply["ts"], "Approval needed")
+    assert len(slack.bot_replies("C1", thread)) == 2
+
+
+def test_a_scheduled_message_whose_answer_was_lost_is_posted_once(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    slack.lose_answer_next = 1  # the run's message is posted; eve never hears its ts
+    attempts = len(slack.post_attempts)
+    server = serve(slack_app(make_app, slack), slack)
+    try:
+        before = {m["ts"] for m in posted(slack)}
+        assert server.post("/schedules/digest/run").status_code == 202
+        (run,) = wait_until(lambda: scheduled_sessions(server))
+        message = wait_until(lambda: [m for m in posted(slack) if m["ts"] not in before])[0]
+        # the step's next try finds the message in the conversation's history and records
+        # its thread: a mention there then continues the run
+        wait_until(lambda: last_run(server) == "SUCCESS")
+        mention(server, slack, "and tomorrow?", thread=message["ts"])
+        replies = wait_for_replies(slack, message["ts"], 2)
+    finally:
+        server.stop()
+    assert slack.post_attempts[attempts:] == ["C1", "C1"]  # the run's message, the reply
+    assert [m for m in posted(slack) if m["ts"] not in before] == [message]
+    assert {session_of(r) for r in replies} == {run["session_id"]}
+
+
+def last_run(server: InProcessServer) -> str | None:
+    last = server.get("/schedules").json()["schedules"][0]["last_run"]
+    return None if last is None else str(last["status"])

@@ -16,8 +16,8 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from http.client import HTTPException
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any, assert_never
 
 from slack_sdk import WebClient
@@ -109,6 +109,14 @@ def reply_metadata(
     return {"event_type": REPLY_EVENT, "event_payload": payload}
 
 
+def _reply_of(message: dict[str, Any], session_id: str) -> dict[str, Any] | None:
+    """The metadata payload of ``message`` when it is eve's reply for ``session_id``."""
+    metadata = message.get("metadata") or {}
+    payload: dict[str, Any] = metadata.get("event_payload") or {}
+    ours = metadata.get("event_type") == REPLY_EVENT and payload.get("session") == session_id
+    return payload if ours else None
+
+
 def run_message(
     client: WebClient, *, conversation: str, session_id: str, turn_id: str, since: float | None
 ) -> str | None:
@@ -124,11 +132,10 @@ def run_message(
             limit=HISTORY_PAGE_SIZE,
             cursor=cursor,
         )
-        for message in page.get("messages", []):
-            metadata = message.get("metadata") or {}
-            payload = metadata.get("event_payload") or {}
-            ours = (payload.get("session"), payload.get("turn")) == (session_id, turn_id)
-            if metadata.get("event_type") == REPLY_EVENT and ours:
+        messages: list[dict[str, Any]] = page.get("messages", [])
+        for message in messages:
+            payload = _reply_of(message, session_id)
+            if payload is not None and payload.get("turn") == turn_id:
                 return str(message["ts"])
         cursor = (page.get("response_metadata") or {}).get("next_cursor")
         if not cursor:
@@ -240,7 +247,9 @@ class Courier:
                             why or _refusal(error),
                         )
                         return
-                    log.info("slack: %s delivering session %s; trying again", why, thread.session_id)
+                    log.info(
+                        "slack: %s delivering session %s; trying again", why, thread.session_id
+                    )
                     await asyncio.sleep(RETRY_DELAY_SECONDS * 2 ** (attempt - 1))
 
     async def _deliver(self, thread: Thread) -> None:
@@ -274,10 +283,8 @@ class Courier:
             )
             messages: list[dict[str, Any]] = page.get("messages", [])
             for message in messages:
-                metadata = message.get("metadata") or {}
-                payload = metadata.get("event_payload") or {}
-                ours = payload.get("session") == thread.session_id
-                if metadata.get("event_type") == REPLY_EVENT and ours:
+                payload = _reply_of(message, thread.session_id)
+                if payload is not None:
                     found.add(int(payload["index"]))
                     # a scheduled run's message stands for every stop of its turn
                     # (eve.schedules.channel_delivery)

@@ -25,7 +25,7 @@ import httpx
 from eve._redact import redact
 from eve.errors import ScheduleDeliveryFailed
 from eve.manifest import WebhookDelivery
-from eve.schedules.webhook_signing import SecretInvalid, parse_secrets, signature, webhook_id
+from eve.schedules.webhook_signing import parse_secrets, signature, webhook_id
 
 #: how long one POST may take
 TIMEOUT_SECONDS = 10.0
@@ -166,7 +166,7 @@ def _keys(delivery: WebhookDelivery, outcome: RunOutcome) -> list[bytes]:
     raw = _variable(delivery.secret_env, outcome, "the webhook's signing secret (whsec_…)")
     try:
         return parse_secrets(raw)
-    except SecretInvalid as error:
+    except ValueError as error:
         raise ScheduleDeliveryFailed(
             f"schedule '{outcome.name}': ${delivery.secret_env} is not a webhook secret: "
             f"{error}; write it as whsec_ and the key in base64",

@@ -31,8 +31,8 @@ from eve.manifest import ChannelDelivery, WebhookDelivery
 from eve.schedules import named_sessions
 from eve.schedules.channel_delivery import deliver_to_channel, session_owner
 from eve.schedules.delivery import RunOutcome
-from eve.schedules.webhook_tries import deliver_webhook
 from eve.schedules.resolved import ResolvedSchedule
+from eve.schedules.webhook_tries import deliver_webhook
 from eve.sessions import SessionService
 
 log = logging.getLogger("eve.schedules")
@@ -124,8 +124,7 @@ class ScheduleRuntime:
             # DBOS's error says only that the step gave up: name why, once, in the log
             last = exceeded.errors[-1] if exceeded.errors else exceeded
             log.warning(
-                "schedule %s: the answer of session %s was not delivered after %d tries: "
-                "%s: %s",
+                "schedule %s: the answer of session %s was not delivered after %d tries: %s: %s",
                 outcome.name,
                 outcome.session_id,
                 DELIVERY_ATTEMPTS,

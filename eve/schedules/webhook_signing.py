@@ -21,11 +21,6 @@ SECRET_PREFIX = "whsec_"
 MIN_KEY_BYTES = 24
 
 
-class SecretInvalid(ValueError):
-    """A secret that is not ``whsec_`` and base64 of at least ``MIN_KEY_BYTES`` bytes; the
-    message never holds the secret."""
-
-
 def webhook_id(session_id: str, turn_id: str) -> str:
     """The message's id: one per run (its session and turn), so every try, and a replay
     of the run's workflow after a restart, sends the same one."""
@@ -35,20 +30,21 @@ def webhook_id(session_id: str, turn_id: str) -> str:
 
 def parse_secrets(raw: str) -> list[bytes]:
     """The keys of ``raw``: one secret, or several separated by spaces (while a receiver
-    rotates from one to the next)."""
+    rotates from one to the next). Raises ``ValueError`` saying what is wrong with it, never
+    what it holds (the caller names the variable)."""
     keys = []
     for secret in raw.split():
         if not secret.startswith(SECRET_PREFIX):
-            raise SecretInvalid(f"a secret starts with {SECRET_PREFIX!r}")
+            raise ValueError(f"a secret starts with {SECRET_PREFIX!r}")
         try:
             key = base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
         except binascii.Error:
-            raise SecretInvalid(f"what follows {SECRET_PREFIX!r} is not base64") from None
+            raise ValueError(f"what follows {SECRET_PREFIX!r} is not base64") from None
         if len(key) < MIN_KEY_BYTES:
-            raise SecretInvalid(f"the key is {len(key)} bytes; it needs {MIN_KEY_BYTES} or more")
+            raise ValueError(f"the key is {len(key)} bytes; it needs {MIN_KEY_BYTES} or more")
         keys.append(key)
     if not keys:
-        raise SecretInvalid("it is empty")
+        raise ValueError("it is empty")
     return keys
 
 

@@ -75,8 +75,7 @@ async def deliver_webhook(delivery: WebhookDelivery, outcome: RunOutcome) -> int
 
 def _gave_up(outcome: RunOutcome, msg_id: str, attempts: int, error: Exception) -> None:
     log.warning(
-        "schedule %s: the answer of session %s was not delivered (webhook %s, %d tries): "
-        "%s: %s",
+        "schedule %s: the answer of session %s was not delivered (webhook %s, %d tries): %s: %s",
         outcome.name,
         outcome.session_id,
         msg_id,

@@ -16,7 +16,6 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from eve.schedules import delivery, webhook_tries
-
 from tests.conftest import AppFactory
 from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
 from tests.sessions.apps import call, say, scripted_app

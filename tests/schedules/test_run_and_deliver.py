@@ -4,9 +4,8 @@ failure a named error; the URL never appears in one."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import base64
+from datetime import UTC, datetime
 from email.utils import formatdate
 
 import httpx

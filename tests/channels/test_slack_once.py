@@ -16,9 +16,6 @@ from eve.sessions.tables import conversation_keys, idempotency_keys
 from tests.channels.agent_app import TEA, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.channels.test_slack import SECRET, mention, session_count, wait_for_replies
-from tests.channels.test_slack_schedules import posted, slack_app
-from tests.conftest import AppFactory
-from tests.schedules.apps import scheduled_sessions, wait_until
 from tests.sessions.inprocess import InProcessServer
 
 ENV = {"SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
@@ -95,31 +92,3 @@ def test_a_reply_whose_answer_was_lost_is_not_posted_again(
     first, second = wait_for_replies(slack, thread, 2)
     assert (first["ts"], second["text"].split(":")[0]) == (reply["ts"], "Approval needed")
     assert len(slack.bot_replies("C1", thread)) == 2
-
-
-def test_a_scheduled_message_whose_answer_was_lost_is_posted_once(
-    make_app: AppFactory, slack: FakeSlack
-) -> None:
-    slack.lose_answer_next = 1  # the run's message is posted; eve never hears its ts
-    attempts = len(slack.post_attempts)
-    server = serve(slack_app(make_app, slack), slack)
-    try:
-        before = {m["ts"] for m in posted(slack)}
-        assert server.post("/schedules/digest/run").status_code == 202
-        (run,) = wait_until(lambda: scheduled_sessions(server))
-        message = wait_until(lambda: [m for m in posted(slack) if m["ts"] not in before])[0]
-        # the step's next try finds the message in the conversation's history and records
-        # its thread: a mention there then continues the run
-        wait_until(lambda: last_run(server) == "SUCCESS")
-        mention(server, slack, "and tomorrow?", thread=message["ts"])
-        replies = wait_for_replies(slack, message["ts"], 2)
-    finally:
-        server.stop()
-    assert slack.post_attempts[attempts:] == ["C1", "C1"]  # the run's message, the reply
-    assert [m for m in posted(slack) if m["ts"] not in before] == [message]
-    assert {session_of(r) for r in replies} == {run["session_id"]}
-
-
-def last_run(server: InProcessServer) -> str | None:
-    last = server.get("/schedules").json()["schedules"][0]["last_run"]
-    return None if last is None else str(last["status"])

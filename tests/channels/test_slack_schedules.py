@@ -18,7 +18,7 @@ from eve.sessions import SessionService
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.channels.test_slack import SECRET, mention, wait_for_replies
 from tests.conftest import AppFactory
-from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
+from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
 from tests.sessions.inprocess import InProcessServer
 
 ENV = {"SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
@@ -121,3 +121,24 @@ async def test_no_bot_token_is_named_by_its_variable(monkeypatch: pytest.MonkeyP
     with pytest.raises(ScheduleDeliveryFailed, match=r"\$SLACK_BOT_TOKEN is not set") as raised:
         await deliver_to_channel(unused, team, delivery, outcome)
     assert (raised.value.name, raised.value.status) == ("digest", None)
+
+
+def test_a_scheduled_message_whose_answer_was_lost_is_posted_once(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    slack.lose_answer_next = 1  # the run's message is posted; eve never hears its ts
+    server = serve(slack_app(make_app, slack), slack)
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        (run,) = wait_until(lambda: scheduled_sessions(server))
+        # the step's next try finds the message in the conversation's history and records
+        # its thread: a mention there then continues the run
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        (message,) = posted(slack)
+        mention(server, slack, "and tomorrow?", thread=message["ts"])
+        replies = wait_for_replies(slack, message["ts"], 2)
+    finally:
+        server.stop()
+    assert slack.post_attempts == ["C1", "C1"]  # the run's message, then the reply
+    assert posted(slack) == [message]
+    assert {r["metadata"]["event_payload"]["session"] for r in replies} == {run["session_id"]}

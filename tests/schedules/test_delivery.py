@@ -17,7 +17,7 @@ from standardwebhooks.webhooks import Webhook
 
 from eve.schedules import delivery, webhook_tries
 from tests.conftest import AppFactory
-from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
+from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
@@ -139,11 +139,6 @@ def test_a_receiver_that_never_takes_it_is_given_up_on_by_name(
         "3 tries): WebhookDeliveryGaveUp" in log
     )
     assert "the last answered 503" in log and "s3cr3t-in-url" not in log
-
-
-def last_run(server: InProcessServer) -> str | None:
-    last = server.get("/schedules").json()["schedules"][0]["last_run"]
-    return None if last is None else str(last["status"])
 
 
 def test_a_named_session_takes_every_run_as_its_next_turn(make_app: AppFactory) -> None:

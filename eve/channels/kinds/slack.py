@@ -42,7 +42,7 @@ except ImportError as missing:  # an optional extra: say which
     ) from missing
 
 from eve.auth import Principal
-from eve.channels.conversation_keys import RECENT_SECONDS, open_conversation, recent
+from eve.channels.conversation_keys import RECENT_SECONDS, open_conversation, recent, touch
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
 from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line
@@ -214,6 +214,7 @@ class _SlackChannel:
         ts = str(message.get("thread_ts") or message.get("ts"))
         thread = Thread(team=team, channel=channel, ts=ts, session_id=str(value["s"]))
         request_id = str(value["r"])
+        await self._touch(thread)
         head = await log_head(self.sessions(), thread.session_id)
         try:
             await self._answer(
@@ -236,6 +237,12 @@ class _SlackChannel:
             self.courier.follow(thread, turns[0], head.next_index)
         else:
             self.courier.deliver_later(thread)
+
+    async def _touch(self, thread: Thread) -> None:
+        """The thread spoke: a restart soon after catches up on it (``_threads``)."""
+        key, now = self.thread_key(thread.team, thread.channel, thread.ts), time.time()
+        store = self.mount.service.store
+        await asyncio.to_thread(store.run, lambda c: touch(c, self.principal, key, now))
 
     async def _answer(self, thread: Thread, user: str, answer: InputResponse) -> None:
         """``answer``, given by ``user``. A request the channel itself asked (a turn an eve

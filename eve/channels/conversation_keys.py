@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.auth import Principal
 from eve.channels.sessions import ChannelSessions
+from eve.errors import SessionNotFound
 from eve.sessions import idempotency
 from eve.sessions.tables import conversation_keys, sessions
 
@@ -41,24 +43,43 @@ def _kept() -> sa.ColumnElement[bool]:
     return sa.exists().where(sessions.c.id == _rows.session_id)
 
 
-async def open_conversation(channel: ChannelSessions, key: str) -> str:
-    """The session the conversation ``key`` is: the one it was given, however long ago, or
-    a new one (opened under ``key`` as its Idempotency-Key, then remembered)."""
+async def open_conversation(
+    channel: ChannelSessions, key: str, *, told: Callable[[], Awaitable[str | None]] | None = None
+) -> str:
+    """The session the conversation ``key`` is: the one it was given, however long ago; else
+    the one ``told`` says it is (the conversation itself names it: a Slack thread a
+    scheduled run started), when the channel may use it; else a new one (opened under
+    ``key`` as its Idempotency-Key). Remembered for next time."""
     store = channel.service.store
     now = time.time()
     found = await asyncio.to_thread(store.run, lambda c: touch(c, channel.principal, key, now))
     if found is not None:
         return found
-    opened = await channel.create(None, key=key)
+    session_id = await _told(channel, told)
+    if session_id is None:
+        session_id = (await channel.create(None, key=key)).session_id
     try:
         return await asyncio.to_thread(
-            store.run, lambda c: remember(c, channel.principal, key, opened.session_id, now)
+            store.run, lambda c: remember(c, channel.principal, key, session_id, now)
         )
     except sa.exc.IntegrityError:
         # another first message of the conversation recorded it between our look and our
         # insert: the same session, opened under the same key
         found = await asyncio.to_thread(store.run, lambda c: touch(c, channel.principal, key, now))
-        return found or opened.session_id
+        return found or session_id
+
+
+async def _told(
+    channel: ChannelSessions, told: Callable[[], Awaitable[str | None]] | None
+) -> str | None:
+    named = None if told is None else await told()
+    if named is None:
+        return None
+    try:
+        await channel.get(named)  # one this channel may use, and still kept
+    except SessionNotFound:
+        return None
+    return named
 
 
 def touch(c: Connection, principal: Principal, key: str, now: float) -> str | None:

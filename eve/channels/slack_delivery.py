@@ -117,6 +117,22 @@ def _reply_of(message: dict[str, Any], session_id: str) -> dict[str, Any] | None
     return payload if ours else None
 
 
+def thread_session(client: WebClient, channel: str, ts: str) -> str | None:
+    """The session a thread's first message names, when this bot posted it (a scheduled
+    run's message, whose thread is the run's session). Another app's message naming a
+    session is not believed: the thread would be given that session's replies."""
+    bot = client.auth_test().get("bot_id")
+    page = client.conversations_replies(channel=channel, ts=ts, include_all_metadata=True, limit=1)
+    messages: list[dict[str, Any]] = page.get("messages", [])
+    parent = messages[0] if messages else {}
+    metadata = parent.get("metadata") or {}
+    ours = bot and parent.get("bot_id") == bot and metadata.get("event_type") == REPLY_EVENT
+    if parent.get("ts") != ts or not ours:
+        return None
+    session_id = (metadata.get("event_payload") or {}).get("session")
+    return session_id if isinstance(session_id, str) else None
+
+
 def run_message(
     client: WebClient, *, conversation: str, session_id: str, turn_id: str, since: float | None
 ) -> str | None:

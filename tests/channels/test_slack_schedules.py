@@ -15,6 +15,7 @@ from eve.manifest import ChannelDelivery, ChannelEntry
 from eve.schedules.channel_delivery import deliver_to_channel
 from eve.schedules.delivery import RunOutcome
 from eve.sessions import SessionService
+from eve.sessions.tables import conversation_keys, idempotency_keys
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.channels.test_slack import SECRET, mention, wait_for_replies
 from tests.conftest import AppFactory
@@ -142,3 +143,31 @@ def test_a_scheduled_message_whose_answer_was_lost_is_posted_once(
     assert slack.post_attempts == ["C1", "C1"]  # the run's message, then the reply
     assert posted(slack) == [message]
     assert {r["metadata"]["event_payload"]["session"] for r in replies} == {run["session_id"]}
+
+
+def test_a_reply_before_the_thread_is_recorded_finds_the_run_by_its_message(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    server = serve(slack_app(make_app, slack), slack)
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        (run,) = scheduled_sessions(server)
+        (message,) = posted(slack)
+        assert server.http is not None
+        store = server.http.app.state.service.store  # type: ignore[attr-defined]
+        with store.engine.begin() as c:
+            # as between the post and its record (the answer lost, the next try to come)
+            c.execute(conversation_keys.delete())
+            c.execute(idempotency_keys.delete())
+        # another app's message naming the run's session is not believed
+        forged = {**message, "ts": slack.next_ts(), "bot_id": "B2", "user": "UOTHERAPP"}
+        slack.messages["C1"].append(forged)
+        mention(server, slack, "and tomorrow?", thread=forged["ts"])
+        [elsewhere] = wait_for_replies(slack, forged["ts"], 2)[1:]
+        mention(server, slack, "and tomorrow?", thread=message["ts"])
+        [reply] = wait_for_replies(slack, message["ts"], 2)[1:]
+    finally:
+        server.stop()
+    assert reply["metadata"]["event_payload"]["session"] == run["session_id"]
+    assert elsewhere["metadata"]["event_payload"]["session"] != run["session_id"]

@@ -24,6 +24,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -45,7 +46,7 @@ from eve.auth import Principal
 from eve.channels.conversation_keys import RECENT_SECONDS, open_conversation, recent, touch
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line
+from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line, thread_session
 from eve.channels.turn_log import log_head, running_turn, start_turn
 from eve.errors import (
     AnswerNotAllowed,
@@ -162,7 +163,12 @@ class _SlackChannel:
         thread_ts = event.get("thread_ts") or event["ts"]
         text = _MENTION.sub("", event.get("text", "")).strip()
         sessions = self.sessions(slack_user(team, user))
-        session_id = await open_conversation(sessions, self.thread_key(team, channel, thread_ts))
+        key = self.thread_key(team, channel, thread_ts)
+        # a reply in a thread eve has no key for: its first message may say (a scheduled
+        # run's message whose thread the run's delivery has not recorded yet)
+        in_thread = thread_ts != event["ts"]
+        told = partial(self._thread_session, channel, thread_ts) if in_thread else None
+        session_id = await open_conversation(sessions, key, told=told)
         thread = Thread(team=team, channel=channel, ts=thread_ts, session_id=session_id)
         if text.lower() in CANCEL_WORDS:
             await self.cancel(thread, user)
@@ -182,6 +188,10 @@ class _SlackChannel:
             await self._tell(channel, user, "The agent waits on an answer: use the buttons above.")
             return
         self.courier.follow(thread, started.turn_id, started.start)
+
+    async def _thread_session(self, channel: str, ts: str) -> str | None:
+        client = self.courier.client()
+        return await asyncio.to_thread(thread_session, client, channel, ts)
 
     async def cancel(self, thread: Thread, user: str) -> None:
         """``@bot cancel`` from the thread's starter stops its running turn; the courier

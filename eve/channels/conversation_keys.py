@@ -8,6 +8,10 @@ session is open, read before any key is tried. Nothing expires it: a row goes on
 session, and a row whose session is gone (deleted by hand) is ignored, so the conversation
 opens a new one.
 
+A conversation's replies are delivered by one worker at a time: ``take_lease`` gives the
+row to one courier until it drops it or the lease runs out, so two workers never both read
+a thread back before either posts (and both post the same reply).
+
 A crash between the session's opening and this row leaves the Idempotency-Key alone for a
 day: the conversation's next message, or the channel's catch-up at start
 (``recent``, which carries every key still kept over), writes the row then.
@@ -151,3 +155,29 @@ def _carry_over(c: Connection, principal: Principal, prefix: str) -> None:
     for key, session_id in opened.items():
         if key not in known:
             remember(c, principal, key, session_id, now)
+
+
+def take_lease(
+    c: Connection, principal: Principal, key: str, *, owner: str, now: float, seconds: float
+) -> bool | None:
+    """Hold ``key``'s delivery for ``seconds``: True when taken (or held already by
+    ``owner``), False when another owner holds it, None when there is no such row."""
+    mine = (_rows.scope == _scope(principal)) & (_rows.key == key)
+    free = _rows.lease_until.is_(None) | (_rows.lease_until < now) | (_rows.lease_owner == owner)
+    taken = c.execute(
+        conversation_keys.update()
+        .where(mine & free)
+        .values(lease_owner=owner, lease_until=now + seconds)
+    ).rowcount
+    if taken:
+        return True
+    return False if c.execute(sa.select(_rows.key).where(mine)).first() else None
+
+
+def drop_lease(c: Connection, principal: Principal, key: str, *, owner: str) -> None:
+    mine = (_rows.scope == _scope(principal)) & (_rows.key == key)
+    c.execute(
+        conversation_keys.update()
+        .where(mine & (_rows.lease_owner == owner))
+        .values(lease_owner=None, lease_until=None)
+    )

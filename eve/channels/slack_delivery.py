@@ -11,11 +11,14 @@ the next delivery of the thread posts the rest. Nothing but the log and Slack is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any, assert_never
@@ -23,7 +26,9 @@ from typing import Any, assert_never
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+from sqlalchemy.engine import Connection
 
+from eve.channels.conversation_keys import drop_lease, take_lease
 from eve.channels.sessions import ChannelSessions
 from eve.channels.turn_log import Ended, Reply, log_replies, prompt, turn_pieces
 from eve.errors import ServerConfigError
@@ -41,6 +46,10 @@ HISTORY_PAGES = 10
 #: (doubling after it)
 DELIVERY_TRIES = 3
 RETRY_DELAY_SECONDS = 0.5
+#: how long one worker holds a thread's delivery at most (its tries, 429 waits included)
+LEASE_SECONDS = 60.0
+#: how often a worker waiting on another's lease looks again
+LEASE_POLL_SECONDS = 0.1
 #: a session's first message names who started its thread: ``<@U123>: text``
 _SPEAKER = re.compile(r"^<@([A-Z0-9]+)>: ")
 
@@ -193,14 +202,24 @@ def _refusal(error: Exception) -> str:
 
 class Courier:
     """Delivers threads' replies through the Web API at ``api_url`` with the bot token in
-    ``token_env``; at most one delivery per thread at a time in this process."""
+    ``token_env``; at most one delivery per thread at a time in this process and, where
+    ``key_of`` names a thread's key, across workers (a lease on its row of
+    ``eve_conversation_keys``)."""
 
     def __init__(
-        self, *, api_url: str, token_env: str, sessions: Callable[[], ChannelSessions]
+        self,
+        *,
+        api_url: str,
+        token_env: str,
+        sessions: Callable[[], ChannelSessions],
+        key_of: Callable[[Thread], str] | None = None,
     ) -> None:
         self.api_url = api_url
         self.token_env = token_env
         self.sessions = sessions
+        self.key_of = key_of
+        #: this courier as a lease's holder
+        self.owner = f"courier-{uuid.uuid4().hex}"
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -248,7 +267,7 @@ class Courier:
         the thread back first; a refusal, or trouble past the tries, is logged and left to
         the thread's next delivery."""
         lock = self._locks.setdefault(thread.session_id, asyncio.Lock())
-        async with lock:
+        async with lock, self._leased(thread):
             for attempt in range(1, DELIVERY_TRIES + 1):
                 try:
                     await self._deliver(thread)
@@ -267,6 +286,33 @@ class Courier:
                         "slack: %s delivering session %s; trying again", why, thread.session_id
                     )
                     await asyncio.sleep(RETRY_DELAY_SECONDS * 2 ** (attempt - 1))
+
+    @contextlib.asynccontextmanager
+    async def _leased(self, thread: Thread) -> AsyncIterator[None]:
+        """Hold the thread's delivery lease, waiting while another worker holds it: it may
+        have read the thread back before this worker's reply was in the log, so this one
+        reads it again once that one is done. A thread with no row (a scheduled run's
+        thread before its record) is delivered unleased."""
+        if self.key_of is None:
+            yield
+            return
+        key, channel = self.key_of(thread), self.sessions()
+        store, principal = channel.service.store, channel.principal
+
+        def take(c: Connection) -> bool | None:
+            now = time.time()
+            return take_lease(c, principal, key, owner=self.owner, now=now, seconds=LEASE_SECONDS)
+
+        while (held := await asyncio.to_thread(store.run, take)) is False:
+            # another process's lease: it ends when dropped or run out (a dead worker's)
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            if held:
+                await asyncio.to_thread(
+                    store.run, lambda c: drop_lease(c, principal, key, owner=self.owner)
+                )
 
     async def _deliver(self, thread: Thread) -> None:
         replies = await log_replies(self.sessions(), thread.session_id)

@@ -131,6 +131,10 @@ conversation_keys = sa.Table(
     sa.Column("session_id", sa.String(64), nullable=False),
     #: when the conversation last spoke: a restart picks up the recent ones
     sa.Column("touched_at", sa.Float, nullable=False),
+    #: who delivers its replies now, and until when (a lease: one worker at a time reads
+    #: the conversation back and posts what it lacks); NULL: nobody
+    sa.Column("lease_owner", sa.String(64)),
+    sa.Column("lease_until", sa.Float),
     sa.Index("eve_conversation_keys_session", "session_id"),
 )
 

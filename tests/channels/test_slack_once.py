@@ -4,6 +4,8 @@ Slack's trouble is tried again, each against the loopback Slack."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +14,9 @@ import pytest
 import sqlalchemy as sa
 
 from eve.channels.declaration import ChannelDeclaration
+from eve.channels.kinds.slack import channel_principal, thread_key
+from eve.channels.sessions import ChannelSessions
+from eve.channels.slack_delivery import Courier, Thread
 from eve.sessions.tables import conversation_keys, idempotency_keys
 from tests.channels.agent_app import TEA, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
@@ -92,3 +97,35 @@ def test_a_reply_whose_answer_was_lost_is_not_posted_again(
     first, second = wait_for_replies(slack, thread, 2)
     assert (first["ts"], second["text"].split(":")[0]) == (reply["ts"], "Approval needed")
     assert len(slack.bot_replies("C1", thread)) == 2
+
+
+def test_two_workers_delivering_one_thread_post_its_reply_once(
+    server: InProcessServer, slack: FakeSlack
+) -> None:
+    thread, _ = mention(server, slack, "what is tea?")
+    [reply] = wait_for_replies(slack, thread, 1)
+    slack.messages["C1"].remove(next(m for m in slack.messages["C1"] if m["ts"] == reply["ts"]))
+    assert server.http is not None
+    service = server.http.app.state.service  # type: ignore[attr-defined]
+    principal = channel_principal("team")
+
+    def courier() -> Courier:  # as each worker's slack channel makes its own
+        return Courier(
+            api_url=slack.api_url,
+            token_env="SLACK_BOT_TOKEN",
+            sessions=lambda: ChannelSessions(service, principal),
+            key_of=lambda t: thread_key("team", t.team, t.channel, t.ts),
+        )
+
+    at = Thread(team="T1", channel="C1", ts=thread, session_id=session_of(reply))
+
+    async def both() -> None:
+        await asyncio.gather(courier().deliver(at), courier().deliver(at))
+
+    # both read the thread back before either posts, unless one waits for the other
+    slack.replies_barrier = threading.Barrier(2)
+    try:
+        asyncio.run(both())
+    finally:
+        slack.replies_barrier = None
+    assert [r["text"] for r in slack.bot_replies("C1", thread)] == [TEA]

@@ -114,6 +114,7 @@ class _SlackChannel:
             api_url=mount.options.api_url,
             token_env=mount.options.bot_token_env,
             sessions=self.sessions,
+            key_of=lambda thread: self.thread_key(thread.team, thread.channel, thread.ts),
         )
         self.swept = False
 

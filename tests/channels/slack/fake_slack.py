@@ -8,6 +8,8 @@ then send eve the signed Events API request Slack would send for them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import threading
 import time
@@ -25,6 +27,8 @@ from tests.sessions.harness import free_port
 BOT_TOKEN = "xoxb-test-bot-token"
 BOT_USER = "UBOT"
 TEAM = "T1"
+#: how long a read waits for the others of its party (``replies_barrier``)
+BARRIER_SECONDS = 2.0
 
 
 @dataclass
@@ -41,6 +45,9 @@ class FakeSlack:
     #: how many of the next chat.postMessage calls Slack takes (the message is posted)
     #: but whose answer is lost on the way: the connection drops mid-answer
     lose_answer_next: int = 0
+    #: when set, each conversations.replies call waits for the others of its party (or its
+    #: timeout) before it answers: the test lines up concurrent reads with it
+    replies_barrier: threading.Barrier | None = None
     #: every chat.postMessage call's channel, in order, refused ones included
     post_attempts: list[str] = field(default_factory=list)
     _clock: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -97,6 +104,9 @@ class FakeSlack:
                 args.update(await request.json())
             else:
                 args.update(dict(await request.form()))
+        if method == "conversations.replies" and self.replies_barrier is not None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                await asyncio.to_thread(self.replies_barrier.wait, BARRIER_SECONDS)
         handler = {
             "chat.postMessage": self._post_message,
             "chat.postEphemeral": self._post_ephemeral,

@@ -3,6 +3,7 @@ conversation it names, that message's thread the run's session, against the loop
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -20,6 +21,7 @@ from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.channels.test_slack import SECRET, mention, wait_for_replies
 from tests.conftest import AppFactory
 from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
+from tests.sessions.harness import Server
 from tests.sessions.inprocess import InProcessServer
 
 ENV = {"SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
@@ -171,3 +173,24 @@ def test_a_reply_before_the_thread_is_recorded_finds_the_run_by_its_message(
         server.stop()
     assert reply["metadata"]["event_payload"]["session"] == run["session_id"]
     assert elsewhere["metadata"]["event_payload"]["session"] != run["session_id"]
+
+
+def test_a_worker_killed_between_slacks_answer_and_its_record_posts_once(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    slack.hold_answer = killed = threading.Event()  # Slack posts it; the answer waits
+    server = Server(slack_app(make_app, slack), env=ENV, token=None).start()
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        wait_until(lambda: posted(slack))
+        server.kill()  # SIGKILL while Slack's answer is on its way: nothing recorded
+        killed.set()
+        server.start()  # DBOS recovers the tick and runs its delivery step again
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        (run,) = scheduled_sessions(server)
+    finally:
+        log = server.stop()
+    (message,) = posted(slack)
+    assert slack.post_attempts == ["C1"]
+    assert message["metadata"]["event_payload"]["session"] == run["session_id"]
+    assert BOT_TOKEN not in log

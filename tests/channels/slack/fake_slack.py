@@ -29,6 +29,8 @@ BOT_USER = "UBOT"
 TEAM = "T1"
 #: how long a read waits for the others of its party (``replies_barrier``)
 BARRIER_SECONDS = 2.0
+#: how long a held answer waits at most (``hold_answer``)
+HOLD_SECONDS = 30.0
 
 
 @dataclass
@@ -45,6 +47,9 @@ class FakeSlack:
     #: how many of the next chat.postMessage calls Slack takes (the message is posted)
     #: but whose answer is lost on the way: the connection drops mid-answer
     lose_answer_next: int = 0
+    #: when set, the next chat.postMessage is posted, then its answer waits until the
+    #: event is set (the test kills the caller meanwhile)
+    hold_answer: threading.Event | None = None
     #: when set, each conversations.replies call waits for the others of its party (or its
     #: timeout) before it answers: the test lines up concurrent reads with it
     replies_barrier: threading.Barrier | None = None
@@ -107,6 +112,11 @@ class FakeSlack:
         if method == "conversations.replies" and self.replies_barrier is not None:
             with contextlib.suppress(threading.BrokenBarrierError):
                 await asyncio.to_thread(self.replies_barrier.wait, BARRIER_SECONDS)
+        if method == "chat.postMessage" and (held := self.hold_answer) is not None:
+            self.hold_answer = None
+            answer = self._post_message(args)
+            await asyncio.to_thread(held.wait, HOLD_SECONDS)
+            return answer
         handler = {
             "chat.postMessage": self._post_message,
             "chat.postEphemeral": self._post_ephemeral,

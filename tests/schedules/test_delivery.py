@@ -19,7 +19,7 @@ from eve.schedules import delivery, webhook_tries
 from tests.conftest import AppFactory
 from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import count
+from tests.sessions.harness import Server, count
 from tests.sessions.inprocess import InProcessServer
 
 SECRET = "whsec_" + base64.b64encode(b"receiver-key-" * 3).decode()
@@ -34,6 +34,8 @@ class Receiver:
     received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
     #: the status (and Retry-After) of each next POST; 204 once these run out
     answers: list[tuple[int, str | None]] = field(default_factory=list)
+    #: when set, the next POST is taken, then its answer waits until the event is set
+    hold: threading.Event | None = None
 
     def bodies(self) -> list[dict[str, Any]]:
         return [json.loads(body) for _, body in self.received]
@@ -47,6 +49,9 @@ def receiver() -> Iterator[Receiver]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             got.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            if (held := got.hold) is not None:
+                got.hold = None
+                held.wait(30)
             status, wait = got.answers.pop(0) if got.answers else (204, None)
             self.send_response(status)
             if wait is not None:
@@ -180,3 +185,25 @@ def test_a_scheduled_turn_parks_on_its_approval_and_delivers_once_answered(
         server.stop()
     assert (body["status"], body["text"]) == ("completed", "shipped it")
     assert (root / "shipped.log").read_text() == "anvil\n"
+
+
+def test_a_sender_killed_before_its_answer_sends_the_same_message_again(
+    make_app: AppFactory, receiver: Receiver
+) -> None:
+    receiver.hold = killed = threading.Event()  # taken; the 204 waits
+    schedule = md_schedule(cron="0 0 1 1 *", webhook_url_env="DIGEST_URL")
+    root = make_app({"agent/schedules/digest.md": schedule})
+    server = Server(root, env={"DIGEST_URL": receiver.url}).start()
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        wait_until(lambda: receiver.received)
+        server.kill()  # SIGKILL before the answer: the try is not recorded
+        killed.set()
+        server.start()  # DBOS recovers the tick: the try runs again
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+    finally:
+        server.stop()
+    # twice, as one message: a receiver that drops ids it took handles it once
+    first, again = receiver.received
+    assert first[0]["webhook-id"] == again[0]["webhook-id"]
+    assert first[1] == again[1]

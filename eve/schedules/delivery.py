@@ -89,7 +89,6 @@ async def post_once(
     outcome: RunOutcome,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
-    now: float | None = None,
 ) -> Taken | TryAgain:
     """One try of posting ``outcome`` where ``delivery`` says (see the module docstring).
 
@@ -99,7 +98,7 @@ async def post_once(
     keys = _keys(delivery, outcome)
     body = json.dumps(outcome.body(), separators=(",", ":")).encode()
     msg_id = webhook_id(outcome.session_id, outcome.turn_id)
-    stamp = int(time.time() if now is None else now)
+    stamp = int(time.time())
     headers = {"content-type": "application/json", "webhook-id": msg_id}
     headers["webhook-timestamp"] = str(stamp)
     if keys:

@@ -4,8 +4,10 @@ A reply belongs to a log index (the turn's end, or its wait on a person) and is 
 ``chat.postMessage`` in the thread, carrying that index in its message metadata. Delivering
 a thread reads the session's log and the thread's replies (``conversations.replies``) and
 posts what the log has and the thread lacks, in order: so a delivery repeated (a Slack
-retry, a restart, two couriers) doubles nothing, and one cut short loses nothing, because
-the next delivery of the thread posts the rest. Nothing but the log and Slack is consulted.
+retry, a restart, an answer lost after Slack took the post) doubles nothing, and one cut
+short loses nothing, because the next delivery of the thread posts the rest. What a thread
+has is read from Slack alone; two workers take turns at it through a lease on the thread's
+row (``conversation_keys.take_lease``), so neither reads it back while the other posts.
 """
 
 from __future__ import annotations

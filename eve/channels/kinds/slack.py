@@ -21,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import time
 from collections.abc import Iterator
 from functools import partial
+from http.client import HTTPException
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -36,6 +38,7 @@ from starlette.routing import BaseRoute, Route
 from eve.errors import ServerConfigError
 
 try:
+    from slack_sdk.errors import SlackApiError
     from slack_sdk.signature import SignatureVerifier
 except ImportError as missing:  # an optional extra: say which
     raise ServerConfigError(
@@ -58,6 +61,8 @@ from eve.errors import (
     SlackSignatureInvalid,
 )
 from eve.sessions import InputResponse
+
+log = logging.getLogger("eve.channels.slack")
 
 #: the largest request Slack sends is far below this; a bigger one is not Slack's
 MAX_BODY_BYTES = 1_000_000
@@ -192,7 +197,12 @@ class _SlackChannel:
 
     async def _thread_session(self, channel: str, ts: str) -> str | None:
         client = self.courier.client()
-        return await asyncio.to_thread(thread_session, client, channel, ts)
+        try:
+            return await asyncio.to_thread(thread_session, client, channel, ts)
+        except (SlackApiError, OSError, HTTPException) as error:
+            # Slack cannot say now: the thread is taken as one eve never posted in
+            log.warning("slack: thread %s's first message unread (%s)", ts, type(error).__name__)
+            return None
 
     async def cancel(self, thread: Thread, user: str) -> None:
         """``@bot cancel`` from the thread's starter stops its running turn; the courier

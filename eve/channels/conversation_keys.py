@@ -34,6 +34,8 @@ from eve.sessions.tables import conversation_keys, sessions
 
 #: a restart catches up on the conversations that spoke within this (``recent``)
 RECENT_SECONDS = 24 * 3600.0
+#: how stale a conversation's ``touched_at`` may get before a message renews it
+TOUCH_EVERY_SECONDS = 600.0
 
 _rows = conversation_keys.c
 
@@ -87,12 +89,15 @@ async def _told(
 
 
 def touch(c: Connection, principal: Principal, key: str, now: float) -> str | None:
-    """The session of ``key``, if remembered and kept; marks the conversation as speaking."""
+    """The session of ``key``, if remembered and kept; marks the conversation as speaking
+    (at most every ``TOUCH_EVERY_SECONDS``: a busy thread's messages write nothing here)."""
     mine = (_rows.scope == _scope(principal)) & (_rows.key == key)
-    session_id = c.execute(sa.select(_rows.session_id).where(mine & _kept())).scalar()
-    if session_id is not None:
+    row = c.execute(sa.select(_rows.session_id, _rows.touched_at).where(mine & _kept())).first()
+    if row is None:
+        return None
+    if row.touched_at < now - TOUCH_EVERY_SECONDS:
         c.execute(conversation_keys.update().where(mine).values(touched_at=now))
-    return session_id
+    return str(row.session_id)
 
 
 def remember(c: Connection, principal: Principal, key: str, session_id: str, now: float) -> str:

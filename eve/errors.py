@@ -104,6 +104,7 @@
     │   │   ├── ScheduleNotFound        a name that names no schedule of the agent
     │   │   ├── ScheduleRunFailed       a .py schedule's run(ctx) raised or returned no text
     │   │   └── ScheduleDeliveryFailed  a run's answer could not be posted where it goes
+    │   │       └── WebhookDeliveryGaveUp  every try of a webhook POST was refused for now
     │   ├── QueueFull                   503: more turns wait than EVE_MAX_QUEUED_TURNS; retry later
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
@@ -300,6 +301,7 @@ __all__ = [
     "UnknownStub",
     "UnsupportedContentType",
     "WaitUnavailable",
+    "WebhookDeliveryGaveUp",
     "WorkspaceTooLarge",
     "WorkspaceUnsafe",
     "WorkspaceViolation",
@@ -1505,6 +1507,21 @@ class ScheduleDeliveryFailed(ScheduleError):
     def __init__(self, message: str, *, name: str, status: int | None) -> None:
         super().__init__(message, name=name)
         self.status = status
+
+
+class WebhookDeliveryGaveUp(ScheduleDeliveryFailed):
+    """Every try of a run's webhook POST met no answer or a "not now" (408, 429, 5xx):
+    delivery stopped. ``webhook_id`` is the message's id, the same on every try, for
+    finding it in the receiver's logs; ``status`` the last try's (None: no answer)."""
+
+    code = "webhook_delivery_gave_up"
+
+    def __init__(
+        self, message: str, *, name: str, status: int | None, webhook_id: str, attempts: int
+    ) -> None:
+        super().__init__(message, name=name, status=status)
+        self.webhook_id = webhook_id
+        self.attempts = attempts
 
 
 class TaskNotWaiting(SessionError):

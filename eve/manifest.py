@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 ROOT_NODE_ID = "__root__"
 
 # Where each artifact lives, relative to the app root.
@@ -484,6 +484,9 @@ class WebhookDelivery(Base, frozen=True, kw_only=True, tag="webhook", tag_field=
     a token, so the manifest names the variable, never the URL)."""
 
     url_env: str
+    #: the variable holding the Standard Webhooks secret (``whsec_…``) each POST is signed
+    #: with; None: unsigned
+    secret_env: str | None = None
 
 
 class ChannelDelivery(Base, frozen=True, kw_only=True, tag="channel", tag_field="kind"):

@@ -8,8 +8,8 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
-SCHEMA_VERSION = 14
-FINGERPRINT = "sha256:c9f635381e23ab74d3b796a4ccd6314bf5ef58002679bb21875e38af09a1f524"
+SCHEMA_VERSION = 15
+FINGERPRINT = "sha256:6273ecb9dbcb7d4f2c965637ccb7d24b9c3bdaa895c752bf07863ff630dec03e"
 
 
 def _lazy(module_id: str) -> Callable[[], ModuleType]:

@@ -46,6 +46,9 @@ class ScheduleDefinition:
     session: str | None = None
     #: the environment variable that holds the URL the run's answer is posted to
     webhook_url_env: str | None = None
+    #: the environment variable that holds the secret (``whsec_…``) the webhook's POSTs are
+    #: signed with (Standard Webhooks)
+    webhook_secret_env: str | None = None
     #: the channel of ``agent/channels/`` the run's answer is posted through (slack)
     channel: str | None = None
     #: the conversation that channel posts it in (a Slack channel id)
@@ -66,6 +69,7 @@ def define_schedule(
     webhook_url_env: str | None = None,
     channel: str | None = None,
     to: str | None = None,
+    webhook_secret_env: str | None = None,
 ) -> ScheduleDefinition:
     """A run of the agent on a clock; see docs/schedules.md.
 
@@ -82,6 +86,8 @@ def define_schedule(
         channel: the name of a channel of ``agent/channels/`` whose kind can speak first
             (``slack``) that posts the answer once the turn ends, as a new message of ``to``.
         to: the conversation it is posted in (a Slack channel id, ``C0123ABC``).
+        webhook_secret_env: the variable holding the secret (``whsec_…``) each POST to the
+            webhook is signed with, as Standard Webhooks signs (docs/schedules.md).
     """
     if not callable(run):
         raise AuthoringError(
@@ -98,6 +104,7 @@ def define_schedule(
         catch_up=catch_up,
         session=session,
         webhook_url_env=webhook_url_env,
+        webhook_secret_env=webhook_secret_env,
         channel=channel,
         to=to,
         line=sys._getframe(1).f_lineno,

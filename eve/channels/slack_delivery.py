@@ -4,25 +4,33 @@ A reply belongs to a log index (the turn's end, or its wait on a person) and is 
 ``chat.postMessage`` in the thread, carrying that index in its message metadata. Delivering
 a thread reads the session's log and the thread's replies (``conversations.replies``) and
 posts what the log has and the thread lacks, in order: so a delivery repeated (a Slack
-retry, a restart, two couriers) doubles nothing, and one cut short loses nothing, because
-the next delivery of the thread posts the rest. Nothing but the log and Slack is consulted.
+retry, a restart, an answer lost after Slack took the post) doubles nothing, and one cut
+short loses nothing, because the next delivery of the thread posts the rest. What a thread
+has is read from Slack alone; two workers take turns at it through a lease on the thread's
+row (``conversation_keys.take_lease``), so neither reads it back while the other posts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any, assert_never
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+from sqlalchemy.engine import Connection
 
+from eve.channels.conversation_keys import drop_lease, take_lease
 from eve.channels.sessions import ChannelSessions
 from eve.channels.turn_log import Ended, Reply, log_replies, prompt, turn_pieces
 from eve.errors import ServerConfigError
@@ -32,6 +40,18 @@ log = logging.getLogger("eve.channels.slack")
 
 #: the metadata event type of eve's replies (https://api.slack.com/metadata/using)
 REPLY_EVENT = "eve_reply"
+#: how much of a conversation's history a scheduled run's delivery reads back for its
+#: message (``run_message``): the messages since the run's tick, newest first
+HISTORY_PAGE_SIZE = 200
+HISTORY_PAGES = 10
+#: how many times one delivery of a thread is tried, and the wait before the second try
+#: (doubling after it)
+DELIVERY_TRIES = 3
+RETRY_DELAY_SECONDS = 0.5
+#: how long one worker holds a thread's delivery at most (its tries, 429 waits included)
+LEASE_SECONDS = 60.0
+#: how often a worker waiting on another's lease looks again
+LEASE_POLL_SECONDS = 0.1
 #: a session's first message names who started its thread: ``<@U123>: text``
 _SPEAKER = re.compile(r"^<@([A-Z0-9]+)>: ")
 
@@ -85,14 +105,69 @@ def _blocks(reply: Reply, thread: Thread) -> list[dict[str, Any]]:
     return blocks
 
 
-def reply_metadata(session_id: str, index: int, covers: list[int] | None = None) -> dict[str, Any]:
+def reply_metadata(
+    session_id: str, index: int, covers: list[int] | None = None, *, turn: str | None = None
+) -> dict[str, Any]:
     """The metadata a posted reply carries: whose log index it answers, and for a scheduled
-    run's message every stop of its turn it stands for (``covers``), so the courier, which
-    posts what a thread lacks (``_posted``), never posts them again."""
+    run's message its turn and every stop of that turn it stands for (``covers``), so the
+    courier, which posts what a thread lacks (``_posted``), never posts them again, and a
+    try of the run's delivery finds the message an earlier try posted (``run_message``)."""
     payload: dict[str, Any] = {"session": session_id, "index": index}
     if covers is not None:
         payload["covers"] = covers
+    if turn is not None:
+        payload["turn"] = turn
     return {"event_type": REPLY_EVENT, "event_payload": payload}
+
+
+def _reply_of(message: dict[str, Any], session_id: str) -> dict[str, Any] | None:
+    """The metadata payload of ``message`` when it is eve's reply for ``session_id``."""
+    metadata = message.get("metadata") or {}
+    payload: dict[str, Any] = metadata.get("event_payload") or {}
+    ours = metadata.get("event_type") == REPLY_EVENT and payload.get("session") == session_id
+    return payload if ours else None
+
+
+def thread_session(client: WebClient, channel: str, ts: str) -> str | None:
+    """The session a thread's first message names, when this bot posted it (a scheduled
+    run's message, whose thread is the run's session). Another app's message naming a
+    session is not believed: the thread would be given that session's replies."""
+    bot = client.auth_test().get("bot_id")
+    page = client.conversations_replies(channel=channel, ts=ts, include_all_metadata=True, limit=1)
+    messages: list[dict[str, Any]] = page.get("messages", [])
+    parent = messages[0] if messages else {}
+    metadata = parent.get("metadata") or {}
+    ours = bot and parent.get("bot_id") == bot and metadata.get("event_type") == REPLY_EVENT
+    if parent.get("ts") != ts or not ours:
+        return None
+    session_id = (metadata.get("event_payload") or {}).get("session")
+    return session_id if isinstance(session_id, str) else None
+
+
+def run_message(
+    client: WebClient, *, conversation: str, session_id: str, turn_id: str, since: float | None
+) -> str | None:
+    """The ts of the message that starts a scheduled run's thread, when Slack has it: read
+    back from the conversation's history since the run's tick (``conversations.history``
+    with its metadata), at most ``HISTORY_PAGES`` pages, newest first."""
+    cursor = None
+    for _ in range(HISTORY_PAGES):
+        page = client.conversations_history(
+            channel=conversation,
+            oldest=None if since is None else f"{since:.6f}",
+            include_all_metadata=True,
+            limit=HISTORY_PAGE_SIZE,
+            cursor=cursor,
+        )
+        messages: list[dict[str, Any]] = page.get("messages", [])
+        for message in messages:
+            payload = _reply_of(message, session_id)
+            if payload is not None and payload.get("turn") == turn_id:
+                return str(message["ts"])
+        cursor = (page.get("response_metadata") or {}).get("next_cursor")
+        if not cursor:
+            return None
+    return None
 
 
 def reply_text(reply: Reply) -> str:
@@ -111,24 +186,57 @@ def reply_text(reply: Reply) -> str:
             assert_never(end.status)
 
 
+def _failure(error: Exception) -> str | None:
+    """What went wrong, when a later try may do better: an answer lost on the way (the
+    connection dropped, the read broke off) or Slack's own trouble (HTTP 5xx); None for a
+    refusal, which another try would only repeat."""
+    if isinstance(error, SlackApiError):
+        status = error.response.status_code
+        return f"Slack answered HTTP {status}" if status >= 500 else None
+    return f"the answer was lost ({type(error).__name__})"
+
+
+def _refusal(error: Exception) -> str:
+    if isinstance(error, SlackApiError):
+        return str(error.response.get("error", error.response.status_code))
+    return type(error).__name__
+
+
 class Courier:
     """Delivers threads' replies through the Web API at ``api_url`` with the bot token in
-    ``token_env``; at most one delivery per thread at a time in this process."""
+    ``token_env``; at most one delivery per thread at a time in this process and, where
+    ``key_of`` names a thread's key, across workers (a lease on its row of
+    ``eve_conversation_keys``)."""
 
     def __init__(
-        self, *, api_url: str, token_env: str, sessions: Callable[[], ChannelSessions]
+        self,
+        *,
+        api_url: str,
+        token_env: str,
+        sessions: Callable[[], ChannelSessions],
+        key_of: Callable[[Thread], str] | None = None,
     ) -> None:
         self.api_url = api_url
         self.token_env = token_env
         self.sessions = sessions
+        self.key_of = key_of
+        #: this courier as a lease's holder
+        self.owner = f"courier-{uuid.uuid4().hex}"
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def client(self) -> WebClient:
-        client = WebClient(token=env_secret(self.token_env), base_url=self.api_url, timeout=10)
-        # https://api.slack.com/docs/rate-limits: wait Retry-After, then try again
-        client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
-        return client
+        # https://api.slack.com/docs/rate-limits: wait Retry-After, then try again (a 429
+        # posted nothing). Not slack_sdk's default retry of a dropped connection: the post
+        # may have been taken before the answer was lost, and a blind retry posts it twice;
+        # ``deliver`` tries again instead, reading the thread back first.
+        rate_limits = RateLimitErrorRetryHandler(max_retry_count=2)
+        return WebClient(
+            token=env_secret(self.token_env),
+            base_url=self.api_url,
+            timeout=10,
+            retry_handlers=[rate_limits],
+        )
 
     def keep(self, task: asyncio.Task[None]) -> None:
         """Hold a background task until it is done (the loop only keeps a weak reference)."""
@@ -156,18 +264,56 @@ class Courier:
         await self.deliver(thread)
 
     async def deliver(self, thread: Thread) -> None:
-        """Post every reply the log has and the thread lacks; a Slack refusal is logged and
-        left to the thread's next delivery."""
+        """Post every reply the log has and the thread lacks. A lost answer or Slack's own
+        trouble (a 5xx) is tried again, ``DELIVERY_TRIES`` times in all, each try reading
+        the thread back first; a refusal, or trouble past the tries, is logged and left to
+        the thread's next delivery."""
         lock = self._locks.setdefault(thread.session_id, asyncio.Lock())
-        async with lock:
-            try:
-                await self._deliver(thread)
-            except SlackApiError as error:
-                log.warning(
-                    "slack: replies of session %s not posted yet (%s); the thread's next "
-                    "event delivers them",
-                    thread.session_id,
-                    error.response.get("error", error.response.status_code),
+        async with lock, self._leased(thread):
+            for attempt in range(1, DELIVERY_TRIES + 1):
+                try:
+                    await self._deliver(thread)
+                    return
+                except (SlackApiError, OSError, HTTPException) as error:
+                    why = _failure(error)
+                    if why is None or attempt == DELIVERY_TRIES:
+                        log.warning(
+                            "slack: replies of session %s not posted yet (%s); the "
+                            "thread's next event delivers them",
+                            thread.session_id,
+                            why or _refusal(error),
+                        )
+                        return
+                    log.info(
+                        "slack: %s delivering session %s; trying again", why, thread.session_id
+                    )
+                    await asyncio.sleep(RETRY_DELAY_SECONDS * 2 ** (attempt - 1))
+
+    @contextlib.asynccontextmanager
+    async def _leased(self, thread: Thread) -> AsyncIterator[None]:
+        """Hold the thread's delivery lease, waiting while another worker holds it: it may
+        have read the thread back before this worker's reply was in the log, so this one
+        reads it again once that one is done. A thread with no row (a scheduled run's
+        thread before its record) is delivered unleased."""
+        if self.key_of is None:
+            yield
+            return
+        key, channel = self.key_of(thread), self.sessions()
+        store, principal = channel.service.store, channel.principal
+
+        def take(c: Connection) -> bool | None:
+            now = time.time()
+            return take_lease(c, principal, key, owner=self.owner, now=now, seconds=LEASE_SECONDS)
+
+        while (held := await asyncio.to_thread(store.run, take)) is False:
+            # another process's lease: it ends when dropped or run out (a dead worker's)
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            if held:
+                await asyncio.to_thread(
+                    store.run, lambda c: drop_lease(c, principal, key, owner=self.owner)
                 )
 
     async def _deliver(self, thread: Thread) -> None:
@@ -201,10 +347,8 @@ class Courier:
             )
             messages: list[dict[str, Any]] = page.get("messages", [])
             for message in messages:
-                metadata = message.get("metadata") or {}
-                payload = metadata.get("event_payload") or {}
-                ours = payload.get("session") == thread.session_id
-                if metadata.get("event_type") == REPLY_EVENT and ours:
+                payload = _reply_of(message, thread.session_id)
+                if payload is not None:
                     found.add(int(payload["index"]))
                     # a scheduled run's message stands for every stop of its turn
                     # (eve.schedules.channel_delivery)

@@ -21,7 +21,10 @@ from eve.manifest import (
 from eve.schedules.cron import cron_problem, timezone_problem
 
 #: the front matter a ``.md`` schedule may have
-FIELDS = frozenset({"cron", "timezone", "catch_up", "session", "webhook_url_env", "channel", "to"})
+FIELDS = frozenset(
+    {"cron", "timezone", "catch_up", "session", "webhook_url_env", "webhook_secret_env"}
+    | {"channel", "to"}
+)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 _BOOLEANS = {"true": True, "false": False}
@@ -43,6 +46,7 @@ class _Fields:
     catch_up: bool
     session: str | None
     webhook_url_env: str | None
+    webhook_secret_env: str | None = None
     channel: str | None = None
     to: str | None = None
 
@@ -83,7 +87,27 @@ class _Checker:
                 f"{env!r} must name the environment variable that holds the URL (e.g. "
                 "DIGEST_WEBHOOK_URL); a URL often carries a token, so it is never written here",
             )
+        self.check_secret(fields)
         self.check_channel(fields)
+
+    def check_secret(self, fields: _Fields) -> None:
+        """A signing secret is a variable's name, and signs a webhook's POSTs only."""
+        env = fields.webhook_secret_env
+        if env is None:
+            return
+        if not _ENV_NAME.match(env):
+            self.error(
+                "compile/schedule-option-invalid",
+                "webhook_secret_env",
+                f"{env!r} must name the environment variable that holds the signing secret "
+                "(e.g. DIGEST_WEBHOOK_SECRET); a secret is never written here",
+            )
+        elif fields.webhook_url_env is None:
+            self.error(
+                "compile/schedule-option-invalid",
+                "webhook_secret_env",
+                "signs a webhook's POSTs: it goes with webhook_url_env",
+            )
 
     def check_channel(self, fields: _Fields) -> None:
         """``channel`` and ``to`` go together, alone: one place an answer is delivered, and
@@ -123,7 +147,9 @@ def _entry(
 ) -> ScheduleEntry:
     deliver: WebhookDelivery | ChannelDelivery | None = None
     if fields.webhook_url_env is not None:
-        deliver = WebhookDelivery(url_env=fields.webhook_url_env)
+        deliver = WebhookDelivery(
+            url_env=fields.webhook_url_env, secret_env=fields.webhook_secret_env
+        )
     elif fields.channel is not None and fields.to is not None:
         deliver = ChannelDelivery(channel=fields.channel, to=fields.to)
     return ScheduleEntry(
@@ -177,6 +203,7 @@ def markdown_schedule(
         catch_up=bool(catch_up),
         session=meta.get("session") or None,
         webhook_url_env=meta.get("webhook_url_env") or None,
+        webhook_secret_env=meta.get("webhook_secret_env") or None,
         channel=meta.get("channel") or None,
         to=meta.get("to") or None,
     )
@@ -202,6 +229,7 @@ def python_schedule(
         catch_up=definition.catch_up,
         session=definition.session,
         webhook_url_env=definition.webhook_url_env,
+        webhook_secret_env=definition.webhook_secret_env,
         channel=definition.channel,
         to=definition.to,
     )

@@ -13,11 +13,16 @@ The kind's package (slack_sdk) is imported only when such a delivery runs.
 from __future__ import annotations
 
 import asyncio
+import time
+from datetime import datetime
+from http.client import HTTPException
 from typing import Any
 
 import msgspec
+from sqlalchemy.engine import Connection
 
 from eve.auth.principal import OPERATOR, Principal
+from eve.channels import conversation_keys
 from eve.channels.kinds import SENDS_FIRST
 from eve.channels.sessions import ChannelSessions
 from eve.errors import ScheduleDeliveryFailed, ServerConfigError
@@ -83,32 +88,64 @@ class _SlackPost:
     async def run(self) -> str:
         from slack_sdk.errors import SlackApiError
 
-        from eve.channels.slack_delivery import reply_metadata
-
         client = self.client()  # first: no token, no look at the session or Slack
         if (posted := await self.posted_before()) is not None:
             return posted
         try:
             team = await asyncio.to_thread(client.auth_test)
-            text, covers = await self.text()
-            sent = await asyncio.to_thread(
-                client.chat_postMessage,
-                channel=self.delivery.to,
-                text=text,
-                metadata=reply_metadata(
-                    self.outcome.session_id, covers[-1] if covers else 0, covers
-                ),
-            )
+            # an earlier try whose post Slack took, but whose answer never reached
+            # ``record`` (lost on the way, or the worker died): that message is the run's
+            found = await asyncio.to_thread(self.posted_unrecorded, client)
+            conversation, ts = found or await self.post(client)
         except SlackApiError as error:
             # Slack's error code (channel_not_found, invalid_auth…) says what; the token
             # is in neither it nor the status
             code = error.response.get("error", "no error code")
             raise self.failed(f"Slack answered {code}", error.response.status_code) from None
-        except OSError as error:
+        except (OSError, HTTPException) as error:
+            # unreachable, or the answer lost on the way: the step's next try reads the
+            # conversation back before it posts (``posted_unrecorded``)
             raise self.failed(f"Slack could not be reached ({type(error).__name__})") from None
-        ts = str(sent["ts"])
-        await self.record(str(team["team_id"]), str(sent.get("channel") or self.delivery.to), ts)
+        await self.record(str(team["team_id"]), conversation, ts)
         return ts
+
+    async def post(self, client: Any) -> tuple[str, str]:
+        """Post the run's message: its conversation and ts."""
+        from eve.channels.slack_delivery import reply_metadata
+
+        text, covers = await self.text()
+        last = covers[-1] if covers else 0
+        sent = await asyncio.to_thread(
+            client.chat_postMessage,
+            channel=self.delivery.to,
+            text=text,
+            metadata=reply_metadata(
+                self.outcome.session_id, last, covers, turn=self.outcome.turn_id
+            ),
+        )
+        return str(sent.get("channel") or self.delivery.to), str(sent["ts"])
+
+    def posted_unrecorded(self, client: Any) -> tuple[str, str] | None:
+        """The run's message if Slack has it (``run_message``): its conversation and ts."""
+        from slack_sdk.errors import SlackApiError
+
+        from eve.channels.slack_delivery import run_message
+
+        try:
+            ts = run_message(
+                client,
+                conversation=self.delivery.to,
+                session_id=self.outcome.session_id,
+                turn_id=self.outcome.turn_id,
+                since=_epoch(self.outcome.tick),
+            )
+        except SlackApiError as error:
+            if error.response.get("error") != "channel_not_found":
+                raise
+            # not a conversation whose history can be read (a user id, whose DM the post
+            # opens), or none at all: the post says which
+            return None
+        return None if ts is None else (self.delivery.to, ts)
 
     def client(self) -> Any:
         from eve.channels.slack_delivery import Courier
@@ -148,22 +185,39 @@ class _SlackPost:
     async def posted_before(self) -> str | None:
         """The ts of this run's message when an earlier try posted it and recorded it."""
         prefix = f"slack:{self.name}:"
-        for key, session_id in (await self.sessions.opened_under(prefix)).items():
-            if session_id == self.outcome.session_id:
-                return key.rsplit(":", 1)[-1]
-        return None
+        session_id = self.outcome.session_id
+        found = await asyncio.to_thread(
+            self.service.store.run,
+            lambda c: conversation_keys.key_of(c, self.principal, prefix, session_id),
+        )
+        return None if found is None else found.rsplit(":", 1)[-1]
 
     async def record(self, team: str, conversation: str, ts: str) -> None:
-        """The thread's key now opens the run's session: the slack kind finds it there."""
+        """The thread is the run's session: the slack kind finds it by the thread's key,
+        which also opens the run's session as an Idempotency-Key (what an eve from before
+        ``eve_conversation_keys`` looked up)."""
         from eve.channels.kinds.slack import thread_key
 
+        thread = thread_key(self.name, team, conversation, ts)
         key = idempotency.key_for(
             idempotency.CREATE_ROUTE,
-            thread_key(self.name, team, conversation, ts),
+            thread,
             None,  # what a thread's event opens its session with: no message
             principal=self.principal,
         )
         answer = Accepted(session_id=self.outcome.session_id, turn_id=None).answer()
-        await asyncio.to_thread(
-            self.service.store.run, lambda c: idempotency.record(c, key, answer)
-        )
+        session_id, now = self.outcome.session_id, time.time()
+
+        def both(c: Connection) -> None:
+            idempotency.record(c, key, answer)
+            conversation_keys.remember(c, self.principal, thread, session_id, now)
+
+        await asyncio.to_thread(self.service.store.run, both)
+
+
+def _epoch(tick: str) -> float | None:
+    """The tick (an ISO time) in Unix seconds: the run's message was posted after it."""
+    try:
+        return datetime.fromisoformat(tick).timestamp()
+    except ValueError:
+        return None

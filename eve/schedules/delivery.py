@@ -2,22 +2,40 @@
 
 The URL is read from the variable the schedule names (``webhook_url_env``), at delivery
 time, and never logged, stored or put in an error: a webhook URL often is its own secret.
+Each POST carries Standard Webhooks' headers (``webhook_signing``): the same ``webhook-id``
+on every try of a run's answer, so a receiver that drops an id it took gets it once.
+
+One POST is one try (``post_once``): taken (2xx), worth another try later (no answer, 408,
+429, 5xx: ``TryAgain``, with the receiver's ``Retry-After`` when it sent one), or refused
+for good (any other status, an unset variable, a bad secret: ``ScheduleDeliveryFailed``).
+The tick's workflow spaces the tries with durable sleeps (``tick.deliver_webhook``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from dataclasses import dataclass
-from typing import Any, assert_never
+from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 
 from eve._redact import redact
 from eve.errors import ScheduleDeliveryFailed
 from eve.manifest import WebhookDelivery
+from eve.schedules.webhook_signing import parse_secrets, signature, webhook_id
 
 #: how long one POST may take
 TIMEOUT_SECONDS = 10.0
+#: the wait before each try after the first, when the receiver sends no Retry-After: six
+#: tries over about three quarters of an hour
+BACKOFF_SECONDS = (5.0, 30.0, 120.0, 600.0, 1800.0)
+#: the longest a Retry-After is waited; a longer one is cut to this
+MAX_RETRY_AFTER_SECONDS = 3600.0
+#: statuses that say "not now" rather than "no": another try may be taken
+RETRYABLE = frozenset({408, 425, 429})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,49 +65,110 @@ class RunOutcome:
         return body
 
 
-async def deliver(
+@dataclass(frozen=True, kw_only=True)
+class Taken:
+    """The receiver took the answer."""
+
+    status: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TryAgain:
+    """The receiver did not take the answer, but a later try may be."""
+
+    #: its HTTP status; None when nothing answered
+    status: int | None
+    #: the seconds its ``Retry-After`` asks to wait, when it sent one
+    retry_after: float | None
+    #: what happened, for the log (never the URL)
+    why: str
+
+
+async def post_once(
     delivery: WebhookDelivery,
     outcome: RunOutcome,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
-) -> int:
-    """Post ``outcome`` where ``delivery`` says; the HTTP status it was taken with.
+) -> Taken | TryAgain:
+    """One try of posting ``outcome`` where ``delivery`` says (see the module docstring).
 
-    Raises ``ScheduleDeliveryFailed`` for an unset variable, an unreachable URL or an error
-    status (the durable step that calls this retries it)."""
-    match delivery:
-        case WebhookDelivery():
-            return await _post(delivery.url_env, outcome, transport)
-        case _:
-            assert_never(delivery)
-
-
-async def _post(
-    url_env: str, outcome: RunOutcome, transport: httpx.AsyncBaseTransport | None
-) -> int:
-    url = os.environ.get(url_env, "")
-    if not url:
-        raise ScheduleDeliveryFailed(
-            f"schedule '{outcome.name}': ${url_env} is not set, so its answer has nowhere to "
-            "go; set it to the webhook's URL",
-            name=outcome.name,
-            status=None,
-        )
+    Raises ``ScheduleDeliveryFailed`` for an unset variable, a secret that is not one, or
+    a refusal no later try would change."""
+    url = _variable(delivery.url_env, outcome, "the webhook's URL")
+    keys = _keys(delivery, outcome)
+    body = json.dumps(outcome.body(), separators=(",", ":")).encode()
+    msg_id = webhook_id(outcome.session_id, outcome.turn_id)
+    stamp = int(time.time())
+    headers = {"content-type": "application/json", "webhook-id": msg_id}
+    headers["webhook-timestamp"] = str(stamp)
+    if keys:
+        headers["webhook-signature"] = signature(keys, msg_id, stamp, body)
     try:
         async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, transport=transport) as client:
-            response = await client.post(url, json=outcome.body())
+            response = await client.post(url, content=body, headers=headers)
     except httpx.HTTPError as error:
+        # the error's text holds the URL
+        return TryAgain(status=None, retry_after=None, why=f"no answer ({type(error).__name__})")
+    status = response.status_code
+    if 200 <= status < 300:
+        return Taken(status=status)
+    said = f"answered {status}: {redact(response.text[:200])}"
+    if status in RETRYABLE or status >= 500:
+        waited = retry_after(response.headers.get("retry-after"), now=time.time())
+        return TryAgain(status=status, retry_after=waited, why=said)
+    raise ScheduleDeliveryFailed(
+        f"schedule '{outcome.name}': the webhook in ${delivery.url_env} {said}",
+        name=outcome.name,
+        status=status,
+    )
+
+
+def retry_after(header: str | None, *, now: float) -> float | None:
+    """A ``Retry-After`` in seconds from ``now`` (it is seconds, or an HTTP date), at most
+    ``MAX_RETRY_AFTER_SECONDS``; None when absent or unreadable."""
+    if header is None:
+        return None
+    text = header.strip()
+    if text.isdigit():
+        seconds = float(text)
+    else:
+        try:
+            seconds = parsedate_to_datetime(text).timestamp() - now
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def next_wait(tried: TryAgain, attempt: int) -> float:
+    """How long to wait after try ``attempt`` (1 for the first) before the next: the
+    receiver's Retry-After when it sent one, else ``BACKOFF_SECONDS``."""
+    if tried.retry_after is not None:
+        return tried.retry_after
+    return BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS)) - 1]
+
+
+def _variable(name: str, outcome: RunOutcome, what: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
         raise ScheduleDeliveryFailed(
-            f"schedule '{outcome.name}': the webhook in ${url_env} could not be reached "
-            f"({type(error).__name__})",
+            f"schedule '{outcome.name}': ${name} is not set, so its answer cannot be sent; "
+            f"set it to {what}",
             name=outcome.name,
             status=None,
-        ) from None  # the error's text holds the URL
-    if response.status_code >= 300:
-        raise ScheduleDeliveryFailed(
-            f"schedule '{outcome.name}': the webhook in ${url_env} answered "
-            f"{response.status_code}: {redact(response.text[:200])}",
-            name=outcome.name,
-            status=response.status_code,
         )
-    return response.status_code
+    return value
+
+
+def _keys(delivery: WebhookDelivery, outcome: RunOutcome) -> list[bytes]:
+    if delivery.secret_env is None:
+        return []  # unsigned: the schedule names no secret
+    raw = _variable(delivery.secret_env, outcome, "the webhook's signing secret (whsec_…)")
+    try:
+        return parse_secrets(raw)
+    except ValueError as error:
+        raise ScheduleDeliveryFailed(
+            f"schedule '{outcome.name}': ${delivery.secret_env} is not a webhook secret: "
+            f"{error}; write it as whsec_ and the key in base64",
+            name=outcome.name,
+            status=None,
+        ) from None

@@ -30,8 +30,9 @@ from eve.events import Invocation
 from eve.manifest import ChannelDelivery, WebhookDelivery
 from eve.schedules import named_sessions
 from eve.schedules.channel_delivery import deliver_to_channel, session_owner
-from eve.schedules.delivery import RunOutcome, deliver
+from eve.schedules.delivery import RunOutcome
 from eve.schedules.resolved import ResolvedSchedule
+from eve.schedules.webhook_tries import deliver_webhook
 from eve.sessions import SessionService
 
 log = logging.getLogger("eve.schedules")
@@ -86,47 +87,51 @@ class ScheduleRuntime:
         opened = await DBOS.run_step_async(
             {"name": "schedule.open"}, self.open, schedule, message, invocation, key
         )
-        if schedule.entry.deliver is not None:
+        deliver = schedule.entry.deliver
+        if deliver is not None:
             outcome = await DBOS.run_step_async(
                 {"name": "schedule.outcome"}, self.outcome, name, invocation.tick, opened
             )
-            try:
-                await DBOS.run_step_async(
-                    {
-                        "name": "schedule.deliver",
-                        "retries_allowed": True,
-                        "max_attempts": DELIVERY_ATTEMPTS,
-                    },
-                    self.deliver,
-                    schedule,
-                    outcome,
-                )
-            except DBOSMaxStepRetriesExceeded as exceeded:
-                # DBOS's error says only that the step gave up: name why, once, in the log
-                last = exceeded.errors[-1] if exceeded.errors else exceeded
-                log.warning(
-                    "schedule %s: the answer of session %s was not delivered after %d tries: "
-                    "%s: %s",
-                    name,
-                    opened.session_id,
-                    DELIVERY_ATTEMPTS,
-                    type(last).__name__,
-                    last,
-                )
-                raise
+            match deliver:
+                case WebhookDelivery():
+                    await deliver_webhook(deliver, outcome)
+                case ChannelDelivery():
+                    await self.deliver_through_channel(schedule, deliver, outcome)
+                case _:
+                    assert_never(deliver)
         return opened.session_id
 
-    async def deliver(self, schedule: ResolvedSchedule, outcome: RunOutcome) -> None:
-        match schedule.entry.deliver:
-            case WebhookDelivery() as webhook:
-                await deliver(webhook, outcome)
-            case ChannelDelivery() as to:
-                assert schedule.channel is not None  # resolved with its channel
-                await deliver_to_channel(self.service, schedule.channel, to, outcome)
-            case None:
-                pass
-            case _:
-                assert_never(schedule.entry.deliver)
+    async def deliver_through_channel(
+        self, schedule: ResolvedSchedule, to: ChannelDelivery, outcome: RunOutcome
+    ) -> None:
+        """The post, as one durable step DBOS tries ``DELIVERY_ATTEMPTS`` times."""
+        assert schedule.channel is not None  # resolved with its channel
+        channel = schedule.channel
+        try:
+            await DBOS.run_step_async(
+                {
+                    "name": "schedule.deliver",
+                    "retries_allowed": True,
+                    "max_attempts": DELIVERY_ATTEMPTS,
+                },
+                deliver_to_channel,
+                self.service,
+                channel,
+                to,
+                outcome,
+            )
+        except DBOSMaxStepRetriesExceeded as exceeded:
+            # DBOS's error says only that the step gave up: name why, once, in the log
+            last = exceeded.errors[-1] if exceeded.errors else exceeded
+            log.warning(
+                "schedule %s: the answer of session %s was not delivered after %d tries: %s: %s",
+                outcome.name,
+                outcome.session_id,
+                DELIVERY_ATTEMPTS,
+                type(last).__name__,
+                last,
+            )
+            raise
 
     async def open(
         self, schedule: ResolvedSchedule, message: str, invocation: Invocation, key: str

@@ -120,6 +120,26 @@ idempotency_keys = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
+#: which session a channel's conversation (a Slack thread) is, for as long as the session is
+#: kept: unlike the Idempotency-Key that opened it, this does not expire with the key's
+#: 24 hours (``eve.channels.conversation_keys``)
+conversation_keys = sa.Table(
+    "eve_conversation_keys",
+    _metadata,
+    #: the owning principal, as an idempotency key's scope names it (``scope_of``)
+    sa.Column("scope", sa.String(128), primary_key=True),
+    #: the conversation's key (``slack:<channel name>:<team>:<channel>:<thread ts>``)
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    #: when the conversation last spoke: a restart picks up the recent ones
+    sa.Column("touched_at", sa.Float, nullable=False),
+    #: who delivers its replies now, and until when (a lease: one worker at a time reads
+    #: the conversation back and posts what it lacks); NULL: nobody
+    sa.Column("lease_owner", sa.String(64)),
+    sa.Column("lease_until", sa.Float),
+    sa.Index("eve_conversation_keys_session", "session_id"),
+)
+
 #: every claimed place in a session's queue (a turn, a reset, a compaction) from the claim
 #: until its outcome is in the log: the durable fact a 202 stands for (``accepted.py``)
 accepted_places = sa.Table(

@@ -3,6 +3,7 @@ conversation it names, that message's thread the run's session, against the loop
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -15,10 +16,12 @@ from eve.manifest import ChannelDelivery, ChannelEntry
 from eve.schedules.channel_delivery import deliver_to_channel
 from eve.schedules.delivery import RunOutcome
 from eve.sessions import SessionService
+from eve.sessions.tables import conversation_keys, idempotency_keys
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
 from tests.channels.test_slack import SECRET, mention, wait_for_replies
 from tests.conftest import AppFactory
-from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
+from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
+from tests.sessions.harness import Server
 from tests.sessions.inprocess import InProcessServer
 
 ENV = {"SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
@@ -121,3 +124,73 @@ async def test_no_bot_token_is_named_by_its_variable(monkeypatch: pytest.MonkeyP
     with pytest.raises(ScheduleDeliveryFailed, match=r"\$SLACK_BOT_TOKEN is not set") as raised:
         await deliver_to_channel(unused, team, delivery, outcome)
     assert (raised.value.name, raised.value.status) == ("digest", None)
+
+
+def test_a_scheduled_message_whose_answer_was_lost_is_posted_once(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    slack.lose_answer_next = 1  # the run's message is posted; eve never hears its ts
+    server = serve(slack_app(make_app, slack), slack)
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        (run,) = wait_until(lambda: scheduled_sessions(server))
+        # the step's next try finds the message in the conversation's history and records
+        # its thread: a mention there then continues the run
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        (message,) = posted(slack)
+        mention(server, slack, "and tomorrow?", thread=message["ts"])
+        replies = wait_for_replies(slack, message["ts"], 2)
+    finally:
+        server.stop()
+    assert slack.post_attempts == ["C1", "C1"]  # the run's message, then the reply
+    assert posted(slack) == [message]
+    assert {r["metadata"]["event_payload"]["session"] for r in replies} == {run["session_id"]}
+
+
+def test_a_reply_before_the_thread_is_recorded_finds_the_run_by_its_message(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    server = serve(slack_app(make_app, slack), slack)
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        (run,) = scheduled_sessions(server)
+        (message,) = posted(slack)
+        assert server.http is not None
+        store = server.http.app.state.service.store  # type: ignore[attr-defined]
+        with store.engine.begin() as c:
+            # as between the post and its record (the answer lost, the next try to come)
+            c.execute(conversation_keys.delete())
+            c.execute(idempotency_keys.delete())
+        # another app's message naming the run's session is not believed
+        forged = {**message, "ts": slack.next_ts(), "bot_id": "B2", "user": "UOTHERAPP"}
+        slack.messages["C1"].append(forged)
+        mention(server, slack, "and tomorrow?", thread=forged["ts"])
+        [elsewhere] = wait_for_replies(slack, forged["ts"], 2)[1:]
+        mention(server, slack, "and tomorrow?", thread=message["ts"])
+        [reply] = wait_for_replies(slack, message["ts"], 2)[1:]
+    finally:
+        server.stop()
+    assert reply["metadata"]["event_payload"]["session"] == run["session_id"]
+    assert elsewhere["metadata"]["event_payload"]["session"] != run["session_id"]
+
+
+def test_a_worker_killed_between_slacks_answer_and_its_record_posts_once(
+    make_app: AppFactory, slack: FakeSlack
+) -> None:
+    slack.hold_answer = killed = threading.Event()  # Slack posts it; the answer waits
+    server = Server(slack_app(make_app, slack), env=ENV, token=None).start()
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        wait_until(lambda: posted(slack))
+        server.kill()  # SIGKILL while Slack's answer is on its way: nothing recorded
+        killed.set()
+        server.start()  # DBOS recovers the tick and runs its delivery step again
+        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        (run,) = scheduled_sessions(server)
+    finally:
+        log = server.stop()
+    (message,) = posted(slack)
+    assert slack.post_attempts == ["C1"]
+    assert message["metadata"]["event_payload"]["session"] == run["session_id"]
+    assert BOT_TOKEN not in log

@@ -44,3 +44,9 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 30.0) -> Any:
             return value
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.25)  # each look reads every session's first event
+
+
+def last_run(api: Api) -> str | None:
+    """The status of the first schedule's last run (``SUCCESS``, ``ERROR``…), if any."""
+    last = api.get("/schedules").json()["schedules"][0]["last_run"]
+    return None if last is None else str(last["status"])

@@ -4,8 +4,9 @@
 direct messages); ``POST <path>/interactivity`` takes Block Kit button presses. Every
 request must carry a valid ``X-Slack-Signature`` for the app's signing secret, at most five
 minutes old (slack_sdk's ``SignatureVerifier``). One thread is one session: the session is
-opened under the idempotency key ``slack:<channel name>:<team>:<channel>:<thread ts>``, so
-the thread finds its session again through the session store, and each event's message is
+opened under the idempotency key ``slack:<channel name>:<team>:<channel>:<thread ts>``, and
+the thread finds it again by that key as long as the session is kept
+(``eve.channels.conversation_keys``, not the key's 24 hours); each event's message is
 sent under a key from its ``event_id``, so Slack's retries queue nothing twice. Replies are
 posted by ``slack_delivery.Courier`` (docs/channels/slack.md).
 
@@ -20,8 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
+import time
 from collections.abc import Iterator
+from functools import partial
+from http.client import HTTPException
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -33,6 +38,7 @@ from starlette.routing import BaseRoute, Route
 from eve.errors import ServerConfigError
 
 try:
+    from slack_sdk.errors import SlackApiError
     from slack_sdk.signature import SignatureVerifier
 except ImportError as missing:  # an optional extra: say which
     raise ServerConfigError(
@@ -40,9 +46,10 @@ except ImportError as missing:  # an optional extra: say which
     ) from missing
 
 from eve.auth import Principal
+from eve.channels.conversation_keys import RECENT_SECONDS, open_conversation, recent, touch
 from eve.channels.mount import ChannelMount
 from eve.channels.sessions import ChannelSessions
-from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line
+from eve.channels.slack_delivery import Courier, Thread, env_secret, speaker_line, thread_session
 from eve.channels.turn_log import log_head, running_turn, start_turn
 from eve.errors import (
     AnswerNotAllowed,
@@ -54,6 +61,8 @@ from eve.errors import (
     SlackSignatureInvalid,
 )
 from eve.sessions import InputResponse
+
+log = logging.getLogger("eve.channels.slack")
 
 #: the largest request Slack sends is far below this; a bigger one is not Slack's
 MAX_BODY_BYTES = 1_000_000
@@ -110,6 +119,7 @@ class _SlackChannel:
             api_url=mount.options.api_url,
             token_env=mount.options.bot_token_env,
             sessions=self.sessions,
+            key_of=lambda thread: self.thread_key(thread.team, thread.channel, thread.ts),
         )
         self.swept = False
 
@@ -159,8 +169,13 @@ class _SlackChannel:
         thread_ts = event.get("thread_ts") or event["ts"]
         text = _MENTION.sub("", event.get("text", "")).strip()
         sessions = self.sessions(slack_user(team, user))
-        opened = await sessions.create(None, key=self.thread_key(team, channel, thread_ts))
-        thread = Thread(team=team, channel=channel, ts=thread_ts, session_id=opened.session_id)
+        key = self.thread_key(team, channel, thread_ts)
+        # a reply in a thread eve has no key for: its first message may say (a scheduled
+        # run's message whose thread the run's delivery has not recorded yet)
+        in_thread = thread_ts != event["ts"]
+        told = partial(self._thread_session, channel, thread_ts) if in_thread else None
+        session_id = await open_conversation(sessions, key, told=told)
+        thread = Thread(team=team, channel=channel, ts=thread_ts, session_id=session_id)
         if text.lower() in CANCEL_WORDS:
             await self.cancel(thread, user)
             return
@@ -179,6 +194,15 @@ class _SlackChannel:
             await self._tell(channel, user, "The agent waits on an answer: use the buttons above.")
             return
         self.courier.follow(thread, started.turn_id, started.start)
+
+    async def _thread_session(self, channel: str, ts: str) -> str | None:
+        client = self.courier.client()
+        try:
+            return await asyncio.to_thread(thread_session, client, channel, ts)
+        except (SlackApiError, OSError, HTTPException) as error:
+            # Slack cannot say now: the thread is taken as one eve never posted in
+            log.warning("slack: thread %s's first message unread (%s)", ts, type(error).__name__)
+            return None
 
     async def cancel(self, thread: Thread, user: str) -> None:
         """``@bot cancel`` from the thread's starter stops its running turn; the courier
@@ -211,6 +235,7 @@ class _SlackChannel:
         ts = str(message.get("thread_ts") or message.get("ts"))
         thread = Thread(team=team, channel=channel, ts=ts, session_id=str(value["s"]))
         request_id = str(value["r"])
+        await self._touch(thread)
         head = await log_head(self.sessions(), thread.session_id)
         try:
             await self._answer(
@@ -233,6 +258,12 @@ class _SlackChannel:
             self.courier.follow(thread, turns[0], head.next_index)
         else:
             self.courier.deliver_later(thread)
+
+    async def _touch(self, thread: Thread) -> None:
+        """The thread spoke: a restart soon after catches up on it (``_threads``)."""
+        key, now = self.thread_key(thread.team, thread.channel, thread.ts), time.time()
+        store = self.mount.service.store
+        await asyncio.to_thread(store.run, lambda c: touch(c, self.principal, key, now))
 
     async def _answer(self, thread: Thread, user: str, answer: InputResponse) -> None:
         """``answer``, given by ``user``. A request the channel itself asked (a turn an eve
@@ -278,10 +309,16 @@ class _SlackChannel:
                 await self.courier.deliver(thread)
 
     async def _threads(self) -> list[Thread]:
-        """The channel's threads, from the keys their sessions were opened under."""
+        """The channel's threads that spoke within ``RECENT_SECONDS``: an older one's
+        reply a stopped server left unposted is posted by the thread's next event."""
         prefix = f"slack:{self.mount.name}:"
+        since = time.time() - RECENT_SECONDS
+        store = self.mount.service.store
+        found = await asyncio.to_thread(
+            store.run, lambda c: recent(c, self.principal, prefix, since=since)
+        )
         threads = []
-        for key, session_id in (await self.sessions().opened_under(prefix)).items():
+        for key, session_id in found.items():
             team, channel, ts = key.removeprefix(prefix).split(":", 2)
             threads.append(Thread(team=team, channel=channel, ts=ts, session_id=session_id))
         return threads

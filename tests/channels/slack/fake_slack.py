@@ -1,13 +1,15 @@
 """A loopback Slack Web API: the methods the slack channel calls, with Slack's documented rules.
 
 It keeps channels and their messages, and answers ``chat.postMessage``,
-``chat.postEphemeral`` and ``conversations.replies`` as Slack does, including the refusals
-(each rule cites the page it comes from). The tests post users' messages into it directly,
+``chat.postEphemeral``, ``conversations.replies`` and ``conversations.history`` as Slack
+does, including the refusals (each rule cites the page it comes from). The tests post users' messages into it directly,
 then send eve the signed Events API request Slack would send for them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import threading
 import time
@@ -25,6 +27,10 @@ from tests.sessions.harness import free_port
 BOT_TOKEN = "xoxb-test-bot-token"
 BOT_USER = "UBOT"
 TEAM = "T1"
+#: how long a read waits for the others of its party (``replies_barrier``)
+BARRIER_SECONDS = 2.0
+#: how long a held answer waits at most (``hold_answer``)
+HOLD_SECONDS = 30.0
 
 
 @dataclass
@@ -38,6 +44,15 @@ class FakeSlack:
     rate_limited: int = 0
     #: how many of the next chat.postMessage calls fail as Slack's own fault (HTTP 500)
     fail_next: int = 0
+    #: how many of the next chat.postMessage calls Slack takes (the message is posted)
+    #: but whose answer is lost on the way: the connection drops mid-answer
+    lose_answer_next: int = 0
+    #: when set, the next chat.postMessage is posted, then its answer waits until the
+    #: event is set (the test kills the caller meanwhile)
+    hold_answer: threading.Event | None = None
+    #: when set, each conversations.replies call waits for the others of its party (or its
+    #: timeout) before it answers: the test lines up concurrent reads with it
+    replies_barrier: threading.Barrier | None = None
     #: every chat.postMessage call's channel, in order, refused ones included
     post_attempts: list[str] = field(default_factory=list)
     _clock: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -94,10 +109,19 @@ class FakeSlack:
                 args.update(await request.json())
             else:
                 args.update(dict(await request.form()))
+        if method == "conversations.replies" and self.replies_barrier is not None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                await asyncio.to_thread(self.replies_barrier.wait, BARRIER_SECONDS)
+        if method == "chat.postMessage" and (held := self.hold_answer) is not None:
+            self.hold_answer = None
+            answer = self._post_message(args)
+            await asyncio.to_thread(held.wait, HOLD_SECONDS)
+            return answer
         handler = {
             "chat.postMessage": self._post_message,
             "chat.postEphemeral": self._post_ephemeral,
             "conversations.replies": self._replies,
+            "conversations.history": self._history,
             "auth.test": self._auth_test,
         }.get(method)
         if handler is None:
@@ -143,9 +167,10 @@ class FakeSlack:
             message["thread_ts"] = thread_ts
         with self._lock:
             self.messages.setdefault(channel, []).append(message)
-        return JSONResponse(
-            {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
-        )
+            lost = self.lose_answer_next > 0
+            self.lose_answer_next -= lost
+        answer = {"ok": True, "channel": channel, "ts": message["ts"], "message": message}
+        return _LostAnswer() if lost else JSONResponse(answer)
 
     def _auth_test(self, args: dict[str, Any]) -> Response:
         # https://api.slack.com/methods/auth.test: who the token is, and its workspace
@@ -176,6 +201,40 @@ class FakeSlack:
         ]
         return JSONResponse({"ok": True, "messages": shown, "has_more": False})
 
+    def _history(self, args: dict[str, Any]) -> Response:
+        # https://api.slack.com/methods/conversations.history: a conversation's messages
+        # (not the replies in its threads), newest first, only those after ``oldest``
+        # (exclusive unless ``inclusive``), at most ``limit`` (default 100, at most 999) a
+        # page, the next page by ``response_metadata.next_cursor``; metadata only with
+        # include_all_metadata
+        channel = args.get("channel")
+        if channel not in self.channels:
+            return _error("channel_not_found")
+        try:
+            limit = min(int(args.get("limit") or 100), 999)
+            start = int(args.get("cursor") or 0)
+        except ValueError:
+            return _error("invalid_cursor")
+        oldest = float(args.get("oldest") or 0)
+        inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
+        with self._lock:
+            top = [
+                m
+                for m in self.messages.get(channel, [])
+                if m.get("thread_ts", m["ts"]) == m["ts"]
+                and (float(m["ts"]) > oldest or (inclusive and float(m["ts"]) == oldest))
+            ]
+        top.sort(key=lambda m: float(m["ts"]), reverse=True)
+        page = top[start : start + limit]
+        with_metadata = str(args.get("include_all_metadata", "")).lower() in ("1", "true")
+        shown = [
+            m if with_metadata else {k: v for k, v in m.items() if k != "metadata"} for m in page
+        ]
+        more = start + limit < len(top)
+        body: dict[str, Any] = {"ok": True, "messages": shown, "has_more": more}
+        body["response_metadata"] = {"next_cursor": str(start + limit) if more else ""}
+        return JSONResponse(body)
+
     # --- serving ---------------------------------------------------------------------------
 
     def start(self) -> FakeSlack:
@@ -193,6 +252,16 @@ class FakeSlack:
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True
+
+
+class _LostAnswer(Response):
+    """An answer cut off on the way: its head is sent, then the connection drops before
+    the body, as when a proxy or the network fails after Slack took the request."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        head = [(b"content-type", b"application/json"), (b"content-length", b"100")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        raise ConnectionAbortedError("the loopback Slack drops the answer, as told")
 
 
 def _error(code: str) -> JSONResponse:

@@ -20,7 +20,7 @@ from eve.channels.log_index import (
 )
 from eve.errors import SessionNotFound
 from eve.messages import UserMessage
-from eve.sessions import Accepted, InputResponse, SessionService, idempotency
+from eve.sessions import Accepted, InputResponse, SessionService
 from eve.sessions.checkpoint import decode_checkpoint
 from eve.sessions.store import SessionRow
 from eve.sessions.turn_workflow import turn_id_of, turn_workflow_id
@@ -67,14 +67,6 @@ class ChannelSessions:
             except SessionNotFound:
                 pass
         return (await self.create(None, key=key)).session_id
-
-    async def opened_under(self, prefix: str) -> dict[str, str]:
-        """The sessions this principal opened under keys starting with ``prefix`` and still
-        kept (the idempotency window): each key's session id."""
-        store = self.service.store
-        return await asyncio.to_thread(
-            store.run, lambda c: idempotency.opened_under(c, self.principal, prefix)
-        )
 
     async def send(
         self, session_id: str, message: str | UserMessage, *, key: str | None = None

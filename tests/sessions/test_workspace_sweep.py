@@ -150,8 +150,8 @@ def _assert_the_parked_turns_trees_are_kept(settings: SessionSettings, store: Se
     """Every tree the parked turn's step records name is there for its replay."""
     with _client(settings) as client:
         [workflow] = client.list_workflows(status="PENDING", load_input=False)
-        steps = client.list_workflow_steps(workflow.workflow_id)
-    records = [msgspec.json.decode(s["output"]) for s in steps if type(s["output"]) is bytes]
+    steps = store.step_records(workflow.workflow_id)
+    records = [msgspec.json.decode(record) for _, record in steps]
     named = {r["workspace"] for r in records if r.get("workspace")}
     heads = set(
         store.run(lambda c: c.execute(sa.select(workspace_heads.c.tree_id)).scalars().all())

@@ -15,7 +15,9 @@ its own database, a third of a turn's CPU, for what one INSERT keeps as well.
 A workflow an older eve started recorded its steps as DBOS steps, and DBOS numbers a
 workflow's operations in order: such a body, found when it restarts (``legacy_steps``),
 goes on as it began, each record a DBOS step, so what it recorded is replayed and the
-operations after it keep their numbers.
+operations after it keep their numbers. One that had logged nothing yet when it stopped
+(killed in the few milliseconds before its first event was written) is not recognised:
+it starts over, its records unread.
 """
 
 from __future__ import annotations
@@ -35,12 +37,23 @@ from eve.execution.recording import Produce, RecordKind
 from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
-from eve.sessions.store import SessionStore
+from eve.sessions.store import SessionStore, TurnProgress
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper
 
 T = TypeVar("T")
 _records = msgspec.json.Decoder(StepCheckpoint)
+
+
+class _Made(msgspec.Struct):
+    """What a step's record made just now is read back for: its value and state as stored
+    (redacted); its events are the ones just emitted, so decoding them is skipped."""
+
+    value: msgspec.Raw
+    state: dict[str, Any]
+
+
+_made = msgspec.json.Decoder(_Made)
 #: the DBOS step an older eve's turn began with (it recorded the checkpoint's version)
 LOAD_STEP = "checkpoint.load"
 
@@ -127,22 +140,39 @@ class DurableRecorder:
             if (failed := storage_failure(error)) is not None:
                 raise failed from None
             raise
+        if ran:
+            # read back all the same: the turn goes on with the value as a replay sees it
+            value, state = _read_made(recorded, kind.decoder, step=key)
+            self.context.restore(state)
+            return value
         checkpoint, value = decode_step_record(
             recorded, kind.decoder, workflow_id=DBOS.workflow_id, step=key
         )
-        if not ran:
-            self.events.replayed(key, checkpoint.attempt, checkpoint.events)
-            if self.workspace is not None and checkpoint.workspace is not None:
-                # as the step left it: what a crashed attempt wrote after it is undone
-                await asyncio.to_thread(self.workspace.restore, checkpoint.workspace)
+        self.events.replayed(key, checkpoint.attempt, checkpoint.events)
+        if self.workspace is not None and checkpoint.workspace is not None:
+            # as the step left it: what a crashed attempt wrote after it is undone
+            await asyncio.to_thread(self.workspace.restore, checkpoint.workspace)
         self.context.restore(checkpoint.state)
         return value
 
 
-async def legacy_steps(workflow_id: str) -> bool:
-    """Whether ``workflow_id`` is a body an older eve started, whose records are DBOS
-    steps: its first DBOS operation is the load step or a step record, where this eve's
-    never is. Asked only of a body that restarts with no record in eve's table."""
+def _read_made(
+    recorded: bytes | str, decoder: msgspec.json.Decoder[T], *, step: str
+) -> tuple[T, dict[str, Any]]:
+    try:
+        made = _made.decode(recorded)
+        return decoder.decode(made.value), made.state
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise _corrupt(f"cannot be read ({error})", DBOS.workflow_id, step) from None
+
+
+async def legacy_steps(progress: TurnProgress, workflow_id: str) -> bool:
+    """Whether the body of ``workflow_id`` (its progress read) is one an older eve started,
+    whose records are DBOS steps: its first DBOS operation is the load step or a step
+    record, where this eve's never is. DBOS is asked only when the body restarts (the log
+    holds its events) and eve's table has no record of it, never on a turn's first run."""
+    if progress.records or not progress.restarted:
+        return False
 
     def first_step() -> list[Any]:
         # DBOS's own table, read around DBOS.list_workflow_steps: called in a workflow,

@@ -166,7 +166,7 @@ class TurnRuntime:
             records_of=running,
             checkpoint_of=session_id if loads else None,
         )
-        if not progress.records and progress.restarted and await legacy_steps(running):
+        if await legacy_steps(progress, running):
             progress = dataclasses.replace(progress, legacy_steps=True)
         return TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
 

@@ -37,6 +37,7 @@ from eve.execution.recording import Produce, RecordKind
 from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
+from eve.sessions.step_records import add_record
 from eve.sessions.store import SessionStore, TurnProgress
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper
@@ -96,8 +97,9 @@ class DurableRecorder:
         if (found := progress.records.get(key)) is not None:
             return found, False
         made = await run()
+        workflow_id = DBOS.workflow_id or ""
         stored = await asyncio.to_thread(
-            self.store.add_step_record, DBOS.workflow_id or "", key, made
+            self.store.run, lambda c: add_record(c, workflow_id, key, made)
         )
         progress.records[key] = stored
         # another run of this workflow recorded it first: its record counts, as on a replay

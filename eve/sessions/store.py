@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind, PrincipalRef
@@ -25,13 +24,13 @@ from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.step_records import read_records
 from eve.sessions.tables import (
     checkpoints,
     create_tables,
     events,
     input_requests,
     sessions,
-    step_records,
     workers,
 )
 
@@ -211,17 +210,6 @@ _PROGRESS = (
 _BODY_EVENT = sa.select(events.c.payload).where(
     _WORKFLOW_EVENTS, events.c.body_seq == sa.bindparam("b_seq")
 )
-_RECORDS_OF = step_records.c.workflow_id == sa.bindparam("b_workflow")
-_STEP_RECORDS = sa.select(step_records.c.step_key, step_records.c.record).where(_RECORDS_OF)
-_STEP_RECORD = sa.select(step_records.c.record).where(
-    _RECORDS_OF, step_records.c.step_key == sa.bindparam("b_key")
-)
-# a record already there is kept, and read back: two runs of one workflow (a worker taken
-# for dead that still runs) go on from the same record, whichever wrote first
-_NEW_RECORD = {
-    "sqlite": sqlite.insert(step_records).on_conflict_do_nothing(),
-    "postgresql": postgresql.insert(step_records).on_conflict_do_nothing(),
-}
 
 
 def _write_checkpoint(
@@ -574,8 +562,7 @@ class SessionStore:
             if last is not None:
                 final = c.execute(_BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}).scalar()
             if records_of is not None:
-                found = c.execute(_STEP_RECORDS, {"b_workflow": records_of})
-                records = {key: record for key, record in found}
+                records = read_records(c, records_of)
             if checkpoint_of is not None:
                 current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
         starting = None
@@ -592,36 +579,6 @@ class SessionStore:
             records=records,
             checkpoint=starting,
         )
-
-    # --- step records ------------------------------------------------------------------
-
-    @retried
-    def add_step_record(self, workflow_id: str, key: str, record: str) -> str:
-        """Store the record of ``workflow_id``'s step ``key``, in one short transaction; the
-        record stored, which is another's when another run of the workflow recorded the
-        step first (a worker taken for dead that still ran it)."""
-        row = {"workflow_id": workflow_id, "step_key": key, "record": record}
-        with self._tx() as c:
-            added = c.execute(
-                _NEW_RECORD[self.engine.dialect.name], {**row, "recorded_at": time.time()}
-            )
-            if added.rowcount == 1:
-                return record
-            found = c.execute(_STEP_RECORD, {"b_workflow": workflow_id, "b_key": key}).one()
-        stored: str = found[0]
-        return stored
-
-    @retried
-    def step_records(self, workflow_id: str) -> list[tuple[str, str]]:
-        """The step records of ``workflow_id`` as (key, record), in the order they were made
-        (for a reader: a body reads its own with ``turn_progress``)."""
-        with self._tx() as c:
-            rows = c.execute(
-                sa.select(step_records.c.step_key, step_records.c.record)
-                .where(step_records.c.workflow_id == workflow_id)
-                .order_by(step_records.c.recorded_at)
-            )
-            return [(key, record) for key, record in rows]
 
     # --- input requests ----------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eve.sessions.settings import resolve_settings
+from eve.sessions.step_records import list_records
 from eve.sessions.store import SessionStore
 
 
@@ -17,7 +18,7 @@ def step_records(
     """The step records of ``workflow_id`` in the order they were made."""
     store = SessionStore(resolve_settings(app_root, env=env or {}).eve_url)
     try:
-        found = store.step_records(workflow_id)
+        found = store.run(lambda c: list_records(c, workflow_id))
     finally:
         store.close()
     return [{"function_name": key, "output": record.encode()} for key, record in found]

@@ -18,7 +18,8 @@ from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.durable_steps import decode_step_record
 from eve.sessions.retention import prune_workflows
 from eve.sessions.settings import resolve_settings
-from eve.sessions.store import TurnProgress
+from eve.sessions.step_records import add_record
+from eve.sessions.store import SessionStore, StartingCheckpoint, TurnProgress
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
@@ -135,3 +136,23 @@ def test_prune_deletes_the_step_records_of_the_workflows_it_deletes_and_keeps_a_
     assert step_records(root, f"{done}:turn-0") == []
     # the parked turn's replay reads its record
     assert [r["function_name"] for r in step_records(root, f"{parked}:turn-0")] == ["step:0"]
+
+
+def test_a_step_recorded_twice_keeps_the_first_record_and_a_save_names_its_workflow(
+    either_store: SessionStore,
+) -> None:
+    """Two runs of one workflow (a worker taken for dead that still ran): the second record
+    of a step is not stored, and both go on from the first. A replay finds its own save
+    current and starts from the version before it."""
+    store = either_store
+    first = store.run(lambda c: add_record(c, "ses_a:turn-0", "step:0", '{"run":1}'))
+    second = store.run(lambda c: add_record(c, "ses_a:turn-0", "step:0", '{"run":2}'))
+    assert first == second == '{"run":1}'
+    store.create_session("ses_a")
+    store.save_checkpoint("ses_a", '{"turns":1}', after=0, saved_by="ses_a:turn-0")
+    progress = store.turn_progress("ses_a:turn-1", records_of="ses_a:turn-1", checkpoint_of="ses_a")
+    assert progress.checkpoint == StartingCheckpoint(version=1, data='{"turns":1}')
+    assert progress.records == {}
+    replay = store.turn_progress("ses_a:turn-0", records_of="ses_a:turn-0", checkpoint_of="ses_a")
+    assert replay.checkpoint == StartingCheckpoint(version=0, data=None)
+    assert replay.records == {"step:0": '{"run":1}'}

@@ -1,8 +1,10 @@
 """eve's own tables beside DBOS's (``tables.py``), read and written: sessions, checkpoints,
 the event log, input requests and workers.
 
-DBOS holds the workflows, their steps and messages; these tables hold what a reader asks
-for by session (the event log, the checkpoint a turn starts from). Methods are synchronous
+DBOS holds the workflows, their queue and messages; these tables hold what a reader asks
+for by session (the event log, the checkpoint a turn starts from) and what a turn's body
+reads as it (re)starts, in one read (``turn_progress``: its progress, its step records
+from ``step_records.py``, its checkpoint). Methods are synchronous
 SQLAlchemy Core; async callers run them in a thread (``asyncio.to_thread``).
 """
 

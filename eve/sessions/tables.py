@@ -45,8 +45,8 @@ sessions = sa.Table(
 )
 
 #: a session's checkpoints by version: the current one and the one before it, which a
-#: replay of the workflow that saved the current one still starts from (``checkpoint.load``
-#: records only the version it read, so DBOS never stores a copy of the history per turn)
+#: replay of the workflow that saved the current one still starts from (``saved_by`` names
+#: it; ``checkpoint_steps.py``), so nothing stores a copy of the history per turn
 checkpoints = sa.Table(
     "eve_checkpoints",
     _metadata,

@@ -567,8 +567,10 @@ class SessionStore:
                 records = read_records(c, records_of)
             if checkpoint_of is not None:
                 current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
+        finished = final is not None and json.loads(final).get("type") in BODY_ENDS
         starting = None
-        if checkpoint_of is not None:
+        if checkpoint_of is not None and not finished:
+            # (a body that ran to its end starts nothing: whatever it loaded may be gone)
             starting = self._starting_checkpoint(checkpoint_of, records_of or workflow_id, current)
         attempts: dict[str, int] = {}
         for key, attempt, _ in rows:
@@ -577,7 +579,7 @@ class SessionStore:
             last_body_seq=-1 if last is None else int(last),
             attempts=attempts,
             written={(key, int(attempt)): int(n) for key, attempt, n in rows},
-            finished=final is not None and json.loads(final).get("type") in BODY_ENDS,
+            finished=finished,
             records=records,
             checkpoint=starting,
         )

@@ -1417,8 +1417,9 @@ class StepRecordCorrupt(SessionError):
 
 
 class CheckpointMissing(SessionError):
-    """The checkpoint version a workflow loaded (its recorded ``checkpoint.load`` step) is no
-    longer stored, so it cannot be replayed from the history it started with."""
+    """The checkpoint version a workflow loaded (the one before its own save, or an older
+    eve's recorded ``checkpoint.load`` step) is no longer stored, so it cannot be replayed
+    from the history it started with."""
 
     code = "checkpoint_missing"
     http_status = 500

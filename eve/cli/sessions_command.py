@@ -63,6 +63,8 @@ def _describe(report: PruneReport, period: str) -> str:
     )
     if swept.mcp_calls:
         line += f", and {swept.mcp_calls} MCP call record(s) of workflows gone"
+    if report.step_records:
+        line += f"\n{verb} {report.step_records} step record(s) of the workflows gone"
     if report.accepted:
         line += (
             f"\n{verb} {report.accepted} accepted turn record(s) of turns done long ago "

@@ -1,12 +1,16 @@
-"""Loading and saving a session's checkpoint inside a workflow: a DBOS step records the load.
+"""Loading and saving a session's checkpoint inside a workflow, with no DBOS step.
 
-DBOS stores every step's output for as long as it keeps the workflow. A load step that
-returned the checkpoint would store a full copy of the session's history per turn, and
-the tables would grow with the square of a session's length. So the load step records
-only the *version* it read (``eve_checkpoints``); the body then reads that version, which
-a replay reads again: a recovered workflow starts from exactly what its first run loaded,
-since the store keeps that version until the session's next save (``store.py``). A save
-after that version is idempotent and needs no step (``save_checkpoint``).
+A body reads the checkpoint it starts from with its progress (``store.turn_progress``), in
+one read. A replay must start from what its first run loaded, even when that run already
+saved the next version: each save names the workflow that made it (``saved_by``), and a
+body that finds its own save current starts from the version before, which the store keeps
+until the session's next save (``store.py``). A session's workflows run one at a time, so
+nothing else saves in between. A save after a known version is idempotent and needs no
+step either (``save_checkpoint``).
+
+A workflow an older eve started recorded the version it loaded as a DBOS step
+(``checkpoint.load``), its first operation: such a body (``TurnProgress.legacy_steps``)
+reads it back the same way, so its later operations keep their numbers.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from dataclasses import dataclass
 from dbos import DBOS
 
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
-from eve.sessions.store import SessionStore
+from eve.sessions.durable_steps import LOAD_STEP
+from eve.sessions.store import SessionStore, TurnProgress
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,26 +35,29 @@ class Loaded:
     version: int | None
 
 
-async def load_checkpoint(store: SessionStore, session_id: str) -> Loaded:
-    """The ``checkpoint.load`` step, and the checkpoint of the version it recorded."""
-    read: dict[int, str | None] = {}
+async def load_checkpoint(store: SessionStore, session_id: str, progress: TurnProgress) -> Loaded:
+    """The checkpoint the body whose ``progress`` this is starts from (read with it)."""
+    if progress.legacy_steps:
+        return await _recorded_load(store, session_id)
+    start = progress.checkpoint
+    assert start is not None, "the body read its progress with the checkpoint"
+    return Loaded(checkpoint=decode_checkpoint(start.data), version=start.version)
+
+
+async def _recorded_load(store: SessionStore, session_id: str) -> Loaded:
+    """An older eve's ``checkpoint.load`` step, replayed: the version it recorded."""
 
     def current() -> int:
-        # the step records the version only; the data read with it serves this run, and a
-        # replay (the step not run) reads the recorded version's data on its own
-        version, read[version] = store.current_checkpoint(session_id)
-        return version
+        # what the older eve's step did; a body is legacy only once its load is recorded
+        return store.checkpoint_version(session_id)
 
     recorded: int | str | None = await DBOS.run_step_async(
-        {"name": "checkpoint.load"}, asyncio.to_thread, current
+        {"name": LOAD_STEP}, asyncio.to_thread, current
     )
     if isinstance(recorded, int):
-        if recorded in read:
-            raw = read[recorded]
-        else:
-            raw = await asyncio.to_thread(store.checkpoint_at, session_id, recorded)
+        raw = await asyncio.to_thread(store.checkpoint_at, session_id, recorded)
         return Loaded(checkpoint=decode_checkpoint(raw), version=recorded)
-    # a workflow an older eve started: its record is the checkpoint's JSON
+    # a workflow an even older eve started: its record is the checkpoint's JSON
     return Loaded(checkpoint=decode_checkpoint(recorded), version=None)
 
 
@@ -67,14 +75,20 @@ async def save_checkpoint(
     A save after a known version writes the same version whenever it runs, and a replay
     of the workflow computes the same checkpoint from the same records, so saving again
     overwrites it with itself: it needs no step of its own (each costs the engine two
-    reads and two writes). A save after whatever is current would save a version more
+    reads and two writes). It names the workflow saving it, which a replay reads back
+    (the module docstring). A save after whatever is current would save a version more
     each time, so it is a step, recorded once.
     """
     data = None if checkpoint is None else encode_checkpoint(checkpoint)
-    save = functools.partial(
-        store.save_checkpoint, session_id, data, after=None if after is None else after.version
-    )
     if after is not None and after.version is not None:
+        save = functools.partial(
+            store.save_checkpoint,
+            session_id,
+            data,
+            after=after.version,
+            saved_by=DBOS.workflow_id,
+        )
         await asyncio.to_thread(save)
         return
-    await DBOS.run_step_async({"name": step}, asyncio.to_thread, save)
+    clear = functools.partial(store.save_checkpoint, session_id, data, after=None)
+    await DBOS.run_step_async({"name": step}, asyncio.to_thread, clear)

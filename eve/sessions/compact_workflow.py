@@ -47,9 +47,9 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
     """Compact ``session_id`` now: ``compacted``, ``failed`` (the model failed; nothing
     changed) or ``nothing`` (too little history to fold)."""
     workflow_id = DBOS.workflow_id or f"{session_id}:compact"
-    events = await runtime.events_of(session_id, workflow_id)
+    events = await runtime.events_of(session_id, workflow_id, loads=True)
     emitter = EventEmitter(events, session_id=session_id)
-    loaded = await load_checkpoint(runtime.store, session_id)
+    loaded = await load_checkpoint(runtime.store, session_id, events.progress)
     checkpoint = loaded.checkpoint
     setup = runtime.setup
     config = setup.agent.config
@@ -96,7 +96,7 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
 
     context = EveContext(session_id=session_id)
     context.restore(checkpoint.state)
-    recorder = DurableRecorder(events, context, gate=runtime.gate)
+    recorder = DurableRecorder(events, context, store=runtime.store, gate=runtime.gate)
     record = await recorder.record(compaction_key(None), produce, COMPACTIONS)
     if isinstance(record, Summarized):
         await _save(runtime, session_id, loaded, record)

@@ -12,7 +12,8 @@ replay of the one asks DBOS for the other's result).
 ``EVE_RETENTION`` names a period. Deleting goes through DBOS's own ``delete_workflows``,
 which removes the payload tables' rows with the status row. Then the sandbox workspaces'
 storage that neither a session's head nor a kept workflow's steps name goes too
-(``workspace_sweep.py``).
+(``workspace_sweep.py``), and eve's step records (``eve_step_records``) of the workflows
+DBOS no longer keeps: only a replay reads them.
 
 Last, the accepted places of turns long done (``eve_accepted``, ``accepted.py``): a place
 is what a 202 promised, and the sweep that delivers after a crash reads only those not
@@ -45,7 +46,13 @@ from eve.sessions.dbos_data import EveSerializer
 from eve.sessions.idempotency import TTL_SECONDS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
-from eve.sessions.workspace_sweep import SweepReport, eve_engine, sweep_workspaces
+from eve.sessions.tables import step_records
+from eve.sessions.workspace_sweep import (
+    SweepReport,
+    eve_engine,
+    forget_gone_workflows,
+    sweep_workspaces,
+)
 
 log = logging.getLogger("eve.sessions")
 
@@ -100,6 +107,8 @@ class PruneReport:
     workspace: SweepReport = dataclasses.field(default_factory=SweepReport)
     #: accepted places (``eve_accepted``) of turns done long ago
     accepted: int = 0
+    #: step records (``eve_step_records``) of workflows DBOS no longer keeps
+    step_records: int = 0
 
     @property
     def total(self) -> int:
@@ -115,6 +124,7 @@ class PruneReport:
             "workspace": self.workspace.as_json(),
             "mcpCalls": self.workspace.mcp_calls,
             "accepted": self.accepted,
+            "stepRecords": self.step_records,
         }
 
 
@@ -135,11 +145,14 @@ def prune_workflows(
         with _client(settings) as client:
             report, doomed = _prune(client, cutoff=cutoff, dry_run=dry_run)
             swept = sweep_workspaces(settings, client, dry_run=dry_run, doomed=doomed)
+            records = _forget_step_records(settings, client, dry_run=dry_run, doomed=doomed)
             # a place outlives its Idempotency-Key, however short the retention period
             forgotten = _forget_accepted(
                 settings, before=min(cutoff, now - TTL_SECONDS), dry_run=dry_run
             )
-            return dataclasses.replace(report, workspace=swept, accepted=forgotten)
+            return dataclasses.replace(
+                report, workspace=swept, accepted=forgotten, step_records=records
+            )
     except EveError:
         raise
     except Exception as error:
@@ -183,6 +196,17 @@ def _prune(client: DBOSClient, *, cutoff: float, dry_run: bool) -> tuple[PruneRe
             return report, would_delete
         # what was deleted left the listing; what was kept (all, in a dry run) is still in it
         offset += len(page) - (0 if dry_run else len(doomed))
+
+
+def _forget_step_records(
+    settings: SessionSettings, client: DBOSClient, *, dry_run: bool, doomed: set[str]
+) -> int:
+    if not settings.is_postgres and not Path(settings.eve_url.removeprefix("sqlite:///")).exists():
+        return 0  # no session ever ran here
+    with eve_engine(settings) as engine:
+        column = step_records.c.workflow_id
+        _, rows = forget_gone_workflows(engine, client, column, doomed=doomed, dry_run=dry_run)
+    return rows
 
 
 def _forget_accepted(settings: SessionSettings, *, before: float, dry_run: bool) -> int:

@@ -1,8 +1,10 @@
 """eve's own tables beside DBOS's (``tables.py``), read and written: sessions, checkpoints,
 the event log, input requests and workers.
 
-DBOS holds the workflows, their steps and messages; these tables hold what a reader asks
-for by session (the event log, the checkpoint a turn starts from). Methods are synchronous
+DBOS holds the workflows, their queue and messages; these tables hold what a reader asks
+for by session (the event log, the checkpoint a turn starts from) and what a turn's body
+reads as it (re)starts, in one read (``turn_progress``: its progress, its step records
+from ``step_records.py``, its checkpoint). Methods are synchronous
 SQLAlchemy Core; async callers run them in a thread (``asyncio.to_thread``).
 """
 
@@ -24,6 +26,7 @@ from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.step_records import read_records
 from eve.sessions.tables import (
     checkpoints,
     create_tables,
@@ -87,8 +90,16 @@ class PendingRequest:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StartingCheckpoint:
+    """The checkpoint version a workflow body starts from, and its data (None: empty)."""
+
+    version: int
+    data: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class TurnProgress:
-    """What a (re)started turn workflow already wrote to the log."""
+    """What a (re)started turn workflow already wrote: to the log, and as step records."""
 
     last_body_seq: int
     #: the highest attempt per step key
@@ -98,6 +109,17 @@ class TurnProgress:
     #: the body's last event is in the log (``session.waiting`` …): it ran to its end, and
     #: only DBOS's record of that was lost (a crash, a write that failed)
     finished: bool = False
+    #: the workflow's step records by key (``durable_steps.py``), when asked for
+    records: dict[str, str] = field(default_factory=dict)
+    #: the checkpoint the body starts from, when asked for (``checkpoint_steps.py``)
+    checkpoint: StartingCheckpoint | None = None
+    #: its records are DBOS steps: an older eve started it (``durable_steps.legacy_steps``)
+    legacy_steps: bool = False
+
+    @property
+    def restarted(self) -> bool:
+        """The log holds events of this body: it ran before (a recovery, a rerun)."""
+        return self.last_body_seq >= 0 or bool(self.attempts)
 
 
 def current_checkpoint() -> sa.ColumnElement[str | None]:
@@ -148,7 +170,7 @@ _CURRENT_VERSION = (
     .values(checkpoint_version=sa.bindparam("b_version"), checkpoint=None)
 )
 _CURRENT_CHECKPOINT = (
-    sa.select(sessions.c.checkpoint_version, checkpoints.c.data)
+    sa.select(sessions.c.checkpoint_version, checkpoints.c.data, checkpoints.c.saved_by)
     .select_from(
         sessions.outerjoin(
             checkpoints,
@@ -192,10 +214,13 @@ _BODY_EVENT = sa.select(events.c.payload).where(
 )
 
 
-def _write_checkpoint(c: Connection, session_id: str, version: int, data: str | None) -> None:
+def _write_checkpoint(
+    c: Connection, session_id: str, version: int, data: str | None, saved_by: str | None = None
+) -> None:
     """``data`` as ``version``, the session's current one; versions before the previous go."""
     c.execute(_DROP_CHECKPOINTS, {"b_session": session_id, "b_version": version})
-    c.execute(checkpoints.insert(), {"session_id": session_id, "version": version, "data": data})
+    row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
+    c.execute(checkpoints.insert(), row)
     c.execute(_CURRENT_VERSION, {"b_session": session_id, "b_version": version})
 
 
@@ -376,19 +401,21 @@ class SessionStore:
             _write_checkpoint(c, session_id, 1, row[1])
             return 1
 
-    @retried
-    def current_checkpoint(self, session_id: str) -> tuple[int, str | None]:
-        """The current checkpoint's version and data in one read (``checkpoint_version``,
-        then ``checkpoint_at`` that version, as a turn starting afresh needs both)."""
-        with self._tx() as c:
-            row = c.execute(_CURRENT_CHECKPOINT, {"b_session": session_id}).first()
+    def _starting_checkpoint(
+        self, session_id: str, workflow_id: str, row: sa.Row[Any, Any, Any] | None
+    ) -> StartingCheckpoint:
+        """The checkpoint ``workflow_id``'s body starts from, given the session's current one
+        (``row``, read with the body's progress): that one, unless this workflow saved it
+        (a replay after its save), then the one it replaced, which the store keeps."""
         if row is None or (row[0] and row[1] is None):
             # no session row, a checkpoint an older eve kept in the row, or a version whose
-            # row is missing: the two reads say which, and raise what fits
+            # row is missing (or a cleared one): the two reads say which, and raise what fits
             version = self.checkpoint_version(session_id)
-            return version, self.checkpoint_at(session_id, version)
-        data: str | None = row[1]
-        return int(row[0]), data
+            return StartingCheckpoint(version=version, data=self.checkpoint_at(session_id, version))
+        if row[2] is not None and row[2] == workflow_id:
+            version = int(row[0]) - 1
+            return StartingCheckpoint(version=version, data=self.checkpoint_at(session_id, version))
+        return StartingCheckpoint(version=int(row[0]), data=row[1])
 
     @retried
     def checkpoint_at(self, session_id: str, version: int) -> str | None:
@@ -414,11 +441,17 @@ class SessionStore:
 
     @retried
     def save_checkpoint(
-        self, session_id: str, checkpoint: str | None, *, after: int | None = None
+        self,
+        session_id: str,
+        checkpoint: str | None,
+        *,
+        after: int | None = None,
+        saved_by: str | None = None,
     ) -> int:
         """Store ``checkpoint`` (None: cleared) as the session's current one, the version
         after ``after`` (the one the saving workflow loaded; by default the current one),
-        and return that version.
+        and return that version. ``saved_by``: the workflow saving it, which a replay of
+        it then does not start from (``turn_progress``).
 
         Saving the same version again overwrites it (a replayed save writes what it wrote
         before). The version before the new one stays, for a replay of the workflow that
@@ -431,7 +464,7 @@ class SessionStore:
                     sa.select(sessions.c.checkpoint_version).where(sessions.c.id == session_id)
                 ).scalar()
                 after = int(current or 0)
-            _write_checkpoint(c, session_id, after + 1, checkpoint)
+            _write_checkpoint(c, session_id, after + 1, checkpoint, saved_by)
         return after + 1
 
     # --- cancellation ------------------------------------------------------------------
@@ -511,7 +544,18 @@ class SessionStore:
         return [row[0] for row in rows]
 
     @retried
-    def turn_progress(self, workflow_id: str) -> TurnProgress:
+    def turn_progress(
+        self,
+        workflow_id: str,
+        *,
+        records_of: str | None = None,
+        checkpoint_of: str | None = None,
+    ) -> TurnProgress:
+        """What the body logging as ``workflow_id`` wrote, in one read: with the step records
+        of ``records_of`` (the DBOS workflow running it: a rerun logs as its turn), and the
+        checkpoint of session ``checkpoint_of`` that workflow starts from."""
+        records: dict[str, str] = {}
+        current = None
         with self._tx() as c:
             grouped = c.execute(_PROGRESS, {"b_workflow": workflow_id}).all()
             rows = [(key, attempt, n) for key, attempt, n, _ in grouped if key is not None]
@@ -519,6 +563,15 @@ class SessionStore:
             final = None
             if last is not None:
                 final = c.execute(_BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}).scalar()
+            if records_of is not None:
+                records = read_records(c, records_of)
+            if checkpoint_of is not None:
+                current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
+        finished = final is not None and json.loads(final).get("type") in BODY_ENDS
+        starting = None
+        if checkpoint_of is not None and not finished:
+            # (a body that ran to its end starts nothing: whatever it loaded may be gone)
+            starting = self._starting_checkpoint(checkpoint_of, records_of or workflow_id, current)
         attempts: dict[str, int] = {}
         for key, attempt, _ in rows:
             attempts[key] = max(attempts.get(key, -1), int(attempt))
@@ -526,7 +579,9 @@ class SessionStore:
             last_body_seq=-1 if last is None else int(last),
             attempts=attempts,
             written={(key, int(attempt)): int(n) for key, attempt, n in rows},
-            finished=final is not None and json.loads(final).get("type") in BODY_ENDS,
+            finished=finished,
+            records=records,
+            checkpoint=starting,
         )
 
     # --- input requests ----------------------------------------------------------------

@@ -45,8 +45,8 @@ sessions = sa.Table(
 )
 
 #: a session's checkpoints by version: the current one and the one before it, which a
-#: replay of the workflow that saved the current one still starts from (``checkpoint.load``
-#: records only the version it read, so DBOS never stores a copy of the history per turn)
+#: replay of the workflow that saved the current one still starts from (``saved_by`` names
+#: it; ``checkpoint_steps.py``), so nothing stores a copy of the history per turn
 checkpoints = sa.Table(
     "eve_checkpoints",
     _metadata,
@@ -54,6 +54,25 @@ checkpoints = sa.Table(
     sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
     #: the checkpoint's JSON; NULL for a cleared one (a reset)
     sa.Column("data", sa.Text),
+    #: the workflow whose save wrote it: a replay of that workflow starts from the version
+    #: before (NULL: saved outside a workflow, or by an eve before this column)
+    sa.Column("saved_by", sa.String(255)),
+)
+
+#: each durable step's record (``durable_steps.py``): the value a step produced, the state
+#: after it and its events, read once when its workflow's body (re)starts, so a replay
+#: neither asks the model again nor runs a tool twice. Kept while DBOS keeps the workflow
+#: (``retention.py``)
+step_records = sa.Table(
+    "eve_step_records",
+    _metadata,
+    sa.Column("workflow_id", sa.String(255), primary_key=True),
+    #: the step's key in its turn (``step:0``, ``step:0:call:1``)
+    sa.Column("step_key", sa.String(200), primary_key=True),
+    #: ``StepCheckpoint`` as JSON, redacted
+    sa.Column("record", sa.Text, nullable=False),
+    #: when it was recorded (epoch seconds): the order a reader lists them in
+    sa.Column("recorded_at", sa.Float, nullable=False),
 )
 
 events = sa.Table(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoi
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.db_retry import patient
-from eve.sessions.durable_steps import DurableRecorder
+from eve.sessions.durable_steps import DurableRecorder, legacy_steps
 from eve.sessions.event_log import EventLog
 from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
@@ -152,10 +153,21 @@ class TurnRuntime:
         workflow_id = DBOS.workflow_id or ""
         await asyncio.to_thread(self.store.run, lambda c: finish(c, workflow_id))
 
-    async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents:
+    async def events_of(
+        self, session_id: str, workflow_id: str, *, loads: bool = False
+    ) -> TurnEvents:
         """The sink of a workflow body writing into ``session_id``'s log, which skips what an
-        earlier run of the same body already wrote."""
-        progress = await asyncio.to_thread(self.store.turn_progress, workflow_id)
+        earlier run of the same body already wrote; its progress holds the body's step
+        records (and with ``loads``, the checkpoint it starts from), read at once."""
+        running = DBOS.workflow_id or workflow_id
+        progress = await asyncio.to_thread(
+            self.store.turn_progress,
+            workflow_id,
+            records_of=running,
+            checkpoint_of=session_id if loads else None,
+        )
+        if await legacy_steps(progress, running):
+            progress = dataclasses.replace(progress, legacy_steps=True)
         return TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
 
     @contextlib.asynccontextmanager
@@ -176,7 +188,7 @@ class TurnRuntime:
         # a rerun (accepted_sweep.py) writes under its turn's id: what the ended run wrote
         # is skipped, as for a replay
         log_id = turn_workflow_id(session_id, turn)
-        events = await self.events_of(session_id, log_id)
+        events = await self.events_of(session_id, log_id, loads=True)
         if events.progress.finished:
             return "recovered"  # the log tells its end already; do not run it twice
         try:
@@ -191,7 +203,7 @@ class TurnRuntime:
     ) -> str:
         turn_id = f"turn_{turn}"
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
-        loaded = await load_checkpoint(self.store, session_id)
+        loaded = await load_checkpoint(self.store, session_id, events.progress)
         checkpoint = loaded.checkpoint
         context = EveContext(session_id=session_id, principal=sender_of(given))
         context.restore(checkpoint.state)
@@ -213,7 +225,9 @@ class TurnRuntime:
                     signal=signal,
                     emitter=emitter,
                     context=context,
-                    recorder=DurableRecorder(events, context, gate=self.gate, workspace=workspace),
+                    recorder=DurableRecorder(
+                        events, context, store=self.store, gate=self.gate, workspace=workspace
+                    ),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
                     approved_once=frozenset(checkpoint.approved_once),

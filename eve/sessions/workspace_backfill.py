@@ -7,8 +7,9 @@ parked before the upgrade, or run meanwhile by a worker not yet upgraded (a roll
 would lose every tree its records name that no session head names too, and its replay
 would then fail to restore them. So before each sweep this reads the records of every
 workflow that may still run or replay (pending, enqueued, delayed: a finished one is never
-replayed) and notes what they name. Notes already there cost a lookup; what is read stays
-bounded (a page of steps at a time).
+replayed), in DBOS's step outputs (where an eve from before ``eve_step_records`` kept
+them) and in eve's own table, and notes what they name. Notes already there cost a
+lookup; what is read stays bounded (a page of steps at a time).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from eve.sessions.tables import workspace_refs
+from eve.sessions.tables import step_records, workspace_refs
 
 #: the workflow statuses whose steps may still be replayed
 ACTIVE = ["PENDING", "ENQUEUED", "DELAYED"]
@@ -43,7 +44,7 @@ def note_active_workflows(c: Connection, client: DBOSClient) -> int:
     no note does yet; how many notes were added."""
     added = 0
     for status in client.list_workflows(status=ACTIVE, load_input=False, load_output=False):
-        named = _trees_named(client, status.workflow_id)
+        named = _trees_named(client, status.workflow_id) | _trees_recorded(c, status.workflow_id)
         if not named:
             continue
         noted = set(
@@ -76,6 +77,15 @@ def _trees_named(client: DBOSClient, workflow_id: str) -> set[str]:
         if len(steps) < STEP_PAGE:
             return named
         offset += len(steps)
+
+
+def _trees_recorded(c: Connection, workflow_id: str) -> set[str]:
+    """The trees eve's own records of ``workflow_id`` name (``step_records.py``): a step
+    writes its note with its record, so this finds none missing unless a note was lost."""
+    rows = c.execute(
+        sa.select(step_records.c.record).where(step_records.c.workflow_id == workflow_id)
+    ).scalars()
+    return {tree for record in rows if (tree := _tree_of(record)) is not None}
 
 
 def _tree_of(output: object) -> str | None:

@@ -105,7 +105,7 @@ def sweep_workspaces(
         return SweepReport()  # no session ever ran here
     with eve_engine(settings) as engine:
         forget = functools.partial(
-            _forget_gone_workflows, engine, client, doomed=doomed, dry_run=dry_run
+            forget_gone_workflows, engine, client, doomed=doomed, dry_run=dry_run
         )
         gone, _ = forget(workspace_refs.c.workflow_id)
         # a turn's MCP call records (``mcp_calls.py``) matter only while it may run again
@@ -123,7 +123,7 @@ def sweep_workspaces(
         return dataclasses.replace(swept, mcp_calls=calls)
 
 
-def _forget_gone_workflows(
+def forget_gone_workflows(
     engine: Engine, client: DBOSClient, column: sa.Column[str], *, doomed: set[str], dry_run: bool
 ) -> tuple[set[str], int]:
     """In a dry run, the workflows ``column`` names that DBOS no longer has (or that the

@@ -1,4 +1,4 @@
-"""A fallback inside a durable turn: one DBOS step whose recorded response names the model
+"""A fallback inside a durable turn: one durable step whose recorded response names the model
 that answered (Anthropic down with its 529 ``overloaded_error``, an OpenAI-compatible server
 answering), so a recovered workflow replays that model's answer without asking any."""
 
@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbos import DBOS
-
 from tests.conftest import AppFactory
 from tests.models.sse_server import ScriptedServer
 from tests.models.test_retries import KEY, anthropic_error, openai_hello
 from tests.sessions.harness import count, types
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.records import step_records
 
 AGENT = {
     "agent/agent.py": """
@@ -35,11 +34,12 @@ def test_a_fallback_is_one_durable_step_that_records_who_answered(make_app: AppF
         }
         anthropic.add(*[anthropic_error(529, "overloaded_error")] * 2)
         local.add(openai_hello())
-        server = InProcessServer(make_app(AGENT), env=env).start()
+        root = make_app(AGENT)
+        server = InProcessServer(root, env=env).start()
         try:
             session = server.create("hi")
             events = server.wait_for(session, count("turn.completed"))
-            steps: list[dict[str, Any]] = DBOS.list_workflow_steps(f"{session}:turn-0")
+            steps: list[dict[str, Any]] = step_records(root, f"{session}:turn-0")
         finally:
             server.stop()
     kinds = types(events)

@@ -2,18 +2,17 @@
 
 The real ``anthropic`` SDK talks to the loopback server, which answers one turn's first try
 with Anthropic's 529 ``overloaded_error`` ("Errors", https://docs.anthropic.com/en/api/errors)
-and the other turn's at once; both turns must record the same DBOS steps.
+and the other turn's at once; both turns must record the same durable steps.
 """
 
 from __future__ import annotations
-
-from dbos import DBOS
 
 from tests.conftest import AppFactory
 from tests.models.sse_server import ScriptedServer
 from tests.models.test_retries import KEY, anthropic_error, anthropic_hello
 from tests.sessions.harness import count, types
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.records import step_records
 
 AGENT = {
     "agent/agent.py": """
@@ -30,7 +29,8 @@ AGENT = {
 def test_a_retried_model_call_is_one_durable_step(make_app: AppFactory) -> None:
     with ScriptedServer() as api:
         env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.url}
-        server = InProcessServer(make_app(AGENT), env=env).start()
+        root = make_app(AGENT)
+        server = InProcessServer(root, env=env).start()
         try:
             api.add(anthropic_hello())
             calm = server.create("hi")
@@ -38,11 +38,11 @@ def test_a_retried_model_call_is_one_durable_step(make_app: AppFactory) -> None:
             api.add(anthropic_error(529, "overloaded_error"), anthropic_hello())
             busy = server.create("hi")
             busy_events = server.wait_for(busy, count("turn.completed"))
-            calm_steps = DBOS.list_workflow_steps(f"{calm}:turn-0")
-            busy_steps = DBOS.list_workflow_steps(f"{busy}:turn-0")
+            calm_steps = step_records(root, f"{calm}:turn-0")
+            busy_steps = step_records(root, f"{busy}:turn-0")
         finally:
             server.stop()
-    assert calm_steps, "the turn recorded no DBOS step: the comparison below would prove nothing"
+    assert calm_steps, "the turn recorded no durable step: the comparison below would prove nothing"
     assert "model.retrying" not in types(calm_events)
     assert types(busy_events).count("model.retrying") == 1
     assert len(api.requests) == 3  # one try, then two: the retry happened

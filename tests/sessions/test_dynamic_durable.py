@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dbos import DBOS
-
 from tests.conftest import AppFactory
 from tests.sessions.apps import call, say
 from tests.sessions.harness import count, script
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.records import step_records
 from tests.sessions.test_secrets import stored_values
 
 #: an attribute of the deps object no output shows: it must reach no table or file
@@ -62,7 +61,7 @@ def test_the_dynamic_prompt_is_a_recorded_step_and_deps_are_never_stored(
     try:
         session = server.create("who?")
         events = server.wait_for(session, count("session.waiting"))
-        steps: list[dict[str, Any]] = DBOS.list_workflow_steps(f"{session}:turn-0")
+        steps: list[dict[str, Any]] = step_records(root, f"{session}:turn-0")
     finally:
         server.stop()
     [result] = [e["data"]["output"] for e in events if e["type"] == "action.result"]

@@ -1,16 +1,15 @@
 """A durable step with several calls needing a person: one round of questions, then the
-calls run at once, each its own DBOS step."""
+calls run at once, each its own durable step."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dbos import DBOS
-
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import assert_dense, count, types
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.records import step_records
 
 
 def test_the_approvals_of_a_step_are_one_round_and_its_calls_separate_steps(
@@ -32,7 +31,7 @@ def test_the_approvals_of_a_step_are_one_round_and_its_calls_separate_steps(
         server.answer(session, asked[1]["request_id"], "approve")
         server.answer(session, asked[0]["request_id"], "approve")
         events = server.wait_for(session, count("session.waiting"))
-        steps: list[dict[str, Any]] = DBOS.list_workflow_steps(f"{session}:turn-0")
+        steps: list[dict[str, Any]] = step_records(root, f"{session}:turn-0")
     finally:
         server.stop()
     assert_dense(events)

@@ -18,6 +18,7 @@ from eve.manifest import ROOT_NODE_ID
 from eve.sandbox.bindings import session_directory
 from eve.sessions.retention import _client, prune_workflows
 from eve.sessions.settings import SessionSettings, resolve_settings
+from eve.sessions.step_records import list_records
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import mcp_calls, workspace_blobs, workspace_heads, workspace_trees
 from eve.sessions.workspace_sweep import SweepReport, sweep_trees
@@ -170,8 +171,8 @@ def _assert_the_parked_turns_trees_are_kept(settings: SessionSettings, store: Se
     """Every tree the parked turn's step records name is there for its replay."""
     with _client(settings) as client:
         [workflow] = client.list_workflows(status="PENDING", load_input=False)
-        steps = client.list_workflow_steps(workflow.workflow_id)
-    records = [msgspec.json.decode(s["output"]) for s in steps if type(s["output"]) is bytes]
+    steps = store.run(lambda c: list_records(c, workflow.workflow_id))
+    records = [msgspec.json.decode(record) for _, record in steps]
     named = {r["workspace"] for r in records if r.get("workspace")}
     heads = set(
         store.run(lambda c: c.execute(sa.select(workspace_heads.c.tree_id)).scalars().all())

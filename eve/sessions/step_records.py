@@ -1,0 +1,52 @@
+"""Durable step records in eve's table (``eve_step_records``): read, added, listed.
+
+Each function runs in the caller's transaction: a body's records are read with its progress
+in the log (``SessionStore.turn_progress``), and a new one is added in a short transaction
+of its own (``DurableRecorder``, through ``SessionStore.run``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from eve.sessions.tables import step_records
+
+# built once, as the store's statements are (``store.py``)
+_OF_WORKFLOW = step_records.c.workflow_id == sa.bindparam("b_workflow")
+_RECORDS = sa.select(step_records.c.step_key, step_records.c.record).where(_OF_WORKFLOW)
+_IN_ORDER = _RECORDS.order_by(step_records.c.recorded_at)
+_RECORD = sa.select(step_records.c.record).where(
+    _OF_WORKFLOW, step_records.c.step_key == sa.bindparam("b_key")
+)
+# a record already there is kept, and read back: two runs of one workflow (a worker taken
+# for dead that still runs) go on from the same record, whichever wrote first
+_NEW_RECORD = {
+    "sqlite": sqlite.insert(step_records).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(step_records).on_conflict_do_nothing(),
+}
+
+
+def read_records(c: Connection, workflow_id: str) -> dict[str, str]:
+    """The records of ``workflow_id``'s steps, by key."""
+    return {key: record for key, record in c.execute(_RECORDS, {"b_workflow": workflow_id})}
+
+
+def add_record(c: Connection, workflow_id: str, key: str, record: str) -> str:
+    """Store ``record`` as ``workflow_id``'s step ``key``; the record stored, which is
+    another's when another run of the workflow recorded the step first."""
+    row = {"workflow_id": workflow_id, "step_key": key, "record": record}
+    added = c.execute(_NEW_RECORD[c.dialect.name], {**row, "recorded_at": time.time()})
+    if added.rowcount == 1:
+        return record
+    stored: str = c.execute(_RECORD, {"b_workflow": workflow_id, "b_key": key}).one()[0]
+    return stored
+
+
+def list_records(c: Connection, workflow_id: str) -> list[tuple[str, str]]:
+    """The records of ``workflow_id`` as (key, record), in the order they were made (for a
+    reader: a body reads its own with its progress)."""
+    return [(key, record) for key, record in c.execute(_IN_ORDER, {"b_workflow": workflow_id})]

@@ -20,6 +20,7 @@ Everything here runs on the event loop; sources in other threads hand over with
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,7 +69,10 @@ class SessionFeed:
         first = self.next - len(self.tail)
         if index < first:
             return None
-        return list(self.tail)[index - first :]
+        # from the deque's end: a follower wants the few newest of up to TAIL_EVENTS
+        newest = list(itertools.islice(reversed(self.tail), self.next - index))
+        newest.reverse()
+        return newest
 
     def wake(self) -> None:
         self.epoch += 1

@@ -218,21 +218,36 @@ class EventLog:
         read does not wait out a database fault (``db_retry``) but raises it (an HTTP
         stream, which ends whole and is followed again from its next index).
         """
+        batches = self.batches(session_id, start, follow=follow, fast=fast)
+        async with contextlib.aclosing(batches):
+            async for batch in batches:
+                if not batch:
+                    yield ""
+                for payload in batch:
+                    yield payload
+
+    async def batches(
+        self, session_id: str, start: int, *, follow: bool, fast: bool = False
+    ) -> AsyncIterator[list[str]]:
+        """``read``'s events, those ready together in one list, and ``[]`` for a heartbeat.
+
+        An HTTP stream writes each list as one chunk: the events of one commit cost one
+        socket write, not one each (writes were a quarter of a busy server's CPU).
+        """
         if not follow:
             index = start
             while rows := await asyncio.to_thread(self._rows, session_id, index, fast):
-                for payload in rows:
-                    yield payload
+                yield rows
                 index += len(rows)
             return
         feed = self.feeds.join(session_id)
         try:
-            async for payload in self._follow(feed, start, fast):
-                yield payload
+            async for rows in self._follow(feed, start, fast):
+                yield rows
         finally:
             self.feeds.leave(feed)
 
-    async def _follow(self, feed: SessionFeed, start: int, fast: bool) -> AsyncIterator[str]:
+    async def _follow(self, feed: SessionFeed, start: int, fast: bool) -> AsyncIterator[list[str]]:
         index = start
         caught_up = False
         idle_since = time.monotonic()
@@ -245,10 +260,9 @@ class EventLog:
                 self.catch_up_reads += 1
                 rows = await asyncio.to_thread(self._rows, feed.session_id, index, fast)
                 caught_up = not rows
-            for payload in rows:
-                yield payload
-                index += 1
             if rows:
+                yield rows
+                index += len(rows)
                 idle_since = time.monotonic()
                 continue
             self.feeds.waiting_at(feed, index)
@@ -266,4 +280,4 @@ class EventLog:
                 # a safety net, not the way events come: one re-read for all its followers
                 self.heartbeat_rechecks += 1
                 self.feeds.recheck(feed.session_id)
-                yield ""
+                yield []

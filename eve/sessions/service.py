@@ -659,6 +659,19 @@ class SessionService:
         await self.get(session_id, principal=principal)
         return self.log.read(session_id, start, follow=follow, fast=fast)
 
+    async def event_batches(
+        self,
+        session_id: str,
+        start: int,
+        *,
+        follow: bool,
+        fast: bool = False,
+        principal: Principal = OPERATOR,
+    ) -> AsyncIterator[list[str]]:
+        """``events``, those ready together in one list (``EventLog.batches``)."""
+        await self.get(session_id, principal=principal)
+        return self.log.batches(session_id, start, follow=follow, fast=fast)
+
 
 def _fingerprinted(response: InputResponse) -> dict[str, Any]:
     """An answer as an idempotency key's fingerprint reads it: every field, ``values`` even

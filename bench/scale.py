@@ -373,6 +373,9 @@ def _report(
         "posts_refused": refused,
         "turns_failed": sum(o["failed"] for o in outcomes),
         "stream_reconnects": sum(o["reconnects"] for o in outcomes),
+        # the server's writes to a follower per turn (each a send() system call), and events
+        "stream_chunks_per_turn": _per(outcomes, "stream_chunks", all_done),
+        "stream_events_per_turn": _per(outcomes, "stream_events", all_done),
         "server_cpu_ms_per_turn": per_turn(sum(server_cpu)),
         "server_cpu_pct_of_core": round(100 * sum(server_cpu) / plan.window_seconds, 1),
         "db_cpu_ms_per_turn": per_turn(db_cpu) if config.backend == "postgres" else None,
@@ -399,6 +402,10 @@ def _report(
             for i, cpu in enumerate(server_cpu)
         }
     return report
+
+
+def _per(outcomes: list[dict[str, Any]], key: str, turns: int) -> float | None:
+    return round(sum(o.get(key, 0) for o in outcomes) / turns, 1) if turns else None
 
 
 # --- the report -------------------------------------------------------------------------
@@ -446,6 +453,11 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
     extra = [f"turns by worker: {row['turns_by_worker']}"] if "turns_by_worker" in row else []
     if "cpu_ms_per_turn_by_host" in row:
         extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
+    if row.get("stream_chunks_per_turn") is not None:
+        extra.append(
+            f"stream per turn: {row['stream_events_per_turn']} events in "
+            f"{row['stream_chunks_per_turn']} chunks (the server's writes)"
+        )
     if "threads_at_end" in row:
         logged = row["server_log"]
         extra.append(

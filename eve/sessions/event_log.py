@@ -166,7 +166,8 @@ class EventLog:
         self.feeds = EventFeeds(store)
         #: the store reads followers made themselves, to catch up (an idle one makes none)
         self.catch_up_reads = 0
-        #: re-reads asked for at a heartbeat, the safety net under the notifications
+        #: heartbeats that asked whether a log grew unheard, the safety net under the
+        #: notifications (``EventFeeds.heartbeat``)
         self.heartbeat_rechecks = 0
 
     async def drain(self) -> None:
@@ -277,7 +278,7 @@ class EventLog:
                 raise feed.failure
             if not changed.is_set():
                 idle_since = time.monotonic()
-                # a safety net, not the way events come: one re-read for all its followers
+                # a safety net, not the way events come: one query for all idle sessions
                 self.heartbeat_rechecks += 1
-                self.feeds.recheck(feed.session_id)
+                self.feeds.heartbeat(feed.session_id)
                 yield []

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -229,7 +229,7 @@ class EventLog:
 
     async def batches(
         self, session_id: str, start: int, *, follow: bool, fast: bool = False
-    ) -> AsyncIterator[list[str]]:
+    ) -> AsyncGenerator[list[str], None]:
         """``read``'s events, those ready together in one list, and ``[]`` for a heartbeat.
 
         An HTTP stream writes each list as one chunk: the events of one commit cost one

@@ -221,7 +221,7 @@ class _Routes:
         # a read does not wait out a database fault (db_retry): the stream ends whole, and
         # its client follows it again from its next index
         batches = await self.service.event_batches(
-            session_id, start, follow=follow, fast=True, principal=principal_of(request)
+            session_id, start, follow=follow, principal=principal_of(request)
         )
 
         async def lines() -> AsyncIterator[bytes]:

@@ -29,8 +29,10 @@ AREAS: list[tuple[str, re.Pattern[str]]] = [
     ("event log writes", re.compile(r"SessionWriter\.|SessionStore\.(append_events|next_event)")),
     (
         "stream reads (followers)",
-        re.compile(r"EventLog\.(read|_rows) |SessionStore\.read_events|[(/]eve/server/followers"),
+        re.compile(r"EventLog\.(read|batches|_follow|_rows) |SessionStore\.read_events"),
     ),
+    # what a followed stream sends (its chunks' socket writes), apart from what it reads
+    ("stream writes (followers)", re.compile(r"[(/]eve/server/followers")),
     (
         "DBOS polling (queue, notifications)",
         re.compile(r"[(/]dbos/_queue\.py|_notification_listener"),

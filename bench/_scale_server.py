@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -232,3 +233,37 @@ class ServeProcess:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.kill()
+
+
+class HealthProbe:
+    """Asks a server's ``/health`` every ``PROBE_SECONDS`` from a thread of its own, timing
+    each answer: the route reads nothing, so its time is how long a request waits for the
+    server's event loop (its lag), which no CPU figure shows."""
+
+    PROBE_SECONDS = 0.25
+
+    def __init__(self, url: str) -> None:
+        self.url = url + "/health"
+        self.seconds: list[float] = []
+        self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="health-probe", daemon=True)
+
+    def start(self) -> HealthProbe:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=60.0) as http:
+            while not self._stop.wait(self.PROBE_SECONDS):
+                began = time.perf_counter()
+                try:
+                    http.get(self.url).raise_for_status()
+                except httpx.HTTPError:
+                    self.failed += 1
+                    continue
+                self.seconds.append(time.perf_counter() - began)

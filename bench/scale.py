@@ -39,6 +39,7 @@ from bench._results import RESULTS_DIR, publish
 from bench._scale_server import (
     REPO,
     TOKEN,
+    HealthProbe,
     ServeProcess,
     cpu_seconds,
     install_model_plugin,
@@ -287,11 +288,13 @@ def _measure(
         proc.stdin.flush()
     time.sleep(max(0.0, measure_from - time.time()))
     cpu_before, db_cpu_before = _cpu(servers), db.cpu()
+    probe = HealthProbe(servers[0].url).start()
     profile = _pyspy.record(
         servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
     )
     time.sleep(max(0.0, until - time.time()))
     profile.stop()  # the window's end, not the server's shutdown
+    probe.stop()
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
     rss = sum(rss_bytes(server.pids()) for server in servers)
     threads = sum(thread_count(server.pids()) for server in servers)
@@ -310,6 +313,7 @@ def _measure(
         server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
         db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
         by_worker=by_worker, profile=profile.summary(), threads=threads, logged=logged,
+        probe=probe,
     )  # fmt: skip
 
 
@@ -347,6 +351,7 @@ def _report(
     profile: dict[str, Any],
     threads: int,
     logged: dict[str, Any],
+    probe: HealthProbe,
 ) -> dict[str, Any]:
     since, until = window
     turns = [t for o in outcomes for t in o["turns"]]
@@ -373,6 +378,9 @@ def _report(
         "posts_refused": refused,
         "turns_failed": sum(o["failed"] for o in outcomes),
         "stream_reconnects": sum(o["reconnects"] for o in outcomes),
+        # the server's writes to a follower per turn (each a send() system call), and events
+        "stream_chunks_per_turn": _per(outcomes, "stream_chunks", all_done),
+        "stream_events_per_turn": _per(outcomes, "stream_events", all_done),
         "server_cpu_ms_per_turn": per_turn(sum(server_cpu)),
         "server_cpu_pct_of_core": round(100 * sum(server_cpu) / plan.window_seconds, 1),
         "db_cpu_ms_per_turn": per_turn(db_cpu) if config.backend == "postgres" else None,
@@ -380,6 +388,10 @@ def _report(
         "idle_server_cpu_pct": round(idle_pct, 1),
         "rss_mb": round(rss / 2**20, 1),
         "threads_at_end": threads,
+        # the event loop's lag: /health's answer time, every 0.25 s through the window
+        "health_p50_ms": _ms(_percentile(probe.seconds, 0.5)),
+        "health_p95_ms": _ms(_percentile(probe.seconds, 0.95)),
+        "health_max_ms": _ms(max(probe.seconds, default=None)),
         "server_log": logged,
         "bytes_stored_per_turn": round(stored / all_done) if all_done else None,
         "profile": profile,
@@ -399,6 +411,10 @@ def _report(
             for i, cpu in enumerate(server_cpu)
         }
     return report
+
+
+def _per(outcomes: list[dict[str, Any]], key: str, turns: int) -> float | None:
+    return round(sum(o.get(key, 0) for o in outcomes) / turns, 1) if turns else None
 
 
 # --- the report -------------------------------------------------------------------------
@@ -446,6 +462,16 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
     extra = [f"turns by worker: {row['turns_by_worker']}"] if "turns_by_worker" in row else []
     if "cpu_ms_per_turn_by_host" in row:
         extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
+    if row.get("health_p50_ms") is not None:
+        extra.append(
+            f"/health answered in p50 {row['health_p50_ms']} ms, p95 {row['health_p95_ms']} "
+            f"ms, at most {row['health_max_ms']} ms (the event loop's lag)"
+        )
+    if row.get("stream_chunks_per_turn") is not None:
+        extra.append(
+            f"stream per turn: {row['stream_events_per_turn']} events in "
+            f"{row['stream_chunks_per_turn']} chunks (the server's writes)"
+        )
     if "threads_at_end" in row:
         logged = row["server_log"]
         extra.append(

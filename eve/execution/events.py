@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-import secrets
+import random
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -24,7 +24,9 @@ class HookDispatcher(Protocol):
 
 
 def new_event_id() -> str:
-    return f"evt_{time.time_ns():016x}{secrets.token_hex(5)}"
+    # unique, not secret (it is in every stream): the random module's generator, which a
+    # forked worker reseeds, instead of the OS's, a system call for every event
+    return f"evt_{time.time_ns():016x}{random.getrandbits(40):010x}"
 
 
 class EventEmitter:

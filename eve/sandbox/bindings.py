@@ -76,6 +76,10 @@ def bind_sandbox(
 
 
 def binding_of(workspace_root: Path, node_id: str) -> SandboxBinding | None:
+    if not _bound:
+        # no agent in this process has a sandbox: no path to resolve (a system call per
+        # part of it, and every turn asks)
+        return None
     return _bound.get((workspace_root.resolve(), node_id))
 
 

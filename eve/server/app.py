@@ -220,14 +220,15 @@ class _Routes:
         follow = request.query_params.get("follow", "true").lower() not in ("false", "0", "no")
         # a read does not wait out a database fault (db_retry): the stream ends whole, and
         # its client follows it again from its next index
-        events = await self.service.events(
-            session_id, start, follow=follow, fast=True, principal=principal_of(request)
+        batches = await self.service.event_batches(
+            session_id, start, follow=follow, principal=principal_of(request)
         )
 
         async def lines() -> AsyncIterator[bytes]:
             try:
-                async for payload in events:
-                    yield (payload + "\n").encode() if payload else b"\n"
+                # the events ready together as one chunk: one socket write for a commit
+                async for batch in batches:
+                    yield ("\n".join(batch) + "\n").encode()
             except Exception as error:
                 lost = unavailable(error)
                 if lost is None:

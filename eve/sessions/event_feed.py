@@ -10,8 +10,10 @@ the PostgreSQL listener for another worker's commit (``pg_listener.py``), the SQ
 check for another process's (``sqlite_changes.py``). The feed's one reader then reads the
 new events once and every follower takes them from its tail; what this worker's own writer
 committed needs no read at all: the writer hands the feed the payloads it stored. At the
-heartbeat a follower asks for one re-read (``recheck``): a safety net, never the way events
-arrive.
+heartbeat a follower asks whether its session's log grew unheard (``heartbeat``): a safety
+net, never the way events arrive, and one query for every session asking at once (a
+loaded server's idle followers asked a read each, every 10 s, in the queue for SQLite's
+one writer's gate).
 
 Everything here runs on the event loop; sources in other threads hand over with
 ``call_soon_threadsafe``.
@@ -20,12 +22,17 @@ Everything here runs on the event loop; sources in other threads hand over with
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.store import SessionStore
+from eve.sessions.tables import events
 
 #: the most events a feed keeps for followers that are a little behind; one further back
 #: catches up from the store itself
@@ -33,6 +40,10 @@ TAIL_EVENTS = 1000
 #: a shared read that failed (the database is away) is tried again after the first, doubled
 #: each time up to the second
 RETRY_SECONDS = (0.5, 5.0)
+#: how long heartbeats gather before their one query of the sessions' highest indexes
+HEARTBEAT_GATHER_SECONDS = 0.05
+#: the most sessions one such query names
+HEARTBEAT_BATCH = 500
 
 
 @dataclass(kw_only=True)
@@ -68,7 +79,10 @@ class SessionFeed:
         first = self.next - len(self.tail)
         if index < first:
             return None
-        return list(self.tail)[index - first :]
+        # from the deque's end: a follower wants the few newest of up to TAIL_EVENTS
+        newest = list(itertools.islice(reversed(self.tail), self.next - index))
+        newest.reverse()
+        return newest
 
     def wake(self) -> None:
         self.epoch += 1
@@ -87,6 +101,11 @@ class EventFeeds:
         self.shared_reads = 0
         #: set while any session is followed (the SQLite change check runs only then)
         self.followed = asyncio.Event()
+        #: sessions whose followers' heartbeats came, for the next query of their highs
+        self._heartbeats: set[str] = set()
+        self._asking: asyncio.Task[None] | None = None
+        #: queries of highest indexes for heartbeats (for tests and the benchmark)
+        self.heartbeat_queries = 0
 
     def join(self, session_id: str) -> SessionFeed:
         feed = self.feeds.get(session_id)
@@ -104,6 +123,9 @@ class EventFeeds:
                 feed.reading.cancel()
             if not self.feeds:
                 self.followed.clear()
+                self._heartbeats.clear()
+                if self._asking is not None:
+                    self._asking.cancel()  # nobody is left to tell
 
     def published(self, session_id: str, high: int, written: Sequence[str] = ()) -> None:
         """The session's log holds events up to ``high`` (written and committed);
@@ -131,6 +153,33 @@ class EventFeeds:
             if feed is not None and feed.next is not None:
                 feed.recheck_wanted = True
                 self._read_if_behind(feed)
+
+    def heartbeat(self, session_id: str) -> None:
+        """A follower of ``session_id`` heard nothing for a heartbeat: ask the store whether
+        its log grew unheard, with every session asking meanwhile, in one query."""
+        self._heartbeats.add(session_id)
+        if not _busy(self._asking):
+            self._asking = asyncio.create_task(self._ask_highs())
+
+    async def _ask_highs(self) -> None:
+        while self._heartbeats:
+            await asyncio.sleep(HEARTBEAT_GATHER_SECONDS)
+            asked = sorted(self._heartbeats)[:HEARTBEAT_BATCH]
+            self._heartbeats.difference_update(asked)
+            self.heartbeat_queries += 1
+            try:
+                highs = await asyncio.to_thread(self._highs, asked)
+            except Exception:
+                # each session's own re-read, which backs off and tells its followers
+                for session_id in asked:
+                    self.recheck(session_id)
+                continue
+            for session_id, high in highs:
+                self.published(session_id, high)
+
+    def _highs(self, session_ids: list[str]) -> list[tuple[str, int]]:
+        with fail_fast():
+            return self.store.run(lambda c: _highs_of(c, session_ids))
 
     def waiting_at(self, feed: SessionFeed, index: int) -> None:
         """A follower read everything before ``index`` and waits for it."""
@@ -172,6 +221,15 @@ class EventFeeds:
         # a shared read never waits out a database fault: its followers decide (above)
         with fail_fast():
             return self.store.read_events(session_id, start)
+
+
+def _highs_of(c: Connection, session_ids: list[str]) -> list[tuple[str, int]]:
+    rows = c.execute(
+        sa.select(events.c.session_id, sa.func.max(events.c.idx))
+        .where(events.c.session_id.in_(session_ids))
+        .group_by(events.c.session_id)
+    ).all()
+    return [(str(session_id), int(high)) for session_id, high in rows]
 
 
 def _busy(task: asyncio.Task[None] | None) -> bool:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -166,7 +166,8 @@ class EventLog:
         self.feeds = EventFeeds(store)
         #: the store reads followers made themselves, to catch up (an idle one makes none)
         self.catch_up_reads = 0
-        #: re-reads asked for at a heartbeat, the safety net under the notifications
+        #: heartbeats that asked whether a log grew unheard, the safety net under the
+        #: notifications (``EventFeeds.heartbeat``)
         self.heartbeat_rechecks = 0
 
     async def drain(self) -> None:
@@ -218,21 +219,36 @@ class EventLog:
         read does not wait out a database fault (``db_retry``) but raises it (an HTTP
         stream, which ends whole and is followed again from its next index).
         """
+        batches = self.batches(session_id, start, follow=follow, fast=fast)
+        async with contextlib.aclosing(batches):
+            async for batch in batches:
+                if not batch:
+                    yield ""
+                for payload in batch:
+                    yield payload
+
+    async def batches(
+        self, session_id: str, start: int, *, follow: bool, fast: bool = False
+    ) -> AsyncGenerator[list[str], None]:
+        """``read``'s events, those ready together in one list, and ``[]`` for a heartbeat.
+
+        An HTTP stream writes each list as one chunk: the events of one commit cost one
+        socket write, not one each (writes were a quarter of a busy server's CPU).
+        """
         if not follow:
             index = start
             while rows := await asyncio.to_thread(self._rows, session_id, index, fast):
-                for payload in rows:
-                    yield payload
+                yield rows
                 index += len(rows)
             return
         feed = self.feeds.join(session_id)
         try:
-            async for payload in self._follow(feed, start, fast):
-                yield payload
+            async for rows in self._follow(feed, start, fast):
+                yield rows
         finally:
             self.feeds.leave(feed)
 
-    async def _follow(self, feed: SessionFeed, start: int, fast: bool) -> AsyncIterator[str]:
+    async def _follow(self, feed: SessionFeed, start: int, fast: bool) -> AsyncIterator[list[str]]:
         index = start
         caught_up = False
         idle_since = time.monotonic()
@@ -245,10 +261,9 @@ class EventLog:
                 self.catch_up_reads += 1
                 rows = await asyncio.to_thread(self._rows, feed.session_id, index, fast)
                 caught_up = not rows
-            for payload in rows:
-                yield payload
-                index += 1
             if rows:
+                yield rows
+                index += len(rows)
                 idle_since = time.monotonic()
                 continue
             self.feeds.waiting_at(feed, index)
@@ -263,7 +278,7 @@ class EventLog:
                 raise feed.failure
             if not changed.is_set():
                 idle_since = time.monotonic()
-                # a safety net, not the way events come: one re-read for all its followers
+                # a safety net, not the way events come: one query for all idle sessions
                 self.heartbeat_rechecks += 1
-                self.feeds.recheck(feed.session_id)
-                yield ""
+                self.feeds.heartbeat(feed.session_id)
+                yield []

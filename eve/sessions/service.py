@@ -659,6 +659,14 @@ class SessionService:
         await self.get(session_id, principal=principal)
         return self.log.read(session_id, start, follow=follow, fast=fast)
 
+    async def event_batches(
+        self, session_id: str, start: int, *, follow: bool, principal: Principal
+    ) -> AsyncIterator[list[str]]:
+        """``events``, those ready together in one list (``EventLog.batches``), for an HTTP
+        stream: a database fault ends it (``fast``), and its client follows it again."""
+        await self.get(session_id, principal=principal)
+        return self.log.batches(session_id, start, follow=follow, fast=True)
+
 
 def _fingerprinted(response: InputResponse) -> dict[str, Any]:
     """An answer as an idempotency key's fingerprint reads it: every field, ``values`` even

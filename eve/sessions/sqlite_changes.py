@@ -84,7 +84,10 @@ class SqliteChanges:
 
     def _check(self, seen: int) -> tuple[int, list[tuple[str, int]]]:
         self.checks += 1
-        last = self.store.run(_last_rowid)
-        if last <= seen:
-            return seen, []
-        return last, self.store.run(lambda c: _grown_since(c, seen))
+        return self.store.run(lambda c: _changes_since(c, seen))
+
+
+def _changes_since(c: Connection, seen: int) -> tuple[int, list[tuple[str, int]]]:
+    # one transaction, so one pass through the store's gate for SQLite's one writer
+    last = _last_rowid(c)
+    return (last, _grown_since(c, seen)) if last > seen else (seen, [])

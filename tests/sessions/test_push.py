@@ -15,6 +15,7 @@ import pytest
 
 from eve.events import MessageAppendedData, SessionEvent
 from eve.execution.events import EventEmitter
+from eve.sessions import event_log
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.pg_listener import PgListener
 from eve.sessions.sqlite_changes import SqliteChanges
@@ -36,21 +37,21 @@ async def events(n: int, start: int = 0) -> list[SessionEvent]:
     return made
 
 
-async def write(log: EventLog, n: int, start: int = 0) -> None:
-    writer = log.writer(SESSION)
+async def write(log: EventLog, n: int, start: int = 0, session: str = SESSION) -> None:
+    writer = log.writer(session)
     for event in await events(n, start):
         writer.add(Pending(event=event))
     await writer.flush()
-    log.forget(SESSION)
+    log.forget(session)
 
 
 class Follower:
     """A follower of the session from ``start``: what it got, as ``message_delta`` values."""
 
-    def __init__(self, log: EventLog, start: int = 0) -> None:
+    def __init__(self, log: EventLog, start: int = 0, session: str = SESSION) -> None:
         self.got: list[str] = []
         self.arrived = asyncio.Event()
-        self.stream: AsyncIterator[str] = log.read(SESSION, start, follow=True)
+        self.stream: AsyncIterator[str] = log.read(session, start, follow=True)
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
@@ -162,6 +163,34 @@ async def test_a_follower_behind_the_feed_catches_up_itself(store: SessionStore)
     assert await first.until(4) == ["0", "1", "2", "3"]
     await first.stop()
     await late.stop()
+
+
+async def test_idle_followers_heartbeats_share_one_query_that_finds_an_unheard_write(
+    store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(event_log, "HEARTBEAT_SECONDS", 0.2)
+    sessions = [f"ses_idle_{i}" for i in range(20)]
+    for session in sessions:
+        store.create_session(session)
+    log = EventLog(store)
+    followers = [Follower(log, session=session) for session in sessions]
+    await _until(
+        lambda: log.heartbeat_rechecks >= len(sessions) and log.feeds.heartbeat_queries >= 1
+    )
+    # the sessions' heartbeats came together: their question was one query (a few, on a
+    # slow machine), and as no log grew, nothing was read
+    assert log.feeds.heartbeat_queries < len(sessions) // 2
+    assert log.feeds.shared_reads == 0
+    other = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")  # as another process would
+    try:
+        # written where no source tells this worker (no change check runs here)
+        await write(EventLog(other), 2, session=sessions[7])
+    finally:
+        other.close()
+    assert await followers[7].until(2) == ["0", "1"]
+    assert log.feeds.shared_reads == 1  # the one log that grew, read once
+    for follower in followers:
+        await follower.stop()
 
 
 async def test_another_process_writing_the_sqlite_file_reaches_a_follower(

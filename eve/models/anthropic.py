@@ -16,11 +16,9 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx2
-from anthropic import types as sdk
 
 from eve.errors import ModelCredentialsMissing
 from eve.messages import AssistantMessage, AssistantPart, ToolCallPart
@@ -33,6 +31,13 @@ from eve.models.anthropic_request import anthropic_messages, anthropic_tools, re
 from eve.models.anthropic_stream import AnthropicTranslator, translate_anthropic_events
 from eve.models.base import ModelRequest
 from eve.models.events import Done, ModelEvent, PartCompleted, Retrying, TokenUsage, ToolCallEnd
+
+if TYPE_CHECKING:
+    # the SDK is imported where a client is made or its errors are read, not with this module:
+    # its types cost 1.4 s of CPU to import, paid by every process that only names the class
+    # (a worker of the test suite collecting the model tests, a turn that never calls Claude)
+    import anthropic
+    from anthropic import types as sdk
 
 __all__ = [
     "AnthropicModel",
@@ -67,7 +72,7 @@ def _replayed(part: AssistantPart) -> ModelEvent:
     return PartCompleted(part=part)
 
 
-class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
+class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
     """A ``ModelClient`` for ``anthropic/<model>``."""
 
     provider = PROVIDER
@@ -130,6 +135,8 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
         yield Done(stop_reason="other", usage=usage)
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
         return anthropic.AsyncAnthropic(
             api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
         )
@@ -147,6 +154,8 @@ class AnthropicModel(SDKModel[anthropic.AsyncAnthropic]):
 
     @contextmanager
     def _sdk_errors(self) -> Iterator[None]:
+        import anthropic
+
         key = self._api_key
         try:
             yield

@@ -7,6 +7,7 @@ PostgreSQL they are blobs beside the text ranked in process (see docs/memory.md)
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,12 @@ from eve.memory.records import MemoryKey, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.store import MemoryStore
 
-pytest.importorskip("wordllama", reason="semantic search needs the memory-semantic extra")
+# looked up, not imported: every test worker imports this module as it collects, and only
+# those that run its tests need the package
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("wordllama") is None,
+    reason="semantic search needs the memory-semantic extra",
+)
 
 ALICE = PrincipalRef(id="alice", kind="user")
 KEY = MemoryKey(

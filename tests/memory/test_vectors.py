@@ -4,6 +4,7 @@ scope, a forget takes the vector with it, and keyword slots never open that engi
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -17,7 +18,12 @@ from eve.memory.records import MemoryFilter, MemoryKey, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 
-pytest.importorskip("wordllama", reason="semantic search needs the memory-semantic extra")
+# looked up, not imported: every test worker imports this module as it collects, and only
+# those that run its tests need the package
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("wordllama") is None,
+    reason="semantic search needs the memory-semantic extra",
+)
 pytest.importorskip(
     "sqlite_vec", reason="semantic search on SQLite needs the memory-semantic extra"
 )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from anthropic import types as sdk
+if TYPE_CHECKING:
+    from anthropic import types as sdk
 
 
 def start(input_tokens: int = 10, cache_read: int = 0) -> dict[str, Any]:
@@ -74,15 +75,17 @@ def end(stop_reason: str, output_tokens: int = 5) -> list[dict[str, Any]]:
     ]
 
 
-_EVENT_TYPES: dict[str, Any] = {
-    "message_start": sdk.RawMessageStartEvent,
-    "content_block_start": sdk.RawContentBlockStartEvent,
-    "content_block_delta": sdk.RawContentBlockDeltaEvent,
-    "content_block_stop": sdk.RawContentBlockStopEvent,
-    "message_delta": sdk.RawMessageDeltaEvent,
-    "message_stop": sdk.RawMessageStopEvent,
-}
-
-
 def sdk_events(*dicts: dict[str, Any]) -> list[sdk.RawMessageStreamEvent]:
-    return [_EVENT_TYPES[d["type"]].model_validate(d) for d in dicts]
+    # imported here, not with the module: every test worker imports this module as it
+    # collects, and the SDK's types cost over a second of CPU (only some workers build events)
+    from anthropic import types as sdk
+
+    event_types: dict[str, Any] = {
+        "message_start": sdk.RawMessageStartEvent,
+        "content_block_start": sdk.RawContentBlockStartEvent,
+        "content_block_delta": sdk.RawContentBlockDeltaEvent,
+        "content_block_stop": sdk.RawContentBlockStopEvent,
+        "message_delta": sdk.RawMessageDeltaEvent,
+        "message_stop": sdk.RawMessageStopEvent,
+    }
+    return [event_types[d["type"]].model_validate(d) for d in dicts]

@@ -6,7 +6,6 @@ import asyncio
 import socket
 from typing import Any
 
-import anthropic
 import pytest
 
 from eve.errors import (
@@ -254,6 +253,8 @@ async def test_error_statuses_map_to_named_errors_without_the_key(
     assert caught.value.status == status  # type: ignore[attr-defined]
     assert KEY not in str(caught.value)
     assert error_type in str(caught.value)
+    import anthropic  # the SDK loads with the tests that use it, not as every worker collects
+
     assert isinstance(caught.value.__cause__, anthropic.APIStatusError)
 
 

@@ -10,8 +10,6 @@ import random
 from typing import Any
 
 import pytest
-from anthropic._models import construct_type as anthropic_construct
-from anthropic.types import RawMessageStreamEvent
 from openai._models import construct_type as openai_construct
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
@@ -168,6 +166,14 @@ def _feed_all(translator: Translator[Any], items: list[Any]) -> None:
     list(translator.finish())
 
 
+def _anthropic_event(d: dict[str, Any]) -> Any:
+    # the SDK imported as a test needs it: every test worker imports this module as it collects
+    from anthropic._models import construct_type
+    from anthropic.types import RawMessageStreamEvent
+
+    return construct_type(type_=RawMessageStreamEvent, value=d)
+
+
 def _clients() -> dict[str, tuple[Any, list[dict[str, Any]], Any]]:
     url = "http://127.0.0.1:9"
     chat = OpenAIModel("m", api_key=KEY, base_url=url, api="chat-completions")
@@ -188,12 +194,12 @@ def _clients() -> dict[str, tuple[Any, list[dict[str, Any]], Any]]:
         "anthropic-tools": (
             claude,
             [*tools, *end("tool_use", 3)],
-            lambda d: anthropic_construct(type_=RawMessageStreamEvent, value=d),
+            _anthropic_event,
         ),
         "anthropic-compaction": (
             claude,
             recorded("anthropic-compaction.events.jsonl"),
-            lambda d: anthropic_construct(type_=RawMessageStreamEvent, value=d),
+            _anthropic_event,
         ),
     }
 

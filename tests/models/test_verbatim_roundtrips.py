@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from anthropic._models import construct_type
-from anthropic.types import RawMessageStreamEvent
-
 from eve.messages import AssistantMessage, ProviderPart, ReasoningPart, TextPart, ToolCallPart
 from eve.models.anthropic import anthropic_messages, translate_anthropic_events
 from eve.models.events import ModelEvent, PartCompleted, ToolCallDelta, ToolCallEnd, ToolCallStart
@@ -75,7 +72,11 @@ def test_parts_follow_the_output_index_not_the_order_items_finish_in() -> None:
 
 
 def translate(*dicts: dict[str, Any]) -> list[ModelEvent]:
-    # as the SDK builds them: by discriminator, without validation
+    # as the SDK builds them: by discriminator, without validation (the SDK imported here, as
+    # a test needs it: every test worker imports this module as it collects)
+    from anthropic._models import construct_type
+    from anthropic.types import RawMessageStreamEvent
+
     events = (construct_type(type_=RawMessageStreamEvent, value=d) for d in dicts)
     return list(translate_anthropic_events(events))
 

@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
+from functools import partial
 
-from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from eve.messages import Message, ProviderPart, TextPart, ToolCallPart, ToolResultMessage
+
+#: id(message) → a weak reference to it and its estimate. Each step's request re-measures
+#: every message before it (the output limit against the window, the compaction threshold,
+#: the trim budget), so without this a turn of n steps estimated O(n²) messages. Messages are
+#: frozen, so an estimate holds while the message lives; its entry goes when it does.
+_estimates: dict[int, tuple[weakref.ref[Message], int]] = {}
+
+
+def _forget(key: int, _: object) -> None:
+    _estimates.pop(key, None)
 
 
 def estimate_tokens(message: Message) -> int:
     """A provider-neutral estimate (about four characters a token), good enough for budgets."""
-    match message:
-        case UserMessage(text=text):
-            size = len(text)
-        case AssistantMessage(text=text, tool_calls=calls):
-            size = len(text) + sum(len(c.name) + len(str(c.input)) for c in calls)
-        case ToolResultMessage(content=content):
-            size = len(content)
+    key = id(message)
+    known = _estimates.get(key)
+    # the identity check: an id is reused once its message is gone
+    if known is not None and known[0]() is message:
+        return known[1]
+    tokens = _measure(message)
+    _estimates[key] = (weakref.ref(message, partial(_forget, key)), tokens)
+    return tokens
+
+
+def _measure(message: Message) -> int:
+    # the characters the model reads: the message's text (its text parts and a provider's
+    # answer text, as ``text``/``content`` join them) and each tool call's name and input
+    size = 0
+    for part in message.parts:
+        if isinstance(part, TextPart) or (isinstance(part, ProviderPart) and part.answer):
+            size += len(part.text)
+        elif isinstance(part, ToolCallPart):
+            size += len(part.name) + len(str(part.input))
     return size // 4 + 4
 
 

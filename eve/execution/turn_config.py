@@ -66,7 +66,6 @@ def step_request(
     the node's settings, and an output limit of that model's own."""
     system = setup.agent.instructions
     config = setup.agent.config
-    context = context_tokens(system, messages)
     return ModelRequest(
         system=system,
         messages=messages,
@@ -82,7 +81,7 @@ def step_request(
         prompt_cache=config.prompt_cache,
         retries=config.retries,
         settings=config.model_settings,
-        max_output_tokens=output_tokens(setup, client.model_id, context=context),
+        max_output_tokens=output_tokens(setup, client.model_id, messages=messages),
         output_schema=output_schema,
         node_id=setup.agent.node_id,
         provider_tools=[
@@ -122,16 +121,19 @@ def model_window(setup: AgentSetup, model_id: str) -> int | None:
     return window_tokens(model_id, override=config.model_context_window_tokens, compiled=own)
 
 
-def output_tokens(setup: AgentSetup, model_id: str, *, context: int) -> int:
+def output_tokens(setup: AgentSetup, model_id: str, *, messages: Sequence[Message]) -> int:
     """What a request to ``model_id`` may answer with: ``model_settings.max_output_tokens``
     (else eve's default), no more than the model's own output limit nor than the room its
-    window leaves after the ``context`` (estimated tokens) the request holds. A server that
-    refuses prompt + max_tokens over its window would otherwise refuse every request."""
+    window leaves after the context (estimated tokens) of the node's instructions and the
+    ``messages`` the request holds. A server that refuses prompt + max_tokens over its
+    window would otherwise refuse every request."""
     asked = setup.agent.config.model_settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
     known = known_window(model_id)
     bounds = [asked] if known is None else [asked, known.max_output_tokens]
     window = model_window(setup, model_id)
     if window is not None:
+        # estimated only against a window: the estimate reads every message of the request
+        context = context_tokens(setup.agent.instructions, messages)
         bounds.append(max(window - context, MIN_OUTPUT_TOKENS))
     return min(bounds)
 
@@ -141,8 +143,7 @@ def truncation(
 ) -> OutputTruncated:
     """The error of a typed answer ``model_id`` was cut off in (stop reason ``max_tokens``):
     sent back to fix, it would be cut again at the same limit."""
-    context = context_tokens(setup.agent.instructions, model_view(history))
-    limit = output_tokens(setup, model_id, context=context)
+    limit = output_tokens(setup, model_id, messages=model_view(history))
     return OutputTruncated(
         f"{model_id}'s typed answer was cut at its output limit ({limit} tokens, stop reason "
         f"max_tokens) and does not match output_schema ({problem}): raise "

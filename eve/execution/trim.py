@@ -4,31 +4,39 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from functools import partial
 
 from eve.messages import Message, ProviderPart, TextPart, ToolCallPart, ToolResultMessage
 
-#: id(message) → a weak reference to it and its estimate. Each step's request re-measures
-#: every message before it (the output limit against the window, the compaction threshold,
-#: the trim budget), so without this a turn of n steps estimated O(n²) messages. Messages are
-#: frozen, so an estimate holds while the message lives; its entry goes when it does.
-_estimates: dict[int, tuple[weakref.ref[Message], int]] = {}
+class _Estimate(weakref.ref):  # type: ignore[type-arg]
+    """A message's estimate, held by a weak reference to it: one object per message."""
+
+    __slots__ = ("key", "tokens")
+    key: int
+    tokens: int
 
 
-def _forget(key: int, _: object) -> None:
-    _estimates.pop(key, None)
+#: id(message) → its estimate. Each step's request re-measures every message before it (the
+#: output limit against the window, the compaction threshold, the trim budget), so without
+#: this a turn of n steps estimated O(n²) messages. Messages are frozen, so an estimate
+#: holds while the message lives; its entry goes when it does.
+_estimates: dict[int, _Estimate] = {}
+
+
+def _forget(estimate: _Estimate) -> None:
+    # an id is reused once its message is gone: the entry may be a newer message's already
+    if _estimates.get(estimate.key) is estimate:
+        del _estimates[estimate.key]
 
 
 def estimate_tokens(message: Message) -> int:
     """A provider-neutral estimate (about four characters a token), good enough for budgets."""
     key = id(message)
     known = _estimates.get(key)
-    # the identity check: an id is reused once its message is gone
-    if known is not None and known[0]() is message:
-        return known[1]
-    tokens = _measure(message)
-    _estimates[key] = (weakref.ref(message, partial(_forget, key)), tokens)
-    return tokens
+    if known is not None and known() is message:
+        return known.tokens
+    estimate = _estimates[key] = _Estimate(message, _forget)
+    estimate.key, estimate.tokens = key, _measure(message)
+    return estimate.tokens
 
 
 def _measure(message: Message) -> int:

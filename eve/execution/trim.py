@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from eve.messages import Message, ProviderPart, TextPart, ToolCallPart, ToolResultMessage
 
+
 class _Estimate(weakref.ref):  # type: ignore[type-arg]
     """A message's estimate, held by a weak reference to it: one object per message."""
 

@@ -10,6 +10,7 @@ the providers' published limits (Anthropic "Models overview", OpenAI "Models" an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 #: where a window came from: this table, or the agent's ``model_context_window_tokens``
@@ -80,16 +81,27 @@ KNOWN_WINDOWS.update(
 )
 
 
+#: what follows a family's id in a longer one (``openai/gpt-5-mini``, ``offline/script:x``)
+_FAMILY_SEPARATORS = "-:"
+
+
+# each model request asks (its output limit, its window): a process runs a handful of models
+@lru_cache(maxsize=256)
 def known_window(model: str | None) -> KnownWindow | None:
     """The table's entry for ``model``: its own, else the longest entry it starts with
     (``openai/gpt-5-mini`` is ``openai/gpt-5``'s family; ``offline/script:x.json`` is
     ``offline/script``); None when the table does not know it."""
     if not model:
         return None
-    found = [
-        key for key in KNOWN_WINDOWS if model == key or model.startswith((key + "-", key + ":"))
-    ]
-    return KNOWN_WINDOWS[max(found, key=len)] if found else None
+    # the keys that can match are the id itself and its starts that end before a "-" or a
+    # ":", so a few dict lookups, longest first, replace a scan of the whole table (which
+    # every model request paid, twice, once the table grew past a hundred entries)
+    if model in KNOWN_WINDOWS:
+        return KNOWN_WINDOWS[model]
+    for end in range(len(model) - 1, 0, -1):
+        if model[end] in _FAMILY_SEPARATORS and model[:end] in KNOWN_WINDOWS:
+            return KNOWN_WINDOWS[model[:end]]
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -144,7 +144,16 @@ ToolResultPart = TextPart | ImagePart | DocumentPart
 AssistantPart = TextPart | ReasoningPart | ToolCallPart | ProviderPart
 
 
-class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", omit_defaults=True):
+class _Message(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    tag_field="role",
+    omit_defaults=True,
+    # weakly referable: a message's token estimate is remembered while it lives
+    # (``execution.trim.estimate_tokens``); the slot is not encoded
+    weakref=True,
+):
     pass
 
 

@@ -81,7 +81,9 @@ class TurnConnections:
 
     def names_pending_tool(self, call: ToolCall) -> bool:
         """``call`` is an ``eve__tool`` call naming a tool of a server not listed yet."""
-        name = call.input.get("name") if call.name == CALL_TOOL else None
+        if call.name != CALL_TOOL or not self.pending:
+            return False  # every call of every step asks: most are neither
+        name = call.input.get("name")
         prefixes = tuple(c.name + SEPARATOR for c in self.pending)
         return isinstance(name, str) and name.startswith(prefixes)
 

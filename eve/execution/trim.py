@@ -2,20 +2,53 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
-from eve.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from eve.messages import Message, ProviderPart, TextPart, ToolCallPart, ToolResultMessage
+
+
+class _Estimate(weakref.ref):  # type: ignore[type-arg]
+    """A message's estimate, held by a weak reference to it: one object per message."""
+
+    __slots__ = ("key", "tokens")
+    key: int
+    tokens: int
+
+
+#: id(message) → its estimate. Each step's request re-measures every message before it (the
+#: output limit against the window, the compaction threshold, the trim budget), so without
+#: this a turn of n steps estimated O(n²) messages. Messages are frozen, so an estimate
+#: holds while the message lives; its entry goes when it does.
+_estimates: dict[int, _Estimate] = {}
+
+
+def _forget(estimate: _Estimate) -> None:
+    # an id is reused once its message is gone: the entry may be a newer message's already
+    if _estimates.get(estimate.key) is estimate:
+        del _estimates[estimate.key]
 
 
 def estimate_tokens(message: Message) -> int:
     """A provider-neutral estimate (about four characters a token), good enough for budgets."""
-    match message:
-        case UserMessage(text=text):
-            size = len(text)
-        case AssistantMessage(text=text, tool_calls=calls):
-            size = len(text) + sum(len(c.name) + len(str(c.input)) for c in calls)
-        case ToolResultMessage(content=content):
-            size = len(content)
+    key = id(message)
+    known = _estimates.get(key)
+    if known is not None and known() is message:
+        return known.tokens
+    estimate = _estimates[key] = _Estimate(message, _forget)
+    estimate.key, estimate.tokens = key, _measure(message)
+    return estimate.tokens
+
+
+def _measure(message: Message) -> int:
+    # the characters the model reads: the message's text (its text parts and a provider's
+    # answer text, as ``text``/``content`` join them) and each tool call's name and input
+    size = 0
+    for part in message.parts:
+        if isinstance(part, TextPart) or (isinstance(part, ProviderPart) and part.answer):
+            size += len(part.text)
+        elif isinstance(part, ToolCallPart):
+            size += len(part.name) + len(str(part.input))
     return size // 4 + 4
 
 

@@ -6,7 +6,8 @@ fallback chain's later models are measured against their own windows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeGuard, assert_never
 
 from eve._cancellation import CancelSignal
@@ -53,39 +54,26 @@ def offered(tool: ResolvedTool) -> TypeGuard[RunnableTool]:
             assert_never(tool)
 
 
-def step_request(
-    setup: AgentSetup,
-    client: ModelClient,
-    *,
-    tools: Sequence[ResolvedTool],
-    messages: list[Message],
-    output_schema: dict[str, Any] | None,
-    signal: CancelSignal,
-) -> ModelRequest:
-    """A step's request of ``messages`` as ``client`` is sent it: the tools it is offered,
-    the node's settings, and an output limit of that model's own."""
-    system = setup.agent.instructions
-    config = setup.agent.config
-    context = context_tokens(system, messages)
-    return ModelRequest(
-        system=system,
-        messages=messages,
-        tools=[
+@dataclass(frozen=True)
+class Offer:
+    """What a request offers the model of ``tools``: built once while they stay the same
+    (each step's request offers them again)."""
+
+    tools: tuple[ToolDeclaration, ...]
+    provider_tools: tuple[ProviderToolDeclaration, ...]
+
+
+def offer_of(tools: Iterable[ResolvedTool]) -> Offer:
+    tools = list(tools)
+    return Offer(
+        tools=tuple(
             ToolDeclaration(
                 name=t.name, description=t.description, input_schema=t.entry.input_schema
             )
             for t in tools
             if offered(t)
-        ],
-        reasoning=setup.reasoning,
-        thinking=config.thinking,
-        prompt_cache=config.prompt_cache,
-        retries=config.retries,
-        settings=config.model_settings,
-        max_output_tokens=output_tokens(setup, client.model_id, context=context),
-        output_schema=output_schema,
-        node_id=setup.agent.node_id,
-        provider_tools=[
+        ),
+        provider_tools=tuple(
             ProviderToolDeclaration(
                 name=t.name,
                 provider=t.entry.provider.provider,
@@ -94,7 +82,37 @@ def step_request(
             )
             for t in tools
             if isinstance(t, ResolvedProviderTool)
-        ],
+        ),
+    )
+
+
+def step_request(
+    setup: AgentSetup,
+    client: ModelClient,
+    *,
+    offer: Offer,
+    bounds: OutputBounds,
+    messages: list[Message],
+    output_schema: dict[str, Any] | None,
+    signal: CancelSignal,
+) -> ModelRequest:
+    """A step's request of ``messages`` as ``client`` is sent it: the tools it is offered,
+    the node's settings, and an output limit of that model's own (``bounds``: its)."""
+    config = setup.agent.config
+    return ModelRequest(
+        system=setup.agent.instructions,
+        messages=messages,
+        # lists of the request's own: an adapter may change them
+        tools=list(offer.tools),
+        reasoning=setup.reasoning,
+        thinking=config.thinking,
+        prompt_cache=config.prompt_cache,
+        retries=config.retries,
+        settings=config.model_settings,
+        max_output_tokens=bounds.limit(setup.agent.instructions, messages),
+        output_schema=output_schema,
+        node_id=setup.agent.node_id,
+        provider_tools=list(offer.provider_tools),
         signal=signal,
     )
 
@@ -122,18 +140,37 @@ def model_window(setup: AgentSetup, model_id: str) -> int | None:
     return window_tokens(model_id, override=config.model_context_window_tokens, compiled=own)
 
 
-def output_tokens(setup: AgentSetup, model_id: str, *, context: int) -> int:
-    """What a request to ``model_id`` may answer with: ``model_settings.max_output_tokens``
-    (else eve's default), no more than the model's own output limit nor than the room its
-    window leaves after the ``context`` (estimated tokens) the request holds. A server that
-    refuses prompt + max_tokens over its window would otherwise refuse every request."""
+@dataclass(frozen=True)
+class OutputBounds:
+    """What bounds the output tokens of a node's requests to one model, but their context:
+    the same for each step's request (``step_request``), so found once a turn."""
+
+    #: ``model_settings.max_output_tokens`` (else eve's default), within the model's own limit
+    cap: int
+    #: the model's window; None when unknown
+    window: int | None
+
+    def limit(self, system: str, messages: Sequence[Message]) -> int:
+        """The output limit of a request of ``system`` and ``messages``: no more than the
+        room the window leaves after their context (estimated tokens). A server that
+        refuses prompt + max_tokens over its window would otherwise refuse every request."""
+        if self.window is None:
+            return self.cap
+        # estimated only against a window: the estimate reads every message of the request
+        room = self.window - context_tokens(system, messages)
+        return min(self.cap, max(room, MIN_OUTPUT_TOKENS))
+
+
+def output_bounds(setup: AgentSetup, model_id: str) -> OutputBounds:
     asked = setup.agent.config.model_settings.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
     known = known_window(model_id)
-    bounds = [asked] if known is None else [asked, known.max_output_tokens]
-    window = model_window(setup, model_id)
-    if window is not None:
-        bounds.append(max(window - context, MIN_OUTPUT_TOKENS))
-    return min(bounds)
+    cap = asked if known is None else min(asked, known.max_output_tokens)
+    return OutputBounds(cap=cap, window=model_window(setup, model_id))
+
+
+def output_tokens(setup: AgentSetup, model_id: str, *, messages: Sequence[Message]) -> int:
+    """What a request to ``model_id`` of ``messages`` may answer with (``OutputBounds``)."""
+    return output_bounds(setup, model_id).limit(setup.agent.instructions, messages)
 
 
 def truncation(
@@ -141,8 +178,7 @@ def truncation(
 ) -> OutputTruncated:
     """The error of a typed answer ``model_id`` was cut off in (stop reason ``max_tokens``):
     sent back to fix, it would be cut again at the same limit."""
-    context = context_tokens(setup.agent.instructions, model_view(history))
-    limit = output_tokens(setup, model_id, context=context)
+    limit = output_tokens(setup, model_id, messages=model_view(history))
     return OutputTruncated(
         f"{model_id}'s typed answer was cut at its output limit ({limit} tokens, stop reason "
         f"max_tokens) and does not match output_schema ({problem}): raise "

@@ -3,6 +3,7 @@ the transcript and the turn's environment; the plumbing under ``driver.TurnDrive
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
@@ -25,11 +26,17 @@ from eve.execution.tasks import TaskCall
 from eve.execution.tool_calls import ToolRunner
 from eve.execution.transcript import TranscriptWriter
 from eve.execution.trim import trim_history
-from eve.execution.turn_config import step_request
+from eve.execution.turn_config import (
+    Offer,
+    OutputBounds,
+    offer_of,
+    output_bounds,
+    step_request,
+)
 from eve.execution.turn_state import TurnRules, TurnState
 from eve.messages import Message, ToolCall, model_view
 from eve.models.base import ModelClient, ModelRequest
-from eve.runtime.resolved import is_task
+from eve.runtime.resolved import ResolvedTool, is_task
 
 D = TypeVar("D", bound=EventData)
 
@@ -56,6 +63,10 @@ class TurnIO:
     compaction: Policy | None = None
     #: how much of the history the transcript holds
     written: int = 0
+    #: the runner's tools as last offered, and the offer (``offer``)
+    offered: tuple[Mapping[str, ResolvedTool], Offer] | None = None
+    #: the setup the bounds were found for, and each model's (``bounds``)
+    output_bounds: tuple[AgentSetup, dict[str, OutputBounds]] | None = None
 
     def step_calls(self, state: TurnState, step: int, response: ModelResponse) -> StepCalls:
         return StepCalls(
@@ -95,6 +106,28 @@ class TurnIO:
         if self.env.signal.cancelled:
             raise Cancelled
 
+    def offer(self) -> Offer:
+        """What each request offers of the runner's tools, built again only when the
+        turn's tools change (its MCP connections started, the catalog listed): those
+        replace ``runner.tools``, never change it in place."""
+        tools = self.runner.tools
+        made = self.offered
+        if made is None or made[0] is not tools:
+            made = self.offered = (tools, offer_of(tools.values()))
+        return made[1]
+
+    def bounds(self, model_id: str) -> OutputBounds:
+        """The output bounds of ``model_id``'s requests, found once per model and setup
+        (the turn's setup is set before its first step: ``prepare_turn``)."""
+        made = self.output_bounds
+        if made is None or made[0] is not self.setup:
+            made = self.output_bounds = (self.setup, {})
+        setup, found = made
+        known = found.get(model_id)
+        if known is None:
+            known = found[model_id] = output_bounds(setup, model_id)
+        return known
+
     async def stream(self, state: TurnState, step: int) -> ModelResponse:
         self.check()
 
@@ -104,7 +137,8 @@ class TurnIO:
             return step_request(
                 self.setup,
                 client,
-                tools=list(self.runner.tools.values()),
+                offer=self.offer(),
+                bounds=self.bounds(client.model_id),
                 messages=trim_history(model_view(state.history), _budget(self.setup, state)),
                 output_schema=self.output.schema if self.output is not None and native else None,
                 signal=self.env.signal,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from eve._model_windows import known_window, window_for
+from eve._model_windows import KNOWN_WINDOWS, known_window, window_for
 from eve.events import CompactionFailed, SessionCompacted, SessionEvent
 from eve.execution import TurnEnvironment, agent_setup, run_agent
 from eve.execution.compaction import (
@@ -287,3 +287,20 @@ def test_the_table_knows_model_families_and_the_override_wins() -> None:
     assert override.source == "model_context_window_tokens"
     assert override.max_output_tokens == 64_000
     assert window_for("acme/model", None) is None
+
+
+def test_a_model_id_finds_its_longest_family_in_the_table() -> None:
+    # a family is the id itself or a start of it that ends before a "-" or a ":"
+    for key, window in KNOWN_WINDOWS.items():
+        assert known_window(key) is window
+        assert known_window(f"{key}-20250929") is window
+        assert known_window(f"{key}:script.json") is window
+        assert known_window(f"{key}x") is not window  # not a family: "gpt-4o" is not "gpt-4"
+    # the longest family wins: opus 4.1 is not opus 4
+    assert (
+        known_window("anthropic/claude-opus-4-1-20250805")
+        is KNOWN_WINDOWS["anthropic/claude-opus-4-1"]
+    )
+    assert known_window("openai/gpt-5-mini") is KNOWN_WINDOWS["openai/gpt-5"]
+    assert known_window("") is None
+    assert known_window("openai/") is None

@@ -32,6 +32,7 @@ from eve.manifest import (
     ModelSettings,
     Retries,
 )
+from eve.messages import Message, user_message
 from eve.models.base import DEFAULT_MAX_OUTPUT_TOKENS, ModelClient
 from eve.models.openai import OpenAIModel
 from eve.runtime import ResolvedAgent
@@ -104,14 +105,21 @@ def test_a_chain_compacts_at_its_smallest_known_window(server: ScriptedServer) -
     assert policy is not None and policy.threshold_tokens == 64_000  # gpt-4o's, not 4.1's
 
 
+def holding(tokens: int) -> list[Message]:
+    """Messages that, after setup_of's instructions (2 tokens), make a ``tokens`` context."""
+    return [user_message("x" * (tokens - 2 - 4) * 4)]  # 4 characters a token, +4 a message
+
+
 def test_output_tokens_are_bounded_by_the_model_and_its_window(server: ScriptedServer) -> None:
     unknown = setup_of(local(server))
-    assert output_tokens(unknown, "openai/smollm2", context=100) == DEFAULT_MAX_OUTPUT_TOKENS
+    limit = output_tokens(unknown, "openai/smollm2", messages=holding(100))
+    assert limit == DEFAULT_MAX_OUTPUT_TOKENS
     small = setup_of(local(server), model_context_window_tokens=2048)
-    assert output_tokens(small, "openai/smollm2", context=1000) == 1048
-    assert output_tokens(small, "openai/smollm2", context=2040) == MIN_OUTPUT_TOKENS
+    assert output_tokens(small, "openai/smollm2", messages=holding(1000)) == 1048
+    assert output_tokens(small, "openai/smollm2", messages=holding(2040)) == MIN_OUTPUT_TOKENS
     asked = setup_of(local(server), model_settings=ModelSettings(max_output_tokens=50_000))
-    assert output_tokens(asked, "openai/gpt-4o", context=100) == 16_384  # gpt-4o's own cap
+    # gpt-4o's own cap
+    assert output_tokens(asked, "openai/gpt-4o", messages=holding(100)) == 16_384
 
 
 async def test_the_request_asks_for_no_more_than_the_window_leaves(server: ScriptedServer) -> None:

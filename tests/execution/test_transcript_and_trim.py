@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from eve.errors import TranscriptCorrupt
+from eve.execution import trim
 from eve.execution.transcript import TranscriptWriter, load_transcript
-from eve.execution.trim import trim_history
-from eve.messages import ToolCall, assistant_message, tool_result, user_message
+from eve.execution.trim import estimate_tokens, trim_history
+from eve.messages import (
+    AssistantMessage,
+    ProviderPart,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    assistant_message,
+    tool_result,
+    user_message,
+)
 
 
 def test_missing_transcript_is_empty(tmp_path: Path) -> None:
@@ -45,3 +56,32 @@ def test_trim_keeps_tool_calls_with_their_results() -> None:
 def test_trim_never_starts_with_an_orphaned_result() -> None:
     history = [tool_result("x", "old"), user_message("hi")]
     assert trim_history(history, budget_tokens=1000) == [user_message("hi")]
+
+
+def test_an_estimate_counts_what_the_model_reads() -> None:
+    call = ToolCall(id="1", name="add", input={"a": 1})
+    said = AssistantMessage(
+        parts=[
+            ReasoningPart(provider="anthropic", text="r" * 400),  # not sent as text
+            TextPart(text="t" * 40),
+            ProviderPart(provider="anthropic", block={}, text="c" * 20, answer=True),
+            ProviderPart(provider="anthropic", block={}, text="p" * 400),  # a description
+            call,
+        ]
+    )
+    assert estimate_tokens(said) == (40 + 20 + len("add") + len(str(call.input))) // 4 + 4
+    assert estimate_tokens(user_message("u" * 80)) == 24
+    assert estimate_tokens(tool_result("1", "x" * 8)) == 6
+
+
+def test_an_estimate_is_remembered_while_its_message_lives() -> None:
+    message = user_message("a" * 400)
+    assert estimate_tokens(message) == 104
+    assert trim._estimates[id(message)].tokens == 104
+    # another message of other text is measured on its own, whatever its id
+    other = user_message("b" * 40)
+    assert estimate_tokens(other) == 14
+    key = id(message)
+    del message
+    gc.collect()
+    assert key not in trim._estimates

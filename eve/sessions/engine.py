@@ -1,24 +1,30 @@
-"""DBOS for this process: launch, the per-session turn queue, messages and worker rescue.
+"""DBOS for this process: launch, starting accepted places, messages and worker rescue.
 
 Everything eve asks of DBOS outside a workflow body goes through ``DurableEngine``.
+A session's places start in turn order by eve's own rule (``accepted.py``), each straight
+away with ``DBOS.start_workflow_async`` under its fixed id: no enqueue, no queue claim, no
+pickup pass per turn. DBOS's turn queue still carries what is put back on it (a dead
+worker's turns, a rescue) and what an older eve enqueued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import assert_never
 
-from dbos import DBOS, DBOSConfig, EnqueueOptions
+from dbos import DBOS, DBOSConfig, EnqueueOptions, SetWorkflowID
 from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Engine
 
-from eve.sessions.accepted import Place, mark_enqueued, undelivered, waiting
+from eve.sessions.accepted import Place, deliverable, mark_enqueued, undelivered
 from eve.sessions.accepted_sweep import AcceptedSweep
-from eve.sessions.compact_workflow import COMPACT_WORKFLOW
+from eve.sessions.compact_workflow import compact_workflow
+from eve.sessions.database_errors import failure_kind
 from eve.sessions.dbos_data import (
     REPEATS,
     EveSerializer,
@@ -39,10 +45,11 @@ from eve.sessions.turn_queue import (
     register_turn_queue,
 )
 from eve.sessions.turn_workflow import (
-    RESET_WORKFLOW,
     TURN_WORKFLOW,
     TurnInput,
     TurnRuntime,
+    reset_workflow,
+    turn_workflow,
     turn_workflow_id,
 )
 from eve.wire.mailbox import MAILBOX_TOPIC, MailboxMessage, mail_data
@@ -120,8 +127,10 @@ class DurableEngine:
         #: dequeues when this worker has put something on the queue or a body ended
         self.pickup: QueuePickup | None = None
         self.sweep = AcceptedSweep(
-            store=store, log=runtime.log, dispatch=self.dispatch, enqueue=self.enqueue
+            store=store, log=runtime.log, deliver=self.deliver, start=self.start_place
         )
+        #: starts of places begun outside a request (``start_soon``), awaited at stop
+        self._starting: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         # beat before launching: a sibling must not mistake a restarted worker, still
@@ -152,8 +161,8 @@ class DurableEngine:
         assert queue is not None  # registered just now
         self.pickup = QueuePickup(queue)
         self.pickup.start()
-        # a body's end frees its session's place for the next turn: dequeue then
-        self.runtime.body_ended = self.pickup.kick
+        # a body that ends starts its session's next place (``TurnRuntime.settle``)
+        self.runtime.start_next = self.start_soon
         try:
             # what was accepted before a crash or an outage and never ran
             await self.sweep.run()
@@ -162,6 +171,9 @@ class DurableEngine:
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
 
     async def stop(self) -> None:
+        # what was accepted reaches DBOS before it stops (else the next start's sweep would
+        # start it)
+        await asyncio.gather(*self._starting, return_exceptions=True)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -180,55 +192,64 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    def dispatch(self, session_id: str) -> None:
-        """Put the session's accepted places on the queue, in turn order (blocking).
+    async def deliver(self, session_id: str) -> None:
+        """Start the session's first unfinished place if nothing started it yet."""
+        place = await asyncio.to_thread(self.store.run, lambda c: deliverable(c, session_id))
+        if place is not None:
+            await self.start_place(place)
 
-        Each is read, enqueued, then marked (``accepted.py``): a crash between leaves it
-        ``accepted``, and delivering it again hands DBOS a workflow id it has, which DBOS
-        answers with the same workflow."""
-        places = self.store.run(lambda c: waiting(c, session_id))
-        delivered: list[Place] = []
+    async def start_place(self, place: Place) -> None:
+        """Start ``place``'s workflow under its id, then mark it DBOS's (``accepted.py``).
+
+        A crash between leaves it ``accepted``; starting it again hands DBOS an id it has,
+        which DBOS answers with the same workflow, run once."""
+        with SetWorkflowID(place.workflow_id):
+            match place.kind:
+                case "turn":
+                    await DBOS.start_workflow_async(
+                        turn_workflow, place.session_id, place.turn, place.input
+                    )
+                case "reset":
+                    await DBOS.start_workflow_async(reset_workflow, place.session_id)
+                case "compact":
+                    await DBOS.start_workflow_async(compact_workflow, place.session_id)
+                case _:
+                    assert_never(place.kind)
+        await asyncio.to_thread(self.store.run, lambda c: mark_enqueued(c, [place]))
+
+    def start_soon(self, place: Place) -> None:
+        """``try_start`` in a task of its own (from a workflow body's end: a fresh context, so
+        DBOS does not take it for a child of the body that ended)."""
+        task = asyncio.get_running_loop().create_task(
+            self.try_start(place), context=contextvars.Context()
+        )
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def try_start(self, place: Place) -> None:
+        """``start_place``; if DBOS cannot be reached now, the sweep starts it later (the
+        accepted row is durable already)."""
         try:
-            for place in places:
-                self.enqueue(place)
-                delivered.append(place)
-        finally:
-            if delivered:
-                self.store.run(lambda c: mark_enqueued(c, delivered))
-
-    def enqueue(self, place: Place) -> None:
-        """Put ``place`` on the queue under its workflow id (blocking)."""
-        match place.kind:
-            case "turn":
-                self.enqueue_turn(
-                    place.session_id, place.turn, place.input, workflow_id=place.workflow_id
-                )
-            case "reset":
-                self._enqueue(RESET_WORKFLOW, place.workflow_id, place.session_id, place.turn)
-            case "compact":
-                self._enqueue(COMPACT_WORKFLOW, place.workflow_id, place.session_id, place.turn)
-            case _:
-                assert_never(place.kind)
-        self._kick()
+            await self.start_place(place)
+        except Exception as error:
+            log.warning(
+                "%s accepted, started later by the sweep (%s)",
+                place.workflow_id,
+                failure_kind(error),
+            )
 
     def _kick(self) -> None:
         if self.pickup is not None:
             self.pickup.kick()
 
-    def enqueue_turn(
-        self, session_id: str, turn: int, message: TurnInput, *, workflow_id: str | None = None
-    ) -> None:
-        """Put a turn on the queue (blocking); ``message`` is the turn's input
-        (``turn_workflow.turn_input``), ``workflow_id`` a rerun's id."""
-        wid = workflow_id or turn_workflow_id(session_id, turn)
+    def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
+        """Put a turn on DBOS's queue (blocking), as an eve before direct starts did; for
+        tests of what such an eve left behind."""
+        wid = turn_workflow_id(session_id, turn)
         options = self._options(TURN_WORKFLOW, wid, session_id)
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
-
-    def _enqueue(self, name: str, workflow_id: str, session_id: str, turn: int) -> None:
-        options = self._options(name, workflow_id, session_id)
-        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
     def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
         return {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
-from eve.sessions.accepted import finish
+from eve.sessions.accepted import Place, finish_and_next
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
 from eve.sessions.compute_gate import ComputeGate
@@ -119,16 +120,14 @@ class TurnRuntime:
     #: a body ended with an error: DBOS may not have recorded it (the storage failed), and
     #: the engine looks for workflows of this worker left pending with nothing running them
     orphans_possible: bool = False
-    #: called once a workflow body's task is done, DBOS's record of its end included: its
-    #: session's next turn may start (the engine's ``QueuePickup.kick``)
-    body_ended: Callable[[], None] = lambda: None
+    #: starts a session's next place once the body before it is done, DBOS's record of
+    #: its end included (the engine's ``start_soon``)
+    start_next: Callable[[Place], None] = lambda _: None
 
     @contextlib.asynccontextmanager
     async def tracked(self) -> AsyncIterator[None]:
         """Around a workflow body: it is in ``inflight`` while it runs."""
         workflow_id = DBOS.workflow_id or ""
-        if (task := asyncio.current_task()) is not None:
-            task.add_done_callback(lambda _: self.body_ended())
         self.inflight.add(workflow_id)
         try:
             with patient():
@@ -148,9 +147,16 @@ class TurnRuntime:
         return keeper
 
     async def settle(self) -> None:
-        """The running workflow's place is done: its outcome is in the log (accepted.py)."""
+        """The running workflow's place is done: its outcome is in the log (accepted.py).
+        The session's next place, if one waits, starts once this body's task is done (a
+        crash first leaves it to the sweep)."""
         workflow_id = DBOS.workflow_id or ""
-        await asyncio.to_thread(self.store.run, lambda c: finish(c, workflow_id))
+        place = await asyncio.to_thread(self.store.run, lambda c: finish_and_next(c, workflow_id))
+        task = asyncio.current_task()
+        if place is not None and task is not None:
+            start = self.start_next
+            # not in the body's context: DBOS would take the start for a child workflow
+            task.add_done_callback(lambda _: start(place), context=contextvars.Context())
 
     async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents:
         """The sink of a workflow body writing into ``session_id``'s log, which skips what an

@@ -115,6 +115,19 @@ def _wake_receiver(workflow_id: str, topic: str) -> None:
         waiting.set()
 
 
+async def _end_bodies() -> None:
+    """Cancel the workflow bodies running in this process and wait for them, before DBOS
+    goes. Left running, each met DBOS's absence at its next step ("System database accessed
+    before DBOS was launched", a thousand at every stop under load) until the loop closed.
+    A cancelled body records nothing (``execution/loop.py``): its workflow stays pending
+    and resumes on the next start, or on a sibling that adopts it. (DBOS's own set of the
+    tasks it runs, pinned by ``dbos<4``.)"""
+    bodies = [task for task in _get_dbos_instance()._workflow_tasks if not task.done()]
+    for task in bodies:
+        task.cancel()
+    await asyncio.gather(*bodies, return_exceptions=True)
+
+
 class DurableEngine:
     def __init__(
         self, settings: SessionSettings, store: SessionStore, runtime: TurnRuntime
@@ -131,8 +144,10 @@ class DurableEngine:
         )
         #: starts of places begun outside a request (``start_soon``), awaited at stop
         self._starting: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
     async def start(self) -> None:
+        self._stopping = False
         # beat before launching: a sibling must not mistake a restarted worker, still
         # marked stale from its previous life, for a dead one and adopt its turns
         await asyncio.to_thread(
@@ -172,7 +187,8 @@ class DurableEngine:
 
     async def stop(self) -> None:
         # what was accepted reaches DBOS before it stops (else the next start's sweep would
-        # start it)
+        # start it); what a body ending from here on would start waits for that sweep
+        self._stopping = True
         await asyncio.gather(*self._starting, return_exceptions=True)
         for task in self._tasks:
             task.cancel()
@@ -183,6 +199,7 @@ class DurableEngine:
         if self.pickup is not None:
             await asyncio.to_thread(self.pickup.stop)
             self.pickup = None
+        await _end_bodies()
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         if self._system_engine is not None:
             self._system_engine.dispose()
@@ -220,6 +237,8 @@ class DurableEngine:
     def start_soon(self, place: Place) -> None:
         """``try_start`` in a task of its own (from a workflow body's end: a fresh context, so
         DBOS does not take it for a child of the body that ended)."""
+        if self._stopping:
+            return
         task = asyncio.get_running_loop().create_task(
             self.try_start(place), context=contextvars.Context()
         )

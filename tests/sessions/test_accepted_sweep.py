@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dbos import DBOS
+from dbos import DBOS, EnqueueOptions
 
 from eve.sessions.accepted import RERUN_MARK, accept, cursor_of, finish, unfinished
 from eve.sessions.accepted_sweep import MAX_RERUNS
@@ -39,8 +39,12 @@ def cancelled_before_it_starts(workflow_id: str) -> None:
     """DBOS holds ``workflow_id`` cancelled: when its place may start, DBOS answers the start
     with that workflow, ended and never run. (On a queue no worker polls: a place waiting
     behind another is not DBOS's yet, ``accepted.py``.)"""
-    options = {"workflow_name": TURN_WORKFLOW, "queue_name": "tests-unpolled"}
-    DBOS.enqueue_workflow_with_options({**options, "workflow_id": workflow_id}, "", 0, "")  # type: ignore[arg-type]
+    options: EnqueueOptions = {
+        "workflow_name": TURN_WORKFLOW,
+        "queue_name": "tests-unpolled",
+        "workflow_id": workflow_id,
+    }
+    DBOS.enqueue_workflow_with_options(options, "", 0, "")
     DBOS.cancel_workflow(workflow_id)
 
 

@@ -3,8 +3,8 @@
 Everything eve asks of DBOS outside a workflow body goes through ``DurableEngine``.
 A session's places start in turn order by eve's own rule (``accepted.py``), each straight
 away with ``DBOS.start_workflow_async`` under its fixed id: no enqueue, no queue claim, no
-pickup pass per turn. DBOS's turn queue still carries what is put back on it (a dead
-worker's turns, a rescue) and what an older eve enqueued.
+pickup pass per turn. What runs again (a dead worker's turns, a rescue) goes on DBOS's own
+queue, and the turn queue carries only what an older eve enqueued.
 """
 
 from __future__ import annotations
@@ -237,13 +237,13 @@ class DurableEngine:
                     assert_never(place.kind)
         await asyncio.to_thread(self.store.run, lambda c: mark_enqueued(c, [place]))
 
-    def start_soon(self, place: Place) -> None:
-        """``try_start`` in a task of its own (from a workflow body's end: a fresh context, so
-        DBOS does not take it for a child of the body that ended)."""
+    def start_soon(self, place: Place, context: contextvars.Context | None = None) -> None:
+        """``try_start`` in a task of its own, in ``context`` (by default a fresh one: from a
+        workflow body's end, DBOS would take the start for a child of the body)."""
         if self._stopping:
             return
         task = asyncio.get_running_loop().create_task(
-            self.try_start(place), context=contextvars.Context()
+            self.try_start(place), context=context or contextvars.Context()
         )
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
@@ -255,14 +255,10 @@ class DurableEngine:
             await self.start_place(place)
         except Exception as error:
             log.warning(
-                "%s accepted, started later by the sweep (%s)",
-                place.workflow_id,
+                "session %s: accepted, queued later by the sweep (%s)",
+                place.session_id,
                 failure_kind(error),
             )
-
-    def _kick(self) -> None:
-        if self.pickup is not None:
-            self.pickup.kick()
 
     def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
         """Put a turn on DBOS's queue (blocking), as an eve before direct starts did; for
@@ -365,16 +361,12 @@ class DurableEngine:
     async def _resume(self, ids: list[str]) -> str:
         """Resume ``ids``; says how many turns and tasks, for the log."""
         turns = [i for i in ids if turn_of(i) == i and not is_idle_timer(i)]
-        # a task is resumed off the turn queue: its turn holds the session's place there
-        # and waits for it, so queued behind that turn it would never run; an idle timer
-        # was never on it
         tasks = [i for i in ids if i not in turns]
-        if turns:
-            # back onto the queue: whichever worker dequeues a turn replays its steps
-            await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
-            self._kick()
-        if tasks:
-            await DBOS.resume_workflows_async(tasks)
+        # onto DBOS's own queue, which every worker polls (once a second): whichever
+        # dequeues one replays its steps. Not the turn queue: one turn per session there
+        # goes by a partition key that a directly started turn has none of, and eve's
+        # order keeps the session's next turn back until this one is done anyway
+        await DBOS.resume_workflows_async(ids)
         return f"{len(turns)} turn(s)" + (f" and {len(tasks)} task(s)" if tasks else "")
 
     async def _beat_and_rescue(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -367,8 +368,10 @@ class SessionService:
         accepted, place = claim
         if place is not None:
             # started once the request is answered: the accepted row is the durable fact
-            # its 202 stands for, and DBOS's write need not hold the answer up
-            self.engine.start_soon(place)
+            # its 202 stands for, and DBOS's write need not hold the answer up. In the
+            # request's context: it fails fast rather than wait out a locked database,
+            # and the sweep starts it then
+            self.engine.start_soon(place, contextvars.copy_context())
         return accepted
 
     async def _claim_place(

@@ -15,7 +15,9 @@ Nothing parked holds a thread: a turn waiting for a person or an event waits in 
 ``recv_async`` on the loop, and a sleep in ``asyncio.sleep``. What blocks a thread is a
 store call (short, or waiting its turn at the gate, whose holder needs no other thread)
 and a sync tool, which runs within a step and so within the compute permits
-(``--concurrency``): the pool has a thread for each permit and ``DATABASE_THREADS`` more.
+(``--concurrency``): the pool has ``DATABASE_THREADS`` threads and one per permit up to
+``TOOL_THREADS``. Most steps wait on a model, not a thread, so permits in the hundreds
+need no more threads than that; sync tools beyond it wait for a thread, in order.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from eve.sessions.database_errors import failing_fast
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: threads beyond the compute permits, for the turns' store calls and DBOS's records
+#: threads for the turns' store calls and DBOS's records (on SQLite one writes at a time)
 DATABASE_THREADS = 16
+#: the most threads for sync tools, whatever the permits
+TOOL_THREADS = 48
 #: threads for requests' store calls: they are short, and on SQLite one writes at a time
 REQUEST_THREADS = 8
 
@@ -60,7 +64,7 @@ class LanedExecutor(ThreadPoolExecutor):
 
 def pool_size(permits: int) -> int:
     """The turns' pool for a worker with ``permits`` compute permits."""
-    return permits + DATABASE_THREADS
+    return DATABASE_THREADS + min(permits, TOOL_THREADS)
 
 
 def lane_requests() -> None:

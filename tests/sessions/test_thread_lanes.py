@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.thread_lanes import DATABASE_THREADS, LanedExecutor
+from eve.sessions.thread_lanes import DATABASE_THREADS, TOOL_THREADS, LanedExecutor, pool_size
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
@@ -49,3 +49,7 @@ def test_a_worker_bounds_its_pool_by_its_permits(make_app: AppFactory) -> None:
         assert executor.background._max_workers == 3 + DATABASE_THREADS
     finally:
         server.stop()
+
+
+def test_a_thousand_permits_need_no_thousand_threads() -> None:
+    assert pool_size(1000) == DATABASE_THREADS + TOOL_THREADS

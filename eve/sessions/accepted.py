@@ -193,8 +193,8 @@ def finish(c: Connection, workflow_id: str) -> None:
 def finish_and_next(c: Connection, workflow_id: str) -> Place | None:
     """``finish``, and the session's next place if it may start now (``deliverable``): the
     ending body starts it once its workflow has ended."""
+    finish(c, workflow_id)  # the write first: on SQLite the transaction holds the lock from here
     session_id = c.execute(_SESSION_OF, {"b_workflow": workflow_id}).scalar()
-    finish(c, workflow_id)
     return None if session_id is None else deliverable(c, session_id)
 
 

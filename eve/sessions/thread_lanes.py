@@ -37,8 +37,8 @@ T = TypeVar("T")
 DATABASE_THREADS = 16
 #: the most threads for sync tools, whatever the permits
 TOOL_THREADS = 48
-#: threads for requests' store calls: they are short, and on SQLite one writes at a time
-REQUEST_THREADS = 8
+#: threads for requests' store calls: short, but one may wait out a locked file (fail-fast
+REQUEST_THREADS = 32
 
 
 class LanedExecutor(ThreadPoolExecutor):

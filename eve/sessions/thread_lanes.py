@@ -37,7 +37,7 @@ T = TypeVar("T")
 DATABASE_THREADS = 16
 #: the most threads for sync tools, whatever the permits
 TOOL_THREADS = 48
-#: threads for requests' store calls: short, but one may wait out a locked file (fail-fast
+#: threads for requests' calls: short, but one may wait for a locked file until it fails
 REQUEST_THREADS = 32
 
 

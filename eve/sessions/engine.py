@@ -38,7 +38,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
-from eve.sessions.thread_lanes import lane_requests, pool_size
+from eve.sessions.thread_lanes import after_answer, lane_requests, pool_size
 from eve.sessions.turn_queue import (
     TURN_QUEUE,
     count_queued,
@@ -252,7 +252,8 @@ class DurableEngine:
         """``start_place``; if DBOS cannot be reached now, the sweep starts it later (the
         accepted row is durable already)."""
         try:
-            await self.start_place(place)
+            with after_answer():
+                await self.start_place(place)
         except Exception as error:
             log.warning(
                 "session %s: accepted, queued later by the sweep (%s)",

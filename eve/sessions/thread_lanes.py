@@ -22,8 +22,10 @@ need no more threads than that; sync tools beyond it wait for a thread, in order
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 
 from dbos._dbos import _get_dbos_instance
@@ -41,6 +43,21 @@ TOOL_THREADS = 48
 REQUEST_THREADS = 32
 
 
+_AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
+
+
+@contextlib.contextmanager
+def after_answer() -> Iterator[None]:
+    """Around work a request left behind once answered (starting its turn): it keeps the
+    request's fail-fast rules, but runs on the turns' pool: the requests' lane is for what
+    an answer waits on."""
+    token = _AFTER_ANSWER.set(True)
+    try:
+        yield
+    finally:
+        _AFTER_ANSWER.reset(token)
+
+
 class LanedExecutor(ThreadPoolExecutor):
     """``background`` for the turns' work, a pool of its own for requests'."""
 
@@ -53,7 +70,8 @@ class LanedExecutor(ThreadPoolExecutor):
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
         # that context into the thread too): a request's call is known here already
-        lane = self.requests if failing_fast() else self.background
+        urgent = failing_fast() and not _AFTER_ANSWER.get()
+        lane = self.requests if urgent else self.background
         return lane.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

@@ -9,7 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.thread_lanes import DATABASE_THREADS, TOOL_THREADS, LanedExecutor, pool_size
+from eve.sessions.thread_lanes import (
+    DATABASE_THREADS,
+    TOOL_THREADS,
+    LanedExecutor,
+    after_answer,
+    pool_size,
+)
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
@@ -37,6 +43,17 @@ def test_a_request_runs_while_every_thread_of_the_turns_is_busy() -> None:
         assert asyncio.run(scenario()).startswith("eve-request")
     finally:
         release.set()
+
+
+def test_what_a_request_leaves_behind_runs_on_the_turns_pool() -> None:
+    async def scenario() -> str:
+        asyncio.get_running_loop().set_default_executor(
+            LanedExecutor(ThreadPoolExecutor(max_workers=1, thread_name_prefix="turns"))
+        )
+        with fail_fast(), after_answer():
+            return await asyncio.to_thread(lambda: threading.current_thread().name)
+
+    assert asyncio.run(scenario()).startswith("turns")
 
 
 def test_a_worker_bounds_its_pool_by_its_permits(make_app: AppFactory) -> None:

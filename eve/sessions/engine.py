@@ -38,7 +38,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
-from eve.sessions.thread_lanes import after_answer, lane_requests, pool_size
+from eve.sessions.thread_lanes import after_answer, lane_requests
 from eve.sessions.turn_queue import (
     TURN_QUEUE,
     count_queued,
@@ -155,7 +155,6 @@ class DurableEngine:
             self.store.heartbeat, self.settings.executor_id, self.settings.application_version
         )
         config = dbos_config(self.settings)
-        config["max_executor_threads"] = pool_size(self.runtime.gate.permits)
         self._system_engine = config.get("system_database_engine")
         # the queue's row before launch, so DBOS polls it from its first look. Only a head
         # start: launch and register_turn_queue below make the queue whatever happens here,

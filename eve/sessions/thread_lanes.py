@@ -1,23 +1,18 @@
-"""The worker's threads: a bounded pool for the work of turns, and a lane of its own for
-requests.
+"""The worker's threads: a lane of their own for requests, so a request's calls never queue
+behind the turns' work.
 
 Every ``asyncio.to_thread`` in a worker (a store call, a durable step's record, a sync
-tool) runs on DBOS's executor, which DBOS makes the loop's default and leaves unbounded
-(``runtimeConfig.max_executor_threads``): at 1,000 live sessions a worker ran 1,233
-threads, most of them waiting for SQLite's one writer, and every switch between them cost
-the interpreter's lock. Bounded, the pool keeps what it cannot run at once in its queue,
-first come first served, and a request would wait there behind the turns' work: so a
-request's calls (``fail_fast``: an HTTP request is being answered) take a small pool of
-their own and never queue behind a turn's, as they go first at the SQLite gate
-(``sqlite_gate.py``).
+tool) runs on DBOS's executor, which DBOS makes the loop's default. A request's calls
+(``fail_fast``: an HTTP request is being answered) take a pool of their own instead, as
+they go first at the SQLite gate (``sqlite_gate.py``); what a request leaves behind once
+answered (starting its turn, ``after_answer``) goes to the turns' pool.
 
-Nothing parked holds a thread: a turn waiting for a person or an event waits in DBOS's
-``recv_async`` on the loop, and a sleep in ``asyncio.sleep``. What blocks a thread is a
-store call (short, or waiting its turn at the gate, whose holder needs no other thread)
-and a sync tool, which runs within a step and so within the compute permits
-(``--concurrency``): the pool has ``DATABASE_THREADS`` threads and one per permit up to
-``TOOL_THREADS``. Most steps wait on a model, not a thread, so permits in the hundreds
-need no more threads than that; sync tools beyond it wait for a thread, in order.
+The turns' pool stays unbounded (DBOS's default), though 1,000 live sessions run 1,200
+threads: bounded (64 threads, or 16 for the store and one per permit up to 48), a worker
+ran N=500 at 6 to 11 turns/s where unbounded ran 16 to 27 on the same loaded machine. A
+thread that waits at a gate (eve's SQLite gate, DBOS's write gate) holds its slot, and
+the calls queued behind it, a DBOS read that needs no gate among them, wait for a slot
+rather than run: bounding the pool wants gates that wait on the loop, not in a thread.
 """
 
 from __future__ import annotations
@@ -35,10 +30,6 @@ from eve.sessions.database_errors import failing_fast
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: threads for the turns' store calls and DBOS's records (on SQLite one writes at a time)
-DATABASE_THREADS = 16
-#: the most threads for sync tools, whatever the permits
-TOOL_THREADS = 48
 #: threads for requests' calls: short, but one may wait for a locked file until it fails
 REQUEST_THREADS = 32
 
@@ -80,15 +71,10 @@ class LanedExecutor(ThreadPoolExecutor):
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def pool_size(permits: int) -> int:
-    """The turns' pool for a worker with ``permits`` compute permits."""
-    return DATABASE_THREADS + min(permits, TOOL_THREADS)
-
-
 def lane_requests() -> None:
-    """Give the launched DBOS's executor (bounded at launch by ``max_executor_threads``) a
-    lane for requests: DBOS makes whatever its executor is the loop's default at its next
-    async call. (DBOS internals, pinned by ``dbos<4``; its ``destroy`` shuts both down.)"""
+    """Give the launched DBOS's executor a lane for requests: DBOS makes whatever its
+    executor is the loop's default at its next async call. (DBOS internals, pinned by
+    ``dbos<4``; its ``destroy`` shuts both down.)"""
     dbos = _get_dbos_instance()
     executor = dbos._executor_field
     assert executor is not None, "DBOS is launched"

@@ -1,4 +1,4 @@
-"""The worker's threads: bounded, and a request never queues behind the turns' work."""
+"""The worker's threads: a request never queues behind the turns' work."""
 
 from __future__ import annotations
 
@@ -9,13 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.thread_lanes import (
-    DATABASE_THREADS,
-    TOOL_THREADS,
-    LanedExecutor,
-    after_answer,
-    pool_size,
-)
+from eve.sessions.thread_lanes import LanedExecutor, after_answer
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
@@ -56,17 +50,11 @@ def test_what_a_request_leaves_behind_runs_on_the_turns_pool() -> None:
     assert asyncio.run(scenario()).startswith("turns")
 
 
-def test_a_worker_bounds_its_pool_by_its_permits(make_app: AppFactory) -> None:
-    server = InProcessServer(scripted_app(make_app, [say("hi")]), concurrency=3).start()
+def test_a_worker_lanes_its_requests(make_app: AppFactory) -> None:
+    server = InProcessServer(scripted_app(make_app, [say("hi")])).start()
     try:
         session = server.create("hello")
         server.wait_for(session, count("session.waiting"))
-        executor = _get_dbos_instance()._executor_field
-        assert isinstance(executor, LanedExecutor)
-        assert executor.background._max_workers == 3 + DATABASE_THREADS
+        assert isinstance(_get_dbos_instance()._executor_field, LanedExecutor)
     finally:
         server.stop()
-
-
-def test_a_thousand_permits_need_no_thousand_threads() -> None:
-    assert pool_size(1000) == DATABASE_THREADS + TOOL_THREADS

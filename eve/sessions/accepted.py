@@ -92,11 +92,6 @@ _HEAD = sa.select(accepted_places).where(_UNFINISHED).order_by(accepted_places.c
 _LOCK_SESSION = (
     sa.select(sessions.c.id).where(sessions.c.id == sa.bindparam("b_session")).with_for_update()
 )
-_SESSION_OF = (
-    sa.select(accepted_places.c.session_id)
-    .where(accepted_places.c.workflow_id == sa.bindparam("b_workflow"))
-    .limit(1)
-)
 # a body quick enough to have finished already stays done
 _ENQUEUED = (
     accepted_places.update()
@@ -190,12 +185,11 @@ def finish(c: Connection, workflow_id: str) -> None:
     c.execute(_FINISH, {"b_workflow": workflow_id})
 
 
-def finish_and_next(c: Connection, workflow_id: str) -> Place | None:
+def finish_and_next(c: Connection, session_id: str, workflow_id: str) -> Place | None:
     """``finish``, and the session's next place if it may start now (``deliverable``): the
     ending body starts it once its workflow has ended."""
     finish(c, workflow_id)  # the write first: on SQLite the transaction holds the lock from here
-    session_id = c.execute(_SESSION_OF, {"b_workflow": workflow_id}).scalar()
-    return None if session_id is None else deliverable(c, session_id)
+    return deliverable(c, session_id)
 
 
 _UNDELIVERED = (

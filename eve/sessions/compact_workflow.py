@@ -122,5 +122,5 @@ async def _save(runtime: TurnRuntime, session_id: str, loaded: Loaded, record: S
 async def compact_workflow(session_id: str) -> str:
     with off_request():  # started by a request's start, in its context
         outcome = await run_compaction(current_runtime(), session_id)
-        await current_runtime().settle()
+        await current_runtime().settle(session_id)
         return outcome

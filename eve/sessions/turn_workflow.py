@@ -146,12 +146,14 @@ class TurnRuntime:
             await asyncio.to_thread(keeper.open)
         return keeper
 
-    async def settle(self) -> None:
+    async def settle(self, session_id: str) -> None:
         """The running workflow's place is done: its outcome is in the log (accepted.py).
         The session's next place, if one waits, starts once this body's task is done (a
         crash first leaves it to the sweep)."""
         workflow_id = DBOS.workflow_id or ""
-        place = await asyncio.to_thread(self.store.run, lambda c: finish_and_next(c, workflow_id))
+        place = await asyncio.to_thread(
+            self.store.run, lambda c: finish_and_next(c, session_id, workflow_id)
+        )
         task = asyncio.current_task()
         if place is not None and task is not None:
             start = self.start_next
@@ -347,7 +349,7 @@ def _current() -> TurnRuntime:
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     async with _current().tracked():
         outcome = await _current().run_turn(session_id, turn, message)
-        await _current().settle()
+        await _current().settle(session_id)
         return outcome
 
 
@@ -355,5 +357,5 @@ async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
 async def reset_workflow(session_id: str) -> str:
     async with _current().tracked():
         outcome = await _current().reset(session_id)
-        await _current().settle()
+        await _current().settle(session_id)
         return outcome

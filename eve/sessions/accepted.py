@@ -1,19 +1,27 @@
-"""Accepted places in a session's queue: the durable fact a 202 stands for (an outbox).
+"""Accepted places in a session's queue: the durable fact a 202 stands for (an outbox),
+and the order in which they start.
 
 A message's turn (or a reset, a compaction) is accepted when its row here commits, in the
-transaction that claims its number and records its ``Idempotency-Key``. Putting it on DBOS's
-queue is a separate write that can fail or be repeated: eve's tables and DBOS's are in two
-databases on SQLite (two files), and DBOS writes through its own engine, so no transaction
-holds both the claim and the enqueue. The row is therefore the truth, and the enqueue a
-delivery of it: ``waiting`` reads a session's accepted rows in turn order, the engine
-enqueues each with its fixed workflow id (DBOS takes an id it has as the same workflow, so
-a repeated delivery never runs a turn twice), and then marks the ones it enqueued
-``enqueued``. Whoever delivers (the request that claimed it, or the sweep,
-``accepted_sweep.py``) delivers every row still waiting before its own first, so a turn
-reaches the queue only after every earlier one has, whoever delivered those; two
-deliveries at once may both enqueue a row, which DBOS takes once. No transaction of eve's is
-held open across DBOS's write: on SQLite that would make every write to eve's file wait
-for DBOS's lock on the other file.
+transaction that claims its number and records its ``Idempotency-Key``. eve, not DBOS's
+queue, decides when it starts: a place starts once every earlier place of its session is
+``done``, so a session runs one place at a time, in turn order. Whoever finds a place
+startable marks it ``enqueued`` (the stored name of "handed to DBOS") in the transaction
+that looks, with the session's row locked, so exactly one of them starts it:
+
+- the request that accepts it, when nothing of its session is unfinished (``accept``);
+- the body of the place before it, when it ends (``finish_and_next``): the next place
+  starts once that body's workflow has ended;
+- the sweep (``accepted_sweep.py``), for what neither did (a crash between).
+
+Starting it is then ``DBOS.start_workflow_async`` under the place's fixed workflow id, a
+separate write (eve's tables and DBOS's are two databases on SQLite, and DBOS writes through
+its own engine), which can fail or be repeated: DBOS takes an id it has as the same
+workflow and runs it once, and a place marked ``enqueued`` that DBOS does not know is
+started again by the sweep (its ``accepted_at`` is the time it was marked, so the starter
+has ``GRACE_SECONDS`` first). No transaction of eve's is held open across DBOS's write: on
+SQLite that would make every write to eve's file wait for DBOS's lock on the other file.
+Turns a worker adopts from a dead one, and those an older eve put on DBOS's turn queue,
+run off that queue; their successors wait for them here all the same.
 
 A row's life: ``accepted`` → ``enqueued`` → ``done``. A body marks its row done once its
 outcome is in the log; the sweep settles the rows whose workflow ended without doing so.
@@ -29,7 +37,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.sessions.tables import accepted_places
+from eve.sessions.tables import accepted_places, sessions
 
 #: what holds a place in a session's queue
 Kind = Literal["turn", "reset", "compact"]
@@ -71,13 +79,18 @@ _PLACE = sa.and_(
     accepted_places.c.session_id == sa.bindparam("b_session"),
     accepted_places.c.turn == sa.bindparam("b_turn"),
 )
-_WAITING = (
-    sa.select(accepted_places)
-    .where(
-        accepted_places.c.session_id == sa.bindparam("b_session"),
-        accepted_places.c.state == "accepted",
-    )
-    .order_by(accepted_places.c.turn)
+_UNFINISHED = sa.and_(
+    accepted_places.c.session_id == sa.bindparam("b_session"),
+    accepted_places.c.state != "done",
+)
+_UNFINISHED_BEFORE = (
+    sa.select(accepted_places.c.turn)
+    .where(_UNFINISHED, accepted_places.c.turn < sa.bindparam("b_turn"))
+    .limit(1)
+)
+_HEAD = sa.select(accepted_places).where(_UNFINISHED).order_by(accepted_places.c.turn).limit(1)
+_LOCK_SESSION = (
+    sa.select(sessions.c.id).where(sessions.c.id == sa.bindparam("b_session")).with_for_update()
 )
 # a body quick enough to have finished already stays done
 _ENQUEUED = (
@@ -103,20 +116,36 @@ def accept(
     kind: Kind,
     workflow_id: str,
     turn_input: Any = None,
-) -> None:
-    """Record the claimed place ``turn`` (inside the claim's transaction)."""
+) -> Place | None:
+    """Record the claimed place ``turn`` (inside the claim's transaction, which holds the
+    session's row); the place, if nothing of its session is unfinished before it: the
+    caller starts it then (``DurableEngine.start``)."""
+    stored = None if turn_input is None else json.dumps(turn_input)
+    accepted_at = time.time()
     c.execute(
         accepted_places.insert(),
         {
             "session_id": session_id,
             "turn": turn,
             "kind": kind,
-            "input": None if turn_input is None else json.dumps(turn_input),
+            "input": stored,
             "state": "accepted",
             "workflow_id": workflow_id,
             "reruns": 0,
-            "accepted_at": time.time(),
+            "accepted_at": accepted_at,
         },
+    )
+    if c.execute(_UNFINISHED_BEFORE, {"b_session": session_id, "b_turn": turn}).first():
+        return None  # the place before it starts it when it ends (``finish_and_next``)
+    return Place(
+        session_id=session_id,
+        turn=turn,
+        kind=kind,
+        input=turn_input,
+        state="accepted",
+        workflow_id=workflow_id,
+        reruns=0,
+        accepted_at=accepted_at,
     )
 
 
@@ -134,20 +163,33 @@ def _place(row: Any) -> Place:
     )
 
 
-def waiting(c: Connection, session_id: str) -> list[Place]:
-    """The session's places not on DBOS's queue yet, in turn order."""
-    rows = c.execute(_WAITING, {"b_session": session_id}).all()
-    return [_place(row) for row in rows]
+def deliverable(c: Connection, session_id: str) -> Place | None:
+    """The session's first unfinished place if it is not started yet: the one to start
+    now. On PostgreSQL the session's row is locked first, as a claim locks it, so a body
+    that ends and a message accepted at once cannot both miss the other's write."""
+    if c.dialect.name == "postgresql":
+        c.execute(_LOCK_SESSION, {"b_session": session_id})
+    row = c.execute(_HEAD, {"b_session": session_id}).first()
+    if row is None or row.state != "accepted":
+        return None
+    return _place(row)
 
 
 def mark_enqueued(c: Connection, places: list[Place]) -> None:
-    """``places`` are on the queue (those not done meanwhile)."""
+    """``places`` are DBOS's now (those not done meanwhile)."""
     c.execute(_ENQUEUED, [{"b_session": p.session_id, "b_turn": p.turn} for p in places])
 
 
 def finish(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
     c.execute(_FINISH, {"b_workflow": workflow_id})
+
+
+def finish_and_next(c: Connection, session_id: str, workflow_id: str) -> Place | None:
+    """``finish``, and the session's next place if it may start now (``deliverable``): the
+    ending body starts it once its workflow has ended."""
+    finish(c, workflow_id)  # the write first: on SQLite the transaction holds the lock from here
+    return deliverable(c, session_id)
 
 
 _UNDELIVERED = (
@@ -158,8 +200,9 @@ _UNDELIVERED = (
 
 
 def undelivered(c: Connection) -> int:
-    """How many accepted places are not on DBOS's queue yet, in every session (a message's
-    202 comes before its delivery: ``SessionService._enqueue``)."""
+    """How many accepted places DBOS does not have yet, in every session: those waiting for
+    an earlier place of their session, and those whose start is under way (a message's 202
+    comes before it: ``SessionService._enqueue``)."""
     return int(c.execute(_UNDELIVERED).scalar() or 0)
 
 

@@ -3,8 +3,9 @@
 At start and with every heartbeat, a worker looks at the places accepted a while ago and not
 done yet (``accepted.py``):
 
-- still ``accepted`` (the request that claimed it could not reach the queue): delivered now,
-  with every earlier one of its session, in turn order;
+- still ``accepted``: its session's first unfinished place is started now if nothing
+  started it (the request or the body before it could not reach DBOS, or died first);
+  a place behind an unfinished one waits for it, as it should;
 - ``enqueued``, but its workflow ended without marking it done: if its outcome is in the log
   after all, it is marked done. Otherwise (the workflow was cancelled by hand, crashed more
   often than DBOS retries, or its body failed in a way nothing caught) a turn that no later
@@ -25,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from dbos import DBOS
@@ -62,9 +63,9 @@ _LIVE = frozenset({"ENQUEUED", "PENDING", "DELAYED"})
 class AcceptedSweep:
     store: SessionStore
     log: EventLog
-    #: ``DurableEngine.dispatch`` and ``DurableEngine.enqueue`` (blocking)
-    dispatch: Callable[[str], None]
-    enqueue: Callable[[Place], None]
+    #: ``DurableEngine.deliver`` and ``DurableEngine.start``
+    deliver: Callable[[str], Awaitable[None]]
+    start: Callable[[Place], Awaitable[None]]
 
     #: where the last sweep stopped; the next one goes on from there, then from the start
     cursor: Cursor | None = None
@@ -78,7 +79,7 @@ class AcceptedSweep:
         )
         self.cursor = cursor_of(places[-1]) if len(places) == PAGE else None
         for session_id in sorted({p.session_id for p in places if p.state == "accepted"}):
-            await asyncio.to_thread(self.dispatch, session_id)
+            await self.deliver(session_id)
         queued = [p for p in places if p.state == "enqueued"]
         statuses = await _statuses([p.workflow_id for p in queued])
         for place in queued:
@@ -88,18 +89,19 @@ class AcceptedSweep:
 
     async def _settle(self, place: Place, status: str | None) -> None:
         if status is None:
-            # marked enqueued in the transaction that enqueued it, so DBOS had it: give it
-            # back under the same id rather than lose it
-            await asyncio.to_thread(self.enqueue, place)
+            # marked enqueued once DBOS had it (and has lost it since, or an older eve
+            # marked it so): start it again under the same id rather than lose it
+            await self.start(place)
             return
         progress = await asyncio.to_thread(self.store.turn_progress, place.log_id)
         if place.kind != "turn" or progress.finished:
-            await asyncio.to_thread(self.store.run, lambda c: claim_settled(c, place))
+            if await asyncio.to_thread(self.store.run, lambda c: claim_settled(c, place)):
+                await self.deliver(place.session_id)  # what waited behind it
             return
         if place.reruns < MAX_RERUNS and not await self._overtaken(place):
             rerun = await asyncio.to_thread(self.store.run, lambda c: claim_rerun(c, place))
             if rerun is not None:
-                await asyncio.to_thread(self.enqueue, rerun)
+                await self.start(rerun)
                 log.warning(
                     "turn %s ended (%s) with no outcome; running it again as %s",
                     place.log_id,
@@ -146,6 +148,7 @@ class AcceptedSweep:
             await asyncio.to_thread(self.store.run, lambda c: reopen(c, place))
             raise
         self.log.forget(place.session_id)
+        await self.deliver(place.session_id)  # what waited behind it
         log.warning(
             "turn %s ended (%s) with no outcome; failed it: %s", place.log_id, status, error
         )

@@ -1,24 +1,30 @@
-"""DBOS for this process: launch, the per-session turn queue, messages and worker rescue.
+"""DBOS for this process: launch, starting accepted places, messages and worker rescue.
 
 Everything eve asks of DBOS outside a workflow body goes through ``DurableEngine``.
+A session's places start in turn order by eve's own rule (``accepted.py``), each straight
+away with ``DBOS.start_workflow_async`` under its fixed id: no enqueue, no queue claim, no
+pickup pass per turn. What runs again (a dead worker's turns, a rescue) goes on DBOS's own
+queue, and the turn queue carries only what an older eve enqueued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import assert_never
 
-from dbos import DBOS, DBOSConfig, EnqueueOptions
+from dbos import DBOS, DBOSConfig, EnqueueOptions, SetWorkflowID
 from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Engine
 
-from eve.sessions.accepted import Place, mark_enqueued, undelivered, waiting
+from eve.sessions.accepted import Place, deliverable, mark_enqueued, undelivered
 from eve.sessions.accepted_sweep import AcceptedSweep
-from eve.sessions.compact_workflow import COMPACT_WORKFLOW
+from eve.sessions.compact_workflow import compact_workflow
+from eve.sessions.database_errors import failure_kind
 from eve.sessions.dbos_data import (
     REPEATS,
     EveSerializer,
@@ -32,6 +38,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
+from eve.sessions.thread_lanes import after_answer, lane_requests
 from eve.sessions.turn_queue import (
     TURN_QUEUE,
     count_queued,
@@ -39,10 +46,11 @@ from eve.sessions.turn_queue import (
     register_turn_queue,
 )
 from eve.sessions.turn_workflow import (
-    RESET_WORKFLOW,
     TURN_WORKFLOW,
     TurnInput,
     TurnRuntime,
+    reset_workflow,
+    turn_workflow,
     turn_workflow_id,
 )
 from eve.wire.mailbox import MAILBOX_TOPIC, MailboxMessage, mail_data
@@ -108,6 +116,19 @@ def _wake_receiver(workflow_id: str, topic: str) -> None:
         waiting.set()
 
 
+async def _end_bodies() -> None:
+    """Cancel the workflow bodies running in this process and wait for them, before DBOS
+    goes. Left running, each met DBOS's absence at its next step ("System database accessed
+    before DBOS was launched", a thousand at every stop under load) until the loop closed.
+    A cancelled body records nothing (``execution/loop.py``): its workflow stays pending
+    and resumes on the next start, or on a sibling that adopts it. (DBOS's own set of the
+    tasks it runs, pinned by ``dbos<4``.)"""
+    bodies = [task for task in _get_dbos_instance()._workflow_tasks if not task.done()]
+    for task in bodies:
+        task.cancel()
+    await asyncio.gather(*bodies, return_exceptions=True)
+
+
 class DurableEngine:
     def __init__(
         self, settings: SessionSettings, store: SessionStore, runtime: TurnRuntime
@@ -120,10 +141,14 @@ class DurableEngine:
         #: dequeues when this worker has put something on the queue or a body ended
         self.pickup: QueuePickup | None = None
         self.sweep = AcceptedSweep(
-            store=store, log=runtime.log, dispatch=self.dispatch, enqueue=self.enqueue
+            store=store, log=runtime.log, deliver=self.deliver, start=self.start_place
         )
+        #: starts of places begun outside a request (``start_soon``), awaited at stop
+        self._starting: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
     async def start(self) -> None:
+        self._stopping = False
         # beat before launching: a sibling must not mistake a restarted worker, still
         # marked stale from its previous life, for a dead one and adopt its turns
         await asyncio.to_thread(
@@ -147,13 +172,14 @@ class DurableEngine:
         # than on a background loop of its own: cancellation and the event log's wakeups
         # then stay on one loop
         DBOS.launch()
+        lane_requests()
         await register_turn_queue()
         queue = await DBOS.retrieve_queue_async(TURN_QUEUE)
         assert queue is not None  # registered just now
         self.pickup = QueuePickup(queue)
         self.pickup.start()
-        # a body's end frees its session's place for the next turn: dequeue then
-        self.runtime.body_ended = self.pickup.kick
+        # a body that ends starts its session's next place (``TurnRuntime.settle``)
+        self.runtime.start_next = self.start_soon
         try:
             # what was accepted before a crash or an outage and never ran
             await self.sweep.run()
@@ -162,6 +188,10 @@ class DurableEngine:
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
 
     async def stop(self) -> None:
+        # what was accepted reaches DBOS before it stops (else the next start's sweep would
+        # start it); what a body ending from here on would start waits for that sweep
+        self._stopping = True
+        await asyncio.gather(*self._starting, return_exceptions=True)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -171,6 +201,7 @@ class DurableEngine:
         if self.pickup is not None:
             await asyncio.to_thread(self.pickup.stop)
             self.pickup = None
+        await _end_bodies()
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         if self._system_engine is not None:
             self._system_engine.dispose()
@@ -180,55 +211,63 @@ class DurableEngine:
         # give the loop a fresh one so asyncio.to_thread works after a relaunch (eve dev)
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
-    def dispatch(self, session_id: str) -> None:
-        """Put the session's accepted places on the queue, in turn order (blocking).
+    async def deliver(self, session_id: str) -> None:
+        """Start the session's first unfinished place if nothing started it yet."""
+        place = await asyncio.to_thread(self.store.run, lambda c: deliverable(c, session_id))
+        if place is not None:
+            await self.start_place(place)
 
-        Each is read, enqueued, then marked (``accepted.py``): a crash between leaves it
-        ``accepted``, and delivering it again hands DBOS a workflow id it has, which DBOS
-        answers with the same workflow."""
-        places = self.store.run(lambda c: waiting(c, session_id))
-        delivered: list[Place] = []
+    async def start_place(self, place: Place) -> None:
+        """Start ``place``'s workflow under its id, then mark it DBOS's (``accepted.py``).
+
+        A crash between leaves it ``accepted``; starting it again hands DBOS an id it has,
+        which DBOS answers with the same workflow, run once."""
+        with SetWorkflowID(place.workflow_id):
+            match place.kind:
+                case "turn":
+                    await DBOS.start_workflow_async(
+                        turn_workflow, place.session_id, place.turn, place.input
+                    )
+                case "reset":
+                    await DBOS.start_workflow_async(reset_workflow, place.session_id)
+                case "compact":
+                    await DBOS.start_workflow_async(compact_workflow, place.session_id)
+                case _:
+                    assert_never(place.kind)
+        await asyncio.to_thread(self.store.run, lambda c: mark_enqueued(c, [place]))
+
+    def start_soon(self, place: Place, context: contextvars.Context | None = None) -> None:
+        """``try_start`` in a task of its own, in ``context`` (by default a fresh one: from a
+        workflow body's end, DBOS would take the start for a child of the body)."""
+        if self._stopping:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.try_start(place), context=context or contextvars.Context()
+        )
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def try_start(self, place: Place) -> None:
+        """``start_place``; if DBOS cannot be reached now, the sweep starts it later (the
+        accepted row is durable already)."""
         try:
-            for place in places:
-                self.enqueue(place)
-                delivered.append(place)
-        finally:
-            if delivered:
-                self.store.run(lambda c: mark_enqueued(c, delivered))
+            with after_answer():
+                await self.start_place(place)
+        except Exception as error:
+            log.warning(
+                "session %s: accepted, queued later by the sweep (%s)",
+                place.session_id,
+                failure_kind(error),
+            )
 
-    def enqueue(self, place: Place) -> None:
-        """Put ``place`` on the queue under its workflow id (blocking)."""
-        match place.kind:
-            case "turn":
-                self.enqueue_turn(
-                    place.session_id, place.turn, place.input, workflow_id=place.workflow_id
-                )
-            case "reset":
-                self._enqueue(RESET_WORKFLOW, place.workflow_id, place.session_id, place.turn)
-            case "compact":
-                self._enqueue(COMPACT_WORKFLOW, place.workflow_id, place.session_id, place.turn)
-            case _:
-                assert_never(place.kind)
-        self._kick()
-
-    def _kick(self) -> None:
-        if self.pickup is not None:
-            self.pickup.kick()
-
-    def enqueue_turn(
-        self, session_id: str, turn: int, message: TurnInput, *, workflow_id: str | None = None
-    ) -> None:
-        """Put a turn on the queue (blocking); ``message`` is the turn's input
-        (``turn_workflow.turn_input``), ``workflow_id`` a rerun's id."""
-        wid = workflow_id or turn_workflow_id(session_id, turn)
+    def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
+        """Put a turn on DBOS's queue (blocking), as an eve before direct starts did; for
+        tests of what such an eve left behind."""
+        wid = turn_workflow_id(session_id, turn)
         options = self._options(TURN_WORKFLOW, wid, session_id)
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
-
-    def _enqueue(self, name: str, workflow_id: str, session_id: str, turn: int) -> None:
-        options = self._options(name, workflow_id, session_id)
-        DBOS.enqueue_workflow_with_options({**options, "priority": _priority(turn)}, session_id)
 
     def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
         return {
@@ -322,16 +361,12 @@ class DurableEngine:
     async def _resume(self, ids: list[str]) -> str:
         """Resume ``ids``; says how many turns and tasks, for the log."""
         turns = [i for i in ids if turn_of(i) == i and not is_idle_timer(i)]
-        # a task is resumed off the turn queue: its turn holds the session's place there
-        # and waits for it, so queued behind that turn it would never run; an idle timer
-        # was never on it
         tasks = [i for i in ids if i not in turns]
-        if turns:
-            # back onto the queue: whichever worker dequeues a turn replays its steps
-            await DBOS.resume_workflows_async(turns, queue_name=TURN_QUEUE)
-            self._kick()
-        if tasks:
-            await DBOS.resume_workflows_async(tasks)
+        # onto DBOS's own queue, which every worker polls (once a second): whichever
+        # dequeues one replays its steps. Not the turn queue: one turn per session there
+        # goes by a partition key that a directly started turn has none of, and eve's
+        # order keeps the session's next turn back until this one is done anyway
+        await DBOS.resume_workflows_async(ids)
         return f"{len(turns)} turn(s)" + (f" and {len(tasks)} task(s)" if tasks else "")
 
     async def _beat_and_rescue(self) -> None:

@@ -6,12 +6,8 @@ from the queue's row at every poll) it reads the queue's row, then claims what i
 and it has no way to be woken between polls. At 0.05 s, eve's old interval, that was three
 queries twenty times a second on an idle server, most of its idle CPU. So the queue's
 interval is now DBOS's default, 1 s, a safety net only, and this worker dequeues at once
-when something may have become startable here:
-
-- it put a place on the queue (a message's turn, a reset, a compaction, the sweep's
-  delivery or rerun) or put turns back on it (a rescue);
-- a workflow body of its own ended, which frees its session's place for the next turn
-  (kicked once DBOS has recorded the end: the body's task is done).
+when kicked: at its start, for turns an older eve left on the queue (eve now starts a
+session's turns itself, ``accepted.py``, and puts nothing on this queue per turn).
 
 Another worker's enqueue is that worker's to pick up, so nothing crosses processes here.
 

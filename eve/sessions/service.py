@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -41,13 +42,12 @@ from eve.memory.access import MemoryHost
 from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_message
 from eve.runtime.connections import close_pool
 from eve.runtime.server_asks import check_form_answer
-from eve.sessions.accepted import Kind, accept
+from eve.sessions.accepted import Kind, Place, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
-from eve.sessions.database_errors import failure_kind
 from eve.sessions.engine import DurableEngine
 from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.forking import fork_session
@@ -161,8 +161,6 @@ class SessionService:
         self.max_message_chars = max_message_chars
         self.attachment_limits = attachment_limits or AttachmentLimits()
         self._tasks: list[asyncio.Task[None]] = []
-        #: deliveries of accepted turns to the queue, after their 202 (``_deliver_later``)
-        self._delivering: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.store = await asyncio.to_thread(
@@ -196,9 +194,6 @@ class SessionService:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        # what was answered 202 reaches the queue before the engine stops (else the next
-        # start's sweep would deliver it)
-        await asyncio.gather(*self._delivering, return_exceptions=True)
         await self.engine.stop()
         await self.changes.stop()
         # the MCP servers this worker started: a stdio server's process group ends here
@@ -345,12 +340,12 @@ class SessionService:
         idem: IdempotencyKey | None = None,
         first: bool = False,
     ) -> Accepted:
-        def claimed(c: Connection, turn: int) -> Accepted:
+        def claimed(c: Connection, turn: int) -> tuple[Accepted, Place | None]:
             replay_if_answered(c, idem)
             if first and turn != 0:
                 raise Replayed({"sessionId": session_id, "turnId": "turn_0"})
             # the turn's input, stored: _checked redacted its secrets
-            accept(
+            place = accept(
                 c,
                 session_id=session_id,
                 turn=turn,
@@ -360,49 +355,39 @@ class SessionService:
             )
             accepted = Accepted(session_id=session_id, turn_id=f"turn_{turn}")
             record(c, idem, accepted.answer())
-            return accepted
+            return accepted, place
 
         try:
-            accepted = await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
+            claim = await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
         except Replayed as replayed:
             return Accepted.replay(replayed.answer)
-        if accepted is None:
+        if claim is None:
             raise SessionNotActive(
                 f"session {session_id} has ended", session_id=session_id, reason="ended"
             )
-        self._deliver_later(session_id)
+        accepted, place = claim
+        if place is not None:
+            # started once the request is answered: the accepted row is the durable fact
+            # its 202 stands for, and DBOS's write need not hold the answer up. In the
+            # request's context: it fails fast rather than wait out a locked database,
+            # and the sweep starts it then
+            self.engine.start_soon(place, contextvars.copy_context())
         return accepted
-
-    def _deliver_later(self, session_id: str) -> None:
-        """Queue what the session accepted once the request is answered: the accepted row
-        is the durable fact its 202 stands for, and starting the workflow (DBOS's write,
-        then the pickup) need not hold the answer up."""
-        task = asyncio.create_task(self._dispatch(session_id))
-        self._delivering.add(task)
-        task.add_done_callback(self._delivering.discard)
 
     async def _claim_place(
         self, session_id: str, kind: Kind, workflow_id: Callable[[int], str]
     ) -> None:
-        """Claim the session's next place for a reset or compaction, and queue it."""
+        """Claim the session's next place for a reset or compaction, and start it if it
+        may start now (else the place before it starts it when it ends)."""
 
-        def claimed(c: Connection, turn: int) -> None:
-            accept(c, session_id=session_id, turn=turn, kind=kind, workflow_id=workflow_id(turn))
-
-        await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
-        await self._dispatch(session_id)
-
-    async def _dispatch(self, session_id: str) -> None:
-        """Queue what the session accepted. Accepted is durable already: if the queue cannot
-        be reached now, the engine's sweep queues it, so the caller still gets its 202."""
-        try:
-            await asyncio.to_thread(self.engine.dispatch, session_id)
-        except Exception as error:
-            log.warning(
-                "session %s: accepted, queued later by the sweep (%s)",
-                session_id,
-                failure_kind(error),
+        def claimed(c: Connection, turn: int) -> Place | None:
+            return accept(
+                c, session_id=session_id, turn=turn, kind=kind, workflow_id=workflow_id(turn)
             )
+
+        place = await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
+        if place is not None:
+            await self.engine.try_start(place)
 
     def _checked(self, message: str | UserMessage) -> UserMessage:
         """``message`` as its turn's input: within the limits, and with no secret in it,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -33,11 +34,11 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
-from eve.sessions.accepted import finish
+from eve.sessions.accepted import Place, finish_and_next
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
 from eve.sessions.compute_gate import ComputeGate
-from eve.sessions.database_errors import storage_failure
+from eve.sessions.database_errors import off_request, storage_failure
 from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder, legacy_steps
 from eve.sessions.event_log import EventLog
@@ -120,19 +121,17 @@ class TurnRuntime:
     #: a body ended with an error: DBOS may not have recorded it (the storage failed), and
     #: the engine looks for workflows of this worker left pending with nothing running them
     orphans_possible: bool = False
-    #: called once a workflow body's task is done, DBOS's record of its end included: its
-    #: session's next turn may start (the engine's ``QueuePickup.kick``)
-    body_ended: Callable[[], None] = lambda: None
+    #: starts a session's next place once the body before it is done, DBOS's record of
+    #: its end included (the engine's ``start_soon``)
+    start_next: Callable[[Place], None] = lambda _: None
 
     @contextlib.asynccontextmanager
     async def tracked(self) -> AsyncIterator[None]:
         """Around a workflow body: it is in ``inflight`` while it runs."""
         workflow_id = DBOS.workflow_id or ""
-        if (task := asyncio.current_task()) is not None:
-            task.add_done_callback(lambda _: self.body_ended())
         self.inflight.add(workflow_id)
         try:
-            with patient():
+            with patient(), off_request():
                 yield
         except BaseException:
             self.orphans_possible = True
@@ -148,10 +147,19 @@ class TurnRuntime:
             await asyncio.to_thread(keeper.open)
         return keeper
 
-    async def settle(self) -> None:
-        """The running workflow's place is done: its outcome is in the log (accepted.py)."""
+    async def settle(self, session_id: str) -> None:
+        """The running workflow's place is done: its outcome is in the log (accepted.py).
+        The session's next place, if one waits, starts once this body's task is done (a
+        crash first leaves it to the sweep)."""
         workflow_id = DBOS.workflow_id or ""
-        await asyncio.to_thread(self.store.run, lambda c: finish(c, workflow_id))
+        place = await asyncio.to_thread(
+            self.store.run, lambda c: finish_and_next(c, session_id, workflow_id)
+        )
+        task = asyncio.current_task()
+        if place is not None and task is not None:
+            start = self.start_next
+            # not in the body's context: DBOS would take the start for a child workflow
+            task.add_done_callback(lambda _: start(place), context=contextvars.Context())
 
     async def events_of(
         self, session_id: str, workflow_id: str, *, loads: bool = False
@@ -355,7 +363,7 @@ def _current() -> TurnRuntime:
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     async with _current().tracked():
         outcome = await _current().run_turn(session_id, turn, message)
-        await _current().settle()
+        await _current().settle(session_id)
         return outcome
 
 
@@ -363,5 +371,5 @@ async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
 async def reset_workflow(session_id: str) -> str:
     async with _current().tracked():
         outcome = await _current().reset(session_id)
-        await _current().settle()
+        await _current().settle(session_id)
         return outcome

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from eve.sessions.accepted import finish, forget_delivered, mark_enqueued, waiting
+from eve.sessions.accepted import deliverable, finish, forget_delivered, mark_enqueued
 from eve.sessions.idempotency import TTL_SECONDS
 from eve.sessions.retention import prune_workflows
 from eve.sessions.settings import SessionSettings, resolve_settings
@@ -45,7 +45,7 @@ def test_only_done_places_with_nothing_unfinished_ahead_are_forgotten(
     # ses_a: two turns done, the third on the queue; ses_b: its first never delivered
     for workflow in ("ses_a:turn-0", "ses_a:turn-1", "ses_b:turn-1", "ses_b:turn-2"):
         store.run(lambda c, w=workflow: finish(c, w))
-    store.run(lambda c: mark_enqueued(c, waiting(c, "ses_a")))
+    store.run(lambda c: mark_enqueued(c, [p for p in [deliverable(c, "ses_a")] if p]))
     before = _places(store)
 
     young = store.run(lambda c: forget_delivered(c, before=time.time() - 60, dry_run=False))

@@ -1,8 +1,8 @@
 """The sweep of accepted turns: a turn whose workflow ended with no outcome runs again in its
 place, or, when a later turn overtook it, fails visibly with ``TurnLost`` (accepted_sweep.py).
 
-The workflow ends the way nothing of eve's would end it: cancelled in DBOS while it waits on
-the queue behind a turn that holds the session.
+The workflow ends the way nothing of eve's would end it: cancelled in DBOS before it starts,
+while its place waits behind a turn that holds the session.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dbos import DBOS
+from dbos import DBOS, EnqueueOptions
 
-from eve.sessions.accepted import accept, cursor_of, finish, unfinished
+from eve.sessions.accepted import RERUN_MARK, accept, cursor_of, finish, unfinished
+from eve.sessions.accepted_sweep import MAX_RERUNS
 from eve.sessions.store import SessionStore
+from eve.sessions.turn_workflow import TURN_WORKFLOW
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Event, assert_dense, count
@@ -33,12 +35,17 @@ def outcomes(events: list[Event]) -> list[tuple[str, str]]:
     return [(e["data"]["turn_id"], e["type"]) for e in events if e["type"] in ends]
 
 
-def enqueued(workflow_id: str, timeout: float = 30.0) -> None:
-    """Wait until DBOS holds ``workflow_id`` (a delivery enqueues it after the 202)."""
-    deadline = time.monotonic() + timeout
-    while DBOS.get_workflow_status(workflow_id) is None:
-        assert time.monotonic() < deadline, f"{workflow_id} was never enqueued"
-        time.sleep(0.01)
+def cancelled_before_it_starts(workflow_id: str) -> None:
+    """DBOS holds ``workflow_id`` cancelled: when its place may start, DBOS answers the start
+    with that workflow, ended and never run. (On a queue no worker polls: a place waiting
+    behind another is not DBOS's yet, ``accepted.py``.)"""
+    options: EnqueueOptions = {
+        "workflow_name": TURN_WORKFLOW,
+        "queue_name": "tests-unpolled",
+        "workflow_id": workflow_id,
+    }
+    DBOS.enqueue_workflow_with_options(options, "", 0, "")
+    DBOS.cancel_workflow(workflow_id)
 
 
 def test_a_turn_whose_workflow_ended_unanswered_runs_again_in_its_place(
@@ -50,9 +57,7 @@ def test_a_turn_whose_workflow_ended_unanswered_runs_again_in_its_place(
         session = server.create("first")
         wait_for_file(root / f"hold-{session}.started")
         assert server.send(session, "second").json()["turnId"] == "turn_1"
-        # the 202 comes before the enqueue: cancel the workflow once DBOS has it
-        enqueued(f"{session}:turn-1")
-        DBOS.cancel_workflow(f"{session}:turn-1")  # ended, and nothing in the log says so
+        cancelled_before_it_starts(f"{session}:turn-1")  # ended, and nothing in the log says so
         (root / "release").write_text("go")
         server.wait_for(session, count("session.waiting", 2))
         follow_up = server.send(session, "third")
@@ -71,7 +76,9 @@ def test_a_turn_whose_workflow_ended_unanswered_runs_again_in_its_place(
     assert f"running it again as {session}:turn-1.rerun-1" in log, log
 
 
-def test_a_turn_overtaken_by_a_later_one_fails_visibly(make_app: AppFactory) -> None:
+def test_a_turn_whose_runs_keep_ending_unanswered_fails_visibly(make_app: AppFactory) -> None:
+    """A later place no longer overtakes an earlier one (it starts once the earlier one is
+    done, ``accepted.py``), so what fails a turn visibly is running out of reruns."""
     root = held_app(make_app)
     server = InProcessServer(root, env=FAST).start()
     try:
@@ -79,14 +86,15 @@ def test_a_turn_overtaken_by_a_later_one_fails_visibly(make_app: AppFactory) -> 
         wait_for_file(root / f"hold-{session}.started")
         server.send(session, "second")
         server.send(session, "third")
-        enqueued(f"{session}:turn-1")
-        DBOS.cancel_workflow(f"{session}:turn-1")
+        turn = f"{session}:turn-1"
+        for workflow_id in (turn, *(f"{turn}{RERUN_MARK}{n}" for n in range(1, MAX_RERUNS + 1))):
+            cancelled_before_it_starts(workflow_id)
         (root / "release").write_text("go")
         events = server.wait_for(session, count("session.waiting", 3))
     finally:
         server.stop()
     assert_dense(events)
-    # turn_2 ran when turn_1's place came free; turn_1 cannot run after it
+    # turn_1 ran out of reruns; turn_2 ran once turn_1's place was settled
     assert sorted(outcomes(events)) == [
         ("turn_0", "turn.completed"),
         ("turn_1", "turn.failed"),

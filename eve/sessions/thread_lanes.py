@@ -1,0 +1,82 @@
+"""The worker's threads: a lane of their own for requests, so a request's calls never queue
+behind the turns' work.
+
+Every ``asyncio.to_thread`` in a worker (a store call, a durable step's record, a sync
+tool) runs on DBOS's executor, which DBOS makes the loop's default. A request's calls
+(``fail_fast``: an HTTP request is being answered) take a pool of their own instead, as
+they go first at the SQLite gate (``sqlite_gate.py``); what a request leaves behind once
+answered (starting its turn, ``after_answer``) goes to the turns' pool.
+
+The turns' pool stays unbounded (DBOS's default), though 1,000 live sessions run 1,200
+threads: bounded (64 threads, or 16 for the store and one per permit up to 48), a worker
+ran N=500 at 6 to 11 turns/s where unbounded ran 16 to 27 on the same loaded machine. A
+thread that waits at a gate (eve's SQLite gate, DBOS's write gate) holds its slot, and
+the calls queued behind it, a DBOS read that needs no gate among them, wait for a slot
+rather than run: bounding the pool wants gates that wait on the loop, not in a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
+from typing import ParamSpec, TypeVar
+
+from dbos._dbos import _get_dbos_instance
+
+from eve.sessions.database_errors import failing_fast
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: threads for requests' calls: short, but one may wait for a locked file until it fails
+REQUEST_THREADS = 32
+
+
+_AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
+
+
+@contextlib.contextmanager
+def after_answer() -> Iterator[None]:
+    """Around work a request left behind once answered (starting its turn): it keeps the
+    request's fail-fast rules, but runs on the turns' pool: the requests' lane is for what
+    an answer waits on."""
+    token = _AFTER_ANSWER.set(True)
+    try:
+        yield
+    finally:
+        _AFTER_ANSWER.reset(token)
+
+
+class LanedExecutor(ThreadPoolExecutor):
+    """``background`` for the turns' work, a pool of its own for requests'."""
+
+    def __init__(self, background: ThreadPoolExecutor, *, requests: int = REQUEST_THREADS) -> None:
+        # submit() is overridden, so this pool itself never starts a thread
+        super().__init__(max_workers=1)
+        self.background = background
+        self.requests = ThreadPoolExecutor(max_workers=requests, thread_name_prefix="eve-request")
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
+        # that context into the thread too): a request's call is known here already
+        urgent = failing_fast() and not _AFTER_ANSWER.get()
+        lane = self.requests if urgent else self.background
+        return lane.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.background.shutdown(wait=wait, cancel_futures=cancel_futures)
+        super().shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def lane_requests() -> None:
+    """Give the launched DBOS's executor a lane for requests: DBOS makes whatever its
+    executor is the loop's default at its next async call. (DBOS internals, pinned by
+    ``dbos<4``; its ``destroy`` shuts both down.)"""
+    dbos = _get_dbos_instance()
+    executor = dbos._executor_field
+    assert executor is not None, "DBOS is launched"
+    if not isinstance(executor, LanedExecutor):
+        dbos._executor_field = LanedExecutor(executor)

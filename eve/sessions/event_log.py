@@ -70,8 +70,10 @@ class SessionWriter:
             if self.task is None:
                 return
             try:
-                # the drain task keeps going while events arrive: when it ends all are written
-                await self.task
+                # the drain task keeps going while events arrive: when it ends all are written.
+                # Shielded: a body cancelled while it waits (a worker stopping) must not
+                # cancel the session's one writer, which others (the stop's drain) wait on
+                await asyncio.shield(self.task)
                 return
             except Exception as error:
                 # a drain started outside a body gave up; a body's flush waits on (db_retry)

@@ -16,6 +16,15 @@ from typing import Any
 
 import pytest
 
+# The first DBOS of a process gives DBOS's logger a console handler on the sys.stderr of that
+# moment (``dbos._logger.init_logger``). Done here, that is pytest's capture for the whole run;
+# done inside a test that uses capfd, the handler kept that test's capture file, closed after
+# it, and every later DBOS start in the worker failed flushing it ("I/O operation on closed
+# file"). DBOS is pinned below 4, where the function lives.
+from dbos._logger import init_logger
+
+init_logger()
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: ``pytester`` runs this conftest on a test of its own to show the guard fires
 pytest_plugins = ["pytester", "tests.slow_first"]

@@ -93,10 +93,12 @@ class ChannelSessions:
     async def running_turn(self, session_id: str) -> str | None:
         """The id of the session's turn the engine runs now (``turn_N``), if any: ahead of
         the log, whose writer flushes in batches, so a turn that just started may not have
-        said so there yet."""
+        said so there yet. The oldest active one: eve starts a session's turns in order, so
+        it runs or is the next to; a turn resumed after a restart waits ``ENQUEUED`` on DBOS's
+        own queue for a moment, and is the session's running turn all the same."""
         await self.get(session_id)
-        for workflow_id, status in await self.service.engine.active_turns(session_id):
-            if status == "PENDING" and (turn_id := turn_id_of(workflow_id)) is not None:
+        for workflow_id, _status in await self.service.engine.active_turns(session_id):
+            if (turn_id := turn_id_of(workflow_id)) is not None:
                 return turn_id
         return None
 

@@ -16,7 +16,7 @@ from a2a.types import SubscribeToTaskRequest
 from tests.channels.a2a_client import COMPLETED, WORKING, final_state, read, streamed_text, text
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Server
+from tests.sessions.harness import Server, count
 
 TOKEN = "serve-restart-token-" + "x" * 24
 CHANNEL = "from eve.channels import a2a\ndefault = a2a()\n"
@@ -44,6 +44,9 @@ async def test_an_a2a_task_survives_a_sigkill_of_eve_serve(make_app: AppFactory)
         task_id, session = first.task.id, first.task.context_id
         started = root / f"hold-{session}.started"
         await asyncio.to_thread(wait_for_file, started)
+        # killed once the log tells the turn's start (a step does not wait for its events'
+        # write): the task a client sees then is a working one, which the restart must keep
+        await asyncio.to_thread(server.wait_for, session, count("step.started"))
         await asyncio.to_thread(server.kill)
         started.unlink()
         await asyncio.to_thread(server.start)

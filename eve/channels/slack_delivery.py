@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -40,6 +41,8 @@ log = logging.getLogger("eve.channels.slack")
 
 #: the metadata event type of eve's replies (https://api.slack.com/metadata/using)
 REPLY_EVENT = "eve_reply"
+#: how long before a run's tick its message is looked for in the conversation's history
+HISTORY_MARGIN_SECONDS = 60
 #: how much of a conversation's history a scheduled run's delivery reads back for its
 #: message (``run_message``): the messages since the run's tick, newest first
 HISTORY_PAGE_SIZE = 200
@@ -150,11 +153,16 @@ def run_message(
     """The ts of the message that starts a scheduled run's thread, when Slack has it: read
     back from the conversation's history since the run's tick (``conversations.history``
     with its metadata), at most ``HISTORY_PAGES`` pages, newest first."""
+    # a message's ts is Slack's clock, and its fraction a sequence within the second, not
+    # microseconds ("1355517523.000005"): a message posted in the tick's own second can have
+    # a ts below the tick's exact time, and the two clocks differ. So the read starts a
+    # margin before the tick, in whole seconds.
+    oldest = None if since is None else str(math.floor(since) - HISTORY_MARGIN_SECONDS)
     cursor = None
     for _ in range(HISTORY_PAGES):
         page = client.conversations_history(
             channel=conversation,
-            oldest=None if since is None else f"{since:.6f}",
+            oldest=oldest,
             include_all_metadata=True,
             limit=HISTORY_PAGE_SIZE,
             cursor=cursor,

@@ -10,12 +10,16 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from standardwebhooks.webhooks import Webhook
 
 from eve.schedules import delivery, webhook_tries
+from eve.schedules.tick import SCHEDULE_WORKFLOW
+from eve.sessions.dbos_data import EveSerializer
 from tests.conftest import AppFactory
 from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
 from tests.sessions.apps import call, say, scripted_app
@@ -207,3 +211,57 @@ def test_a_sender_killed_before_its_answer_sends_the_same_message_again(
     first, again = receiver.received
     assert first[0]["webhook-id"] == again[0]["webhook-id"]
     assert first[1] == again[1]
+
+
+def test_a_tick_an_older_eve_recorded_delivering_in_one_step_replays_from_that_record(
+    make_app: AppFactory, receiver: Receiver
+) -> None:
+    receiver.hold = killed = threading.Event()  # taken; the 204 waits
+    schedule = md_schedule(cron="0 0 1 1 *", webhook_url_env="DIGEST_URL")
+    root = make_app({"agent/schedules/digest.md": schedule})
+    server = Server(root, env={"DIGEST_URL": receiver.url}).start()
+    try:
+        assert server.post("/schedules/digest/run").status_code == 202
+        wait_until(lambda: receiver.received)
+        server.kill()
+        killed.set()
+        # as an eve before ``schedule.webhook`` left it: the POST taken and recorded as its
+        # one step, the worker gone before the tick's end
+        _record_one_step_delivery(root / ".eve" / "sessions" / "dbos.sqlite")
+        server.start()  # DBOS recovers the tick: the step is answered from its record
+        ended = wait_until(lambda: last_run(server) in ("SUCCESS", "ERROR"))
+        assert ended and last_run(server) == "SUCCESS"
+    finally:
+        server.stop()
+    assert len(receiver.received) == 1  # delivered once, by the older eve
+
+
+def _record_one_step_delivery(system_db: Path) -> None:
+    """Record the running tick's next step as ``schedule.deliver``, done with no value."""
+    engine = sa.create_engine(f"sqlite:///{system_db}")
+    outputs = sa.Table("operation_outputs", sa.MetaData(), autoload_with=engine)
+    try:
+        with engine.begin() as c:
+            [tick] = c.execute(
+                sa.text("SELECT workflow_uuid FROM workflow_status WHERE name = :name"),
+                {"name": SCHEDULE_WORKFLOW},
+            ).scalars()
+            last = c.execute(
+                sa.select(outputs)
+                .where(outputs.c.workflow_uuid == tick)
+                .order_by(outputs.c.function_id.desc())
+                .limit(1)
+            ).one()
+            assert last.function_name == "schedule.outcome", last.function_name
+            serializer = EveSerializer()
+            record = {
+                **last._asdict(),
+                "function_id": last.function_id + 1,
+                "function_name": "schedule.deliver",
+                "output": serializer.serialize(None),
+                "error": None,
+                "serialization": serializer.name(),
+            }
+            c.execute(sa.insert(outputs).values(**record))
+    finally:
+        engine.dispose()

@@ -33,7 +33,7 @@ from bench._machine import machine_info, package_version
 from bench._results import publish
 from eve.auth.principal import PrincipalRef
 from eve.memory import embedding, vectors
-from eve.memory.records import MemoryKey, SlotKey, Writer
+from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 
@@ -198,7 +198,7 @@ def recall_at(store: DatabaseMemory, *, semantic: bool) -> dict[str, float]:
 def measure_recall(directory: Path) -> dict[str, Any]:
     store = _store(directory / "recall.sqlite")
     for id, text in FACTS:
-        store.save(KEY, id=id, text=text, metadata={}, writer=WRITER, semantic=True)
+        store.save(KEY, NewEntry(id=id, text=text, metadata={}, writer=WRITER, semantic=True))
     worded, paraphrased = QUESTIONS[:12], QUESTIONS[12:]
     report: dict[str, Any] = {}
     for label, semantic in (("keyword", False), ("semantic", True)):

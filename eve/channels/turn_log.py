@@ -325,17 +325,27 @@ async def log_replies(sessions: ChannelSessions, session_id: str) -> list[Reply]
 
 
 async def running_turn(sessions: ChannelSessions, session_id: str) -> tuple[str, int] | None:
-    """The turn the log shows running (not stopped, nor waiting on a person), with the
-    index it started or went on from; None when every turn in the log has stopped."""
-    running: tuple[str, int] | None = None
-    async for line in await sessions.events(session_id, 0, follow=False):
+    """The turn the engine runs now, with the log index to follow it from: where it started,
+    or where it went on after its last answered wait. None when no turn runs, or when the
+    log shows the running one stopped: ended (the engine's row outlives its last event by a
+    moment), or waiting on a person, which the engine counts as running but a channel
+    answers now (its prompt), not when the turn ends.
+
+    Only the turn's own stretch of the log is read (from ``turn_start``): a sweep costs
+    each session its running turn, not its history."""
+    turn = await sessions.running_turn(session_id)
+    if turn is None:
+        return None
+    start = await sessions.turn_start(session_id, turn)
+    # a turn the engine runs but whose first event is not written yet goes on from ``start``
+    going: int | None = start
+    async for line in await sessions.events(session_id, start, follow=False):
         event = decode_event(line) if line else None
-        if event is None or event.data.turn_id is None:
+        if event is None or event.data.turn_id != turn:
             continue
         if _ending(event) is not None:
-            running = None
-        elif isinstance(event, TurnStarted | InputResolved) and running is None:
-            # only these set a turn going: session.waiting and hooks' events carry a
-            # turn's id after it stopped
-            running = (event.data.turn_id, event.meta.index)
-    return running
+            going = None
+        elif isinstance(event, TurnStarted | InputResolved) and going is None:
+            # only these set a turn going again: hooks' events carry its id after it stopped
+            going = event.meta.index
+    return None if going is None else (turn, going)

@@ -1,4 +1,9 @@
-"""``AsyncEveClient``: the session API over ``httpx.AsyncClient``, for asyncio code."""
+"""``AsyncEveClient``: the session API over ``httpx.AsyncClient``, for asyncio code.
+
+Each method is ``EveClient``'s of the same name, awaitable: both send the same ``Call``
+(``calls.py``), so what a method does is said once, on ``EveClient``, and each method here
+points there (``tests/client/test_twins.py`` holds the two to one list of signatures).
+"""
 
 from __future__ import annotations
 
@@ -26,12 +31,8 @@ T = TypeVar("T")
 
 
 class AsyncEveClient:
-    """``EveClient`` for asyncio: the same methods, awaitable; streams are async iterators.
-
-    ``url`` is the server's address (``http://127.0.0.1:8000``); ``token`` the bearer token
-    when the server has one. A stream that loses its connection reconnects from the last
-    index it saw for up to ``reconnect_timeout`` seconds, then raises ``ServerUnreachable``.
-    """
+    """``EveClient`` for asyncio: the same methods and arguments, awaitable; streams are
+    async iterators; ``aclose`` for ``close``."""
 
     def __init__(
         self,
@@ -82,23 +83,19 @@ class AsyncEveClient:
         return await self._run(Calls.health())
 
     async def info(self) -> dict[str, Any]:
-        """What ``eve info --json`` prints, for the agent this server runs."""
+        """As ``EveClient.info``."""
         return await self._run(Calls.info())
 
     async def create(
         self, message: str | None = None, *, attachments: Sequence[Attachable] = ()
     ) -> Accepted:
-        """A new session; with ``message`` (or ``attachments``) its first turn starts at once.
-
-        ``attachments`` are ``ImagePart``/``DocumentPart`` values or paths of image and
-        document files, sent after the text in order."""
+        """As ``EveClient.create``."""
         return await self._run(Calls.create(message, attachments))
 
     async def send(
         self, session_id: str, message: str, *, attachments: Sequence[Attachable] = ()
     ) -> Accepted:
-        """A turn for ``message`` and its ``attachments`` (as in ``create``); one sent while a
-        turn runs waits for it, in order."""
+        """As ``EveClient.send``."""
         return await self._run(Calls.send(session_id, message, attachments))
 
     async def respond(
@@ -108,35 +105,31 @@ class AsyncEveClient:
         *,
         values: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Accepted:
-        """Answer parked input requests: ``{request_id: option_id}``; ``values`` fill in the
-        forms among them (an MCP server's elicitation), by request id."""
+        """As ``EveClient.respond``."""
         return await self._run(Calls.respond(session_id, answers, values))
 
     async def session(self, session_id: str) -> SessionSummary:
-        """The session's status, turns, tokens, cost, limits and what is left of each."""
+        """As ``EveClient.session``."""
         return await self._run(Calls.session(session_id))
 
     async def sessions(self, *, limit: int = 20, cursor: str | None = None) -> SessionPage:
-        """A page of up to ``limit`` sessions (1 to 100), newest first; pass its
-        ``next_cursor`` as ``cursor`` for the next, older page (None on the last one)."""
+        """As ``EveClient.sessions``."""
         return await self._run(Calls.sessions(limit, cursor))
 
     async def cancel(self, session_id: str) -> Accepted:
-        """Stop the running turn (``status`` is ``cancelling`` or ``no_active_turn``)."""
+        """As ``EveClient.cancel``."""
         return await self._run(Calls.action(session_id, "cancel"))
 
     async def compact(self, session_id: str) -> Accepted:
-        """Queue a compaction behind the session's turns (``status`` is ``compacting``);
-        ``session.compacted`` in the event log says when it ran."""
+        """As ``EveClient.compact``."""
         return await self._run(Calls.action(session_id, "compact"))
 
     async def reset(self, session_id: str) -> Accepted:
-        """Cancel any running turn, then clear the session's history and state."""
+        """As ``EveClient.reset``."""
         return await self._run(Calls.action(session_id, "reset"))
 
     async def fork(self, session_id: str) -> Accepted:
-        """A new session that starts where ``session_id`` stands between its turns (as
-        ``EveClient.fork``)."""
+        """As ``EveClient.fork``."""
         return await self._run(Calls.fork(session_id))
 
     def stream(
@@ -147,15 +140,14 @@ class AsyncEveClient:
         follow: bool = True,
         until: frozenset[str] = frozenset(),
     ) -> AsyncIterator[SessionEvent]:
-        """The session's events from ``start_index``; with ``follow``, new ones as they come,
-        until an event whose type is in ``until`` (or forever)."""
+        """As ``EveClient.stream``."""
         cursor = StreamCursor(start_index, until=until, reconnect_timeout=self.reconnect_timeout)
         return self._read(session_id, cursor, follow)
 
     def turn_events(
         self, session_id: str, turn_id: str | None, start_index: int = 0
     ) -> AsyncIterator[SessionEvent]:
-        """One turn's events, ending with the event that ends its run (``TURN_END``)."""
+        """As ``EveClient.turn_events``."""
         cursor = StreamCursor(
             start_index, until=TURN_END, turn_id=turn_id, reconnect_timeout=self.reconnect_timeout
         )

@@ -9,6 +9,7 @@ from typing import assert_never
 
 from eve.errors import ModelProtocolError
 from eve.events import MessageCompletedData, StepCompletedData, StepStartedData
+from eve.execution import turn_actions as act  # actions and outcomes: act.BeginStep, act.StepBegan
 from eve.execution.checkpoints import (
     OUTCOMES,
     PARTS,
@@ -30,30 +31,6 @@ from eve.execution.limits import LimitCrossed, limit_reached
 from eve.execution.output import Accepted, Pending, Rejected
 from eve.execution.task_calls import run_task
 from eve.execution.tool_calls import outcome
-from eve.execution.turn_actions import (
-    Action,
-    AskLimit,
-    AskPerson,
-    BatchRan,
-    BeginStep,
-    CatalogListed,
-    Compact,
-    CompactionDone,
-    Finish,
-    LimitAnswered,
-    ListCatalog,
-    Outcome,
-    PartRan,
-    PeopleAnswered,
-    RunBatch,
-    RunCalls,
-    SettleStep,
-    StartTask,
-    StepBegan,
-    StepJudged,
-    StreamStep,
-    TaskRan,
-)
 from eve.execution.turn_config import nothing_answered, truncation
 from eve.execution.turn_io import TurnIO
 from eve.execution.turn_state import (
@@ -71,39 +48,41 @@ from eve.messages import model_view, user_message
 class TurnDriver(TurnIO):
     """Performs a turn's actions: the model, the tools, people, tasks and the recorder."""
 
-    async def perform(self, state: TurnState, action: Action) -> Outcome:
+    async def perform(self, state: TurnState, action: act.Action) -> act.Outcome:
         # the actions of every step first: a class pattern that misses costs a check
         match action:
-            case BeginStep(step=step):
+            case act.BeginStep(step=step):
                 await self.emit(StepStartedData(), step)
-                return StepBegan(step)
-            case StreamStep(step=step):
+                return act.StepBegan(step)
+            case act.StreamStep(step=step):
                 return await self.stream_step(state, step)
-            case SettleStep(step=step, complete=complete):
+            case act.SettleStep(step=step, complete=complete):
                 return await self.settle(state, step, complete=complete)
-            case Compact(step=step, folded=folded):
-                return CompactionDone(await self.compact(state, step, folded))
-            case RunCalls():
+            case act.Compact(step=step, folded=folded):
+                return act.CompactionDone(await self.compact(state, step, folded))
+            case act.RunCalls():
                 return await self.run_calls(state, action)
-            case RunBatch():
+            case act.RunBatch():
                 return await self.run_batch(state, action)
-            case AskPerson():
+            case act.AskPerson():
                 return await self.ask(state, action)
-            case StartTask(step=step, at=at):
+            case act.StartTask(step=step, at=at):
                 task = self.task_call(self.calls_of(at.response)[at.call], step)
-                return TaskRan(await run_task(task, self.env.tasks, partial(self.emit, step=step)))
-            case ListCatalog():
+                return act.TaskRan(
+                    await run_task(task, self.env.tasks, partial(self.emit, step=step))
+                )
+            case act.ListCatalog():
                 return await self.list_catalog()
-            case AskLimit(crossing=crossing):
+            case act.AskLimit(crossing=crossing):
                 return await self.ask_limit(crossing)
-            case Finish():
+            case act.Finish():
                 raise AssertionError("a finished turn performs nothing")
             case _:
                 assert_never(action)
 
     # --- the parts of a step ----------------------------------------------------------------
 
-    async def stream_step(self, state: TurnState, step: int) -> PartRan:
+    async def stream_step(self, state: TurnState, step: int) -> act.PartRan:
         """The model's response and every call it asks for, up to one the loop handles."""
 
         async def first_part() -> StepPart:
@@ -133,9 +112,9 @@ class TurnDriver(TurnIO):
             typed = self.output is not None
             finish = response.finish_reason
             raise nothing_answered(self.setup, model_id, state.history, finish, typed=typed)
-        return PartRan(part, response, tuple(calls))
+        return act.PartRan(part, response, tuple(calls))
 
-    async def run_calls(self, state: TurnState, action: RunCalls) -> PartRan:
+    async def run_calls(self, state: TurnState, action: act.RunCalls) -> act.PartRan:
         step, response, first, resume = (
             action.step,
             action.at.response,
@@ -151,9 +130,9 @@ class TurnDriver(TurnIO):
 
         key = part_key(step, first, _after(resume))
         part = await self.env.recorder.record(key, later_part, PARTS)
-        return PartRan(part, response, tuple(calls.calls))
+        return act.PartRan(part, response, tuple(calls.calls))
 
-    async def run_batch(self, state: TurnState, action: RunBatch) -> BatchRan:
+    async def run_batch(self, state: TurnState, action: act.RunBatch) -> act.BatchRan:
         """The batch's calls at once, each its own record: a recovered turn runs only the
         ones that did not finish. Results keep the model's order."""
         at = action.at
@@ -173,9 +152,9 @@ class TurnDriver(TurnIO):
             # the turn fails with the error itself (a named one keeps its name and fields)
             raise failed.exceptions[0] from None
         outcomes = tuple(task.result() for task in running)
-        return BatchRan(outcomes, tuple(calls.calls), cancelled=self.env.signal.cancelled)
+        return act.BatchRan(outcomes, tuple(calls.calls), cancelled=self.env.signal.cancelled)
 
-    async def ask(self, state: TurnState, action: AskPerson) -> PeopleAnswered:
+    async def ask(self, state: TurnState, action: act.AskPerson) -> act.PeopleAnswered:
         """Ask about every call of the round at once; a hook that fails closes the calls
         from the first asked on, then the turn fails with its error."""
         calls = self.calls_of(action.at.response)
@@ -190,24 +169,24 @@ class TurnDriver(TurnIO):
         answers = tuple(
             (a.call, PersonAnswer(a.rule, ok)) for a, ok in zip(asks, approved, strict=True)
         )
-        return PeopleAnswered(answers, tuple(calls[a.call].name for a in asks))
+        return act.PeopleAnswered(answers, tuple(calls[a.call].name for a in asks))
 
-    async def list_catalog(self) -> CatalogListed:
+    async def list_catalog(self) -> act.CatalogListed:
         """List the catalog's MCP servers (a record), between two parts of a step."""
         assert self.connections is not None, "only a started turn lists the catalog"
         self.runner.tools = await self.connections.list_catalog(self.runner.tools)
-        return CatalogListed()
+        return act.CatalogListed()
 
-    async def ask_limit(self, crossing: LimitCrossed) -> LimitAnswered:
+    async def ask_limit(self, crossing: LimitCrossed) -> act.LimitAnswered:
         ask = self.env.ask_limit
         if ask is None:
             raise limit_reached(crossing)
         decision = await ask(crossing)
         if decision is None:
             self.check()  # no answer: the turn was cancelled while a person was asked
-        return LimitAnswered(crossing, decision)
+        return act.LimitAnswered(crossing, decision)
 
-    async def settle(self, state: TurnState, step: int, *, complete: bool) -> StepJudged:
+    async def settle(self, state: TurnState, step: int, *, complete: bool) -> act.StepJudged:
         """``step.completed``; then whether the turn is over: with ``output_schema``, only
         once a valid answer came. An invalid one is sent back to fix, as the final-answer
         tool's failed result or as a user-side message."""
@@ -218,13 +197,13 @@ class TurnDriver(TurnIO):
         )
         await self.emit(done, step)
         if self.output is None:
-            return StepJudged(complete, spend=spend)
+            return act.StepJudged(complete, spend=spend)
         verdict = self.output.judge(list(state.turn_messages), complete=complete)
         match verdict:
             case Accepted():
-                return StepJudged(True, spend=spend, answer=verdict)
+                return act.StepJudged(True, spend=spend, answer=verdict)
             case Pending():
-                return StepJudged(False, spend=spend)
+                return act.StepJudged(False, spend=spend)
             case Rejected():
                 model_id = self.setup.client.model_id
                 if state.finish == "max_tokens":
@@ -232,7 +211,7 @@ class TurnDriver(TurnIO):
                     raise truncation(self.setup, answered_by, state.history, verdict.problem)
                 self.output.count(verdict, model_id=model_id)
                 tell = None if verdict.tell is None else user_message(verdict.tell)
-                return StepJudged(False, spend=spend, tell=tell)
+                return act.StepJudged(False, spend=spend, tell=tell)
             case _:
                 assert_never(verdict)
 

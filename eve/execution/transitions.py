@@ -14,6 +14,7 @@ import msgspec
 
 from eve.costs import Spend, price
 from eve.events import TurnStop
+from eve.execution import turn_actions as act  # actions and outcomes: act.BeginStep, act.StepBegan
 from eve.execution.checkpoints import Aborted, AsksPerson, NeedsListing, RanAll, RunsBatch
 from eve.execution.checkpoints import StartsTask as StartsTaskPart
 from eve.execution.compaction import (
@@ -26,30 +27,6 @@ from eve.execution.compaction import (
 from eve.execution.limits import crossed
 from eve.execution.response import ModelResponse
 from eve.execution.tool_calls import ABORTED_BEFORE_EXECUTION, CallOutcome, outcome
-from eve.execution.turn_actions import (
-    Action,
-    AskLimit,
-    AskPerson,
-    BatchRan,
-    BeginStep,
-    CatalogListed,
-    Compact,
-    CompactionDone,
-    Finish,
-    LimitAnswered,
-    ListCatalog,
-    Outcome,
-    PartRan,
-    PeopleAnswered,
-    RunBatch,
-    RunCalls,
-    SettleStep,
-    StartTask,
-    StepBegan,
-    StepJudged,
-    StreamStep,
-    TaskRan,
-)
 from eve.execution.turn_state import (
     Answered,
     Asking,
@@ -79,35 +56,35 @@ def opening(state: TurnState) -> Position:
     return StepStart() if state.rules.max_turns > 0 else Done("max_turns")
 
 
-def next_action(state: TurnState) -> Action:
+def next_action(state: TurnState) -> act.Action:
     """What the turn does next from ``state.at``."""
     at, step = state.at, state.step
     # the positions of every step first, in their order: a class pattern that misses
     # costs a check
     match at:
         case StepStart():
-            return BeginStep(step)
+            return act.BeginStep(step)
         case StepBegun():
             folded = _due(state)
-            return StreamStep(step) if folded is None else Compact(step, folded)
+            return act.StreamStep(step) if folded is None else act.Compact(step, folded)
         case StepRan(calls=calls):
-            return SettleStep(step, complete=state.ends_turn or not calls)
+            return act.SettleStep(step, complete=state.ends_turn or not calls)
         case StepSettled(complete=complete, checked=checked):
             return _after_step(state, complete=complete, checked=checked)
         case Compacted():
-            return StreamStep(step)
+            return act.StreamStep(step)
         case Asking():
-            return AskPerson(step, at)
+            return act.AskPerson(step, at)
         case Tasking():
-            return StartTask(step, at)
+            return act.StartTask(step, at)
         case Listing():
-            return ListCatalog(step, at)
+            return act.ListCatalog(step, at)
         case Batching():
-            return RunBatch(step, at)
+            return act.RunBatch(step, at)
         case Resuming():
-            return RunCalls(step, at)
+            return act.RunCalls(step, at)
         case Done(stop=stop):
-            return Finish(stop)
+            return act.Finish(stop)
         case _:
             assert_never(at)
 
@@ -123,50 +100,50 @@ def _due(state: TurnState) -> int | None:
     return plan(model_view(state.history), policy.keep_tokens)
 
 
-def _after_step(state: TurnState, *, complete: bool, checked: bool) -> Action:
+def _after_step(state: TurnState, *, complete: bool, checked: bool) -> act.Action:
     rules = state.rules
     if not checked:
         crossing = crossed(rules.limits, state.raised_limits, state.session_spend, state.step)
         if crossing is not None:
-            return AskLimit(crossing)
+            return act.AskLimit(crossing)
     if complete:
-        return Finish("complete")
+        return act.Finish("complete")
     if state.step + 1 >= rules.max_turns:
-        return Finish("max_turns")
-    return BeginStep(state.step + 1)
+        return act.Finish("max_turns")
+    return act.BeginStep(state.step + 1)
 
 
-def apply(state: TurnState, result: Outcome) -> TurnState:
+def apply(state: TurnState, result: act.Outcome) -> TurnState:
     """The state after ``result`` of the action ``next_action(state)`` chose."""
     match result:
-        case StepBegan(step=step):
+        case act.StepBegan(step=step):
             return replace(
                 state, at=StepBegun(), step=step, step_spend=Spend(), answers={}, ends_turn=False
             )
-        case PartRan():
+        case act.PartRan():
             return _part_ran(state, result)
-        case StepJudged(complete=complete, spend=spend, answer=answer, tell=tell):
+        case act.StepJudged(complete=complete, spend=spend, answer=answer, tell=tell):
             told = () if tell is None else (tell,)
             kept = state.answer if answer is None else answer
             return state.with_messages(*told, spend=spend, at=StepSettled(complete), answer=kept)
-        case CompactionDone(record=record):
+        case act.CompactionDone(record=record):
             return _compacted(state, record)
-        case BatchRan():
+        case act.BatchRan():
             return _batch_ran(state, result)
-        case PeopleAnswered():
+        case act.PeopleAnswered():
             return _answered(state, result)
-        case TaskRan(outcome=settled):
+        case act.TaskRan(outcome=settled):
             at = state.at
             assert isinstance(at, Tasking), "a task runs from Tasking"
             # a subagent's tokens are the caller's: they count in this step, turn, session
             spent = state.step_spend if settled.spend is None else state.step_spend + settled.spend
             resuming = Resuming(at.response, at.call, Settled(settled))
             return replace(state, step_spend=spent, at=resuming)
-        case CatalogListed():
+        case act.CatalogListed():
             at = state.at
             assert isinstance(at, Listing), "the catalog is listed from Listing"
             return replace(state, at=Resuming(at.response, at.call, Listed(at.announce)))
-        case LimitAnswered():
+        case act.LimitAnswered():
             return _limit_answered(state, result)
         case _:
             assert_never(result)
@@ -190,7 +167,7 @@ def _compacted(state: TurnState, record: CompactionRecord) -> TurnState:
             assert_never(record)
 
 
-def _part_ran(state: TurnState, ran: PartRan) -> TurnState:
+def _part_ran(state: TurnState, ran: act.PartRan) -> TurnState:
     part, response = ran.part, ran.response
     state = _recorded(state, part.outcomes, part.response)
     match part:
@@ -239,7 +216,7 @@ def _recorded(
     )
 
 
-def _batch_ran(state: TurnState, ran: BatchRan) -> TurnState:
+def _batch_ran(state: TurnState, ran: act.BatchRan) -> TurnState:
     at = state.at
     assert isinstance(at, Batching), "a batch runs from Batching"
     state = _recorded(state, ran.outcomes)
@@ -252,7 +229,7 @@ def _batch_ran(state: TurnState, ran: BatchRan) -> TurnState:
     return replace(state, at=Resuming(at.response, at.until, Fresh()))
 
 
-def _answered(state: TurnState, answered: PeopleAnswered) -> TurnState:
+def _answered(state: TurnState, answered: act.PeopleAnswered) -> TurnState:
     at = state.at
     assert isinstance(at, Asking), "people answer from Asking"
     answers = {**state.answers, **dict(answered.answers)}
@@ -266,7 +243,7 @@ def _answered(state: TurnState, answered: PeopleAnswered) -> TurnState:
     return replace(state, answers=answers, approved_once=approved_once, at=resuming)
 
 
-def _limit_answered(state: TurnState, answered: LimitAnswered) -> TurnState:
+def _limit_answered(state: TurnState, answered: act.LimitAnswered) -> TurnState:
     at = state.at
     assert isinstance(at, StepSettled), "limits are asked about once a step is settled"
     crossing, decision = answered.crossing, answered.decision

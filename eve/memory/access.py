@@ -41,6 +41,7 @@ from eve.memory.records import (
     MemoryHit,
     MemoryKey,
     MemoryRecord,
+    NewEntry,
     SlotKey,
     Writer,
     entry_id,
@@ -198,17 +199,15 @@ class NodeMemory:
             id = f"mem_{uuid.uuid4().hex[:24]}"
         writer = Writer(principal=ref_of(turn.principal), session_id=turn.session_id)
         store = self.host.store(entry.provider)
-        return await asyncio.to_thread(
-            lambda: store.save(
-                key,
-                id=id,
-                text=clean_text,
-                metadata=clean_meta,
-                writer=writer,
-                semantic=entry.search == "semantic",
-                step=turn.step if self.host.durable else "",
-            )
+        new = NewEntry(
+            id=id,
+            text=clean_text,
+            metadata=clean_meta,
+            writer=writer,
+            semantic=entry.search == "semantic",
+            step=turn.step if self.host.durable else "",
         )
+        return await asyncio.to_thread(store.save, key, new)
 
     async def search(self, name: str | None, query: str, limit: int, turn: Turn) -> list[MemoryHit]:
         entry = self.entry(name)

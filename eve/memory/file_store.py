@@ -29,7 +29,7 @@ import msgspec
 from eve.errors import MemoryUnavailable
 from eve.memory import embedding
 from eve.memory.keywords import overlap_score, terms
-from eve.memory.records import MemoryFilter, MemoryHit, MemoryKey, MemoryRecord, Writer
+from eve.memory.records import MemoryFilter, MemoryHit, MemoryKey, MemoryRecord, NewEntry
 
 
 class _ScopeFile(msgspec.Struct, kw_only=True):
@@ -102,17 +102,8 @@ class FileMemory:
                 f"the memory file {path} cannot be written ({error.strerror or error})"
             ) from None
 
-    def save(
-        self,
-        key: MemoryKey,
-        *,
-        id: str,
-        text: str,
-        metadata: dict[str, Any],
-        writer: Writer,
-        semantic: bool = False,
-        step: str = "",
-    ) -> MemoryRecord:
+    def save(self, key: MemoryKey, entry: NewEntry) -> MemoryRecord:
+        id = entry.id
         with self._changing(self._path(key)):
             scope = self._load(key)
             now = time.time()
@@ -121,17 +112,17 @@ class FileMemory:
                 id=id,
                 slot=key.slot.slot,
                 scope=key.slot.scope,
-                text=text,
-                metadata=metadata,
+                text=entry.text,
+                metadata=entry.metadata,
                 created_at=before.created_at if before else now,
                 updated_at=now,
-                principal=writer.principal,
-                session_id=writer.session_id,
+                principal=entry.writer.principal,
+                session_id=entry.writer.session_id,
             )
             scope.entries = [e for e in scope.entries if e.id != id] + [record]
             scope.steps.pop(id, None)
-            if step:
-                scope.steps[id] = step
+            if entry.step:
+                scope.steps[id] = entry.step
             self._write(key, scope)
             return record
 

@@ -75,6 +75,21 @@ class Writer:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NewEntry:
+    """An entry as a save stores it, under ``id``: a second save with the same id replaces
+    the first (a step run again after a crash), so it is never stored twice."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    writer: Writer
+    #: the slot searches by meaning, so the entry's embedding is stored too
+    semantic: bool = False
+    #: the durable step part saving it ("": none), which ``MemoryStore.discard`` finds it by
+    step: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemoryFilter:
     """Which entries ``eve memory`` and the HTTP routes look at: the agent's slots, and (for
     anyone but an operator) only those its principal saved or that are about it."""

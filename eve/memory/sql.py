@@ -28,7 +28,7 @@ from eve.memory.records import (
     MemoryHit,
     MemoryKey,
     MemoryRecord,
-    Writer,
+    NewEntry,
     principal_ref,
 )
 from eve.memory.tables import create_memory_tables, memories
@@ -150,20 +150,10 @@ class DatabaseMemory:
                 "writable"
             ) from None
 
-    def save(
-        self,
-        key: MemoryKey,
-        *,
-        id: str,
-        text: str,
-        metadata: dict[str, Any],
-        writer: Writer,
-        semantic: bool = False,
-        step: str = "",
-    ) -> MemoryRecord:
-        now = time.time()
-        vector = embedding.to_bytes(embedding.embed([text])[0]) if semantic else None
-        in_vec0 = self._vec0(semantic)
+    def save(self, key: MemoryKey, entry: NewEntry) -> MemoryRecord:
+        id, writer, now = entry.id, entry.writer, time.time()
+        vector = embedding.to_bytes(embedding.embed([entry.text])[0]) if entry.semantic else None
+        in_vec0 = self._vec0(entry.semantic)
         values = {
             "namespace": key.slot.namespace,
             "node_id": key.slot.node_id,
@@ -173,11 +163,11 @@ class DatabaseMemory:
             "principal_kind": writer.principal.kind,
             "principal_id": writer.principal.id,
             "session_id": writer.session_id,
-            "text": text,
-            "metadata": json.dumps(metadata, sort_keys=True),
+            "text": entry.text,
+            "metadata": json.dumps(entry.metadata, sort_keys=True),
             "updated_at": now,
             "embedding": None if in_vec0 else vector,
-            "step": step or None,
+            "step": entry.step or None,
         }
 
         def write(c: Connection) -> MemoryRecord:

@@ -9,25 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from eve.memory.records import MemoryFilter, MemoryHit, MemoryKey, MemoryRecord, Writer
+from eve.memory.records import MemoryFilter, MemoryHit, MemoryKey, MemoryRecord, NewEntry
 
 
 class MemoryStore(Protocol):
-    def save(
-        self,
-        key: MemoryKey,
-        *,
-        id: str,
-        text: str,
-        metadata: dict[str, Any],
-        writer: Writer,
-        semantic: bool = False,
-        step: str = "",
-    ) -> MemoryRecord:
-        """Store an entry under ``id``; a second save with the same id replaces the first
-        (a step run again after a crash), so it is never stored twice. ``semantic``: the
-        slot searches by meaning, so the entry's embedding is stored too. ``step``: the
-        durable step part saving it ("": none), which ``discard`` finds it by."""
+    def save(self, key: MemoryKey, entry: NewEntry) -> MemoryRecord:
+        """Store ``entry`` in ``key``'s scope, in place of one saved with its id before."""
         ...
 
     def discard(self, key: MemoryKey, step: str) -> int:

@@ -32,7 +32,12 @@ from eve.schedules import named_sessions
 from eve.schedules.channel_delivery import deliver_to_channel, session_owner
 from eve.schedules.delivery import RunOutcome
 from eve.schedules.resolved import ResolvedSchedule
-from eve.schedules.webhook_tries import deliver_webhook
+from eve.schedules.webhook_tries import (
+    ONE_STEP,
+    deliver_webhook,
+    delivered_in_one_step,
+    post_or_raise,
+)
 from eve.sessions import SessionService
 
 log = logging.getLogger("eve.schedules")
@@ -93,45 +98,21 @@ class ScheduleRuntime:
                 {"name": "schedule.outcome"}, self.outcome, name, invocation.tick, opened
             )
             match deliver:
+                case WebhookDelivery() if await delivered_in_one_step(DBOS.workflow_id):
+                    # a tick an eve before ``schedule.webhook`` recorded delivering, in one
+                    # step of this name: replayed, DBOS answers from its record
+                    await _in_one_step(outcome, post_or_raise, deliver, outcome)
                 case WebhookDelivery():
                     await deliver_webhook(deliver, outcome)
                 case ChannelDelivery():
-                    await self.deliver_through_channel(schedule, deliver, outcome)
+                    assert schedule.channel is not None  # resolved with its channel
+                    channel = schedule.channel
+                    await _in_one_step(
+                        outcome, deliver_to_channel, self.service, channel, deliver, outcome
+                    )
                 case _:
                     assert_never(deliver)
         return opened.session_id
-
-    async def deliver_through_channel(
-        self, schedule: ResolvedSchedule, to: ChannelDelivery, outcome: RunOutcome
-    ) -> None:
-        """The post, as one durable step DBOS tries ``DELIVERY_ATTEMPTS`` times."""
-        assert schedule.channel is not None  # resolved with its channel
-        channel = schedule.channel
-        try:
-            await DBOS.run_step_async(
-                {
-                    "name": "schedule.deliver",
-                    "retries_allowed": True,
-                    "max_attempts": DELIVERY_ATTEMPTS,
-                },
-                deliver_to_channel,
-                self.service,
-                channel,
-                to,
-                outcome,
-            )
-        except DBOSMaxStepRetriesExceeded as exceeded:
-            # DBOS's error says only that the step gave up: name why, once, in the log
-            last = exceeded.errors[-1] if exceeded.errors else exceeded
-            log.warning(
-                "schedule %s: the answer of session %s was not delivered after %d tries: %s: %s",
-                outcome.name,
-                outcome.session_id,
-                DELIVERY_ATTEMPTS,
-                type(last).__name__,
-                last,
-            )
-            raise
 
     async def open(
         self, schedule: ResolvedSchedule, message: str, invocation: Invocation, key: str
@@ -231,3 +212,27 @@ async def schedule_tick(scheduled_at: datetime, context: Any) -> str | None:
     # DBOS names a run asked for now (trigger_schedule) sched-<schedule>-trigger-<time>
     manual = (DBOS.workflow_id or "").startswith(f"sched-{dbos_name(name)}-trigger-")
     return await _current().run_tick(name, scheduled_at, manual=manual)
+
+
+async def _in_one_step(
+    outcome: RunOutcome, post: Callable[..., Coroutine[Any, Any, object]], *args: Any
+) -> None:
+    """``post(*args)`` as one durable step DBOS tries ``DELIVERY_ATTEMPTS`` times."""
+    try:
+        await DBOS.run_step_async(
+            {"name": ONE_STEP, "retries_allowed": True, "max_attempts": DELIVERY_ATTEMPTS},
+            post,
+            *args,
+        )
+    except DBOSMaxStepRetriesExceeded as exceeded:
+        # DBOS's error says only that the step gave up: name why, once, in the log
+        last = exceeded.errors[-1] if exceeded.errors else exceeded
+        log.warning(
+            "schedule %s: the answer of session %s was not delivered after %d tries: %s: %s",
+            outcome.name,
+            outcome.session_id,
+            DELIVERY_ATTEMPTS,
+            type(last).__name__,
+            last,
+        )
+        raise

@@ -7,14 +7,22 @@ sleep, never from the start. Every try sends the same ``webhook-id``: a receiver
 a try whose answer was lost (a timeout, a worker killed before the step was recorded) and
 dedupes by id takes the answer once. That is the guarantee: at least once, with a stable
 id, which is effectively once for a receiver that dedupes.
+
+An eve before this one delivered in one step named ``schedule.deliver`` that DBOS retried
+(as a channel delivery still is), and DBOS refuses to replay a recorded step under another
+name. So a tick whose workflow recorded that step (its worker stopped after the delivery,
+before the tick's end) replays it under that name, answered from its record: delivered, or
+given up on, as it was then (``delivered_in_one_step``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import assert_never
 
 from dbos import DBOS
+from dbos._dbos import _get_dbos_instance
 
 from eve.errors import ScheduleDeliveryFailed, WebhookDeliveryGaveUp
 from eve.manifest import WebhookDelivery
@@ -25,6 +33,41 @@ log = logging.getLogger("eve.schedules")
 
 #: how many times a run's answer is POSTed before the delivery gives up
 WEBHOOK_ATTEMPTS = 6
+#: the step a channel delivery runs in (DBOS retrying it), and a webhook's did before
+#: ``schedule.webhook``
+ONE_STEP = "schedule.deliver"
+
+
+async def delivered_in_one_step(workflow_id: str | None) -> bool:
+    """Whether the tick ``workflow_id`` recorded a webhook delivery as an older eve ran it:
+    one ``ONE_STEP`` step. Read from DBOS's table around ``DBOS.list_workflow_steps``,
+    which, called in a workflow, would be a step of it and move the ids of the steps after
+    it; the same answer on every replay, as the record never changes."""
+    if workflow_id is None:
+        return False
+
+    def names() -> list[str]:
+        sys_db = _get_dbos_instance()._sys_db
+        steps = sys_db.list_workflow_steps(workflow_id, load_output=False)
+        return [step["function_name"] for step in steps]
+
+    return ONE_STEP in await asyncio.to_thread(names)
+
+
+async def post_or_raise(delivery: WebhookDelivery, outcome: RunOutcome) -> None:
+    """One try as an older eve's one-step delivery made it, its "not now" raised so DBOS
+    tries the step again. Replayed, DBOS answers from the record and runs nothing."""
+    tried = await post_once(delivery, outcome)
+    if isinstance(tried, TryAgain):
+        msg_id = webhook_id(outcome.session_id, outcome.turn_id)
+        raise WebhookDeliveryGaveUp(
+            f"schedule '{outcome.name}': the webhook in ${delivery.url_env} did not take "
+            f"message {msg_id}: {tried.why}",
+            name=outcome.name,
+            status=tried.status,
+            webhook_id=msg_id,
+            attempts=1,
+        )
 
 
 async def deliver_webhook(delivery: WebhookDelivery, outcome: RunOutcome) -> int:

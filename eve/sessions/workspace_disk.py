@@ -12,8 +12,16 @@ may remove it whenever no turn of the session is queued, running or parked, and 
   them): its next turn restores it.
 
 "Unused" is the directory's modification time, which opening it for a turn and each step's
-checkpoint move (``WorkspaceKeeper.touch``). A directory with no session row (a subagent's
-child session, whose task's workflow is not listed under its id) is left alone.
+checkpoint move (``WorkspaceKeeper.touch``).
+
+A sandboxed subagent's directory is its child session's, which has no session row: its id
+is a hash of its task's workflow id (``child_session_id``), which starts with the id of the
+session whose turn called it. So the pass hashes the task ids DBOS keeps to find each child
+directory's session, and removes the directory as that session's would be: once it ended,
+or the directory is unused for the idle period, and never while a turn of it (whose tasks'
+ids start with its own) is busy. A task that runs again restores the directory from the
+child session's head, as a turn does. A directory whose task DBOS no longer keeps, nor any
+session row names, is left alone.
 
 Why a lock: the check (no turn busy) and the removal must not straddle a turn's start.
 Opening a workspace holds a shared ``flock`` on the ``sessions`` directory
@@ -28,14 +36,16 @@ import asyncio
 import logging
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from dbos import DBOS
 
+from eve.execution.subagents import child_session_id
 from eve.sandbox.bindings import SESSIONS_DIR
 from eve.sessions.retention import parse_period
 from eve.sessions.store import SessionStore
+from eve.sessions.tasks import TASK_WORKFLOW
 from eve.sessions.workspace_backfill import ACTIVE
 from eve.sessions.workspaces import workspace_lock
 
@@ -59,14 +69,18 @@ def remove_unused(
     *,
     idle_after: float | None,
     busy: Callable[[str], bool],
+    tasks: Callable[[], Iterable[str]] | None = None,
     now: float | None = None,
 ) -> list[str]:
     """Remove the directories of ``workspace_root``'s sessions that are ended or unused for
-    ``idle_after`` seconds (None: only ended ones) and have no turn ``busy``; their ids."""
+    ``idle_after`` seconds (None: only ended ones) and have no turn ``busy``; their ids.
+    A child session's directory goes as the session that called it would (``tasks``: the
+    task workflow ids kept, read once and only when a directory has no session row)."""
     now = time.time() if now is None else now
     sessions = workspace_root.resolve() / SESSIONS_DIR
     if not sessions.is_dir():
         return []
+    callers = _Callers(tasks or kept_tasks)
     removed = []
     for directory in sorted(sessions.iterdir()):
         # ".<id>.<hex>": a workspace being seeded (``seed_workspace``), renamed when whole
@@ -75,10 +89,26 @@ def remove_unused(
         with workspace_lock(workspace_root, exclusive=True):
             if not directory.is_dir():
                 continue  # another worker sharing the disk removed it meanwhile
-            if _unused(store, directory, idle_after=idle_after, now=now, busy=busy):
+            unused = _unused(store, directory, idle_after=idle_after, now=now, callers=callers)
+            if unused and not busy(unused):
                 shutil.rmtree(directory, ignore_errors=True)
                 removed.append(directory.name)
     return removed
+
+
+class _Callers:
+    """Which session each child session's task runs under, from the kept task ids, hashed
+    once per pass and only if a directory needs it."""
+
+    def __init__(self, tasks: Callable[[], Iterable[str]]) -> None:
+        self._tasks = tasks
+        self._found: dict[str, str] | None = None
+
+    def of(self, child_id: str) -> str | None:
+        if self._found is None:
+            # a task id is ``<session>:turn-<n>:task-...`` (nested: more ``:task-...``)
+            self._found = {child_session_id(t): t.split(":", 1)[0] for t in self._tasks()}
+        return self._found.get(child_id)
 
 
 def _unused(
@@ -87,13 +117,27 @@ def _unused(
     *,
     idle_after: float | None,
     now: float,
-    busy: Callable[[str], bool],
-) -> bool:
-    row = store.get_session(directory.name)
+    callers: _Callers,
+) -> str | None:
+    """The session whose turns must not be busy for ``directory`` to go (its own, or the
+    one that called its child session), or None when it stays anyway."""
+    owner = directory.name
+    row = store.get_session(owner)
     if row is None:
-        return False
+        caller = callers.of(owner)
+        if caller is None:
+            return None
+        owner, row = caller, store.get_session(caller)
     idle = idle_after is not None and directory.stat().st_mtime < now - idle_after
-    return (row.status == "ended" or idle) and not busy(directory.name)
+    # a caller deleted meanwhile (retention) runs no turn again: its child's copy can go
+    ended = row is None or row.status == "ended"
+    return owner if ended or idle else None
+
+
+def kept_tasks() -> list[str]:
+    """The ids of the task workflows DBOS keeps (launched in this process)."""
+    found = DBOS.list_workflows(name=TASK_WORKFLOW, load_input=False, load_output=False)
+    return [status.workflow_id for status in found]
 
 
 def turn_busy(session_id: str) -> bool:

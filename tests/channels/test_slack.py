@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,6 +18,9 @@ from slack_sdk.signature import SignatureVerifier
 
 from bench.channel_probes import slack as slack_probe
 from eve.channels.declaration import ChannelDeclaration
+from eve.channels.kinds.slack import channel_principal
+from eve.channels.sessions import ChannelSessions
+from eve.channels.turn_log import running_turn
 from eve.sessions.tables import input_requests
 from tests.channels.agent_app import HELD, SHIPPED, TEA, restart_and_release, run_probe, write_app
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
@@ -354,6 +357,63 @@ def test_a_turn_running_at_a_restart_is_answered_after_it(
     other, _ = mention(server, slack, "what is tea?")
     assert wait_for_replies(slack, other, 1)[0]["text"] == TEA
     assert len(slack.bot_replies("C1", thread)) == 4
+
+
+class _CountedSessions(ChannelSessions):
+    """The channel's sessions, counting the log events read through them."""
+
+    read = 0
+
+    async def events(self, session_id: str, start: int = 0, *, follow: bool) -> AsyncIterator[str]:
+        lines = await super().events(session_id, start, follow=follow)
+
+        async def counted() -> AsyncIterator[str]:
+            async for line in lines:
+                self.read += bool(line)
+                yield line
+
+        return counted()
+
+
+SweepView = tuple[str | None, tuple[str, int] | None, int]
+
+
+def sweep_view(server: InProcessServer, session_id: str) -> SweepView:
+    """The turn the engine runs in the session, what the restart's sweep finds of it
+    (``running_turn``), and how many log events the sweep read for it."""
+    assert server.http is not None and server.http.portal is not None
+    service = server.http.app.state.service  # type: ignore[attr-defined]
+
+    async def run() -> SweepView:
+        sessions = _CountedSessions(service, channel_principal("team"))
+        found = await running_turn(sessions, session_id)
+        return await sessions.running_turn(session_id), found, sessions.read
+
+    return server.http.portal.call(run)
+
+
+def test_the_sweep_reads_a_running_turn_from_its_start_and_leaves_a_waiting_one_to_post(
+    server: InProcessServer, slack: FakeSlack
+) -> None:
+    thread, session_id = held_thread(server, slack)
+    log = server.events(session_id)
+    start = min(e["meta"]["index"] for e in log if e["data"].get("turn_id") == "turn_2")
+    engine, found, read = sweep_view(server, session_id)
+    assert engine == "turn_2" and found == ("turn_2", start)
+    # the turn's own stretch, not turns 0 and 1 before it
+    assert 0 < read <= len(log) - start
+    (server.app_root / f"release-{session_id}").write_text("go")
+    assert wait_for_replies(slack, thread, 4)[-1]["text"] == HELD
+    assert sweep_view(server, session_id)[:2] == (None, None)
+
+    # the engine runs a turn that waits on a person; the sweep posts its prompt, not follows it
+    asking, _ = mention(server, slack, "what is tea?")
+    asking_session = wait_for_replies(slack, asking, 1)[0]["metadata"]["event_payload"]["session"]
+    mention(server, slack, "ship it", thread=asking)
+    choices = buttons(wait_for_replies(slack, asking, 2)[-1])
+    assert sweep_view(server, asking_session)[:2] == ("turn_1", None)
+    assert press(server, STARTER, choices["deny"], asking).status_code == 200
+    wait_for_replies(slack, asking, 3)
 
 
 def test_the_bench_probe_times_a_mention_to_its_reply(server: InProcessServer) -> None:

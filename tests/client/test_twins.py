@@ -30,3 +30,10 @@ def test_both_clients_have_the_same_methods_and_signatures() -> None:
         assert str(signature.return_annotation) == returned, name
         if name not in ("stream", "turn_events"):
             assert inspect.iscoroutinefunction(getattr(AsyncEveClient, name)), name
+
+
+def test_each_async_method_points_at_the_blocking_one_that_says_what_it_does() -> None:
+    for name in public(AsyncEveClient):
+        pointer = getattr(AsyncEveClient, name).__doc__
+        said = getattr(EveClient, name).__doc__
+        assert pointer == (None if said is None else f"As ``EveClient.{name}``."), name

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from eve.auth.principal import PrincipalRef
 from eve.memory.file_store import FileMemory
-from eve.memory.records import MemoryKey, SlotKey, Writer
+from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
 
 alice = PrincipalRef(id="alice", kind="user")
 notes = SlotKey(namespace="shop", node_id="__root__", slot="notes", scope="principal")
@@ -29,7 +29,7 @@ store = FileMemory(directory)
 print("ready", flush=True)
 sys.stdin.readline()  # both start saving at once
 for i in range(saves):
-    store.save(scope, id=f"{name}-{i}", text=f"{name} fact {i}", metadata={}, writer=by)
+    store.save(scope, NewEntry(id=f"{name}-{i}", text=f"{name} fact {i}", metadata={}, writer=by))
 """
 
 

@@ -16,7 +16,7 @@ from eve.auth.principal import OPERATOR, ref_of
 from eve.authoring.context import ToolContext
 from eve.manifest import DatabaseMemoryProvider, FileMemoryProvider, MemoryEntry
 from eve.memory.access import MemoryHost, NodeMemory, Turn
-from eve.memory.records import MemoryKey, SlotKey, Writer
+from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import memories
 from eve.runtime.memory import SAVE_TOOL, memory_tools
@@ -92,8 +92,10 @@ def test_a_table_made_before_the_step_column_gains_it(tmp_path: Path) -> None:
     slot = SlotKey(namespace="shop", node_id="__root__", slot="memory", scope="agent")
     where = MemoryKey(slot=slot, owner="")
     writer = Writer(principal=ref_of(OPERATOR), session_id=SESSION)
-    store.save(where, id="m1", text="saved by a step", metadata={}, writer=writer, step="wf/s")
-    store.save(where, id="m2", text="saved in process", metadata={}, writer=writer)
+    store.save(
+        where, NewEntry(id="m1", text="saved by a step", metadata={}, writer=writer, step="wf/s")
+    )
+    store.save(where, NewEntry(id="m2", text="saved in process", metadata={}, writer=writer))
     assert store.discard(where, "wf/s") == 1
     assert [r.id for r in store.recent(where, limit=5)] == ["m2"]
     store.close()

@@ -14,7 +14,7 @@ import pytest
 
 from eve.auth.principal import PrincipalRef
 from eve.memory.file_store import FileMemory
-from eve.memory.records import MemoryKey, SlotKey, Writer
+from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.store import MemoryStore
 
@@ -51,7 +51,7 @@ def test_a_question_without_the_entrys_words_finds_it_by_meaning(
         store = DatabaseMemory(memory_engine("postgresql+psycopg://" + url.split("://", 1)[1]))
     writer = Writer(principal=ALICE, session_id="ses_1")
     for id, text in ENTRIES.items():
-        store.save(KEY, id=id, text=text, metadata={}, writer=writer, semantic=True)
+        store.save(KEY, NewEntry(id=id, text=text, metadata={}, writer=writer, semantic=True))
     try:
         assert store.search(KEY, "which coffee does she like", limit=3) == []  # no shared word
         ranked = store.search(KEY, "which coffee does she like", limit=3, semantic=True)

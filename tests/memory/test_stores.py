@@ -14,7 +14,7 @@ import pytest
 
 from eve.auth.principal import PrincipalRef
 from eve.memory.file_store import FileMemory
-from eve.memory.records import MemoryFilter, MemoryKey, SlotKey, Writer
+from eve.memory.records import MemoryFilter, MemoryKey, NewEntry, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.store import MemoryStore
 
@@ -46,7 +46,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStor
 
 
 def save(store: MemoryStore, who: PrincipalRef, id: str, text: str, **meta: str) -> None:
-    store.save(key(who), id=id, text=text, metadata=dict(meta), writer=writer(who))
+    store.save(key(who), NewEntry(id=id, text=text, metadata=dict(meta), writer=writer(who)))
 
 
 def test_keyword_search_ranks_matches_and_stays_in_its_scope(store: MemoryStore) -> None:

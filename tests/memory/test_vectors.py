@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from eve.auth.principal import PrincipalRef
 from eve.errors import MemorySearchUnavailable
 from eve.memory import embedding, vectors
-from eve.memory.records import MemoryFilter, MemoryKey, SlotKey, Writer
+from eve.memory.records import MemoryFilter, MemoryKey, NewEntry, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 
@@ -61,7 +61,7 @@ def test_knn_results_never_cross_principals(tmp_path: Path) -> None:
             (BOB_KEY, BOB, "b1", "Bob drinks espresso every morning"),
         ):
             writer = Writer(principal=who, session_id=f"ses_{who.id}")
-            store.save(key, id=id, text=text, metadata={}, writer=writer, semantic=True)
+            store.save(key, NewEntry(id=id, text=text, metadata={}, writer=writer, semantic=True))
         alice = store.search(ALICE_KEY, "which coffee does he like", limit=10, semantic=True)
         assert {h.record.id for h in alice} == {"a1", "a2"}
         [bob] = store.search(BOB_KEY, "which coffee does he like", limit=10, semantic=True)
@@ -94,14 +94,8 @@ def test_forget_and_erase_remove_the_vectors(tmp_path: Path) -> None:
     writer = Writer(principal=ALICE, session_id="s1")
     store = _store(path)
     for id in ("a1", "a2", "a3"):
-        store.save(
-            ALICE_KEY,
-            id=id,
-            text=f"Alice likes tea number {id}",
-            metadata={},
-            writer=writer,
-            semantic=True,
-        )
+        text = f"Alice likes tea number {id}"
+        store.save(ALICE_KEY, NewEntry(id=id, text=text, metadata={}, writer=writer, semantic=True))
     store.close()
     # a fresh process's store forgets before any semantic call: it finds the table itself
     store = _store(path)
@@ -123,13 +117,8 @@ def test_keyword_slots_never_open_the_vector_engine(tmp_path: Path) -> None:
     path = tmp_path / "eve.sqlite"
     store = _store(path)
     try:
-        store.save(
-            ALICE_KEY,
-            id="a1",
-            text="Alice likes tea",
-            metadata={},
-            writer=Writer(principal=ALICE, session_id="s1"),
-        )
+        writer = Writer(principal=ALICE, session_id="s1")
+        store.save(ALICE_KEY, NewEntry(id="a1", text="Alice likes tea", metadata={}, writer=writer))
         assert [h.record.id for h in store.search(ALICE_KEY, "tea", limit=5)] == ["a1"]
         assert store.forget(ALICE_KEY, "a1")
         assert store._vector_engine is None

@@ -7,15 +7,19 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from standardwebhooks.webhooks import Webhook
 
 from eve.schedules import delivery, webhook_tries
+from eve.schedules.tick import SCHEDULE_WORKFLOW
+from eve.sessions.dbos_data import EveSerializer
 from tests.conftest import AppFactory
 from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait_until
 from tests.sessions.apps import call, say, scripted_app
@@ -190,6 +194,30 @@ def test_a_scheduled_turn_parks_on_its_approval_and_delivers_once_answered(
 def test_a_sender_killed_before_its_answer_sends_the_same_message_again(
     make_app: AppFactory, receiver: Receiver
 ) -> None:
+    # SIGKILL before the answer: the try is not recorded, and runs again
+    assert killed_mid_post(make_app, receiver) == "SUCCESS"
+    # twice, as one message: a receiver that drops ids it took handles it once
+    first, again = receiver.received
+    assert first[0]["webhook-id"] == again[0]["webhook-id"]
+    assert first[1] == again[1]
+
+
+def test_a_tick_an_older_eve_recorded_delivering_in_one_step_replays_from_that_record(
+    make_app: AppFactory, receiver: Receiver
+) -> None:
+    # as an eve before ``schedule.webhook`` left it: the POST taken and recorded as its one
+    # step, the worker gone before the tick's end; the step is answered from its record
+    recorded = killed_mid_post(make_app, receiver, meanwhile=_record_one_step_delivery)
+    assert recorded == "SUCCESS"
+    assert len(receiver.received) == 1  # delivered once, by the older eve
+
+
+def killed_mid_post(
+    make_app: AppFactory, receiver: Receiver, *, meanwhile: Callable[[Path], None] | None = None
+) -> str | None:
+    """Run a webhook schedule now, SIGKILL its ``eve serve`` while the receiver holds the
+    first POST, do ``meanwhile`` (with the app's root), start it again: the run's status
+    once DBOS recovered the tick."""
     receiver.hold = killed = threading.Event()  # taken; the 204 waits
     schedule = md_schedule(cron="0 0 1 1 *", webhook_url_env="DIGEST_URL")
     root = make_app({"agent/schedules/digest.md": schedule})
@@ -197,13 +225,43 @@ def test_a_sender_killed_before_its_answer_sends_the_same_message_again(
     try:
         assert server.post("/schedules/digest/run").status_code == 202
         wait_until(lambda: receiver.received)
-        server.kill()  # SIGKILL before the answer: the try is not recorded
+        server.kill()
         killed.set()
-        server.start()  # DBOS recovers the tick: the try runs again
-        assert wait_until(lambda: last_run(server) == "SUCCESS")
+        if meanwhile is not None:
+            meanwhile(root)
+        server.start()
+        wait_until(lambda: last_run(server) in ("SUCCESS", "ERROR"))
+        return last_run(server)
     finally:
         server.stop()
-    # twice, as one message: a receiver that drops ids it took handles it once
-    first, again = receiver.received
-    assert first[0]["webhook-id"] == again[0]["webhook-id"]
-    assert first[1] == again[1]
+
+
+def _record_one_step_delivery(root: Path) -> None:
+    """Record the running tick's next step as ``schedule.deliver``, done with no value."""
+    engine = sa.create_engine(f"sqlite:///{root / '.eve' / 'sessions' / 'dbos.sqlite'}")
+    outputs = sa.Table("operation_outputs", sa.MetaData(), autoload_with=engine)
+    try:
+        with engine.begin() as c:
+            [tick] = c.execute(
+                sa.text("SELECT workflow_uuid FROM workflow_status WHERE name = :name"),
+                {"name": SCHEDULE_WORKFLOW},
+            ).scalars()
+            last = c.execute(
+                sa.select(outputs)
+                .where(outputs.c.workflow_uuid == tick)
+                .order_by(outputs.c.function_id.desc())
+                .limit(1)
+            ).one()
+            assert last.function_name == "schedule.outcome", last.function_name
+            serializer = EveSerializer()
+            record = {
+                **last._asdict(),
+                "function_id": last.function_id + 1,
+                "function_name": "schedule.deliver",
+                "output": serializer.serialize(None),
+                "error": None,
+                "serialization": serializer.name(),
+            }
+            c.execute(sa.insert(outputs).values(**record))
+    finally:
+        engine.dispose()

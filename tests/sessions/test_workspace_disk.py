@@ -11,13 +11,15 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from eve.cli.main import main
+from eve.execution.subagents import child_session_id
 from eve.sandbox.bindings import session_directory
 from eve.sessions.store import SessionStore
 from eve.sessions.workspace_disk import configured_idle, remove_unused, turn_busy
 from tests.conftest import AppFactory
 from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_workspace_sweep import approve, park, sandboxed_server
-from tests.sessions.test_workspaces import files, keeper, seeded_root
+from tests.sessions.test_workspaces import files, keeper, seeded_root, subagent_app
 
 #: a last use this long ago is past any idle period these tests set
 LONG_AGO = 7 * 86400.0
@@ -46,11 +48,15 @@ def test_ended_and_idle_workspaces_go_and_come_back_from_the_store(tmp_path: Pat
 
         def remove(idle_after: float | None) -> list[str]:
             return remove_unused(
-                store, root, idle_after=idle_after, busy=lambda session: session == "busy"
+                store,
+                root,
+                idle_after=idle_after,
+                busy=lambda session: session == "busy",
+                tasks=list,
             )
 
         assert remove(None) == ["ended"]  # EVE_WORKSPACE_IDLE=off: ended ones only
-        # a child session (no row: its task's workflow is not under its id) stays
+        # a directory no session row and no kept task names stays
         assert remove(3600) == ["idle"]
         assert {s for s, d in directories.items() if d.is_dir()} == {"fresh", "busy", "child"}
         # a turn's opening puts it back as its last step left it
@@ -61,6 +67,67 @@ def test_ended_and_idle_workspaces_go_and_come_back_from_the_store(tmp_path: Pat
         assert remove(3600) == []  # opening it was a use
     finally:
         store.close()
+
+
+def test_a_subagents_workspace_goes_as_its_callers_would_and_never_while_it_is_busy(
+    tmp_path: Path,
+) -> None:
+    root = seeded_root(tmp_path)
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    #: a task of each caller's turn (``nested``: a subagent's subagent under ``idle``)
+    tasks = {
+        "busy": "busy:turn-0:task-0-call_a",
+        "ended": "ended:turn-1:task-2-call_b",
+        "idle": "idle:turn-0:task-0-call_c",
+        "nested": "idle:turn-0:task-0-call_c:task-1-call_d",
+        "fresh": "fresh:turn-0:task-0-call_e",
+    }
+    children = {name: child_session_id(task) for name, task in tasks.items()}
+    try:
+        for caller in ("busy", "ended", "idle", "fresh"):
+            store.create_session(caller)
+        store.end_session("ended", "test")
+        for name, child in children.items():
+            keeper(store, root, child).checkpoint()
+            if name not in {"ended", "fresh"}:
+                _age(session_directory(root, child))
+        removed = remove_unused(
+            store,
+            root,
+            idle_after=3600,
+            busy=lambda session: session == "busy",
+            tasks=tasks.values,
+        )
+        assert sorted(removed) == sorted(children[n] for n in ("ended", "idle", "nested"))
+        kept = {n for n, c in children.items() if session_directory(root, c).is_dir()}
+        assert kept == {"busy", "fresh"}
+        # EVE_WORKSPACE_IDLE=off: an ended caller's child still goes, an idle one's stays
+        for name in ("ended", "idle"):
+            keeper(store, root, children[name])
+            _age(session_directory(root, children[name]))
+        off = remove_unused(store, root, idle_after=None, busy=lambda _: False, tasks=tasks.values)
+        assert off == [children["ended"]]
+    finally:
+        store.close()
+
+
+def test_a_subagents_workspace_is_found_through_its_task_in_dbos(make_app: AppFactory) -> None:
+    root = subagent_app(make_app)
+    workspace = root / "workspace"
+    server = InProcessServer(root).start()
+    try:
+        session = server.create("go")
+        server.wait_for(session, count("session.waiting"))
+        [child] = [d for d in (workspace / "sessions").iterdir() if d.name != session]
+        _age(child)
+        store = SessionStore(f"sqlite:///{root / '.eve' / 'sessions' / 'eve.sqlite'}")
+        try:
+            # DBOS (launched in this process) keeps the subagent's task, named by the turn
+            assert remove_unused(store, workspace, idle_after=3600, busy=turn_busy) == [child.name]
+        finally:
+            store.close()
+    finally:
+        server.stop()
 
 
 def test_a_parked_turns_workspace_stays_and_a_done_ones_is_restored(

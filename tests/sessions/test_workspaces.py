@@ -216,7 +216,8 @@ def test_a_turn_resumed_after_a_crash_sees_the_files_it_saw(make_app: AppFactory
     }
 
 
-def test_a_sandboxed_subagent_keeps_a_workspace_of_its_own(make_app: AppFactory) -> None:
+def subagent_app(make_app: AppFactory) -> Path:
+    """A sandboxed agent whose first turn calls a subagent that writes ``found.txt``."""
     root = make_app(
         {
             "agent/agent.py": SCRIPTED_AGENT.replace("{limits}", "{'max_turns': 5}"),
@@ -238,6 +239,11 @@ def test_a_sandboxed_subagent_keeps_a_workspace_of_its_own(make_app: AppFactory)
         "researcher": [call("write_file", path="found.txt", content="42"), say("written")],
     }
     (root / "script.json").write_text(json.dumps(responses), encoding="utf-8")
+    return root
+
+
+def test_a_sandboxed_subagent_keeps_a_workspace_of_its_own(make_app: AppFactory) -> None:
+    root = subagent_app(make_app)
     server = InProcessServer(root).start()
     try:
         session = server.create("go")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import threading
 import time
@@ -28,7 +27,12 @@ from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Event, Server, assert_dense, count, types
 from tests.sessions.test_approvals import approval_app, request_of
 from tests.sessions.test_crash_recovery import assert_finished_once, crash_app
-from tests.sessions.test_postgres import children_of, hold_turn, release_slow, wait_dead
+from tests.sessions.test_postgres import (
+    children_of,
+    hold_turn,
+    release_slow,
+    restarted_mid_turn,
+)
 
 SESSIONS = 6
 #: a tool that says which process ran it: the turn's worker, read from the log itself
@@ -175,30 +179,9 @@ def test_two_workers_share_sessions_in_order_and_follow_each_others_turns(
 
 
 def test_a_killed_worker_is_restarted_and_finishes_its_turn_once(make_app: AppFactory) -> None:
-    root = crash_app(make_app)
-    # the default worker timeout (15 s) is far off: the restarted worker's DBOS recovery,
-    # not a sibling's heartbeat rescue, brings the turn back
-    server = Server(root, args=["--workers", "2"], env={"EVE_WORKER_ID": "lite"})
-    server.start()
-    try:
-        assert server.proc is not None
-        session, holder = hold_turn(server)
-        before = children_of(server.proc.pid)
-        assert holder in before and len(before) == 2, (holder, before)
-        os.kill(holder, signal.SIGKILL)
-        wait_dead(holder)
-        release_slow(root)
-        events = server.wait_for(session, count("session.waiting"), timeout=30)
-        after = children_of(server.proc.pid)
-    finally:
-        log = server.stop()
-
-    assert f"(pid {holder}) exited with status 9; restarting it" in log, log
-    assert "adopted" not in log, log
-    assert len(after) == 2 and holder not in after, (before, after)
-    ran_in = assert_finished_once(root, events, log)
-    assert ran_in[0] == holder and ran_in[1] in after, (ran_in, after)
-    assert executors(root)[f"{session}:turn-0"] in {"lite-0", "lite-1"}
+    server = Server(crash_app(make_app), args=["--workers", "2"], env={"EVE_WORKER_ID": "lite"})
+    session = restarted_mid_turn(server)
+    assert executors(server.app_root)[f"{session}:turn-0"] in {"lite-0", "lite-1"}
 
 
 def test_a_sibling_on_the_same_files_adopts_a_killed_servers_turn(make_app: AppFactory) -> None:

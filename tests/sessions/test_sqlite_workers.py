@@ -15,10 +15,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -35,6 +36,7 @@ from tests.sessions.test_postgres import (
 )
 
 SESSIONS = 6
+T = TypeVar("T")
 #: a tool that says which process ran it: the turn's worker, read from the log itself
 WHERE = """
     import os
@@ -98,7 +100,8 @@ def workers_of(server: Server, n: int) -> set[int]:
 
 
 class Follower:
-    """A followed stream of a session, read in a thread until the session's second wait."""
+    """A followed stream of a session, read in a thread (once started) until the session's
+    second wait."""
 
     def __init__(self, stack: ExitStack, server: Server, session: str) -> None:
         self.response = stack.enter_context(server.stream(f"/session/{session}/stream"))
@@ -114,27 +117,25 @@ class Follower:
 
 
 @contextmanager
-def followers_on_both(
-    server: Server, session: str, pids: set[int]
-) -> Iterator[dict[int, Follower]]:
-    """Streams of ``session`` until each worker serves one (which worker accepts a
-    connection is the kernel's choice); the others are closed at once."""
+def one_on_each_worker(
+    open_one: Callable[[ExitStack], tuple[T, httpx.Response]], server: Server, pids: set[int]
+) -> Iterator[dict[int, T]]:
+    """What ``open_one`` opens (a stream, a kept-alive client) until each worker holds one
+    of their connections, by worker pid: which worker accepts a connection is the kernel's
+    choice. The spares are closed at once."""
     with ExitStack() as stack:
-        found: dict[int, Follower] = {}
+        found: dict[int, T] = {}
         deadline = time.monotonic() + 30  # a worker just started may not accept yet
-        while time.monotonic() < deadline:
+        while len(found) < len(pids):
+            assert time.monotonic() < deadline, found
             spare = ExitStack()
-            follower = Follower(spare, server, session)
-            pid = serving_pid(follower.response, server.port, pids)
+            opened, response = open_one(spare)
+            pid = serving_pid(response, server.port, pids)
             if pid in found:
                 spare.close()
             else:
-                found[pid] = follower
-                follower.thread.start()
+                found[pid] = opened
                 stack.push(spare)
-            if len(found) == len(pids):
-                break
-        assert len(found) == len(pids), found
         yield found
 
 
@@ -144,22 +145,46 @@ def test_two_workers_share_sessions_in_order_and_follow_each_others_turns(
     root = where_app(make_app)
     server = Server(root, args=["--workers", "2"], env={"EVE_WORKER_ID": "lite"})
     server.start()
+
+    def client(stack: ExitStack) -> tuple[httpx.Client, httpx.Response]:
+        # kept alive: its requests go to the worker that accepted its connection
+        http = stack.enter_context(httpx.Client(headers=server.headers(), timeout=30))
+        return http, http.get(server.url + "/health")
+
+    def follower(session: str) -> Callable[[ExitStack], tuple[Follower, httpx.Response]]:
+        def open_one(stack: ExitStack) -> tuple[Follower, httpx.Response]:
+            opened = Follower(stack, server, session)
+            return opened, opened.response
+
+        return open_one
+
     try:
         pids = workers_of(server, 2)
         with ExitStack() as stack, ThreadPoolExecutor(SESSIONS) as pool:
             sessions = [server.create() for _ in range(SESSIONS)]
-            follows = {s: stack.enter_context(followers_on_both(server, s, pids)) for s in sessions}
+            follows = {
+                s: stack.enter_context(one_on_each_worker(follower(s), server, pids))
+                for s in sessions
+            }
+            for by_pid in follows.values():
+                for each in by_pid.values():
+                    each.thread.start()
+            via = list(stack.enter_context(one_on_each_worker(client, server, pids)).values())
 
-            def talk(session: str) -> None:
-                # the second message lands while the first turn runs, on either worker
-                for message in ("first", "second"):
-                    assert server.send(session, message).status_code == 202
+            def talk(n: int) -> None:
+                # the first message through one worker, the second through the other,
+                # while the first turn runs; sessions take turns at which goes first
+                for k, message in enumerate(("first", "second")):
+                    sent = via[(n + k) % 2].post(
+                        f"{server.url}/session/{sessions[n]}", json={"message": message}
+                    )
+                    assert sent.status_code == 202, sent.text
 
-            list(pool.map(talk, sessions))
+            list(pool.map(talk, range(SESSIONS)))
             stored = {s: server.wait_for(s, count("session.waiting", 2)) for s in sessions}
             for by_pid in follows.values():
-                for follower in by_pid.values():
-                    follower.thread.join(30)
+                for each in by_pid.values():
+                    each.thread.join(30)
     finally:
         log = server.stop()
 
@@ -174,8 +199,8 @@ def test_two_workers_share_sessions_in_order_and_follow_each_others_turns(
         assert types(events).count("turn.completed") == 2
         assert set(turn_pids(events)) <= pids
         # a stream on each worker saw every event live, the other worker's turns' included
-        for follower in follows[session].values():
-            assert follower.events == events, log
+        for each in follows[session].values():
+            assert each.events == events, log
 
 
 def test_a_killed_worker_is_restarted_and_finishes_its_turn_once(make_app: AppFactory) -> None:

@@ -214,6 +214,18 @@ class ServeProcess:
         assert self.proc is not None
         return process_tree(self.proc.pid)
 
+    def worker_pids(self) -> dict[str, int]:
+        """Each worker's pid by its DBOS executor id (``<worker_id>-<index>``). The
+        supervisor starts worker 0 first and the others in order once it serves, so their
+        start times give their indexes (a worker restarted since would be out of order)."""
+        assert self.proc is not None
+        if self.workers == 1:
+            return {f"{self.worker_id}-0": self.proc.pid}
+        stats = {pid: _stat(pid) for pid in self.pids()}
+        children = {pid: int(s[19]) for pid, s in stats.items() if s and int(s[1]) == self.proc.pid}
+        started = sorted(children, key=children.__getitem__)
+        return {f"{self.worker_id}-{index}": pid for index, pid in enumerate(started)}
+
     def output(self, tail: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-tail:] if self.log.exists() else ""
 

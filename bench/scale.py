@@ -6,9 +6,9 @@ step, 3 steps a turn, so N clients can at best finish N / 6 turns a second: the 
 what the server achieved against that limit, with the overhead a turn paid over its 6 s of
 model time, how long a POST took, the server's CPU per turn (its whole process tree, from
 ``/proc``), its RSS, the bytes stored per turn and a py-spy profile of where its busy time
-went. Configurations: N = 100, 500, 1,000 on SQLite (one worker) and PostgreSQL (one and two
-workers), and two hosts (network namespaces, ``tests/netns.py``) sharing PostgreSQL, with the
-CPU per turn of each.
+went. Configurations: N = 100, 500, 1,000 on SQLite and PostgreSQL, one and two workers
+(with the CPU per turn of each worker), and two hosts (network namespaces,
+``tests/netns.py``) sharing PostgreSQL, with the CPU per turn of each.
 
 The clients run in their own processes (``bench/_scale_clients.py``, one per 400 clients) and
 report their own CPU, so the report shows whether they or the server were the bottleneck.
@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -100,9 +101,12 @@ def plan_for(quick: bool) -> Plan:
         return Plan(
             step_seconds=0.1, steps=3, ramp_seconds=0.3, warmup_seconds=0.6,
             window_seconds=2.0, idle_seconds=0.5,
-            configs=[Config(backend="sqlite", clients=4)],
+            # two workers: the smoke test covers what a worker's share of the turns costs
+            configs=[Config(backend="sqlite", clients=4, workers=2)],
         )  # fmt: skip
-    configs = [Config(backend="sqlite", clients=n) for n in (100, 500, 1000)]
+    configs = [
+        Config(backend="sqlite", clients=n, workers=w) for w in (1, 2) for n in (100, 500, 1000)
+    ]
     configs += [
         Config(backend="postgres", clients=n, workers=w) for w in (1, 2) for n in (100, 500, 1000)
     ]
@@ -143,17 +147,24 @@ class Database:
 
     def turns_by_worker(self, since: float, until: float) -> dict[str, int]:
         """Turns that ended in the window, by the DBOS executor (worker) that ran them."""
+        window = (int(since * 1000), int(until * 1000))
         if self.url is None:
-            return {}
+            with sqlite3.connect(self.app_root / ".eve/sessions/dbos.sqlite") as connection:
+                rows = connection.execute(_TURNS_BY_WORKER.format(table="", at="?"), window)
+                return {str(executor): int(count) for executor, count in rows.fetchall()}
         import psycopg
 
         with psycopg.connect(self.url) as connection:
-            rows = connection.execute(
-                "SELECT executor_id, count(*) FROM dbos.workflow_status WHERE name = 'eve.turn' "
-                "AND status = 'SUCCESS' AND updated_at BETWEEN %s AND %s GROUP BY executor_id",
-                (int(since * 1000), int(until * 1000)),
+            found = connection.execute(
+                _TURNS_BY_WORKER.format(table="dbos.", at="%s"), window
             ).fetchall()
-        return {str(executor): int(count) for executor, count in rows}
+        return {str(executor): int(count) for executor, count in found}
+
+
+_TURNS_BY_WORKER = (
+    "SELECT executor_id, count(*) FROM {table}workflow_status WHERE name = 'eve.turn' "
+    "AND status = 'SUCCESS' AND updated_at BETWEEN {at} AND {at} GROUP BY executor_id"
+)
 
 
 @contextmanager
@@ -269,6 +280,13 @@ def _cpu(servers: list[ServeProcess]) -> list[float]:
     return [cpu_seconds(server.pids()) for server in servers]
 
 
+def _worker_cpu(servers: list[ServeProcess]) -> dict[str, float]:
+    """Each worker process's own CPU, by its executor id."""
+    return {
+        name: cpu_seconds([pid]) for server in servers for name, pid in server.worker_pids().items()
+    }
+
+
 def _measure(
     config: Config, plan: Plan, root: Path, db: Database, servers: list[ServeProcess]
 ) -> dict[str, Any]:
@@ -288,6 +306,7 @@ def _measure(
         proc.stdin.flush()
     time.sleep(max(0.0, measure_from - time.time()))
     cpu_before, db_cpu_before = _cpu(servers), db.cpu()
+    workers_before = _worker_cpu(servers)
     probe = HealthProbe(servers[0].url).start()
     profile = _pyspy.record(
         servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
@@ -296,6 +315,9 @@ def _measure(
     profile.stop()  # the window's end, not the server's shutdown
     probe.stop()
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
+    worker_cpu = {
+        name: cpu - workers_before.get(name, 0.0) for name, cpu in _worker_cpu(servers).items()
+    }
     rss = sum(rss_bytes(server.pids()) for server in servers)
     threads = sum(thread_count(server.pids()) for server in servers)
     # what the servers said by the window's end, not what their shutdown says about the
@@ -312,8 +334,8 @@ def _measure(
         config, plan, outcomes, window=(measure_from, until),
         server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
         db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
-        by_worker=by_worker, profile=profile.summary(), threads=threads, logged=logged,
-        probe=probe,
+        by_worker=by_worker, worker_cpu=worker_cpu, profile=profile.summary(),
+        threads=threads, logged=logged, probe=probe,
     )  # fmt: skip
 
 
@@ -348,6 +370,7 @@ def _report(
     stored: int,
     idle_pct: float,
     by_worker: dict[str, int],
+    worker_cpu: dict[str, float],
     profile: dict[str, Any],
     threads: int,
     logged: dict[str, Any],
@@ -404,6 +427,12 @@ def _report(
         }
     if config.hosts > 1 or config.workers > 1:
         report["turns_by_worker"] = by_worker
+    if config.workers > 1:
+        # each worker's CPU over the turns it ran: what one core serves, whatever the machine
+        report["cpu_ms_per_turn_by_worker"] = {
+            name: round(1000 * cpu / by_worker[name], 2) if by_worker.get(name) else None
+            for name, cpu in sorted(worker_cpu.items())
+        }
     if config.hosts > 1:
         ran = [by_worker.get(f"host{i}-0", 0) for i in range(config.hosts)]
         report["cpu_ms_per_turn_by_host"] = {
@@ -462,6 +491,8 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
     extra = [f"turns by worker: {row['turns_by_worker']}"] if "turns_by_worker" in row else []
     if "cpu_ms_per_turn_by_host" in row:
         extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
+    if "cpu_ms_per_turn_by_worker" in row:
+        extra.append(f"CPU ms per turn by worker: {row['cpu_ms_per_turn_by_worker']}")
     if row.get("health_p50_ms") is not None:
         extra.append(
             f"/health answered in p50 {row['health_p50_ms']} ms, p95 {row['health_p95_ms']} "

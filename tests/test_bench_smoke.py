@@ -83,11 +83,14 @@ def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
     from bench import scale
 
     report = scale.run(quick=True)
-    row = report["configs"]["sqlite-1w-4"]
+    row = report["configs"]["sqlite-2w-4"]
     # the clients' turns ended in the window, and the server's tree was measured
     assert row["turns_in_window"] > 0 and row["turns_failed"] == 0
     assert row["server_cpu_ms_per_turn"] > 0 and row["rss_mb"] > 0
     assert row["bytes_stored_per_turn"] > 0
+    # each worker's process measured, and the window's turns found with their workers
+    assert set(row["cpu_ms_per_turn_by_worker"]) == {"bench-0", "bench-1"}
+    assert sum(row["turns_by_worker"].values()) > 0
 
 
 def test_the_sandbox_call_bench_times_each_case() -> None:

@@ -16,8 +16,6 @@ from eve.channels.serving import channel_declarations, channel_lines
 from eve.cli.agent_setup import ensure_compiled, prepare
 from eve.cli.errors import translate_errors
 from eve.cli.main import app_root_of
-from eve.cli.sessions_command import url_env_of
-from eve.errors import ServerConfigError
 from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
 from eve.runtime import load_compiled_agent
 from eve.runtime.load import read_manifest
@@ -28,7 +26,7 @@ from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
 from eve.server.workers import Listen, bind, serve_on, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
-from eve.sessions.settings import MAX_QUEUED_ENV, resolve_settings, url_variable
+from eve.sessions.settings import MAX_QUEUED_ENV
 from eve.sessions.settings import max_queued_turns as read_max_queued
 from eve.sessions.workspace_disk import configured_idle, remove_periodically
 
@@ -84,25 +82,6 @@ def _has_auth_hook(app_root: Path) -> bool:
     return read_manifest(app_root / MANIFEST_PATH).nodes[ROOT_NODE_ID].auth is not None
 
 
-def _check_workers(app_root: Path, workers: int) -> None:
-    """Several workers share sessions only through PostgreSQL: refuse before forking them.
-
-    The URL is read from agent.py's ``database_url_env`` if it names one, as the workers
-    will (``resolve_settings``), else from ``EVE_DATABASE_URL``.
-    """
-    if workers == 1:
-        return
-    url_env = url_env_of(app_root)
-    if resolve_settings(app_root, url_env=url_env).is_postgres:
-        return
-    name = url_variable(url_env)
-    named = " (agent.py's database_url_env)" if url_env else ""
-    raise ServerConfigError(
-        f"--workers {workers} shares sessions between processes, which needs PostgreSQL: "
-        f"set {name}{named} to a postgresql:// URL (the embedded SQLite serves one worker)"
-    )
-
-
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
@@ -111,7 +90,7 @@ def _check_workers(app_root: Path, workers: int) -> None:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Worker processes (more than one needs PostgreSQL).",
+    help="Worker processes sharing the port and the session database.",
 )
 @click.option("--model", help="Model id to use instead of agent.py's (e.g. offline/test).")
 @click.option(
@@ -190,7 +169,6 @@ def serve_command(
         concurrency=concurrency,
         max_queued_turns=None if max_queued_turns is None else read_max_queued(max_queued_turns),
     )
-    _check_workers(app_root, workers)  # after compiling: agent.py may name the URL variable
     sock = bind(Listen(host=host, port=port))
 
     # in a forked worker too, an eve error is one `eve: …` line and the error's exit code

@@ -52,11 +52,3 @@ def test_binding_beyond_loopback_needs_a_token(make_app: AppFactory) -> None:
     )
     assert result.exit_code == ServerConfigError.exit_code == 2, result.output
     assert "set EVE_API_TOKEN" in result.output
-
-
-def test_several_workers_need_postgres(make_app: AppFactory) -> None:
-    result = refused_start(
-        scripted_app(make_app, [say("hi")]), ["--workers", "2"], "EVE_DATABASE_URL"
-    )
-    assert result.exit_code == ServerConfigError.exit_code == 2, result.output
-    assert "needs PostgreSQL" in result.output

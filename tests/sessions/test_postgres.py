@@ -163,13 +163,12 @@ def test_survivor_adopts_the_turn_of_a_killed_worker(
     assert turn_executor(postgres_url, session) == survivor.env["EVE_WORKER_ID"] + "-0"
 
 
-def test_supervisor_restarts_the_killed_worker_which_finishes_the_turn(
-    make_app: AppFactory, postgres_url: str
-) -> None:
-    root = crash_app(make_app)
-    # the default worker timeout (15 s) is far off: the restarted worker's DBOS recovery,
-    # not a sibling's heartbeat rescue, brings the turn back
-    server = Server(root, args=["--workers", "2"], env=pg_env(postgres_url, "pg-sup"))
+def restarted_mid_turn(server: Server) -> str:
+    """On ``server`` (``--workers 2`` of the crash app), SIGKILL the worker holding the turn
+    and check that the supervisor restarted it and the turn finished once, with no
+    sibling's adoption; the session. The default worker timeout (15 s) is far off: the
+    restarted worker's DBOS recovery, not a sibling's heartbeat rescue, brings it back."""
+    root = server.app_root
     with servers(server) as logs:
         assert server.proc is not None
         session, holder = hold_turn(server)
@@ -188,6 +187,16 @@ def test_supervisor_restarts_the_killed_worker_which_finishes_the_turn(
     ran_in = assert_finished_once(root, events, log)
     # recovery puts the turn back on the queue, so either worker may have re-run it
     assert len(ran_in) == 2 and ran_in[0] == holder and ran_in[1] in after, (ran_in, after)
+    return session
+
+
+def test_supervisor_restarts_the_killed_worker_which_finishes_the_turn(
+    make_app: AppFactory, postgres_url: str
+) -> None:
+    server = Server(
+        crash_app(make_app), args=["--workers", "2"], env=pg_env(postgres_url, "pg-sup")
+    )
+    session = restarted_mid_turn(server)
     assert turn_executor(postgres_url, session) in {"pg-sup-0", "pg-sup-1"}
 
 

@@ -15,9 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from click.testing import CliRunner
 
-from eve.cli.main import main
 from tests import forked
 from tests.conftest import REPO_ROOT, AppFactory
 from tests.sessions.apps import say
@@ -124,7 +122,7 @@ def test_a_worker_that_keeps_dying_after_serving_stops_the_server() -> None:
     assert "exited with status 9, 5 times within 3600 s: it is crash-looping" in done.stderr
 
 
-# --- the PostgreSQL rule reads the variable agent.py names --------------------------------
+# --- the workers read the database URL from the variable agent.py names ------------------
 
 SHOP_AGENT = """
     from eve import define_agent
@@ -158,19 +156,3 @@ def test_workers_read_the_url_from_database_url_env(
     with psycopg.connect(postgres_url) as connection:
         row = connection.execute("SELECT id FROM eve_sessions WHERE id = %s", (session,))
         assert row.fetchone() is not None  # stored where SHOP_DATABASE_URL points
-
-
-def test_workers_refuse_when_the_database_url_env_variable_is_unset(
-    make_app: AppFactory,
-) -> None:
-    # refused before a worker is forked: the command runs in this process.
-    # EVE_DATABASE_URL does not count: agent.py says where the URL is
-    env = {
-        "EVE_DATABASE_URL": f"postgresql://eve@127.0.0.1:{free_port()}/eve",
-        "SHOP_DATABASE_URL": None,
-    }
-    args = ["-C", str(shop_app(make_app)), "serve", "--port", "0", "--workers", "2"]
-    done = CliRunner().invoke(main, args, env=env)
-
-    assert done.exit_code == 2, done.output
-    assert "needs PostgreSQL: set SHOP_DATABASE_URL (agent.py's database_url_env)" in done.output

@@ -205,7 +205,9 @@ class PostgresServer:
         suite starts a server in every worker and in the tests that restart theirs. Made
         under a lock (workers start together), in a directory renamed into place when done."""
         initdb = self.bindir / "initdb"
-        made_by = f"{initdb.resolve()} {initdb.stat().st_mtime_ns} {self.user and self.user.pw_name}"
+        made_by = (
+            f"{initdb.resolve()} {initdb.stat().st_mtime_ns} {self.user and self.user.pw_name}"
+        )
         key = hashlib.sha256(made_by.encode()).hexdigest()[:16]
         template = self.directory.parent / f"eve-test-pg-template-{key}"
         with (self.directory.parent / f"{template.name}.lock").open("w") as lock:

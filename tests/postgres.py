@@ -42,6 +42,8 @@ SUPERUSER = "postgres"
 REQUIRE_ENV = "EVE_REQUIRE_POSTGRES"
 #: system users, in order of preference, that the server runs as when we are root
 RUN_AS_CANDIDATES = ("postgres", "nobody")
+#: how every test cluster is made (part of the template's name: a change makes a new one)
+INITDB_OPTIONS = ("-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
 
 
 class PostgresUnavailable(RuntimeError):
@@ -205,14 +207,18 @@ class PostgresServer:
         suite starts a server in every worker and in the tests that restart theirs. Made
         under a lock (workers start together), in a directory renamed into place when done."""
         initdb = self.bindir / "initdb"
-        made_by = (
-            f"{initdb.resolve()} {initdb.stat().st_mtime_ns} {self.user and self.user.pw_name}"
-        )
-        key = hashlib.sha256(made_by.encode()).hexdigest()[:16]
+        user = self.user and self.user.pw_name
+        made_by = (initdb.resolve(), initdb.stat().st_mtime_ns, INITDB_OPTIONS, user)
+        key = hashlib.sha256(repr(made_by).encode()).hexdigest()[:16]
         template = self.directory.parent / f"eve-test-pg-template-{key}"
         with (self.directory.parent / f"{template.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (template / "version").exists():
+            # pg_control too: a cleaner of old files in /tmp would have taken it with the rest
+            whole = (template / "version").exists() and (
+                template / "data/global/pg_control"
+            ).exists()
+            if not whole:
+                shutil.rmtree(template, ignore_errors=True)
                 self._make_template(template)
         return template
 
@@ -221,19 +227,7 @@ class PostgresServer:
         if self.user is not None:
             os.chown(staging, self.user.pw_uid, self.user.pw_gid)
         initdb = subprocess.run(
-            [
-                str(self.bindir / "initdb"),
-                "-D",
-                str(staging / "data"),
-                "-U",
-                SUPERUSER,
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ],
+            [str(self.bindir / "initdb"), "-D", str(staging / "data"), *INITDB_OPTIONS],
             cwd=staging,
             env=self._env(),
             capture_output=True,

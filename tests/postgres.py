@@ -1,9 +1,10 @@
 """A throwaway PostgreSQL server for the tests: ``initdb`` in a temp dir, a free port, trust auth.
 
 ``PostgresServer.start()`` finds the newest server binaries (``/usr/lib/postgresql/<n>/bin``,
-then ``PATH``), runs ``initdb`` into a fresh temporary directory and starts ``postgres`` as a
+then ``PATH``), copies a data directory ``initdb`` made into a fresh temporary directory
+(the first start on a machine runs ``initdb``; see ``_template``) and starts ``postgres`` as a
 child process listening on 127.0.0.1 with its unix socket inside that directory, so nothing
-outside it is touched. ``database()`` creates an empty database and returns its URL;
+outside it (and the template beside it) is touched. ``database()`` creates an empty database and returns its URL;
 ``stop()`` shuts the server down (by its pid) and deletes the directory.
 
 ``initdb`` and ``postgres`` refuse to run as root. As root both run as the ``postgres``
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
+import hashlib
 import os
 import pwd
 import secrets
@@ -39,6 +42,8 @@ SUPERUSER = "postgres"
 REQUIRE_ENV = "EVE_REQUIRE_POSTGRES"
 #: system users, in order of preference, that the server runs as when we are root
 RUN_AS_CANDIDATES = ("postgres", "nobody")
+#: how every test cluster is made (part of the template's name: a change makes a new one)
+INITDB_OPTIONS = ("-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
 
 
 class PostgresUnavailable(RuntimeError):
@@ -177,21 +182,53 @@ class PostgresServer:
     def _initdb(self) -> None:
         if self.user is not None:
             os.chown(self.directory, self.user.pw_uid, self.user.pw_gid)
+        template = self._template()
+        # a copy of a cluster initdb made and shut down is a cluster of its own; cp -a as the
+        # server's user keeps the modes postgres checks (0700) and gives it the files
+        copied = subprocess.run(
+            ["cp", "-a", str(template / "data"), str(self.data)],
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            check=False,
+            **self._as_user(),
+        )
+        if copied.returncode != 0:
+            raise PostgresUnavailable(f"copying the initdb template failed:\n{copied.stderr}")
+        with (self.data / "pg_hba.conf").open("a") as hba:
+            # initdb trusts loopback only; the other addresses are private bridges' (/24)
+            for address in self.also_listen:
+                hba.write(f"host all all {address}/24 trust\n")
+        self.version = (template / "version").read_text()
+
+    def _template(self) -> Path:
+        """A data directory ``initdb`` made for these binaries and this user, made once per
+        machine: initdb costs 0.65 s of CPU and seconds of a loaded machine's time, and the
+        suite starts a server in every worker and in the tests that restart theirs. Made
+        under a lock (workers start together), in a directory renamed into place when done."""
+        initdb = self.bindir / "initdb"
+        user = self.user and self.user.pw_name
+        made_by = (initdb.resolve(), initdb.stat().st_mtime_ns, INITDB_OPTIONS, user)
+        key = hashlib.sha256(repr(made_by).encode()).hexdigest()[:16]
+        template = self.directory.parent / f"eve-test-pg-template-{key}"
+        with (self.directory.parent / f"{template.name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            # pg_control too: a cleaner of old files in /tmp would have taken it with the rest
+            whole = (template / "version").exists() and (
+                template / "data/global/pg_control"
+            ).exists()
+            if not whole:
+                shutil.rmtree(template, ignore_errors=True)
+                self._make_template(template)
+        return template
+
+    def _make_template(self, template: Path) -> None:
+        staging = Path(tempfile.mkdtemp(prefix=f"{template.name}-", dir=template.parent))
+        if self.user is not None:
+            os.chown(staging, self.user.pw_uid, self.user.pw_gid)
         initdb = subprocess.run(
-            [
-                str(self.bindir / "initdb"),
-                "-D",
-                str(self.data),
-                "-U",
-                SUPERUSER,
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ],
-            cwd=self.directory,
+            [str(self.bindir / "initdb"), "-D", str(staging / "data"), *INITDB_OPTIONS],
+            cwd=staging,
             env=self._env(),
             capture_output=True,
             text=True,
@@ -200,12 +237,9 @@ class PostgresServer:
             **self._as_user(),
         )
         if initdb.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
             raise PostgresUnavailable(f"initdb failed:\n{initdb.stdout}\n{initdb.stderr}")
-        with (self.data / "pg_hba.conf").open("a") as hba:
-            # initdb trusts loopback only; the other addresses are private bridges' (/24)
-            for address in self.also_listen:
-                hba.write(f"host all all {address}/24 trust\n")
-        self.version = subprocess.run(
+        version = subprocess.run(
             [str(self.bindir / "postgres"), "--version"],
             capture_output=True,
             text=True,
@@ -213,6 +247,8 @@ class PostgresServer:
             env=self._env(),
             **self._as_user(),
         ).stdout.strip()
+        (staging / "version").write_text(version)
+        os.rename(staging, template)
 
     def launch(self, timeout: float = 60.0) -> None:
         """Start the postmaster on the data directory: at start, and again after ``halt()``

@@ -13,6 +13,7 @@ Worker 0 starts alone, and the others once it serves, so a failure to start is f
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
@@ -113,11 +114,29 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
+def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """What makes a worker's event loop: uvloop's where it is installed, else None
+    (asyncio's own loop; uvloop does not build on Windows).
+
+    A turn hands work to threads and back a dozen times (each a wake-up of the loop) and
+    streams its events in several socket writes; on uvloop those cost a fraction of what
+    asyncio's selector loop spends (``bench/scale``). Only the worker's main loop: a loop
+    another library starts in a thread of its own stays asyncio's.
+    """
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 async def serve_on(
     app: Starlette, sock: socket.socket, *, on_ready: Callable[[], None] = lambda: None
 ) -> None:
     config = uvicorn.Config(
         app,
+        # httptools' parser where it is installed (a dependency of eve), else h11's
+        http="auto",
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -45,6 +45,12 @@ RESTART_DELAY = 0.2
 #: those first, as complete responses; their clients reconnect from the next index
 #: they need
 GRACEFUL_SHUTDOWN_SECONDS = 3
+#: seconds an idle kept-alive connection stays open (uvicorn's default is 5): a chat
+#: client's next message comes after it has read the last answer, often more than 5 s
+#: later, and a connection closed meanwhile cost an accept, a close and a new one per
+#: message. Above the 60 s idle timeout common to load balancers, so one never sends a
+#: request on a connection the server is closing (nginx keeps 75 s too)
+KEEP_ALIVE_SECONDS = 75
 
 #: ``run_worker(index, ready)``: serve as worker ``index``, calling ``ready()`` once serving
 RunWorker = Callable[[int, Callable[[], None]], None]
@@ -130,19 +136,24 @@ def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-async def serve_on(
-    app: Starlette, sock: socket.socket, *, on_ready: Callable[[], None] = lambda: None
-) -> None:
-    config = uvicorn.Config(
+def server_config(app: Starlette) -> uvicorn.Config:
+    """How a worker's uvicorn serves ``app``."""
+    return uvicorn.Config(
         app,
         # httptools' parser where it is installed (a dependency of eve), else h11's
         http="auto",
         log_level="warning",
         access_log=False,
         lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    await _Server(config, app, on_ready).serve(sockets=[sock])
+
+
+async def serve_on(
+    app: Starlette, sock: socket.socket, *, on_ready: Callable[[], None] = lambda: None
+) -> None:
+    await _Server(server_config(app), app, on_ready).serve(sockets=[sock])
 
 
 def supervise(

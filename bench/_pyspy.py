@@ -61,6 +61,10 @@ IDLE_LEAVES = frozenset(
         "Condition.wait (threading.py)",
         "Event.wait (threading.py)",
         "Thread._wait_for_tstate_lock (threading.py)",
+        # uvloop's loop (eve serve's) runs in C under this frame, its epoll_wait too: the
+        # leaf of a loop that waits (and of uvloop's own C work, which py-spy cannot tell
+        # apart and is so left out of the shares)
+        "Runner.run (asyncio/runners.py)",
     }
 )
 

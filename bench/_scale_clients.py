@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench._http import HttpFailed, Origin, request, stream_lines
+from bench._http import Connection, HttpFailed, Origin, stream_lines
 
 #: the session is idle again: the turn's checkpoint is saved and its events are written
 TURN_END = b'"type":"session.waiting"'
@@ -42,6 +42,8 @@ GO = json.dumps({"message": "go"}).encode()
 class Client:
     origin: Origin
     session_id: str
+    #: the client's requests' kept-alive connection (its stream has one of its own)
+    connection: Connection
     #: the turns that ended, by turn id, in the order the stream said so
     ended: dict[str, asyncio.Event] = field(default_factory=dict)
     failed: int = 0
@@ -82,11 +84,12 @@ class Client:
             self.waiter(turn_id).set()
 
 
-async def _create(origin: Origin) -> str:
+async def _create(connection: Connection) -> str:
+    origin = connection.origin
     for _ in range(20):
         with contextlib.suppress(HttpFailed, OSError, asyncio.IncompleteReadError):
             async with asyncio.timeout(POST_TIMEOUT_SECONDS):
-                status, body = await request(origin, "POST", f"{origin.prefix}/session", b"{}")
+                status, body = await connection.request("POST", f"{origin.prefix}/session", b"{}")
             if status == 202:
                 session_id: str = json.loads(body)["sessionId"]
                 return session_id
@@ -105,7 +108,7 @@ async def _run_client(
             began = time.perf_counter()
             try:
                 async with asyncio.timeout(POST_TIMEOUT_SECONDS):
-                    status, body = await request(client.origin, "POST", client.path, GO)
+                    status, body = await client.connection.request("POST", client.path, GO)
             except (HttpFailed, OSError, asyncio.IncompleteReadError, TimeoutError):
                 await asyncio.sleep(0.5)
                 continue
@@ -131,8 +134,10 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
     semaphore = asyncio.Semaphore(32)
 
     async def create(origin: Origin) -> Client:
+        connection = Connection(origin=origin)
         async with semaphore:
-            return Client(origin=origin, session_id=await _create(origin))
+            session_id = await _create(connection)
+        return Client(origin=origin, session_id=session_id, connection=connection)
 
     clients = await asyncio.gather(*(create(origin) for origin in targets))
     print("ready", flush=True)
@@ -153,6 +158,8 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
         "turns": turns,
         "failed": sum(c.failed for c in clients),
         "reconnects": sum(c.reconnects for c in clients),
+        # connections the clients' requests opened: one each, unless the server closed some
+        "request_connections": sum(c.connection.opened for c in clients),
         "stream_chunks": sum(c.chunks for c in clients),
         "stream_events": sum(c.next_index for c in clients),
         "cpu_s": (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system),

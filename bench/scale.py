@@ -401,6 +401,8 @@ def _report(
         "posts_refused": refused,
         "turns_failed": sum(o["failed"] for o in outcomes),
         "stream_reconnects": sum(o["reconnects"] for o in outcomes),
+        # the clients' requests keep a connection each: more is the server closing them
+        "request_connections": sum(o.get("request_connections", 0) for o in outcomes),
         # the server's writes to a follower per turn (each a send() system call), and events
         "stream_chunks_per_turn": _per(outcomes, "stream_chunks", all_done),
         "stream_events_per_turn": _per(outcomes, "stream_events", all_done),

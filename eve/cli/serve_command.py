@@ -24,7 +24,7 @@ from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
-from eve.server.workers import Listen, bind, serve_on, supervise
+from eve.server.workers import Listen, bind, serve_on, serving_loop, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
 from eve.sessions.settings import MAX_QUEUED_ENV
 from eve.sessions.settings import max_queued_turns as read_max_queued
@@ -174,7 +174,8 @@ def serve_command(
     # in a forked worker too, an eve error is one `eve: …` line and the error's exit code
     @translate_errors
     def run_worker(index: int, ready: Callable[[], None]) -> None:
-        asyncio.run(_serve_worker(options, sock, index, model, ready))
+        with asyncio.Runner(loop_factory=serving_loop()) as runner:
+            runner.run(_serve_worker(options, sock, index, model, ready))
 
     if workers == 1:
         run_worker(0, lambda: None)

@@ -13,6 +13,7 @@ Worker 0 starts alone, and the others once it serves, so a failure to start is f
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
@@ -44,6 +45,12 @@ RESTART_DELAY = 0.2
 #: those first, as complete responses; their clients reconnect from the next index
 #: they need
 GRACEFUL_SHUTDOWN_SECONDS = 3
+#: seconds an idle kept-alive connection stays open (uvicorn's default is 5): a chat
+#: client's next message comes after it has read the last answer, often more than 5 s
+#: later, and a connection closed meanwhile cost an accept, a close and a new one per
+#: message. Above the 60 s idle timeout common to load balancers, so one never sends a
+#: request on a connection the server is closing (nginx keeps 75 s too)
+KEEP_ALIVE_SECONDS = 75
 
 #: ``run_worker(index, ready)``: serve as worker ``index``, calling ``ready()`` once serving
 RunWorker = Callable[[int, Callable[[], None]], None]
@@ -113,17 +120,40 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
-async def serve_on(
-    app: Starlette, sock: socket.socket, *, on_ready: Callable[[], None] = lambda: None
-) -> None:
-    config = uvicorn.Config(
+def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """What makes a worker's event loop: uvloop's where it is installed, else None
+    (asyncio's own loop; uvloop does not build on Windows).
+
+    A turn hands work to threads and back a dozen times (each a wake-up of the loop) and
+    streams its events in several socket writes; on uvloop those cost a fraction of what
+    asyncio's selector loop spends (``bench/scale``). Only the worker's main loop: a loop
+    another library starts in a thread of its own stays asyncio's.
+    """
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def server_config(app: Starlette) -> uvicorn.Config:
+    """How a worker's uvicorn serves ``app``."""
+    return uvicorn.Config(
         app,
+        # httptools' parser where it is installed (a dependency of eve), else h11's
+        http="auto",
         log_level="warning",
         access_log=False,
         lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
-    await _Server(config, app, on_ready).serve(sockets=[sock])
+
+
+async def serve_on(
+    app: Starlette, sock: socket.socket, *, on_ready: Callable[[], None] = lambda: None
+) -> None:
+    await _Server(server_config(app), app, on_ready).serve(sockets=[sock])
 
 
 def supervise(

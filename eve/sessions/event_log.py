@@ -272,8 +272,11 @@ class EventLog:
             left = HEARTBEAT_SECONDS - (time.monotonic() - idle_since)
             feed.waiting += 1
             try:
+                # a timeout scope, not wait_for: that wrapped each wait in a task of its own,
+                # two more hops of the loop for every follower at every wake
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), max(left, 0))
+                    async with asyncio.timeout(max(left, 0)):
+                        await changed.wait()
             finally:
                 feed.waiting -= 1
             if fast and feed.failure is not None and feed.failure_epoch > epoch:

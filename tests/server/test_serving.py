@@ -1,17 +1,27 @@
-"""How ``eve serve`` listens and stops: connections with Nagle's algorithm off, and a stop
+"""How ``eve serve`` listens, serves and stops: connections with Nagle's algorithm off and
+kept alive between a client's messages, uvloop and httptools where installed, and a stop
 that does not wait on followed event streams, which never end by themselves."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
+import sys
 import threading
 
 import httpx
+import pytest
+import uvloop
+from starlette.applications import Starlette
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from eve.server.workers import Listen, bind
+from eve.server.workers import KEEP_ALIVE_SECONDS, Listen, bind, server_config, serving_loop
 from tests.conftest import AppFactory
-from tests.sessions.harness import Server
+from tests.server.test_stream_chunks import chunks_until_waiting
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import Server, count
+from tests.sessions.inprocess import InProcessServer
 
 
 def test_accepted_connections_have_tcp_nodelay() -> None:
@@ -58,3 +68,44 @@ def test_sigterm_stops_the_server_while_a_client_follows_a_stream(make_app: AppF
         server.stop()
     assert status in (0, -signal.SIGTERM)
     assert ended.wait(10)
+
+
+def test_a_worker_serves_on_uvloop_and_httptools() -> None:
+    assert serving_loop() is uvloop.new_event_loop
+    config = server_config(Starlette())
+    config.load()
+    assert config.http_protocol_class is HttpToolsProtocol
+    # past a chat client's pause between messages, and a load balancer's idle timeout
+    assert config.timeout_keep_alive == KEEP_ALIVE_SECONDS > 60
+
+
+def test_without_uvloop_a_worker_serves_on_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as where it does not build (Windows)
+    assert serving_loop() is None
+
+
+def test_a_turn_and_its_followed_stream_on_the_serving_loop(make_app: AppFactory) -> None:
+    """DBOS, the threads a turn hands work to and the followers' push all run on uvloop."""
+    app_root = scripted_app(make_app, [say("hello there"), say("again")])
+    server = InProcessServer(app_root, loop_factory=serving_loop()).start()
+    try:
+        assert server.http is not None
+        assert isinstance(server.http.portal.call(_running_loop), uvloop.Loop)
+        session = server.create("hi")
+        first_turn = server.wait_for(session, count("session.waiting"))
+        with server.stream(f"/session/{session}/stream?startIndex={len(first_turn)}") as response:
+            chunks = response.iter_raw()
+            assert server.send(session, "more").status_code == 202
+            live = [e for chunk in chunks_until_waiting(chunks, waits=1) for e in chunk]
+    finally:
+        server.stop()
+    assert [
+        e["data"]["message"] for e in first_turn + live if e["type"] == "message.completed"
+    ] == [
+        "hello there",
+        "again",
+    ]
+
+
+async def _running_loop() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()

@@ -56,6 +56,8 @@ class InProcessServer(Driver):
     #: the OIDC issuer whose tokens prove users, and how it is reached (``Provider``)
     oidc: OIDCSettings | None = None
     oidc_transport: httpx.AsyncBaseTransport | None = None
+    #: what makes the app's event loop (``eve.server.workers.serving_loop``); None: asyncio's
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
     http: TestClient | None = None
     _saved_env: dict[str, str | None] = field(default_factory=dict)
     _saved_cwd: Path | None = None
@@ -79,7 +81,12 @@ class InProcessServer(Driver):
             )
             app = create_app(options, service_for(options, setup), channels=self.channels)
             # as a server would: an unhandled error is a 500 to the client, not a raise here
-            self.http = TestClient(app, base_url=ROOT, raise_server_exceptions=False)
+            self.http = TestClient(
+                app,
+                base_url=ROOT,
+                raise_server_exceptions=False,
+                backend_options={"loop_factory": self.loop_factory},
+            )
             self.http.__enter__()  # the lifespan: the service starts
         except BaseException:
             self._leave()

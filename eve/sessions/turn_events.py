@@ -25,12 +25,15 @@ again shows the new link (``RENEWED``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
+from sqlalchemy.engine import Connection
 
 from eve.events import SessionEvent
 from eve.sessions.event_log import Pending, SessionWriter
@@ -157,8 +160,15 @@ class TurnEvents:
         else:
             self.writer.add(pending)
 
+    def ending(self, work: Callable[[Connection], Any]) -> asyncio.Future[Any]:
+        """``work`` (the checkpoint's save, the end of the body's place) in the transaction
+        of the body's last events; its result once that commits. Called before ``release``,
+        it commits with the turn's end or before it, never after."""
+        return self.writer.attach(work, workflow_id=self.workflow_id)
+
     def release(self) -> None:
-        """The checkpoint is saved (or there is none to save): write what was held."""
+        """The checkpoint is saved, or will be with what is held (``ending``), or there is
+        none to save: write what was held."""
         held, self.held = self.held, []
         for pending in held:
             self.writer.add(pending)

@@ -157,12 +157,14 @@ class SessionWriter:
             for rider in dropped:
                 rider.done.cancel()
 
-    async def _write(self, batch: list[Pending], riders: list[Rider]) -> tuple[list[str], list[Any]]:
+    async def _write(
+        self, batch: list[Pending], riders: list[Rider]
+    ) -> tuple[list[str], list[Any]]:
         """Append ``batch`` with ``riders``; the payloads as they were stored, and what the
         riders returned."""
         also = [rider.work for rider in riders]
         if not batch:
-            return [], await asyncio.to_thread(self.store.append_events, self.session_id, 0, [], also)
+            return [], await self._alone(also)
         for _ in range(5):
             if self.next_index is None:
                 self.next_index = await asyncio.to_thread(
@@ -179,16 +181,17 @@ class SessionWriter:
                     # answered), and the retry found its own rows: written once. The
                     # riders' results went with the answer: they run again (each may)
                     self.next_index += len(batch)
-                    results = await asyncio.to_thread(
-                        self.store.append_events, self.session_id, 0, [], also
-                    )
-                    return [row.payload for row in rows], results
+                    return [row.payload for row in rows], await self._alone(also)
                 # another process wrote this session meanwhile (a worker presumed dead)
                 self.next_index = None
                 continue
             self.next_index += len(batch)
             return [row.payload for row in rows], results
         raise RuntimeError(f"could not append events to session {self.session_id}")
+
+    async def _alone(self, also: list[Callable[[Connection], Any]]) -> list[Any]:
+        """Riders with no events to go with: a transaction of their own."""
+        return await asyncio.to_thread(self.store.append_events, self.session_id, 0, [], also)
 
     async def _landed(self, first: Pending, index: int) -> bool:
         found = await asyncio.to_thread(self.store.event_id_at, self.session_id, index)

@@ -14,6 +14,7 @@ from eve.sessions.event_log import EventLog, Pending
 from eve.sessions.store import EventRow, SessionStore, write_checkpoint
 from tests.sessions.test_event_writer_faults import deltas, fail_inserts, logged
 from tests.sessions.test_step_events import step_events
+from tests.sessions.test_turn_transactions import committed, having
 
 
 @pytest.fixture
@@ -23,42 +24,27 @@ def store(tmp_path: Path) -> SessionStore:
     return made
 
 
-def transactions(store: SessionStore) -> list[list[str]]:
-    """The statements of each commit on ``store``'s engine, from now on."""
-    committed: list[list[str]] = [[]]
-
-    def statement(_conn: object, _cursor: object, sql: str, *_args: object) -> None:
-        committed[-1].append(sql.split("(")[0].strip())
-
-    def commit(_conn: object) -> None:
-        committed.append([])
-
-    sa.event.listen(store.engine, "before_cursor_execute", statement)
-    sa.event.listen(store.engine, "commit", commit)
-    return committed
-
-
 async def test_a_rider_commits_with_the_events_added_after_it(store: SessionStore) -> None:
     writer = EventLog(store).writer("ses_x")
     made = await step_events(3)
-    committed = transactions(store)
     writer.add(Pending(event=made[0]))
 
     def save(c: Connection) -> str:
         write_checkpoint(c, "ses_x", 1, '{"turns": 1}', "ses_x:turn-0")
         return "saved"
 
-    done = writer.attach(save, workflow_id="ses_x:turn-0")
-    for event in made[1:]:
-        writer.add(Pending(event=event))
-    await writer.flush()
+    with committed() as transactions:
+        done = writer.attach(save, workflow_id="ses_x:turn-0")
+        for event in made[1:]:
+            writer.add(Pending(event=event))
+        await writer.flush()
     assert done.result() == "saved"
     assert deltas(logged(store)) == ["0", "1", "2"]
-    writes = [tx for tx in committed if any(s.startswith("INSERT") for s in tx)]
     # one transaction: the events, then the rider's save
-    assert len(writes) == 1, committed
-    [tx] = writes
-    assert tx.index("INSERT INTO eve_events") < tx.index("INSERT INTO eve_checkpoints")
+    [tx] = having(transactions, "INSERT")
+    [events] = [i for i, s in enumerate(tx) if s.startswith("INSERT INTO eve_events")]
+    [saved] = [i for i, s in enumerate(tx) if s.startswith("INSERT INTO eve_checkpoints")]
+    assert events < saved
     assert store.load_checkpoint("ses_x") == '{"turns": 1}'
     store.close()
 

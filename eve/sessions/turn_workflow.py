@@ -300,8 +300,9 @@ class TurnRuntime:
             failed = storage_failure(error)
             log.warning("turn %s failed: %s", workflow_id, failed or type(error).__name__)
             events.release()  # no checkpoint to wait for: the turn failed
-            ending = events.ending(self.ending(session_id))
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
+            # its place is done with its last event, or after it (``TurnEvents.ending``)
+            ending = events.ending(self.ending(session_id))
             await events.flush()
             self.start_after(await ending)
             return "failed"
@@ -313,17 +314,17 @@ class TurnRuntime:
                 save(c)
             return finish(c)
 
-        # attached before the turn's end is released: the checkpoint that counts the turn
-        # commits with it (or before it), and the place is done once its outcome is in
-        # the log, all in the transaction of the turn's last events
-        ending = events.ending(end)
-        events.release()
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:
                 await emitter.emit(SessionCompletedData(turn_id=turn_id, reason=ended))
             else:
                 await emitter.emit(SessionWaitingData(turn_id=turn_id))
+        # the turn's end, held until now (the last event waits behind it), is released with
+        # its checkpoint and its place's end, in one transaction: no reader sees the turn
+        # end uncounted, and its place is not done before its outcome is in the log
+        ending = events.ending(end)
+        events.release()
         await events.flush()
         self.log.forget(session_id)
         self.start_after(await ending)

@@ -23,6 +23,8 @@ from tests.sessions.inprocess import InProcessServer
 
 #: eve's tables (DBOS's are its own business)
 _EVE = re.compile(r"\beve_(events|sessions|checkpoints|accepted|step_records)\b")
+#: an event's type in the parameters of an insert into the log
+_TYPE = re.compile(r'\\?"type\\?":\\?"([a-z_.]+)')
 
 
 @contextmanager
@@ -33,10 +35,13 @@ def committed() -> Iterator[list[list[str]]]:
     open_: dict[int, list[str]] = {}
     lock = threading.Lock()
 
-    def statement(conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+    def statement(conn: Any, _cursor: Any, sql: str, parameters: Any, *_args: Any) -> None:
         if _EVE.search(sql):
             with lock:
-                open_.setdefault(id(conn), []).append(" ".join(sql.split())[:90])
+                made = open_.setdefault(id(conn), [])
+                made.append(" ".join(sql.split())[:90])
+                if sql.startswith("INSERT INTO eve_events"):
+                    made.extend(f"event {kind}" for kind in _TYPE.findall(str(parameters)))
 
     def commit(conn: Any) -> None:
         with lock:
@@ -83,7 +88,13 @@ def test_a_turn_starts_in_one_transaction_and_ends_in_one(make_app: AppFactory) 
     ):
         assert any(s.startswith(read) for s in start), (read, start)
     [end] = having(transactions, "INSERT INTO eve_checkpoints")
-    for write in ("INSERT INTO eve_events", "UPDATE eve_accepted SET input=?, state=?"):
+    # the checkpoint that counts the turn, with the turn's end and its last event, and its
+    # place done: all in one
+    for write in (
+        "event turn.completed",
+        "event session.waiting",
+        "UPDATE eve_accepted SET input=?, state=?",
+    ):
         assert any(s.startswith(write) for s in end), (write, end)
     # the turn's end is the last of its events: none is written after its checkpoint
     assert transactions.index(end) == max(

@@ -98,6 +98,15 @@ _ENQUEUED = (
     .where(_PLACE, accepted_places.c.state == "accepted")
     .values(state="enqueued")
 )
+# a body marks its own place: it runs, so DBOS has it (whoever started it need not write)
+_STARTED = (
+    accepted_places.update()
+    .where(
+        accepted_places.c.workflow_id == sa.bindparam("b_workflow"),
+        accepted_places.c.state == "accepted",
+    )
+    .values(state="enqueued")
+)
 _FINISH = (
     accepted_places.update()
     .where(
@@ -178,6 +187,12 @@ def deliverable(c: Connection, session_id: str) -> Place | None:
 def mark_enqueued(c: Connection, places: list[Place]) -> None:
     """``places`` are DBOS's now (those not done meanwhile)."""
     c.execute(_ENQUEUED, [{"b_session": p.session_id, "b_turn": p.turn} for p in places])
+
+
+def mark_started(c: Connection, workflow_id: str) -> None:
+    """The place ``workflow_id`` runs is DBOS's: its body is running (``mark_enqueued`` for
+    a place whose body the starter cannot count on: ``DurableEngine.start_place``)."""
+    c.execute(_STARTED, {"b_workflow": workflow_id})
 
 
 def finish(c: Connection, workflow_id: str) -> None:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dbos import DBOS
+from sqlalchemy.engine import Connection
 
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.durable_steps import LOAD_STEP
-from eve.sessions.store import SessionStore, TurnProgress
+from eve.sessions.store import SessionStore, TurnProgress, write_checkpoint
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +63,30 @@ async def _recorded_load(store: SessionStore, session_id: str) -> Loaded:
     return Loaded(checkpoint=decode_checkpoint(recorded), version=None)
 
 
+def saving(
+    session_id: str, checkpoint: SessionCheckpoint | None, *, after: Loaded
+) -> Callable[[Connection], None] | None:
+    """The save of ``checkpoint`` as the version after ``after``'s, as work for a transaction
+    of the caller's (a turn's end writes it with its last events: ``TurnEvents.ending``);
+    None when ``after`` has no version, and the save must be a step (``save_checkpoint``).
+
+    A save after a known version writes the same version whenever it runs, and a replay
+    of the workflow computes the same checkpoint from the same records, so saving again
+    overwrites it with itself: it needs no step of its own (each costs the engine two
+    reads and two writes). It names the workflow saving it, which a replay reads back
+    (the module docstring).
+    """
+    if after.version is None:
+        return None
+    data = None if checkpoint is None else encode_checkpoint(checkpoint)
+    version, saved_by = after.version + 1, DBOS.workflow_id
+
+    def save(c: Connection) -> None:
+        write_checkpoint(c, session_id, version, data, saved_by)
+
+    return save
+
+
 async def save_checkpoint(
     store: SessionStore,
     session_id: str,
@@ -72,23 +98,12 @@ async def save_checkpoint(
     """Save ``checkpoint`` (None: clear it) as the version after ``after``'s (``after``
     None: after whatever is current, as a reset does).
 
-    A save after a known version writes the same version whenever it runs, and a replay
-    of the workflow computes the same checkpoint from the same records, so saving again
-    overwrites it with itself: it needs no step of its own (each costs the engine two
-    reads and two writes). It names the workflow saving it, which a replay reads back
-    (the module docstring). A save after whatever is current would save a version more
-    each time, so it is a step, recorded once.
+    A save after a known version needs no step (``saving``). A save after whatever is
+    current would save a version more each time, so it is a step, recorded once.
     """
-    data = None if checkpoint is None else encode_checkpoint(checkpoint)
-    if after is not None and after.version is not None:
-        save = functools.partial(
-            store.save_checkpoint,
-            session_id,
-            data,
-            after=after.version,
-            saved_by=DBOS.workflow_id,
-        )
-        await asyncio.to_thread(save)
+    if after is not None and (save := saving(session_id, checkpoint, after=after)) is not None:
+        await asyncio.to_thread(store.run, save)
         return
+    data = None if checkpoint is None else encode_checkpoint(checkpoint)
     clear = functools.partial(store.save_checkpoint, session_id, data, after=None)
     await DBOS.run_step_async({"name": step}, asyncio.to_thread, clear)

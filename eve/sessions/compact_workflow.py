@@ -48,7 +48,7 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
     """Compact ``session_id`` now: ``compacted``, ``failed`` (the model failed; nothing
     changed) or ``nothing`` (too little history to fold)."""
     workflow_id = DBOS.workflow_id or f"{session_id}:compact"
-    events = await runtime.events_of(session_id, workflow_id, loads=True)
+    events = await runtime.events_of(session_id, workflow_id, loads=True, starts_place=True)
     emitter = EventEmitter(events, session_id=session_id)
     loaded = await load_checkpoint(runtime.store, session_id, events.progress)
     checkpoint = loaded.checkpoint

@@ -217,11 +217,14 @@ class DurableEngine:
         if place is not None:
             await self.start_place(place)
 
-    async def start_place(self, place: Place) -> None:
+    async def start_place(self, place: Place, *, body_marks: bool = False) -> None:
         """Start ``place``'s workflow under its id, then mark it DBOS's (``accepted.py``).
 
         A crash between leaves it ``accepted``; starting it again hands DBOS an id it has,
-        which DBOS answers with the same workflow, run once."""
+        which DBOS answers with the same workflow, run once. ``body_marks``: the start runs
+        the body here, which marks its place in its first transaction (``mark_started``),
+        so this one is saved; a body that does not run here (DBOS had the workflow
+        already) leaves it to the sweep, which starts it again and marks it."""
         with SetWorkflowID(place.workflow_id):
             match place.kind:
                 case "turn":
@@ -234,7 +237,8 @@ class DurableEngine:
                     await DBOS.start_workflow_async(compact_workflow, place.session_id)
                 case _:
                     assert_never(place.kind)
-        await asyncio.to_thread(self.store.run, lambda c: mark_enqueued(c, [place]))
+        if not body_marks:
+            await asyncio.to_thread(self.store.run, lambda c: mark_enqueued(c, [place]))
 
     def start_soon(self, place: Place, context: contextvars.Context | None = None) -> None:
         """``try_start`` in a task of its own, in ``context`` (by default a fresh one: from a
@@ -252,7 +256,7 @@ class DurableEngine:
         accepted row is durable already)."""
         try:
             with after_answer():
-                await self.start_place(place)
+                await self.start_place(place, body_marks=True)
         except Exception as error:
             log.warning(
                 "session %s: accepted, queued later by the sweep (%s)",

@@ -15,9 +15,11 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from eve._redact import redact
 from eve.events import EventMeta, SessionEvent
@@ -46,8 +48,23 @@ class Pending:
 
 
 @dataclass(kw_only=True)
+class Rider:
+    """A write that must be durable with the events before it (``SessionWriter.attach``)."""
+
+    work: Callable[[Connection], Any]
+    #: the body it belongs to: dropped with its events (``discard``)
+    workflow_id: str
+    done: asyncio.Future[Any]
+
+
+@dataclass(kw_only=True)
 class SessionWriter:
-    """Writes one session's events in order; ``flush`` waits until all are written."""
+    """Writes one session's events in order; ``flush`` waits until all are written.
+
+    A rider (``attach``) goes in the transaction of the next batch, after its events: a
+    turn's end saves its checkpoint and ends its place with its last events, in one commit
+    where it took three.
+    """
 
     store: SessionStore
     session_id: str
@@ -56,6 +73,7 @@ class SessionWriter:
     on_written: Callable[[str, int, list[str]], None]
     next_index: int | None = None
     pending: list[Pending] = field(default_factory=list)
+    riders: list[Rider] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
 
     def add(self, item: Pending) -> None:
@@ -63,9 +81,21 @@ class SessionWriter:
         if self.task is None or self.task.done():
             self._start()
 
+    def attach(self, work: Callable[[Connection], Any], *, workflow_id: str) -> asyncio.Future[Any]:
+        """Run ``work`` in the transaction that writes the events added from now on (the
+        next batch; with none, in one of its own); its result, once that commits. Events
+        added before may commit earlier, never later."""
+        rider = Rider(
+            work=work, workflow_id=workflow_id, done=asyncio.get_running_loop().create_future()
+        )
+        self.riders.append(rider)
+        if self.task is None or self.task.done():
+            self._start()
+        return rider.done
+
     async def flush(self) -> None:
         while True:
-            if self.pending and (self.task is None or self.task.done()):
+            if (self.pending or self.riders) and (self.task is None or self.task.done()):
                 self._start()  # what a failed drain kept
             if self.task is None:
                 return
@@ -96,29 +126,45 @@ class SessionWriter:
             )
 
     async def _drain(self) -> None:
-        while self.pending:
+        while self.pending or self.riders:
             # events come in bursts (a step's start, its calls' results, its end): gather a
             # burst into one transaction rather than writing each as it comes
             await asyncio.sleep(COALESCE_SECONDS)
             batch, self.pending = self.pending, []
+            riders, self.riders = self.riders, []
             try:
-                written = await self._write(batch)
+                written, results = await self._write(batch, riders)
             except BaseException:
                 # kept, ahead of what came since: nothing after it may reach the log first
                 # (a replay skips what follows a gap), and the next drain writes it
                 self.pending[:0] = batch
+                self.riders[:0] = riders
                 raise
-            assert self.next_index is not None  # _write set it
-            self.on_written(self.session_id, self.next_index - 1, written)
+            for rider, result in zip(riders, results, strict=True):
+                if not rider.done.done():
+                    rider.done.set_result(result)
+            if batch:
+                assert self.next_index is not None  # _write set it
+                self.on_written(self.session_id, self.next_index - 1, written)
 
     def discard(self, workflow_id: str) -> None:
-        """Drop the unwritten events of a body that ended with an error: its rerun or
-        replay emits them again from the durable record, in their place."""
+        """Drop the unwritten events (and riders) of a body that ended with an error: its
+        rerun or replay emits them again from the durable record, in their place."""
         if self.task is None or self.task.done():
             self.pending = [item for item in self.pending if item.workflow_id != workflow_id]
+            dropped = [rider for rider in self.riders if rider.workflow_id == workflow_id]
+            self.riders = [rider for rider in self.riders if rider.workflow_id != workflow_id]
+            for rider in dropped:
+                rider.done.cancel()
 
-    async def _write(self, batch: list[Pending]) -> list[str]:
-        """Append ``batch``; the payloads as they were stored."""
+    async def _write(
+        self, batch: list[Pending], riders: list[Rider]
+    ) -> tuple[list[str], list[Any]]:
+        """Append ``batch`` with ``riders``; the payloads as they were stored, and what the
+        riders returned."""
+        also = [rider.work for rider in riders]
+        if not batch:
+            return [], await self._alone(also)
         for _ in range(5):
             if self.next_index is None:
                 self.next_index = await asyncio.to_thread(
@@ -126,21 +172,26 @@ class SessionWriter:
                 )
             rows = [self._row(item, self.next_index + i) for i, item in enumerate(batch)]
             try:
-                await asyncio.to_thread(
-                    self.store.append_events, self.session_id, self.next_index, rows
+                results = await asyncio.to_thread(
+                    self.store.append_events, self.session_id, self.next_index, rows, also
                 )
             except sa.exc.IntegrityError:
                 if await self._landed(batch[0], self.next_index):
                     # a commit whose answer was lost (the database restarted as it
-                    # answered), and the retry found its own rows: written once
+                    # answered), and the retry found its own rows: written once. The
+                    # riders' results went with the answer: they run again (each may)
                     self.next_index += len(batch)
-                    return [row.payload for row in rows]
+                    return [row.payload for row in rows], await self._alone(also)
                 # another process wrote this session meanwhile (a worker presumed dead)
                 self.next_index = None
                 continue
             self.next_index += len(batch)
-            return [row.payload for row in rows]
+            return [row.payload for row in rows], results
         raise RuntimeError(f"could not append events to session {self.session_id}")
+
+    async def _alone(self, also: list[Callable[[Connection], Any]]) -> list[Any]:
+        """Riders with no events to go with: a transaction of their own."""
+        return await asyncio.to_thread(self.store.append_events, self.session_id, 0, [], also)
 
     async def _landed(self, first: Pending, index: int) -> bool:
         found = await asyncio.to_thread(self.store.event_id_at, self.session_id, index)
@@ -195,6 +246,7 @@ class EventLog:
         if (
             writer is not None
             and not writer.pending
+            and not writer.riders
             and (writer.task is None or writer.task.done())
         ):
             del self._writers[session_id]

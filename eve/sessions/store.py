@@ -115,6 +115,11 @@ class TurnProgress:
     checkpoint: StartingCheckpoint | None = None
     #: its records are DBOS steps: an older eve started it (``durable_steps.legacy_steps``)
     legacy_steps: bool = False
+    #: the session's next free event index when the body started, when asked for: its
+    #: writer starts from it (a write finding it taken reads it again: ``event_log.py``)
+    next_index: int | None = None
+    #: the session was asked to cancel the body's turn before the body started
+    cancel_requested: bool = False
 
     @property
     def restarted(self) -> bool:
@@ -185,6 +190,7 @@ _CURRENT_CHECKPOINT = (
 _CANCEL_REQUESTED = sa.select(sessions.c.cancel_workflow_id).where(
     sessions.c.cancel_workflow_id.in_(sa.bindparam("b_ids", expanding=True))
 )
+_CANCEL_OF = sa.select(sessions.c.cancel_workflow_id).where(_SESSION)
 _NEXT_EVENT = sa.select(sa.func.max(events.c.idx)).where(
     events.c.session_id == sa.bindparam("b_session")
 )
@@ -214,13 +220,18 @@ _BODY_EVENT = sa.select(events.c.payload).where(
 )
 
 
-def _write_checkpoint(
+_NEW_CHECKPOINT = checkpoints.insert()
+_NEW_EVENTS = events.insert()
+
+
+def write_checkpoint(
     c: Connection, session_id: str, version: int, data: str | None, saved_by: str | None = None
 ) -> None:
-    """``data`` as ``version``, the session's current one; versions before the previous go."""
+    """``data`` as ``version``, the session's current one; versions before the previous go
+    (in the caller's transaction: a turn's end writes it with its last events)."""
     c.execute(_DROP_CHECKPOINTS, {"b_session": session_id, "b_version": version})
     row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
-    c.execute(checkpoints.insert(), row)
+    c.execute(_NEW_CHECKPOINT, row)
     c.execute(_CURRENT_VERSION, {"b_session": session_id, "b_version": version})
 
 
@@ -398,7 +409,7 @@ class SessionStore:
                 return 0 if row is None else int(row[0])
             if row[1] is None:
                 return 0
-            _write_checkpoint(c, session_id, 1, row[1])
+            write_checkpoint(c, session_id, 1, row[1])
             return 1
 
     def _starting_checkpoint(
@@ -464,7 +475,7 @@ class SessionStore:
                     sa.select(sessions.c.checkpoint_version).where(sessions.c.id == session_id)
                 ).scalar()
                 after = int(current or 0)
-            _write_checkpoint(c, session_id, after + 1, checkpoint, saved_by)
+            write_checkpoint(c, session_id, after + 1, checkpoint, saved_by)
         return after + 1
 
     # --- cancellation ------------------------------------------------------------------
@@ -495,31 +506,41 @@ class SessionStore:
         return 0 if value is None else int(value) + 1
 
     @retried
-    def append_events(self, session_id: str, first_index: int, rows: Sequence[EventRow]) -> None:
-        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken.
+    def append_events(
+        self,
+        session_id: str,
+        first_index: int,
+        rows: Sequence[EventRow],
+        also: Sequence[Callable[[Connection], Any]] = (),
+    ) -> list[Any]:
+        """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken. ``also``
+        run in the same transaction, after the rows (what must be durable with them: a
+        turn's checkpoint and the end of its place); their results.
 
         On PostgreSQL the same transaction notifies ``EVENTS_CHANNEL`` with the session and
         its new highest index: delivered at commit, never for a rolled-back write, to every
         worker's listener (``pg_listener.py``)."""
         with self._tx() as c:
-            if self.engine.dialect.name == "postgresql":
-                high = first_index + len(rows) - 1
-                c.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, f"{session_id}:{high}")))
-            c.execute(
-                events.insert(),
-                [
-                    {
-                        "session_id": session_id,
-                        "idx": first_index + offset,
-                        "workflow_id": row.workflow_id,
-                        "body_seq": row.body_seq,
-                        "step_key": row.step_key,
-                        "attempt": row.attempt,
-                        "payload": row.payload,
-                    }
-                    for offset, row in enumerate(rows)
-                ],
-            )
+            if rows:
+                if self.engine.dialect.name == "postgresql":
+                    high = first_index + len(rows) - 1
+                    c.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, f"{session_id}:{high}")))
+                c.execute(
+                    _NEW_EVENTS,
+                    [
+                        {
+                            "session_id": session_id,
+                            "idx": first_index + offset,
+                            "workflow_id": row.workflow_id,
+                            "body_seq": row.body_seq,
+                            "step_key": row.step_key,
+                            "attempt": row.attempt,
+                            "payload": row.payload,
+                        }
+                        for offset, row in enumerate(rows)
+                    ],
+                )
+            return [work(c) for work in also]
 
     @retried
     def event_id_at(self, session_id: str, index: int) -> str | None:
@@ -550,13 +571,25 @@ class SessionStore:
         *,
         records_of: str | None = None,
         checkpoint_of: str | None = None,
+        log_of: str | None = None,
+        cancel_of: str | None = None,
+        also: Callable[[Connection], None] | None = None,
     ) -> TurnProgress:
         """What the body logging as ``workflow_id`` wrote, in one read: with the step records
-        of ``records_of`` (the DBOS workflow running it: a rerun logs as its turn), and the
-        checkpoint of session ``checkpoint_of`` that workflow starts from."""
+        of ``records_of`` (the DBOS workflow running it: a rerun logs as its turn), the
+        checkpoint of session ``checkpoint_of`` that workflow starts from, the next event
+        index of session ``log_of`` and whether it was asked to cancel ``cancel_of``; ``also``
+        runs in the same transaction (a body marks its place started: ``accepted.py``).
+        One transaction rather than one per question: each costs a turn a thread hop."""
         records: dict[str, str] = {}
         current = None
+        next_index = None
+        cancelled = False
         with self._tx() as c:
+            if also is not None:
+                # the write first: on SQLite the transaction holds the lock from here, where
+                # a read first could find it taken when it turns into a write
+                also(c)
             grouped = c.execute(_PROGRESS, {"b_workflow": workflow_id}).all()
             rows = [(key, attempt, n) for key, attempt, n, _ in grouped if key is not None]
             last = max((seq for *_, seq in grouped if seq is not None), default=None)
@@ -567,6 +600,12 @@ class SessionStore:
                 records = read_records(c, records_of)
             if checkpoint_of is not None:
                 current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
+            if log_of is not None:
+                high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                next_index = 0 if high is None else int(high) + 1
+                if cancel_of is not None:
+                    asked = c.execute(_CANCEL_OF, {"b_session": log_of}).scalar()
+                    cancelled = asked is not None and asked == cancel_of
         finished = final is not None and json.loads(final).get("type") in BODY_ENDS
         starting = None
         if checkpoint_of is not None and not finished:
@@ -582,6 +621,8 @@ class SessionStore:
             finished=finished,
             records=records,
             checkpoint=starting,
+            next_index=next_index,
+            cancel_requested=cancelled,
         )
 
     # --- input requests ----------------------------------------------------------------

@@ -99,7 +99,9 @@ class TaskHost(Protocol):
 
     async def events_of(self, session_id: str, workflow_id: str) -> TurnEvents: ...
 
-    def signal_for(self, workflow_id: str) -> AbstractAsyncContextManager[CancelSignal]: ...
+    def signal_for(
+        self, workflow_id: str, *, asked: bool | None = None
+    ) -> AbstractAsyncContextManager[CancelSignal]: ...
 
     def tracked(self) -> AbstractAsyncContextManager[None]: ...
 
@@ -224,7 +226,8 @@ async def run_task(host: TaskHost, encoded: str) -> str:
         events, session_id=spec.session_id, hooks=caller.hooks, delegation=spec.delegation
     )
     tool = caller.agent.tool(spec.call.name)
-    async with host.signal_for(task_id) as signal:
+    # whether its turn was asked to cancel was read with its progress
+    async with host.signal_for(task_id, asked=events.progress.cancel_requested) as signal:
         if tool is None or not is_task(tool):
             result = outcome(spec.call, f"{spec.call.name} is no task of {spec.node_id}", "failed")
         else:

@@ -11,10 +11,11 @@ of its record, and when a recovered turn replays a step whose events did not all
 the log (the process died between the two writes), the missing ones are appended then,
 in their place, since everything after them was not written either.
 
-A turn's end (``turn.completed``, ``turn.cancelled``) is held back until the workflow has
-saved the turn's checkpoint (``release``): a reader who sees it and asks for the session's
-summary finds the turn counted. What the body emits after it while held (a hook's
-``hook.failed`` about it) waits behind it, in order.
+A turn's end (``turn.completed``, ``turn.cancelled``) is held back until the workflow
+saves the turn's checkpoint (``release``; the save rides in the transaction that writes it:
+``ending``): a reader who sees it and asks for the session's summary finds the turn
+counted. What the body emits after it while held (a hook's ``hook.failed`` about it, the
+body's last event) waits behind it, in order.
 
 Hooks run again with the body, so a hook that fails again reports ``hook.failed`` again. That
 report has no body position of its own (whether a hook fails need not repeat, and positions
@@ -25,12 +26,15 @@ again shows the new link (``RENEWED``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
+from sqlalchemy.engine import Connection
 
 from eve.events import SessionEvent
 from eve.sessions.event_log import Pending, SessionWriter
@@ -157,8 +161,16 @@ class TurnEvents:
         else:
             self.writer.add(pending)
 
+    def ending(self, work: Callable[[Connection], Any]) -> asyncio.Future[Any]:
+        """``work`` (the checkpoint's save, the end of the body's place) in the transaction
+        of the body's last events; its result once that commits. It commits with the
+        events emitted before it that are not written yet, or after them, never before;
+        and with what ``release`` adds right after it, in the same transaction."""
+        return self.writer.attach(work, workflow_id=self.workflow_id)
+
     def release(self) -> None:
-        """The checkpoint is saved (or there is none to save): write what was held."""
+        """The checkpoint is saved, or is saved with what is held (``ending`` just before),
+        or there is none to save: write what was held."""
         held, self.held = self.held, []
         for pending in held:
             self.writer.add(pending)

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 
 import msgspec
 from dbos import DBOS
+from sqlalchemy.engine import Connection
 
 from eve._cancellation import CancelSignal
 from eve.auth.principal import OPERATOR, Principal
@@ -34,9 +36,9 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
-from eve.sessions.accepted import Place, finish_and_next
+from eve.sessions.accepted import Place, finish_and_next, mark_started
 from eve.sessions.checkpoint import SessionCheckpoint
-from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
+from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint, saving
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import off_request, storage_failure
 from eve.sessions.db_retry import patient
@@ -155,6 +157,17 @@ class TurnRuntime:
         place = await asyncio.to_thread(
             self.store.run, lambda c: finish_and_next(c, session_id, workflow_id)
         )
+        self.start_after(place)
+
+    def ending(self, session_id: str) -> Callable[[Connection], Place | None]:
+        """``settle``'s write, for the transaction of the body's last events (its outcome
+        in the log, and its place done, in one commit); ``start_after`` with its result."""
+        workflow_id = DBOS.workflow_id or ""
+        return lambda c: finish_and_next(c, session_id, workflow_id)
+
+    def start_after(self, place: Place | None) -> None:
+        """Start ``place`` (the session's next) once this body's task is done, DBOS's record
+        of its end included."""
         task = asyncio.current_task()
         if place is not None and task is not None:
             start = self.start_next
@@ -162,30 +175,56 @@ class TurnRuntime:
             task.add_done_callback(lambda _: start(place), context=contextvars.Context())
 
     async def events_of(
-        self, session_id: str, workflow_id: str, *, loads: bool = False
+        self,
+        session_id: str,
+        workflow_id: str,
+        *,
+        loads: bool = False,
+        starts_place: bool = False,
     ) -> TurnEvents:
         """The sink of a workflow body writing into ``session_id``'s log, which skips what an
         earlier run of the same body already wrote; its progress holds the body's step
-        records (and with ``loads``, the checkpoint it starts from), read at once."""
+        records (and with ``loads``, the checkpoint it starts from), whether its turn was
+        asked to cancel, and the log's next index (its writer starts there), read at once.
+        ``starts_place``: the body runs a place (a turn, a reset, a compaction), which it
+        marks started in the same transaction (``accepted.mark_started``)."""
         running = DBOS.workflow_id or workflow_id
-        progress = await asyncio.to_thread(
+
+        def started(c: Connection) -> None:
+            mark_started(c, running)
+
+        read = functools.partial(
             self.store.turn_progress,
             workflow_id,
             records_of=running,
             checkpoint_of=session_id if loads else None,
+            log_of=session_id,
+            cancel_of=turn_of(running),
+            also=started if starts_place else None,
         )
+        progress = await asyncio.to_thread(read)
         if await legacy_steps(progress, running):
             progress = dataclasses.replace(progress, legacy_steps=True)
-        return TurnEvents(self.log.writer(session_id), workflow_id=workflow_id, progress=progress)
+        writer = self.log.writer(session_id)
+        if writer.next_index is None:
+            writer.next_index = progress.next_index
+        return TurnEvents(writer, workflow_id=workflow_id, progress=progress)
 
     @contextlib.asynccontextmanager
-    async def signal_for(self, workflow_id: str) -> AsyncIterator[CancelSignal]:
+    async def signal_for(
+        self, workflow_id: str, *, asked: bool | None = None
+    ) -> AsyncIterator[CancelSignal]:
         """The cancel signal of a turn or task running here while the block runs; set
-        already when its turn was cancelled before it (re)started."""
+        already when its turn was cancelled before it (re)started. ``asked``: whether it
+        was, as read with the body's progress (``events_of``); None: read it now."""
         signal = CancelSignal()
         self.running[workflow_id] = signal
         try:
-            if await asyncio.to_thread(self.store.cancel_requested, [turn_of(workflow_id)]):
+            if asked is None:
+                asked = bool(
+                    await asyncio.to_thread(self.store.cancel_requested, [turn_of(workflow_id)])
+                )
+            if asked:
                 signal.cancel("cancelled")
             yield signal
         finally:
@@ -196,8 +235,9 @@ class TurnRuntime:
         # a rerun (accepted_sweep.py) writes under its turn's id: what the ended run wrote
         # is skipped, as for a replay
         log_id = turn_workflow_id(session_id, turn)
-        events = await self.events_of(session_id, log_id, loads=True)
+        events = await self.events_of(session_id, log_id, loads=True, starts_place=True)
         if events.progress.finished:
+            await self.settle(session_id)
             return "recovered"  # the log tells its end already; do not run it twice
         try:
             return await self._run_turn(session_id, turn, given, workflow_id, events)
@@ -217,7 +257,9 @@ class TurnRuntime:
         context.restore(checkpoint.state)
         workspace = await self.workspace_of(session_id)
         try:
-            async with self.signal_for(workflow_id) as signal:
+            async with self.signal_for(
+                workflow_id, asked=events.progress.cancel_requested
+            ) as signal:
                 desk = InputDesk(
                     store=self.store,
                     session_id=session_id,
@@ -259,18 +301,33 @@ class TurnRuntime:
             log.warning("turn %s failed: %s", workflow_id, failed or type(error).__name__)
             events.release()  # no checkpoint to wait for: the turn failed
             await emitter.emit(SessionWaitingData(turn_id=turn_id))
+            # its place is done with its last event, or after it (``TurnEvents.ending``)
+            ending = events.ending(self.ending(session_id))
             await events.flush()
+            self.start_after(await ending)
             return "failed"
-        ended = await self._finish(session_id, loaded, context, result)
-        events.release()  # the turn's end, now that its checkpoint counts it
+        ended, save = await self._finish(session_id, loaded, context, result)
+        finish = self.ending(session_id)
+
+        def end(c: Connection) -> Place | None:
+            if save is not None:
+                save(c)
+            return finish(c)
+
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:
                 await emitter.emit(SessionCompletedData(turn_id=turn_id, reason=ended))
             else:
                 await emitter.emit(SessionWaitingData(turn_id=turn_id))
+        # the turn's end, held until now (the last event waits behind it), is released with
+        # its checkpoint and its place's end, in one transaction: no reader sees the turn
+        # end uncounted, and its place is not done before its outcome is in the log
+        ending = events.ending(end)
+        events.release()
         await events.flush()
         self.log.forget(session_id)
+        self.start_after(await ending)
         return result.stop_reason
 
     async def _finish(
@@ -279,9 +336,11 @@ class TurnRuntime:
         loaded: Loaded,
         context: EveContext,
         result: RunResult,
-    ) -> str | None:
-        """Save the checkpoint, built from the turn's final state; the reason the session
-        ends now: the limit a person chose to end it on (``execution.limits``)."""
+    ) -> tuple[str | None, Callable[[Connection], None] | None]:
+        """The checkpoint, built from the turn's final state: its save, for the transaction
+        of the turn's last events (``run_turn``), or saved now (a save that must be a step,
+        or a session that ends, whose end is recorded after its checkpoint); and the reason
+        the session ends now: the limit a person chose to end it on (``execution.limits``)."""
         assert result.state is not None, "run_agent returns the turn's final state"
         after = SessionCheckpoint(
             messages=result.messages,
@@ -291,8 +350,10 @@ class TurnRuntime:
             spend=result.session,
             raised_limits=dict(result.state.raised_limits),
         )
-        await save_checkpoint(self.store, session_id, after, after=loaded)
         reason = result.ended_by
+        if reason is None and (save := saving(session_id, after, after=loaded)) is not None:
+            return None, save
+        await save_checkpoint(self.store, session_id, after, after=loaded)
         if reason is not None:
             await DBOS.run_step_async(
                 {"name": "session.end"},
@@ -301,11 +362,11 @@ class TurnRuntime:
                 session_id,
                 reason,
             )
-        return reason
+        return reason, None
 
     async def reset(self, session_id: str) -> str:
         workflow_id = DBOS.workflow_id or f"{session_id}:reset"
-        events = await self.events_of(session_id, workflow_id)
+        events = await self.events_of(session_id, workflow_id, starts_place=True)
         if events.progress.finished:
             return "reset"
         await save_checkpoint(self.store, session_id, None, after=None, step="checkpoint.clear")
@@ -362,9 +423,8 @@ def _current() -> TurnRuntime:
 @DBOS.workflow(name=TURN_WORKFLOW)
 async def turn_workflow(session_id: str, turn: int, message: TurnInput) -> str:
     async with _current().tracked():
-        outcome = await _current().run_turn(session_id, turn, message)
-        await _current().settle(session_id)
-        return outcome
+        # its place is done with its last events (``run_turn``)
+        return await _current().run_turn(session_id, turn, message)
 
 
 @DBOS.workflow(name=RESET_WORKFLOW)

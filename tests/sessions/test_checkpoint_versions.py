@@ -75,7 +75,9 @@ def test_a_checkpoint_an_older_eve_kept_in_the_session_row_still_loads(
 
 
 #: kills its own process (SIGKILL) right after a checkpoint save commits, once armed: the
-#: save is durable but DBOS never recorded its step, so the recovered turn saves again
+#: save is durable but DBOS never recorded the turn's end, so the recovered turn must not
+#: start from it. A turn saves with its last events (``append_events`` with riders), a
+#: save that must be a step alone (``save_checkpoint``)
 CRASH_AFTER_SAVE = """
     import os
     import signal
@@ -85,16 +87,27 @@ CRASH_AFTER_SAVE = """
     from eve.sessions.store import SessionStore
 
     _save = SessionStore.save_checkpoint
+    _append = SessionStore.append_events
 
-    def save_then_die(self, *args, **kwargs):
-        version = _save(self, *args, **kwargs)
+    def die_if_armed():
         armed = Path("crash.armed")
         if armed.exists():
             armed.unlink()
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def save_then_die(self, *args, **kwargs):
+        version = _save(self, *args, **kwargs)
+        die_if_armed()
         return version
 
+    def append_then_die(self, session_id, first_index, rows, also=()):
+        results = _append(self, session_id, first_index, rows, also)
+        if also:
+            die_if_armed()
+        return results
+
     SessionStore.save_checkpoint = save_then_die
+    SessionStore.append_events = append_then_die
 
     default = define_hook(events={"turn.started": lambda event: None})
 """

@@ -297,10 +297,35 @@ class SessionStore:
         with self.gate.held(), self.engine.begin() as connection:
             yield connection
 
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """A read, in one snapshot. On SQLite it skips the gate: in WAL mode a reader never
+        waits for the writer, so a follower's catch-up, a status read or a count never
+        queues behind the turns' writes. It sees what was committed when it began: a read
+        made while this thread's own write transaction is open (a callback calling the
+        store) takes another connection, and did not see that write under the gate either."""
+        if self.gate is None:
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        with self.engine.connect() as connection:
+            # pysqlite begins nothing before a SELECT: each would be its own snapshot, and a
+            # read of several statements could straddle another thread's commit
+            connection.exec_driver_sql("BEGIN")
+            yield connection
+            # (closing rolls the read transaction back)
+
     @retried
     def run(self, work: Callable[[Connection], T]) -> T:
         """``work`` in one transaction (for a module with tables of its own here)."""
         with self._tx() as c:
+            return work(c)
+
+    @retried
+    def read(self, work: Callable[[Connection], T]) -> T:
+        """``work``, which only reads, in one snapshot: on SQLite without waiting for the
+        writer (``_read``)."""
+        with self._read() as c:
             return work(c)
 
     # --- sessions ----------------------------------------------------------------------
@@ -321,7 +346,7 @@ class SessionStore:
 
     @retried
     def get_session(self, session_id: str) -> SessionRow | None:
-        with self._tx() as c:
+        with self._read() as c:
             return read_session(c, session_id)
 
     def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
@@ -366,7 +391,7 @@ class SessionStore:
     @retried
     def last_event(self, session_id: str) -> str | None:
         """The payload of the session's latest event (its ``meta.at`` says when)."""
-        with self._tx() as c:
+        with self._read() as c:
             value: str | None = c.execute(
                 sa.select(events.c.payload)
                 .where(events.c.session_id == session_id)
@@ -378,7 +403,7 @@ class SessionStore:
     @retried
     def load_checkpoint(self, session_id: str) -> str | None:
         """The session's current checkpoint (for a reader: a turn loads by version)."""
-        with self._tx() as c:
+        with self._read() as c:
             value: str | None = c.execute(
                 sa.select(current_checkpoint()).where(sessions.c.id == session_id)
             ).scalar()
@@ -422,7 +447,7 @@ class SessionStore:
         """The checkpoint ``version`` of the session (0: none, the empty one)."""
         if version == 0:
             return None
-        with self._tx() as c:
+        with self._read() as c:
             row = c.execute(
                 sa.select(checkpoints.c.data).where(
                     checkpoints.c.session_id == session_id, checkpoints.c.version == version
@@ -482,7 +507,7 @@ class SessionStore:
     def cancel_requested(self, workflow_ids: Sequence[str]) -> set[str]:
         if not workflow_ids:
             return set()
-        with self._tx() as c:
+        with self._read() as c:
             rows = c.execute(_CANCEL_REQUESTED, {"b_ids": list(workflow_ids)}).all()
         return {row[0] for row in rows}
 
@@ -490,7 +515,7 @@ class SessionStore:
 
     @retried
     def next_event_index(self, session_id: str) -> int:
-        with self._tx() as c:
+        with self._read() as c:
             value = c.execute(_NEXT_EVENT, {"b_session": session_id}).scalar()
         return 0 if value is None else int(value) + 1
 
@@ -524,7 +549,7 @@ class SessionStore:
     @retried
     def event_id_at(self, session_id: str, index: int) -> str | None:
         """The id of the event at ``index`` (its ``meta.id``), if there is one."""
-        with self._tx() as c:
+        with self._read() as c:
             payload = c.execute(
                 sa.select(events.c.payload).where(
                     events.c.session_id == session_id, events.c.idx == index
@@ -537,7 +562,7 @@ class SessionStore:
 
     @retried
     def read_events(self, session_id: str, start: int, limit: int = 500) -> list[str]:
-        with self._tx() as c:
+        with self._read() as c:
             rows = c.execute(
                 _READ_EVENTS, {"b_session": session_id, "b_start": start, "b_limit": limit}
             ).all()
@@ -556,7 +581,7 @@ class SessionStore:
         checkpoint of session ``checkpoint_of`` that workflow starts from."""
         records: dict[str, str] = {}
         current = None
-        with self._tx() as c:
+        with self._read() as c:
             grouped = c.execute(_PROGRESS, {"b_workflow": workflow_id}).all()
             rows = [(key, attempt, n) for key, attempt, n, _ in grouped if key is not None]
             last = max((seq for *_, seq in grouped if seq is not None), default=None)
@@ -622,7 +647,7 @@ class SessionStore:
     @retried
     def pending_request(self, session_id: str, request_id: str) -> PendingRequest | None:
         """What waits on ``request_id`` in this session, if it still waits."""
-        with self._tx() as c:
+        with self._read() as c:
             row = c.execute(
                 sa.select(
                     input_requests.c.workflow_id,
@@ -676,7 +701,7 @@ class SessionStore:
 
     @retried
     def stale_workers(self, version: str, older_than: float) -> list[str]:
-        with self._tx() as c:
+        with self._read() as c:
             rows = c.execute(
                 sa.select(workers.c.executor_id).where(
                     workers.c.application_version == version, workers.c.heartbeat_at < older_than

@@ -256,6 +256,26 @@ def read_session(c: Connection, session_id: str) -> SessionRow | None:
     )
 
 
+#: the store's methods that only read: on SQLite they run outside the gate, and the worker
+#: gives them a lane of their own (``thread_lanes.py``); every other method may write
+READ_METHODS = frozenset(
+    {
+        "read",
+        "get_session",
+        "last_event",
+        "load_checkpoint",
+        "checkpoint_at",
+        "cancel_requested",
+        "next_event_index",
+        "event_id_at",
+        "read_events",
+        "turn_progress",
+        "pending_request",
+        "stale_workers",
+    }
+)
+
+
 class SessionStore:
     #: how long a call made outside a request waits for the database to come back
     #: (``db_retry.py``); a request's calls fail at once

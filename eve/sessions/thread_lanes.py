@@ -18,20 +18,27 @@ rather than run: bounding the pool wants gates that wait on the loop, not in a t
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import failing_fast
+from eve.sessions.store import READ_METHODS, SessionStore
+from eve.sessions.writer_lane import WriterLane
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 #: threads for requests' calls: short, but one may wait for a locked file until it fails
 REQUEST_THREADS = 32
+#: threads for the store's reads on SQLite: a read never waits for the writer, and more at
+#: once would only take turns at the interpreter's lock with the event loop
+READ_THREADS = 4
 
 
 _AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
@@ -57,18 +64,49 @@ class LanedExecutor(ThreadPoolExecutor):
         super().__init__(max_workers=1)
         self.background = background
         self.requests = ThreadPoolExecutor(max_workers=requests, thread_name_prefix="eve-request")
+        self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="eve-read")
+        self.writes = WriterLane()
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
         # that context into the thread too): a request's call is known here already
         urgent = failing_fast() and not _AFTER_ANSWER.get()
-        lane = self.requests if urgent else self.background
-        return lane.submit(fn, *args, **kwargs)
+        if urgent:
+            # a request's reads pass the gate, and its writes go first there
+            return self.requests.submit(fn, *args, **kwargs)
+        match store_call(fn):
+            case "read":
+                return self.reads.submit(fn, *args, **kwargs)
+            case "write":
+                return self.writes.submit(functools.partial(fn, *args, **kwargs))
+            case None:
+                return self.background.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.reads.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.writes.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.background.shutdown(wait=wait, cancel_futures=cancel_futures)
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def store_call(fn: Callable[..., Any]) -> str | None:
+    """``"read"`` or ``"write"`` when ``fn`` is a call of a SQLite store's method (as
+    ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
+    a ``partial`` of the method); None for anything else, a PostgreSQL store's calls too."""
+    seen: Any = fn
+    for _ in range(3):  # a context's run, a partial of the method: no deeper
+        if not isinstance(seen, functools.partial):
+            break
+        ran_in = getattr(seen.func, "__self__", None)
+        if isinstance(ran_in, contextvars.Context):
+            seen = seen.args[0] if seen.args else None
+        else:
+            seen = seen.func
+    store = getattr(seen, "__self__", None)
+    if not isinstance(store, SessionStore) or store.gate is None:
+        return None
+    return "read" if seen.__name__ in READ_METHODS else "write"
 
 
 def lane_requests() -> None:

@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from dbos._dbos import _get_dbos_instance
 
@@ -74,13 +74,11 @@ class LanedExecutor(ThreadPoolExecutor):
         if urgent:
             # a request's reads pass the gate, and its writes go first there
             return self.requests.submit(fn, *args, **kwargs)
-        match store_call(fn):
-            case "read":
-                return self.reads.submit(fn, *args, **kwargs)
-            case "write":
-                return self.writes.submit(functools.partial(fn, *args, **kwargs))
-            case None:
-                return self.background.submit(fn, *args, **kwargs)
+        kind = store_call(fn)
+        if kind == "write":
+            return self.writes.submit(functools.partial(fn, *args, **kwargs))
+        lane = self.reads if kind == "read" else self.background
+        return lane.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
@@ -90,7 +88,7 @@ class LanedExecutor(ThreadPoolExecutor):
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def store_call(fn: Callable[..., Any]) -> str | None:
+def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
     """``"read"`` or ``"write"`` when ``fn`` is a call of a SQLite store's method (as
     ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
     a ``partial`` of the method); None for anything else, a PostgreSQL store's calls too."""

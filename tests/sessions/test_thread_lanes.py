@@ -81,7 +81,7 @@ def test_the_stores_reads_and_the_turns_writes_have_lanes_of_their_own(tmp_path:
         names = [
             await asyncio.to_thread(store.read, thread_name),
             *await asyncio.gather(*(asyncio.to_thread(store.run, thread_name) for _ in range(20))),
-            await asyncio.to_thread(threading.current_thread),  # type: ignore[list-item]
+            await asyncio.to_thread(lambda: threading.current_thread().name),
         ]
         with fail_fast():
             names.append(await asyncio.to_thread(store.run, thread_name))
@@ -95,7 +95,7 @@ def test_the_stores_reads_and_the_turns_writes_have_lanes_of_their_own(tmp_path:
         store.close()
     assert read.startswith("eve-read")
     assert set(writes) == {"eve-writer"}
-    assert other.name.startswith("turns")  # type: ignore[attr-defined]
+    assert other.startswith("turns")
     assert request.startswith("eve-request")
 
 
@@ -104,14 +104,14 @@ def test_what_is_a_store_call(tmp_path: Path) -> None:
     try:
         context = contextvars.copy_context()
         assert store_call(functools.partial(context.run, store.get_session, "s")) == "read"
-        assert store_call(functools.partial(context.run, store.append_events, "s")) == "write"
+        assert store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "write"
         saving = functools.partial(store.save_checkpoint, "s", None)
         assert store_call(functools.partial(context.run, saving)) == "write"
         assert store_call(functools.partial(context.run, print, "s")) is None
         # every name is a method the store has (a rename would send its reads to the writer)
         assert all(callable(getattr(store, name)) for name in READ_METHODS)
         store.gate = None  # as on PostgreSQL: no lanes, no gate
-        assert store_call(functools.partial(context.run, store.append_events, "s")) is None
+        assert store_call(functools.partial(context.run, store.append_events, "s", 0, [])) is None
     finally:
         store.close()
 

@@ -283,7 +283,7 @@ class DurableEngine:
         (blocking): the places accepted and not delivered yet, then those on DBOS's queue
         (in that order: a place delivered between the two counts is counted twice, never
         missed). On PostgreSQL DBOS's tables share eve's database."""
-        waiting = self.store.read(undelivered)
+        waiting = self.store.run(undelivered)
         engine = self._system_engine or self.store.engine
         return waiting + count_queued(engine, postgres=self.settings.is_postgres)
 

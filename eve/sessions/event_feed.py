@@ -179,7 +179,7 @@ class EventFeeds:
 
     def _highs(self, session_ids: list[str]) -> list[tuple[str, int]]:
         with fail_fast():
-            return self.store.read(lambda c: _highs_of(c, session_ids))
+            return self.store.run(lambda c: _highs_of(c, session_ids))
 
     def waiting_at(self, feed: SessionFeed, index: int) -> None:
         """A follower read everything before ``index`` and waits for it."""

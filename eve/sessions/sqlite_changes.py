@@ -88,6 +88,6 @@ class SqliteChanges:
 
 
 def _changes_since(c: Connection, seen: int) -> tuple[int, list[tuple[str, int]]]:
-    # one snapshot: the highest row id and the rows below it agree
+    # one transaction, so one pass through the store's gate for SQLite's one writer
     last = _last_rowid(c)
     return (last, _grown_since(c, seen)) if last > seen else (seen, [])

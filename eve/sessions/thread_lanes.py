@@ -1,18 +1,23 @@
-"""The worker's threads: a lane of their own for requests, so a request's calls never queue
-behind the turns' work.
+"""The worker's threads: lanes, so a request's calls never queue behind the turns' work,
+and the turns' calls to the store never wait at the SQLite gate in a thread.
 
 Every ``asyncio.to_thread`` in a worker (a store call, a durable step's record, a sync
-tool) runs on DBOS's executor, which DBOS makes the loop's default. A request's calls
-(``fail_fast``: an HTTP request is being answered) take a pool of their own instead, as
-they go first at the SQLite gate (``sqlite_gate.py``); what a request leaves behind once
-answered (starting its turn, ``after_answer``) goes to the turns' pool.
+tool) runs on the executor DBOS makes the loop's default, and this one sorts them as they
+are submitted, on the loop's thread:
 
-The turns' pool stays unbounded (DBOS's default), though 1,000 live sessions run 1,200
-threads: bounded (64 threads, or 16 for the store and one per permit up to 48), a worker
-ran N=500 at 6 to 11 turns/s where unbounded ran 16 to 27 on the same loaded machine. A
-thread that waits at a gate (eve's SQLite gate, DBOS's write gate) holds its slot, and
-the calls queued behind it, a DBOS read that needs no gate among them, wait for a slot
-rather than run: bounding the pool wants gates that wait on the loop, not in a thread.
+- a request's calls (``fail_fast``: an HTTP request is being answered) take 32 threads
+  of their own, as they go first at the SQLite gate (``sqlite_gate.py``); what a request
+  leaves behind once answered (starting its turn, ``after_answer``) is the turns' work;
+- on SQLite, the turns' writes to eve's store queue on the loop's side for one thread
+  (``writer_lane.py``): SQLite has one writer, so they ran one at a time anyway, each in
+  a thread asleep at the gate meanwhile; their reads take four threads;
+- the rest (DBOS's calls, sync tools) runs on DBOS's pool, which stays unbounded: bounded
+  (64 threads, or 16 for the store and one per permit up to 48), a worker ran N=500 at
+  6 to 11 turns/s where unbounded ran 16 to 27, as a thread waiting at DBOS's write gate
+  holds its slot while calls that need no gate wait behind it.
+
+At 1,000 live sessions a worker ran 1,450 to 1,650 threads, and now about 250, at the same
+turns per second (``bench/scale.py``): the threads were asleep, not what held turns up.
 """
 
 from __future__ import annotations

@@ -104,7 +104,9 @@ def test_what_is_a_store_call(tmp_path: Path) -> None:
     try:
         context = contextvars.copy_context()
         assert store_call(functools.partial(context.run, store.get_session, "s")) == "read"
-        assert store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "write"
+        assert (
+            store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "write"
+        )
         saving = functools.partial(store.save_checkpoint, "s", None)
         assert store_call(functools.partial(context.run, saving)) == "write"
         assert store_call(functools.partial(context.run, print, "s")) is None

@@ -11,13 +11,18 @@ are submitted, on the loop's thread:
 - on SQLite, the turns' writes to eve's store queue on the loop's side for one thread
   (``writer_lane.py``): SQLite has one writer, so they ran one at a time anyway, each in
   a thread asleep at the gate meanwhile; their reads take four threads;
-- the rest (DBOS's calls, sync tools) runs on DBOS's pool, which stays unbounded: bounded
-  (64 threads, or 16 for the store and one per permit up to 48), a worker ran N=500 at
-  6 to 11 turns/s where unbounded ran 16 to 27, as a thread waiting at DBOS's write gate
-  holds its slot while calls that need no gate wait behind it.
+- the rest (DBOS's calls, sync tools) runs on 64 threads. Bounded while the store's calls
+  shared it, that pool halved a worker's turns per second at N=500 (a thread asleep at
+  the gate held its slot, and calls that needed no gate waited for one), so it was
+  DBOS's unbounded one. Now few of its calls wait at a gate (DBOS's writes, for at most
+  0.2 s, ``sqlite.py``), and a parked turn holds no thread (it waits in DBOS's async
+  ``recv``). A sync tool that blocks for long holds one of the 64 while it does.
 
-At 1,000 live sessions a worker ran 1,450 to 1,650 threads, and now about 250, at the same
-turns per second (``bench/scale.py``): the threads were asleep, not what held turns up.
+At 1,000 live sessions on SQLite a worker ran 1,450 to 1,650 threads and 19 to 36 turns/s
+(20 to 26 ms of CPU a turn); with these lanes it runs 111 threads and 49 turns/s, at 15 ms
+a turn (``bench/scale.py``, medians of runs on a shared, loaded machine). Most of the gain
+is the bound: the same lanes over an unbounded pool ran 250 to 510 threads and 34 to 36
+turns/s, the many threads taking turns at the interpreter's lock with the event loop.
 """
 
 from __future__ import annotations
@@ -41,9 +46,11 @@ T = TypeVar("T")
 
 #: threads for requests' calls: short, but one may wait for a locked file until it fails
 REQUEST_THREADS = 32
-#: threads for the store's reads on SQLite: a read never waits for the writer, and more at
-#: once would only take turns at the interpreter's lock with the event loop
+#: threads for the turns' reads of the store on SQLite: they pass the gate one at a time
 READ_THREADS = 4
+#: threads for the rest of the turns' work (DBOS's calls, sync tools), once the store's
+#: calls have lanes of their own
+TURN_THREADS = 64
 
 
 _AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
@@ -64,10 +71,18 @@ def after_answer() -> Iterator[None]:
 class LanedExecutor(ThreadPoolExecutor):
     """``background`` for the turns' work, a pool of its own for requests'."""
 
-    def __init__(self, background: ThreadPoolExecutor, *, requests: int = REQUEST_THREADS) -> None:
+    def __init__(
+        self,
+        background: ThreadPoolExecutor,
+        *,
+        requests: int = REQUEST_THREADS,
+        replaced: ThreadPoolExecutor | None = None,
+    ) -> None:
         # submit() is overridden, so this pool itself never starts a thread
         super().__init__(max_workers=1)
         self.background = background
+        #: the executor this one replaced (DBOS's, which its background loop keeps using)
+        self.replaced = replaced
         self.requests = ThreadPoolExecutor(max_workers=requests, thread_name_prefix="eve-request")
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="eve-read")
         self.writes = WriterLane()
@@ -90,6 +105,8 @@ class LanedExecutor(ThreadPoolExecutor):
         self.reads.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.writes.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.background.shutdown(wait=wait, cancel_futures=cancel_futures)
+        if self.replaced is not None:
+            self.replaced.shutdown(wait=wait, cancel_futures=cancel_futures)
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
@@ -113,11 +130,12 @@ def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
 
 
 def lane_requests() -> None:
-    """Give the launched DBOS's executor a lane for requests: DBOS makes whatever its
-    executor is the loop's default at its next async call. (DBOS internals, pinned by
-    ``dbos<4``; its ``destroy`` shuts both down.)"""
+    """Give the launched DBOS the lanes as its executor: DBOS makes whatever its executor
+    is the loop's default at its next async call. (DBOS internals, pinned by ``dbos<4``;
+    its ``destroy`` shuts them all down.)"""
     dbos = _get_dbos_instance()
     executor = dbos._executor_field
     assert executor is not None, "DBOS is launched"
     if not isinstance(executor, LanedExecutor):
-        dbos._executor_field = LanedExecutor(executor)
+        turns = ThreadPoolExecutor(max_workers=TURN_THREADS, thread_name_prefix="eve-turn")
+        dbos._executor_field = LanedExecutor(turns, replaced=executor)

@@ -14,7 +14,7 @@ from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.store import READ_METHODS, SessionStore
-from eve.sessions.thread_lanes import LanedExecutor, after_answer, store_call
+from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, after_answer, store_call
 from eve.sessions.writer_lane import WriterLane
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
@@ -61,7 +61,9 @@ def test_a_worker_lanes_its_requests(make_app: AppFactory) -> None:
     try:
         session = server.create("hello")
         server.wait_for(session, count("session.waiting"))
-        assert isinstance(_get_dbos_instance()._executor_field, LanedExecutor)
+        lanes = _get_dbos_instance()._executor_field
+        assert isinstance(lanes, LanedExecutor)
+        assert lanes.background._max_workers == TURN_THREADS  # bounded, not DBOS's own
     finally:
         server.stop()
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 
 import sqlalchemy.exc as sa_exc
+from dbos import DBOS
 from sqlalchemy.engine import ExceptionContext
 
 from eve._redact import redact
@@ -77,8 +78,13 @@ def off_request() -> Iterator[None]:
 
 
 def failing_fast() -> bool:
-    """Whether a request is being served (``fail_fast``): its database calls do not wait."""
-    return _FAIL_FAST.get()
+    """Whether a request is being served (``fail_fast``): its database calls do not wait.
+
+    Never inside a DBOS workflow, though a request's context starts one: its body and what
+    DBOS writes around it (the outcome, after the body returns, in the body's task) are
+    the turn's work. An outcome write that failed fast left the workflow pending, its body
+    done, until the next restart."""
+    return _FAIL_FAST.get() and DBOS.workflow_id is None
 
 
 def transient(error: BaseException) -> bool:
@@ -122,7 +128,7 @@ def storage_failed(kind: str) -> StorageFailed:
 def refuse_lock_in_request(context: ExceptionContext) -> None:
     """SQLAlchemy's ``handle_error`` hook of eve's SQLite engines: in a request, a lock
     past the busy timeout becomes ``StorageFailed``, which DBOS does not retry."""
-    if _FAIL_FAST.get() and "database is locked" in str(context.original_exception):
+    if failing_fast() and "database is locked" in str(context.original_exception):
         raise storage_failed("locked")
 
 

@@ -65,7 +65,7 @@ class SqliteChanges:
         while True:
             await self.feeds.followed.wait()
             try:
-                seen = await asyncio.to_thread(self.store.run, _last_rowid)
+                seen = await asyncio.to_thread(self.store.read, _last_rowid)
             except Exception as error:  # a locked or failing file: look again soon
                 log.debug("change check failed: %s", type(error).__name__)
                 await asyncio.sleep(CHECK_SECONDS)
@@ -84,7 +84,7 @@ class SqliteChanges:
 
     def _check(self, seen: int) -> tuple[int, list[tuple[str, int]]]:
         self.checks += 1
-        return self.store.run(lambda c: _changes_since(c, seen))
+        return self.store.read(lambda c: _changes_since(c, seen))
 
 
 def _changes_since(c: Connection, seen: int) -> tuple[int, list[tuple[str, int]]]:

@@ -7,13 +7,16 @@ of sessions whose writers commit every few milliseconds) that convoy held every 
 connection asleep, and a request waited behind it for a connection, then for the lock: at
 500 concurrent sessions the first ``POST /session`` of a client waited 20 to 60 s.
 
-So this process's transactions on the file queue here instead, before they take a pooled
-connection: each waits on a condition (woken when the file is free, no sleeping), and a
-request's transaction (``fail_fast``: an HTTP request is being answered) goes before the
-background ones (turns' events, sweeps, heartbeats) waiting with it. Reads queue too: they
-cost a fraction of a millisecond and the interpreter runs one thread at a time anyway. A
-thread already holding the gate passes through again (a transaction's callback may call
-the store). PostgreSQL needs none of this: it locks rows, not the database.
+So this process's write transactions on the file queue here instead, before they take a
+pooled connection: each waits on a condition (woken when the file is free, no sleeping), and
+a request's transaction (``fail_fast``: an HTTP request is being answered) goes before the
+background ones (turns' events, sweeps, heartbeats) waiting with it. Reads queue too,
+though in WAL mode they need not (``SessionStore._read`` says what that cost). In a worker
+few threads ever wait here: the turns' writes queue on the loop's side and one thread runs
+them (``writer_lane.py``), the turns' reads take four threads, so what meets here is those,
+a request's calls and the rare call of another thread. A thread already holding the gate
+passes through again (a transaction's callback may call the store). PostgreSQL needs none
+of this: it locks rows, not the database.
 
 DBOS's system file has the same convoy (every step's record is a ``BEGIN IMMEDIATE`` write,
 and at 100 sessions the threads recording steps slept in the busy handler while the file

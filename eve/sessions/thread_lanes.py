@@ -1,37 +1,56 @@
-"""The worker's threads: a lane of their own for requests, so a request's calls never queue
-behind the turns' work.
+"""The worker's threads: lanes, so a request's calls never queue behind the turns' work,
+and the turns' calls to the store never wait at the SQLite gate in a thread.
 
 Every ``asyncio.to_thread`` in a worker (a store call, a durable step's record, a sync
-tool) runs on DBOS's executor, which DBOS makes the loop's default. A request's calls
-(``fail_fast``: an HTTP request is being answered) take a pool of their own instead, as
-they go first at the SQLite gate (``sqlite_gate.py``); what a request leaves behind once
-answered (starting its turn, ``after_answer``) goes to the turns' pool.
+tool) runs on the executor DBOS makes the loop's default, and this one sorts them as they
+are submitted, on the loop's thread:
 
-The turns' pool stays unbounded (DBOS's default), though 1,000 live sessions run 1,200
-threads: bounded (64 threads, or 16 for the store and one per permit up to 48), a worker
-ran N=500 at 6 to 11 turns/s where unbounded ran 16 to 27 on the same loaded machine. A
-thread that waits at a gate (eve's SQLite gate, DBOS's write gate) holds its slot, and
-the calls queued behind it, a DBOS read that needs no gate among them, wait for a slot
-rather than run: bounding the pool wants gates that wait on the loop, not in a thread.
+- a request's calls (``fail_fast``: an HTTP request is being answered) take 32 threads
+  of their own, as they go first at the SQLite gate (``sqlite_gate.py``); what a request
+  leaves behind once answered (starting its turn, ``after_answer``) is the turns' work;
+- on SQLite, the turns' writes to eve's store queue on the loop's side for one thread
+  (``writer_lane.py``): SQLite has one writer, so they ran one at a time anyway, each in
+  a thread asleep at the gate meanwhile; their reads take four threads;
+- the rest (DBOS's calls, sync tools) runs on 64 threads. Bounded while the store's calls
+  shared it, that pool halved a worker's turns per second at N=500 (a thread asleep at
+  the gate held its slot, and calls that needed no gate waited for one), so it was
+  DBOS's unbounded one. Now few of its calls wait at a gate (DBOS's writes, for at most
+  0.2 s, ``sqlite.py``), and a parked turn holds no thread (it waits in DBOS's async
+  ``recv``). A sync tool that blocks for long holds one of the 64 while it does.
+
+At 1,000 live sessions on SQLite a worker ran 1,450 to 1,650 threads and 19 to 36 turns/s
+(20 to 26 ms of CPU a turn); with these lanes it runs 111 threads and 49 turns/s, at 15 ms
+a turn (``bench/scale.py``, medians of runs on a shared, loaded machine). Most of the gain
+is the bound: the same lanes over an unbounded pool ran 250 to 510 threads and 34 to 36
+turns/s, the many threads taking turns at the interpreter's lock with the event loop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import failing_fast
+from eve.sessions.store import READ_METHODS, SessionStore
+from eve.sessions.writer_lane import WriterLane
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 #: threads for requests' calls: short, but one may wait for a locked file until it fails
 REQUEST_THREADS = 32
+#: threads for the turns' reads of the store on SQLite: they pass the gate one at a time
+READ_THREADS = 4
+#: threads for the rest of the turns' work (DBOS's calls, sync tools), once the store's
+#: calls have lanes of their own
+TURN_THREADS = 64
 
 
 _AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
@@ -52,31 +71,71 @@ def after_answer() -> Iterator[None]:
 class LanedExecutor(ThreadPoolExecutor):
     """``background`` for the turns' work, a pool of its own for requests'."""
 
-    def __init__(self, background: ThreadPoolExecutor, *, requests: int = REQUEST_THREADS) -> None:
+    def __init__(
+        self,
+        background: ThreadPoolExecutor,
+        *,
+        requests: int = REQUEST_THREADS,
+        replaced: ThreadPoolExecutor | None = None,
+    ) -> None:
         # submit() is overridden, so this pool itself never starts a thread
         super().__init__(max_workers=1)
         self.background = background
+        #: the executor this one replaced (DBOS's, which its background loop keeps using)
+        self.replaced = replaced
         self.requests = ThreadPoolExecutor(max_workers=requests, thread_name_prefix="eve-request")
+        self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="eve-read")
+        self.writes = WriterLane()
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
         # that context into the thread too): a request's call is known here already
         urgent = failing_fast() and not _AFTER_ANSWER.get()
-        lane = self.requests if urgent else self.background
+        if urgent:
+            # a request's reads pass the gate, and its writes go first there
+            return self.requests.submit(fn, *args, **kwargs)
+        kind = store_call(fn)
+        if kind == "write":
+            return self.writes.submit(functools.partial(fn, *args, **kwargs))
+        lane = self.reads if kind == "read" else self.background
         return lane.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.reads.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.writes.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.background.shutdown(wait=wait, cancel_futures=cancel_futures)
+        if self.replaced is not None:
+            self.replaced.shutdown(wait=wait, cancel_futures=cancel_futures)
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
+def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
+    """``"read"`` or ``"write"`` when ``fn`` is a call of a SQLite store's method (as
+    ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
+    a ``partial`` of the method); None for anything else, a PostgreSQL store's calls too."""
+    seen: Any = fn
+    for _ in range(3):  # a context's run, a partial of the method: no deeper
+        if not isinstance(seen, functools.partial):
+            break
+        ran_in = getattr(seen.func, "__self__", None)
+        if isinstance(ran_in, contextvars.Context):
+            seen = seen.args[0] if seen.args else None
+        else:
+            seen = seen.func
+    store = getattr(seen, "__self__", None)
+    if not isinstance(store, SessionStore) or store.gate is None:
+        return None
+    return "read" if seen.__name__ in READ_METHODS else "write"
+
+
 def lane_requests() -> None:
-    """Give the launched DBOS's executor a lane for requests: DBOS makes whatever its
-    executor is the loop's default at its next async call. (DBOS internals, pinned by
-    ``dbos<4``; its ``destroy`` shuts both down.)"""
+    """Give the launched DBOS the lanes as its executor: DBOS makes whatever its executor
+    is the loop's default at its next async call. (DBOS internals, pinned by ``dbos<4``;
+    its ``destroy`` shuts them all down.)"""
     dbos = _get_dbos_instance()
     executor = dbos._executor_field
     assert executor is not None, "DBOS is launched"
     if not isinstance(executor, LanedExecutor):
-        dbos._executor_field = LanedExecutor(executor)
+        turns = ThreadPoolExecutor(max_workers=TURN_THREADS, thread_name_prefix="eve-turn")
+        dbos._executor_field = LanedExecutor(turns, replaced=executor)

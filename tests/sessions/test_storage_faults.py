@@ -85,6 +85,52 @@ def test_a_locked_queue_still_accepts_and_the_sweep_queues_the_turn(
     assert "accepted, queued later by the sweep (StorageFailed)" in log, log
 
 
+def test_a_lock_held_as_a_requests_turn_ends_delays_its_outcome_and_loses_nothing(
+    make_app: AppFactory,
+) -> None:
+    """A request's turn runs in its context, and DBOS writes the workflow's outcome after
+    the body returns: locked then past the busy timeout, that write must wait as the body's
+    do, not fail fast as the request's (the workflow stayed pending until a restart)."""
+    root = scripted_app(make_app, [call("hold"), say("done")], tools=("hold",))
+    server = InProcessServer(root, env=FAST).start()
+    system_file = root / SESSIONS_DIR / "dbos.sqlite"
+    holder = sqlite3.connect(system_file, isolation_level=None)
+    try:
+        session = server.create("hold on")  # started by its request, in the request's context
+        wait_for_file(root / f"hold-{session}.started")
+        holder.execute("BEGIN IMMEDIATE")
+        (root / "release").write_text("go")  # the body ends now; DBOS's file stays locked
+        server.wait_for(session, count("session.waiting"))
+        runtime = server.http.app.state.service.runtime  # type: ignore[union-attr]
+        while f"{session}:turn-0" in runtime.inflight:
+            time.sleep(0.01)
+        # the outcome write meets the lock: held three busy timeouts, it outlasts the first
+        time.sleep(3 * float(FAST["EVE_SQLITE_BUSY_TIMEOUT"]))
+        holder.execute("ROLLBACK")
+        status = _status_when_ended(system_file, f"{session}:turn-0")
+    finally:
+        holder.close()
+        server.stop()
+    assert status == "SUCCESS"
+
+
+def _status_when_ended(system_file: Path, workflow_id: str) -> str:
+    """The workflow's status once it is no longer pending (a pending one fails the test)."""
+    deadline = time.monotonic() + 20
+    reader = sqlite3.connect(system_file)
+    try:
+        while True:
+            row = reader.execute(
+                "SELECT status FROM workflow_status WHERE workflow_uuid = ?", (workflow_id,)
+            ).fetchone()
+            if row is not None and row[0] not in ("PENDING", "ENQUEUED"):
+                return str(row[0])
+            assert time.monotonic() < deadline, f"{workflow_id} still {row}: nothing ends it"
+            time.sleep(0.05)
+    finally:
+        reader.close()
+
+
 def _until_logged(server: InProcessServer, line: str) -> None:
     deadline = time.monotonic() + 20
     while line not in server._log.getvalue():

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import pytest
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.thread_lanes import LanedExecutor, after_answer
+from eve.sessions.store import READ_METHODS, SessionStore
+from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, after_answer, store_call
+from eve.sessions.writer_lane import WriterLane
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
@@ -55,6 +61,75 @@ def test_a_worker_lanes_its_requests(make_app: AppFactory) -> None:
     try:
         session = server.create("hello")
         server.wait_for(session, count("session.waiting"))
-        assert isinstance(_get_dbos_instance()._executor_field, LanedExecutor)
+        lanes = _get_dbos_instance()._executor_field
+        assert isinstance(lanes, LanedExecutor)
+        assert lanes.background._max_workers == TURN_THREADS  # bounded, not DBOS's own
     finally:
         server.stop()
+
+
+def test_the_stores_reads_and_the_turns_writes_have_lanes_of_their_own(tmp_path: Path) -> None:
+    """On SQLite a read takes a few threads of its own (it never waits for the writer), and
+    the turns' writes one thread that runs them in turn (they would queue at the gate); a
+    request's write keeps the requests' lane, and goes first at the gate."""
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+
+    def thread_name(_c: object) -> str:
+        return threading.current_thread().name
+
+    async def scenario() -> list[str]:
+        executor = LanedExecutor(ThreadPoolExecutor(max_workers=2, thread_name_prefix="turns"))
+        asyncio.get_running_loop().set_default_executor(executor)
+        names = [
+            await asyncio.to_thread(store.read, thread_name),
+            *await asyncio.gather(*(asyncio.to_thread(store.run, thread_name) for _ in range(20))),
+            await asyncio.to_thread(lambda: threading.current_thread().name),
+        ]
+        with fail_fast():
+            names.append(await asyncio.to_thread(store.run, thread_name))
+        assert executor.writes.ran == 20
+        executor.shutdown()
+        return names
+
+    try:
+        read, *writes, other, request = asyncio.run(scenario())
+    finally:
+        store.close()
+    assert read.startswith("eve-read")
+    assert set(writes) == {"eve-writer"}
+    assert other.startswith("turns")
+    assert request.startswith("eve-request")
+
+
+def test_what_is_a_store_call(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    try:
+        context = contextvars.copy_context()
+        assert store_call(functools.partial(context.run, store.get_session, "s")) == "read"
+        assert (
+            store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "write"
+        )
+        saving = functools.partial(store.save_checkpoint, "s", None)
+        assert store_call(functools.partial(context.run, saving)) == "write"
+        assert store_call(functools.partial(context.run, print, "s")) is None
+        # every name is a method the store has (a rename would send its reads to the writer)
+        assert all(callable(getattr(store, name)) for name in READ_METHODS)
+        store.gate = None  # as on PostgreSQL: no lanes, no gate
+        assert store_call(functools.partial(context.run, store.append_events, "s", 0, [])) is None
+    finally:
+        store.close()
+
+
+def test_the_writer_lane_runs_what_was_queued_before_it_shut_down() -> None:
+    lane = WriterLane()
+    release = threading.Event()
+    order: list[int] = []
+    first = lane.submit(release.wait)
+    queued = [lane.submit(functools.partial(order.append, n)) for n in range(3)]
+    lane.shutdown(wait=False)
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        lane.submit(print)
+    release.set()
+    lane.shutdown(wait=True)
+    assert first.result(0) is True and all(f.done() for f in queued)
+    assert order == [0, 1, 2]

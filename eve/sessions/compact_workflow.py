@@ -33,7 +33,6 @@ from eve.execution.events import EventEmitter
 from eve.manifest import Compaction
 from eve.messages import model_view, summary_message
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint
-from eve.sessions.database_errors import off_request
 from eve.sessions.durable_steps import DurableRecorder
 from eve.sessions.turn_workflow import TurnRuntime, current_runtime
 
@@ -120,7 +119,7 @@ async def _save(runtime: TurnRuntime, session_id: str, loaded: Loaded, record: S
 
 @DBOS.workflow(name=COMPACT_WORKFLOW)
 async def compact_workflow(session_id: str) -> str:
-    with off_request():  # started by a request's start, in its context
-        outcome = await run_compaction(current_runtime(), session_id)
-        await current_runtime().settle(session_id)
-        return outcome
+    # started by a request, in its context: failing_fast() is False inside a workflow
+    outcome = await run_compaction(current_runtime(), session_id)
+    await current_runtime().settle(session_id)
+    return outcome

@@ -65,18 +65,6 @@ def fail_fast() -> contextlib.AbstractContextManager[None]:
     return raised(_FAIL_FAST)
 
 
-@contextlib.contextmanager
-def off_request() -> Iterator[None]:
-    """Around a workflow body a request started (it inherits the request's context): its
-    calls are the turn's, not the request's, so they wait out a fault and queue behind
-    requests at the SQLite gates."""
-    token = _FAIL_FAST.set(False)
-    try:
-        yield
-    finally:
-        _FAIL_FAST.reset(token)
-
-
 def failing_fast() -> bool:
     """Whether a request is being served (``fail_fast``): its database calls do not wait.
 

@@ -24,6 +24,7 @@ from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind,
 from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.db_retry import retried
+from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -37,9 +38,6 @@ from eve.sessions.tables import (
 )
 
 T = TypeVar("T")
-
-#: the PostgreSQL channel a commit of events is announced on: ``<session id>:<high index>``
-EVENTS_CHANNEL = "eve_events"
 
 #: the events a turn or reset workflow's body emits last (after its checkpoint is saved)
 BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
@@ -268,6 +266,8 @@ class SessionStore:
         #: on SQLite, this process's transactions queue here rather than in SQLite's busy
         #: handler (``sqlite_gate.py``)
         self.gate: SqliteGate | None = None
+        #: on PostgreSQL, tells every worker's listener of committed events (``pg_notifier.py``)
+        self.notifier: PgNotifier | None = None
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
@@ -275,6 +275,7 @@ class SessionStore:
             self.gate = SqliteGate()
         else:
             self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+            self.notifier = PgNotifier(self.engine)
         try:
             create_tables(self.engine)
         except sa.exc.SQLAlchemyError as error:
@@ -286,6 +287,8 @@ class SessionStore:
 
     def close(self) -> None:
         self.closed = True
+        if self.notifier is not None:
+            self.notifier.close()
         self.engine.dispose()
 
     @contextmanager
@@ -498,13 +501,10 @@ class SessionStore:
     def append_events(self, session_id: str, first_index: int, rows: Sequence[EventRow]) -> None:
         """Append ``rows`` at ``first_index`` onward; raises IntegrityError if taken.
 
-        On PostgreSQL the same transaction notifies ``EVENTS_CHANNEL`` with the session and
-        its new highest index: delivered at commit, never for a rolled-back write, to every
-        worker's listener (``pg_listener.py``)."""
+        On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
+        its new highest index once the rows are committed, never for a rolled-back write,
+        outside this transaction (``pg_notifier.py`` says why)."""
         with self._tx() as c:
-            if self.engine.dialect.name == "postgresql":
-                high = first_index + len(rows) - 1
-                c.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, f"{session_id}:{high}")))
             c.execute(
                 events.insert(),
                 [
@@ -520,6 +520,8 @@ class SessionStore:
                     for offset, row in enumerate(rows)
                 ],
             )
+        if self.notifier is not None:
+            self.notifier.committed(session_id, first_index + len(rows) - 1)
 
     @retried
     def event_id_at(self, session_id: str, index: int) -> str | None:

@@ -22,9 +22,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind, PrincipalRef
 from eve.errors import CheckpointMissing, DatabaseUnavailable
-from eve.sessions.database_errors import failure_kind
+from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.pg_notifier import PgNotifier
+from eve.sessions.pg_pools import background_engine, request_engine
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -268,17 +269,22 @@ class SessionStore:
         self.gate: SqliteGate | None = None
         #: on PostgreSQL, tells every worker's listener of committed events (``pg_notifier.py``)
         self.notifier: PgNotifier | None = None
+        #: on PostgreSQL, the connections of requests' transactions (``pg_pools.py``)
+        self.request_engine: Engine | None = None
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
             )
             self.gate = SqliteGate()
         else:
-            self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+            self.engine = background_engine(url)
+            self.request_engine = request_engine(url)
             self.notifier = PgNotifier(self.engine)
         try:
             create_tables(self.engine)
         except sa.exc.SQLAlchemyError as error:
+            if self.request_engine is not None:
+                self.request_engine.dispose()
             self.engine.dispose()
             # the URL may hold a password: say what failed, never where
             raise DatabaseUnavailable(
@@ -289,12 +295,17 @@ class SessionStore:
         self.closed = True
         if self.notifier is not None:
             self.notifier.close()
+        if self.request_engine is not None:
+            self.request_engine.dispose()
         self.engine.dispose()
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
         if self.gate is None:
-            with self.engine.begin() as connection:
+            engine = self.engine
+            if self.request_engine is not None and failing_fast():
+                engine = self.request_engine
+            with engine.begin() as connection:
                 yield connection
             return
         with self.gate.held(), self.engine.begin() as connection:

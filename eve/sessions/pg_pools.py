@@ -1,6 +1,12 @@
 """A worker's connections to PostgreSQL: eve's tables through two pools, one for the turns'
 work and one for requests, so a request never waits for a connection behind the turns.
 
+The pools are small on purpose. A worker is one process under one GIL, and every thread
+in a transaction takes the GIL back after each round trip: with 30 connections busy, 30
+threads took turns with the event loop, each transaction lasted longer for it, and a POST
+waited 2 s at 500 live sessions (0.1 s with 12; turns per second and CPU per turn were the
+same). A thread that waits for a connection sleeps, and costs nothing.
+
 SQLAlchemy's pool hands a returned connection to the thread that has waited longest. Under
 load hundreds of turns' threads wait for one of the background pool's connections, and a
 request's transaction that joined them waited behind every one (seconds, at 500 live
@@ -20,26 +26,29 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 #: the turns' pool: kept open, and opened beyond that while the load asks for them
-BACKGROUND_POOL = 10
-BACKGROUND_OVERFLOW = 20
+BACKGROUND_POOL = 6
+BACKGROUND_OVERFLOW = 6
 #: the requests' pool (the requests' threads are 32: ``thread_lanes.REQUEST_THREADS``)
 REQUEST_POOL = 2
 REQUEST_OVERFLOW = 14
-#: DBOS's system database pool, DBOS's default (``dbos_config`` leaves it)
-DBOS_POOL = 20
+#: DBOS's system database pool (its default is 20): ``dbos_config`` sets it
+DBOS_POOL = 10
 #: connections of one worker at most
 PER_WORKER = BACKGROUND_POOL + BACKGROUND_OVERFLOW + REQUEST_POOL + REQUEST_OVERFLOW + DBOS_POOL + 1
 
 
 def background_engine(url: str) -> Engine:
     """The engine of the turns' work (and of everything not answering a request)."""
-    return sa.create_engine(
-        url, pool_size=BACKGROUND_POOL, max_overflow=BACKGROUND_OVERFLOW, pool_pre_ping=True
-    )
+    # no ping before each checkout (a round trip, a tenth of the worker's busy time under
+    # load): a connection the database dropped fails its call, which waits the fault out
+    # and tries again (``db_retry.py``) on a fresh one, as SQLAlchemy then replaces the
+    # pool's connections older than the failure
+    return sa.create_engine(url, pool_size=BACKGROUND_POOL, max_overflow=BACKGROUND_OVERFLOW)
 
 
 def request_engine(url: str) -> Engine:
-    """The engine of requests' transactions: the same database, connections of its own."""
+    """The engine of requests' transactions: the same database, connections of its own,
+    each pinged as it is taken (a request fails at once rather than wait a fault out)."""
     return sa.create_engine(
         url, pool_size=REQUEST_POOL, max_overflow=REQUEST_OVERFLOW, pool_pre_ping=True
     )

@@ -25,12 +25,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-#: the turns' pool: kept open, and opened beyond that while the load asks for them
-BACKGROUND_POOL = 6
-BACKGROUND_OVERFLOW = 6
+#: the turns' pool. Every connection is opened as the load first asks for it and then kept:
+#: SQLAlchemy closes an overflow connection as it is returned, so under a steady load the
+#: overflow was opened and closed again all the time (a PostgreSQL process started each)
+BACKGROUND_POOL = 12
+BACKGROUND_OVERFLOW = 0
 #: the requests' pool (the requests' threads are 32: ``thread_lanes.REQUEST_THREADS``)
-REQUEST_POOL = 2
-REQUEST_OVERFLOW = 14
+REQUEST_POOL = 12
+REQUEST_OVERFLOW = 0
 #: DBOS's system database pool (its default is 20): ``dbos_config`` sets it
 DBOS_POOL = 10
 #: connections of one worker at most

@@ -90,7 +90,7 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
     }
     if settings.is_postgres:
         config["sys_db_pool_size"] = DBOS_POOL  # pg_pools.py says why it is small
-    if not settings.is_postgres:
+    else:
         # DBOS's own SQLite engine keeps a rollback journal synced at every commit; in WAL
         # mode a durable step costs less than half as much (bench/README.md)
         config["system_database_engine"] = sqlite_engine(

@@ -1,7 +1,8 @@
 """Other workers' event commits, heard on PostgreSQL: one ``LISTEN`` connection per worker.
 
-Every commit of events is notified on ``eve_events`` as ``<session id>:<high index>`` once
-it is committed (``pg_notifier.py``), so a notification means the rows are there.
+Every commit of events is notified on ``eve_events`` as ``<origin> <session id>:<high
+index>`` once it is committed (``pg_notifier.py``), so a notification means the rows are
+there; this worker's own (its store's ``origin``) are skipped, its writer told the feeds.
 This worker's listener, a thread blocked on its connection (no CPU while nothing comes),
 hands each to the event feeds on the loop, coalesced per session.
 

@@ -1,5 +1,6 @@
 """Back-pressure at the door: a message is refused with ``QueueFull`` (503, ``Retry-After``)
-while more turns wait in the durable queue than the server is configured to take.
+while more turns wait in the durable queue, or for this worker's compute, than the server is
+configured to take.
 
 A request that is admitted is answered as soon as its turn is accepted durably (``202``);
 this keeps the queue behind it from growing without bound, so a client learns at once that
@@ -8,6 +9,11 @@ is the turns not started yet, on every worker: the places accepted and not yet o
 queue (a 202 comes before its delivery), and the turn queue's workflows not started; parked
 and running turns do not count. One count serves all the requests of ``FRESH_SECONDS``, so
 admission costs no query per request under load.
+
+A turn starts as soon as its session's previous one ends, so a saturated worker's backlog is
+not in any queue: it is the steps waiting for one of its ``--concurrency`` permits
+(``ComputeGate.waiting``), which this worker adds to the count, without a query. Without
+them a worker with every permit taken and hundreds of steps waiting took every message.
 """
 
 from __future__ import annotations
@@ -25,11 +31,15 @@ RETRY_AFTER_SECONDS = 2
 
 
 class Admission:
-    def __init__(self, limit: int | None, count: Callable[[], int]) -> None:
+    def __init__(
+        self, limit: int | None, count: Callable[[], int], waiting: Callable[[], int] = lambda: 0
+    ) -> None:
         #: the most turns that may wait in the queue (``EVE_MAX_QUEUED_TURNS``); None: any
         self.limit = limit
         #: counts the queue (blocking): ``DurableEngine.queued_turns``
         self.count = count
+        #: the steps waiting for this worker's compute now (``ComputeGate.waiting``)
+        self.waiting = waiting
         self._counted_at = -FRESH_SECONDS
         self._depth = 0
         self._counting: asyncio.Task[int] | None = None
@@ -38,7 +48,7 @@ class Admission:
         """Raise ``QueueFull`` if the queue is at its limit; return at once without one."""
         if self.limit is None:
             return
-        depth = await self._queued()
+        depth = await self._queued() + self.waiting()
         if depth >= self.limit:
             raise QueueFull(
                 f"{depth} turns wait in the server's queue, its limit "

@@ -21,13 +21,21 @@ class ComputeGate:
         self._semaphore = asyncio.Semaphore(permits)
         #: steps computing now, for tests and the log
         self.busy = 0
+        #: steps waiting for a permit now: this worker's saturation, which admission counts
+        #: (``admission.py``) since a turn started at once waits here, not in a queue
+        self.waiting = 0
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         """One permit while the block runs; waits first-come, first-served for one."""
-        async with self._semaphore:
-            self.busy += 1
-            try:
-                yield
-            finally:
-                self.busy -= 1
+        self.waiting += 1
+        try:
+            await self._semaphore.acquire()
+        finally:
+            self.waiting -= 1
+        self.busy += 1
+        try:
+            yield
+        finally:
+            self.busy -= 1
+            self._semaphore.release()

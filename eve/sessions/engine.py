@@ -33,6 +33,7 @@ from eve.sessions.dbos_data import (
     summarise_repeats,
 )
 from eve.sessions.idle_timer import is_idle_timer
+from eve.sessions.pg_pools import DBOS_POOL
 from eve.sessions.queue_pickup import QueuePickup
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
@@ -87,7 +88,9 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
         # exceptions stored as redacted plain data, never a pickled provider response
         "serializer": EveSerializer(),
     }
-    if not settings.is_postgres:
+    if settings.is_postgres:
+        config["sys_db_pool_size"] = DBOS_POOL  # pg_pools.py says why it is small
+    else:
         # DBOS's own SQLite engine keeps a rollback journal synced at every commit; in WAL
         # mode a durable step costs less than half as much (bench/README.md)
         config["system_database_engine"] = sqlite_engine(

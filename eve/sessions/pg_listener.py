@@ -1,7 +1,8 @@
 """Other workers' event commits, heard on PostgreSQL: one ``LISTEN`` connection per worker.
 
-Every commit of events notifies ``eve_events`` with ``<session id>:<high index>`` in its own
-transaction (``SessionStore.append_events``), so a notification means the rows are there.
+Every commit of events is notified on ``eve_events`` as ``<origin> <session id>:<high
+index>`` once it is committed (``pg_notifier.py``), so a notification means the rows are
+there; this worker's own (its store's ``origin``) are skipped, its writer told the feeds.
 This worker's listener, a thread blocked on its connection (no CPU while nothing comes),
 hands each to the event feeds on the loop, coalesced per session.
 
@@ -21,7 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from eve.sessions.event_feed import EventFeeds
-from eve.sessions.store import EVENTS_CHANNEL
+from eve.sessions.pg_notifier import EVENTS_CHANNEL
 
 log = logging.getLogger("eve.sessions")
 
@@ -48,6 +49,9 @@ class PgListener:
         #: how many times it connected (and so re-read every followed session)
         self.connects = 0
         self._delay = _RETRY_SECONDS[0]
+        notifier = feeds.store.notifier
+        #: what this worker's own notifications carry (``pg_notifier.py``)
+        self._origin = None if notifier is None else notifier.origin
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -95,7 +99,10 @@ class PgListener:
                 connection.close()
 
     def _heard_one(self, payload: str) -> None:
-        session_id, _, high = payload.rpartition(":")
+        origin, _, heard = payload.partition(" ")
+        if origin == self._origin:
+            return  # this worker's own commit: its writer told the feeds already
+        session_id, _, high = heard.rpartition(":")
         if not session_id or not high.isdigit():
             return
         with self._lock:

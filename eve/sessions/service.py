@@ -186,7 +186,10 @@ class SessionService:
         self.engine = DurableEngine(self.settings, self.store, self.runtime)
         await self.engine.start()
         await self.changes.start()
-        self.admission = Admission(self.max_queued_turns, self.engine.queued_turns)
+        gate = self.runtime.gate
+        self.admission = Admission(
+            self.max_queued_turns, self.engine.queued_turns, waiting=lambda: gate.waiting
+        )
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
 
     async def stop(self) -> None:

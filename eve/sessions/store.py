@@ -23,8 +23,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind, PrincipalRef
 from eve.errors import CheckpointMissing, DatabaseUnavailable
-from eve.sessions.database_errors import failure_kind
+from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
+from eve.sessions.pg_notifier import PgNotifier
+from eve.sessions.pg_pools import background_engine, request_engine
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -38,9 +40,6 @@ from eve.sessions.tables import (
 )
 
 T = TypeVar("T")
-
-#: the PostgreSQL channel a commit of events is announced on: ``<session id>:<high index>``
-EVENTS_CHANNEL = "eve_events"
 
 #: the events a turn or reset workflow's body emits last (after its checkpoint is saved)
 BODY_ENDS = ("session.waiting", "session.completed", "session.reset")
@@ -299,16 +298,24 @@ class SessionStore:
         #: on SQLite, this process's transactions queue here rather than in SQLite's busy
         #: handler (``sqlite_gate.py``)
         self.gate: SqliteGate | None = None
+        #: on PostgreSQL, tells every worker's listener of committed events (``pg_notifier.py``)
+        self.notifier: PgNotifier | None = None
+        #: on PostgreSQL, the connections of requests' transactions (``pg_pools.py``)
+        self.request_engine: Engine | None = None
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
             )
             self.gate = SqliteGate()
         else:
-            self.engine = sa.create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+            self.engine = background_engine(url)
+            self.request_engine = request_engine(url)
+            self.notifier = PgNotifier(self.engine)
         try:
             create_tables(self.engine)
         except sa.exc.SQLAlchemyError as error:
+            if self.request_engine is not None:
+                self.request_engine.dispose()
             self.engine.dispose()
             # the URL may hold a password: say what failed, never where
             raise DatabaseUnavailable(
@@ -317,12 +324,19 @@ class SessionStore:
 
     def close(self) -> None:
         self.closed = True
+        if self.notifier is not None:
+            self.notifier.close()
+        if self.request_engine is not None:
+            self.request_engine.dispose()
         self.engine.dispose()
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
         if self.gate is None:
-            with self.engine.begin() as connection:
+            engine = self.engine
+            if self.request_engine is not None and failing_fast():
+                engine = self.request_engine
+            with engine.begin() as connection:
                 yield connection
             return
         with self.gate.held(), self.engine.begin() as connection:
@@ -552,14 +566,11 @@ class SessionStore:
         run in the same transaction, after the rows (what must be durable with them: a
         turn's checkpoint and the end of its place); their results.
 
-        On PostgreSQL the same transaction notifies ``EVENTS_CHANNEL`` with the session and
-        its new highest index: delivered at commit, never for a rolled-back write, to every
-        worker's listener (``pg_listener.py``)."""
+        On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
+        its new highest index once the rows are committed, never for a rolled-back write,
+        outside this transaction (``pg_notifier.py`` says why)."""
         with self._tx() as c:
             if rows:
-                if self.engine.dialect.name == "postgresql":
-                    high = first_index + len(rows) - 1
-                    c.execute(sa.select(sa.func.pg_notify(EVENTS_CHANNEL, f"{session_id}:{high}")))
                 c.execute(
                     _NEW_EVENTS,
                     [
@@ -575,7 +586,10 @@ class SessionStore:
                         for offset, row in enumerate(rows)
                     ],
                 )
-            return [work(c) for work in also]
+            done = [work(c) for work in also]
+        if rows and self.notifier is not None:
+            self.notifier.committed(session_id, first_index + len(rows) - 1)
+        return done
 
     @retried
     def event_id_at(self, session_id: str, index: int) -> str | None:

@@ -4,6 +4,7 @@ with 503 ``queue_full`` and ``Retry-After``; nothing of it is accepted."""
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
@@ -74,6 +75,35 @@ def test_turns_accepted_but_not_yet_delivered_to_the_queue_count_too(
         server.stop()
     assert refused.status_code == 503, refused.text
     assert refused.json()["code"] == "queue_full"
+
+
+def test_steps_waiting_for_the_worker_s_compute_count_too(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn starts at once, so a saturated worker's backlog waits for a ``--concurrency``
+    permit, not in a queue: those steps count against the limit too."""
+    monkeypatch.setattr(admission, "FRESH_SECONDS", 0.0)
+    responses = [call("hold"), say("held"), say("two"), say("three")]
+    root = scripted_app(make_app, responses, tools=("hold",))
+    server = InProcessServer(root, concurrency=1, env={"EVE_MAX_QUEUED_TURNS": "2"}).start()
+    try:
+        holding = server.create("hold on")
+        wait_for_file(root / f"hold-{holding}.started")  # the one permit is taken
+        waiting = [server.post("/session", {"message": m}) for m in ("two", "three")]
+        gate = server.http.app.state.service.runtime.gate  # type: ignore[union-attr]
+        deadline = time.monotonic() + 30
+        while gate.waiting < 2:  # both turns started, and wait for the permit
+            assert time.monotonic() < deadline, gate.waiting
+            time.sleep(0.01)
+        refused = server.post("/session", {"message": "four"})
+        (root / "release").write_text("go")
+        for answer in waiting:
+            assert answer.status_code == 202, answer.text
+            server.wait_for(answer.json()["sessionId"], count("session.waiting"))
+    finally:
+        server.stop()
+    assert refused.status_code == 503, refused.text
+    assert "2 turns wait" in refused.json()["error"]
 
 
 def test_the_queue_limit_is_read_from_the_environment() -> None:

@@ -1,0 +1,163 @@
+"""Which process holds a worker id, so that two never run under one.
+
+DBOS recovers the pending workflows of its executor id when it launches, and eve's
+heartbeats and adoption go by that id too. Two live processes under one id (two ``eve serve``
+on one machine without ``EVE_WORKER_ID``, an ``eve run`` beside an ``eve serve``, two hosts of
+one name) would each take the other's unfinished turns for their own and run them twice. So
+a worker's row in ``eve_workers`` names its holder: host, pid, the pid's start time and a
+nonce drawn at boot. A process may take an id when nobody holds it, when it holds it
+already (``eve dev`` restarting its engine), or when the holder is gone: on this host a pid
+that is no longer alive (or is reused: another start time, or this very process), on
+another host a heartbeat older than the worker timeout. Otherwise it refuses with
+``WorkerIdInUse`` before DBOS launches and recovers anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eve.errors import WorkerIdInUse
+
+if TYPE_CHECKING:
+    from eve.sessions.store import SessionStore
+
+#: how the holder is written in its column: fields joined by this (a host name holds none)
+_SEP = " "
+
+
+@dataclass(frozen=True, kw_only=True)
+class Holder:
+    host: str
+    pid: int
+    #: the pid's start time in clock ticks since boot (Linux), 0 where unknown: a pid
+    #: reused by another process after a reboot or a wrap starts at another time
+    started: int
+    #: drawn once per process: the same host and pid with another nonce is another life
+    nonce: str
+
+    def encode(self) -> str:
+        return _SEP.join((self.host, str(self.pid), str(self.started), self.nonce))
+
+
+def decode(text: str) -> Holder | None:
+    """The holder written in a row, or None for a row an older eve wrote (no holder) or an
+    unreadable one: either is taken as free, as every row was before holders."""
+    parts = text.split(_SEP)
+    if len(parts) != 4 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return Holder(host=parts[0], pid=int(parts[1]), started=int(parts[2]), nonce=parts[3])
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot); None if it is gone or a zombie; 0
+    where ``/proc`` cannot say (then only whether the pid exists is known)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return 0 if _pid_exists(pid) else None
+    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and ")"
+    if fields[0] in "ZX":  # killed, not reaped yet: dead all the same
+        return None
+    return int(fields[19])
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+_ME = Holder(
+    host=socket.gethostname(),
+    pid=os.getpid(),
+    started=_start_ticks(os.getpid()) or 0,
+    nonce=secrets.token_hex(8),
+)
+
+
+def this_process() -> Holder:
+    """The holder this process writes; a fork (a ``--workers`` child) draws its own."""
+    global _ME
+    if _ME.pid != os.getpid():
+        pid = os.getpid()
+        _ME = Holder(
+            host=socket.gethostname(),
+            pid=pid,
+            started=_start_ticks(pid) or 0,
+            nonce=secrets.token_hex(8),
+        )
+    return _ME
+
+
+def holder_is_live(holder: Holder, heartbeat_at: float, *, timeout: float) -> bool:
+    """Whether ``holder`` (another nonce than this process's) may still run its turns."""
+    me = this_process()
+    if holder.host == me.host:
+        if holder.pid == me.pid:
+            return False  # that pid is this process now: the holder died before it
+        started = _start_ticks(holder.pid)
+        if started is None:
+            return False
+        # the pid lives; it is the holder unless it started at another time (reused)
+        return started == 0 or holder.started in (0, started)
+    # another host's processes cannot be asked: only its heartbeat tells
+    return heartbeat_at >= time.time() - timeout
+
+
+def refusal(executor_id: str, holder: Holder, heartbeat_at: float) -> WorkerIdInUse:
+    ago = max(time.time() - heartbeat_at, 0.0)
+    return WorkerIdInUse(
+        f"worker id {executor_id} is held by a live process (pid {holder.pid} on host "
+        f"{holder.host}, heartbeat {ago:.0f} s ago); two processes under one id would each "
+        "run the other's unfinished turns. Give this one an id of its own with EVE_WORKER_ID "
+        "(eve serve appends -<index> to it), or stop the other process first",
+        executor_id=executor_id,
+        host=holder.host,
+        pid=holder.pid,
+    )
+
+
+async def take_worker_id(
+    store: SessionStore, executor_id: str, version: str, *, timeout: float
+) -> None:
+    """Hold ``executor_id`` for this process and beat, or raise ``WorkerIdInUse``.
+
+    A holder on another host is waited for, up to one worker timeout: one that crashed
+    stops beating and is taken over then (a container restarted on a new host under the
+    same id); one that lives keeps beating and is refused."""
+    me = this_process()
+    deadline = time.time() + timeout
+    while True:
+        seen = await asyncio.to_thread(store.worker_row, executor_id)
+        holder = _live_holder(seen, timeout=timeout)
+        if holder is not None and seen is not None:
+            if holder.host == me.host or time.time() >= deadline:
+                raise refusal(executor_id, holder, seen[1])
+            await asyncio.sleep(max(timeout / 6, 0.1))
+            continue
+        if await asyncio.to_thread(store.hold_worker, executor_id, version, me.encode(), seen):
+            return
+        # another process wrote the row between our read and our write: look again
+
+
+def _live_holder(seen: tuple[str | None, float] | None, *, timeout: float) -> Holder | None:
+    """The process holding the row ``seen``, if it is another one and may still live."""
+    if seen is None or seen[0] is None:
+        return None
+    holder = decode(seen[0])
+    if holder is None or holder == this_process():
+        return None
+    return holder if holder_is_live(holder, seen[1], timeout=timeout) else None

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from eve.cli.dev_command import dev_worker
 from eve.errors import WorkerIdInUse
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import workers
@@ -137,3 +138,11 @@ async def beat_forever(store: SessionStore, holder: Holder) -> None:
     while True:
         assert await asyncio.to_thread(store.heartbeat, "w", VERSION, holder.encode())
         await asyncio.sleep(0.05)
+
+
+def test_eve_dev_takes_its_id_from_eve_worker_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVE_WORKER_ID", raising=False)
+    assert dev_worker() == "eve-dev"
+    # two people's eve dev on one PostgreSQL: each its own id, apart from serve's -<index>
+    monkeypatch.setenv("EVE_WORKER_ID", "alice")
+    assert dev_worker() == "alice-dev"

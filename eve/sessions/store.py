@@ -688,43 +688,6 @@ class SessionStore:
         return True
 
     @retried
-    def worker_row(self, executor_id: str) -> tuple[str | None, float] | None:
-        """``executor_id``'s holder and last heartbeat, None if it has no row."""
-        with self._tx() as c:
-            row = c.execute(
-                sa.select(workers.c.holder, workers.c.heartbeat_at).where(
-                    workers.c.executor_id == executor_id
-                )
-            ).first()
-        return None if row is None else (row[0], row[1])
-
-    @retried
-    def hold_worker(
-        self, executor_id: str, version: str, holder: str, seen: tuple[str | None, float] | None
-    ) -> bool:
-        """Make ``holder`` the holder of ``executor_id`` and beat, if its row is still as
-        ``worker_row`` saw it (``seen``); False when another process changed it between."""
-        now = time.time()
-        values = {"application_version": version, "heartbeat_at": now, "holder": holder}
-        if seen is None:
-            try:
-                with self._tx() as c:
-                    c.execute(workers.insert().values(executor_id=executor_id, **values))
-            except sa.exc.IntegrityError:
-                return False  # another process inserted it first
-            return True
-        with self._tx() as c:
-            done = c.execute(
-                workers.update()
-                .where(
-                    workers.c.executor_id == executor_id,
-                    workers.c.holder.is_not_distinct_from(seen[0]),
-                )
-                .values(**values)
-            )
-        return bool(done.rowcount == 1)
-
-    @retried
     def stale_workers(self, version: str, older_than: float) -> list[str]:
         with self._tx() as c:
             rows = c.execute(

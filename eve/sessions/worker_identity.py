@@ -23,10 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
 from eve.errors import WorkerIdInUse
+from eve.sessions.tables import workers
 
 if TYPE_CHECKING:
     from eve.sessions.store import SessionStore
+
+#: a worker's holder and last heartbeat, as its row says
+Seen = tuple[str | None, float]
 
 #: how the holder is written in its column: fields joined by this (a host name holds none)
 _SEP = " "
@@ -80,25 +87,24 @@ def _pid_exists(pid: int) -> bool:
     return True
 
 
-_ME = Holder(
-    host=socket.gethostname(),
-    pid=os.getpid(),
-    started=_start_ticks(os.getpid()) or 0,
-    nonce=secrets.token_hex(8),
-)
+def _draw() -> Holder:
+    pid = os.getpid()
+    return Holder(
+        host=socket.gethostname(),
+        pid=pid,
+        started=_start_ticks(pid) or 0,
+        nonce=secrets.token_hex(8),
+    )
+
+
+_ME = _draw()
 
 
 def this_process() -> Holder:
     """The holder this process writes; a fork (a ``--workers`` child) draws its own."""
     global _ME
     if _ME.pid != os.getpid():
-        pid = os.getpid()
-        _ME = Holder(
-            host=socket.gethostname(),
-            pid=pid,
-            started=_start_ticks(pid) or 0,
-            nonce=secrets.token_hex(8),
-        )
+        _ME = _draw()
     return _ME
 
 
@@ -141,19 +147,19 @@ async def take_worker_id(
     me = this_process()
     deadline = time.time() + timeout
     while True:
-        seen = await asyncio.to_thread(store.worker_row, executor_id)
+        seen = await asyncio.to_thread(store.run, lambda c: worker_row(c, executor_id))
         holder = _live_holder(seen, timeout=timeout)
         if holder is not None and seen is not None:
             if holder.host == me.host or time.time() >= deadline:
                 raise refusal(executor_id, holder, seen[1])
             await asyncio.sleep(max(timeout / 6, 0.1))
             continue
-        if await asyncio.to_thread(store.hold_worker, executor_id, version, me.encode(), seen):
+        if await asyncio.to_thread(hold_worker, store, executor_id, version, me.encode(), seen):
             return
         # another process wrote the row between our read and our write: look again
 
 
-def _live_holder(seen: tuple[str | None, float] | None, *, timeout: float) -> Holder | None:
+def _live_holder(seen: Seen | None, *, timeout: float) -> Holder | None:
     """The process holding the row ``seen``, if it is another one and may still live."""
     if seen is None or seen[0] is None:
         return None
@@ -161,3 +167,40 @@ def _live_holder(seen: tuple[str | None, float] | None, *, timeout: float) -> Ho
     if holder is None or holder == this_process():
         return None
     return holder if holder_is_live(holder, seen[1], timeout=timeout) else None
+
+
+def worker_row(c: Connection, executor_id: str) -> Seen | None:
+    """``executor_id``'s holder and last heartbeat, None if it has no row."""
+    row = c.execute(
+        sa.select(workers.c.holder, workers.c.heartbeat_at).where(
+            workers.c.executor_id == executor_id
+        )
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def hold_worker(
+    store: SessionStore, executor_id: str, version: str, holder: str, seen: Seen | None
+) -> bool:
+    """Make ``holder`` the holder of ``executor_id`` and beat, if its row is still as
+    ``worker_row`` saw it (``seen``); False when another process changed it between."""
+    values = {"application_version": version, "heartbeat_at": time.time(), "holder": holder}
+    if seen is None:
+        try:
+            store.run(
+                lambda c: c.execute(workers.insert().values(executor_id=executor_id, **values))
+            )
+        except sa.exc.IntegrityError:
+            return False  # another process inserted it first
+        return True
+    done = store.run(
+        lambda c: c.execute(
+            workers.update()
+            .where(
+                workers.c.executor_id == executor_id,
+                workers.c.holder.is_not_distinct_from(seen[0]),
+            )
+            .values(**values)
+        )
+    )
+    return bool(done.rowcount == 1)

@@ -19,7 +19,13 @@ from eve.cli.dev_command import dev_worker
 from eve.errors import WorkerIdInUse
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import workers
-from eve.sessions.worker_identity import Holder, decode, take_worker_id, this_process
+from eve.sessions.worker_identity import (
+    Holder,
+    decode,
+    take_worker_id,
+    this_process,
+    worker_row,
+)
 
 VERSION = "v-test"
 
@@ -47,7 +53,7 @@ def held_by(store: SessionStore, holder: Holder | None, *, beat: float | None = 
 
 
 def holder_of(store: SessionStore) -> Holder | None:
-    seen = store.worker_row("w")
+    seen = store.run(lambda c: worker_row(c, "w"))
     assert seen is not None and seen[0] is not None
     return decode(seen[0])
 

@@ -53,7 +53,7 @@ from eve.sessions.turn_workflow import (
     turn_workflow,
     turn_workflow_id,
 )
-from eve.sessions.worker_identity import take_worker_id, this_process
+from eve.sessions.worker_identity import release_worker_id, take_worker_id, this_process
 from eve.wire.mailbox import MAILBOX_TOPIC, MailboxMessage, mail_data
 
 log = logging.getLogger("eve.sessions")
@@ -209,6 +209,11 @@ class DurableEngine:
             self.pickup = None
         await _end_bodies()
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
+        try:
+            # nothing of this id runs here now: another process may take it at once
+            await asyncio.to_thread(release_worker_id, self.store, self.settings.executor_id)
+        except Exception as error:
+            log.warning("worker id not released at stop: %s", type(error).__name__)
         if self._system_engine is not None:
             self._system_engine.dispose()
             self._system_engine = None

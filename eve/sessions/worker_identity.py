@@ -204,3 +204,16 @@ def hold_worker(
         )
     )
     return bool(done.rowcount == 1)
+
+
+def release_worker_id(store: SessionStore, executor_id: str) -> None:
+    """A clean stop: the id is free for the next process at once (the row stays, so a
+    sibling still adopts what was left pending once its heartbeat is stale)."""
+    me = this_process().encode()
+    store.run(
+        lambda c: c.execute(
+            workers.update()
+            .where(workers.c.executor_id == executor_id, workers.c.holder == me)
+            .values(holder=None)
+        )
+    )

@@ -22,6 +22,7 @@ from eve.sessions.tables import workers
 from eve.sessions.worker_identity import (
     Holder,
     decode,
+    release_worker_id,
     take_worker_id,
     this_process,
     worker_row,
@@ -74,6 +75,11 @@ def test_a_free_id_and_an_older_eves_row_are_taken(store: SessionStore) -> None:
     take(store)
     assert holder_of(store) == this_process()
     assert store.heartbeat("w", VERSION, this_process().encode())
+    # a clean stop lets the id go while this process lives on (an in-process server, then
+    # a subprocess under the same id)
+    release_worker_id(store, "w")
+    seen = store.run(lambda c: worker_row(c, "w"))
+    assert seen is not None and seen[0] is None
 
 
 def test_a_live_process_on_this_host_keeps_its_id(store: SessionStore) -> None:

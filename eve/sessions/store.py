@@ -666,8 +666,12 @@ class SessionStore:
         with self._tx() as c:
             done = c.execute(
                 workers.update()
-                .where(workers.c.executor_id == executor_id, workers.c.holder == holder)
-                .values(heartbeat_at=now, application_version=version)
+                .where(
+                    workers.c.executor_id == executor_id,
+                    # a row an older eve beat in names no holder: this process's now
+                    sa.or_(workers.c.holder == holder, workers.c.holder.is_(None)),
+                )
+                .values(heartbeat_at=now, application_version=version, holder=holder)
             )
             if done.rowcount == 1:
                 return True

@@ -41,7 +41,12 @@ _SEP = " "
 
 @dataclass(frozen=True, kw_only=True)
 class Holder:
+    #: the host name, as the refusal reports it
     host: str
+    #: where ``pid`` means one process: this boot of the machine and its pid namespace
+    #: (Linux; empty elsewhere). Two hosts of one name, or two containers on one machine,
+    #: differ here, so neither asks its own kernel about the other's pid
+    scope: str
     pid: int
     #: the pid's start time in clock ticks since boot (Linux), 0 where unknown: a pid
     #: reused by another process after a reboot or a wrap starts at another time
@@ -50,16 +55,30 @@ class Holder:
     nonce: str
 
     def encode(self) -> str:
-        return _SEP.join((self.host, str(self.pid), str(self.started), self.nonce))
+        return _SEP.join((self.host, self.scope, str(self.pid), str(self.started), self.nonce))
+
+    def beside(self, other: Holder) -> bool:
+        """Whether ``other``'s pid can be looked up from this process."""
+        return (self.host, self.scope) == (other.host, other.scope)
 
 
 def decode(text: str) -> Holder | None:
     """The holder written in a row, or None for a row an older eve wrote (no holder) or an
     unreadable one: either is taken as free, as every row was before holders."""
     parts = text.split(_SEP)
-    if len(parts) != 4 or not parts[1].isdigit() or not parts[2].isdigit():
+    if len(parts) != 5 or not parts[2].isdigit() or not parts[3].isdigit():
         return None
-    return Holder(host=parts[0], pid=int(parts[1]), started=int(parts[2]), nonce=parts[3])
+    host, scope, pid, started, nonce = parts
+    return Holder(host=host, scope=scope, pid=int(pid), started=int(started), nonce=nonce)
+
+
+def _scope() -> str:
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return f"{boot}:{namespace}"
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -91,6 +110,7 @@ def _draw() -> Holder:
     pid = os.getpid()
     return Holder(
         host=socket.gethostname(),
+        scope=_scope(),
         pid=pid,
         started=_start_ticks(pid) or 0,
         nonce=secrets.token_hex(8),
@@ -111,7 +131,7 @@ def this_process() -> Holder:
 def holder_is_live(holder: Holder, heartbeat_at: float, *, timeout: float) -> bool:
     """Whether ``holder`` (another nonce than this process's) may still run its turns."""
     me = this_process()
-    if holder.host == me.host:
+    if holder.beside(me):
         if holder.pid == me.pid:
             return False  # that pid is this process now: the holder died before it
         started = _start_ticks(holder.pid)
@@ -141,16 +161,17 @@ async def take_worker_id(
 ) -> None:
     """Hold ``executor_id`` for this process and beat, or raise ``WorkerIdInUse``.
 
-    A holder on another host is waited for, up to one worker timeout: one that crashed
-    stops beating and is taken over then (a container restarted on a new host under the
-    same id); one that lives keeps beating and is refused."""
+    A holder whose pid cannot be looked up from here (another host, another container) is
+    waited for, up to one worker timeout: one that crashed stops beating and is taken over
+    then (a container restarted under the same id); one that lives keeps beating and is
+    refused."""
     me = this_process()
     deadline = time.time() + timeout
     while True:
         seen = await asyncio.to_thread(store.run, lambda c: worker_row(c, executor_id))
         holder = _live_holder(seen, timeout=timeout)
         if holder is not None and seen is not None:
-            if holder.host == me.host or time.time() >= deadline:
+            if holder.beside(me) or time.time() >= deadline:
                 raise refusal(executor_id, holder, seen[1])
             await asyncio.sleep(max(timeout / 6, 0.1))
             continue

@@ -64,7 +64,8 @@ def take(store: SessionStore, timeout: float = 15.0) -> None:
 
 
 def other(pid: int, *, host: str | None = None, started: int = 0) -> Holder:
-    return Holder(host=host or this_process().host, pid=pid, started=started, nonce="other")
+    me = this_process()
+    return Holder(host=host or me.host, scope=me.scope, pid=pid, started=started, nonce="other")
 
 
 def test_a_free_id_and_an_older_eves_row_are_taken(store: SessionStore) -> None:
@@ -111,7 +112,7 @@ def test_a_dead_holder_on_this_host_is_taken_over_at_once(store: SessionStore) -
     held_by(store, other(dead.pid))  # beat just now: only the dead pid says it is free
     take(store)
     assert holder_of(store) == this_process()
-    # this very pid under another nonce: a container's pid 1 before its restart
+    # this very pid under another nonce: the holder died and its pid came round again
     held_by(store, other(os.getpid()))
     take(store)
     assert holder_of(store) == this_process()
@@ -121,6 +122,17 @@ def test_another_hosts_holder_is_taken_once_stale_and_refused_while_it_beats(
     store: SessionStore,
 ) -> None:
     elsewhere = other(1, host="elsewhere")
+    # one host name, another machine or container: that its pid is not running here says
+    # nothing; only its heartbeat counts, and it keeps beating
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    namesake = Holder(host=this_process().host, scope="another", pid=gone.pid, started=0, nonce="n")
+    held_by(store, namesake)
+    with pytest.raises(WorkerIdInUse):
+        asyncio.run(taken_while_beating(store, namesake))
+    held_by(store, namesake, beat=time.time() - 60)
+    take(store, timeout=5)
+    assert holder_of(store) == this_process()
     held_by(store, elsewhere, beat=time.time() - 60)
     take(store, timeout=5)
     assert holder_of(store) == this_process()
@@ -132,18 +144,19 @@ def test_another_hosts_holder_is_taken_once_stale_and_refused_while_it_beats(
 
     # and one that keeps beating
     held_by(store, elsewhere)
-
-    async def beating_elsewhere() -> None:
-        beats = asyncio.create_task(beat_forever(store, elsewhere))
-        try:
-            await take_worker_id(store, "w", VERSION, timeout=0.3)
-        finally:
-            beats.cancel()
-
     with pytest.raises(WorkerIdInUse) as refused:
-        asyncio.run(beating_elsewhere())
+        asyncio.run(taken_while_beating(store, elsewhere))
     assert refused.value.host == "elsewhere"
     assert holder_of(store) == elsewhere
+
+
+async def taken_while_beating(store: SessionStore, holder: Holder) -> None:
+    """``take_worker_id`` while ``holder`` beats on."""
+    beats = asyncio.create_task(beat_forever(store, holder))
+    try:
+        await take_worker_id(store, "w", VERSION, timeout=0.3)
+    finally:
+        beats.cancel()
 
 
 async def beat_forever(store: SessionStore, holder: Holder) -> None:

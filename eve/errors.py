@@ -113,7 +113,8 @@
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
     │       ├── EveAppAlreadyRunning    a second eve app started in a process that runs one
     │       ├── ChannelKindUnavailable  a channel's kind module or protocol package is not installed
-    │       └── AuthConfigInvalid       auth settings that cannot work (an issuer without audience)
+    │       ├── AuthConfigInvalid       auth settings that cannot work (an issuer without audience)
+    │       └── WorkerIdInUse           a live process holds this worker id (set EVE_WORKER_ID)
     ├── RequestError                    the HTTP server refuses a request as sent
     │   ├── Unauthorized                401: no bearer token, or the wrong one
     │   │   └── InvalidToken            401: a token expired, for another audience, badly signed
@@ -302,6 +303,7 @@ __all__ = [
     "UnsupportedContentType",
     "WaitUnavailable",
     "WebhookDeliveryGaveUp",
+    "WorkerIdInUse",
     "WorkspaceTooLarge",
     "WorkspaceUnsafe",
     "WorkspaceViolation",
@@ -1545,6 +1547,22 @@ class AuthConfigInvalid(ServerConfigError):
     def __init__(self, message: str, *, setting: str) -> None:
         super().__init__(message)
         self.setting = setting
+
+
+class WorkerIdInUse(ServerConfigError):
+    """Another live process holds this process's worker id (its DBOS executor id) on the
+    same database: started, each would run the other's unfinished turns as its own
+    (``eve/sessions/worker_identity.py``). ``EVE_WORKER_ID`` gives each its own."""
+
+    code = "worker_id_in_use"
+    http_status = 503
+
+    def __init__(self, message: str, *, executor_id: str, host: str, pid: int) -> None:
+        super().__init__(message)
+        self.executor_id = executor_id
+        #: where the process holding it runs
+        self.host = host
+        self.pid = pid
 
 
 class TurnNotFound(SessionError):

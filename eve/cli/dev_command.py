@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -94,6 +95,14 @@ _CANCEL_GRACE_SECONDS = 2.0
 DEV_WORKER = "eve-dev"
 
 
+def dev_worker() -> str:
+    """``<EVE_WORKER_ID>-dev``, else ``eve-dev``: two ``eve dev`` on one database (two people
+    on one PostgreSQL) need ids of their own, and an id held by a live process is refused
+    (``WorkerIdInUse``); ``-dev`` keeps it apart from ``eve serve``'s ``-<index>``."""
+    given = os.environ.get("EVE_WORKER_ID")
+    return f"{given}-dev" if given else DEV_WORKER
+
+
 class DevSession:
     """A terminal conversation over the durable session runtime, like any API client."""
 
@@ -119,7 +128,7 @@ class DevSession:
         settings = resolve_settings(
             self.app_root,
             url_env=self.setup.agent.config.database_url_env,
-            executor_id=DEV_WORKER,
+            executor_id=dev_worker(),
         )
         return SessionService(self.setup, settings)
 
@@ -474,7 +483,7 @@ def dev_command(
             model=model,
             port=port,
             open_browser=not no_browser,
-            worker=DEV_WORKER,
+            worker=dev_worker(),
             allowed_host=allowed_host,
         )
     )

@@ -54,6 +54,7 @@ from eve.sessions.turn_workflow import (
     turn_workflow,
     turn_workflow_id,
 )
+from eve.sessions.worker_identity import release_worker_id, take_worker_id, this_process
 from eve.wire.mailbox import MAILBOX_TOPIC, MailboxMessage, mail_data
 
 log = logging.getLogger("eve.sessions")
@@ -153,9 +154,14 @@ class DurableEngine:
     async def start(self) -> None:
         self._stopping = False
         # beat before launching: a sibling must not mistake a restarted worker, still
-        # marked stale from its previous life, for a dead one and adopt its turns
-        await asyncio.to_thread(
-            self.store.heartbeat, self.settings.executor_id, self.settings.application_version
+        # marked stale from its previous life, for a dead one and adopt its turns; and
+        # hold the id first: DBOS's launch recovers every pending workflow of the id, and
+        # another live process under it would have both run them (``worker_identity.py``)
+        await take_worker_id(
+            self.store,
+            self.settings.executor_id,
+            self.settings.application_version,
+            timeout=self.settings.worker_timeout_seconds,
         )
         config = dbos_config(self.settings)
         self._system_engine = config.get("system_database_engine")
@@ -206,6 +212,11 @@ class DurableEngine:
             self.pickup = None
         await _end_bodies()
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
+        try:
+            # nothing of this id runs here now: another process may take it at once
+            await asyncio.to_thread(release_worker_id, self.store, self.settings.executor_id)
+        except Exception as error:
+            log.warning("worker id not released at stop: %s", type(error).__name__)
         if self._system_engine is not None:
             self._system_engine.dispose()
             self._system_engine = None
@@ -379,7 +390,10 @@ class DurableEngine:
     async def _beat_and_rescue(self) -> None:
         await self._recover_own()
         me, version = self.settings.executor_id, self.settings.application_version
-        await asyncio.to_thread(self.store.heartbeat, me, version)
+        if not await asyncio.to_thread(self.store.heartbeat, me, version, this_process().encode()):
+            # only a holder on another host that took the id while this one did not beat
+            # for a whole worker timeout (a paused VM): both now run under it
+            log.error("worker id %s is held by another process now; set EVE_WORKER_ID", me)
         cutoff = time.time() - self.settings.worker_timeout_seconds
         for dead in await asyncio.to_thread(self.store.stale_workers, version, cutoff):
             if dead == me or not await asyncio.to_thread(

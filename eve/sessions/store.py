@@ -749,20 +749,37 @@ class SessionStore:
     # --- workers -----------------------------------------------------------------------
 
     @retried
-    def heartbeat(self, executor_id: str, version: str) -> None:
+    def heartbeat(self, executor_id: str, version: str, holder: str) -> bool:
+        """Beat as ``holder`` of ``executor_id``; False (and no write) if another process
+        holds the id now (``worker_identity.py``)."""
         now = time.time()
         with self._tx() as c:
             done = c.execute(
                 workers.update()
-                .where(workers.c.executor_id == executor_id)
-                .values(heartbeat_at=now, application_version=version)
-            )
-            if done.rowcount == 0:
-                c.execute(
-                    workers.insert().values(
-                        executor_id=executor_id, application_version=version, heartbeat_at=now
-                    )
+                .where(
+                    workers.c.executor_id == executor_id,
+                    # a row an older eve beat in names no holder: this process's now
+                    sa.or_(workers.c.holder == holder, workers.c.holder.is_(None)),
                 )
+                .values(heartbeat_at=now, application_version=version, holder=holder)
+            )
+            if done.rowcount == 1:
+                return True
+            taken = c.execute(
+                sa.select(workers.c.holder).where(workers.c.executor_id == executor_id)
+            ).first()
+            if taken is not None:
+                return False
+            # a sibling found this worker stale and adopted its turns (``claim_stale_worker``)
+            c.execute(
+                workers.insert().values(
+                    executor_id=executor_id,
+                    application_version=version,
+                    heartbeat_at=now,
+                    holder=holder,
+                )
+            )
+        return True
 
     @retried
     def stale_workers(self, version: str, older_than: float) -> list[str]:

@@ -187,6 +187,9 @@ workers = sa.Table(
     sa.Column("executor_id", sa.String(128), primary_key=True),
     sa.Column("application_version", sa.String(64), nullable=False),
     sa.Column("heartbeat_at", sa.Float, nullable=False),
+    #: the process holding the id: host, pid, start time, nonce (``worker_identity.py``);
+    #: null in a row an older eve wrote
+    sa.Column("holder", sa.String(300)),
 )
 
 #: an MCP connection's OAuth grant per principal (``oauth_tokens.py``): the tokens and the

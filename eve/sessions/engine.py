@@ -214,7 +214,11 @@ class DurableEngine:
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         try:
             # nothing of this id runs here now: another process may take it at once
-            await asyncio.to_thread(release_worker_id, self.store, self.settings.executor_id)
+            # a thread of its own: DBOS.destroy shut the loop's default executor (its own)
+            with ThreadPoolExecutor(1, thread_name_prefix="eve-release") as one:
+                await asyncio.get_running_loop().run_in_executor(
+                    one, release_worker_id, self.store, self.settings.executor_id
+                )
         except Exception as error:
             log.warning("worker id not released at stop: %s", type(error).__name__)
         if self._system_engine is not None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
+import sqlalchemy as sa
+
+from eve.sessions.store import SessionStore
+from eve.sessions.tables import workers
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count, types
@@ -59,3 +63,21 @@ def test_a_stop_mid_turn_ends_the_turns_before_dbos_and_a_restart_finishes_them(
         server.stop()
     for events in logs:
         assert types(events).count("turn.completed") == 1
+
+
+def test_a_clean_stop_releases_its_worker_id(make_app: AppFactory) -> None:
+    """The release runs after DBOS.destroy, which shuts the loop's default executor down: a
+    release through ``asyncio.to_thread`` failed with RuntimeError and kept the id held."""
+    root = scripted_app(make_app, [say("hi")])
+    server = InProcessServer(root).start()
+    try:
+        server.wait_for(server.create("hello"), count("session.waiting"))
+    finally:
+        server.stop()
+    store = SessionStore(f"sqlite:///{root / '.eve/sessions/eve.sqlite'}")
+    try:
+        rows = store.read(lambda c: c.execute(sa.select(workers.c.holder)).all())
+    finally:
+        store.engine.dispose()
+    assert rows, "the worker had a row"
+    assert [holder for (holder,) in rows] == [None] * len(rows)

@@ -83,7 +83,12 @@ def bind(listen: Listen) -> socket.socket:
     except OSError as error:
         sock.close()
         raise ServerConfigError(_bind_failure(listen, error)) from None
-    sock.set_inheritable(True)
+    # never inheritable (Python's default, said here because it matters): the workers are
+    # forked, which shares it anyway, and a program a worker starts (an MCP server on
+    # stdio, a sandboxed tool) must not hold the port after the worker dies: uvloop's
+    # spawn closes no descriptors, so an inheritable one kept a restarted server from
+    # listening until that program exited
+    sock.set_inheritable(False)
     return sock
 
 

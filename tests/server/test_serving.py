@@ -5,6 +5,7 @@ that does not wait on followed event streams, which never end by themselves."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -109,3 +110,26 @@ def test_a_turn_and_its_followed_stream_on_the_serving_loop(make_app: AppFactory
 
 async def _running_loop() -> asyncio.AbstractEventLoop:
     return asyncio.get_running_loop()
+
+
+def test_a_program_a_worker_starts_does_not_hold_the_listening_socket() -> None:
+    """uvloop's spawn closes no descriptors: with the socket inheritable, an MCP server on
+    stdio kept the port after its worker was killed, and the restarted server could not
+    listen ("address already in use")."""
+    sock = bind(Listen(host="127.0.0.1", port=0))
+    inode = os.fstat(sock.fileno()).st_ino
+
+    async def child_fds() -> str:
+        child = await asyncio.create_subprocess_exec(
+            "ls", "-l", "/proc/self/fd", stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await child.communicate()
+        return out.decode()
+
+    try:
+        with asyncio.Runner(loop_factory=serving_loop()) as runner:
+            listing = runner.run(child_fds())
+    finally:
+        sock.close()
+    assert f"socket:[{inode}]" not in listing
+    assert "/proc/" in listing, "the child listed its descriptors"

@@ -23,6 +23,8 @@ import pytest
 # file"). DBOS is pinned below 4, where the function lives.
 from dbos._logger import init_logger
 
+from tests.rewrite_ahead import rewrite_ahead, should_rewrite_ahead
+
 init_logger()
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +129,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{ALLOW_NETWORK}: let this test connect to non-loopback addresses"
     )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's controller starts its workers
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # each worker would otherwise rewrite every test module's asserts itself when none is
+    # cached yet (a fresh clone): tests/rewrite_ahead.py
+    if should_rewrite_ahead(session.config):
+        rewrite_ahead(session.config)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from google.genai import errors as genai_errors
 
 from eve._redact import redact
 from eve.errors import (
@@ -22,17 +22,23 @@ from eve.manifest import ModelSettings, Retries
 from eve.messages import user_message
 from eve.models.base import ModelRequest
 from eve.models.events import ModelEvent, TextDelta
-from eve.models.gemini import GeminiModel, gemini_model
 from tests.cli.test_run_cli import eve_run
 from tests.conftest import AppFactory
 from tests.models.gemini_server import GeminiServer, Turn, error_reply, sse
 from tests.models.sse_server import ScriptedServer
+
+if TYPE_CHECKING:
+    from eve.models.gemini import GeminiModel
 
 KEY = "AIzaSyD-test-key-0000000000000000000"
 ONE_TRY = Retries(attempts=1)
 
 
 def model(url: str, key: str = KEY) -> GeminiModel:
+    # eve.models.gemini imports google.genai (~0.23 CPU-s); every xdist worker collects this
+    # module, most never run it, so the SDK is imported where a test first needs it.
+    from eve.models.gemini import gemini_model
+
     return gemini_model(
         "google", "gemini-2.5-flash", {"GEMINI_API_KEY": key, "GOOGLE_GEMINI_BASE_URL": url}
     )
@@ -57,6 +63,8 @@ async def test_error_statuses_map_to_named_errors_without_the_key(
         await collect(model(server.url), request(retries=ONE_TRY))
     assert type(caught.value) is expected and caught.value.status == status
     assert KEY not in str(caught.value) and "INVALID_ARGUMENT" in str(caught.value)
+    from google.genai import errors as genai_errors
+
     assert isinstance(caught.value.__cause__, genai_errors.APIError)
 
 
@@ -125,6 +133,8 @@ async def test_vertex_without_usable_credentials_says_how_to_sign_in(
 ) -> None:
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "absent.json"))
     env = {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_VERTEX_BASE_URL": "http://127.0.0.1:9"}
+    from eve.models.gemini import gemini_model
+
     client = gemini_model("vertex", "gemini-2.5-flash", env)
     with pytest.raises(ModelCredentialsMissing, match="application-default login") as caught:
         await collect(client, request(retries=ONE_TRY))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,10 +22,12 @@ from eve.messages import (
 )
 from eve.models.base import ModelRequest
 from eve.models.events import Done, ModelEvent, TextDelta, TokenUsage
-from eve.models.gemini import GeminiModel, gemini_model
 from eve.models.gemini_request import request_contents
 from tests.models.gemini_server import recorded_parts, sse
 from tests.models.sse_server import ScriptedServer, json_reply
+
+if TYPE_CHECKING:
+    from eve.models.gemini import GeminiModel
 
 RECORDED = Path(__file__).parent / "recorded" / "gemini"
 MODEL = "gemini-3-pro-preview"
@@ -37,6 +39,10 @@ def chunks(name: str) -> list[dict[str, Any]]:
 
 
 def client(server: ScriptedServer) -> GeminiModel:
+    # eve.models.gemini imports google.genai (~0.23 CPU-s); every xdist worker collects this
+    # module, most never run it, so the SDK is imported where a test first needs it.
+    from eve.models.gemini import gemini_model
+
     return gemini_model(
         "google", MODEL, {"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": server.url}
     )

@@ -8,7 +8,7 @@ usage, media, structured output, safety, and the failures the API answers with.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -36,7 +36,6 @@ from eve.models.events import (
     Retrying,
     TextDelta,
 )
-from eve.models.gemini import GeminiModel, gemini_model
 from eve.models.gemini_request import request_contents
 from eve.tools import tool
 from tests.execution.helpers import live, turn
@@ -52,6 +51,9 @@ from tests.models.gemini_server import (
     unavailable,
 )
 
+if TYPE_CHECKING:
+    from eve.models.gemini import GeminiModel
+
 KEY = "AIza-test-gemini-rules"
 FLASH3 = "gemini-3-flash-preview"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -64,6 +66,10 @@ def api() -> Iterator[GeminiServer]:
 
 
 def client(api: GeminiServer, model: str = FLASH3) -> GeminiModel:
+    # eve.models.gemini imports google.genai (~0.23 CPU-s); every xdist worker collects this
+    # module, most never run it, so the SDK is imported where a test first needs it.
+    from eve.models.gemini import gemini_model
+
     return gemini_model("google", model, {"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": api.url})
 
 
@@ -439,6 +445,8 @@ async def test_a_stream_cut_before_its_finish_reason_is_a_connection_error(
 async def test_vertex_express_mode_reaches_the_publisher_path(api: GeminiServer) -> None:
     api.script(Turn([{"text": "ok"}]))
     env = {"GOOGLE_API_KEY": KEY, "GOOGLE_VERTEX_BASE_URL": api.url}
+    from eve.models.gemini import gemini_model
+
     model = gemini_model("vertex", FLASH3, env)
     assert model.model_id == f"vertex/{FLASH3}"
     events = await collect(model, ask())

@@ -32,7 +32,6 @@ from eve.messages import (
 )
 from eve.models.base import ModelRequest, ProviderToolDeclaration, ToolDeclaration
 from eve.models.events import Done, ModelEvent, PartCompleted, TokenUsage, ToolCallEnd
-from eve.models.gemini import GeminiModel, retry_delay
 from eve.models.gemini_models import max_output_tokens
 from eve.models.gemini_request import request_config, request_contents
 from eve.models.gemini_stream import translate_gemini_chunks
@@ -251,6 +250,10 @@ def test_an_explicit_cache_holds_the_system_and_tools_so_they_are_left_out() -> 
 
 
 def test_retry_info_durations() -> None:
+    # eve.models.gemini imports google.genai (~0.23 CPU-s); every xdist worker collects this
+    # module, most never run it, so the SDK is imported where a test first needs it.
+    from eve.models.gemini import retry_delay
+
     detail = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}
     assert retry_delay({"error": {"details": [{"@type": "x"}, detail]}}) == 34.4
     assert retry_delay({"error": {"details": [{**detail, "retryDelay": "soon"}]}}) is None
@@ -264,6 +267,8 @@ def test_google_and_vertex_ids_build_gemini_clients(tmp_path: Path) -> None:
     google = create_client(
         "google/gemini-2.5-flash", app_root=tmp_path, env={"GOOGLE_API_KEY": "k"}
     )
+    from eve.models.gemini import GeminiModel
+
     assert isinstance(google, GeminiModel) and google.model_id == "google/gemini-2.5-flash"
     vertex = create_client(
         "vertex/gemini-2.5-pro", app_root=tmp_path, env={"GOOGLE_CLOUD_PROJECT": "p"}

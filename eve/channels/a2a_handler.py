@@ -107,16 +107,19 @@ class EveRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncIterator[Event]:
         sessions = self._sessions(context)
-        view, start, answered = await self._accept(sessions, params)
+        view, start, answered = await self._accept(sessions, params, streamed=True)
         yield apply_history_length(view.task(), params.configuration)
         async for update in _turn_updates(sessions, view, start, answered=answered):
             yield update
 
     async def _accept(
-        self, sessions: ChannelSessions, params: SendMessageRequest
+        self, sessions: ChannelSessions, params: SendMessageRequest, *, streamed: bool = False
     ) -> tuple[TurnView, int, bool]:
         """Do what the message asks; the task it concerns as of the log's ``start`` (where
-        following it goes on from), and whether the message answered it."""
+        following it goes on from), and whether the message answered it. A new task
+        ``streamed`` is taken from its start: its stream carries every update (the answer's
+        chunks too) however far the turn ran before the stream began; a quick turn that
+        ended first was streamed as one finished task."""
         message = params.message
         if params.configuration.HasField("task_push_notification_config"):
             raise PushNotificationNotSupportedError(_NO_PUSH)
@@ -132,6 +135,8 @@ class EveRequestHandler(RequestHandler):
                 accepted = await sessions.create(user, key=key)
         assert accepted.turn_id is not None, "a message always makes a turn"
         ref = TaskRef(session_id=accepted.session_id, turn_id=accepted.turn_id)
+        if streamed:
+            return TurnView(ref), await sessions.turn_start(ref.session_id, ref.turn_id), False
         view, start = await _snapshot(sessions, ref)
         return view, start, False
 

@@ -214,5 +214,11 @@ def test_a_full_disk_fails_the_turn_then_it_finishes_without_a_restart(
             assert event["data"]["error"].startswith("StorageFailed: "), event
     second = [e["type"] for e in events if e["data"].get("turn_id") == "turn_1"]
     assert "turn.completed" in second, second
-    # the turn's body ended while nothing could record it; the engine resumed it
-    assert "resumed 1 turn(s) that a storage failure had stopped" in log, log
+    # the turn's body ended while nothing could record it; the engine resumed it. DBOS
+    # writes the outcome after the body leaves ``inflight`` and no longer fails fast there:
+    # when that write comes after the disk is freed, the turn is recorded ERROR and run
+    # again instead; either way it finishes without a restart
+    assert (
+        "resumed 1 turn(s) that a storage failure had stopped" in log
+        or f"turn {session}:turn-0 ended (ERROR) with no outcome; running it again" in log
+    ), log

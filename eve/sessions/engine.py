@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from eve.sessions.accepted import Place, deliverable, mark_enqueued, undelivered
 from eve.sessions.accepted_sweep import AcceptedSweep
 from eve.sessions.compact_workflow import compact_workflow
-from eve.sessions.database_errors import failure_kind
+from eve.sessions.database_errors import fail_fast, failure_kind
 from eve.sessions.dbos_data import (
     REPEATS,
     EveSerializer,
@@ -196,6 +196,13 @@ class DurableEngine:
             log.warning("sweep of accepted turns failed at start: %s", type(error).__name__)
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
 
+    def _release(self) -> None:
+        # at once or not at all: a stop does not wait out a database that is gone (the
+        # store retries a call for a minute); a holder left behind is seen dead at the
+        # next start
+        with fail_fast():
+            release_worker_id(self.store, self.settings.executor_id)
+
     async def stop(self) -> None:
         # what was accepted reaches DBOS before it stops (else the next start's sweep would
         # start it); what a body ending from here on would start waits for that sweep
@@ -216,9 +223,7 @@ class DurableEngine:
             # nothing of this id runs here now: another process may take it at once
             # a thread of its own: DBOS.destroy shut the loop's default executor (its own)
             with ThreadPoolExecutor(1, thread_name_prefix="eve-release") as one:
-                await asyncio.get_running_loop().run_in_executor(
-                    one, release_worker_id, self.store, self.settings.executor_id
-                )
+                await asyncio.get_running_loop().run_in_executor(one, self._release)
         except Exception as error:
             log.warning("worker id not released at stop: %s", type(error).__name__)
         if self._system_engine is not None:

@@ -22,6 +22,8 @@ import signal
 import tempfile
 from pathlib import Path
 
+from eve._proc_stat import stat_fields
+
 #: ``$0`` is the pid file, the rest is the command: exec keeps the pid the SDK started
 _LAUNCH = 'echo $$ > "$0" && exec "$@"'
 SHELL = "/bin/sh"
@@ -86,11 +88,9 @@ def has_living_member(group: int) -> bool:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            state, _, pgrp = stat_fields(entry.name)[:3]  # state, ppid, pgrp
         except OSError:  # the process ended while we looked
             continue
-        # after the command's name (in parentheses, itself any text): state, ppid, pgrp
-        state, _, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if int(pgrp) == group and state != "Z":
+        if int(pgrp) == group and state != b"Z":
             return True
     return False

@@ -17,6 +17,7 @@ import re
 import threading
 from pathlib import Path
 
+from eve._proc_stat import stat_fields
 from eve._redact import SECRET_ENV_VARS
 
 #: what a command's environment is made of; HOME is the workspace, TMPDIR added if set
@@ -76,11 +77,9 @@ def _initial_block() -> tuple[int, bytes] | None:
     """Where the kernel's ``environ`` file reads from (``env_start``/``env_end`` in
     /proc/self/stat, fields 50 and 51, proc(5)) and what is there now."""
     try:
-        stat = Path("/proc/self/stat").read_bytes()
+        fields = stat_fields("self")
     except OSError:
         return None
-    fields = stat.rsplit(b")", 1)[1].split()
-    # fields[0] is field 3 (state): field n is fields[n - 3]
     if len(fields) < 49:
         return None
     start, end = int(fields[47]), int(fields[48])

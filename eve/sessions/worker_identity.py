@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve._proc_stat import stat_fields
 from eve.errors import WorkerIdInUse
 from eve.sessions.tables import workers
 
@@ -85,13 +86,12 @@ def _start_ticks(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot); None if it is gone or a zombie; 0
     where ``/proc`` cannot say (then only whether the pid exists is known)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat_fields(pid)
     except FileNotFoundError:
         return None
     except OSError:
         return 0 if _pid_exists(pid) else None
-    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and ")"
-    if fields[0] in "ZX":  # killed, not reaped yet: dead all the same
+    if fields[0] in (b"Z", b"X"):  # killed, not reaped yet: dead all the same
         return None
     return int(fields[19])
 

@@ -174,23 +174,36 @@ _CURRENT_VERSION = (
     .where(_SESSION)
     .values(checkpoint_version=sa.bindparam("b_version"), checkpoint=None)
 )
+_WITH_CHECKPOINT = sessions.outerjoin(
+    checkpoints,
+    sa.and_(
+        checkpoints.c.session_id == sessions.c.id,
+        checkpoints.c.version == sessions.c.checkpoint_version,
+    ),
+)
+_CHECKPOINT_COLUMNS = (sessions.c.checkpoint_version, checkpoints.c.data, checkpoints.c.saved_by)
 _CURRENT_CHECKPOINT = (
-    sa.select(sessions.c.checkpoint_version, checkpoints.c.data, checkpoints.c.saved_by)
-    .select_from(
-        sessions.outerjoin(
-            checkpoints,
-            sa.and_(
-                checkpoints.c.session_id == sessions.c.id,
-                checkpoints.c.version == sessions.c.checkpoint_version,
-            ),
-        )
-    )
+    sa.select(*_CHECKPOINT_COLUMNS)
+    .select_from(_WITH_CHECKPOINT)
     .where(_SESSION, sessions.c.checkpoint_version.is_not(None))
+)
+# what a body starting reads of its session, in one statement where it took three: the
+# current checkpoint (the first three columns, as ``_CURRENT_CHECKPOINT``'s), the turn it
+# was asked to cancel, and the log's highest index
+_BODY_START = (
+    sa.select(
+        *_CHECKPOINT_COLUMNS,
+        sessions.c.cancel_workflow_id,
+        sa.select(sa.func.max(events.c.idx))
+        .where(events.c.session_id == sessions.c.id)
+        .scalar_subquery(),
+    )
+    .select_from(_WITH_CHECKPOINT)
+    .where(_SESSION)
 )
 _CANCEL_REQUESTED = sa.select(sessions.c.cancel_workflow_id).where(
     sessions.c.cancel_workflow_id.in_(sa.bindparam("b_ids", expanding=True))
 )
-_CANCEL_OF = sa.select(sessions.c.cancel_workflow_id).where(_SESSION)
 _NEXT_EVENT = sa.select(sa.func.max(events.c.idx)).where(
     events.c.session_id == sa.bindparam("b_session")
 )
@@ -647,14 +660,18 @@ class SessionStore:
                 final = c.execute(_BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}).scalar()
             if records_of is not None:
                 records = read_records(c, records_of)
-            if checkpoint_of is not None:
-                current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
             if log_of is not None:
-                high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                start = c.execute(_BODY_START, {"b_session": log_of}).first()
+                if start is None:  # no session row: its log, if any, says where it ends
+                    high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                else:
+                    version, _, _, asked, high = start
+                    cancelled = cancel_of is not None and asked == cancel_of
+                    if checkpoint_of == log_of and version is not None:
+                        current = start
                 next_index = 0 if high is None else int(high) + 1
-                if cancel_of is not None:
-                    asked = c.execute(_CANCEL_OF, {"b_session": log_of}).scalar()
-                    cancelled = asked is not None and asked == cancel_of
+            if checkpoint_of is not None and checkpoint_of != log_of:
+                current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
         finished = final is not None and json.loads(final).get("type") in BODY_ENDS
         starting = None
         if checkpoint_of is not None and not finished:

@@ -161,7 +161,28 @@ _CLAIM_TURN = (
     .values(next_turn=sessions.c.next_turn + 1)
     .returning(sessions.c.next_turn)
 )
-# one statement for both: the version overwritten (a replayed save) and the old ones
+# a save's usual case: the version before the previous one (the only older one a save
+# leaves) becomes the new one, its row written over, where dropping it and inserting
+# another took two statements; not when the new one is there already (a replayed save)
+_SAVED = checkpoints.alias("saved")
+_RECYCLE_CHECKPOINT = (
+    checkpoints.update()
+    .where(
+        checkpoints.c.session_id == sa.bindparam("b_session"),
+        checkpoints.c.version == sa.bindparam("b_version") - 2,
+        ~sa.exists().where(
+            _SAVED.c.session_id == sa.bindparam("b_session"),
+            _SAVED.c.version == sa.bindparam("b_version"),
+        ),
+    )
+    .values(
+        version=sa.bindparam("b_version"),
+        data=sa.bindparam("b_data"),
+        saved_by=sa.bindparam("b_saved_by"),
+    )
+)
+# otherwise (a session's first saves, a replayed one), one statement for both: the version
+# overwritten (a replayed save) and the old ones
 _DROP_CHECKPOINTS = checkpoints.delete().where(
     checkpoints.c.session_id == sa.bindparam("b_session"),
     sa.or_(
@@ -242,10 +263,13 @@ def write_checkpoint(
 ) -> None:
     """``data`` as ``version``, the session's current one; versions before the previous go
     (in the caller's transaction: a turn's end writes it with its last events)."""
-    c.execute(_DROP_CHECKPOINTS, {"b_session": session_id, "b_version": version})
-    row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
-    c.execute(_NEW_CHECKPOINT, row)
-    c.execute(_CURRENT_VERSION, {"b_session": session_id, "b_version": version})
+    given = {"b_session": session_id, "b_version": version}
+    recycled = c.execute(_RECYCLE_CHECKPOINT, {**given, "b_data": data, "b_saved_by": saved_by})
+    if recycled.rowcount != 1:
+        c.execute(_DROP_CHECKPOINTS, given)
+        row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
+        c.execute(_NEW_CHECKPOINT, row)
+    c.execute(_CURRENT_VERSION, given)
 
 
 def insert_session(c: Connection, session_id: str, *, owner: Principal, **columns: Any) -> None:

@@ -210,7 +210,8 @@ _CURRENT_CHECKPOINT = (
 )
 # what a body starting reads of its session, in one statement where it took three: the
 # current checkpoint (the first three columns, as ``_CURRENT_CHECKPOINT``'s), the turn it
-# was asked to cancel, and the log's highest index
+# was asked to cancel, the log's highest index, and whether the row holds a checkpoint an
+# older eve kept there (without one and with no version, it starts from none: version 0)
 _BODY_START = (
     sa.select(
         *_CHECKPOINT_COLUMNS,
@@ -218,6 +219,7 @@ _BODY_START = (
         sa.select(sa.func.max(events.c.idx))
         .where(events.c.session_id == sessions.c.id)
         .scalar_subquery(),
+        sessions.c.checkpoint.is_not(None),
     )
     .select_from(_WITH_CHECKPOINT)
     .where(_SESSION)
@@ -669,6 +671,7 @@ class SessionStore:
         One transaction rather than one per question: each costs a turn a thread hop."""
         records: dict[str, str] = {}
         current = None
+        empty = False  # the session has no checkpoint of any eve's: the body starts from none
         next_index = None
         cancelled = False
         with self._tx() as c:
@@ -689,10 +692,11 @@ class SessionStore:
                 if start is None:  # no session row: its log, if any, says where it ends
                     high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
                 else:
-                    version, _, _, asked, high = start
+                    version, _, _, asked, high, legacy = start
                     cancelled = cancel_of is not None and asked == cancel_of
-                    if checkpoint_of == log_of and version is not None:
-                        current = start
+                    if checkpoint_of == log_of:
+                        current = start if version is not None else None
+                        empty = version is None and not legacy
                 next_index = 0 if high is None else int(high) + 1
             if checkpoint_of is not None and checkpoint_of != log_of:
                 current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
@@ -700,7 +704,11 @@ class SessionStore:
         starting = None
         if checkpoint_of is not None and not finished:
             # (a body that ran to its end starts nothing: whatever it loaded may be gone)
-            starting = self._starting_checkpoint(checkpoint_of, records_of or workflow_id, current)
+            starting = (
+                StartingCheckpoint(version=0, data=None)
+                if empty
+                else self._starting_checkpoint(checkpoint_of, records_of or workflow_id, current)
+            )
         attempts: dict[str, int] = {}
         for key, attempt, _ in rows:
             attempts[key] = max(attempts.get(key, -1), int(attempt))

@@ -108,6 +108,22 @@ def test_a_turn_starts_in_one_transaction_and_ends_in_one(make_app: AppFactory) 
         assert having(transactions, alone) == [], alone
 
 
+def test_a_sessions_first_turn_starts_from_no_checkpoint_without_asking_again(
+    make_app: AppFactory,
+) -> None:
+    root = scripted_app(make_app, [say("one")])
+    server = InProcessServer(root).start()
+    try:
+        with committed() as transactions:
+            session = server.create("first")
+            server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    # the start's one read says there is none (no version, nothing an older eve kept)
+    [start] = having(transactions, "SELECT eve_events.step_key")
+    assert having(transactions, "SELECT eve_sessions.checkpoint_version") == [start]
+
+
 def test_a_steps_record_commits_with_its_events_never_before_them(make_app: AppFactory) -> None:
     """A record rides in the writer's transaction after its step's events (no commit of its
     own): a step found recorded has all its events in the log or in its record."""

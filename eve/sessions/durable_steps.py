@@ -5,9 +5,10 @@ and its tool calls; one call of a concurrent batch; a compaction; an MCP listing
 stores its value *and the session state after it* in ``eve_step_records``, one INSERT that
 rides in the transaction of the step's events (``SessionWriter.durable``): the record commits
 with its events or after them, never before, and a step whose events reached the log without
-its record runs again as its next attempt, as one that died mid-way does. A (re)started body reads its workflow's records once, with its progress
-in the log (``store.turn_progress``); a step found there is not run again: the state is
-restored from its record, and neither the model nor the tools run twice. (A person is asked
+its record runs again as its next attempt, as one that died mid-way does. A (re)started
+body reads its workflow's records once, with its progress in the log
+(``store.turn_progress``); a step found there is not run again: the state is restored from
+its record, and neither the model nor the tools run twice. (A person is asked
 between parts: ``sessions.input_requests``.) The calls of a batch are steps that run at
 once; each one's events are its own (``TurnEvents.step``).
 

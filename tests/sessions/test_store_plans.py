@@ -33,8 +33,22 @@ def test_the_turns_asked_to_cancel_are_found_by_their_index_not_by_a_scan(
     store.request_cancel("ses_1", "ses_1:turn-0")
     asked = _CANCEL_REQUESTED.params(b_ids=["ses_1:turn-0", "ses_2:turn-0"])
     assert "USING COVERING INDEX eve_sessions_cancel" in plan(store, asked)
-    assert store.cancel_requested(["ses_1:turn-0", "ses_2:turn-0"]) == {"ses_1:turn-0"}
     store.close()
+
+
+def test_the_cancel_index_holds_only_the_sessions_asked_to_cancel(
+    either_store: SessionStore,
+) -> None:
+    for n in range(3):
+        either_store.create_session(f"ses_{n}")
+    either_store.request_cancel("ses_1", "ses_1:turn-0")
+    assert either_store.cancel_requested(["ses_1:turn-0", "ses_2:turn-0"]) == {"ses_1:turn-0"}
+    [index] = [
+        index
+        for index in sa.inspect(either_store.engine).get_indexes(sessions.name)
+        if index["name"] == "eve_sessions_cancel"
+    ]
+    assert index["column_names"] == ["cancel_workflow_id"]
 
 
 def test_a_database_an_older_eve_made_gets_the_cancel_index_when_opened(tmp_path: Path) -> None:

@@ -98,12 +98,15 @@ _ENQUEUED = (
     .where(_PLACE, accepted_places.c.state == "accepted")
     .values(state="enqueued")
 )
-# a body marks its own place: it runs, so DBOS has it (whoever started it need not write)
+# a body marks its own place: it runs, so DBOS has it (whoever started it need not write).
+# Found by its workflow's index: ``state || ''`` keeps SQLite's planner, which has no
+# statistics, off the state's index, where it went through every place still accepted
+# (a backlog's thousands, for each body that starts)
 _STARTED = (
     accepted_places.update()
     .where(
         accepted_places.c.workflow_id == sa.bindparam("b_workflow"),
-        accepted_places.c.state == "accepted",
+        accepted_places.c.state.concat(sa.literal_column("''")) == "accepted",
     )
     .values(state="enqueued")
 )

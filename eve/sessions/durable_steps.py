@@ -2,10 +2,13 @@
 
 ``DurableRecorder`` runs each record of a turn (a part of an agent step: the model response
 and its tool calls; one call of a concurrent batch; a compaction; an MCP listing) once and
-stores its value *and the session state after it* in ``eve_step_records``, one INSERT in one
-short transaction. A (re)started body reads its workflow's records once, with its progress
-in the log (``store.turn_progress``); a step found there is not run again: the state is
-restored from its record, and neither the model nor the tools run twice. (A person is asked
+stores its value *and the session state after it* in ``eve_step_records``, one INSERT that
+rides in the transaction of the step's events (``SessionWriter.durable``): the record commits
+with its events or after them, never before, and a step whose events reached the log without
+its record runs again as its next attempt, as one that died mid-way does. A (re)started
+body reads its workflow's records once, with its progress in the log
+(``store.turn_progress``); a step found there is not run again: the state is restored from
+its record, and neither the model nor the tools run twice. (A person is asked
 between parts: ``sessions.input_requests``.) The calls of a batch are steps that run at
 once; each one's events are its own (``TurnEvents.step``).
 
@@ -98,8 +101,9 @@ class DurableRecorder:
             return found, False
         made = await run()
         workflow_id = DBOS.workflow_id or ""
-        stored = await asyncio.to_thread(
-            self.store.run, lambda c: add_record(c, workflow_id, key, made)
+        # in the transaction of the step's events (or one after it), not one of its own
+        stored = await self.events.writer.durable(
+            lambda c: add_record(c, workflow_id, key, made), workflow_id=self.events.workflow_id
         )
         progress.records[key] = stored
         # another run of this workflow recorded it first: its record counts, as on a replay

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import msgspec
 import sqlalchemy as sa
@@ -29,6 +29,7 @@ from eve.sessions.event_feed import EventFeeds, SessionFeed
 from eve.sessions.store import EventRow, SessionStore
 
 _encoder = msgspec.json.Encoder()
+T = TypeVar("T")
 
 log = logging.getLogger("eve.sessions")
 
@@ -93,6 +94,25 @@ class SessionWriter:
             self._start()
         return rider.done
 
+    async def durable(self, work: Callable[[Connection], T], *, workflow_id: str) -> T:
+        """``attach``, waited for: ``work``'s result once its transaction commits (a step's
+        record rides with the step's events: a commit and a thread hop fewer a step).
+
+        Only its own commit is waited for, not the events other steps go on adding
+        meanwhile (``flush`` would: the calls of a batch run at once). A drain that fails
+        is started again as ``flush`` starts it, and its error raised or waited out alike.
+        """
+        done = self.attach(work, workflow_id=workflow_id)
+        while not done.done():
+            if self.task is None or self.task.done():
+                self._start()  # a failed drain's batch, this rider in it
+            task = self.task
+            assert task is not None
+            await asyncio.wait((done, task), return_when=asyncio.FIRST_COMPLETED)
+            if not done.done() and task.done() and self._gives_up(task.exception()):
+                raise cast(BaseException, task.exception())
+        return cast(T, done.result())
+
     async def flush(self) -> None:
         while True:
             if (self.pending or self.riders) and (self.task is None or self.task.done()):
@@ -106,9 +126,13 @@ class SessionWriter:
                 await asyncio.shield(self.task)
                 return
             except Exception as error:
-                # a drain started outside a body gave up; a body's flush waits on (db_retry)
-                if self.store.closed or not waits_out(error):
+                if self._gives_up(error):
                     raise
+
+    def _gives_up(self, error: BaseException | None) -> bool:
+        """Whether a drain's ``error`` ends the wait for it: a drain started outside a body
+        gave up; a body's wait goes on (``db_retry``)."""
+        return error is not None and (self.store.closed or not waits_out(error))
 
     def _start(self) -> None:
         if self.task is not None and self.task.done() and not self.task.cancelled():

@@ -1,8 +1,8 @@
 """Durable step records in eve's table (``eve_step_records``): read, added, listed.
 
 Each function runs in the caller's transaction: a body's records are read with its progress
-in the log (``SessionStore.turn_progress``), and a new one is added in a short transaction
-of its own (``DurableRecorder``, through ``SessionStore.run``).
+in the log (``SessionStore.turn_progress``), and a new one is added in the transaction that
+writes its step's events (``DurableRecorder``, through ``SessionWriter.durable``).
 """
 
 from __future__ import annotations

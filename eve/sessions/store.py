@@ -161,7 +161,28 @@ _CLAIM_TURN = (
     .values(next_turn=sessions.c.next_turn + 1)
     .returning(sessions.c.next_turn)
 )
-# one statement for both: the version overwritten (a replayed save) and the old ones
+# a save's usual case: the version before the previous one (the only older one a save
+# leaves) becomes the new one, its row written over, where dropping it and inserting
+# another took two statements; not when the new one is there already (a replayed save)
+_SAVED = checkpoints.alias("saved")
+_RECYCLE_CHECKPOINT = (
+    checkpoints.update()
+    .where(
+        checkpoints.c.session_id == sa.bindparam("b_session"),
+        checkpoints.c.version == sa.bindparam("b_version") - 2,
+        ~sa.exists().where(
+            _SAVED.c.session_id == sa.bindparam("b_session"),
+            _SAVED.c.version == sa.bindparam("b_version"),
+        ),
+    )
+    .values(
+        version=sa.bindparam("b_version"),
+        data=sa.bindparam("b_data"),
+        saved_by=sa.bindparam("b_saved_by"),
+    )
+)
+# otherwise (a session's first saves, a replayed one), one statement for both: the version
+# overwritten (a replayed save) and the old ones
 _DROP_CHECKPOINTS = checkpoints.delete().where(
     checkpoints.c.session_id == sa.bindparam("b_session"),
     sa.or_(
@@ -174,23 +195,38 @@ _CURRENT_VERSION = (
     .where(_SESSION)
     .values(checkpoint_version=sa.bindparam("b_version"), checkpoint=None)
 )
+_WITH_CHECKPOINT = sessions.outerjoin(
+    checkpoints,
+    sa.and_(
+        checkpoints.c.session_id == sessions.c.id,
+        checkpoints.c.version == sessions.c.checkpoint_version,
+    ),
+)
+_CHECKPOINT_COLUMNS = (sessions.c.checkpoint_version, checkpoints.c.data, checkpoints.c.saved_by)
 _CURRENT_CHECKPOINT = (
-    sa.select(sessions.c.checkpoint_version, checkpoints.c.data, checkpoints.c.saved_by)
-    .select_from(
-        sessions.outerjoin(
-            checkpoints,
-            sa.and_(
-                checkpoints.c.session_id == sessions.c.id,
-                checkpoints.c.version == sessions.c.checkpoint_version,
-            ),
-        )
-    )
+    sa.select(*_CHECKPOINT_COLUMNS)
+    .select_from(_WITH_CHECKPOINT)
     .where(_SESSION, sessions.c.checkpoint_version.is_not(None))
+)
+# what a body starting reads of its session, in one statement where it took three: the
+# current checkpoint (the first three columns, as ``_CURRENT_CHECKPOINT``'s), the turn it
+# was asked to cancel, the log's highest index, and whether the row holds a checkpoint an
+# older eve kept there (without one and with no version, it starts from none: version 0)
+_BODY_START = (
+    sa.select(
+        *_CHECKPOINT_COLUMNS,
+        sessions.c.cancel_workflow_id,
+        sa.select(sa.func.max(events.c.idx))
+        .where(events.c.session_id == sessions.c.id)
+        .scalar_subquery(),
+        sessions.c.checkpoint.is_not(None),
+    )
+    .select_from(_WITH_CHECKPOINT)
+    .where(_SESSION)
 )
 _CANCEL_REQUESTED = sa.select(sessions.c.cancel_workflow_id).where(
     sessions.c.cancel_workflow_id.in_(sa.bindparam("b_ids", expanding=True))
 )
-_CANCEL_OF = sa.select(sessions.c.cancel_workflow_id).where(_SESSION)
 _NEXT_EVENT = sa.select(sa.func.max(events.c.idx)).where(
     events.c.session_id == sa.bindparam("b_session")
 )
@@ -229,10 +265,13 @@ def write_checkpoint(
 ) -> None:
     """``data`` as ``version``, the session's current one; versions before the previous go
     (in the caller's transaction: a turn's end writes it with its last events)."""
-    c.execute(_DROP_CHECKPOINTS, {"b_session": session_id, "b_version": version})
-    row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
-    c.execute(_NEW_CHECKPOINT, row)
-    c.execute(_CURRENT_VERSION, {"b_session": session_id, "b_version": version})
+    given = {"b_session": session_id, "b_version": version}
+    recycled = c.execute(_RECYCLE_CHECKPOINT, {**given, "b_data": data, "b_saved_by": saved_by})
+    if recycled.rowcount != 1:
+        c.execute(_DROP_CHECKPOINTS, given)
+        row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
+        c.execute(_NEW_CHECKPOINT, row)
+    c.execute(_CURRENT_VERSION, given)
 
 
 def insert_session(c: Connection, session_id: str, *, owner: Principal, **columns: Any) -> None:
@@ -632,6 +671,7 @@ class SessionStore:
         One transaction rather than one per question: each costs a turn a thread hop."""
         records: dict[str, str] = {}
         current = None
+        empty = False  # the session has no checkpoint of any eve's: the body starts from none
         next_index = None
         cancelled = False
         with self._tx() as c:
@@ -647,19 +687,28 @@ class SessionStore:
                 final = c.execute(_BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}).scalar()
             if records_of is not None:
                 records = read_records(c, records_of)
-            if checkpoint_of is not None:
-                current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
             if log_of is not None:
-                high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                start = c.execute(_BODY_START, {"b_session": log_of}).first()
+                if start is None:  # no session row: its log, if any, says where it ends
+                    high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                else:
+                    version, _, _, asked, high, legacy = start
+                    cancelled = cancel_of is not None and asked == cancel_of
+                    if checkpoint_of == log_of:
+                        current = start if version is not None else None
+                        empty = version is None and not legacy
                 next_index = 0 if high is None else int(high) + 1
-                if cancel_of is not None:
-                    asked = c.execute(_CANCEL_OF, {"b_session": log_of}).scalar()
-                    cancelled = asked is not None and asked == cancel_of
+            if checkpoint_of is not None and checkpoint_of != log_of:
+                current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
         finished = final is not None and json.loads(final).get("type") in BODY_ENDS
         starting = None
         if checkpoint_of is not None and not finished:
             # (a body that ran to its end starts nothing: whatever it loaded may be gone)
-            starting = self._starting_checkpoint(checkpoint_of, records_of or workflow_id, current)
+            starting = (
+                StartingCheckpoint(version=0, data=None)
+                if empty
+                else self._starting_checkpoint(checkpoint_of, records_of or workflow_id, current)
+            )
         attempts: dict[str, int] = {}
         for key, attempt, _ in rows:
             attempts[key] = max(attempts.get(key, -1), int(attempt))

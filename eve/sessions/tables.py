@@ -42,6 +42,15 @@ sessions = sa.Table(
     sa.Column("forked_from", sa.String(64)),
     #: a principal's own sessions, newest first (``listing.py``)
     sa.Index("eve_sessions_owner", "owner_kind", "owner_id", "created_at"),
+    #: the turns asked to cancel, which every worker running turns looks up four times a
+    #: second (``SessionStore.cancel_requested``): the few rows that name one, not a scan
+    #: of every session ever made
+    sa.Index(
+        "eve_sessions_cancel",
+        "cancel_workflow_id",
+        sqlite_where=sa.text("cancel_workflow_id IS NOT NULL"),
+        postgresql_where=sa.text("cancel_workflow_id IS NOT NULL"),
+    ),
 )
 
 #: a session's checkpoints by version: the current one and the one before it, which a

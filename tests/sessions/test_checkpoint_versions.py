@@ -53,6 +53,26 @@ def test_a_save_keeps_the_version_before_it_and_drops_older_ones(store: SessionS
     assert store.load_checkpoint("ses_a") is None and _versions(store) == [3, 4]
 
 
+def test_a_save_writes_over_the_row_two_versions_back_unless_its_own_is_there(
+    either_store: SessionStore,
+) -> None:
+    store = either_store
+    store.create_session("ses_a")
+    for turns in (1, 2, 3):
+        store.save_checkpoint("ses_a", f'{{"turns":{turns}}}', after=turns - 1)
+    if store.engine.dialect.name == "sqlite":
+        rows = sa.text("SELECT rowid, version FROM eve_checkpoints ORDER BY version")
+        # version 3 took version 1's row: one write, no row dropped and another made
+        assert store.run(lambda c: [tuple(row) for row in c.execute(rows)]) == [(2, 2), (1, 3)]
+    assert _versions(store) == [2, 3] and store.checkpoint_at("ses_a", 3) == '{"turns":3}'
+    # a save of version 1 again (a replay from long ago) leaves 1, 2 and 3; saving 3 once
+    # more must not make 1 into a second 3, but drop it and write 3 over
+    store.save_checkpoint("ses_a", '{"turns":1}', after=0)
+    assert _versions(store) == [1, 2, 3]
+    assert store.save_checkpoint("ses_a", '{"turns":33}', after=2) == 3
+    assert _versions(store) == [2, 3] and store.load_checkpoint("ses_a") == '{"turns":33}'
+
+
 def test_a_checkpoint_an_older_eve_kept_in_the_session_row_still_loads(
     store: SessionStore,
 ) -> None:

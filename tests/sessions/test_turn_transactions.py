@@ -3,7 +3,8 @@
 Each transaction costs a turn a thread hop and a commit, and the server's CPU per turn is
 mostly those (``bench/scale.py``). The body's start reads its progress, step records,
 checkpoint, whether it was cancelled and the log's next index, and marks its place started,
-at once; its end writes its last events with its checkpoint and the end of its place.
+at once; each step's record commits with the step's events; its end writes its last events
+with its checkpoint and the end of its place.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from tests.conftest import AppFactory
-from tests.sessions.apps import say, scripted_app
+from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
 
@@ -39,7 +40,7 @@ def committed() -> Iterator[list[list[str]]]:
         if _EVE.search(sql):
             with lock:
                 made = open_.setdefault(id(conn), [])
-                made.append(" ".join(sql.split())[:90])
+                made.append(" ".join(sql.split())[:200])
                 if sql.startswith("INSERT INTO eve_events"):
                     made.extend(f"event {kind}" for kind in _TYPE.findall(str(parameters)))
 
@@ -81,12 +82,14 @@ def test_a_turn_starts_in_one_transaction_and_ends_in_one(make_app: AppFactory) 
     [start] = having(transactions, "SELECT eve_events.step_key")
     for read in (
         "SELECT eve_step_records.step_key",  # its step records
-        "SELECT eve_sessions.checkpoint_version",  # the checkpoint it starts from
-        "SELECT max(eve_events.idx)",  # where its writer starts
-        "SELECT eve_sessions.cancel_workflow_id",  # whether it was cancelled already
+        "SELECT eve_sessions.checkpoint_version",  # the checkpoint it starts from ...
         "UPDATE eve_accepted SET state=? WHERE eve_accepted.workflow_id",  # its place started
     ):
         assert any(s.startswith(read) for s in start), (read, start)
+    # ... in one statement with whether it was cancelled already and where its writer starts
+    [session] = [s for s in start if s.startswith("SELECT eve_sessions.checkpoint_version")]
+    assert "eve_sessions.cancel_workflow_id" in session
+    assert "(SELECT max(eve_events.idx)" in session
     [end] = having(transactions, "INSERT INTO eve_checkpoints")
     # the checkpoint that counts the turn, with the turn's end and its last event, and its
     # place done: all in one
@@ -100,6 +103,63 @@ def test_a_turn_starts_in_one_transaction_and_ends_in_one(make_app: AppFactory) 
     assert transactions.index(end) == max(
         transactions.index(tx) for tx in having(transactions, "INSERT INTO eve_events")
     )
-    # nobody read them again on their own
+    # nobody read them on their own
     for alone in ("SELECT max(eve_events.idx)", "SELECT eve_sessions.cancel_workflow_id"):
-        assert having(transactions, alone) == [start], alone
+        assert having(transactions, alone) == [], alone
+
+
+def test_a_sessions_first_turn_starts_from_no_checkpoint_without_asking_again(
+    make_app: AppFactory,
+) -> None:
+    root = scripted_app(make_app, [say("one")])
+    server = InProcessServer(root).start()
+    try:
+        with committed() as transactions:
+            session = server.create("first")
+            server.wait_for(session, count("session.waiting"))
+    finally:
+        server.stop()
+    # the start's one read says there is none (no version, nothing an older eve kept)
+    [start] = having(transactions, "SELECT eve_events.step_key")
+    assert having(transactions, "SELECT eve_sessions.checkpoint_version") == [start]
+
+
+def test_a_steps_record_commits_with_its_events_never_before_them(make_app: AppFactory) -> None:
+    """A record rides in the writer's transaction after its step's events (no commit of its
+    own): a step found recorded has all its events in the log or in its record."""
+    root = scripted_app(make_app, [call("leak"), say("done")], tools=("leak",))
+    # the commit each row of eve's log and step records went in, by step key
+    commits: list[tuple[str, str | None]] = []
+    open_: dict[int, list[tuple[str, str | None]]] = {}
+    lock = threading.Lock()
+
+    def statement(conn: Any, _cursor: Any, sql: str, parameters: Any, *_args: Any) -> None:
+        table = next((t for t in ("eve_events", "eve_step_records") if f"INTO {t} " in sql), None)
+        if table is not None:
+            rows = parameters if isinstance(parameters, list) else [parameters]
+            key = 4 if table == "eve_events" else 1  # step_key's place among the columns
+            with lock:
+                open_.setdefault(id(conn), []).extend((table, row[key]) for row in rows)
+
+    def commit(conn: Any) -> None:
+        with lock:
+            if rows := open_.pop(id(conn), []):  # (the commits of others' rows: DBOS's)
+                commits.extend([*rows, ("COMMIT", None)])
+
+    server = InProcessServer(root).start()
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", statement)
+    sa.event.listen(sa.engine.Engine, "commit", commit)
+    try:
+        session = server.create("count")
+        server.wait_for(session, count("session.waiting"))
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", statement)
+        sa.event.remove(sa.engine.Engine, "commit", commit)
+        server.stop()
+    for step in ("step:0", "step:1"):
+        [record] = [i for i, row in enumerate(commits) if row == ("eve_step_records", step)]
+        events = [i for i, row in enumerate(commits) if row == ("eve_events", step)]
+        assert events and max(events) < record, (step, commits)
+        # no commit between the step's last event and its record: the same transaction
+        # or, if that one was under way already, the next one (which may hold only it)
+        assert commits[max(events) : record].count(("COMMIT", None)) <= 1, (step, commits)

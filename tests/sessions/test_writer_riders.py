@@ -1,6 +1,7 @@
 """Riders on the event writer: a write that commits with the events before it (a turn's
-checkpoint and the end of its place, with its last events), never after them, kept and
-retried with its batch, and dropped with the events of a body that failed."""
+checkpoint and the end of its place, with its last events; a step's record with its
+step's events), never before them, kept and retried with its batch, and dropped with the
+events of a body that failed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve.sessions.db_retry import patient
 from eve.sessions.event_log import EventLog, Pending
+from eve.sessions.step_records import add_record, read_records
 from eve.sessions.store import EventRow, SessionStore, write_checkpoint
 from tests.sessions.test_event_writer_faults import deltas, fail_inserts, logged
 from tests.sessions.test_step_events import step_events
@@ -112,4 +115,84 @@ async def test_a_failed_body_drops_its_riders_with_its_events(store: SessionStor
     await writer.flush()
     assert ran == ["theirs"] and theirs.result() is None
     assert logged(store) == []
+    store.close()
+
+
+def _record(c: Connection) -> str:
+    return add_record(c, "ses_x:turn-0", "step:0", '{"value": 1}')
+
+
+async def test_a_durable_rider_returns_once_it_committed_with_the_events_before_it(
+    store: SessionStore,
+) -> None:
+    # a step's record: in the transaction of the step's events, not one of its own
+    writer = EventLog(store).writer("ses_x")
+    with committed() as transactions:
+        for event in await step_events(2):
+            writer.add(Pending(event=event))
+        stored = await writer.durable(_record, workflow_id="ses_x:turn-0")
+    assert stored == '{"value": 1}'
+    [tx] = having(transactions, "INSERT")
+    assert [s.split(" (")[0] for s in tx if s.startswith("INSERT")] == [
+        "INSERT INTO eve_events",
+        "INSERT INTO eve_step_records",
+    ]
+    assert store.run(lambda c: read_records(c, "ses_x:turn-0")) == {"step:0": '{"value": 1}'}
+    store.close()
+
+
+async def test_a_durable_rider_waits_for_its_own_commit_not_for_later_events(
+    store: SessionStore,
+) -> None:
+    # the calls of a batch run at once: one's record must not wait until the others stop
+    # emitting (a flush would: here they never stop until told to)
+    writer = EventLog(store).writer("ses_x")
+    made = await step_events(1)
+    written: list[int] = []
+    going = [True]
+
+    def more(session_id: str, high: int, payloads: list[str]) -> None:
+        written.append(high)
+        if going[0]:
+            writer.add(Pending(event=made[0]))  # another step's event, after every commit
+
+    writer.on_written = more
+    writer.add(Pending(event=made[0]))
+    await writer.durable(_record, workflow_id="ses_x:turn-0")
+    assert len(written) <= 2  # its own batch (and one begun meanwhile), not the rest
+    going[0] = False
+    await writer.flush()
+    store.close()
+
+
+async def test_a_durable_rider_whose_write_failed_raises_and_is_written_later(
+    store: SessionStore,
+) -> None:
+    store.retry_seconds = 0  # outside a body: the write fails at once, as flush's does
+    writer = EventLog(store).writer("ses_x")
+    fail_inserts(store, 1)
+    writer.add(Pending(event=(await step_events(1))[0]))
+    with pytest.raises(sa.exc.OperationalError):
+        await writer.durable(_record, workflow_id="ses_x:turn-0")
+    assert store.run(lambda c: read_records(c, "ses_x:turn-0")) == {}
+    # kept with its batch: the next drain writes both
+    await writer.flush()
+    assert store.run(lambda c: read_records(c, "ses_x:turn-0")) == {"step:0": '{"value": 1}'}
+    assert deltas(logged(store)) == ["0"]
+    store.close()
+
+
+async def test_a_durable_rider_in_a_body_waits_out_a_failed_drain(store: SessionStore) -> None:
+    store.retry_seconds = 0
+    writer = EventLog(store).writer("ses_x")
+    # the drain fails outside the body's patience (a drain another caller began) ...
+    fail_inserts(store, 1)
+    writer.add(Pending(event=(await step_events(1))[0]))
+    with pytest.raises(sa.exc.OperationalError):
+        await writer.flush()
+    # ... and the body's record, attached to the kept batch, starts it again and waits
+    with patient():
+        stored = await writer.durable(_record, workflow_id="ses_x:turn-0")
+    assert stored == '{"value": 1}'
+    assert deltas(logged(store)) == ["0"]
     store.close()

@@ -99,7 +99,7 @@ class DurableRecorder:
         made = await run()
         workflow_id = DBOS.workflow_id or ""
         stored = await asyncio.to_thread(
-            self.store.run, lambda c: add_record(c, workflow_id, key, made)
+            self.store.run, lambda c: add_record(c, workflow_id, key, made), atomic=False
         )
         progress.records[key] = stored
         # another run of this workflow recorded it first: its record counts, as on a replay

@@ -1,8 +1,9 @@
 """Durable step records in eve's table (``eve_step_records``): read, added, listed.
 
 Each function runs in the caller's transaction: a body's records are read with its progress
-in the log (``SessionStore.turn_progress``), and a new one is added in a short transaction
-of its own (``DurableRecorder``, through ``SessionStore.run``).
+in the log (``SessionStore.turn_progress``), and a new one is added on its own
+(``DurableRecorder``, through ``SessionStore.run``: its insert, and the read of a record
+another run added first, need no transaction in common).
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ _RECORD = sa.select(step_records.c.record).where(
     _OF_WORKFLOW, step_records.c.step_key == sa.bindparam("b_key")
 )
 # a record already there is kept, and read back: two runs of one workflow (a worker taken
-# for dead that still runs) go on from the same record, whichever wrote first
+# for dead that still runs) go on from the same record, whichever wrote first. SQLAlchemy
+# keeps an INSERT's rowcount only when asked: on PostgreSQL it was -1, and every record
+# added was read back
 _NEW_RECORD = {
     "sqlite": sqlite.insert(step_records).on_conflict_do_nothing(),
-    "postgresql": postgresql.insert(step_records).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(step_records)
+    .on_conflict_do_nothing()
+    .execution_options(preserve_rowcount=True),
 }
 
 

@@ -117,8 +117,7 @@ def test_what_is_a_store_call(tmp_path: Path) -> None:
         assert all(callable(getattr(store, name)) for name in READ_METHODS)
         store.gate = None  # as on PostgreSQL: no gate, the pool's lane
         assert (
-            store_call(functools.partial(context.run, store.append_events, "s", 0, []))
-            == "pooled"
+            store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "pooled"
         )
     finally:
         store.close()

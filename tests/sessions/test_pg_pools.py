@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import PER_WORKER
-from eve.sessions.store import SessionStore
+from eve.sessions.store import EventRow, SessionStore
 from eve.sessions.tables import sessions
 from tests.postgres import PostgresServer
 
@@ -104,3 +104,19 @@ def test_after_a_restart_no_call_meets_a_closed_connection(
     finally:
         store.close()
     assert "out of reach" not in caplog.text
+
+
+def test_a_lone_batch_at_a_taken_index_writes_none_of_its_rows(postgres_url: str) -> None:
+    """The batch is one statement committed as it runs: all of it or none, as in a
+    transaction; the connection is lent on as a transactional one."""
+    store = _store(postgres_url)
+    row = EventRow(workflow_id=None, body_seq=None, step_key=None, attempt=None, payload="{}")
+    try:
+        store.create_session("ses_taken")
+        store.append_events("ses_taken", 0, [row, row])
+        with pytest.raises(sa.exc.IntegrityError):
+            store.append_events("ses_taken", 1, [row, row, row])  # index 1 is taken
+        assert len(store.read_events("ses_taken", 0)) == 2
+        assert store.run(_status) == "INTRANS"
+    finally:
+        store.close()

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DisconnectionError, InvalidatePoolError
@@ -78,10 +79,11 @@ def _refuse_closed(driver: Any, _record: Any, _proxy: Any) -> None:
         waiting = select.poll()
         waiting.register(driver.pgconn.socket, select.POLLIN)
         closed = bool(waiting.poll(0))
-    except Exception:  # no socket: closed on this side
+    except (psycopg.Error, OSError, ValueError):  # no socket: closed on this side
         closed = True
     if closed:
-        # every connection opened before now went with the same server: all are replaced
+        # after a restart every connection opened before now is gone too: each is replaced
+        # as it is taken (a killed backend costs its siblings a reconnect)
         raise InvalidatePoolError("the server closed the connection")
     if driver.autocommit:
         raise DisconnectionError("a connection left in autocommit mode")

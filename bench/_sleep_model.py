@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from eve.hooks import hookimpl
 from eve.messages import AssistantMessage, UserMessage
@@ -95,8 +96,15 @@ def _count_statements(path: str) -> None:
     def commit(_conn: object) -> None:
         counts["COMMIT"] += 1
 
+    def begin(conn: Any) -> None:
+        # psycopg sends a transaction's BEGIN as a round trip of its own; none in autocommit
+        # mode, though SQLAlchemy still begins its own transaction then
+        if getattr(conn.connection.dbapi_connection, "autocommit", False) is not True:
+            counts["BEGIN"] += 1
+
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
     sa.event.listen(sa.engine.Engine, "commit", commit)
+    sa.event.listen(sa.engine.Engine, "begin", begin)
 
     def dump() -> None:
         while True:

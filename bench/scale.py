@@ -571,13 +571,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--config", action="append", default=[], help="run only this one (repeatable)"
     )
     parser.add_argument(
-        "--sql-counts", action="store_true",
-        help="instead: count the SQL statements per turn (SQLite, 20 clients; writes nothing)",
+        "--sql-counts", nargs="?", const="sqlite", choices=("sqlite", "postgres"),
+        help="instead: count the SQL statements per turn (SQLite unless named, 20 clients; "
+        "writes nothing)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.sql_counts:
         run_config(
-            Config(backend="sqlite", clients=20),
+            Config(backend=args.sql_counts, clients=20),
             replace(plan_for(True), sql_counts=True, window_seconds=5.0),
         )
         return

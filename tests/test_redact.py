@@ -43,6 +43,9 @@ def test_a_known_secret_is_redacted_inside_base64_at_any_alignment(
         "key=sk-AbCdEfGh0123456789",  # finding 5: after '='
         "Authorization: Bearer sk-proj-AbCdEfGh0123456789",
         "tokensk-proj-AbCdEfGh0123456789",
+        "sk-AbCdEfGh0123456789 at the very start",  # a bare key: nothing before it
+        "(sk-AbCdEfGh0123456789)",
+        "ask-admin-AbCdEfGh0123456789",
     ],
 )
 def test_key_shapes_are_redacted_even_glued_to_a_word(text: str) -> None:

@@ -8,7 +8,8 @@ its own tables: a turn that gave up would free its session's place in the queue 
 next turn, and could then only fail, since running it after that one would break the order
 (``accepted_sweep.py``). Other callers (the sweeps, the heartbeat, a follower's reads) give
 up after ``SessionStore.retry_seconds``; a request does not wait at all: its caller gets a
-503 at once and may retry (``fail_fast``). A closed store stops every wait.
+503 at once and may retry (``fail_fast``). A closed store stops every wait. The event
+notifier (``pg_notifier.py``) waits out its flushes here too, until its store closes.
 
 The log says once that the database is out of reach and once that it is back, however many
 calls waited meanwhile.
@@ -31,6 +32,7 @@ from eve.sessions.database_errors import failing_fast, failure_kind, raised, tra
 log = logging.getLogger("eve.sessions")
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 FIRST_DELAY = 0.05
 MAX_DELAY = 2.0
 
@@ -86,22 +88,33 @@ def retried(method: F) -> F:
     def call(self: _Retrying, *args: Any, **kwargs: Any) -> Any:
         if failing_fast():
             return method(self, *args, **kwargs)
-        delay = FIRST_DELAY
         deadline = math.inf if _PATIENT.get() else time.monotonic() + self.retry_seconds
-        waited = False
-        while True:
-            try:
-                result = method(self, *args, **kwargs)
-            except Exception as error:
-                if self.closed or not transient(error) or time.monotonic() + delay > deadline:
-                    raise
-                _outage.began(error)
-                waited = True
-                time.sleep(delay)
-                delay = min(delay * 2, MAX_DELAY)
-                continue
-            if waited:
-                _outage.ended()
-            return result
+        return waited_out(
+            functools.partial(method, self, *args, **kwargs),
+            deadline=deadline,
+            stopped=lambda: self.closed,
+        )
 
     return cast(F, call)
+
+
+def waited_out(call: Callable[[], T], *, deadline: float, stopped: Callable[[], bool]) -> T:
+    """``call()``, made again after each ``transient`` failure, waiting longer each time,
+    until it succeeds; its failure when it is not transient, when ``stopped()`` says to
+    give up, or when the next wait would pass ``deadline`` (``time.monotonic``)."""
+    delay = FIRST_DELAY
+    waited = False
+    while True:
+        try:
+            result = call()
+        except Exception as error:
+            if stopped() or not transient(error) or time.monotonic() + delay > deadline:
+                raise
+            _outage.began(error)
+            waited = True
+            time.sleep(delay)
+            delay = min(delay * 2, MAX_DELAY)
+            continue
+        if waited:
+            _outage.ended()
+        return result

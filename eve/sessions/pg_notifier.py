@@ -7,23 +7,26 @@ commit order), so every notifying commit waits for the one before to flush its W
 event log's writes notified inside their own transactions, and under load (hundreds of
 turns writing at once, ``fsync`` on) they queued one fsync at a time behind that lock,
 each holding a pool connection while it waited. Sent here instead, the event rows commit
-in parallel (group commit), and the notifications of ``COALESCE_SECONDS`` go in one short
-transaction that neither writes rows nor waits for its WAL (``synchronous_commit`` off:
-a notification is a hint, the rows it points at are durable already).
+in parallel (group commit), and the notifications of ``COALESCE_SECONDS`` go in one
+statement, committed as it runs (``pg_pools.each_commits``), that neither writes rows nor
+waits for its WAL (``synchronous_commit`` off, for it alone: a notification is a hint, the
+rows it points at are durable already). A flush that fails waits the database out as the
+store's calls do (``db_retry.waited_out``), until the store closes.
 
 Each notification names the store that sent it: the worker that wrote the events handed them
 to its own followers as it committed them (``SessionWriter``), so its listener skips them;
 under load it heard them before that hand-over often enough to read every batch back.
 
 A notification still means the rows are there: it is sent only after their commit. One
-that is never sent (the process dies first, the database is away for longer than a flush
-keeps retrying) costs another worker's followers a heartbeat's wait (``event_feed.py``),
-not an event.
+that is never sent (the process dies first, the store closes while the database is away,
+a failure that is no outage) costs another worker's followers a heartbeat's wait
+(``event_feed.py``), not an event.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import threading
 import time
@@ -33,16 +36,19 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from eve.sessions.database_errors import failure_kind
+from eve.sessions.db_retry import waited_out
+from eve.sessions.pg_pools import each_commits
+
 log = logging.getLogger("eve.sessions")
 
 #: the channel every worker's listener hears (``pg_listener.py``)
 EVENTS_CHANNEL = "eve_events"
-#: how long commits gather before one transaction notifies them all
+#: how long commits gather before one statement notifies them all
 COALESCE_SECONDS = 0.005
-#: after a failed flush, the first wait before the next; doubled each failure, up to the last
-RETRY_SECONDS = (0.05, 2.0)
 
-# one statement: no WAL wait at commit (see above), then a notification per payload
+# one statement: no WAL wait at its commit (see above; ``set_config``'s local value lasts
+# until the statement's own transaction has committed), then a notification per payload
 _NOTIFY = sa.text(
     "SELECT pg_notify(:channel, p) "
     "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS quick, "
@@ -64,7 +70,7 @@ class PgNotifier:
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
-        #: transactions that notified (for tests and the benchmark)
+        #: statements that notified (for tests and the benchmark)
         self.flushes = 0
 
     def committed(self, session_id: str, high: int) -> None:
@@ -91,25 +97,21 @@ class PgNotifier:
             thread.join()
 
     def _run(self) -> None:
-        delay = RETRY_SECONDS[0]
         while True:
             self._wake.wait()
             if not self._closed:
-                # the commits of the next moment join this one's transaction
+                # the commits of the next moment join this one's statement
                 time.sleep(COALESCE_SECONDS)
             self._wake.clear()
             try:
-                self._flush()
-                delay = RETRY_SECONDS[0]
+                waited_out(self._flush, deadline=math.inf, stopped=lambda: self._closed)
             except Exception as error:
                 if self._closed:
                     return  # stopping while the database is away: nothing waits for it
-                if delay == RETRY_SECONDS[0]:  # once per outage, not per attempt
-                    log.warning("event notifications not sent: %s", type(error).__name__)
-                time.sleep(delay)
-                delay = min(delay * 2, RETRY_SECONDS[1])
-                self._wake.set()
-                continue
+                # no outage but a refusal, which sending again would meet again
+                log.warning("event notifications not sent: %s", failure_kind(error))
+                with self._lock:
+                    self._pending.clear()
             with self._lock:
                 if self._closed and not self._pending:
                     return
@@ -119,7 +121,7 @@ class PgNotifier:
             if not batch:
                 return
             payloads = [f"{self.origin} {session_id}:{high}" for session_id, high in batch.items()]
-            with self.engine.begin() as c:
+            with each_commits(self.engine) as c:
                 c.execute(_NOTIFY, {"channel": EVENTS_CHANNEL, "payloads": payloads})
             self.flushes += 1
 

@@ -23,10 +23,14 @@ _RECORD = sa.select(step_records.c.record).where(
     _OF_WORKFLOW, step_records.c.step_key == sa.bindparam("b_key")
 )
 # a record already there is kept, and read back: two runs of one workflow (a worker taken
-# for dead that still runs) go on from the same record, whichever wrote first
+# for dead that still runs) go on from the same record, whichever wrote first. SQLAlchemy
+# keeps an INSERT's rowcount only when asked: on PostgreSQL it was -1, and every record
+# added was read back
 _NEW_RECORD = {
     "sqlite": sqlite.insert(step_records).on_conflict_do_nothing(),
-    "postgresql": postgresql.insert(step_records).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(step_records)
+    .on_conflict_do_nothing()
+    .execution_options(preserve_rowcount=True),
 }
 
 

@@ -26,7 +26,7 @@ from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.pg_notifier import PgNotifier
-from eve.sessions.pg_pools import background_engine, request_engine
+from eve.sessions.pg_pools import background_engine, each_commits, request_engine
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -372,14 +372,25 @@ class SessionStore:
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
         if self.gate is None:
-            engine = self.engine
-            if self.request_engine is not None and failing_fast():
-                engine = self.request_engine
-            with engine.begin() as connection:
+            with self._pg_engine().begin() as connection:
                 yield connection
             return
         with self.gate.held(), self.engine.begin() as connection:
             yield connection
+
+    def _pg_engine(self) -> Engine:
+        """On PostgreSQL, the engine of this call: a request's pool while one is answered."""
+        if self.request_engine is not None and failing_fast():
+            return self.request_engine
+        return self.engine
+
+    def _single(self) -> contextlib.AbstractContextManager[Connection]:
+        """For work of one statement, or whose statements need no transaction in common: on
+        PostgreSQL each statement commits as it runs, two round trips fewer than a
+        transaction's (``pg_pools.each_commits``); on SQLite a transaction (``_tx``)."""
+        if self.gate is None:
+            return each_commits(self._pg_engine())
+        return self._tx()
 
     def _read(self) -> contextlib.AbstractContextManager[Connection]:
         """A read's transaction. On SQLite it takes the gate as a write does, though in WAL
@@ -387,13 +398,17 @@ class SessionStore:
         followers' reads ran dozens at once, each taking turns at the interpreter's lock
         with the event loop, and a POST's answer took 2.2 s (p50) where it took 25 to 50
         ms; nor did the turns finish any faster. Under the gate one runs at a time, a
-        request's first. What makes a read different is its lane (``thread_lanes.py``)."""
-        return self._tx()
+        request's first. What makes a read different is its lane (``thread_lanes.py``).
+        On PostgreSQL a read needs no transaction: under its READ COMMITTED each statement
+        reads what was committed as it started, in a transaction or not (``_single``)."""
+        return self._single()
 
     @retried
-    def run(self, work: Callable[[Connection], T]) -> T:
-        """``work`` in one transaction (for a module with tables of its own here)."""
-        with self._tx() as c:
+    def run(self, work: Callable[[Connection], T], *, atomic: bool = True) -> T:
+        """``work`` in one transaction (for a module with tables of its own here);
+        ``atomic=False`` for work of one statement, or whose statements each stand alone
+        (``_single``: on PostgreSQL no transaction is opened)."""
+        with self._tx() if atomic else self._single() as c:
             return work(c)
 
     @retried
@@ -608,7 +623,9 @@ class SessionStore:
         On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
         its new highest index once the rows are committed, never for a rolled-back write,
         outside this transaction (``pg_notifier.py`` says why)."""
-        with self._tx() as c:
+        # the rows alone are one statement (``pg_pools._engine``): no transaction around it
+        alone = not also and len(rows) <= self.engine.dialect.insertmanyvalues_page_size
+        with self._single() if alone else self._tx() as c:
             if rows:
                 c.execute(
                     _NEW_EVENTS,

@@ -11,6 +11,10 @@ are submitted, on the loop's thread:
 - on SQLite, the turns' writes to eve's store queue on the loop's side for one thread
   (``writer_lane.py``): SQLite has one writer, so they ran one at a time anyway, each in
   a thread asleep at the gate meanwhile; their reads take four threads;
+- on PostgreSQL, the turns' calls to the store take as many threads as the store's pool
+  has connections (``pg_pools.BACKGROUND_POOL``): a call waits for a connection as an item
+  in a queue rather than as a thread asleep in the pool, which woke to take its turn at
+  the interpreter's lock;
 - the rest (DBOS's calls, sync tools) runs on 64 threads. Bounded while the store's calls
   shared it, that pool halved a worker's turns per second at N=500 (a thread asleep at
   the gate held its slot, and calls that needed no gate waited for one), so it was
@@ -38,6 +42,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import failing_fast
+from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import READ_METHODS, SessionStore
 from eve.sessions.writer_lane import WriterLane
 
@@ -85,6 +90,7 @@ class LanedExecutor(ThreadPoolExecutor):
         self.replaced = replaced
         self.requests = ThreadPoolExecutor(max_workers=requests, thread_name_prefix="eve-request")
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="eve-read")
+        self.pooled = ThreadPoolExecutor(max_workers=BACKGROUND_POOL, thread_name_prefix="eve-pg")
         self.writes = WriterLane()
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
@@ -97,12 +103,13 @@ class LanedExecutor(ThreadPoolExecutor):
         kind = store_call(fn)
         if kind == "write":
             return self.writes.submit(functools.partial(fn, *args, **kwargs))
-        lane = self.reads if kind == "read" else self.background
+        lane = {"read": self.reads, "pooled": self.pooled, None: self.background}[kind]
         return lane.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.reads.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.pooled.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.writes.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.background.shutdown(wait=wait, cancel_futures=cancel_futures)
         if self.replaced is not None:
@@ -110,10 +117,11 @@ class LanedExecutor(ThreadPoolExecutor):
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
+def store_call(fn: Callable[..., Any]) -> Literal["read", "write", "pooled"] | None:
     """``"read"`` or ``"write"`` when ``fn`` is a call of a SQLite store's method (as
     ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
-    a ``partial`` of the method); None for anything else, a PostgreSQL store's calls too."""
+    a ``partial`` of the method), ``"pooled"`` for a PostgreSQL store's; None for anything
+    else."""
     seen: Any = fn
     for _ in range(3):  # a context's run, a partial of the method: no deeper
         if not isinstance(seen, functools.partial):
@@ -124,8 +132,10 @@ def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
         else:
             seen = seen.func
     store = getattr(seen, "__self__", None)
-    if not isinstance(store, SessionStore) or store.gate is None:
+    if not isinstance(store, SessionStore):
         return None
+    if store.gate is None:
+        return "pooled"
     return "read" if seen.__name__ in READ_METHODS else "write"
 
 

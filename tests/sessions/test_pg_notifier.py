@@ -1,6 +1,6 @@
 """Event commits are notified on PostgreSQL after they commit, off the write transaction:
 named by the store that sent them (its own listener skips them), kept and sent again when
-a flush fails."""
+the database fails a flush."""
 
 from __future__ import annotations
 
@@ -62,17 +62,24 @@ def test_an_append_is_notified_after_its_commit_with_the_store_s_origin(
         store.close()
 
 
-def test_a_failed_flush_is_sent_again(
-    postgres_url: str, listening: psycopg.Connection[Any]
-) -> None:
-    engine = sa.create_engine(_sqlalchemy(postgres_url))
-    failures = [RuntimeError("the database went away")]
+def _failing(url: str, failures: list[Exception]) -> sa.Engine:
+    """An engine whose next statements raise ``failures``, one each."""
+    engine = sa.create_engine(_sqlalchemy(url))
 
-    def fail_once(*_args: object) -> None:
+    def fail(*_args: object) -> None:
         if failures:
             raise failures.pop()
 
-    sa.event.listen(engine, "before_cursor_execute", fail_once)
+    sa.event.listen(engine, "before_cursor_execute", fail)
+    return engine
+
+
+def test_a_flush_the_database_failed_is_sent_again(
+    postgres_url: str, listening: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = psycopg.OperationalError("the server went away")
+    failures: list[Exception] = [sa.exc.OperationalError("SELECT", {}, gone)]
+    engine = _failing(postgres_url, failures)
     notifier = PgNotifier(engine)
     try:
         notifier.committed(SESSION, 4)
@@ -82,6 +89,30 @@ def test_a_failed_flush_is_sent_again(
     finally:
         notifier.close()
         engine.dispose()
+    # waited out as the store's calls are, and said so as they do (``db_retry.py``)
+    assert "the session database is out of reach (OperationalError)" in caplog.text
+    assert "the session database is reachable again" in caplog.text
+
+
+def test_a_flush_refused_for_another_reason_is_dropped_and_said(
+    postgres_url: str, listening: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    failures: list[Exception] = [RuntimeError("not an outage")]
+    engine = _failing(postgres_url, failures)
+    notifier = PgNotifier(engine)
+    try:
+        notifier.committed(SESSION, 4)
+        later = f"{notifier.origin} {SESSION}:5"
+        while failures:
+            time.sleep(0.01)
+        notifier.committed(SESSION, 5)
+        heard = _heard_until(listening, later)
+        # the refused one was not sent again: another would meet the same refusal
+        assert later in heard and f"{notifier.origin} {SESSION}:4" not in heard
+    finally:
+        notifier.close()
+        engine.dispose()
+    assert "event notifications not sent: RuntimeError" in caplog.text
 
 
 async def test_the_listener_skips_its_own_store_s_notifications(postgres_url: str) -> None:

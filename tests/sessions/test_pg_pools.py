@@ -1,15 +1,20 @@
 """On PostgreSQL a request's transactions take a pool of their own, so a POST never waits
-for a connection behind the turns' work; docs/postgres.md counts what a worker opens."""
+for a connection behind the turns' work; docs/postgres.md counts what a worker opens. Work
+of one statement opens no transaction, and a connection the server closed is never lent."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import PER_WORKER
-from eve.sessions.store import SessionStore
+from eve.sessions.store import EventRow, SessionStore
+from eve.sessions.tables import sessions
+from tests.postgres import PostgresServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "postgres.md"
 
@@ -33,3 +38,85 @@ def test_a_request_s_transaction_takes_the_requests_pool(postgres_url: str) -> N
 def test_the_docs_count_a_worker_s_connections() -> None:
     assert f"up to {PER_WORKER} connections" in DOCS.read_text()
     assert f"at least {PER_WORKER} × (workers on all hosts)" in DOCS.read_text()
+
+
+def _store(url: str) -> SessionStore:
+    return SessionStore("postgresql+psycopg://" + url.split("://", 1)[1])
+
+
+def _status(c: Connection) -> str:
+    """The driver's transaction status after a statement: IDLE once it committed."""
+    c.execute(sa.text("SELECT 1"))
+    return str(c.connection.dbapi_connection.info.transaction_status.name)  # type: ignore[union-attr]
+
+
+def test_work_of_one_statement_commits_as_it_runs(postgres_url: str) -> None:
+    """No BEGIN and COMMIT round trips around a read or a lone statement; a transaction
+    still for the rest, on a connection back out of autocommit mode."""
+    store = _store(postgres_url)
+    try:
+        assert store.read(_status) == "IDLE"
+        assert store.run(_status, atomic=False) == "IDLE"
+        assert store.run(_status) == "INTRANS"
+        with fail_fast():  # a request's pool alike
+            assert store.read(_status) == "IDLE"
+            assert store.run(_status) == "INTRANS"
+        # and what a lone statement wrote is there for others before the work returns
+        store.create_session("ses_seen")
+
+        def ended_and_seen(c: Connection) -> bool:
+            c.execute(sessions.update().values(status="ended"))
+            with store.request_engine.connect() as other:  # type: ignore[union-attr]
+                return other.execute(sa.select(sessions.c.status)).scalar() == "ended"
+
+        assert store.run(ended_and_seen, atomic=False)
+    finally:
+        store.close()
+
+
+def test_a_connection_left_in_autocommit_mode_is_not_lent(postgres_url: str) -> None:
+    store = _store(postgres_url)
+    try:
+        with store.engine.connect() as c:
+            left = c.connection.dbapi_connection
+            left.autocommit = True  # type: ignore[union-attr]
+        assert store.run(_status) == "INTRANS"
+        assert left.closed  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_after_a_restart_no_call_meets_a_closed_connection(
+    restartable_postgres: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each pool's connections went with the server: taking one finds it closed (its socket
+    has the server's last words to read) and opens a new one, with no round trip to
+    ask; no call fails, none waits, nothing is logged."""
+    store = _store(restartable_postgres.database())
+    try:
+        store.create_session("ses_restart")
+        with fail_fast():
+            assert store.get_session("ses_restart") is not None
+        restartable_postgres.restart()
+        with fail_fast():  # a request: a failure would be a 503
+            assert store.get_session("ses_restart") is not None
+        assert store.get_session("ses_restart") is not None
+    finally:
+        store.close()
+    assert "out of reach" not in caplog.text
+
+
+def test_a_lone_batch_at_a_taken_index_writes_none_of_its_rows(postgres_url: str) -> None:
+    """The batch is one statement committed as it runs: all of it or none, as in a
+    transaction; the connection is lent on as a transactional one."""
+    store = _store(postgres_url)
+    row = EventRow(workflow_id=None, body_seq=None, step_key=None, attempt=None, payload="{}")
+    try:
+        store.create_session("ses_taken")
+        store.append_events("ses_taken", 0, [row, row])
+        with pytest.raises(sa.exc.IntegrityError):
+            store.append_events("ses_taken", 1, [row, row, row])  # index 1 is taken
+        assert len(store.read_events("ses_taken", 0)) == 2
+        assert store.run(_status) == "INTRANS"
+    finally:
+        store.close()

@@ -7,6 +7,7 @@ import time
 
 import msgspec
 import pytest
+import sqlalchemy as sa
 from dbos import DBOS
 
 from eve._usage import TokenUsage
@@ -156,3 +157,16 @@ def test_a_step_recorded_twice_keeps_the_first_record_and_a_save_names_its_workf
     replay = store.turn_progress("ses_a:turn-0", records_of="ses_a:turn-0", checkpoint_of="ses_a")
     assert replay.checkpoint == StartingCheckpoint(version=0, data=None)
     assert replay.records == {"step:0": '{"run":1}'}
+
+
+def test_a_record_added_first_is_not_read_back(either_store: SessionStore) -> None:
+    """Only a record another run added first is read; on PostgreSQL every one was, as the
+    insert's row count was not kept (-1)."""
+    store = either_store
+    ran: list[str] = []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: ran.append(a[2]))
+    store.run(lambda c: add_record(c, "ses_b:turn-0", "step:0", '{"run":1}'), atomic=False)
+    assert [s.split()[0] for s in ran] == ["INSERT"]
+    ran.clear()
+    store.run(lambda c: add_record(c, "ses_b:turn-0", "step:0", '{"run":2}'), atomic=False)
+    assert [s.split()[0] for s in ran] == ["INSERT", "SELECT"]

@@ -13,6 +13,7 @@ import pytest
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
+from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import READ_METHODS, SessionStore
 from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, after_answer, store_call
 from eve.sessions.writer_lane import WriterLane
@@ -114,10 +115,47 @@ def test_what_is_a_store_call(tmp_path: Path) -> None:
         assert store_call(functools.partial(context.run, print, "s")) is None
         # every name is a method the store has (a rename would send its reads to the writer)
         assert all(callable(getattr(store, name)) for name in READ_METHODS)
-        store.gate = None  # as on PostgreSQL: no lanes, no gate
-        assert store_call(functools.partial(context.run, store.append_events, "s", 0, [])) is None
+        store.gate = None  # as on PostgreSQL: no gate, the pool's lane
+        assert (
+            store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "pooled"
+        )
     finally:
         store.close()
+
+
+def test_on_postgres_the_turns_store_calls_take_one_thread_a_connection(
+    postgres_url: str,
+) -> None:
+    """More calls than the pool has connections run on as many threads as it has: the
+    rest wait in the lane's queue, not as threads asleep in the pool."""
+    store = SessionStore("postgresql+psycopg://" + postgres_url.split("://", 1)[1])
+    release = threading.Event()
+    running: set[str] = set()
+
+    def hold(_c: object) -> str:
+        running.add(threading.current_thread().name)
+        release.wait(10)
+        return threading.current_thread().name
+
+    async def scenario() -> set[str]:
+        executor = LanedExecutor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="turns"))
+        asyncio.get_running_loop().set_default_executor(executor)
+        calls = [asyncio.create_task(asyncio.to_thread(store.run, hold)) for _ in range(20)]
+        while len(running) < BACKGROUND_POOL:
+            await asyncio.sleep(0.01)
+        # every connection is taken and the lane's threads with them: the rest queue
+        assert executor.pooled._work_queue.qsize() == 20 - BACKGROUND_POOL
+        release.set()
+        names = set(await asyncio.gather(*calls))
+        executor.shutdown()
+        return names
+
+    try:
+        names = asyncio.run(scenario())
+    finally:
+        release.set()
+        store.close()
+    assert len(names) == BACKGROUND_POOL and all(n.startswith("eve-pg") for n in names)
 
 
 def test_the_writer_lane_runs_what_was_queued_before_it_shut_down() -> None:

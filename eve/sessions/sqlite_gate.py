@@ -25,6 +25,10 @@ transactions through a gate of their own, from the first write statement to the 
 rollback (reads run outside a transaction there and pass freely). A write waits at most
 ``patience`` seconds for the gate and then goes on to SQLite's own lock as before: the gate
 only orders, it can never hold a write up for good.
+
+Other processes on the file (``eve serve --workers``) are not in the gate: once past it, a
+write transaction (its first write statement, on either file) takes the file's lock across
+processes (``sqlite_file_lock.py``), and lets go of both once the driver has committed.
 """
 
 from __future__ import annotations

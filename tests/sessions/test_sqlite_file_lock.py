@@ -52,7 +52,7 @@ def _prepared(tmp_path: Path) -> Path:
     return path
 
 
-def _started(target: Callable[..., None], *args: object) -> multiprocessing.Process:
+def started(target: Callable[..., None], *args: object) -> multiprocessing.Process:
     child = _FORK.Process(target=target, args=args, daemon=True)
     child.start()
     return child
@@ -60,7 +60,7 @@ def _started(target: Callable[..., None], *args: object) -> multiprocessing.Proc
 
 def test_two_processes_writes_take_turns_at_the_file_lock(tmp_path: Path) -> None:
     path = _prepared(tmp_path)
-    children = [_started(_counted_writes, str(path), WRITES) for _ in range(2)]
+    children = [started(_counted_writes, str(path), WRITES) for _ in range(2)]
     for child in children:
         child.join(60)
     assert [child.exitcode for child in children] == [0, 0]
@@ -72,8 +72,11 @@ def test_two_processes_writes_take_turns_at_the_file_lock(tmp_path: Path) -> Non
     assert sorted(n for _, n in pids) == [WRITES, WRITES]
 
 
-def _hold_a_write(path: str, holding: Pipe) -> None:
+def hold_a_write(path: str, holding: Pipe) -> None:
+    """Write to the file at ``path`` as eve does, tell ``holding``, and hold on until killed."""
     engine, gate = _store_like(Path(path), busy_timeout=10.0)
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE IF NOT EXISTS log (pid INTEGER)"))
     with gate.held(), engine.begin() as c:
         c.execute(sa.text("INSERT INTO log (pid) VALUES (:pid)"), {"pid": os.getpid()})
         holding.send("holding")
@@ -83,7 +86,7 @@ def _hold_a_write(path: str, holding: Pipe) -> None:
 def test_a_process_killed_holding_the_lock_does_not_stall_another(tmp_path: Path) -> None:
     path = _prepared(tmp_path)
     ours, theirs = _FORK.Pipe()
-    holder = _started(_hold_a_write, str(path), theirs)
+    holder = started(hold_a_write, str(path), theirs)
     assert ours.poll(30) and ours.recv() == "holding"
     engine, gate = _store_like(path, busy_timeout=10.0)
     done = threading.Event()
@@ -116,7 +119,7 @@ def _try_inherited(lock: FileLock, told: Pipe) -> None:
     lock.release()
 
 
-def _waiter_on(path: Path) -> bool:
+def waiter_on(path: Path) -> bool:
     """Whether a process waits for the ``flock`` of ``path`` (a ``->`` line of
     ``/proc/locks``, whose file is ``major:minor:inode``)."""
     inode = f":{path.stat().st_ino} "
@@ -127,10 +130,10 @@ def test_a_forked_child_does_not_share_its_parents_lock(tmp_path: Path) -> None:
     lock = FileLock(tmp_path / "eve.sqlite")
     assert lock.acquire()
     ours, theirs = _FORK.Pipe()
-    child = _started(_try_inherited, lock, theirs)
+    child = started(_try_inherited, lock, theirs)
     try:
         deadline = time.monotonic() + 30
-        while not _waiter_on(lock.path):
+        while not waiter_on(lock.path):
             assert not ours.poll(0.005), "the child took the lock its parent holds"
             assert time.monotonic() < deadline
     finally:

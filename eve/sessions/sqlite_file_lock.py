@@ -17,11 +17,19 @@ an older eve) is still safe, it only waits as before.
 
 A ``flock`` belongs to an open file, shared by every thread of the process: so the lock is
 taken by one thread at a time, the holder of the process's gate (``sqlite_gate.py``).
+
+The first try (``LOCK_NB``) and the release call the C library's ``flock`` keeping the
+interpreter's lock: ``fcntl.flock`` lets go of it around the system call, and a thread that
+took the file lock there then waited for the interpreter's lock (up to its switch interval,
+5 ms, while another thread ran) holding the file lock, with the other process's writers
+waiting on it. Only a wait for another process lets the interpreter's lock go.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -30,6 +38,11 @@ from sqlalchemy.engine import make_url
 
 #: what the lock's file adds to the database's name (as SQLite names ``-wal`` and ``-shm``)
 SUFFIX = "-writer"
+
+#: ``flock(2)`` called with the interpreter's lock held (``PyDLL``; ``CDLL`` lets it go)
+_flock = ctypes.PyDLL(None, use_errno=True).flock
+_flock.argtypes = (ctypes.c_int, ctypes.c_int)
+_flock.restype = ctypes.c_int
 
 
 class FileLock:
@@ -54,9 +67,9 @@ class FileLock:
         fd = self._file()
         if fd is None:
             return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB):
+            if ctypes.get_errno() != errno.EWOULDBLOCK:
+                return False  # a file that takes no locks: SQLite's lock alone, as before
             self.waited += 1
             # blocks in the kernel without the interpreter's lock, woken when it is free
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -66,7 +79,7 @@ class FileLock:
     def release(self) -> None:
         self._depth -= 1
         if not self._depth and self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            _flock(self._fd, fcntl.LOCK_UN)
 
     def _file(self) -> int | None:
         # a process's own open file: one inherited over ``fork`` is the parent's too, and a

@@ -23,22 +23,18 @@ def sqlite_engine(
     module: ModuleType | None = None,
     prepare: Callable[[Any], None] | None = None,
     pool_size: int | None = None,
-    factory: type[Any] | None = None,
 ) -> Engine:
     """An engine on the SQLite file at ``url``: WAL and ``busy_timeout`` on every connection,
     then ``pragmas`` (``"synchronous=NORMAL"``). ``module`` is the DBAPI module (the stdlib's
     by default); ``prepare`` runs on each new DBAPI connection first (loading an extension,
     an isolation level); ``pool_size`` keeps that many connections open (``None``:
-    SQLAlchemy's default pool); ``factory`` is the DBAPI connection's class."""
+    SQLAlchemy's default pool)."""
     extra: dict[str, Any] = {} if module is None else {"module": module}
-    connect_args: dict[str, Any] = {"check_same_thread": False, "timeout": busy_timeout}
-    if factory is not None:
-        connect_args["factory"] = factory
     if pool_size is not None:
         extra |= {"pool_size": pool_size, "max_overflow": 0}
     engine = sa.create_engine(
         make_url(url),
-        connect_args=connect_args,
+        connect_args={"check_same_thread": False, "timeout": busy_timeout},
         **extra,
     )
 

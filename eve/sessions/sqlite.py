@@ -16,8 +16,7 @@ from sqlalchemy.engine import Engine
 
 from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.database_errors import refuse_lock_in_request
-from eve.sessions.sqlite_file_lock import FileLock, database_path
-from eve.sessions.sqlite_gate import GatedConnection, SqliteGate, gate_writes
+from eve.sessions.sqlite_gate import SqliteGate, gate_writes
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
 #: ``pool_size`` as soon as it is returned, so an overflow is opened (its PRAGMAs run) and
@@ -35,7 +34,6 @@ def sqlite_engine(
     synchronous: str = "NORMAL",
     immediate: bool = False,
     busy_timeout: float = 30.0,
-    gate: SqliteGate | None = None,
 ) -> Engine:
     """An engine on the SQLite file at ``url``.
 
@@ -44,10 +42,6 @@ def sqlite_engine(
     keys on) besides the journal settings. A write that waits ``busy_timeout`` seconds for
     another's lock fails; during a request it fails for good (``fail_fast``), where DBOS
     would retry it for as long as the lock is held.
-
-    Every write transaction takes a gate in this process, then the file's lock across
-    processes (``sqlite_file_lock.py``): ``gate`` is the one eve's store holds around its
-    transactions; an ``immediate`` engine's is its own, with ``GATE_PATIENCE_SECONDS``.
     """
     pragmas = [f"synchronous={synchronous}", *(["foreign_keys=ON"] if immediate else [])]
 
@@ -59,20 +53,10 @@ def sqlite_engine(
     # many connections at once; SQLAlchemy's default keeps 5 and opens up to 10 more, each
     # closed again as soon as it is returned
     engine = shared_sqlite_engine(
-        url,
-        busy_timeout=busy_timeout,
-        pragmas=pragmas,
-        prepare=isolate,
-        pool_size=POOL_SIZE,
-        factory=GatedConnection,
+        url, busy_timeout=busy_timeout, pragmas=pragmas, prepare=isolate, pool_size=POOL_SIZE
     )
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
-    path = database_path(url)
-    file_lock = None if path is None else FileLock(path)
-    if gate is not None:
-        gate_writes(engine, gate, patience=None, file_lock=file_lock)
-    elif immediate:
+    if immediate:
         # DBOS's writers queue in this process rather than sleep in SQLite's busy handler
-        patience = min(busy_timeout, GATE_PATIENCE_SECONDS)
-        gate_writes(engine, SqliteGate(), patience=patience, file_lock=file_lock)
+        gate_writes(engine, SqliteGate(), patience=min(busy_timeout, GATE_PATIENCE_SECONDS))
     return engine

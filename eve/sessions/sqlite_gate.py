@@ -25,18 +25,13 @@ transactions through a gate of their own, from the first write statement to the 
 rollback (reads run outside a transaction there and pass freely). A write waits at most
 ``patience`` seconds for the gate and then goes on to SQLite's own lock as before: the gate
 only orders, it can never hold a write up for good.
-
-Other processes on the file (``eve serve --workers``) are not in the gate: once past it, a
-write transaction (its first write statement, on either file) takes the file's lock across
-processes (``sqlite_file_lock.py``), and lets go of both once the driver has committed.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,8 +39,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from eve.sessions.database_errors import failing_fast
-from eve.sessions.sqlite_file_lock import FileLock
 
+#: the key of a connection's ``info`` while its transaction holds a write gate
+_HOLDS = "eve_write_gate"
 #: the statements that start a write transaction (pysqlite opens it before these)
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -60,10 +56,6 @@ class SqliteGate:
         self._urgent_waiting = 0
         #: transactions that had to wait for another (for tests and the benchmark)
         self.waited = 0
-        #: writes that went on without it, their patience run out (``gate_writes``)
-        self.bypassed = 0
-        #: the lock its holder's writes take across processes (``gate_writes``)
-        self.file_lock: FileLock | None = None
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -117,78 +109,28 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-class GatedConnection(sqlite3.Connection):
-    """pysqlite's connection, letting go of what its write transaction holds (the gate,
-    the file lock) once SQLite has ended the transaction. SQLAlchemy's ``commit`` and
-    ``rollback`` events come before the driver's call: a lock let go there let the next
-    writer in while this one was still committing, to sleep in SQLite's busy handler."""
+def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float) -> None:
+    """Put ``engine``'s write transactions through ``gate`` (an engine whose transactions
+    another library opens: DBOS's system database)."""
 
-    #: whether this transaction's first write was seen (it decided what to take then)
-    writing = False
-    #: what to let go of once the transaction has ended
-    _held: Callable[[], None] | None = None
-
-    def commit(self) -> None:
-        try:
-            super().commit()
-        finally:
-            self._ended()
-
-    def rollback(self) -> None:
-        try:
-            super().rollback()
-        finally:
-            self._ended()
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._ended()
-
-    def hold(self, held: Callable[[], None]) -> None:
-        self._held = held
-
-    def _ended(self) -> None:
-        self.writing = False
-        held, self._held = self._held, None
-        if held is not None:
-            held()
-
-
-def gate_writes(
-    engine: Engine, gate: SqliteGate, *, patience: float | None, file_lock: FileLock | None
-) -> None:
-    """Put ``engine``'s write transactions through ``gate``, then ``file_lock`` (another
-    process's writers), from the first write statement to the commit or rollback. Reads
-    run outside a transaction there and pass freely. The engine's connections must be
-    ``GatedConnection``s.
-
-    ``patience`` (DBOS's system database, whose transactions DBOS opens): a write that
-    waited that long for the gate goes on to SQLite's own lock without it, and without the
-    file lock, which the gate's holder may be waiting for. None (eve's store, whose
-    transactions hold the gate already): the write takes it again, at once."""
-
-    def let_go() -> None:
-        assert file_lock is not None
-        file_lock.release()
-        gate._release()
-
-    def before(_conn: sa.Connection, cursor: Any, statement: str, *_args: Any) -> None:
-        connection: GatedConnection = cursor.connection
-        if connection.writing or not statement.lstrip()[:7].upper().startswith(_WRITES):
+    def before(conn: sa.Connection, _cursor: Any, statement: str, *_args: Any) -> None:
+        if _HOLDS in conn.info or not statement.lstrip()[:7].upper().startswith(_WRITES):
             return
-        # from here on it holds SQLite's lock: its next write must not wait for anything
-        connection.writing = True
-        if not gate._acquire(urgent=failing_fast(), patience=patience):
-            gate.bypassed += 1
-            return
-        if file_lock is None or not file_lock.acquire():
-            connection.hold(gate._release)
-            return
-        connection.hold(let_go)
+        # False: it went on without the gate, and holds SQLite's lock from here on, so its
+        # next write must not wait for the gate (whose holder may be waiting for that lock)
+        conn.info[_HOLDS] = gate._acquire(urgent=failing_fast(), patience=patience)
 
-    gate.file_lock = file_lock
+    def ended(conn: sa.Connection) -> None:
+        if conn.info.pop(_HOLDS, False):
+            gate._release()
+
+    def returned(_dbapi: Any, record: Any, *_state: Any) -> None:
+        # a connection given back mid-transaction (its rollback is the pool's own)
+        if record.info.pop(_HOLDS, False):
+            gate._release()
+
     sa.event.listen(engine, "before_cursor_execute", before)
-    if file_lock is not None:
-        sa.event.listen(engine, "engine_disposed", lambda _engine: file_lock.close())
+    sa.event.listen(engine, "commit", ended)
+    sa.event.listen(engine, "rollback", ended)
+    sa.event.listen(engine, "checkin", returned)
+    sa.event.listen(engine, "invalidate", returned)

@@ -303,10 +303,10 @@ class SessionStore:
         #: on PostgreSQL, the connections of requests' transactions (``pg_pools.py``)
         self.request_engine: Engine | None = None
         if url.startswith("sqlite"):
-            self.gate = SqliteGate()
             self.engine: Engine = sqlite_engine(
-                url, synchronous=synchronous, busy_timeout=busy_timeout, gate=self.gate
+                url, synchronous=synchronous, busy_timeout=busy_timeout
             )
+            self.gate = SqliteGate()
         else:
             self.engine = background_engine(url)
             self.request_engine = request_engine(url)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from eve._sql_engines import sqlite_engine
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.sqlite_gate import GatedConnection, SqliteGate, gate_writes
+from eve.sessions.sqlite_gate import SqliteGate, gate_writes
 
 
 def test_a_waiting_request_goes_before_waiting_background_work() -> None:
@@ -62,10 +62,9 @@ def test_the_holder_may_enter_again() -> None:
 
 
 def _gated(tmp_path: Path, *, patience: float = 10.0) -> tuple[Engine, SqliteGate]:
-    url = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
-    engine = sqlite_engine(url, busy_timeout=10.0, factory=GatedConnection)
+    engine = sqlite_engine(f"sqlite:///{tmp_path / 'dbos.sqlite'}", busy_timeout=10.0)
     gate = SqliteGate()
-    gate_writes(engine, gate, patience=patience, file_lock=None)
+    gate_writes(engine, gate, patience=patience)
     with engine.begin() as c:
         c.execute(sa.text("CREATE TABLE t (n INTEGER)"))
     return engine, gate

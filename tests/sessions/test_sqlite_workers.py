@@ -11,9 +11,7 @@ in another.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
-import signal
 import sqlite3
 import threading
 import time
@@ -36,7 +34,6 @@ from tests.sessions.test_postgres import (
     release_slow,
     restarted_mid_turn,
 )
-from tests.sessions.test_sqlite_file_lock import hold_a_write, started, waiter_on
 
 SESSIONS = 6
 T = TypeVar("T")
@@ -260,32 +257,3 @@ def test_an_answer_through_one_server_continues_a_turn_parked_on_the_other(
         "shipped anvil"
     ]
     assert executors(root)[f"{session}:turn-0"] == "lite-a-0"
-
-
-def test_a_process_killed_holding_the_files_write_lock_stalls_no_server(
-    make_app: AppFactory,
-) -> None:
-    server = Server(scripted_app(make_app, [say("hello")]))
-    server.start()
-    database = server.app_root / ".eve/sessions/eve.sqlite"
-    ours, theirs = multiprocessing.get_context("fork").Pipe()
-    holder = started(hold_a_write, str(database), theirs)
-    try:
-        assert ours.poll(30) and ours.recv() == "holding"
-        created: list[str] = []
-        creating = threading.Thread(target=lambda: created.append(server.create("hi")))
-        creating.start()
-        deadline = time.monotonic() + 30
-        # the server's write waits at the file's lock, in the kernel's queue
-        while not waiter_on(database.with_name("eve.sqlite-writer")):
-            assert time.monotonic() < deadline and not created
-            time.sleep(0.01)
-        assert holder.pid is not None
-        os.kill(holder.pid, signal.SIGKILL)
-        creating.join(30)  # a bound on failing: a lock left behind would hold it for good
-        assert created, "the server stalled behind a dead process's lock"
-        events = server.wait_for(created[0], count("session.waiting"))
-    finally:
-        holder.kill()
-        log = server.stop()
-    assert types(events).count("turn.completed") == 1, log

@@ -64,9 +64,11 @@ FIXED_AT_START = (
 _HONOURED = ("PYTHONUNBUFFERED",)
 #: DBOS's poll for a parked workflow's messages on SQLite (``SQLITE_POLL_SECONDS`` of
 #: eve.sessions.engine, 1 s) in every eve of the tests, forked or in a test's process: each
-#: stop of DBOS waited out the rest of a poll's sleep, most of a second, and the suite stops
-#: it some 400 times. Polled more often, a message from another process arrives sooner;
-#: eve wakes a receiver of its own process itself either way.
+#: stop of DBOS waited out the rest of a poll's sleep, most of a second (the suite stops it
+#: 216 times in the tests' own processes alone, besides every eve process that ends). Polled
+#: more often, a message from another process arrives sooner; eve wakes a receiver of its
+#: own process itself either way. A poll queries once per waiting receive, so a test with
+#: many parked turns keeps eve's own (tests/sessions/test_parked_turns.py).
 SQLITE_POLL_SECONDS = 0.1
 MESSAGE_BYTES = 1 << 20
 

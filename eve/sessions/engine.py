@@ -32,6 +32,7 @@ from eve.sessions.dbos_data import (
     stop_summarising,
     summarise_repeats,
 )
+from eve.sessions.dbos_sqlite import prepare_sqlite_writes
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.pg_pools import DBOS_POOL
 from eve.sessions.queue_pickup import QueuePickup
@@ -173,6 +174,7 @@ class DurableEngine:
             await asyncio.to_thread(declare_turn_queue, config)
         except Exception as error:
             log.info("turn queue not declared before launch: %s", type(error).__name__)
+        prepare_sqlite_writes()  # DBOS's writes per workflow compiled once (dbos_sqlite.py)
         DBOS(config=config)
         redact_dbos_log()
         summarise_repeats()

@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import assert_never
 
+import dbos._workflow_commands as dbos_jobs
 from dbos import DBOS, DBOSConfig, EnqueueOptions, SetWorkflowID
 from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Engine
@@ -73,6 +74,11 @@ class _QuietVersionNotice(logging.Filter):
 
 logging.getLogger("dbos").addFilter(_QuietVersionNotice())
 _ACTIVE = ["ENQUEUED", "PENDING"]
+#: how often DBOS's background jobs run: they start delayed workflows and cancel timed-out
+#: ones, and eve makes neither; DBOS's 1 s was a fifth of an idle server's CPU (its two
+#: queries a second) for nothing. Set before launch: its thread reads it as it starts
+#: (a DBOS internal, pinned by ``dbos<4``)
+BACKGROUND_JOBS_SECONDS = 30.0
 
 
 def dbos_config(settings: SessionSettings) -> DBOSConfig:
@@ -175,6 +181,7 @@ class DurableEngine:
         except Exception as error:
             log.info("turn queue not declared before launch: %s", type(error).__name__)
         prepare_sqlite_writes()  # DBOS's writes per workflow compiled once (dbos_sqlite.py)
+        dbos_jobs._BACKGROUND_JOBS_INTERVAL_SEC = BACKGROUND_JOBS_SECONDS
         DBOS(config=config)
         redact_dbos_log()
         summarise_repeats()
@@ -297,6 +304,8 @@ class DurableEngine:
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
+        if self.pickup is not None:
+            self.pickup.kick()  # DBOS's own poll of the turn queue is a slow safety net
 
     def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
         return {

@@ -1,0 +1,37 @@
+"""DBOS's writes around a workflow on SQLite, compiled once (``eve/sessions/dbos_sqlite.py``):
+what they store is what DBOS reads back, and the end keeps DBOS's ownership rule."""
+
+from __future__ import annotations
+
+from dbos import DBOS
+from dbos._dbos import _get_dbos_instance
+
+from eve.sessions.dbos_sqlite import _PREPARED
+from eve.sessions.turn_workflow import turn_workflow_id
+from tests.conftest import AppFactory
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
+
+
+def test_a_turns_start_and_end_are_prepared_and_read_back_by_dbos(make_app: AppFactory) -> None:
+    server = InProcessServer(scripted_app(make_app, [say("hello")])).start()
+    try:
+        session = server.create("hi")
+        server.wait_for(session, count("session.waiting"))
+        workflow_id = turn_workflow_id(session, 0)
+        handle = DBOS.retrieve_workflow(workflow_id)
+        assert handle.get_status().status == "SUCCESS"
+        assert handle.get_result() == "complete"  # the output, as DBOS decodes it
+        sys_db = _get_dbos_instance()._sys_db
+        prepared = {name for name, _ in _PREPARED[sys_db]}
+        assert {"insert_workflow_status", "insert_workflow_input"} <= prepared
+        assert {"eve_update_outcome_owned", "upsert_workflow_output"} <= prepared
+        # an end that is not this execution's (the row is no longer PENDING) writes nothing
+        assert not sys_db.update_workflow_outcome(
+            workflow_id, "ERROR", error="late", owner_xid="another-execution"
+        )
+        assert handle.get_status().status == "SUCCESS"
+        assert handle.get_result() == "complete"
+    finally:
+        server.stop()

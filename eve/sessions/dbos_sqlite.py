@@ -26,7 +26,7 @@ from weakref import WeakKeyDictionary
 
 import sqlalchemy as sa
 from dbos._schemas import SCHEMA_PLACEHOLDER
-from dbos._sys_db import SystemDatabase
+from dbos._sys_db import SystemDatabase, WorkflowStatuses
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
@@ -97,7 +97,7 @@ def _compile(
 def _outcome(
     self: SystemDatabase,
     workflow_id: str,
-    status: str,
+    status: WorkflowStatuses,
     *,
     output: str | None,
     error: str | None,

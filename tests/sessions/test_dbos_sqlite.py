@@ -3,7 +3,7 @@ what they store is what DBOS reads back, and the end keeps DBOS's ownership rule
 
 from __future__ import annotations
 
-from dbos import DBOS
+from dbos import DBOS, WorkflowHandle
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.dbos_sqlite import _PREPARED
@@ -20,7 +20,7 @@ def test_a_turns_start_and_end_are_prepared_and_read_back_by_dbos(make_app: AppF
         session = server.create("hi")
         server.wait_for(session, count("session.waiting"))
         workflow_id = turn_workflow_id(session, 0)
-        handle = DBOS.retrieve_workflow(workflow_id)
+        handle: WorkflowHandle[str] = DBOS.retrieve_workflow(workflow_id)
         assert handle.get_status().status == "SUCCESS"
         assert handle.get_result() == "complete"  # the output, as DBOS decodes it
         sys_db = _get_dbos_instance()._sys_db

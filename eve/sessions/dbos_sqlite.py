@@ -13,15 +13,20 @@ one difference is SQLite's positional parameters (``?``), filled in the compiled
 The end keeps DBOS's rules: the output is written only when the status UPDATE lands on
 the PENDING row this execution owns, in the same transaction.
 
-These are DBOS internals (``SystemDatabase._execute_prepared`` and
-``_update_workflow_outcome_in_transaction``), pinned by ``dbos>=3.4,<4`` and exercised by
-every session test; PostgreSQL and a caller's own connection keep DBOS's code.
+Each poll of a queue (once a second for DBOS's own queue) also asks which application
+version is the newest, a ``UNION`` DBOS builds afresh each time (``_latest_version``): it
+is built once here, by DBOS's own code, and compiled once.
+
+These are DBOS internals (``SystemDatabase._execute_prepared``,
+``_update_workflow_outcome_in_transaction`` and ``_latest_application_version``), pinned by
+``dbos>=3.4,<4`` and exercised by every session test; PostgreSQL and a caller's own
+connection keep DBOS's code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from weakref import WeakKeyDictionary
 
 import sqlalchemy as sa
@@ -35,14 +40,20 @@ _Prepared = tuple[str, tuple[str, ...], dict[str, Callable[[Any], Any]], dict[st
 _PREPARED: WeakKeyDictionary[SystemDatabase, dict[tuple[str, tuple[str, ...]], _Prepared]] = (
     WeakKeyDictionary()
 )
+#: the newest-version query's SQL and parameters, by application name
+_LATEST: WeakKeyDictionary[SystemDatabase, dict[str, tuple[str, tuple[Any, ...]]]] = (
+    WeakKeyDictionary()
+)
 _DBOS_PREPARED = SystemDatabase._execute_prepared
 _DBOS_OUTCOME = SystemDatabase._update_workflow_outcome_in_transaction
+_DBOS_LATEST = SystemDatabase._latest_application_version
 
 
 def prepare_sqlite_writes() -> None:
     """Install the override (idempotent); it acts only on a SQLite system database."""
     SystemDatabase._execute_prepared = _execute_prepared  # type: ignore[method-assign]
     SystemDatabase._update_workflow_outcome_in_transaction = _outcome  # type: ignore[method-assign]
+    SystemDatabase._latest_application_version = _latest_version  # type: ignore[method-assign]
 
 
 def _execute_prepared(
@@ -156,3 +167,41 @@ def _upsert(self: SystemDatabase) -> Any:
         index_elements=self._key_conflict("workflow_uuid"),
         set_={"output": insert.excluded.output, "error": insert.excluded.error},
     )
+
+
+class _Capture:
+    """Stands for a connection to take the statement DBOS builds, without running it."""
+
+    statement: Any = None
+
+    def execute(self, statement: Any) -> _Capture:
+        self.statement = statement
+        return self
+
+    def fetchone(self) -> None:
+        return None
+
+
+def _latest_version(
+    self: SystemDatabase, c: sa.Connection, application_name: str | None
+) -> sa.Row[Any] | None:
+    """DBOS's query for the newest application version, asked at every poll of a queue (the
+    ``UNION`` of two subqueries a profile of an idle worker found first): built once, by
+    DBOS's own code, and compiled once; it depends on nothing but the application's name."""
+    if not self._is_sqlite or not application_name:
+        return _DBOS_LATEST(self, c, application_name)
+    cache = _LATEST.setdefault(self, {})
+    prepared = cache.get(application_name)
+    if prepared is None:
+        capture = _Capture()
+        _DBOS_LATEST(self, cast(sa.Connection, capture), application_name)
+        sql, order, processors, constants = _compile(
+            self, capture.statement, {}, insert_columns=False
+        )
+        params = tuple(
+            constants[b] if (p := processors.get(b)) is None else p(constants[b]) for b in order
+        )
+        prepared = cache[application_name] = (sql, params)
+    sql, params = prepared
+    row: sa.Row[Any] | None = c.exec_driver_sql(sql, params).fetchone()
+    return row

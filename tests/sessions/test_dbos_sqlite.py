@@ -1,12 +1,14 @@
 """DBOS's writes around a workflow on SQLite, compiled once (``eve/sessions/dbos_sqlite.py``):
-what they store is what DBOS reads back, and the end keeps DBOS's ownership rule."""
+what they store is what DBOS reads back, and the end keeps DBOS's ownership rule; and its
+newest-version query, compiled once, answers as DBOS's did."""
 
 from __future__ import annotations
 
 from dbos import DBOS, WorkflowHandle
 from dbos._dbos import _get_dbos_instance
+from dbos._utils import GlobalParams
 
-from eve.sessions.dbos_sqlite import _PREPARED
+from eve.sessions.dbos_sqlite import _LATEST, _PREPARED
 from eve.sessions.turn_workflow import turn_workflow_id
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
@@ -33,5 +35,9 @@ def test_a_turns_start_and_end_are_prepared_and_read_back_by_dbos(make_app: AppF
         )
         assert handle.get_status().status == "SUCCESS"
         assert handle.get_result() == "complete"
+        # the newest-version query, compiled once, still tells this version from another
+        assert sys_db._is_latest_version(GlobalParams.app_version)
+        assert not sys_db._is_latest_version("an-older-version")
+        assert list(_LATEST[sys_db]) == [sys_db.app_name]
     finally:
         server.stop()

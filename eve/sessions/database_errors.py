@@ -52,9 +52,10 @@ _FAIL_FAST: ContextVar[bool] = ContextVar("eve_fail_fast", default=False)
 
 
 @contextlib.contextmanager
-def raised(flag: ContextVar[bool]) -> Iterator[None]:
-    """``flag`` is True inside the block (and in the threads ``asyncio.to_thread`` starts)."""
-    token = flag.set(True)
+def raised(flag: ContextVar[bool], value: bool = True) -> Iterator[None]:
+    """``flag`` is ``value`` inside the block (and in the threads ``asyncio.to_thread``
+    starts)."""
+    token = flag.set(value)
     try:
         yield
     finally:
@@ -63,6 +64,13 @@ def raised(flag: ContextVar[bool]) -> Iterator[None]:
 
 def fail_fast() -> contextlib.AbstractContextManager[None]:
     return raised(_FAIL_FAST)
+
+
+def in_workflow_body() -> contextlib.AbstractContextManager[None]:
+    """Around a workflow body: ``failing_fast`` is False in it, as it is in any workflow,
+    without asking DBOS at each of its fifty-odd store calls a turn (a request's context,
+    copied into the body it starts, has the flag raised)."""
+    return raised(_FAIL_FAST, False)
 
 
 def failing_fast() -> bool:

@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import assert_never
 
+import dbos._workflow_commands as dbos_jobs
 from dbos import DBOS, DBOSConfig, EnqueueOptions, SetWorkflowID
 from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Engine
@@ -32,6 +33,7 @@ from eve.sessions.dbos_data import (
     stop_summarising,
     summarise_repeats,
 )
+from eve.sessions.dbos_sqlite import prepare_sqlite_writes
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.pg_pools import DBOS_POOL
 from eve.sessions.queue_pickup import QueuePickup
@@ -76,6 +78,16 @@ _ACTIVE = ["ENQUEUED", "PENDING"]
 #: out the poll in progress (DBOS joins the thread that sleeps it), so the tests shorten it
 #: (tests/forkserver.py)
 SQLITE_POLL_SECONDS = 1.0
+#: how often DBOS's background jobs run: they start delayed workflows and cancel timed-out
+#: ones, and eve makes neither; DBOS's 1 s was a fifth of an idle server's CPU (its two
+#: queries a second) for nothing. Set before launch: its thread reads it as it starts
+#: (a DBOS internal, pinned by ``dbos<4``). SQLite only: on PostgreSQL the process running
+#: the jobs holds their advisory lock in a transaction for the whole interval, and DBOS has
+#: PostgreSQL end a session idle in a transaction after 5 s, so a longer interval would
+#: have a connection killed (and a FATAL logged) at every round
+BACKGROUND_JOBS_SECONDS = 30.0
+#: DBOS's own interval, kept on PostgreSQL
+_DBOS_BACKGROUND_JOBS_SECONDS = 1.0
 
 
 def dbos_config(settings: SessionSettings) -> DBOSConfig:
@@ -177,6 +189,10 @@ class DurableEngine:
             await asyncio.to_thread(declare_turn_queue, config)
         except Exception as error:
             log.info("turn queue not declared before launch: %s", type(error).__name__)
+        prepare_sqlite_writes()  # DBOS's writes per workflow compiled once (dbos_sqlite.py)
+        dbos_jobs._BACKGROUND_JOBS_INTERVAL_SEC = (
+            _DBOS_BACKGROUND_JOBS_SECONDS if self.settings.is_postgres else BACKGROUND_JOBS_SECONDS
+        )
         DBOS(config=config)
         redact_dbos_log()
         summarise_repeats()
@@ -299,6 +315,8 @@ class DurableEngine:
         DBOS.enqueue_workflow_with_options(
             {**options, "priority": _priority(turn)}, session_id, turn, message
         )
+        if self.pickup is not None:
+            self.pickup.kick()  # DBOS's own poll of the turn queue is a slow safety net
 
     def _options(self, name: str, workflow_id: str, session_id: str) -> EnqueueOptions:
         return {

@@ -5,9 +5,10 @@ DBOS 3.4 polls each queue in a thread of its own: every ``polling_interval_sec``
 from the queue's row at every poll) it reads the queue's row, then claims what it may start,
 and it has no way to be woken between polls. At 0.05 s, eve's old interval, that was three
 queries twenty times a second on an idle server, most of its idle CPU. So the queue's
-interval is now DBOS's default, 1 s, a safety net only, and this worker dequeues at once
-when kicked: at its start, for turns an older eve left on the queue (eve now starts a
-session's turns itself, ``accepted.py``, and puts nothing on this queue per turn).
+interval is now 10 s (``turn_queue.POLLING_INTERVAL_SECONDS``), a safety net only, and this
+worker dequeues at once when kicked: at its start, for turns an older eve left on the queue
+(eve now starts a session's turns itself, ``accepted.py``, and puts nothing on this queue
+per turn), and after ``DurableEngine.enqueue_turn``.
 
 Another worker's enqueue is that worker's to pick up, so nothing crosses processes here.
 

@@ -22,8 +22,10 @@ TURN_QUEUE = "eve-turns"
 _PARTITION_CONCURRENCY = 1
 #: the schema DBOS keeps its tables in on PostgreSQL (SQLite has none)
 DBOS_SCHEMA = "dbos"
-#: DBOS's own poll is a safety net: this worker dequeues when kicked (``queue_pickup.py``)
-_POLLING_INTERVAL_SECONDS = 1.0
+#: DBOS's own poll is a safety net: this worker dequeues when kicked (``queue_pickup.py``),
+#: and nothing puts a turn on this queue but an older eve. Each poll reads the queue's row
+#: and claims (three queries); once a second, that was a third of an idle server's CPU
+POLLING_INTERVAL_SECONDS = 10.0
 
 
 def declare_turn_queue(config: DBOSConfig) -> None:
@@ -46,7 +48,7 @@ def declare_turn_queue(config: DBOSConfig) -> None:
             TURN_QUEUE,
             partition_concurrency=_PARTITION_CONCURRENCY,
             worker_concurrency=None,
-            polling_interval_sec=_POLLING_INTERVAL_SECONDS,
+            polling_interval_sec=POLLING_INTERVAL_SECONDS,
             on_conflict="never_update",
         )
     finally:
@@ -59,7 +61,7 @@ async def register_turn_queue() -> None:
         TURN_QUEUE,
         partition_concurrency=_PARTITION_CONCURRENCY,
         worker_concurrency=None,
-        polling_interval_sec=_POLLING_INTERVAL_SECONDS,
+        polling_interval_sec=POLLING_INTERVAL_SECONDS,
     )
 
 

@@ -40,7 +40,7 @@ from eve.sessions.accepted import Place, finish_and_next, mark_started
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint, saving
 from eve.sessions.compute_gate import ComputeGate
-from eve.sessions.database_errors import storage_failure
+from eve.sessions.database_errors import in_workflow_body, storage_failure
 from eve.sessions.db_retry import patient
 from eve.sessions.durable_steps import DurableRecorder, legacy_steps
 from eve.sessions.event_log import EventLog
@@ -133,7 +133,7 @@ class TurnRuntime:
         workflow_id = DBOS.workflow_id or ""
         self.inflight.add(workflow_id)
         try:
-            with patient():
+            with patient(), in_workflow_body():
                 yield
         except BaseException:
             self.orphans_possible = True

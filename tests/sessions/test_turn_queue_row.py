@@ -10,7 +10,7 @@ from dbos import DBOSClient
 
 from eve.sessions import resolve_settings
 from eve.sessions.engine import dbos_config
-from eve.sessions.turn_queue import TURN_QUEUE, declare_turn_queue
+from eve.sessions.turn_queue import POLLING_INTERVAL_SECONDS, TURN_QUEUE, declare_turn_queue
 
 
 def test_a_new_database_holds_the_turn_queue_before_launch(tmp_path: Path) -> None:
@@ -23,7 +23,8 @@ def test_a_new_database_holds_the_turn_queue_before_launch(tmp_path: Path) -> No
         queue = client.retrieve_queue(TURN_QUEUE)
         assert queue is not None
         assert (queue.partition_concurrency, queue.worker_concurrency) == (1, None)
-        assert queue.polling_interval_sec == 1.0  # a safety net: eve dequeues when kicked
+        # a slow safety net: eve dequeues when kicked
+        assert queue.polling_interval_sec == POLLING_INTERVAL_SECONDS > 1.0
         queue.set_polling_interval_sec(0.5)  # as a newer version's registration would
         declare_turn_queue(config)
         again = client.retrieve_queue(TURN_QUEUE)

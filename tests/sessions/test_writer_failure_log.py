@@ -22,7 +22,9 @@ async def test_a_failed_batch_no_one_waits_for_is_one_line(
     path = tmp_path / "eve.sqlite"
     store = SessionStore(f"sqlite:///{path}", busy_timeout=0.05)
     store.create_session("ses_x")
-    store.retry_seconds = 0.2  # waits out a fault this long (db_retry), then gives up
+    # waits out a fault this long (db_retry), then gives up: long enough that a loaded
+    # machine's first try (its busy timeout, 0.05 s) still leaves room to wait once
+    store.retry_seconds = 1.0
     unretrieved: list[dict[str, object]] = []
 
     def seen(_: object, context: dict[str, object]) -> None:

@@ -9,8 +9,10 @@ are submitted, on the loop's thread:
   of their own, as they go first at the SQLite gate (``sqlite_gate.py``); what a request
   leaves behind once answered (starting its turn, ``after_answer``) is the turns' work;
 - on SQLite, the turns' writes to eve's store queue on the loop's side for one thread
-  (``writer_lane.py``): SQLite has one writer, so they ran one at a time anyway, each in
-  a thread asleep at the gate meanwhile; their reads take four threads;
+  (``writer_lane.py``), which commits the ones queued together in one transaction: SQLite
+  has one writer, so they ran one at a time anyway, each in a thread asleep at the gate
+  meanwhile; their reads take four threads. A store method says which it is
+  (``store_lanes.py``);
 - the rest (DBOS's calls, sync tools) runs on 64 threads. Bounded while the store's calls
   shared it, that pool halved a worker's turns per second at N=500 (a thread asleep at
   the gate held its slot, and calls that needed no gate waited for one), so it was
@@ -33,12 +35,13 @@ import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, assert_never
 
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import failing_fast
-from eve.sessions.store import READ_METHODS, SessionStore
+from eve.sessions.store import SessionStore
+from eve.sessions.store_lanes import Lane, lane_of
 from eve.sessions.writer_lane import WriterLane
 
 P = ParamSpec("P")
@@ -94,11 +97,19 @@ class LanedExecutor(ThreadPoolExecutor):
         if urgent:
             # a request's reads pass the gate, and its writes go first there
             return self.requests.submit(fn, *args, **kwargs)
-        kind = store_call(fn)
-        if kind == "write":
-            return self.writes.submit(functools.partial(fn, *args, **kwargs))
-        lane = self.reads if kind == "read" else self.background
-        return lane.submit(fn, *args, **kwargs)
+        found = store_call(fn)
+        if found is None:
+            return self.background.submit(fn, *args, **kwargs)
+        kind, store = found
+        match kind:
+            case "read":
+                return self.reads.submit(fn, *args, **kwargs)
+            case "write":
+                return self.writes.write(functools.partial(fn, *args, **kwargs), joins=store)
+            case "alone":
+                return self.writes.submit(fn, *args, **kwargs)
+            case unreachable:
+                assert_never(unreachable)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
@@ -110,10 +121,11 @@ class LanedExecutor(ThreadPoolExecutor):
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
-    """``"read"`` or ``"write"`` when ``fn`` is a call of a SQLite store's method (as
-    ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
-    a ``partial`` of the method); None for anything else, a PostgreSQL store's calls too."""
+def store_call(fn: Callable[..., Any]) -> tuple[Lane, SessionStore] | None:
+    """The lane of ``fn``'s method and its store when ``fn`` is a call of a SQLite store's
+    method (as ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe
+    around a ``partial`` of the method); None for anything else, a PostgreSQL store's calls
+    too. A method that declared no lane (``store_lanes.py``) runs alone in the writer's."""
     seen: Any = fn
     for _ in range(3):  # a context's run, a partial of the method: no deeper
         if not isinstance(seen, functools.partial):
@@ -126,7 +138,7 @@ def store_call(fn: Callable[..., Any]) -> Literal["read", "write"] | None:
     store = getattr(seen, "__self__", None)
     if not isinstance(store, SessionStore) or store.gate is None:
         return None
-    return "read" if seen.__name__ in READ_METHODS else "write"
+    return lane_of(seen) or "alone", store
 
 
 def lane_requests() -> None:

@@ -144,12 +144,14 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
             connection = store.engine.connect()
         except Exception:
             return None
-        outcomes = None
         try:
             outcomes = _committed(SharedTransaction(store.engine, connection), calls)
-        finally:
-            if outcomes is None:
-                _quietly(connection.close)
+        except BaseException:
+            _quietly(connection.close)
+            raise
+        if outcomes is None:
+            _quietly(connection.close)
+            return None
         connection.close()
         return outcomes
 

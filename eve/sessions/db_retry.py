@@ -13,6 +13,9 @@ notifier (``pg_notifier.py``) waits out its flushes here too, until its store cl
 
 The log says once that the database is out of reach and once that it is back, however many
 calls waited meanwhile.
+
+A write run in a group's shared transaction (``group_commit.py``) is tried once: the group
+breaks on the fault and every write of it runs again alone, and waits it out there.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
 
@@ -69,6 +72,8 @@ class _Outage:
 
 _outage = _Outage()
 _PATIENT: ContextVar[bool] = ContextVar("eve_patient", default=False)
+#: per thread, not per context: a group runs each write in its caller's context
+_ONCE = threading.local()
 
 
 def patient() -> contextlib.AbstractContextManager[None]:
@@ -81,12 +86,22 @@ def waits_out(error: BaseException) -> bool:
     return _PATIENT.get() and transient(error)
 
 
+@contextlib.contextmanager
+def tried_once() -> Iterator[None]:
+    """Around the writes of a shared transaction, in its thread: a fault is not waited out."""
+    _ONCE.on = True
+    try:
+        yield
+    finally:
+        _ONCE.on = False
+
+
 def retried(method: F) -> F:
     """``method`` of a store, tried again while its failure is ``transient``."""
 
     @functools.wraps(method)
     def call(self: _Retrying, *args: Any, **kwargs: Any) -> Any:
-        if failing_fast():
+        if failing_fast() or getattr(_ONCE, "on", False):
             return method(self, *args, **kwargs)
         deadline = math.inf if _PATIENT.get() else time.monotonic() + self.retry_seconds
         return waited_out(

@@ -25,11 +25,13 @@ from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind,
 from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
+from eve.sessions.group_commit import joined
 from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.pg_pools import background_engine, each_commits, request_engine
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
+from eve.sessions.store_lanes import lane
 from eve.sessions.tables import (
     checkpoints,
     create_tables,
@@ -306,25 +308,6 @@ def read_session(c: Connection, session_id: str) -> SessionRow | None:
     )
 
 
-#: the store's methods that only read: on SQLite the worker gives them a lane of their own
-#: (``thread_lanes.py``); every other method may write
-READ_METHODS = frozenset(
-    {
-        "read",
-        "get_session",
-        "last_event",
-        "load_checkpoint",
-        "checkpoint_at",
-        "cancel_requested",
-        "next_event_index",
-        "event_id_at",
-        "read_events",
-        "pending_request",
-        "stale_workers",
-    }
-)
-
-
 class SessionStore:
     #: how long a call made outside a request waits for the database to come back
     #: (``db_retry.py``); a request's calls fail at once
@@ -375,6 +358,13 @@ class SessionStore:
             with self._pg_engine().begin() as connection:
                 yield connection
             return
+        shared = joined(self.engine)
+        if shared is not None:
+            # a write the writer lane runs with others: their transaction, in a savepoint
+            # of its own (``group_commit.py``)
+            with shared.savepoint() as connection:
+                yield connection
+            return
         with self.gate.held(), self.engine.begin() as connection:
             yield connection
 
@@ -403,6 +393,7 @@ class SessionStore:
         reads what was committed as it started, in a transaction or not (``_single``)."""
         return self._single()
 
+    @lane("write")
     @retried
     def run(self, work: Callable[[Connection], T], *, atomic: bool = True) -> T:
         """``work`` in one transaction (for a module with tables of its own here);
@@ -411,6 +402,7 @@ class SessionStore:
         with self._tx() if atomic else self._single() as c:
             return work(c)
 
+    @lane("read")
     @retried
     def read(self, work: Callable[[Connection], T]) -> T:
         """``work``, which only reads, in one transaction (``_read``)."""
@@ -419,6 +411,7 @@ class SessionStore:
 
     # --- sessions ----------------------------------------------------------------------
 
+    @lane("alone")
     def create_session(
         self,
         session_id: str,
@@ -433,11 +426,13 @@ class SessionStore:
             if also is not None:
                 also(c)
 
+    @lane("read")
     @retried
     def get_session(self, session_id: str) -> SessionRow | None:
         with self._read() as c:
             return read_session(c, session_id)
 
+    @lane("alone")
     def claim_turn(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
         """Take the next turn number of an active session and run ``then`` with it while
         the session's row stays locked; None when the session is not active.
@@ -452,6 +447,7 @@ class SessionStore:
                 return None
             return then(c, int(row[0]) - 1)
 
+    @lane("write")
     @retried
     def end_session(self, session_id: str, reason: str) -> None:
         with self._tx() as c:
@@ -461,6 +457,7 @@ class SessionStore:
                 .values(status="ended", ended_reason=reason)
             )
 
+    @lane("write")
     @retried
     def end_if_unchanged(self, session_id: str, next_turn: int, reason: str) -> bool:
         """End the session unless it ended already or a turn was claimed since ``next_turn``
@@ -477,6 +474,7 @@ class SessionStore:
             )
         return ended.rowcount == 1
 
+    @lane("read")
     @retried
     def last_event(self, session_id: str) -> str | None:
         """The payload of the session's latest event (its ``meta.at`` says when)."""
@@ -489,6 +487,7 @@ class SessionStore:
             ).scalar()
         return value
 
+    @lane("read")
     @retried
     def load_checkpoint(self, session_id: str) -> str | None:
         """The session's current checkpoint (for a reader: a turn loads by version)."""
@@ -498,6 +497,7 @@ class SessionStore:
             ).scalar()
         return value
 
+    @lane("write")
     @retried
     def checkpoint_version(self, session_id: str) -> int:
         """The version of the session's current checkpoint, 0 for none; a checkpoint an
@@ -531,6 +531,7 @@ class SessionStore:
             return StartingCheckpoint(version=version, data=self.checkpoint_at(session_id, version))
         return StartingCheckpoint(version=int(row[0]), data=row[1])
 
+    @lane("read")
     @retried
     def checkpoint_at(self, session_id: str, version: int) -> str | None:
         """The checkpoint ``version`` of the session (0: none, the empty one)."""
@@ -553,6 +554,7 @@ class SessionStore:
         value: str | None = row[0]
         return value
 
+    @lane("write")
     @retried
     def save_checkpoint(
         self,
@@ -583,6 +585,7 @@ class SessionStore:
 
     # --- cancellation ------------------------------------------------------------------
 
+    @lane("write")
     @retried
     def request_cancel(self, session_id: str, workflow_id: str) -> None:
         with self._tx() as c:
@@ -592,6 +595,7 @@ class SessionStore:
                 .values(cancel_workflow_id=workflow_id)
             )
 
+    @lane("read")
     @retried
     def cancel_requested(self, workflow_ids: Sequence[str]) -> set[str]:
         if not workflow_ids:
@@ -602,12 +606,14 @@ class SessionStore:
 
     # --- the event log -----------------------------------------------------------------
 
+    @lane("read")
     @retried
     def next_event_index(self, session_id: str) -> int:
         with self._read() as c:
             value = c.execute(_NEXT_EVENT, {"b_session": session_id}).scalar()
         return 0 if value is None else int(value) + 1
 
+    @lane("write")
     @retried
     def append_events(
         self,
@@ -647,6 +653,7 @@ class SessionStore:
             self.notifier.committed(session_id, first_index + len(rows) - 1)
         return done
 
+    @lane("read")
     @retried
     def event_id_at(self, session_id: str, index: int) -> str | None:
         """The id of the event at ``index`` (its ``meta.id``), if there is one."""
@@ -661,6 +668,7 @@ class SessionStore:
         found: str | None = json.loads(payload).get("meta", {}).get("id")
         return found
 
+    @lane("read")
     @retried
     def read_events(self, session_id: str, start: int, limit: int = 500) -> list[str]:
         with self._read() as c:
@@ -669,6 +677,7 @@ class SessionStore:
             ).all()
         return [row[0] for row in rows]
 
+    @lane("write")
     @retried
     def turn_progress(
         self,
@@ -742,6 +751,7 @@ class SessionStore:
 
     # --- input requests ----------------------------------------------------------------
 
+    @lane("write")
     @retried
     def add_input_request(
         self,
@@ -775,6 +785,7 @@ class SessionStore:
                     )
                 )
 
+    @lane("read")
     @retried
     def pending_request(self, session_id: str, request_id: str) -> PendingRequest | None:
         """What waits on ``request_id`` in this session, if it still waits."""
@@ -803,6 +814,7 @@ class SessionStore:
             form=None if row.form is None else dict(json.loads(row.form)),
         )
 
+    @lane("write")
     @retried
     def resolve_input_request(self, request_id: str) -> None:
         with self._tx() as c:
@@ -814,6 +826,7 @@ class SessionStore:
 
     # --- workers -----------------------------------------------------------------------
 
+    @lane("write")
     @retried
     def heartbeat(self, executor_id: str, version: str, holder: str) -> bool:
         """Beat as ``holder`` of ``executor_id``; False (and no write) if another process
@@ -847,6 +860,7 @@ class SessionStore:
             )
         return True
 
+    @lane("read")
     @retried
     def stale_workers(self, version: str, older_than: float) -> list[str]:
         with self._read() as c:
@@ -857,6 +871,7 @@ class SessionStore:
             ).all()
         return [row[0] for row in rows]
 
+    @lane("write")
     @retried
     def claim_stale_worker(self, executor_id: str, older_than: float) -> bool:
         """Remove a stale worker's row; only the one caller that removes it adopts its turns."""

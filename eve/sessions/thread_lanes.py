@@ -9,8 +9,10 @@ are submitted, on the loop's thread:
   of their own, as they go first at the SQLite gate (``sqlite_gate.py``); what a request
   leaves behind once answered (starting its turn, ``after_answer``) is the turns' work;
 - on SQLite, the turns' writes to eve's store queue on the loop's side for one thread
-  (``writer_lane.py``): SQLite has one writer, so they ran one at a time anyway, each in
-  a thread asleep at the gate meanwhile; their reads take four threads;
+  (``writer_lane.py``), which commits the ones queued together in one transaction: SQLite
+  has one writer, so they ran one at a time anyway, each in a thread asleep at the gate
+  meanwhile; their reads take four threads. A store method says which it is
+  (``store_lanes.py``);
 - on PostgreSQL, the turns' calls to the store take as many threads as the store's pool
   has connections (``pg_pools.BACKGROUND_POOL``): a call waits for a connection as an item
   in a queue rather than as a thread asleep in the pool, which woke to take its turn at
@@ -37,13 +39,14 @@ import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, assert_never
 
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import failing_fast
 from eve.sessions.pg_pools import BACKGROUND_POOL
-from eve.sessions.store import READ_METHODS, SessionStore
+from eve.sessions.store import SessionStore
+from eve.sessions.store_lanes import Lane, lane_of
 from eve.sessions.writer_lane import WriterLane
 
 P = ParamSpec("P")
@@ -100,11 +103,21 @@ class LanedExecutor(ThreadPoolExecutor):
         if urgent:
             # a request's reads pass the gate, and its writes go first there
             return self.requests.submit(fn, *args, **kwargs)
-        kind = store_call(fn)
-        if kind == "write":
-            return self.writes.submit(functools.partial(fn, *args, **kwargs))
-        lane = {"read": self.reads, "pooled": self.pooled, None: self.background}[kind]
-        return lane.submit(fn, *args, **kwargs)
+        found = store_call(fn)
+        if found is None:
+            return self.background.submit(fn, *args, **kwargs)
+        kind, store = found
+        match kind:
+            case "pooled":
+                return self.pooled.submit(fn, *args, **kwargs)
+            case "read":
+                return self.reads.submit(fn, *args, **kwargs)
+            case "write":
+                return self.writes.write(functools.partial(fn, *args, **kwargs), joins=store)
+            case "alone":
+                return self.writes.submit(fn, *args, **kwargs)
+            case unreachable:
+                assert_never(unreachable)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
@@ -117,11 +130,12 @@ class LanedExecutor(ThreadPoolExecutor):
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def store_call(fn: Callable[..., Any]) -> Literal["read", "write", "pooled"] | None:
-    """``"read"`` or ``"write"`` when ``fn`` is a call of a SQLite store's method (as
-    ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
-    a ``partial`` of the method), ``"pooled"`` for a PostgreSQL store's; None for anything
-    else."""
+def store_call(fn: Callable[..., Any]) -> tuple[Lane | Literal["pooled"], SessionStore] | None:
+    """The lane of ``fn``'s method and its store when ``fn`` is a call of a store's method
+    (as ``asyncio.to_thread`` wraps it: a ``partial`` of its context's ``run``, maybe around
+    a ``partial`` of the method): on SQLite the lane the method declared (``store_lanes.py``;
+    one that declared none runs alone in the writer's), on PostgreSQL ``"pooled"``; None for
+    anything else."""
     seen: Any = fn
     for _ in range(3):  # a context's run, a partial of the method: no deeper
         if not isinstance(seen, functools.partial):
@@ -135,8 +149,8 @@ def store_call(fn: Callable[..., Any]) -> Literal["read", "write", "pooled"] | N
     if not isinstance(store, SessionStore):
         return None
     if store.gate is None:
-        return "pooled"
-    return "read" if seen.__name__ in READ_METHODS else "write"
+        return "pooled", store
+    return lane_of(seen) or "alone", store
 
 
 def lane_requests() -> None:

@@ -14,7 +14,7 @@ from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import BACKGROUND_POOL
-from eve.sessions.store import READ_METHODS, SessionStore
+from eve.sessions.store import SessionStore
 from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, after_answer, store_call
 from eve.sessions.writer_lane import WriterLane
 from tests.conftest import AppFactory
@@ -106,19 +106,21 @@ def test_what_is_a_store_call(tmp_path: Path) -> None:
     store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
     try:
         context = contextvars.copy_context()
-        assert store_call(functools.partial(context.run, store.get_session, "s")) == "read"
-        assert (
-            store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "write"
+        assert store_call(functools.partial(context.run, store.get_session, "s")) == (
+            "read",
+            store,
         )
+        appending = functools.partial(context.run, store.append_events, "s", 0, [])
+        assert store_call(appending) == ("write", store)
         saving = functools.partial(store.save_checkpoint, "s", None)
-        assert store_call(functools.partial(context.run, saving)) == "write"
-        assert store_call(functools.partial(context.run, print, "s")) is None
-        # every name is a method the store has (a rename would send its reads to the writer)
-        assert all(callable(getattr(store, name)) for name in READ_METHODS)
-        store.gate = None  # as on PostgreSQL: no gate, the pool's lane
-        assert (
-            store_call(functools.partial(context.run, store.append_events, "s", 0, [])) == "pooled"
+        assert store_call(functools.partial(context.run, saving)) == ("write", store)
+        assert store_call(functools.partial(context.run, store.claim_turn, "s")) == (
+            "alone",
+            store,
         )
+        assert store_call(functools.partial(context.run, print, "s")) is None
+        store.gate = None  # as on PostgreSQL: no gate, the pool's lane
+        assert store_call(appending) == ("pooled", store)
     finally:
         store.close()
 

@@ -1,0 +1,201 @@
+"""Group commit: the writes queued together in the writer lane, in one transaction on eve's
+SQLite file.
+
+A loaded worker's turns wrote eve's file about ten times a turn, each write a transaction of
+its own: a pooled connection, the gate, a ``BEGIN``, the statements, a ``COMMIT`` (the WAL
+frames of every page it touched, written again by the next write that touches them). When
+the writer lane (``writer_lane.py``) finds several writes queued, it runs them here instead:
+one ``BEGIN IMMEDIATE``, each write in a savepoint of its own, one ``COMMIT``, and only then
+does any caller learn how its write went: none sees its write done before it is durable.
+
+- **A write that raises** (an ``IntegrityError`` from a taken event index, a missing
+  checkpoint) is rolled back to its savepoint alone, and its caller gets its exception; the
+  others commit. What a write changed before it raised in an earlier transaction of its own
+  (a method may make several) stays, as it would have, committed.
+- **A transaction that breaks** (a fault of the file: locked past the busy timeout, gone,
+  full, an I/O error, after which SQLite may have rolled the whole transaction back by
+  itself; a savepoint it cannot release or roll back; a ``COMMIT`` that fails) is rolled
+  back whole, and every write of it runs again alone, in transactions of its own, as if it
+  had never been grouped. Not all of them failed: each write here is a store method that
+  declared itself ``write`` (``store_lanes.py``), made to run again after a failed
+  transaction (``db_retry.retried``), so alone it waits out a transient fault as it always
+  did, and a caller gets the error its own write meets, never a neighbour's. Inside the group
+  a fault is not waited out (``db_retry.tried_once``): the file stays locked meanwhile.
+
+What a method does after its transaction (PostgreSQL's notifier, after ``append_events``)
+would run before the group's commit here: only a SQLite store groups its writes, and it
+has no notifier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.engine import Connection, Engine
+
+from eve.sessions.database_errors import unavailable
+from eve.sessions.db_retry import tried_once
+from eve.sessions.sqlite_gate import SqliteGate
+
+#: writes in one transaction at most: the file (and the gate, a request's write included)
+#: is held for the whole group. At N = 1,000 (``bench/scale.py``) the lane was full all the
+#: time: with 16, a POST's p95 was 651 ms (74 turns/s); with 4, 164 ms (80 turns/s)
+MOST_WRITES = 4
+
+
+class Joinable(Protocol):
+    """What a group needs of the store whose writes it runs."""
+
+    engine: Engine
+    gate: SqliteGate | None
+
+
+@dataclass(frozen=True, slots=True)
+class Returned:
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    error: BaseException
+
+
+Outcome = Returned | Raised
+
+
+class SharedTransaction:
+    """The transaction a group's writes join, each in a savepoint (``SessionStore._tx``)."""
+
+    def __init__(self, engine: Engine, connection: Connection) -> None:
+        self.engine = engine
+        self.connection = connection
+        # savepoints go to the driver's connection itself: SQLAlchemy's ``begin_nested``
+        # cost more per write than the commit it saves
+        self._raw: Any = connection.connection.dbapi_connection
+        self._depth = 0
+        #: a savepoint could not be set, released or rolled back: roll back everything
+        self.broken = False
+
+    @contextmanager
+    def savepoint(self) -> Iterator[Connection]:
+        """The shared connection for one transaction of a write, undone alone if it raises."""
+        self._depth += 1
+        name = f"eve_write_{self._depth}"
+        try:
+            self._statement(f"SAVEPOINT {name}")
+            try:
+                yield self.connection
+            except BaseException:
+                self._statement(f"ROLLBACK TO {name}", quiet=True)
+                self._statement(f"RELEASE {name}", quiet=True)
+                raise
+            self._statement(f"RELEASE {name}")
+        finally:
+            self._depth -= 1
+
+    def begin(self) -> None:
+        self._statement("BEGIN IMMEDIATE")
+
+    @property
+    def active(self) -> bool:
+        """The transaction is still open (SQLite rolls one back by itself on some faults)."""
+        return bool(self._raw.in_transaction)
+
+    def holds(self, error: BaseException) -> bool:
+        """Whether the transaction goes on after a write raised ``error``: the error is the
+        write's own (not a fault of the file) and its savepoint undid it."""
+        return (
+            isinstance(error, Exception)
+            and not self.broken
+            and self.active
+            and unavailable(error) is None
+        )
+
+    def _statement(self, sql: str, *, quiet: bool = False) -> None:
+        try:
+            self._raw.execute(sql)
+        except Exception:
+            self.broken = True
+            if not quiet:
+                raise
+
+
+_current = threading.local()
+
+
+def joined(engine: Engine) -> SharedTransaction | None:
+    """The shared transaction on ``engine`` this thread's writes join now, if any."""
+    shared: SharedTransaction | None = getattr(_current, "shared", None)
+    return shared if shared is not None and shared.engine is engine else None
+
+
+def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Outcome] | None:
+    """Run ``calls`` (each a call of a ``write`` method of ``store``) in one transaction;
+    their outcomes once it committed, or None if it broke before and nothing of it is
+    durable: the caller runs each again alone. Raises only after the commit (the connection
+    would not go back), when whether the writes are durable is unknown."""
+    assert store.gate is not None, "only a SQLite store groups its writes"
+    with store.gate.held():
+        try:
+            connection = store.engine.connect()
+        except Exception:
+            return None
+        try:
+            outcomes = _committed(SharedTransaction(store.engine, connection), calls)
+        except BaseException:
+            _quietly(connection.close)
+            raise
+        if outcomes is None:
+            _quietly(connection.close)
+            return None
+        connection.close()
+        return outcomes
+
+
+def _committed(
+    shared: SharedTransaction, calls: Sequence[Callable[[], Any]]
+) -> list[Outcome] | None:
+    root = shared.connection.begin()
+    try:
+        # the file's write lock for the whole group at once: with a read first, a later
+        # write of the group would fail if another process wrote in between
+        shared.begin()
+        outcomes = _each(shared, calls)
+        if outcomes is not None:
+            root.commit()
+            return outcomes
+    except Exception:
+        pass  # BEGIN or COMMIT failed
+    # (after a failed commit too: SQLite may have kept the transaction open)
+    _quietly(root.rollback)
+    return None
+
+
+def _each(shared: SharedTransaction, calls: Sequence[Callable[[], Any]]) -> list[Outcome] | None:
+    outcomes: list[Outcome] = []
+    _current.shared = shared
+    try:
+        with tried_once():
+            for call in calls:
+                try:
+                    outcomes.append(Returned(call()))
+                except BaseException as error:
+                    if not shared.holds(error):
+                        return None
+                    outcomes.append(Raised(error))
+                if not shared.active:
+                    return None  # gone from under the writes (a method that swallowed a fault)
+    finally:
+        _current.shared = None
+    return outcomes
+
+
+def _quietly(undo: Callable[[], Any]) -> None:
+    # undoing what already failed: the error worth raising is the one that made it fail
+    with contextlib.suppress(Exception):
+        undo()

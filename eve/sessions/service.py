@@ -339,8 +339,9 @@ class SessionService:
             )
         except (QueueFull, SessionNotActive) as refusal:
             return await self._refused(session_id, idem, principal, refusal)
-        # a session from before its agent had a timeout gets its timer now
-        await self._watch_idle(session_id)
+        if not accepted.replayed:
+            # a session from before its agent had a timeout gets its timer now
+            await self._watch_idle(session_id)
         return accepted
 
     async def _refused(

@@ -23,7 +23,9 @@ from eve.sandbox.bindings import bound_roots
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
+from eve.server.collector import full_threshold, tune_collector
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
+from eve.server.switching import switch_interval_ms, tune_switching
 from eve.server.workers import Listen, bind, serve_on, serving_loop, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
 from eve.sessions.settings import MAX_QUEUED_ENV
@@ -50,6 +52,9 @@ async def _serve_worker(
     channels = await channel_declarations(load_compiled_agent(options.app_root))
     app = create_app(options, service, channels=channels)
     await start_service(app)
+    # started: what is alive now lives as long as the worker (``collector.py``)
+    tune_collector(full_threshold(os.environ))
+    tune_switching(switch_interval_ms(os.environ))
     retention = configured_retention(os.environ)
     # one worker prunes for all: they share the database
     pruning = None
@@ -148,9 +153,12 @@ def serve_command(
     oidc = oidc_settings(
         issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
     )
-    # a bad EVE_RETENTION or EVE_WORKSPACE_IDLE stops it here, not in a worker
+    # a bad EVE_RETENTION, EVE_WORKSPACE_IDLE, EVE_GC_FULL_THRESHOLD or
+    # EVE_SWITCH_INTERVAL_MS stops it here, not in a worker
     configured_retention(os.environ)
     configured_idle(os.environ)
+    full_threshold(os.environ)
+    switch_interval_ms(os.environ)
     # a short token is refused before compiling; only a bind with neither a token nor an
     # issuer waits for the compile, which tells whether agent/auth.py verifies users
     if token is not None or oidc is not None:

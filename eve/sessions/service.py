@@ -30,6 +30,7 @@ from eve.errors import (
     InputOptionUnknown,
     InputRequestNotPending,
     MessageTooLong,
+    QueueFull,
     SessionNotActive,
     SessionNotFound,
     TaskNotWaiting,
@@ -69,7 +70,7 @@ from eve.sessions.opening import claim_new, new_owner, open_session
 from eve.sessions.pg_listener import PgListener
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite_changes import SqliteChanges
-from eve.sessions.store import PendingRequest, SessionRow, SessionStore
+from eve.sessions.store import PendingRequest, SessionRow, SessionStore, read_session
 from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
 from eve.sessions.turn_workflow import (
@@ -328,11 +329,36 @@ class SessionService:
             ["message", turn_input(checked)],
             principal=principal,
         )
+        # the claim's one transaction checks the rest (a repeat, the session, who asks): an
+        # answer under load waits for one write, not a read and a write, each a thread's
+        # turn at the interpreter's lock (``_refused``)
+        try:
+            await self.admission.check()
+            accepted = await self._enqueue(
+                session_id, checked, sender or principal, idem=idem, seer=principal
+            )
+        except (QueueFull, SessionNotActive) as refusal:
+            return await self._refused(session_id, idem, principal, refusal)
+        if not accepted.replayed:
+            # a session from before its agent had a timeout gets its timer now
+            await self._watch_idle(session_id)
+        return accepted
+
+    async def _refused(
+        self,
+        session_id: str,
+        idem: IdempotencyKey | None,
+        principal: Principal,
+        refusal: QueueFull | SessionNotActive,
+    ) -> Accepted:
+        """Why a message was not accepted, in this order: a repeat of an answered request is
+        answered again (even once the session has ended, or the queue is full); a session
+        ``principal`` may not message says why; else ``refusal`` is raised (the queue is
+        full, or the session ended since it was looked at)."""
         if (answer := await self._answered(idem)) is not None:
-            return Accepted.replay(answer)  # even once the session has ended
+            return Accepted.replay(answer)
         await self.require_active(session_id, principal=principal)
-        await self.admission.check()
-        return await self._enqueue(session_id, checked, sender or principal, idem=idem)
+        raise refusal
 
     async def _enqueue(
         self,
@@ -342,9 +368,19 @@ class SessionService:
         *,
         idem: IdempotencyKey | None = None,
         first: bool = False,
+        seer: Principal | None = None,
     ) -> Accepted:
+        """Accept ``message``'s turn; ``seer``: who asks, who must be allowed to see the
+        session (checked in the claim's transaction, which a refusal rolls back)."""
+
         def claimed(c: Connection, turn: int) -> tuple[Accepted, Place | None]:
             replay_if_answered(c, idem)
+            if seer is not None and not seer.is_operator:
+                row = read_session(c, session_id)
+                if row is None or not may_see(row.owner, seer):
+                    raise SessionNotActive(
+                        f"no active session {session_id}", session_id=session_id, reason="unknown"
+                    )
             if first and turn != 0:
                 raise Replayed({"sessionId": session_id, "turnId": "turn_0"})
             # the turn's input, stored: _checked redacted its secrets

@@ -36,6 +36,8 @@ def test_a_message_over_the_queue_limit_is_refused_with_retry_after(
         another = server.post("/session", {"message": "a new session"})
         # a repeat of an accepted request is answered as before, full or not
         replayed = server.post(f"/session/{session}", {"message": "2"}, headers=keyed)
+        # a session that takes no message says so, full or not
+        unknown = server.send("ses_unknown", "4")
         (root / "release").write_text("go")
         events = server.wait_for(session, count("session.waiting", 3))
     finally:
@@ -47,6 +49,7 @@ def test_a_message_over_the_queue_limit_is_refused_with_retry_after(
         assert body["code"] == "queue_full"
         assert "2 turns wait" in body["error"] and "EVE_MAX_QUEUED_TURNS" in body["error"]
     assert (replayed.status_code, replayed.json()["turnId"]) == (202, "turn_2")
+    assert (unknown.status_code, unknown.json()["code"]) == (409, "session_not_active")
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["hold on", "1", "2"]  # the refused one was not accepted
 

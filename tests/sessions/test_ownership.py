@@ -86,6 +86,16 @@ def test_another_principal_gets_what_an_unknown_id_gets_and_the_owner_and_operat
     assert (summary.owner.id, summary.owner.kind) == (ALICE.id, "user")
 
 
+def test_a_message_refused_to_another_principal_takes_no_turn_number(
+    server: InProcessServer,
+) -> None:
+    """The owner is checked in the claim's transaction: a refusal rolls the claim back."""
+    session = on_service(server, lambda s: s.create(principal=ALICE)).session_id
+    assert outcome(server, "send", session, BOB)[1:] == ("session_not_active", 409)
+    sent = on_service(server, lambda s: s.send(session, "mine", principal=ALICE))
+    assert sent.turn_id == "turn_0"
+
+
 def test_the_list_shows_a_principal_its_own_sessions_and_an_operator_all(
     server: InProcessServer,
 ) -> None:

@@ -1,0 +1,55 @@
+"""A worker's thread switch interval: 1 ms rather than Python's 5 ms.
+
+A thread that wants the interpreter's lock waits up to the switch interval before the holder
+is asked to let go. A worker's threads give the lock up at every database call and want it
+back at its end: the one thread that writes the turns' events (``writer_lane.py``), a
+request's claim, the event loop itself. On a saturated worker each of those waits sat behind
+a thread computing, up to 5 ms a time, and the single writer's waits held every turn up. At
+1,000 live sessions on SQLite (``bench/scale``, runs on a loaded shared machine) 1 ms took
+a worker from 64-67 turns/s to 82-88, and a message's claim (its transaction, in its
+thread) from a p95 of 53-68 ms to 36-39, for more switches between threads that compute.
+
+``EVE_SWITCH_INTERVAL_MS`` sets it (milliseconds, above 0 and at most 100); ``off`` leaves
+Python's.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+
+from eve.errors import ServerConfigError
+
+SWITCH_ENV = "EVE_SWITCH_INTERVAL_MS"
+#: a worker's switch interval, in milliseconds (Python's is 5)
+DEFAULT_SWITCH_MS = 1.0
+#: the longest interval the setting takes, in milliseconds
+MAX_SWITCH_MS = 100.0
+
+
+def switch_interval_ms(env: Mapping[str, str]) -> float | None:
+    """``EVE_SWITCH_INTERVAL_MS`` read: unset or empty is eve's default; ``off`` is None
+    (Python's interval left alone)."""
+    raw = env.get(SWITCH_ENV, "")
+    value = raw.strip().lower()
+    if value == "":
+        return DEFAULT_SWITCH_MS
+    if value == "off":
+        return None
+    try:
+        ms = float(value) if value.isascii() else math.nan
+    except ValueError:
+        ms = math.nan
+    if not 0 < ms <= MAX_SWITCH_MS:  # NaN fails too
+        raise ServerConfigError(
+            f"{SWITCH_ENV} must be a number of milliseconds above 0 and at most "
+            f"{MAX_SWITCH_MS:g} (eve's default {DEFAULT_SWITCH_MS:g}) or off, not {raw!r}"
+        )
+    return ms
+
+
+def tune_switching(ms: float | None) -> None:
+    """Set the worker's switch interval to ``ms``; nothing when it is None."""
+    if ms is not None:
+        sys.setswitchinterval(ms / 1000)

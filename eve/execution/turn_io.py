@@ -154,9 +154,7 @@ class TurnIO:
 
     async def emit(self, data: D, step: int | None = None) -> None:
         """Publish ``data`` as this turn's event (inside step ``step``, when given)."""
-        await self.emitter.emit(
-            msgspec.structs.replace(data, turn_id=self.env.turn_id, step_index=step)
-        )
+        await emit_in_turn(self.emitter, self.env.turn_id, data, step)
 
     def keep(self, message: Message) -> None:
         """Append ``message`` to the transcript now, ahead of the state that records it."""
@@ -175,8 +173,11 @@ class TurnIO:
     async def connect(self) -> None:
         """Add the tools of the node's MCP connections that every request offers; the
         catalog's wait until the turn needs them (``execution.connections``)."""
+        # not ``self.emit``: the connections would hold this driver through its bound method,
+        # a cycle that outlives the turn until a full collection (issue 31)
+        emit = partial(emit_in_turn, self.emitter, self.env.turn_id)
         self.connections = TurnConnections(
-            self.setup.agent, self.env.recorder, self.emit, workspace=self.setup.workspace
+            self.setup.agent, self.env.recorder, emit, workspace=self.setup.workspace
         )
         self.runner.tools = await self.connections.start(self.runner.tools)
 
@@ -191,6 +192,14 @@ class TurnIO:
             model_prices=setup.agent.config.model_prices,
             model_id=setup.client.model_id,
         )
+
+
+async def emit_in_turn(
+    emitter: EventEmitter, turn_id: str, data: D, step: int | None = None
+) -> None:
+    """Publish ``data`` through ``emitter`` as turn ``turn_id``'s event (inside step
+    ``step``, when given)."""
+    await emitter.emit(msgspec.structs.replace(data, turn_id=turn_id, step_index=step))
 
 
 def _budget(setup: AgentSetup, state: TurnState) -> int | None:

@@ -4,13 +4,15 @@
 A full collection stops the whole process (its event loop, every thread) for as long as it
 walks every object the collector tracks. A turn's objects live as long as the turn (its
 environment, emitter and event writer, seconds), so nearly all of them reach the oldest
-generation, and they end as one cycle that only a full collection frees. Python starts a full
-collection after 10 younger ones once the objects promoted since the last one reach a quarter
-of the generation: at 1,000 live sessions on SQLite that was every 2.3 s, for 0.5 s each: a
-quarter of the worker's time, and every request that arrived meanwhile waited for it (a
-``/health`` p95 of 536 ms, ``bench/scale``). With these settings one runs about every 20 s
-there, and walks fewer objects (the frozen start-up heap, a quarter of them, is never walked);
-the garbage of those 20 s waits for it (some tens of MB at that load).
+generation; they are freed as the turn ends, in no cycle (``tests/sessions/test_turn_garbage.py``),
+but the live ones are walked by every full collection. Python starts a full collection after
+10 younger ones once the objects promoted since the last one reach a quarter of the
+generation: at 1,000 live sessions on SQLite that was every 2.3 s, for 0.5 s each: a quarter
+of the worker's time, and every request that arrived meanwhile waited for it (a ``/health``
+p95 of 536 ms, ``bench/scale``). With these settings one runs about every 20 s there, and
+walks fewer objects (the frozen start-up heap, a quarter of them, is never walked); what
+garbage cycles those 20 s leave (a turn left one of about 70 objects before issue 31) waits
+for it.
 
 ``EVE_GC_FULL_THRESHOLD`` is Python's third threshold (``gc.set_threshold``): how many
 collections of the middle generation pass between full ones (eve's default 100, Python's 10);

@@ -144,10 +144,18 @@ class SessionWriter:
         self.task.add_done_callback(self._report)
 
     def _report(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and (error := task.exception()) is not None:
+        if task.cancelled():
+            return
+        if (error := task.exception()) is not None:
             log.warning(
                 "events of session %s not written: %s", self.session_id, type(error).__name__
             )
+        elif self.task is task:
+            # a drain that wrote all is forgotten (None reads as done): its task keeps the
+            # context of the turn that started it, whose event emitter leads back to this
+            # writer, a cycle only a full collection would free (issue 31). A failed or
+            # cancelled one stays: the next drain and ``flush`` look at it
+            self.task = None
 
     async def _drain(self) -> None:
         while self.pending or self.riders:

@@ -64,7 +64,10 @@ async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
     async with modern(server) as client:  # the newest protocol, beside the handshake's
         assert client.protocol_version == MODERN_PROTOCOL_VERSIONS[-1]
         result = view(
-            await client.call_tool("agent_start", {"message": "hold on"}, progress_callback=told)
+            # the channel's longest wait: a loaded machine's first turn may take the default
+            await client.call_tool(
+                "agent_start", {"message": "hold on", "wait": 20}, progress_callback=told
+            )
         )
     assert (result["status"], result["answer"]) == ("completed", "released")
     [held] = result["calls"]
@@ -87,7 +90,7 @@ async def test_a_dropped_connection_resumes_from_the_log(
     monkeypatch.chdir(root)  # where the tool looks for its release
     server = ThreadedServer(root, token=TOKEN, channels=[CHANNEL])
     url = await asyncio.to_thread(server.start)
-    arguments = {"message": "hold on", "idempotency_key": "7c0b0d4e-first-try"}
+    arguments = {"message": "hold on", "idempotency_key": "7c0b0d4e-first-try", "wait": 20}
     running = asyncio.Event()
 
     async def told(value: float, total: float | None, message: str | None) -> None:
@@ -100,7 +103,11 @@ async def test_a_dropped_connection_resumes_from_the_log(
 
     try:
         dropped = asyncio.create_task(first_try())
-        await running.wait()
+        told_running = asyncio.create_task(running.wait())
+        # never a hang: a call that ends before its tool runs is this test's failure
+        await asyncio.wait({dropped, told_running}, return_when=asyncio.FIRST_COMPLETED)
+        told_running.cancel()
+        assert running.is_set(), "the call ended before its turn called the tool"
         dropped.cancel()  # the client goes, and its connection with it
         with pytest.raises(asyncio.CancelledError):
             await dropped

@@ -23,6 +23,7 @@ import pytest
 # file"). DBOS is pinned below 4, where the function lives.
 from dbos._logger import init_logger
 
+from tests.forkserver import quicker_sqlite_polls
 from tests.rewrite_ahead import rewrite_ahead, should_rewrite_ahead
 
 init_logger()
@@ -69,6 +70,13 @@ def oidc_provider() -> Any:
     from tests.oidc.provider import Provider  # only the modules that use it pay for its imports
 
     return Provider()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quicker_sqlite_polls() -> None:
+    """The DBOS a test launches in its own process polls as the forked ones do: a stop no
+    longer waits out most of a second (``tests/forkserver.py``, ``SQLITE_POLL_SECONDS``)."""
+    quicker_sqlite_polls()
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,8 @@ What differs from a fresh interpreter is what was decided at import time, so ``a
 refuses an environment that differs from this process's in what the interpreter or a
 preloaded module reads as it starts (those commands run as plain subprocesses). The
 kernel's copy of the environment a process started with (``/proc/<pid>/environ``) is the
-fork server's, so a test about that block starts its process itself.
+fork server's, so a test about that block starts its process itself. One difference is
+made on purpose: DBOS polls SQLite for messages more often (``SQLITE_POLL_SECONDS``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ FIXED_AT_START = (
     "SSL_CERT_",
 )
 _HONOURED = ("PYTHONUNBUFFERED",)
+#: DBOS's poll for a parked workflow's messages on SQLite (``SQLITE_POLL_SECONDS`` of
+#: eve.sessions.engine, 1 s) in every eve of the tests, forked or in a test's process: each
+#: stop of DBOS waited out the rest of a poll's sleep, most of a second (the suite stops it
+#: 216 times in the tests' own processes alone, besides every eve process that ends). Polled
+#: more often, a message from another process arrives sooner; eve wakes a receiver of its
+#: own process itself either way. A poll queries once per waiting receive, so a test with
+#: many parked turns keeps eve's own (tests/sessions/test_parked_turns.py).
+SQLITE_POLL_SECONDS = 0.1
 MESSAGE_BYTES = 1 << 20
 
 
@@ -141,6 +150,7 @@ def _serve(path: str) -> _Request:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    quicker_sqlite_polls()
     # a fork copies only the thread that forks: nothing may run beside it
     assert threading.active_count() == 1, threading.enumerate()
     # what is loaded stays for good: the children's collections need not walk it again
@@ -188,6 +198,13 @@ def _serve(path: str) -> _Request:
             connection.send(json.dumps({"pid": pid}).encode())
             children[pid] = connection
         _report_exits(children)
+
+
+def quicker_sqlite_polls() -> None:
+    """``SQLITE_POLL_SECONDS`` for the DBOS that eve launches in this process."""
+    from eve.sessions import engine
+
+    engine.SQLITE_POLL_SECONDS = SQLITE_POLL_SECONDS
 
 
 def _report_exits(children: dict[int, socket.socket]) -> None:

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from eve.sessions import resolve_settings
+from eve.sessions.engine import dbos_config
 from tests import forked
 from tests.conftest import AppFactory
+from tests.forkserver import SQLITE_POLL_SECONDS
 
 EVE = [sys.executable, "-m", "eve"]
 
@@ -98,3 +101,15 @@ def test_what_a_fork_cannot_honour_starts_a_fresh_interpreter(
     off = forked.popen([*EVE, "--version"], cwd=tmp_path, stdout=subprocess.DEVNULL)
     assert isinstance(off, subprocess.Popen)
     assert off.wait(60) == 0
+
+
+def test_the_dbos_of_a_tests_process_polls_sqlite_as_the_forked_ones_do(tmp_path: Path) -> None:
+    """The one thing a fork changes on purpose (``SQLITE_POLL_SECONDS``) holds in the test's
+    own process too (tests/conftest.py), and is quicker than eve's own second."""
+    config = dbos_config(resolve_settings(tmp_path, env={}))
+    try:
+        assert config["notification_listener_polling_interval_sec"] == SQLITE_POLL_SECONDS < 1
+    finally:
+        engine = config.get("system_database_engine")
+        if engine is not None:
+            engine.dispose()

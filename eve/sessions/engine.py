@@ -75,7 +75,8 @@ class _QuietVersionNotice(logging.Filter):
 logging.getLogger("dbos").addFilter(_QuietVersionNotice())
 _ACTIVE = ["ENQUEUED", "PENDING"]
 #: seconds between DBOS's polls for a parked workflow's messages on SQLite. A stop waits
-#: out the poll in progress (DBOS joins the thread that sleeps it)
+#: out the poll in progress (DBOS joins the thread that sleeps it), so the tests shorten it
+#: (tests/forkserver.py)
 SQLITE_POLL_SECONDS = 1.0
 #: how often DBOS's background jobs run: they start delayed workflows and cancel timed-out
 #: ones, and eve makes neither; DBOS's 1 s was a fifth of an idle server's CPU (its two
@@ -100,7 +101,7 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
         # on SQLite DBOS polls for a parked workflow's messages at this interval; eve wakes
         # the receiver itself when it sends from this process (``send_input``), so the
         # poll only serves another process's sends on the same file
-        "notification_listener_polling_interval_sec": 1.0,
+        "notification_listener_polling_interval_sec": SQLITE_POLL_SECONDS,
         # exceptions stored as redacted plain data, never a pickled provider response
         "serializer": EveSerializer(),
     }

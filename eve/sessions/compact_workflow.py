@@ -96,7 +96,7 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
 
     context = EveContext(session_id=session_id)
     context.restore(checkpoint.state)
-    recorder = DurableRecorder(events, context, store=runtime.store, gate=runtime.gate)
+    recorder = DurableRecorder(events, context, gate=runtime.gate)
     record = await recorder.record(compaction_key(None), produce, COMPACTIONS)
     if isinstance(record, Summarized):
         await _save(runtime, session_id, loaded, record)

@@ -41,7 +41,7 @@ from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.step_records import add_record
-from eve.sessions.store import SessionStore, TurnProgress
+from eve.sessions.store import TurnProgress
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper
 
@@ -72,13 +72,11 @@ class DurableRecorder:
         events: TurnEvents,
         context: EveContext,
         *,
-        store: SessionStore,
         gate: ComputeGate,
         workspace: WorkspaceKeeper | None = None,
     ) -> None:
         self.events = events
         self.context = context
-        self.store = store
         self.gate = gate
         #: the session's sandbox workspace, checkpointed with each step (None: no sandbox)
         self.workspace = workspace

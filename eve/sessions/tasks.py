@@ -296,9 +296,7 @@ async def _run(
         context=context,
         approve=DurableApproval(desk(child_emitter), task.signal),
         tasks=DurableTasks(root_session_id=spec.root_session_id, workflow_id=task_id),
-        recorder=DurableRecorder(
-            events, context, store=host.store, gate=host.gate, workspace=keeper
-        ),
+        recorder=DurableRecorder(events, context, gate=host.gate, workspace=keeper),
         forms=DurableForms(desk=desk(child_emitter), signal=task.signal),
         sent_calls=DurableSentCalls(desk=desk(child_emitter)),
     )

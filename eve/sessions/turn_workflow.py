@@ -275,9 +275,7 @@ class TurnRuntime:
                     signal=signal,
                     emitter=emitter,
                     context=context,
-                    recorder=DurableRecorder(
-                        events, context, store=self.store, gate=self.gate, workspace=workspace
-                    ),
+                    recorder=DurableRecorder(events, context, gate=self.gate, workspace=workspace),
                     tasks=DurableTasks(root_session_id=session_id, workflow_id=workflow_id),
                     approve=DurableApproval(desk, signal),
                     approved_once=frozenset(checkpoint.approved_once),

@@ -259,17 +259,26 @@ async def watch(
     sessions: ChannelSessions, fold: TurnFold, *, wait: float, report: Report
 ) -> TurnFold:
     """Read the log into ``fold``, then follow it for up to ``wait`` seconds until the turn
-    settles, reporting each event worth telling as it comes."""
+    settles, reporting each event worth telling, those read before the wait included."""
     fold.next_index = await _start(sessions, fold)
     backlog = await sessions.events(fold.session_id, fold.next_index, follow=False)
+    told: list[tuple[int, str]] = []
     async for line in backlog:
-        fold.add(decode_event(line))
+        event = decode_event(line)
+        fold.add(event)
+        if (said := describe(event)) is not None:
+            told.append((event.meta.index, said))
     fold.fix_target()
     if fold.settled or wait <= 0:
         return fold
-    # numbered below the next event's index: a notification's progress always grows
-    await report(fold.next_index - 1, f"{fold.session_id} {fold.turn_id}: {fold.status}")
+    # numbered below the first event told: a notification's progress always grows
+    first = told[0][0] if told else fold.next_index
+    await report(first - 1, f"{fold.session_id} {fold.turn_id}: {fold.status}")
     with anyio.move_on_after(wait):
+        # what the turn did before the log was followed is told too: a turn this call just
+        # started may be well on by then (its tool running), its events all in the backlog
+        for index, said in told:
+            await report(index, said)
         live = await sessions.events(fold.session_id, fold.next_index, follow=True)
         async with _closing(live):
             async for line in live:

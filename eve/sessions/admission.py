@@ -48,7 +48,11 @@ class Admission:
         """Raise ``QueueFull`` if the queue is at its limit; return at once without one."""
         if self.limit is None:
             return
-        depth = await self._queued() + self.waiting()
+        # the steps waiting first: a turn that starts while the queue is counted (in a
+        # thread) left the count's places before it reached the gate, so read the other
+        # way round, it was counted twice and a message refused under the limit
+        waiting = self.waiting()
+        depth = await self._queued() + waiting
         if depth >= self.limit:
             raise QueueFull(
                 f"{depth} turns wait in the server's queue, its limit "

@@ -15,6 +15,7 @@ import pytest
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from bench.channel_probes.mcp import probe
+from eve.channels.sessions import ChannelSessions
 from tests.channels.mcp.client import (
     CHANNEL,
     PATH,
@@ -52,8 +53,9 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
         server.stop()
 
 
-async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
-    server = await serve([call("hold"), say("released")], tools=("hold",))
+async def held_and_told(server: InProcessServer) -> None:
+    """``agent_start`` of a turn that calls ``hold``, let go once its progress says so: the
+    answer and every notification, checked."""
     progress: list[tuple[float, str | None]] = []
 
     async def told(value: float, total: float | None, message: str | None) -> None:
@@ -78,6 +80,30 @@ async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
     assert messages[-1] == "turn.completed turn_0"
     values = [v for v, _ in progress]
     assert values == sorted(set(values)), "progress must grow with every notification"
+
+
+async def test_a_tool_call_reports_progress_while_it_runs(serve: Serve) -> None:
+    await held_and_told(await serve([call("hold"), say("released")], tools=("hold",)))
+
+
+async def test_what_the_turn_did_before_the_call_read_the_log_is_told_too(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn the call just started may be well on before the call reads the log (a loaded
+    machine ran its first step first): its tool's call is in the log the call reads, and
+    is told all the same. (It was read in silence: the caller never heard of the call, and
+    a caller waiting for it to let the tool go waited out its whole ``wait``.)"""
+    server = await serve([call("hold"), say("released")], tools=("hold",))
+    reads = ChannelSessions.latest_turn
+
+    async def after_the_tool_started(self: ChannelSessions, session_id: str) -> str | None:
+        # the call reads the log once the tool runs and what the turn said before is written
+        await asyncio.to_thread(wait_for_file, server.app_root / f"hold-{session_id}.started")
+        await self.service.log.writer(session_id).flush()
+        return await reads(self, session_id)
+
+    monkeypatch.setattr(ChannelSessions, "latest_turn", after_the_tool_started)
+    await held_and_told(server)
 
 
 async def test_a_dropped_connection_resumes_from_the_log(

@@ -378,6 +378,18 @@ class _CountedSessions(ChannelSessions):
 SweepView = tuple[str | None, tuple[str, int] | None, int]
 
 
+def asked_for_hold(log: list[dict[str, Any]]) -> bool:
+    """Whether turn 2's call of ``hold`` is in the log: all the turn writes until it ends."""
+    starts = [
+        e["meta"]["index"]
+        for e in log
+        if e["type"] == "turn.started" and e["data"].get("turn_id") == "turn_2"
+    ]
+    return bool(starts) and any(
+        e["type"] == "actions.requested" and e["meta"]["index"] > starts[0] for e in log
+    )
+
+
 def sweep_view(server: InProcessServer, session_id: str) -> SweepView:
     """The turn the engine runs in the session, what the restart's sweep finds of it
     (``running_turn``), and how many log events the sweep read for it."""
@@ -396,7 +408,10 @@ def test_the_sweep_reads_a_running_turn_from_its_start_and_leaves_a_waiting_one_
     server: InProcessServer, slack: FakeSlack
 ) -> None:
     thread, session_id = held_thread(server, slack)
-    log = server.events(session_id)
+    # the hold may start before the events said ahead of it are in the log: the session's
+    # writer commits them while the step runs (eve orders them before the step's record,
+    # not before its tools), so the log is read once they are
+    log = server.wait_for(session_id, asked_for_hold)
     start = min(e["meta"]["index"] for e in log if e["data"].get("turn_id") == "turn_2")
     engine, found, read = sweep_view(server, session_id)
     assert engine == "turn_2" and found == ("turn_2", start)

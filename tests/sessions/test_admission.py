@@ -10,6 +10,7 @@ import pytest
 
 from eve.errors import ServerConfigError
 from eve.sessions import admission
+from eve.sessions.admission import Admission
 from eve.sessions.settings import SESSIONS_DIR, max_queued_turns
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
@@ -107,6 +108,21 @@ def test_steps_waiting_for_the_worker_s_compute_count_too(
         server.stop()
     assert refused.status_code == 503, refused.text
     assert "2 turns wait" in refused.json()["error"]
+
+
+async def test_a_turn_that_starts_while_the_queue_is_counted_counts_once() -> None:
+    """The places not started are counted in a thread; a turn that starts meanwhile and
+    waits for a permit is in the count's snapshot, and was counted at the gate too: with one
+    turn waiting, a message was refused as "2 turns wait" (the compute test above, once in
+    a loaded suite)."""
+    waiting = [0]
+
+    def count() -> int:
+        waiting[0] = 1  # the turn counted here starts and waits for a permit meanwhile
+        return 1
+
+    door = Admission(2, count, lambda: waiting[0])
+    await door.check()  # one turn waits: under the limit, nothing raised
 
 
 def test_the_queue_limit_is_read_from_the_environment() -> None:

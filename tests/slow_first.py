@@ -7,7 +7,8 @@ that take most of a minute (a server killed and restarted, a fault held on) ther
 finish last when they sit late in the order, and all land on one worker when they sit
 together. This orders each share to begin with its part of the slow tests, dealt longest
 first to the share with the least slow time so far, so that they run while the short ones
-are stolen around them. It changes which test runs when, never what a test does.
+are stolen around them; a module with slow tests moves whole, so that its module-scoped
+fixtures are set up once. It changes which test runs when, never what a test does.
 """
 
 from __future__ import annotations
@@ -160,18 +161,38 @@ def _shares(count: int, workers: int) -> list[int]:
     return sizes
 
 
-def ordered(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
-    """``items`` with each worker's share led by its part of the slow tests."""
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def ordered(
+    items: list[pytest.Item], workers: int, *, slow: dict[str, float] = SLOW
+) -> list[pytest.Item]:
+    """``items`` with each worker's share led by its part of the slow tests.
+
+    A module with slow tests moves whole, its tests in their collected order: its
+    module-scoped fixtures (a browser, a server, a database) are then set up once, where
+    scattering its slow tests over the shares set them up once per worker that ran one (the
+    dev UI's Chromium and server seven times in one run)."""
     if workers < 2:
         return items  # one process runs them all either way: keep each module together
     sizes = _shares(len(items), workers)
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(_module(item), []).append(item)
+    weights = {name: sum(slow.get(i.nodeid, 0.0) for i in group) for name, group in modules.items()}
     heads: list[list[pytest.Item]] = [[] for _ in sizes]
     loads = [0.0 for _ in sizes]
-    for item in sorted((i for i in items if i.nodeid in SLOW), key=lambda i: -SLOW[i.nodeid]):
-        share = min((k for k in range(workers) if len(heads[k]) < sizes[k]), key=loads.__getitem__)
-        heads[share].append(item)
-        loads[share] += SLOW[item.nodeid]
-    rest = iter(i for i in items if i.nodeid not in SLOW)
+    moved: set[str] = set()
+    for name in sorted((n for n in modules if weights[n]), key=lambda n: -weights[n]):
+        group = modules[name]
+        room = [k for k in range(workers) if len(heads[k]) + len(group) <= sizes[k]]
+        if room:  # a module larger than any share's room left stays where it is
+            share = min(room, key=loads.__getitem__)
+            heads[share] += group
+            loads[share] += weights[name]
+            moved.add(name)
+    rest = iter(i for i in items if _module(i) not in moved)
     result: list[pytest.Item] = []
     for head, size in zip(heads, sizes, strict=True):
         result += head

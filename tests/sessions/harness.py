@@ -26,6 +26,7 @@ import msgspec
 
 from eve.wire.requests import CreateBody, FollowUpBody, InputResponse, RequestBody
 from tests.forked import Command, popen
+from tests.polling import pauses
 
 Event = dict[str, Any]
 
@@ -94,14 +95,15 @@ class Driver:
         self, session_id: str, done: Callable[[list[Event]], bool], timeout: float = 60.0
     ) -> list[Event]:
         deadline = time.monotonic() + timeout
-        while True:
+        for pause in pauses(0.1):
             events = self.events(session_id)
             if done(events):
                 return events
             if time.monotonic() > deadline:
                 types = [e["type"] for e in events]
                 raise AssertionError(f"timed out; events so far: {types}")
-            time.sleep(0.1)
+            time.sleep(pause)
+        raise AssertionError("unreachable: pauses() never ends")
 
 
 @dataclass

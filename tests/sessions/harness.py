@@ -155,6 +155,7 @@ class Server(Driver):
             self.command(), cwd=self.app_root, env=env, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + timeout
+        waits = pauses(0.1)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"eve serve exited early:\n{self.output()}")
@@ -162,7 +163,7 @@ class Server(Driver):
                 if self._client().get(self.url + "/health", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
-                time.sleep(0.1)
+                time.sleep(next(waits))
         raise AssertionError(f"eve serve never became healthy:\n{self.output()}")
 
     def command(self) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -22,9 +22,9 @@ def _items(nodeids: list[str]) -> list[pytest.Item]:
 def test_each_share_starts_with_its_slow_tests_and_nothing_is_lost() -> None:
     slow = {f"tests/test_s{n}.py::test_slow": 10.0 - n for n in range(6)}
     quick = [f"tests/test_x.py::test_{n}" for n in range(34)]
-    items = _items(quick[:20] + [*slow] + quick[20:])
+    items = _items([*quick[:20], *slow, *quick[20:]])
     result = [i.nodeid for i in ordered(items, workers=4, slow=slow)]
-    assert sorted(result) == sorted(quick + [*slow])
+    assert sorted(result) == sorted([*quick, *slow])
     shares = [result[0:10], result[10:20], result[20:30], result[30:40]]
     # longest first, each to the share with the least slow time so far
     assert [s[0] for s in shares] == [*slow][:4]

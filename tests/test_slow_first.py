@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -15,20 +15,36 @@ class _Item:
     nodeid: str
 
 
+def _items(nodeids: list[str]) -> list[pytest.Item]:
+    return cast(list[pytest.Item], [_Item(n) for n in nodeids])
+
+
 def test_each_share_starts_with_its_slow_tests_and_nothing_is_lost() -> None:
-    slow = sorted(SLOW, key=lambda nodeid: -SLOW[nodeid])[:6]
+    slow = {f"tests/test_s{n}.py::test_slow": 10.0 - n for n in range(6)}
     quick = [f"tests/test_x.py::test_{n}" for n in range(34)]
-    items = cast(Any, [_Item(n) for n in quick[:20] + slow + quick[20:]])
-    result = [i.nodeid for i in ordered(cast(list[pytest.Item], items), workers=4)]
-    assert sorted(result) == sorted(quick + slow)
+    items = _items([*quick[:20], *slow, *quick[20:]])
+    result = [i.nodeid for i in ordered(items, workers=4, slow=slow)]
+    assert sorted(result) == sorted([*quick, *slow])
     shares = [result[0:10], result[10:20], result[20:30], result[30:40]]
     # longest first, each to the share with the least slow time so far
-    assert [s[0] for s in shares] == slow[:4]
-    assert shares[3][1] == slow[4]  # the share that had the least
-    assert sorted(s[1] for s in shares if s[1] in slow) == sorted(slow[4:])
+    assert [s[0] for s in shares] == [*slow][:4]
+    assert shares[3][1] == [*slow][4]  # the share that had the least
+    assert sorted(s[1] for s in shares if s[1] in slow) == sorted([*slow][4:])
     assert [n for n in result if n in quick] == quick  # the rest keep their order
 
 
+def test_a_module_with_slow_tests_moves_whole_in_its_order() -> None:
+    # a module-scoped fixture is set up once per run of the module's tests in a row
+    module = [f"tests/test_ui.py::test_{n}" for n in range(4)]
+    slow = {module[1]: 5.0, module[3]: 4.0, "tests/test_y.py::test_alone": 6.0}
+    quick = [f"tests/test_x.py::test_{n}" for n in range(11)]
+    items = _items(quick[:5] + module + quick[5:] + ["tests/test_y.py::test_alone"])
+    result = [i.nodeid for i in ordered(items, workers=2, slow=slow)]
+    # 9 s of slow tests in one module go first, whole; the 6 s test leads the other share
+    assert result[:8] == [*module, *quick[:4]]
+    assert result[8:] == ["tests/test_y.py::test_alone", *quick[4:]]
+
+
 def test_one_process_keeps_the_collected_order() -> None:
-    items = cast(list[pytest.Item], [_Item(n) for n in [*SLOW][::-1]])
+    items = _items([*SLOW][::-1])
     assert ordered(items, workers=1) == items

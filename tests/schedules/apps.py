@@ -8,6 +8,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from tests.polling import pauses
+
 #: a schedule that fires every second (six fields: seconds first)
 EVERY_SECOND = "* * * * * *"
 
@@ -38,12 +40,13 @@ def scheduled_sessions(api: Api) -> list[dict[str, Any]]:
 def wait_until(check: Callable[[], Any], *, timeout: float = 30.0) -> Any:
     """What ``check`` returns once it is truthy (polled), or an AssertionError."""
     deadline = time.monotonic() + timeout
-    while True:
+    for pause in pauses(0.25):  # at most every 0.25 s: a look reads every session's first event
         value = check()
         if value:
             return value
         assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.25)  # each look reads every session's first event
+        time.sleep(pause)
+    raise AssertionError("unreachable: pauses() never ends")
 
 
 def last_run(api: Api) -> str | None:

@@ -22,13 +22,22 @@ from tests.conftest import AppFactory
 
 @pytest.fixture
 def collector() -> Iterator[None]:
-    """The test process's collector as it was, afterwards."""
+    """A heap thawed for the test, and the test process's collector as it was afterwards:
+    tests/conftest.py froze what collecting imported, and the rest of this xdist worker's
+    tests would otherwise walk all of it again at every full collection."""
     thresholds = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()  # the test counts what tune_collector freezes, from nothing
     try:
         yield
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
+        if frozen:
+            # gc has no way back to just the objects frozen before: this freezes them and
+            # what the worker made since, as conftest's freeze did (no full collection
+            # first: on a heap holding the whole suite it costs more than it would free)
+            gc.freeze()
 
 
 def test_the_setting_is_eves_default_a_number_or_off() -> None:

@@ -26,6 +26,7 @@ import msgspec
 
 from eve.wire.requests import CreateBody, FollowUpBody, InputResponse, RequestBody
 from tests.forked import Command, popen
+from tests.polling import pauses
 
 Event = dict[str, Any]
 
@@ -94,14 +95,15 @@ class Driver:
         self, session_id: str, done: Callable[[list[Event]], bool], timeout: float = 60.0
     ) -> list[Event]:
         deadline = time.monotonic() + timeout
-        while True:
+        for pause in pauses(0.1):
             events = self.events(session_id)
             if done(events):
                 return events
             if time.monotonic() > deadline:
                 types = [e["type"] for e in events]
                 raise AssertionError(f"timed out; events so far: {types}")
-            time.sleep(0.1)
+            time.sleep(pause)
+        raise AssertionError("unreachable: pauses() never ends")
 
 
 @dataclass
@@ -153,6 +155,7 @@ class Server(Driver):
             self.command(), cwd=self.app_root, env=env, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + timeout
+        waits = pauses(0.1)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"eve serve exited early:\n{self.output()}")
@@ -160,7 +163,7 @@ class Server(Driver):
                 if self._client().get(self.url + "/health", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
-                time.sleep(0.1)
+                time.sleep(next(waits))
         raise AssertionError(f"eve serve never became healthy:\n{self.output()}")
 
     def command(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""A worker's thread switch interval: 1 ms rather than Python's 5 ms on SQLite, Python's on
+"""A worker's thread switch interval: 1 ms rather than Python's 5 ms on SQLite, 2 ms on
 PostgreSQL.
 
 A thread that wants the interpreter's lock waits up to the switch interval before the holder
@@ -14,11 +14,10 @@ On PostgreSQL there is no single writer: the turns' calls to the store run on th
 threads, requests' on theirs, DBOS's on its own, a dozen or more threads that want the lock
 back after a round trip at any moment. With 1 ms the event loop, computing, was asked to let
 go every millisecond and then waited behind them: at 1,000 live sessions a POST's answer
-took p95 0.4-1.7 s and ``/health`` p95 0.5-1.3 s (at most 13 s). With Python's 5 ms an I/O
-thread still finds the lock free most of the time (the loop gives it up at each wait, the
-others at each round trip), and a POST took p95 0.16-0.23 s, ``/health`` p95 43-63 ms, at
-the same turns per second and CPU per turn (docs/postgres.md, *A worker at 1,000 live
-sessions*).
+took p95 0.8-1.7 s. With 5 ms a POST took p95 0.16-0.23 s, but each pool thread waited
+longer for the lock after its round trips and the worker finished fewer turns (42-50 turns/s
+against 40-58); with 2 ms it finished 58-60 turns/s, a POST p95 0.44-0.57 s
+(docs/postgres.md, *A worker at 1,000 live sessions*).
 
 ``EVE_SWITCH_INTERVAL_MS`` sets it (milliseconds, above 0 and at most 100); ``off`` leaves
 Python's.
@@ -35,8 +34,8 @@ from eve.errors import ServerConfigError
 SWITCH_ENV = "EVE_SWITCH_INTERVAL_MS"
 #: a worker's switch interval, in milliseconds (Python's is 5)
 DEFAULT_SWITCH_MS = 1.0
-#: a worker's switch interval on PostgreSQL, in milliseconds: Python's (see above)
-POSTGRES_SWITCH_MS = 5.0
+#: a worker's switch interval on PostgreSQL, in milliseconds (see above)
+POSTGRES_SWITCH_MS = 2.0
 #: the longest interval the setting takes, in milliseconds
 MAX_SWITCH_MS = 100.0
 

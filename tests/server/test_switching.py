@@ -37,10 +37,10 @@ def test_the_setting_is_eves_default_milliseconds_or_off() -> None:
     assert switch_interval_ms({SWITCH_ENV: " Off "}) is None
 
 
-def test_on_postgresql_the_default_is_pythons_and_the_setting_still_wins() -> None:
+def test_on_postgresql_the_default_is_its_own_and_the_setting_still_wins() -> None:
     # no single writer there: the loop, asked to let go every 1 ms, waited behind a dozen
     # pool threads (switching.py)
-    assert switch_interval_ms({}, postgres=True) == POSTGRES_SWITCH_MS == 5.0
+    assert switch_interval_ms({}, postgres=True) == POSTGRES_SWITCH_MS == 2.0
     assert POSTGRES_SWITCH_MS != DEFAULT_SWITCH_MS
     assert switch_interval_ms({SWITCH_ENV: ""}, postgres=True) == POSTGRES_SWITCH_MS
     assert switch_interval_ms({SWITCH_ENV: "1"}, postgres=True) == 1.0

@@ -54,7 +54,7 @@ async def _serve_worker(
     await start_service(app)
     # started: what is alive now lives as long as the worker (``collector.py``)
     tune_collector(full_threshold(os.environ))
-    tune_switching(switch_interval_ms(os.environ))
+    tune_switching(switch_interval_ms(os.environ, postgres=service.settings.is_postgres))
     retention = configured_retention(os.environ)
     # one worker prunes for all: they share the database
     pruning = None

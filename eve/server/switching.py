@@ -1,4 +1,5 @@
-"""A worker's thread switch interval: 1 ms rather than Python's 5 ms.
+"""A worker's thread switch interval: 1 ms rather than Python's 5 ms on SQLite, 2 ms on
+PostgreSQL.
 
 A thread that wants the interpreter's lock waits up to the switch interval before the holder
 is asked to let go. A worker's threads give the lock up at every database call and want it
@@ -8,6 +9,15 @@ a thread computing, up to 5 ms a time, and the single writer's waits held every 
 1,000 live sessions on SQLite (``bench/scale``, runs on a loaded shared machine) 1 ms took
 a worker from 64-67 turns/s to 82-88, and a message's claim (its transaction, in its
 thread) from a p95 of 53-68 ms to 36-39, for more switches between threads that compute.
+
+On PostgreSQL there is no single writer: the turns' calls to the store run on the pool's 12
+threads, requests' on theirs, DBOS's on its own, a dozen or more threads that want the lock
+back after a round trip at any moment. With 1 ms the event loop, computing, was asked to let
+go every millisecond and then waited behind them: at 1,000 live sessions a POST's answer
+took p95 0.8-1.7 s. With 5 ms a POST took p95 0.16-0.23 s, but each pool thread waited
+longer for the lock after its round trips and the worker finished fewer turns (42-50 turns/s
+against 40-58); with 2 ms it finished 58-60 turns/s, a POST p95 0.44-0.57 s
+(docs/postgres.md, *A worker at 1,000 live sessions*).
 
 ``EVE_SWITCH_INTERVAL_MS`` sets it (milliseconds, above 0 and at most 100); ``off`` leaves
 Python's.
@@ -24,17 +34,20 @@ from eve.errors import ServerConfigError
 SWITCH_ENV = "EVE_SWITCH_INTERVAL_MS"
 #: a worker's switch interval, in milliseconds (Python's is 5)
 DEFAULT_SWITCH_MS = 1.0
+#: a worker's switch interval on PostgreSQL, in milliseconds (see above)
+POSTGRES_SWITCH_MS = 2.0
 #: the longest interval the setting takes, in milliseconds
 MAX_SWITCH_MS = 100.0
 
 
-def switch_interval_ms(env: Mapping[str, str]) -> float | None:
-    """``EVE_SWITCH_INTERVAL_MS`` read: unset or empty is eve's default; ``off`` is None
-    (Python's interval left alone)."""
+def switch_interval_ms(env: Mapping[str, str], *, postgres: bool = False) -> float | None:
+    """``EVE_SWITCH_INTERVAL_MS`` read: unset or empty is eve's default for the backend
+    (``postgres``: the sessions are in PostgreSQL); ``off`` is None (Python's interval left
+    alone)."""
     raw = env.get(SWITCH_ENV, "")
     value = raw.strip().lower()
     if value == "":
-        return DEFAULT_SWITCH_MS
+        return POSTGRES_SWITCH_MS if postgres else DEFAULT_SWITCH_MS
     if value == "off":
         return None
     try:
@@ -44,7 +57,8 @@ def switch_interval_ms(env: Mapping[str, str]) -> float | None:
     if not 0 < ms <= MAX_SWITCH_MS:  # NaN fails too
         raise ServerConfigError(
             f"{SWITCH_ENV} must be a number of milliseconds above 0 and at most "
-            f"{MAX_SWITCH_MS:g} (eve's default {DEFAULT_SWITCH_MS:g}) or off, not {raw!r}"
+            f"{MAX_SWITCH_MS:g} (eve's default {DEFAULT_SWITCH_MS:g}, {POSTGRES_SWITCH_MS:g} on "
+            f"PostgreSQL) or off, not {raw!r}"
         )
     return ms
 

@@ -13,6 +13,7 @@ from eve.cli import main
 from eve.errors import ServerConfigError
 from eve.server.switching import (
     DEFAULT_SWITCH_MS,
+    POSTGRES_SWITCH_MS,
     SWITCH_ENV,
     switch_interval_ms,
     tune_switching,
@@ -34,6 +35,16 @@ def test_the_setting_is_eves_default_milliseconds_or_off() -> None:
     assert switch_interval_ms({}) == DEFAULT_SWITCH_MS
     assert switch_interval_ms({SWITCH_ENV: "2.5"}) == 2.5
     assert switch_interval_ms({SWITCH_ENV: " Off "}) is None
+
+
+def test_on_postgresql_the_default_is_its_own_and_the_setting_still_wins() -> None:
+    # no single writer there: the loop, asked to let go every 1 ms, waited behind a dozen
+    # pool threads (switching.py)
+    assert switch_interval_ms({}, postgres=True) == POSTGRES_SWITCH_MS == 2.0
+    assert POSTGRES_SWITCH_MS != DEFAULT_SWITCH_MS
+    assert switch_interval_ms({SWITCH_ENV: ""}, postgres=True) == POSTGRES_SWITCH_MS
+    assert switch_interval_ms({SWITCH_ENV: "1"}, postgres=True) == 1.0
+    assert switch_interval_ms({SWITCH_ENV: "off"}, postgres=True) is None
 
 
 @pytest.mark.parametrize("raw", ["0", "-1", "101", "nan", "inf", "fast", "١"])

@@ -360,9 +360,9 @@ class SessionStore:
             return
         shared = joined(self.engine)
         if shared is not None:
-            # a write the writer lane runs with others: their transaction, in a savepoint
-            # of its own (``group_commit.py``)
-            with shared.savepoint() as connection:
+            # a write the writer lane runs with others: their transaction
+            # (``group_commit.py``)
+            with shared.part() as connection:
                 yield connection
             return
         with self.gate.held(), self.engine.begin() as connection:

@@ -1,5 +1,6 @@
 """Group commit on SQLite: the writes the writer lane finds queued together share one
-transaction, each in a savepoint, and no caller hears of its write before it is durable."""
+transaction (no savepoints: a failure undoes the group and each write runs again alone), and
+no caller hears of its write before it is durable."""
 
 from __future__ import annotations
 
@@ -101,7 +102,10 @@ def test_writes_queued_together_are_one_transaction_and_alone_costs_no_more(
     lane.shutdown()
 
 
-def test_a_write_that_fails_rolls_back_alone_and_the_others_commit(store: SessionStore) -> None:
+def test_a_write_that_fails_undoes_the_group_and_each_runs_again_alone(
+    store: SessionStore,
+) -> None:
+    """Only the writes that fail alone fail: the others commit, as if never grouped."""
     lane = WriterLane()
     held = Held(lane)
 
@@ -119,7 +123,7 @@ def test_a_write_that_fails_rolls_back_alone_and_the_others_commit(store: Sessio
         taken.result(10)
     with pytest.raises(ValueError, match="refused after its write"):
         undone.result(10)
-    assert lane.groups[4] == 1
+    assert lane.groups == {1: 5}  # the blocker, then the four again, alone
     assert payloads(store, "a") == ["first"]
     assert payloads(store, "c") == ["last"]
     session = store.get_session("b")
@@ -218,4 +222,80 @@ def test_a_write_that_must_not_run_twice_is_never_grouped(store: SessionStore) -
     assert lane.groups == {1: 2, 2: 2}
     assert lane.ran == 6
     assert payloads(store, "c") == []
+    lane.shutdown()
+
+
+def test_a_group_runs_no_statement_but_its_writes_begin_and_commit(store: SessionStore) -> None:
+    """No savepoint statements: each would let go of the interpreter's lock with the file
+    held (``group_commit.py``)."""
+    statements: list[str] = []
+
+    def trace(dbapi: Any, _record: Any) -> None:
+        dbapi.set_trace_callback(statements.append)
+
+    store.engine.dispose()
+    sa.event.listen(store.engine, "connect", trace)
+    lane = WriterLane()
+    held = Held(lane)
+    futures = [
+        held.write(store, store.append_events, name, 0, [row(name)]) for name in ("a", "b", "c")
+    ]
+    held.release()
+    assert [f.result(10) for f in futures] == [[]] * 3
+    assert lane.groups[3] == 1
+    verbs = [text.split()[0].upper() for text in statements if not text.startswith("PRAGMA")]
+    assert verbs == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"]
+    lane.shutdown()
+
+
+def test_a_write_that_catches_its_transactions_error_is_still_undone(
+    store: SessionStore,
+) -> None:
+    """A method that goes on after its transaction raised: alone that transaction was rolled
+    back, so in a group the whole group is undone rather than commit its first statement."""
+    lane = WriterLane()
+    held = Held(lane)
+
+    def half_then_caught() -> str:
+        try:
+            store.run(
+                lambda c: (
+                    c.execute(sa.text("UPDATE eve_sessions SET status = 'ended' WHERE id = 'b'")),
+                    c.execute(sa.text("INSERT INTO eve_sessions (id) VALUES ('a')")),
+                )
+            )
+        except sa.exc.IntegrityError:
+            return "caught"
+        return "not raised"
+
+    before = held.write(store, store.append_events, "a", 0, [row("before")])
+    caught = held.lane.write(half_then_caught, joins=store)
+    raised_outside = held.lane.write(lambda: int("not a number"), joins=store)
+    after = held.write(store, store.append_events, "c", 0, [row("after")])
+    held.release()
+    assert before.result(10) == [] and after.result(10) == []
+    assert caught.result(10) == "caught"
+    with pytest.raises(ValueError):
+        raised_outside.result(10)
+    assert lane.groups == {1: 5}
+    session = store.get_session("b")
+    assert session is not None and session.status == "active"
+    assert payloads(store, "a") == ["before"] and payloads(store, "c") == ["after"]
+    lane.shutdown()
+
+
+def test_a_write_that_raises_outside_its_transactions_keeps_the_group(
+    store: SessionStore,
+) -> None:
+    lane = WriterLane()
+    held = Held(lane)
+    before = held.write(store, store.append_events, "a", 0, [row("before")])
+    refused = held.lane.write(lambda: int("not a number"), joins=store)
+    after = held.write(store, store.append_events, "c", 0, [row("after")])
+    held.release()
+    assert before.result(10) == [] and after.result(10) == []
+    with pytest.raises(ValueError):
+        refused.result(10)
+    assert lane.groups == {1: 1, 3: 1}
+    assert payloads(store, "a") == ["before"] and payloads(store, "c") == ["after"]
     lane.shutdown()

@@ -66,6 +66,11 @@ class SqliteGate:
         finally:
             self._release()
 
+    @property
+    def requests_waiting(self) -> bool:
+        """A request's transaction waits for the gate (a group commit ends early for it)."""
+        return self._urgent_waiting > 0
+
     def _acquire(self, *, urgent: bool, patience: float | None = None) -> bool:
         """Take the gate; False (not taken) if ``patience`` seconds went by first."""
         me = threading.get_ident()

@@ -30,7 +30,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, assert_never
 
-from eve.sessions.group_commit import MOST_WRITES, Joinable, Raised, Returned, run_together
+from eve.sessions.group_commit import (
+    MOST_WRITES,
+    Joinable,
+    Outcome,
+    Raised,
+    Returned,
+    run_together,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -118,31 +125,35 @@ class WriterLane(ThreadPoolExecutor):
 
     def _run(self, taken: list[_Write]) -> None:
         self.ran += len(taken)
-        joins = taken[0].joins
-        outcomes = None
-        if len(taken) > 1 and joins is not None:
+        while len(taken) > 1 and taken[0].joins is not None:
             try:
-                outcomes = run_together(joins, [write.call for write in taken])
+                outcomes = run_together(taken[0].joins, [write.call for write in taken])
             except BaseException as error:
                 # after its commit: whether the writes are durable is unknown, and running
                 # them again could make them twice
                 for write in taken:
                     write.future.set_exception(error)
                 return
-        if outcomes is None:
-            self.groups[1] += len(taken)
-            for write in taken:
-                _settle(write)
-            return
-        self.groups[len(taken)] += 1
-        for write, outcome in zip(taken, outcomes, strict=True):
-            match outcome:
-                case Returned(value):
-                    write.future.set_result(value)
-                case Raised(failure):
-                    write.future.set_exception(failure)
-                case unreachable:
-                    assert_never(unreachable)
+            if outcomes is None:
+                break
+            self.groups[len(outcomes)] += 1
+            for write, outcome in zip(taken, outcomes, strict=False):
+                _settled(write, outcome)
+            # the rest, when the group ended early for a request's write
+            taken = taken[len(outcomes) :]
+        self.groups[1] += len(taken)
+        for write in taken:
+            _settle(write)
+
+
+def _settled(write: _Write, outcome: Outcome) -> None:
+    match outcome:
+        case Returned(value):
+            write.future.set_result(value)
+        case Raised(failure):
+            write.future.set_exception(failure)
+        case unreachable:
+            assert_never(unreachable)
 
 
 def _settle(write: _Write) -> None:

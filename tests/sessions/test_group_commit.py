@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve.sessions.database_errors import fail_fast
 from eve.sessions.store import EventRow, SessionStore
 from eve.sessions.writer_lane import WriterLane
 
@@ -298,4 +299,44 @@ def test_a_write_that_raises_outside_its_transactions_keeps_the_group(
         refused.result(10)
     assert lane.groups == {1: 1, 3: 1}
     assert payloads(store, "a") == ["before"] and payloads(store, "c") == ["after"]
+    lane.shutdown()
+
+
+def test_a_group_commits_early_for_a_request_and_runs_the_rest_after_it(
+    store: SessionStore,
+) -> None:
+    """A request's write waits for the write running, not for the whole group."""
+    lane = WriterLane()
+    held = Held(lane)
+    order: list[str] = []
+    running, go_on = threading.Event(), threading.Event()
+
+    def first(c: Connection) -> None:
+        order.append("first")
+        running.set()
+        assert go_on.wait(10)
+
+    def request() -> None:
+        with fail_fast():
+            store.run(lambda c: order.append("request"))
+
+    futures = [held.write(store, store.run, first)]
+    futures += [
+        held.write(store, store.run, lambda c, name=name: order.append(name))
+        for name in ("second", "third")
+    ]
+    held.release()
+    assert running.wait(10)
+    waiting = threading.Thread(target=request)
+    waiting.start()
+    assert store.gate is not None
+    while not store.gate.requests_waiting:  # the request is at the gate: no sleep to tune
+        assert waiting.is_alive()
+        threading.Event().wait(0.001)
+    go_on.set()
+    waiting.join(10)
+    for future in futures:
+        future.result(10)
+    assert order == ["first", "request", "second", "third"]
+    assert lane.groups == {1: 2, 2: 1}  # the blocker, the first write's group, the rest's
     lane.shutdown()

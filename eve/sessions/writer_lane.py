@@ -9,13 +9,14 @@ the next it keeps running, with no thread to wake between them.
 
 When that thread finds several writes queued, it commits them together (group commit,
 ``group_commit.py``): the writes queued one after another on the same store that declared
-themselves ``write`` (``store_lanes.py``), ``MOST_WRITES`` at most, in one transaction, each
-in a savepoint; their callers learn their outcome once it committed. A write found alone,
-or one that must not run twice (``alone``), runs as it did: its own transactions, no
-savepoint. The queue keeps its order: a group never takes a write from behind another.
+themselves ``write`` (``store_lanes.py``), ``MOST_WRITES`` at most, in one transaction; their
+callers learn their outcome once it committed. A write found alone, or one that must not run
+twice (``alone``), runs as it did: its own transactions. The queue keeps its order: a group
+never takes a write from behind another.
 
 The thread still takes the gate for each transaction, so a request's write (on the
-requests' threads) goes first, and a write made in any other thread queues there too. A
+requests' threads) goes first, and a write made in any other thread queues there too; a
+group commits early for a request that waits there, and its rest runs after the request. A
 write that waits out a fault (``db_retry.py``) holds the lane meanwhile: the writes behind
 it wait for the same file, and a request's never queues here.
 """

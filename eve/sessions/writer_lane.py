@@ -142,7 +142,8 @@ class WriterLane(ThreadPoolExecutor):
                 _settled(write, outcome)
             # the rest, when the group ended early for a request's write
             taken = taken[len(outcomes) :]
-        self.groups[1] += len(taken)
+        if taken:
+            self.groups[1] += len(taken)
         for write in taken:
             _settle(write)
 

@@ -48,7 +48,9 @@ has no notifier.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,6 +65,10 @@ from eve.sessions.sqlite_gate import SqliteGate
 #: the time: with 16, a POST's p95 was 651 ms (74 turns/s), with 4 164 ms (80 turns/s), when
 #: a request's write waited for the whole group; it now waits for one write of it
 MOST_WRITES = 8
+#: the first and the longest pause between two tries for the file's lock while another
+#: process holds it (``take_write_lock``)
+FIRST_PAUSE = 0.0001
+LONGEST_PAUSE = 0.002
 
 
 class Joinable(Protocol):
@@ -70,6 +76,8 @@ class Joinable(Protocol):
 
     engine: Engine
     gate: SqliteGate | None
+    #: how long a write waits for another process's lock on the file
+    busy_timeout: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +113,38 @@ class SharedTransaction:
             self.undone = True
             raise
 
-    def begin(self) -> None:
+    def begin(self, *, patience: float) -> None:
         # to the driver's connection itself: SQLAlchemy's pysqlite dialect would open a
         # deferred transaction at the first write
-        self._raw.execute("BEGIN IMMEDIATE")
+        take_write_lock(self._raw, patience=patience)
+
+    def busy_timeout(self, seconds: float) -> None:
+        self._raw.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
 
     @property
     def active(self) -> bool:
         """The transaction is still open (SQLite rolls one back by itself on some faults)."""
         return bool(self._raw.in_transaction)
+
+
+def take_write_lock(raw: Any, *, patience: float) -> None:
+    """``BEGIN IMMEDIATE`` on ``raw``, a connection whose busy handler is off, tried again
+    after short pauses while another process holds the file, for ``patience`` seconds.
+
+    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms... between tries, so with
+    two workers on one file the one that found it locked slept for up to 25 ms for a lock
+    freed after one, its whole writer lane (every turn's events) waiting with it."""
+    deadline = time.monotonic() + patience
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, LONGEST_PAUSE)
 
 
 _current = threading.local()
@@ -138,12 +169,24 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
             connection = store.engine.connect()
         except Exception:
             return None
+        shared = SharedTransaction(store.engine, connection)
         try:
-            shared = SharedTransaction(store.engine, connection)
-            outcomes = _committed(shared, calls, store.gate)
+            # the busy handler off for the group's BEGIN (``take_write_lock``), on again
+            # after its end: neither while the file is held
+            shared.busy_timeout(0)
+        except Exception:
+            _given_up(connection)
+            return None
+        try:
+            outcomes = _committed(shared, calls, store.gate, patience=store.busy_timeout)
         except BaseException:
-            _quietly(connection.close)
+            _given_up(connection)
             raise
+        try:
+            shared.busy_timeout(store.busy_timeout)
+        except Exception:
+            _given_up(connection)
+            return outcomes
         if outcomes is None:
             _quietly(connection.close)
             return None
@@ -151,14 +194,24 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
         return outcomes
 
 
+def _given_up(connection: Connection) -> None:
+    # never back to the pool: it may be left without its busy handler
+    _quietly(connection.invalidate)
+    _quietly(connection.close)
+
+
 def _committed(
-    shared: SharedTransaction, calls: Sequence[Callable[[], Any]], gate: SqliteGate
+    shared: SharedTransaction,
+    calls: Sequence[Callable[[], Any]],
+    gate: SqliteGate,
+    *,
+    patience: float,
 ) -> list[Outcome] | None:
     root = shared.connection.begin()
     try:
         # the file's write lock for the whole group at once: with a read first, a later
         # write of the group would fail if another process wrote in between
-        shared.begin()
+        shared.begin(patience=patience)
         outcomes = _each(shared, calls, gate)
         if outcomes is not None:
             root.commit()

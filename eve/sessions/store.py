@@ -324,6 +324,8 @@ class SessionStore:
         self.notifier: PgNotifier | None = None
         #: on PostgreSQL, the connections of requests' transactions (``pg_pools.py``)
         self.request_engine: Engine | None = None
+        #: how long a write waits for another process's lock on the SQLite file
+        self.busy_timeout = busy_timeout
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout

@@ -340,3 +340,34 @@ def test_a_group_commits_early_for_a_request_and_runs_the_rest_after_it(
     assert order == ["first", "request", "second", "third"]
     assert lane.groups == {1: 2, 2: 1}  # the blocker, the first write's group, the rest's
     lane.shutdown()
+
+
+def test_a_group_waits_for_another_process_lock_in_short_pauses(store: SessionStore) -> None:
+    """Another process holds the file: the group's BEGIN tries again after short pauses of
+    its own (no busy handler), then commits, and its connection gets its busy handler back."""
+    path = store.engine.url.database
+    assert path is not None
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    lane = WriterLane()
+    held = Held(lane)
+    futures = [held.write(store, store.append_events, n, 0, [row(n)]) for n in ("a", "b")]
+    tries: list[str] = []
+
+    def trace(dbapi: Any, _record: Any) -> None:
+        dbapi.set_trace_callback(tries.append)
+
+    store.engine.dispose()
+    sa.event.listen(store.engine, "connect", trace)
+    held.release()
+    # the group is refused at least once before the other process lets go
+    while tries.count("BEGIN IMMEDIATE") < 2:
+        assert not any(f.done() for f in futures)
+        threading.Event().wait(0.001)
+    other.execute("COMMIT")
+    assert [f.result(10) for f in futures] == [[], []]
+    assert lane.groups == {1: 1, 2: 1}
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    other.close()
+    lane.shutdown()

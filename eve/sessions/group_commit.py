@@ -48,9 +48,7 @@ has no notifier.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,16 +57,12 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.db_retry import tried_once
-from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
 
 #: writes in one transaction at most. At N = 1,000 (``bench/scale.py``) the lane was full all
 #: the time: with 16, a POST's p95 was 651 ms (74 turns/s), with 4 164 ms (80 turns/s), when
 #: a request's write waited for the whole group; it now waits for one write of it
 MOST_WRITES = 8
-#: the first and the longest pause between two tries for the file's lock while another
-#: process holds it (``take_write_lock``)
-FIRST_PAUSE = 0.0001
-LONGEST_PAUSE = 0.002
 
 
 class Joinable(Protocol):
@@ -125,26 +119,6 @@ class SharedTransaction:
     def active(self) -> bool:
         """The transaction is still open (SQLite rolls one back by itself on some faults)."""
         return bool(self._raw.in_transaction)
-
-
-def take_write_lock(raw: Any, *, patience: float) -> None:
-    """``BEGIN IMMEDIATE`` on ``raw``, a connection whose busy handler is off, tried again
-    after short pauses while another process holds the file, for ``patience`` seconds.
-
-    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms... between tries, so with
-    two workers on one file the one that found it locked slept for up to 25 ms for a lock
-    freed after one, its whole writer lane (every turn's events) waiting with it."""
-    deadline = time.monotonic() + patience
-    pause = FIRST_PAUSE
-    while True:
-        try:
-            raw.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, LONGEST_PAUSE)
 
 
 _current = threading.local()

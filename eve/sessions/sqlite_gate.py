@@ -151,15 +151,17 @@ def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float, busy_timeo
     def before(conn: sa.Connection, _cursor: Any, statement: str, *_args: Any) -> None:
         if _HOLDS in conn.info or not statement.lstrip()[:7].upper().startswith(_WRITES):
             return
+        raw: Any = conn.connection.dbapi_connection
+        begins = raw is not None and not raw.in_transaction
+        if begins and _BUSY_OFF not in conn.info:
+            # (before the gate: the gate's holder need not wait for this statement too)
+            raw.execute("PRAGMA busy_timeout=0")
+            conn.info[_BUSY_OFF] = True
         # False: it went on without the gate, and holds SQLite's lock from here on, so its
         # next write must not wait for the gate (whose holder may be waiting for that lock)
         conn.info[_HOLDS] = gate._acquire(urgent=failing_fast(), patience=patience)
-        raw = conn.connection.dbapi_connection
-        if raw is not None and not raw.in_transaction:
+        if begins:
             # the BEGIN pysqlite would send before this statement, in pauses of our own
-            if _BUSY_OFF not in conn.info:
-                raw.execute("PRAGMA busy_timeout=0")
-                conn.info[_BUSY_OFF] = True
             take_write_lock(raw, patience=busy_timeout)
 
     def ended(conn: sa.Connection) -> None:

@@ -5,22 +5,40 @@ A loaded worker's turns wrote eve's file about ten times a turn, each write a tr
 its own: a pooled connection, the gate, a ``BEGIN``, the statements, a ``COMMIT`` (the WAL
 frames of every page it touched, written again by the next write that touches them). When
 the writer lane (``writer_lane.py``) finds several writes queued, it runs them here instead:
-one ``BEGIN IMMEDIATE``, each write in a savepoint of its own, one ``COMMIT``, and only then
-does any caller learn how its write went: none sees its write done before it is durable.
+one ``BEGIN IMMEDIATE``, the writes one after another, one ``COMMIT``, and only then does
+any caller learn how its write went: none sees its write done before it is durable.
 
-- **A write that raises** (an ``IntegrityError`` from a taken event index, a missing
-  checkpoint) is rolled back to its savepoint alone, and its caller gets its exception; the
-  others commit. What a write changed before it raised in an earlier transaction of its own
-  (a method may make several) stays, as it would have, committed.
+- **No savepoints.** Each write ran in a savepoint of its own (``SAVEPOINT`` and
+  ``RELEASE``: two statements a write, a group of 4 held the file for 10 statements besides
+  its writes'). A statement costs SQLite a few microseconds but the driver lets go of the
+  interpreter's lock around it, and on a busy worker the lane's thread then waits for the
+  event loop to give the lock back (up to the switch interval, 1 ms) while it holds the file:
+  py-spy put 7.4 % of a loaded worker's busy samples in those statements, and with two
+  workers the other one waits for the file meanwhile. Failures are rare, so a group is
+  optimistic instead: what a write does in the shared transaction is undone only with the
+  whole group.
+- **A write whose transaction raises** (an ``IntegrityError`` from a taken event index, a
+  missing checkpoint: any exception that leaves a ``with store._tx()``, even one the method
+  then catches) undoes the whole group, and every write of it runs again alone, in
+  transactions of its own, as if it had never been grouped: the one that raised raises
+  again there (or not, if it depended on its neighbours) and its caller gets what its own
+  run meets. An exception raised outside its transactions changed nothing in them: its
+  caller gets it and the group goes on (what a method changed in an earlier transaction of
+  its own stays, as it would have, committed).
+- **A request's write goes first.** The gate lets a request's transaction in before the
+  turns' (``sqlite_gate.py``), but a group holds the gate for all its writes: a message's
+  claim waited behind up to four. Now a group commits what it has run as soon as a request
+  waits at the gate, after the write running then, and the lane runs the rest as another
+  group once the request is through; so a group may be longer (``MOST_WRITES``) without a
+  request waiting for all of it.
 - **A transaction that breaks** (a fault of the file: locked past the busy timeout, gone,
   full, an I/O error, after which SQLite may have rolled the whole transaction back by
-  itself; a savepoint it cannot release or roll back; a ``COMMIT`` that fails) is rolled
-  back whole, and every write of it runs again alone, in transactions of its own, as if it
-  had never been grouped. Not all of them failed: each write here is a store method that
-  declared itself ``write`` (``store_lanes.py``), made to run again after a failed
-  transaction (``db_retry.retried``), so alone it waits out a transient fault as it always
-  did, and a caller gets the error its own write meets, never a neighbour's. Inside the group
-  a fault is not waited out (``db_retry.tried_once``): the file stays locked meanwhile.
+  itself; a ``COMMIT`` that fails) is rolled back whole, and every write of it runs again
+  alone too. Each write here is a store method that declared itself ``write``
+  (``store_lanes.py``), made to run again after a failed transaction
+  (``db_retry.retried``), so alone it waits out a transient fault as it always did, and a
+  caller gets the error its own write meets, never a neighbour's. Inside the group a fault
+  is not waited out (``db_retry.tried_once``): the file stays locked meanwhile.
 
 What a method does after its transaction (PostgreSQL's notifier, after ``append_events``)
 would run before the group's commit here: only a SQLite store groups its writes, and it
@@ -38,14 +56,13 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.database_errors import unavailable
 from eve.sessions.db_retry import tried_once
-from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
 
-#: writes in one transaction at most: the file (and the gate, a request's write included)
-#: is held for the whole group. At N = 1,000 (``bench/scale.py``) the lane was full all the
-#: time: with 16, a POST's p95 was 651 ms (74 turns/s); with 4, 164 ms (80 turns/s)
-MOST_WRITES = 4
+#: writes in one transaction at most. At N = 1,000 (``bench/scale.py``) the lane was full all
+#: the time: with 16, a POST's p95 was 651 ms (74 turns/s), with 4 164 ms (80 turns/s), when
+#: a request's write waited for the whole group; it now waits for one write of it
+MOST_WRITES = 8
 
 
 class Joinable(Protocol):
@@ -53,6 +70,8 @@ class Joinable(Protocol):
 
     engine: Engine
     gate: SqliteGate | None
+    #: how long a write waits for another process's lock on the file
+    busy_timeout: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,60 +88,37 @@ Outcome = Returned | Raised
 
 
 class SharedTransaction:
-    """The transaction a group's writes join, each in a savepoint (``SessionStore._tx``)."""
+    """The transaction a group's writes join (``SessionStore._tx``)."""
 
     def __init__(self, engine: Engine, connection: Connection) -> None:
         self.engine = engine
         self.connection = connection
-        # savepoints go to the driver's connection itself: SQLAlchemy's ``begin_nested``
-        # cost more per write than the commit it saves
         self._raw: Any = connection.connection.dbapi_connection
-        self._depth = 0
-        #: a savepoint could not be set, released or rolled back: roll back everything
-        self.broken = False
+        #: an exception left a write's transaction: what it did is in the shared one, so
+        #: the whole group is undone and each write runs again alone
+        self.undone = False
 
     @contextmanager
-    def savepoint(self) -> Iterator[Connection]:
-        """The shared connection for one transaction of a write, undone alone if it raises."""
-        self._depth += 1
-        name = f"eve_write_{self._depth}"
+    def part(self) -> Iterator[Connection]:
+        """The shared connection for one transaction of a write."""
         try:
-            self._statement(f"SAVEPOINT {name}")
-            try:
-                yield self.connection
-            except BaseException:
-                self._statement(f"ROLLBACK TO {name}", quiet=True)
-                self._statement(f"RELEASE {name}", quiet=True)
-                raise
-            self._statement(f"RELEASE {name}")
-        finally:
-            self._depth -= 1
+            yield self.connection
+        except BaseException:
+            self.undone = True
+            raise
 
-    def begin(self) -> None:
-        self._statement("BEGIN IMMEDIATE")
+    def begin(self, *, patience: float) -> None:
+        # to the driver's connection itself: SQLAlchemy's pysqlite dialect would open a
+        # deferred transaction at the first write
+        take_write_lock(self._raw, patience=patience)
+
+    def busy_timeout(self, seconds: float) -> None:
+        self._raw.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
 
     @property
     def active(self) -> bool:
         """The transaction is still open (SQLite rolls one back by itself on some faults)."""
         return bool(self._raw.in_transaction)
-
-    def holds(self, error: BaseException) -> bool:
-        """Whether the transaction goes on after a write raised ``error``: the error is the
-        write's own (not a fault of the file) and its savepoint undid it."""
-        return (
-            isinstance(error, Exception)
-            and not self.broken
-            and self.active
-            and unavailable(error) is None
-        )
-
-    def _statement(self, sql: str, *, quiet: bool = False) -> None:
-        try:
-            self._raw.execute(sql)
-        except Exception:
-            self.broken = True
-            if not quiet:
-                raise
 
 
 _current = threading.local()
@@ -136,20 +132,35 @@ def joined(engine: Engine) -> SharedTransaction | None:
 
 def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Outcome] | None:
     """Run ``calls`` (each a call of a ``write`` method of ``store``) in one transaction;
-    their outcomes once it committed, or None if it broke before and nothing of it is
-    durable: the caller runs each again alone. Raises only after the commit (the connection
-    would not go back), when whether the writes are durable is unknown."""
+    the outcomes once it committed, of all of them or of the first few if a request came to
+    wait for the gate meanwhile (the caller runs the rest after it); None if it broke before
+    and nothing of it is durable: the caller runs each again alone. Raises only after the
+    commit (the connection would not go back), when whether the writes are durable is
+    unknown."""
     assert store.gate is not None, "only a SQLite store groups its writes"
     with store.gate.held():
         try:
             connection = store.engine.connect()
         except Exception:
             return None
+        shared = SharedTransaction(store.engine, connection)
         try:
-            outcomes = _committed(SharedTransaction(store.engine, connection), calls)
+            # the busy handler off for the group's BEGIN (``take_write_lock``), on again
+            # after its end: neither while the file is held
+            shared.busy_timeout(0)
+        except Exception:
+            _given_up(connection)
+            return None
+        try:
+            outcomes = _committed(shared, calls, store.gate, patience=store.busy_timeout)
         except BaseException:
-            _quietly(connection.close)
+            _given_up(connection)
             raise
+        try:
+            shared.busy_timeout(store.busy_timeout)
+        except Exception:
+            _given_up(connection)
+            return outcomes
         if outcomes is None:
             _quietly(connection.close)
             return None
@@ -157,15 +168,25 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
         return outcomes
 
 
+def _given_up(connection: Connection) -> None:
+    # never back to the pool: it may be left without its busy handler
+    _quietly(connection.invalidate)
+    _quietly(connection.close)
+
+
 def _committed(
-    shared: SharedTransaction, calls: Sequence[Callable[[], Any]]
+    shared: SharedTransaction,
+    calls: Sequence[Callable[[], Any]],
+    gate: SqliteGate,
+    *,
+    patience: float,
 ) -> list[Outcome] | None:
     root = shared.connection.begin()
     try:
         # the file's write lock for the whole group at once: with a read first, a later
         # write of the group would fail if another process wrote in between
-        shared.begin()
-        outcomes = _each(shared, calls)
+        shared.begin(patience=patience)
+        outcomes = _each(shared, calls, gate)
         if outcomes is not None:
             root.commit()
             return outcomes
@@ -176,7 +197,9 @@ def _committed(
     return None
 
 
-def _each(shared: SharedTransaction, calls: Sequence[Callable[[], Any]]) -> list[Outcome] | None:
+def _each(
+    shared: SharedTransaction, calls: Sequence[Callable[[], Any]], gate: SqliteGate
+) -> list[Outcome] | None:
     outcomes: list[Outcome] = []
     _current.shared = shared
     try:
@@ -184,12 +207,17 @@ def _each(shared: SharedTransaction, calls: Sequence[Callable[[], Any]]) -> list
             for call in calls:
                 try:
                     outcomes.append(Returned(call()))
-                except BaseException as error:
-                    if not shared.holds(error):
-                        return None
+                except Exception as error:
+                    # raised outside its transactions: nothing of it to undo
                     outcomes.append(Raised(error))
-                if not shared.active:
-                    return None  # gone from under the writes (a method that swallowed a fault)
+                except BaseException:
+                    return None
+                if shared.undone or not shared.active:
+                    # a transaction of the write raised (even if the write went on), or the
+                    # transaction is gone from under the writes (a method swallowed a fault)
+                    return None
+                if gate.requests_waiting:
+                    break  # the request's write goes next; the rest after it
     finally:
         _current.shared = None
     return outcomes

@@ -58,5 +58,6 @@ def sqlite_engine(
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
     if immediate:
         # DBOS's writers queue in this process rather than sleep in SQLite's busy handler
-        gate_writes(engine, SqliteGate(), patience=min(busy_timeout, GATE_PATIENCE_SECONDS))
+        patience = min(busy_timeout, GATE_PATIENCE_SECONDS)
+        gate_writes(engine, SqliteGate(), patience=patience, busy_timeout=busy_timeout)
     return engine

@@ -29,6 +29,8 @@ only orders, it can never hold a write up for good.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -42,8 +44,14 @@ from eve.sessions.database_errors import failing_fast
 
 #: the key of a connection's ``info`` while its transaction holds a write gate
 _HOLDS = "eve_write_gate"
+#: the key of a connection's ``info`` while its busy handler is off (``take_write_lock``)
+_BUSY_OFF = "eve_busy_off"
 #: the statements that start a write transaction (pysqlite opens it before these)
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+#: the first and the longest pause between two tries for the file's lock while another
+#: process holds it (``take_write_lock``)
+FIRST_PAUSE = 0.0001
+LONGEST_PAUSE = 0.002
 
 
 class SqliteGate:
@@ -65,6 +73,11 @@ class SqliteGate:
             yield
         finally:
             self._release()
+
+    @property
+    def requests_waiting(self) -> bool:
+        """A request's transaction waits for the gate (a group commit ends early for it)."""
+        return self._urgent_waiting > 0
 
     def _acquire(self, *, urgent: bool, patience: float | None = None) -> bool:
         """Take the gate; False (not taken) if ``patience`` seconds went by first."""
@@ -109,25 +122,60 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float) -> None:
+def take_write_lock(raw: Any, *, patience: float) -> None:
+    """``BEGIN IMMEDIATE`` on ``raw``, a connection whose busy handler is off, tried again
+    after short pauses while another process holds the file, for ``patience`` seconds.
+
+    SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms... between tries, so with
+    two workers on one file the one that found it locked slept for up to 25 ms for a lock
+    freed after one, its whole writer lane (every turn's events) waiting with it."""
+    deadline = time.monotonic() + patience
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, LONGEST_PAUSE)
+
+
+def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float, busy_timeout: float) -> None:
     """Put ``engine``'s write transactions through ``gate`` (an engine whose transactions
-    another library opens: DBOS's system database)."""
+    another library opens: DBOS's system database), each taking the file's lock in short
+    pauses (``take_write_lock``, for ``busy_timeout`` seconds at most) rather than in
+    SQLite's busy handler; the connection's busy handler is on again once it is given back."""
 
     def before(conn: sa.Connection, _cursor: Any, statement: str, *_args: Any) -> None:
         if _HOLDS in conn.info or not statement.lstrip()[:7].upper().startswith(_WRITES):
             return
+        raw: Any = conn.connection.dbapi_connection
+        begins = raw is not None and not raw.in_transaction
+        if begins and _BUSY_OFF not in conn.info:
+            # (before the gate: the gate's holder need not wait for this statement too)
+            raw.execute("PRAGMA busy_timeout=0")
+            conn.info[_BUSY_OFF] = True
         # False: it went on without the gate, and holds SQLite's lock from here on, so its
         # next write must not wait for the gate (whose holder may be waiting for that lock)
         conn.info[_HOLDS] = gate._acquire(urgent=failing_fast(), patience=patience)
+        if begins:
+            # the BEGIN pysqlite would send before this statement, in pauses of our own
+            take_write_lock(raw, patience=busy_timeout)
 
     def ended(conn: sa.Connection) -> None:
         if conn.info.pop(_HOLDS, False):
             gate._release()
 
-    def returned(_dbapi: Any, record: Any, *_state: Any) -> None:
+    def returned(dbapi: Any, record: Any, *_state: Any) -> None:
         # a connection given back mid-transaction (its rollback is the pool's own)
         if record.info.pop(_HOLDS, False):
             gate._release()
+        if record.info.pop(_BUSY_OFF, False) and dbapi is not None:
+            # (the file is not held by now)
+            with contextlib.suppress(Exception):
+                dbapi.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
 
     sa.event.listen(engine, "before_cursor_execute", before)
     sa.event.listen(engine, "commit", ended)

@@ -324,6 +324,8 @@ class SessionStore:
         self.notifier: PgNotifier | None = None
         #: on PostgreSQL, the connections of requests' transactions (``pg_pools.py``)
         self.request_engine: Engine | None = None
+        #: how long a write waits for another process's lock on the SQLite file
+        self.busy_timeout = busy_timeout
         if url.startswith("sqlite"):
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
@@ -360,9 +362,9 @@ class SessionStore:
             return
         shared = joined(self.engine)
         if shared is not None:
-            # a write the writer lane runs with others: their transaction, in a savepoint
-            # of its own (``group_commit.py``)
-            with shared.savepoint() as connection:
+            # a write the writer lane runs with others: their transaction
+            # (``group_commit.py``)
+            with shared.part() as connection:
                 yield connection
             return
         with self.gate.held(), self.engine.begin() as connection:

@@ -16,7 +16,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``read``: only reads; four threads of their own, never the writer's.
 #: ``write``: writes, and may run again (``db_retry.retried``): the writer lane may run it
-#: with other such writes in one transaction, each in a savepoint (``group_commit.py``).
+#: with other such writes in one transaction (``group_commit.py``).
 #: ``alone``: writes, and must not run twice (a callback of its enqueues a turn in DBOS):
 #: the writer lane runs it once, in transactions of its own, as a call of its own.
 Lane = Literal["read", "write", "alone"]

@@ -9,13 +9,14 @@ the next it keeps running, with no thread to wake between them.
 
 When that thread finds several writes queued, it commits them together (group commit,
 ``group_commit.py``): the writes queued one after another on the same store that declared
-themselves ``write`` (``store_lanes.py``), ``MOST_WRITES`` at most, in one transaction, each
-in a savepoint; their callers learn their outcome once it committed. A write found alone,
-or one that must not run twice (``alone``), runs as it did: its own transactions, no
-savepoint. The queue keeps its order: a group never takes a write from behind another.
+themselves ``write`` (``store_lanes.py``), ``MOST_WRITES`` at most, in one transaction; their
+callers learn their outcome once it committed. A write found alone, or one that must not run
+twice (``alone``), runs as it did: its own transactions. The queue keeps its order: a group
+never takes a write from behind another.
 
 The thread still takes the gate for each transaction, so a request's write (on the
-requests' threads) goes first, and a write made in any other thread queues there too. A
+requests' threads) goes first, and a write made in any other thread queues there too; a
+group commits early for a request that waits there, and its rest runs after the request. A
 write that waits out a fault (``db_retry.py``) holds the lane meanwhile: the writes behind
 it wait for the same file, and a request's never queues here.
 """
@@ -30,7 +31,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, assert_never
 
-from eve.sessions.group_commit import MOST_WRITES, Joinable, Raised, Returned, run_together
+from eve.sessions.group_commit import (
+    MOST_WRITES,
+    Joinable,
+    Outcome,
+    Raised,
+    Returned,
+    run_together,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -118,31 +126,36 @@ class WriterLane(ThreadPoolExecutor):
 
     def _run(self, taken: list[_Write]) -> None:
         self.ran += len(taken)
-        joins = taken[0].joins
-        outcomes = None
-        if len(taken) > 1 and joins is not None:
+        while len(taken) > 1 and taken[0].joins is not None:
             try:
-                outcomes = run_together(joins, [write.call for write in taken])
+                outcomes = run_together(taken[0].joins, [write.call for write in taken])
             except BaseException as error:
                 # after its commit: whether the writes are durable is unknown, and running
                 # them again could make them twice
                 for write in taken:
                     write.future.set_exception(error)
                 return
-        if outcomes is None:
+            if outcomes is None:
+                break
+            self.groups[len(outcomes)] += 1
+            for write, outcome in zip(taken, outcomes, strict=False):
+                _settled(write, outcome)
+            # the rest, when the group ended early for a request's write
+            taken = taken[len(outcomes) :]
+        if taken:
             self.groups[1] += len(taken)
-            for write in taken:
-                _settle(write)
-            return
-        self.groups[len(taken)] += 1
-        for write, outcome in zip(taken, outcomes, strict=True):
-            match outcome:
-                case Returned(value):
-                    write.future.set_result(value)
-                case Raised(failure):
-                    write.future.set_exception(failure)
-                case unreachable:
-                    assert_never(unreachable)
+        for write in taken:
+            _settle(write)
+
+
+def _settled(write: _Write, outcome: Outcome) -> None:
+    match outcome:
+        case Returned(value):
+            write.future.set_result(value)
+        case Raised(failure):
+            write.future.set_exception(failure)
+        case unreachable:
+            assert_never(unreachable)
 
 
 def _settle(write: _Write) -> None:

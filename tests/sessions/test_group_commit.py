@@ -1,5 +1,6 @@
 """Group commit on SQLite: the writes the writer lane finds queued together share one
-transaction, each in a savepoint, and no caller hears of its write before it is durable."""
+transaction (no savepoints: a failure undoes the group and each write runs again alone), and
+no caller hears of its write before it is durable."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve.sessions.database_errors import fail_fast
 from eve.sessions.store import EventRow, SessionStore
 from eve.sessions.writer_lane import WriterLane
 
@@ -101,7 +103,10 @@ def test_writes_queued_together_are_one_transaction_and_alone_costs_no_more(
     lane.shutdown()
 
 
-def test_a_write_that_fails_rolls_back_alone_and_the_others_commit(store: SessionStore) -> None:
+def test_a_write_that_fails_undoes_the_group_and_each_runs_again_alone(
+    store: SessionStore,
+) -> None:
+    """Only the writes that fail alone fail: the others commit, as if never grouped."""
     lane = WriterLane()
     held = Held(lane)
 
@@ -119,7 +124,7 @@ def test_a_write_that_fails_rolls_back_alone_and_the_others_commit(store: Sessio
         taken.result(10)
     with pytest.raises(ValueError, match="refused after its write"):
         undone.result(10)
-    assert lane.groups[4] == 1
+    assert lane.groups == {1: 5}  # the blocker, then the four again, alone
     assert payloads(store, "a") == ["first"]
     assert payloads(store, "c") == ["last"]
     session = store.get_session("b")
@@ -218,4 +223,147 @@ def test_a_write_that_must_not_run_twice_is_never_grouped(store: SessionStore) -
     assert lane.groups == {1: 2, 2: 2}
     assert lane.ran == 6
     assert payloads(store, "c") == []
+    lane.shutdown()
+
+
+def test_a_group_runs_no_statement_but_its_writes_begin_and_commit(store: SessionStore) -> None:
+    """No savepoint statements: each would let go of the interpreter's lock with the file
+    held (``group_commit.py``)."""
+    statements: list[str] = []
+
+    def trace(dbapi: Any, _record: Any) -> None:
+        dbapi.set_trace_callback(statements.append)
+
+    store.engine.dispose()
+    sa.event.listen(store.engine, "connect", trace)
+    lane = WriterLane()
+    held = Held(lane)
+    futures = [
+        held.write(store, store.append_events, name, 0, [row(name)]) for name in ("a", "b", "c")
+    ]
+    held.release()
+    assert [f.result(10) for f in futures] == [[]] * 3
+    assert lane.groups[3] == 1
+    verbs = [text.split()[0].upper() for text in statements if not text.startswith("PRAGMA")]
+    assert verbs == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"]
+    lane.shutdown()
+
+
+def test_a_write_that_catches_its_transactions_error_is_still_undone(
+    store: SessionStore,
+) -> None:
+    """A method that goes on after its transaction raised: alone that transaction was rolled
+    back, so in a group the whole group is undone rather than commit its first statement."""
+    lane = WriterLane()
+    held = Held(lane)
+
+    def half_then_caught() -> str:
+        try:
+            store.run(
+                lambda c: (
+                    c.execute(sa.text("UPDATE eve_sessions SET status = 'ended' WHERE id = 'b'")),
+                    c.execute(sa.text("INSERT INTO eve_sessions (id) VALUES ('a')")),
+                )
+            )
+        except sa.exc.IntegrityError:
+            return "caught"
+        return "not raised"
+
+    caught = held.lane.write(half_then_caught, joins=store)
+    after = held.write(store, store.append_events, "c", 0, [row("after")])
+    held.release()
+    assert caught.result(10) == "caught"
+    assert after.result(10) == []
+    assert lane.groups == {1: 3}  # the blocker, then the two again, alone
+    session = store.get_session("b")
+    assert session is not None and session.status == "active"
+    assert payloads(store, "c") == ["after"]
+    lane.shutdown()
+
+
+def test_a_write_that_raises_outside_its_transactions_keeps_the_group(
+    store: SessionStore,
+) -> None:
+    lane = WriterLane()
+    held = Held(lane)
+    before = held.write(store, store.append_events, "a", 0, [row("before")])
+    refused = held.lane.write(lambda: int("not a number"), joins=store)
+    after = held.write(store, store.append_events, "c", 0, [row("after")])
+    held.release()
+    assert before.result(10) == [] and after.result(10) == []
+    with pytest.raises(ValueError):
+        refused.result(10)
+    assert lane.groups == {1: 1, 3: 1}
+    assert payloads(store, "a") == ["before"] and payloads(store, "c") == ["after"]
+    lane.shutdown()
+
+
+def test_a_group_commits_early_for_a_request_and_runs_the_rest_after_it(
+    store: SessionStore,
+) -> None:
+    """A request's write waits for the write running, not for the whole group."""
+    lane = WriterLane()
+    held = Held(lane)
+    order: list[str] = []
+    running, go_on = threading.Event(), threading.Event()
+
+    def first(c: Connection) -> None:
+        order.append("first")
+        running.set()
+        assert go_on.wait(10)
+
+    def request() -> None:
+        with fail_fast():
+            store.run(lambda c: order.append("request"))
+
+    futures = [held.write(store, store.run, first)]
+    futures += [
+        held.write(store, store.run, lambda c, name=name: order.append(name))
+        for name in ("second", "third")
+    ]
+    held.release()
+    assert running.wait(10)
+    waiting = threading.Thread(target=request)
+    waiting.start()
+    assert store.gate is not None
+    while not store.gate.requests_waiting:  # the request is at the gate: no sleep to tune
+        assert waiting.is_alive()
+        threading.Event().wait(0.001)
+    go_on.set()
+    waiting.join(10)
+    for future in futures:
+        future.result(10)
+    assert order == ["first", "request", "second", "third"]
+    assert lane.groups == {1: 2, 2: 1}  # the blocker, the first write's group, the rest's
+    lane.shutdown()
+
+
+def test_a_group_waits_for_another_process_lock_in_short_pauses(store: SessionStore) -> None:
+    """Another process holds the file: the group's BEGIN tries again after short pauses of
+    its own (no busy handler), then commits, and its connection gets its busy handler back."""
+    path = store.engine.url.database
+    assert path is not None
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    lane = WriterLane()
+    held = Held(lane)
+    futures = [held.write(store, store.append_events, n, 0, [row(n)]) for n in ("a", "b")]
+    tries: list[str] = []
+
+    def trace(dbapi: Any, _record: Any) -> None:
+        dbapi.set_trace_callback(tries.append)
+
+    store.engine.dispose()
+    sa.event.listen(store.engine, "connect", trace)
+    held.release()
+    # the group is refused at least once before the other process lets go
+    while tries.count("BEGIN IMMEDIATE") < 2:
+        assert not any(f.done() for f in futures)
+        threading.Event().wait(0.001)
+    other.execute("COMMIT")
+    assert [f.result(10) for f in futures] == [[], []]
+    assert lane.groups == {1: 1, 2: 1}
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    other.close()
     lane.shutdown()

@@ -4,6 +4,7 @@ thread that holds it may enter again; an engine whose transactions another libra
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -64,7 +65,7 @@ def test_the_holder_may_enter_again() -> None:
 def _gated(tmp_path: Path, *, patience: float = 10.0) -> tuple[Engine, SqliteGate]:
     engine = sqlite_engine(f"sqlite:///{tmp_path / 'dbos.sqlite'}", busy_timeout=10.0)
     gate = SqliteGate()
-    gate_writes(engine, gate, patience=patience)
+    gate_writes(engine, gate, patience=patience, busy_timeout=10.0)
     with engine.begin() as c:
         c.execute(sa.text("CREATE TABLE t (n INTEGER)"))
     return engine, gate
@@ -129,4 +130,32 @@ def test_a_write_goes_on_to_sqlite_once_its_patience_runs_out(tmp_path: Path) ->
         c.execute(sa.text("INSERT INTO t VALUES (1)"))
     release.set()
     holder.join(10)
+    engine.dispose()
+
+
+def test_a_gated_write_waits_for_another_process_lock_in_short_pauses(tmp_path: Path) -> None:
+    """Another process holds the file: the write's BEGIN is tried again after short pauses
+    of its own, not SQLite's busy handler, and the connection gets its handler back."""
+    engine, _gate = _gated(tmp_path)
+    tries: list[str] = []
+    engine.dispose()
+    sa.event.listen(engine, "connect", lambda dbapi, _r: dbapi.set_trace_callback(tries.append))
+    other = sqlite3.connect(tmp_path / "dbos.sqlite", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+
+    def write() -> None:
+        with engine.begin() as c:
+            c.execute(sa.text("INSERT INTO t VALUES (1)"))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    while tries.count("BEGIN IMMEDIATE") < 2:  # refused at least once meanwhile
+        assert writer.is_alive()
+        time.sleep(0.001)
+    other.execute("COMMIT")
+    writer.join(10)
+    with engine.connect() as c:
+        assert c.execute(sa.text("SELECT n FROM t")).scalars().all() == [1]
+        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
+    other.close()
     engine.dispose()

@@ -3,8 +3,9 @@
 Everything a turn must not do twice after a crash (a step's part, one call of a parallel
 batch, a compaction, an MCP listing, a memory recall) goes through ``record(key, produce,
 kind)``: a durable recorder runs ``produce`` the first time and, on recovery, returns what
-it recorded without running it (maybe storing it a moment later: ``records_durable``). ``kind`` says how the value reads back: it carries the one
-typed decoder for its type, built once, so a recorder never guesses a type.
+it recorded without running it (maybe storing it a moment later: ``records_durable``).
+``kind`` says how the value reads back: it carries the one typed decoder for its type,
+built once, so a recorder never guesses a type.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class SessionWriter:
             await asyncio.wait((done, task), return_when=asyncio.FIRST_COMPLETED)
             if not done.done() and task.done() and self._gives_up(task.exception()):
                 raise cast(BaseException, task.exception())
-        return cast(T, done.result())
+        return done.result()
 
     async def flush(self) -> None:
         while True:

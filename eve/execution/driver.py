@@ -29,6 +29,7 @@ from eve.execution.compaction import (
 )
 from eve.execution.limits import LimitCrossed, limit_reached
 from eve.execution.output import Accepted, Pending, Rejected
+from eve.execution.recording import records_durable
 from eve.execution.task_calls import run_task
 from eve.execution.tool_calls import outcome
 from eve.execution.turn_config import nothing_answered, truncation
@@ -65,8 +66,10 @@ class TurnDriver(TurnIO):
             case act.RunBatch():
                 return await self.run_batch(state, action)
             case act.AskPerson():
+                await records_durable(self.env.recorder)
                 return await self.ask(state, action)
             case act.StartTask(step=step, at=at):
+                await records_durable(self.env.recorder)
                 task = self.task_call(self.calls_of(at.response)[at.call], step)
                 return act.TaskRan(
                     await run_task(task, self.env.tasks, partial(self.emit, step=step))
@@ -74,6 +77,7 @@ class TurnDriver(TurnIO):
             case act.ListCatalog():
                 return await self.list_catalog()
             case act.AskLimit(crossing=crossing):
+                await records_durable(self.env.recorder)
                 return await self.ask_limit(crossing)
             case act.Finish():
                 raise AssertionError("a finished turn performs nothing")

@@ -98,6 +98,7 @@ async def run_compaction(runtime: TurnRuntime, session_id: str) -> str:
     context.restore(checkpoint.state)
     recorder = DurableRecorder(events, context, gate=runtime.gate)
     record = await recorder.record(compaction_key(None), produce, COMPACTIONS)
+    await recorder.settled()  # the record before the checkpoint it made, as a turn's steps
     if isinstance(record, Summarized):
         await _save(runtime, session_id, loaded, record)
     await events.flush()

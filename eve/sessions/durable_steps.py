@@ -3,7 +3,7 @@
 ``DurableRecorder`` runs each record of a turn (a part of an agent step: the model response
 and its tool calls; one call of a concurrent batch; a compaction; an MCP listing) once and
 stores its value *and the session state after it* in ``eve_step_records``, one INSERT that
-rides in the transaction of the step's events (``SessionWriter.durable``): the record commits
+rides in the transaction of the step's events (``SessionWriter.attach``): the record commits
 with its events or after them, never before, and a step whose events reached the log without
 its record runs again as its next attempt, as one that died mid-way does. A (re)started
 body reads its workflow's records once, with its progress in the log
@@ -11,6 +11,19 @@ body reads its workflow's records once, with its progress in the log
 its record, and neither the model nor the tools run twice. (A person is asked
 between parts: ``sessions.input_requests``.) The calls of a batch are steps that run at
 once; each one's events are its own (``TurnEvents.step``).
+
+The turn does not wait for a record to commit before it goes on (``TurnEvents.defer``):
+what it emits next (the step's ``step.completed``, the next ``step.started``) rides in the
+same transaction, one commit a step where it took two (a thread hop, a commit and a chunk
+to each follower fewer). It waits before anything the record must come first for: the next
+record's work (its model call, its tools), a person asked or a task started (the driver
+asks ``settled``), and the body's end (``TurnEvents.flush``). A crash before the commit
+runs the step again, as one before the record was made does.
+
+Two runs of one workflow at once (a worker taken for dead that still runs) each go on
+from their own value: the record stored first stays, the one a replay reads, and the run
+whose record was not stored says so in the log (as the last to save its checkpoint, its
+history wins: each run's is a whole one).
 
 Why not one DBOS step per record, as before: each cost DBOS two reads and two writes in
 its own database, a third of a turn's CPU, for what one INSERT keeps as well.
@@ -26,6 +39,8 @@ it starts over, its records unread.
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from typing import Any, TypeVar
 
 import msgspec
@@ -46,6 +61,7 @@ from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper
 
 T = TypeVar("T")
+log = logging.getLogger("eve.sessions")
 _records = msgspec.json.Decoder(StepCheckpoint)
 
 
@@ -99,13 +115,23 @@ class DurableRecorder:
             return found, False
         made = await run()
         workflow_id = DBOS.workflow_id or ""
-        # in the transaction of the step's events (or one after it), not one of its own
-        stored = await self.events.writer.durable(
-            lambda c: add_record(c, workflow_id, key, made), workflow_id=self.events.workflow_id
-        )
-        progress.records[key] = stored
-        # another run of this workflow recorded it first: its record counts, as on a replay
-        return stored, stored == made
+        # in the transaction of the step's events (or one after it), not one of its own,
+        # and not waited for here (the module docstring)
+        done = self.events.defer(lambda c: add_record(c, workflow_id, key, made))
+        done.add_done_callback(functools.partial(_kept, progress, workflow_id, key, made))
+        progress.records[key] = made
+        return made, True
+
+    async def settled(self) -> None:
+        """Wait until the records made so far are in the log: before what a record must
+        precede other than the next record (which waits itself), a person asked, a task
+        started (``eve.execution.recording.records_durable``)."""
+        try:
+            await self.events.settled()
+        except Exception as error:
+            if (failed := storage_failure(error)) is not None:
+                raise failed from None
+            raise
 
     async def record(self, key: str, produce: Produce[T], kind: RecordKind[T]) -> T:
         async def run() -> str:
@@ -137,6 +163,8 @@ class DurableRecorder:
             return redact(msgspec.json.encode(record).decode())
 
         try:
+            # the records before this one commit before its work runs
+            await self.events.settled()
             recorded, ran = await self._once(key, run)
         except Exception as error:
             # a write the storage refused ends the turn with its name, not the driver's
@@ -158,6 +186,22 @@ class DurableRecorder:
             await asyncio.to_thread(self.workspace.restore, checkpoint.workspace)
         self.context.restore(checkpoint.state)
         return value
+
+
+def _kept(progress: TurnProgress, workflow_id: str, key: str, made: str, done: Any) -> None:
+    """A deferred record committed: the record stored, which is another's when another run
+    of the workflow recorded the step first (then this run goes on from its own value)."""
+    if done.cancelled():
+        return  # dropped with the events of a body that failed
+    stored: str = done.result()
+    progress.records[key] = stored
+    if stored != made:
+        log.warning(
+            "step %s of %s was recorded first by another run of it; this run goes on from "
+            "its own result, which a replay does not see",
+            key,
+            workflow_id,
+        )
 
 
 def _read_made(

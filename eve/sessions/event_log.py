@@ -95,14 +95,18 @@ class SessionWriter:
         return rider.done
 
     async def durable(self, work: Callable[[Connection], T], *, workflow_id: str) -> T:
-        """``attach``, waited for: ``work``'s result once its transaction commits (a step's
-        record rides with the step's events: a commit and a thread hop fewer a step).
+        """``attach``, waited for: ``work``'s result once its transaction commits."""
+        return await self.committed(self.attach(work, workflow_id=workflow_id))
+
+    async def committed(self, done: asyncio.Future[T]) -> T:
+        """The result of a rider (``done``, as ``attach`` returned it) once its transaction
+        commits (a step's record rides with the step's events: a commit and a thread hop
+        fewer a step).
 
         Only its own commit is waited for, not the events other steps go on adding
         meanwhile (``flush`` would: the calls of a batch run at once). A drain that fails
         is started again as ``flush`` starts it, and its error raised or waited out alike.
         """
-        done = self.attach(work, workflow_id=workflow_id)
         while not done.done():
             if self.task is None or self.task.done():
                 self._start()  # a failed drain's batch, this rider in it
@@ -111,7 +115,7 @@ class SessionWriter:
             await asyncio.wait((done, task), return_when=asyncio.FIRST_COMPLETED)
             if not done.done() and task.done() and self._gives_up(task.exception()):
                 raise cast(BaseException, task.exception())
-        return cast(T, done.result())
+        return done.result()
 
     async def flush(self) -> None:
         while True:

@@ -22,8 +22,8 @@ _IN_ORDER = _RECORDS.order_by(step_records.c.recorded_at)
 _RECORD = sa.select(step_records.c.record).where(
     _OF_WORKFLOW, step_records.c.step_key == sa.bindparam("b_key")
 )
-# a record already there is kept, and read back: two runs of one workflow (a worker taken
-# for dead that still runs) go on from the same record, whichever wrote first. SQLAlchemy
+# a record already there is kept, and read back: of two runs of one workflow (a worker
+# taken for dead that still runs), a replay goes on from the one that wrote first. SQLAlchemy
 # keeps an INSERT's rowcount only when asked: on PostgreSQL it was -1, and every record
 # added was read back
 _NEW_RECORD = {

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from sqlalchemy.engine import Connection
@@ -39,6 +39,8 @@ from sqlalchemy.engine import Connection
 from eve.events import SessionEvent
 from eve.sessions.event_log import Pending, SessionWriter
 from eve.sessions.store import TurnProgress
+
+T = TypeVar("T")
 
 #: the events that tell a turn's outcome, which ``GET /session`` must already count
 HELD_UNTIL_SAVED = frozenset({"turn.completed", "turn.cancelled"})
@@ -76,6 +78,9 @@ class TurnEvents:
         self.skipped = False
         #: the turn's end and what followed it, until the checkpoint is saved (``release``)
         self.held: list[Pending] = []
+        #: riders the body went on without waiting for (its steps' records), oldest first:
+        #: each has committed before the body waits on anything else (``settled``)
+        self.unsettled: list[asyncio.Future[Any]] = []
 
     @property
     def step_events(self) -> list[SessionEvent]:
@@ -175,6 +180,27 @@ class TurnEvents:
         for pending in held:
             self.writer.add(pending)
 
+    def defer(self, work: Callable[[Connection], T]) -> asyncio.Future[T]:
+        """``work`` (a step's record) in the transaction of the events emitted before it,
+        or of those emitted next (a step's ``step.completed``, the next ``step.started``),
+        never in an earlier one; the body goes on without waiting for it (one commit a step
+        rather than two) and waits for it at ``settled``. Its result once it commits."""
+        done = self.writer.attach(work, workflow_id=self.workflow_id)
+        self.unsettled.append(done)
+        return done
+
+    async def settled(self) -> None:
+        """Wait until every deferred write committed (``SessionWriter.committed``: a
+        failed write raises or is waited out as there)."""
+        while self.unsettled:
+            done = self.unsettled[0]
+            if not done.cancelled():  # dropped with a failed body's events (``discard``)
+                await self.writer.committed(done)
+            # another task waiting here too may have taken it off already
+            if self.unsettled and self.unsettled[0] is done:
+                self.unsettled.pop(0)
+
     async def flush(self) -> None:
         self.release()
         await self.writer.flush()
+        await self.settled()

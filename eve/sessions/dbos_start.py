@@ -1,6 +1,7 @@
-"""DBOS's start of a workflow, made cheaper where eve starts one per turn.
+"""DBOS's start of a workflow and the wrapper around its body, made cheaper where eve runs
+one per turn.
 
-Two narrow overrides of DBOS internals, pinned by ``dbos>=3.4,<4`` and exercised by every
+Three narrow overrides of DBOS internals, pinned by ``dbos>=3.4,<4`` and exercised by every
 session test (``tests/sessions/test_dbos_start.py`` reads what they write back through
 DBOS's own API):
 
@@ -19,25 +20,36 @@ DBOS's own API):
   made on the row returned. Only for a plain start (no queue deduplication id, no reuse
   policy, an unsharded database); SQLite cannot run an INSERT in a ``WITH`` clause and
   keeps DBOS's transaction (``dbos_sqlite.py`` compiles it once).
+- **No idle thread hop around a body.** DBOS chains a coroutine to what follows it (a
+  workflow body to the write of its outcome, a step to its record) with
+  ``Pending.then(next)``, which runs ``lambda: next`` in a thread only to get ``next``
+  back: a round trip through the thread pool per workflow and per step that does nothing.
+  ``then`` here calls ``next`` as DBOS's ``_wrap`` then does, with the hop left out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import dbos._core as dbos_core
 import sqlalchemy as sa
 from dbos._error import DBOSConflictingWorkflowError
 from dbos._logger import dbos_logger
-from dbos._registrations import DBOSFuncInfo, DBOSFuncType
+from dbos._outcome import DeferredResult, Pending
+from dbos._registrations import DBOSFuncInfo, DBOSFuncType, get_config_name, get_dbos_class_name
 from dbos._sys_db import SystemDatabase, WorkflowStatuses, WorkflowStatusInternal, db_retry
 
-_DBOS_CLASS_NAME = dbos_core.get_dbos_class_name
-_DBOS_CONFIG_NAME = dbos_core.get_config_name
+_DBOS_CLASS_NAME = get_dbos_class_name
+_DBOS_CONFIG_NAME = get_config_name
 _DBOS_INIT = SystemDatabase.init_workflow
+T = TypeVar("T")
+R = TypeVar("R")
+if TYPE_CHECKING:
+    from dbos import DBOS
 #: the status row's columns DBOS checks when a start finds the workflow there
 _RETURNED = ("status", "name", "class_name", "config_name", "queue_name", "creator_xid")
 #: the columns that must match, as DBOS's error names them
@@ -46,9 +58,39 @@ _CHECKED = {"name": "function name", "class_name": "class name", "config_name": 
 
 def prepare_workflow_starts() -> None:
     """Install both overrides (idempotent)."""
-    dbos_core.get_dbos_class_name = _class_name
-    dbos_core.get_config_name = _config_name
+    dbos_core.get_dbos_class_name = _class_name  # type: ignore[attr-defined]
+    dbos_core.get_config_name = _config_name  # type: ignore[attr-defined]
     SystemDatabase.init_workflow = _init_workflow  # type: ignore[method-assign]
+    Pending.then = _then  # type: ignore[method-assign]
+
+
+def _then(
+    self: Pending[T], next: Callable[[Callable[[], T]], R], *, dbos: DBOS | None = None
+) -> Pending[R]:
+    return Pending[R](lambda: _chained(self._func, next, dbos=dbos))
+
+
+async def _chained(
+    func: Callable[[], Coroutine[Any, Any, T]],
+    after: Callable[[Callable[[], T]], R],
+    *,
+    dbos: DBOS | None,
+) -> R:
+    """DBOS's ``Pending._wrap`` with ``before`` known to be ``lambda: after``."""
+    if dbos is not None:
+        await dbos._configure_asyncio_thread_pool()
+    try:
+        value = await func()
+        result = await asyncio.to_thread(after, lambda: value)
+    except asyncio.CancelledError:
+        dbos_logger.warning(f"Asyncio task cancelled for workflow or step {func}")
+        raise
+    except BaseException as exp:
+        raised = exp
+        result = await asyncio.to_thread(after, lambda: Pending._raise(raised))
+    if isinstance(result, DeferredResult):
+        return cast(R, await result.resolve_async())
+    return result
 
 
 @functools.cache
@@ -86,13 +128,12 @@ def _init_workflow(
 ) -> tuple[WorkflowStatuses, bool]:
     plain = (
         not self._is_sqlite
-        and creator_xid is not None
         and reuse_policy is None
         and status["deduplication_id"] is None
         and status["shard_key"] is None
         and not self._wf_values(status["workflow_uuid"])
     )
-    if not plain:
+    if creator_xid is None or not plain:
         # db_retry's own retries wrap DBOS's (the unwrapped method runs once per try)
         return _DBOS_INIT.__wrapped__(  # type: ignore[attr-defined,no-any-return]
             self, status, creator_xid=creator_xid, reuse_policy=reuse_policy

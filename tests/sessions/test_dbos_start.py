@@ -7,10 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from dbos import DBOS, SetWorkflowID, WorkflowHandle
 from dbos._dbos import _get_dbos_instance
 from dbos._error import DBOSConflictingWorkflowError
+from dbos._sys_db import SystemDatabase
 
+from eve.sessions import dbos_start
 from eve.sessions.dbos_start import _class_name, _config_name
 from eve.sessions.turn_workflow import turn_workflow, turn_workflow_id
 from tests.conftest import AppFactory
@@ -81,6 +84,48 @@ async def _other(session_id: str) -> str:
 async def _start_other(workflow_id: str) -> None:
     with SetWorkflowID(workflow_id):
         await DBOS.start_workflow_async(_other, "x")
+
+
+def test_a_start_in_one_statement_stores_the_rows_dboss_transaction_stores(
+    make_app: AppFactory, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = InProcessServer(
+        scripted_app(make_app, [say("hello")]), env={"EVE_DATABASE_URL": postgres_url}
+    ).start()
+    try:
+        portal = _on_the_apps_loop(server)
+        with monkeypatch.context() as dboss:
+            dboss.setattr(SystemDatabase, "init_workflow", dbos_start._DBOS_INIT)
+            portal.call(_start_plain, "by-dbos")
+        portal.call(_start_plain, "by-eve")
+        sys_db = _get_dbos_instance()._sys_db
+        prepared = {name for name, _ in sys_db._prepared_statements}
+        assert {"insert_workflow_status", "eve_start_workflow"} <= prepared  # both ways ran
+        for table in ("workflow_status", "workflow_input", "workflow_output"):
+            rows = _rows(sys_db.engine, table)
+            # the same row but for the id, the times and the start's own token
+            assert rows["by-dbos"] == rows["by-eve"], table
+    finally:
+        server.stop()
+
+
+async def _start_plain(workflow_id: str) -> None:
+    with SetWorkflowID(workflow_id):
+        handle = await DBOS.start_workflow_async(_other, "x")
+    await handle.get_result()
+
+
+def _rows(engine: sa.Engine, table: str) -> dict[str, dict[str, Any]]:
+    varying = {"workflow_uuid", "created_at", "updated_at", "completed_at", "creator_xid"}
+    query = sa.text(f"SELECT * FROM dbos.{table} WHERE workflow_uuid IN ('by-dbos', 'by-eve')")
+    with engine.connect() as c:
+        found = c.execute(query).mappings().all()
+    return {
+        row["workflow_uuid"]: {
+            k: v for k, v in row.items() if k not in varying and k != "retention_timestamp"
+        }
+        for row in found
+    }
 
 
 def test_dboss_self_check_still_refuses_a_method_registered_as_a_function() -> None:

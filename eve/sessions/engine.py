@@ -34,6 +34,7 @@ from eve.sessions.dbos_data import (
     summarise_repeats,
 )
 from eve.sessions.dbos_sqlite import prepare_sqlite_writes
+from eve.sessions.dbos_start import prepare_workflow_starts
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.pg_pools import DBOS_POOL
 from eve.sessions.queue_pickup import QueuePickup
@@ -190,6 +191,7 @@ class DurableEngine:
         except Exception as error:
             log.info("turn queue not declared before launch: %s", type(error).__name__)
         prepare_sqlite_writes()  # DBOS's writes per workflow compiled once (dbos_sqlite.py)
+        prepare_workflow_starts()  # and its start cheaper (dbos_start.py)
         dbos_jobs._BACKGROUND_JOBS_INTERVAL_SEC = (
             _DBOS_BACKGROUND_JOBS_SECONDS if self.settings.is_postgres else BACKGROUND_JOBS_SECONDS
         )

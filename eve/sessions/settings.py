@@ -46,9 +46,9 @@ class SessionSettings:
     #: turns waiting in the durable queue past which a new message is refused with 503
     #: (``QueueFull``); None: no limit
     max_queued_turns: int | None = None
-    #: places (turns, resets, compactions) running at once in a worker: ``auto`` (from the
-    #: event loop's lag), ``off``, or a fixed number (``turn_limit.py``)
-    turn_limit: TurnLimitSetting = "auto"
+    #: places (turns, resets, compactions) running at once in a worker: ``off``, ``auto``
+    #: (from the event loop's lag and the process's CPU), or a fixed number (``turn_limit.py``)
+    turn_limit: TurnLimitSetting = "off"
 
     @property
     def is_postgres(self) -> bool:
@@ -156,12 +156,12 @@ def max_queued_turns(raw: str) -> int | None:
 
 
 def turn_limit(raw: str) -> TurnLimitSetting:
-    """``EVE_TURN_LIMIT`` read: unset, empty or ``auto`` is the adaptive limit."""
+    """``EVE_TURN_LIMIT`` read: unset, empty or ``off`` is no limit."""
     value = raw.strip().lower()
-    if value in ("", "auto"):
-        return "auto"
-    if value == "off":
+    if value in ("", "off"):
         return "off"
+    if value == "auto":
+        return "auto"
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise ServerConfigError(
             f"{TURN_LIMIT_ENV} must be auto, off or a whole number of turns >= 1, not {raw!r}"

@@ -8,12 +8,22 @@ there too: at 1,000 live sessions on SQLite a POST took 261 ms at p95 and the lo
 127 ms. Held back here instead, a place costs nothing: its row is durable since its 202
 (``accepted.py``), and it is in memory only as an entry of a first-in, first-out queue.
 
-The limit (``EVE_TURN_LIMIT``) is ``auto`` by default: none until the loop lags, then an
-additive-increase, multiplicative-decrease one on the loop's lag (``AdaptiveLimit``): a
-lag over ``TARGET_LAG_SECONDS`` cuts it to nine tenths of what runs, a lag under it raises
-it by a twentieth while places wait for it. Parked turns count as running (a turn waits for
-a person in its workflow's ``recv``), and need no rule of their own: they make no lag, so
-the limit grows past them while places wait. A number is a fixed limit; ``off``, none.
+The limit (``EVE_TURN_LIMIT``) is ``off`` by default. A number is a fixed limit; ``auto``
+an additive-increase, multiplicative-decrease one (``AdaptiveLimit``): none until the
+worker saturates, then, at each look (a quarter of a second), a loop lagging over
+``TARGET_LAG_SECONDS`` while the process uses over ``BUSY_TARGET`` of a core cuts it to
+nine tenths of what runs (once what runs has come down to the last cut: a cut takes effect
+only as turns end), and a look under either raises it by a twentieth while places wait for
+it. The CPU condition keeps a loop that lags because the machine's CPU is taken by other
+processes from starving its own turns: lag alone cut a worker on this loaded machine to 46
+turns/s where it ran 117. Parked turns count as running (a turn waits for a person in its
+workflow's ``recv``) and need no rule of their own: they make no lag, so the limit grows
+past them while places wait; a fixed limit counts them too. Why not ``auto`` by default:
+measured (``bench/scale``, SQLite, 1,000 sessions, a shared machine) the loop's own thread
+computes only about half the time at saturation; its lag is the interpreter's lock, which
+the worker's threads (SQLite's writes, requests' claims) hold the other half, and a limit
+that kept the lag low (10 ms) cost over a quarter of the turns per second (85 where the
+base ran 120) for about half the POST p95 (142 ms where it was 261).
 
 What holds:
 
@@ -33,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import math
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +53,10 @@ from eve.sessions.accepted import Place
 from eve.sessions.settings import TurnLimitSetting
 
 #: the loop's mean lag over a look (seconds) past which fewer places run
-TARGET_LAG_SECONDS = 0.01
+TARGET_LAG_SECONDS = 0.015
+#: the cores' worth of CPU the worker's process uses (every thread: they share the
+#: interpreter's lock with the loop) past which it is saturated
+BUSY_TARGET = 0.85
 #: the probe's sleep, and probes per look: the lag is the mean of a look's probes
 PROBE_SECONDS = 0.05
 PROBES = 5
@@ -75,12 +89,20 @@ class AdaptiveLimit:
     #: places that may run at once; infinite until the loop first lags
     limit: float = math.inf
     target: float = TARGET_LAG_SECONDS
+    busy_target: float = BUSY_TARGET
     floor: int = FLOOR
 
-    def look(self, lag: float, *, running: int, waiting: int) -> None:
-        if lag > self.target:
-            # from what runs, not from an infinite or unreached limit: the cut bites at once
-            self.limit = max(self.floor, math.floor(min(self.limit, running) * DECREASE))
+    def look(self, lag: float, *, busy: float, running: int, waiting: int) -> None:
+        """Set the limit from a look: the loop's mean ``lag``, the share of the look its
+        thread computed (``busy``), and the places running and waiting now."""
+        # a loop that lags while its thread is not busy waits for the machine's CPU (other
+        # processes have it), not for its own turns: fewer turns would only finish fewer
+        if lag > self.target and busy > self.busy_target:
+            # a cut takes effect only as running turns end (seconds): until as few run as
+            # the last cut allows, cutting again would only overshoot
+            if running <= self.limit:
+                # from what runs, not from an infinite or unreached limit: it bites at once
+                self.limit = max(self.floor, math.floor(running * DECREASE))
         elif waiting and running >= self.limit:
             self.limit += max(1, math.floor(self.limit * INCREASE))
 
@@ -90,7 +112,7 @@ class TurnLimit:
     """The places this worker starts, at most ``limit`` running, the rest held in order."""
 
     start: StartSoon
-    setting: TurnLimitSetting = "auto"
+    setting: TurnLimitSetting = "off"
     #: places started here whose body has not ended
     running: int = 0
     adaptive: AdaptiveLimit = field(default_factory=AdaptiveLimit)
@@ -145,10 +167,11 @@ class TurnLimit:
             return
         loop = asyncio.get_running_loop()
         while True:
-            lag = 0.0
+            lag, began, computed = 0.0, loop.time(), time.process_time()
             for _ in range(PROBES):
                 asked = loop.time()
                 await asyncio.sleep(PROBE_SECONDS)
                 lag += loop.time() - asked - PROBE_SECONDS
-            self.adaptive.look(lag / PROBES, running=self.running, waiting=self.waiting)
+            busy = (time.process_time() - computed) / max(loop.time() - began, PROBE_SECONDS)
+            self.adaptive.look(lag / PROBES, busy=busy, running=self.running, waiting=self.waiting)
             self.release()

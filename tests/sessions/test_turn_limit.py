@@ -78,26 +78,30 @@ def test_a_held_turn_runs_after_the_worker_is_killed_and_restarted(
 
 
 def test_the_adaptive_limit_cuts_from_what_runs_and_grows_while_places_wait() -> None:
-    adaptive = AdaptiveLimit(target=0.01)
-    adaptive.look(0.002, running=500, waiting=0)
+    adaptive = AdaptiveLimit(target=0.01, busy_target=0.85)
+    adaptive.look(0.002, busy=0.95, running=500, waiting=0)
     assert adaptive.limit == math.inf  # no lag: no limit
-    adaptive.look(0.05, running=500, waiting=0)
+    adaptive.look(0.05, busy=0.5, running=500, waiting=0)
+    assert adaptive.limit == math.inf  # a lag the worker's own CPU does not explain
+    adaptive.look(0.05, busy=0.95, running=500, waiting=0)
     assert adaptive.limit == 450
-    adaptive.look(0.05, running=400, waiting=30)
+    adaptive.look(0.05, busy=0.95, running=480, waiting=30)
+    assert adaptive.limit == 450  # the last cut has not taken effect yet
+    adaptive.look(0.05, busy=0.95, running=400, waiting=30)
     assert adaptive.limit == 360
-    adaptive.look(0.001, running=100, waiting=30)
+    adaptive.look(0.001, busy=0.95, running=100, waiting=30)
     assert adaptive.limit == 360  # not reached: it does not grow
-    adaptive.look(0.001, running=360, waiting=30)
+    adaptive.look(0.001, busy=0.95, running=360, waiting=30)
     assert adaptive.limit == 378
-    adaptive.look(0.001, running=378, waiting=0)
+    adaptive.look(0.001, busy=0.95, running=378, waiting=0)
     assert adaptive.limit == 378  # nothing waits for more
-    adaptive.look(1.0, running=3, waiting=10)
+    adaptive.look(1.0, busy=0.95, running=3, waiting=10)
     assert adaptive.limit == FLOOR  # a loop that lags for another reason still runs some
 
 
 def test_the_limit_is_read_from_the_environment() -> None:
-    assert turn_limit("") == "auto" and turn_limit(" Auto ") == "auto"
-    assert turn_limit("off") == "off" and turn_limit("200") == 200
+    assert turn_limit("") == "off" and turn_limit("off") == "off"
+    assert turn_limit(" Auto ") == "auto" and turn_limit("200") == 200
     for bad in ("0", "-1", "lots", "1.5"):
         with pytest.raises(ServerConfigError, match="EVE_TURN_LIMIT must be auto, off or"):
             turn_limit(bad)

@@ -65,7 +65,7 @@ class AcceptedSweep:
     log: EventLog
     #: ``DurableEngine.deliver`` and ``DurableEngine.start``
     deliver: Callable[[str], Awaitable[None]]
-    start: Callable[[Place], Awaitable[None]]
+    start: Callable[[Place], Awaitable[object]]
 
     #: where the last sweep stopped; the next one goes on from there, then from the start
     cursor: Cursor | None = None

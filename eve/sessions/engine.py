@@ -14,8 +14,9 @@ import contextlib
 import contextvars
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import assert_never
+from typing import Any, assert_never
 
 import dbos._workflow_commands as dbos_jobs
 from dbos import DBOS, DBOSConfig, EnqueueOptions, SetWorkflowID
@@ -262,52 +263,73 @@ class DurableEngine:
         if place is not None:
             await self.start_place(place)
 
-    async def start_place(self, place: Place, *, body_marks: bool = False) -> None:
+    async def start_place(
+        self, place: Place, *, body_marks: bool = False
+    ) -> asyncio.Future[Any] | None:
         """Start ``place``'s workflow under its id, then mark it DBOS's (``accepted.py``).
 
         A crash between leaves it ``accepted``; starting it again hands DBOS an id it has,
         which DBOS answers with the same workflow, run once. ``body_marks``: the start runs
         the body here, which marks its place in its first transaction (``mark_started``),
         so this one is saved; a body that does not run here (DBOS had the workflow
-        already) leaves it to the sweep, which starts it again and marks it."""
+        already) leaves it to the sweep, which starts it again and marks it. Returns the
+        body's task when the body runs here (``turn_limit.py`` counts it until it ends)."""
         with SetWorkflowID(place.workflow_id):
             match place.kind:
                 case "turn":
-                    await DBOS.start_workflow_async(
+                    handle = await DBOS.start_workflow_async(
                         turn_workflow, place.session_id, place.turn, place.input
                     )
                 case "reset":
-                    await DBOS.start_workflow_async(reset_workflow, place.session_id)
+                    handle = await DBOS.start_workflow_async(reset_workflow, place.session_id)
                 case "compact":
-                    await DBOS.start_workflow_async(compact_workflow, place.session_id)
+                    handle = await DBOS.start_workflow_async(compact_workflow, place.session_id)
                 case _:
                     assert_never(place.kind)
         if not body_marks:
             await asyncio.to_thread(self.store.run, lambda c: mark_enqueued(c, [place]))
+        # a body started here is DBOS's task; an id DBOS had already runs elsewhere, or has
+        # ended (a polling handle, no task). DBOS internals, pinned by ``dbos<4``
+        body = getattr(handle, "task", None)
+        return body if isinstance(body, asyncio.Future) else None
 
-    def start_soon(self, place: Place, context: contextvars.Context | None = None) -> None:
+    def start_soon(
+        self,
+        place: Place,
+        context: contextvars.Context | None = None,
+        *,
+        ended: Callable[[], None] | None = None,
+    ) -> None:
         """``try_start`` in a task of its own, in ``context`` (by default a fresh one: from a
-        workflow body's end, DBOS would take the start for a child of the body)."""
+        workflow body's end, DBOS would take the start for a child of the body); ``ended``
+        once the body is done here, or at once if it did not start here."""
         if self._stopping:
             return
         task = asyncio.get_running_loop().create_task(
-            self.try_start(place), context=context or contextvars.Context()
+            self.try_start(place, ended=ended), context=context or contextvars.Context()
         )
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
-    async def try_start(self, place: Place) -> None:
+    async def try_start(self, place: Place, *, ended: Callable[[], None] | None = None) -> None:
         """``start_place``; if DBOS cannot be reached now, the sweep starts it later (the
         accepted row is durable already)."""
+        body = None
         try:
             with after_answer():
-                await self.start_place(place, body_marks=True)
+                body = await self.start_place(place, body_marks=True)
         except Exception as error:
             log.warning(
                 "session %s: accepted, queued later by the sweep (%s)",
                 place.session_id,
                 failure_kind(error),
             )
+        if ended is None:
+            return
+        if body is None:
+            ended()
+        else:
+            body.add_done_callback(lambda _: ended())
 
     def enqueue_turn(self, session_id: str, turn: int, message: TurnInput) -> None:
         """Put a turn on DBOS's queue (blocking), as an eve before direct starts did; for

@@ -73,6 +73,7 @@ from eve.sessions.sqlite_changes import SqliteChanges
 from eve.sessions.store import PendingRequest, SessionRow, SessionStore, read_session
 from eve.sessions.summary import summarize
 from eve.sessions.tasks import turn_of
+from eve.sessions.turn_limit import TurnLimit
 from eve.sessions.turn_workflow import (
     TurnRuntime,
     install_runtime,
@@ -191,7 +192,23 @@ class SessionService:
         self.admission = Admission(
             self.max_queued_turns, self.engine.queued_turns, waiting=lambda: gate.waiting
         )
+        self._limit_starts()
         self._tasks.append(asyncio.create_task(self.runtime.watch_cancellations()))
+
+    def _limit_starts(self) -> None:
+        """Start places through this worker's limit on places running at once
+        (``turn_limit.py``): a message's, the next one a body's end starts; the sweep leaves
+        a place the limit holds alone."""
+        self.turn_limit = TurnLimit(start=self.engine.start_soon, setting=self.settings.turn_limit)
+        self.runtime.start_next = self.turn_limit.offer
+        sweep, limit, deliver = self.engine.sweep, self.turn_limit, self.engine.deliver
+
+        async def unless_held(session_id: str) -> None:
+            if not limit.holds(session_id):
+                await deliver(session_id)
+
+        sweep.deliver = unless_held
+        self._tasks.append(asyncio.create_task(self.turn_limit.control()))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -410,7 +427,7 @@ class SessionService:
             # its 202 stands for, and DBOS's write need not hold the answer up. In the
             # request's context: it fails fast rather than wait out a locked database,
             # and the sweep starts it then
-            self.engine.start_soon(place, contextvars.copy_context())
+            self.turn_limit.offer(place, contextvars.copy_context())
         return accepted
 
     async def _claim_place(

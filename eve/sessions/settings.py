@@ -7,6 +7,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from eve import __version__
 from eve.errors import DatabaseUnavailable, ServerConfigError
@@ -16,6 +17,9 @@ SYNCHRONOUS_ENV = "EVE_SQLITE_SYNCHRONOUS"
 WORKER_TIMEOUT_ENV = "EVE_WORKER_TIMEOUT"
 BUSY_TIMEOUT_ENV = "EVE_SQLITE_BUSY_TIMEOUT"
 MAX_QUEUED_ENV = "EVE_MAX_QUEUED_TURNS"
+TURN_LIMIT_ENV = "EVE_TURN_LIMIT"
+#: ``EVE_TURN_LIMIT`` read: adaptive, none, or a fixed number of places (``turn_limit.py``)
+TurnLimitSetting = Literal["auto", "off"] | int
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
 SESSIONS_DIR = ".eve/sessions"
 
@@ -42,6 +46,9 @@ class SessionSettings:
     #: turns waiting in the durable queue past which a new message is refused with 503
     #: (``QueueFull``); None: no limit
     max_queued_turns: int | None = None
+    #: places (turns, resets, compactions) running at once in a worker: ``off``, ``auto``
+    #: (from the event loop's lag and the process's CPU), or a fixed number (``turn_limit.py``)
+    turn_limit: TurnLimitSetting = "off"
 
     @property
     def is_postgres(self) -> bool:
@@ -70,6 +77,7 @@ def resolve_settings(
     worker = executor_id or env.get("EVE_WORKER_ID") or f"{socket.gethostname()}-0"
     timeout = _worker_timeout(env.get(WORKER_TIMEOUT_ENV, "15"))
     max_queued = max_queued_turns(env.get(MAX_QUEUED_ENV, ""))
+    limit = turn_limit(env.get(TURN_LIMIT_ENV, ""))
     if not url:
         directory = (app_root / SESSIONS_DIR).resolve()
         try:
@@ -85,6 +93,7 @@ def resolve_settings(
             application_version=version,
             worker_timeout_seconds=timeout,
             max_queued_turns=max_queued,
+            turn_limit=limit,
             sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
             sqlite_busy_timeout=_busy_timeout(env.get(BUSY_TIMEOUT_ENV, "30")),
         )
@@ -100,6 +109,7 @@ def resolve_settings(
         application_version=version,
         worker_timeout_seconds=timeout,
         max_queued_turns=max_queued,
+        turn_limit=limit,
     )
 
 
@@ -141,5 +151,19 @@ def max_queued_turns(raw: str) -> int | None:
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise ServerConfigError(
             f"{MAX_QUEUED_ENV} must be a whole number of turns >= 1 (or off), not {raw!r}"
+        )
+    return int(value)
+
+
+def turn_limit(raw: str) -> TurnLimitSetting:
+    """``EVE_TURN_LIMIT`` read: unset, empty or ``off`` is no limit."""
+    value = raw.strip().lower()
+    if value in ("", "off"):
+        return "off"
+    if value == "auto":
+        return "auto"
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ServerConfigError(
+            f"{TURN_LIMIT_ENV} must be auto, off or a whole number of turns >= 1, not {raw!r}"
         )
     return int(value)

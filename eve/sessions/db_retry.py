@@ -62,6 +62,10 @@ class _Outage:
             "the session database is out of reach (%s); waiting for it", failure_kind(error)
         )
 
+    @property
+    def down(self) -> bool:
+        return self._down
+
     def ended(self) -> None:
         with self._lock:
             if not self._down:
@@ -130,6 +134,8 @@ def waited_out(call: Callable[[], T], *, deadline: float, stopped: Callable[[], 
             time.sleep(delay)
             delay = min(delay * 2, MAX_DELAY)
             continue
-        if waited:
+        # any call that works ends a known outage, not only one that waited: after a call
+        # gave up waiting, the outage stayed "known" and the next one was never logged
+        if waited or _outage.down:
             _outage.ended()
         return result

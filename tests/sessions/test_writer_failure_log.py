@@ -41,6 +41,9 @@ async def test_a_failed_batch_no_one_waits_for_is_one_line(
     try:
         writer = EventLog(store).writer("ses_x")
         with caplog.at_level(logging.WARNING, logger="eve.sessions"):
+            # an outage an earlier test of this worker left known ends with create_session
+            # above ("reachable again"): only this fault's lines count
+            caplog.clear()
             for event in await step_events(2):
                 writer.add(Pending(event=event))
             task = writer.task

@@ -11,7 +11,8 @@ their event streams over 6 s, 850 waited in the kernel's accept queue and draine
 So the worker accepts by itself: when the listening socket is readable it accepts every
 waiting connection, up to ``BATCH``, and hands each to the loop as uvloop's own server
 would (``connect_accepted_socket``, with uvicorn's protocol). asyncio's own loop (where
-uvloop is not installed) accepts in batches too, and runs the same code.
+uvloop is not installed) accepts up to the backlog at once: there uvicorn's server stays
+(``accepts_one_per_turn``).
 """
 
 from __future__ import annotations
@@ -112,3 +113,10 @@ class Acceptor:
             self._paused.cancel()
         else:
             self._loop.remove_reader(self._sock.fileno())
+
+
+def accepts_one_per_turn(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop``'s own servers accept one connection per turn of the loop: uvloop's
+    do; asyncio's accept up to the backlog at once (and its loop on Windows, the proactor,
+    has no ``add_reader`` for an ``Acceptor``)."""
+    return type(loop).__module__.startswith("uvloop")

@@ -32,7 +32,7 @@ from starlette.applications import Starlette
 
 from eve._redact import redact
 from eve.errors import ServerConfigError
-from eve.server.acceptor import Acceptor
+from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.followers import end_streams
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
@@ -118,20 +118,23 @@ class _Server(uvicorn.Server):
         self._acceptors: list[Acceptor] = []
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        # uvicorn starts the app and makes no server of its own: the acceptors accept, in
-        # batches (``acceptor.py``), with the protocol uvicorn's server would have used
-        await super().startup(sockets=[])
+        loop = asyncio.get_running_loop()
+        # where the loop accepts one connection per turn (uvloop), uvicorn starts the app
+        # and makes no server of its own: the acceptors accept, in batches
+        # (``acceptor.py``), with the protocol uvicorn's server would have used
+        batched = sockets is not None and accepts_one_per_turn(loop)
+        await super().startup(sockets=[] if batched else sockets)
         if not self.started:
             return
-        loop = asyncio.get_running_loop()
-        config = self.config
+        if batched:
+            config = self.config
 
-        def protocol() -> asyncio.Protocol:
-            return config.http_protocol_class(  # type: ignore[call-arg]
-                config=config, server_state=self.server_state, app_state=self.lifespan.state
-            )
+            def protocol() -> asyncio.Protocol:
+                return config.http_protocol_class(  # type: ignore[call-arg]
+                    config=config, server_state=self.server_state, app_state=self.lifespan.state
+                )
 
-        self._acceptors = [Acceptor(loop, sock, protocol) for sock in sockets or []]
+            self._acceptors = [Acceptor(loop, sock, protocol) for sock in sockets or []]
         self._on_ready()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:

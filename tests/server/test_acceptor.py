@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import uvloop
 
-from eve.server.acceptor import Acceptor
+from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.workers import Listen, bind
 
 
@@ -67,6 +67,15 @@ def test_a_batch_is_bounded_and_the_rest_are_accepted_later() -> None:
 
 def test_asyncios_own_loop_accepts_the_same_way() -> None:
     assert asyncio.run(_accepting(8, batch=128)) == (8, 8)
+
+
+def test_only_uvloop_needs_the_acceptor() -> None:
+    """asyncio's own servers accept up to the backlog at once; its loop on Windows (the
+    proactor) could not watch the socket for an ``Acceptor`` anyway."""
+    with contextlib.closing(uvloop.new_event_loop()) as loop:
+        assert accepts_one_per_turn(loop)
+    with contextlib.closing(asyncio.new_event_loop()) as loop:
+        assert not accepts_one_per_turn(loop)
 
 
 async def _out_of_descriptors() -> tuple[int, int]:

@@ -32,6 +32,7 @@ from starlette.applications import Starlette
 
 from eve._redact import redact
 from eve.errors import ServerConfigError
+from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.followers import end_streams
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
@@ -114,13 +115,31 @@ class _Server(uvicorn.Server):
         super().__init__(config)
         self._app = app
         self._on_ready = on_ready
+        self._acceptors: list[Acceptor] = []
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started:
-            self._on_ready()
+        loop = asyncio.get_running_loop()
+        # where the loop accepts one connection per turn (uvloop), uvicorn starts the app
+        # and makes no server of its own: the acceptors accept, in batches
+        # (``acceptor.py``), with the protocol uvicorn's server would have used
+        batched = sockets is not None and accepts_one_per_turn(loop)
+        await super().startup(sockets=[] if batched else sockets)
+        if not self.started:
+            return
+        if batched:
+            config = self.config
+
+            def protocol() -> asyncio.Protocol:
+                return config.http_protocol_class(  # type: ignore[call-arg]
+                    config=config, server_state=self.server_state, app_state=self.lifespan.state
+                )
+
+            self._acceptors = [Acceptor(loop, sock, protocol) for sock in sockets or []]
+        self._on_ready()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for acceptor in self._acceptors:
+            acceptor.close()  # before uvicorn closes the sockets
         end_streams(self._app)
         await super().shutdown(sockets=sockets)
 

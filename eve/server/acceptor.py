@@ -1,0 +1,122 @@
+"""Accepting a worker's connections in batches, rather than one per turn of the event loop.
+
+libuv (under uvloop) accepts one connection each time the loop polls (libuv 1.45 stopped
+accepting in a loop), and a busy worker's loop turns slowly: at 1,000 live sessions on
+PostgreSQL a turn of the loop took 40 to 100 ms, running the turns' callbacks, so the
+worker accepted 10 to 25 connections a second. When the benchmark's 1,000 clients opened
+their event streams over 6 s, 850 waited in the kernel's accept queue and drained for
+30 s, and a ``/health`` check on a new connection took 13 to 35 s to be answered
+(``strace`` of the loop's thread: one ``accept4`` after each ``epoll_pwait``).
+
+So the worker accepts by itself: when the listening socket is readable it accepts every
+waiting connection, up to ``BATCH``, and hands each to the loop as uvloop's own server
+would (``connect_accepted_socket``, with uvicorn's protocol). asyncio's own loop (where
+uvloop is not installed) accepts up to the backlog at once: there uvicorn's server stays
+(``accepts_one_per_turn``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from collections.abc import Callable
+
+#: connections accepted at most per readiness of the listening socket: each costs the loop
+#: tens of microseconds, so a full batch is a few milliseconds of a turn of the loop that,
+#: under load, lasts tens of them; the rest wait for the next turn
+BATCH = 128
+#: seconds the acceptor pauses when the process is out of descriptors or memory (as
+#: asyncio's own server does): accepting again at once would fail again at once
+RESOURCE_PAUSE_SECONDS = 1.0
+#: accept() failing for want of descriptors or memory: the connection stays queued
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+logger = logging.getLogger("eve.server")
+
+
+class Acceptor:
+    """Accepts on ``sock`` for ``loop`` until ``close()``; each connection gets a protocol
+    from ``protocol_factory``."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sock: socket.socket,
+        protocol_factory: Callable[[], asyncio.Protocol],
+        *,
+        batch: int = BATCH,
+    ) -> None:
+        self._loop = loop
+        self._sock = sock
+        self._protocol_factory = protocol_factory
+        self._batch = batch
+        #: connections being handed to the loop (a task holds only a weak reference)
+        self._handing: set[asyncio.Task[None]] = set()
+        self._paused: asyncio.TimerHandle | None = None
+        self._closed = False
+        sock.setblocking(False)  # every worker shares the socket, and each accepts this way
+        loop.add_reader(sock.fileno(), self.accept_ready)
+
+    def accept_ready(self) -> int:
+        """Accept the waiting connections, up to the batch; how many were accepted."""
+        accepted = 0
+        while accepted < self._batch:
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                break  # none left (or another worker took it)
+            except ConnectionAbortedError:
+                continue  # the client gave up while it waited
+            except OSError as error:
+                if error.errno not in _OUT_OF_RESOURCES:
+                    raise
+                logger.warning(
+                    "cannot accept connections for now (%s); trying again in %g s",
+                    error.strerror,
+                    RESOURCE_PAUSE_SECONDS,
+                )
+                self._pause()
+                break
+            accepted += 1
+            self._hand(conn)
+        return accepted
+
+    def _hand(self, conn: socket.socket) -> None:
+        conn.setblocking(False)
+        task = self._loop.create_task(self._connect(conn))
+        self._handing.add(task)
+        task.add_done_callback(self._handing.discard)
+
+    async def _connect(self, conn: socket.socket) -> None:
+        try:
+            await self._loop.connect_accepted_socket(self._protocol_factory, conn)
+        except OSError:
+            conn.close()  # reset before the loop took it: nothing to answer
+
+    def _pause(self) -> None:
+        self._loop.remove_reader(self._sock.fileno())
+        self._paused = self._loop.call_later(RESOURCE_PAUSE_SECONDS, self._resume)
+
+    def _resume(self) -> None:
+        self._paused = None
+        if not self._closed:
+            self._loop.add_reader(self._sock.fileno(), self.accept_ready)
+
+    def close(self) -> None:
+        """Stop accepting (before the socket is closed); connections already handed stay."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._paused is not None:
+            self._paused.cancel()
+        else:
+            self._loop.remove_reader(self._sock.fileno())
+
+
+def accepts_one_per_turn(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop``'s own servers accept one connection per turn of the loop: uvloop's
+    do; asyncio's accept up to the backlog at once (and its loop on Windows, the proactor,
+    has no ``add_reader`` for an ``Acceptor``)."""
+    return type(loop).__module__.startswith("uvloop")

@@ -1,0 +1,111 @@
+"""A worker accepts every waiting connection when its socket is readable, not one per turn
+of the event loop (libuv's way): a busy loop left hundreds queued for tens of seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import socket
+from collections.abc import Iterator
+
+import pytest
+import uvloop
+
+from eve.server.acceptor import Acceptor, accepts_one_per_turn
+from eve.server.workers import Listen, bind
+
+
+class _Counted(asyncio.Protocol):
+    def __init__(self, made: list[asyncio.BaseTransport], enough: int, done: asyncio.Event):
+        self.made, self.enough, self.done = made, enough, done
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.made.append(transport)
+        if len(self.made) >= self.enough:
+            self.done.set()
+
+
+@contextlib.contextmanager
+def _waiting(count: int) -> Iterator[tuple[socket.socket, list[socket.socket]]]:
+    """A listening socket with ``count`` connections the kernel completed, none accepted."""
+    listener = bind(Listen(host="127.0.0.1", port=0))
+    clients = [socket.create_connection(listener.getsockname()[:2]) for _ in range(count)]
+    try:
+        yield listener, clients
+    finally:
+        for client in clients:
+            client.close()
+        listener.close()
+
+
+async def _accepting(count: int, batch: int) -> tuple[int, int]:
+    """How many one readiness accepted, and how many the loop connected in the end."""
+    loop = asyncio.get_running_loop()
+    made: list[asyncio.BaseTransport] = []
+    done = asyncio.Event()
+    with _waiting(count) as (listener, _clients):
+        acceptor = Acceptor(loop, listener, lambda: _Counted(made, count, done), batch=batch)
+        try:
+            first = acceptor.accept_ready()
+            async with asyncio.timeout(10):
+                await done.wait()  # the rest on the loop's next readiness of the socket
+        finally:
+            acceptor.close()
+            for transport in made:
+                transport.close()
+    return first, len(made)
+
+
+def test_one_readiness_accepts_every_waiting_connection() -> None:
+    assert uvloop.run(_accepting(40, batch=128)) == (40, 40)
+
+
+def test_a_batch_is_bounded_and_the_rest_are_accepted_later() -> None:
+    assert uvloop.run(_accepting(12, batch=5)) == (5, 12)
+
+
+def test_asyncios_own_loop_accepts_the_same_way() -> None:
+    assert asyncio.run(_accepting(8, batch=128)) == (8, 8)
+
+
+def test_only_uvloop_needs_the_acceptor() -> None:
+    """asyncio's own servers accept up to the backlog at once; its loop on Windows (the
+    proactor) could not watch the socket for an ``Acceptor`` anyway."""
+    with contextlib.closing(uvloop.new_event_loop()) as loop:
+        assert accepts_one_per_turn(loop)
+    with contextlib.closing(asyncio.new_event_loop()) as loop:
+        assert not accepts_one_per_turn(loop)
+
+
+async def _out_of_descriptors() -> tuple[int, int]:
+    loop = asyncio.get_running_loop()
+    made: list[asyncio.BaseTransport] = []
+    done = asyncio.Event()
+    with _waiting(1) as (listener, _clients):
+        acceptor = Acceptor(loop, listener, lambda: _Counted(made, 1, done))
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        probe = socket.socket()  # the lowest free descriptor: no new one above it
+        lowest = probe.fileno()
+        probe.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, hard))
+        try:
+            starved = acceptor.accept_ready()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        try:
+            async with asyncio.timeout(10):
+                await done.wait()  # after the pause, once descriptors are free again
+        finally:
+            acceptor.close()
+            for transport in made:
+                transport.close()
+    return starved, len(made)
+
+
+def test_out_of_descriptors_it_pauses_and_accepts_the_connection_later(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("eve.server.acceptor.RESOURCE_PAUSE_SECONDS", 0.05)
+    assert uvloop.run(_out_of_descriptors()) == (0, 1)
+    assert "cannot accept connections for now" in caplog.text

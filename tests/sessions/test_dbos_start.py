@@ -37,9 +37,10 @@ def test_a_turns_start_reads_back_through_dbos_and_runs_once(
         server.wait_for(session, count("session.waiting"))
         workflow_id = turn_workflow_id(session, 0)
         handle: WorkflowHandle[str] = DBOS.retrieve_workflow(workflow_id)
+        # DBOS writes the workflow's end after its body's last events: wait for it first
+        assert handle.get_result() == "complete"
         status = handle.get_status()
         assert (status.status, status.name, status.queue_name) == ("SUCCESS", "eve.turn", None)
-        assert handle.get_result() == "complete"
         [listed] = DBOS.list_workflows(workflow_ids=[workflow_id], load_input=True)
         stored: Any = listed.input
         assert stored is not None

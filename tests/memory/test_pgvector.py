@@ -132,7 +132,9 @@ def test_vectors_live_in_pgvector_and_a_search_is_a_distance_query(store: Databa
     assert "hnsw" not in plan.lower() and "ivfflat" not in plan.lower()
 
     # an update's new text replaces the vector: its old meaning no longer finds it first
-    store.update(ALICE_KEY, "a2", text="Alice sold her car for a bike", metadata=None, semantic=True)
+    store.update(
+        ALICE_KEY, "a2", text="Alice sold her car for a bike", metadata=None, semantic=True
+    )
     [bike] = store.search(ALICE_KEY, "bicycle", limit=1, semantic=True)
     assert bike.record.id == "a2"
     # a forget and an erase take the vector with the entry (the foreign key cascades)

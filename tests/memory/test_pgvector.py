@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import secrets
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -165,6 +166,31 @@ def test_keyword_slots_never_create_the_extension(store: DatabaseMemory) -> None
     assert [h.record.id for h in store.search(ALICE_KEY, "tea", limit=5)] == ["a1"]
     assert store.forget(ALICE_KEY, "a1")
     assert not _extension_installed(store.engine)
+
+
+def test_workers_preparing_at_once_all_use_pgvector(pgvector_url: str) -> None:
+    # CREATE ... IF NOT EXISTS does not serialize catalog inserts: without a second try, all
+    # but one of four workers starting together fail on pg_extension's unique index
+    engines = [memory_engine(_psycopg(pgvector_url)) for _ in range(4)]
+    create_memory_tables(engines[0])
+    together = threading.Barrier(len(engines))
+    found: list[pgvector.Support | BaseException] = []
+
+    def prepare(engine: Engine) -> None:
+        together.wait()
+        try:
+            found.append(pgvector.prepare(engine))
+        except BaseException as error:
+            found.append(error)
+
+    workers = [threading.Thread(target=prepare, args=(e,)) for e in engines]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    for engine in engines:
+        engine.dispose()
+    assert found == [pgvector.Support.READY] * len(engines)
 
 
 def test_blob_vectors_of_an_earlier_eve_move_into_pgvector(pgvector_url: str) -> None:

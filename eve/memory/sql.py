@@ -32,6 +32,7 @@ from eve.memory.records import (
     MemoryRecord,
     NewEntry,
     principal_ref,
+    scope_of,
 )
 from eve.memory.tables import create_memory_tables, memories
 
@@ -296,8 +297,11 @@ class DatabaseMemory:
         if not ranked:
             return []
         wanted = [id for id, _ in ranked]
-        found = c.execute(sa.select(*_COLUMNS).where(_in_scope(key), memories.c.id.in_(wanted)))
-        records = {r.id: _record(r) for r in found}
+        # by primary key alone, the scope checked here: with the scope in the WHERE clause
+        # PostgreSQL walked the scope's index and filtered every entry of it by id (110 ms
+        # at 100,000 entries, bench/memory_search.py)
+        found = c.execute(sa.select(*_COLUMNS).where(memories.c.id.in_(wanted)))
+        records = {r.id: _record(r) for r in found if scope_of(r) == key}
         return [MemoryHit(record=records[id], score=s) for id, s in ranked if id in records]
 
     def _vectors(self, c: Connection, key: MemoryKey) -> tuple[list[str], Any]:

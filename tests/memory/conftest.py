@@ -3,7 +3,6 @@ pgserver's PostgreSQL 16 with pgvector; one fresh database per test on either.""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -11,12 +10,11 @@ import pytest
 from tests.postgres import (
     REQUIRE_ENV,
     PostgresServer,
-    PostgresUnavailable,
     pgserver_bindir,
     pgserver_expected,
     required,
 )
-from tests.sessions.conftest import postgres_server, postgres_url
+from tests.sessions.conftest import postgres_server, postgres_url, started_from
 
 __all__ = ["pgvector_server", "pgvector_url", "postgres_server", "postgres_url"]
 
@@ -36,12 +34,7 @@ def pgvector_server() -> Iterator[PostgresServer]:
         if required():
             pytest.fail(f"{REQUIRE_ENV}=1 but {reason}; pip install -e '.[dev]'", pytrace=False)
         pytest.skip(f"{reason}; pip install -e '.[dev]'")
-    started = time.monotonic()
-    try:
-        server = PostgresServer.start(bindir)
-    except PostgresUnavailable as error:
-        pytest.fail(f"could not start pgserver's PostgreSQL from {bindir}: {error}", pytrace=False)
-    print(f"\n{server.version} on port {server.port} in {time.monotonic() - started:.1f}s")
+    server = started_from(bindir)
     try:
         yield server
     finally:

@@ -92,6 +92,14 @@ class Support(enum.Enum):
     MISSING = "missing"
     #: the server has it, this role may not create it: blobs ranked in process
     FORBIDDEN = "forbidden"
+    #: the database has it, this role may not create ``eve_memories_vec``: blobs ranked in
+    #: process (never looked at again: only a grant or an administrator's table changes it)
+    NO_TABLE = "no_table"
+
+    @property
+    def may_change(self) -> bool:
+        """Whether an administrator creating the extension would make it ``READY``."""
+        return self in (Support.MISSING, Support.FORBIDDEN)
 
 
 _logged: set[Support] = set()
@@ -117,6 +125,9 @@ def prepare(engine: Engine) -> Support:
     except sa.exc.ProgrammingError as error:
         if getattr(error.orig, "sqlstate", None) != _INSUFFICIENT_PRIVILEGE:
             raise
+        if installed:
+            _log_once(Support.NO_TABLE, _no_table_message(role, database))
+            return Support.NO_TABLE
         _log_once(Support.FORBIDDEN, _forbidden_message(role, database))
         return Support.FORBIDDEN
     with engine.begin() as c:
@@ -225,6 +236,15 @@ def _missing_message() -> str:
         "pgvector package of your distribution or of the PostgreSQL project, or a build of "
         "pgvector), then restart eve, which creates the extension and moves the vectors "
         "itself, or run CREATE EXTENSION vector; as a superuser"
+    )
+
+
+def _no_table_message(role: str, database: str) -> str:
+    return (
+        f"pgvector is installed in database {database!r}, but role {role!r} may not create "
+        f"the {TABLE} table there, so semantic memory search ranks each scope's vectors in "
+        "this process. Grant it CREATE on the schema of eve_memories (or start eve once as "
+        "a role that may create tables there), then restart eve"
     )
 
 

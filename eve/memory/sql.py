@@ -179,7 +179,9 @@ class DatabaseMemory:
         support = self._support
         if support is pgvector.Support.READY:
             return support
-        if support is not None and not (recheck and self._run(pgvector.installed)):
+        if support is not None and not (
+            recheck and support.may_change and self._run(pgvector.installed)
+        ):
             return support
         self._ensure_tables()
         with self._lock, _reachable():

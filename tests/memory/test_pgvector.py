@@ -22,7 +22,6 @@ from eve.memory.records import MemoryFilter, MemoryKey, NewEntry, SlotKey, Write
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 from eve.memory.vectors import scope_key
-from tests.postgres import PostgresServer
 
 # looked up, not imported: every test worker imports this module as it collects, and only
 # those that run its tests need the package
@@ -239,16 +238,24 @@ def test_without_pgvector_vectors_are_blobs_ranked_in_process(
         store.close()
 
 
-def test_a_role_that_may_not_create_the_extension_ranks_in_process_until_it_exists(
-    pgvector_server: PostgresServer, pgvector_url: str, logged: pytest.LogCaptureFixture
-) -> None:
+def _role(admin: Engine, url: str, *grants: str) -> str:
+    """A new login role with ``grants`` (SQL, ``{role}`` for its name); the URL of
+    ``url``'s database as it."""
     role = f"eve_app_{secrets.token_hex(4)}"
-    admin = memory_engine(_psycopg(pgvector_url))
     with admin.begin() as c:
         c.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
-        # PostgreSQL 15+: only the database owner may create in schema public by default
-        c.exec_driver_sql(f"GRANT CREATE ON SCHEMA public TO {role}")
-    as_role = pgvector_url.replace("postgresql://postgres@", f"postgresql+psycopg://{role}@")
+        for grant in grants:
+            c.exec_driver_sql(grant.format(role=role))
+    return url.replace("postgresql://postgres@", f"postgresql+psycopg://{role}@")
+
+
+def test_a_role_that_may_not_create_the_extension_ranks_in_process_until_it_exists(
+    pgvector_url: str, logged: pytest.LogCaptureFixture
+) -> None:
+    admin = memory_engine(_psycopg(pgvector_url))
+    # PostgreSQL 15+: only the database owner may create in schema public by default
+    as_role = _role(admin, pgvector_url, "GRANT CREATE ON SCHEMA public TO {role}")
+    role = as_role.split("://", 1)[1].split("@", 1)[0]
     store = DatabaseMemory(memory_engine(as_role))
     try:
         _save(store, ALICE_KEY, ALICE, "a1", "Alice drinks espresso every morning")
@@ -267,6 +274,31 @@ def test_a_role_that_may_not_create_the_extension_ranks_in_process_until_it_exis
         assert set(_vectors(admin)) == {"a1", "a2"} and _blob_ids(admin) == set()
         _save(store, ALICE_KEY, ALICE, "a3", "Alice's car needs new tyres")
         assert set(_vectors(admin)) == {"a1", "a2", "a3"}
+    finally:
+        store.close()
+        admin.dispose()
+
+
+def test_a_role_that_may_not_create_the_vector_table_ranks_in_process(
+    pgvector_url: str, logged: pytest.LogCaptureFixture
+) -> None:
+    admin = memory_engine(_psycopg(pgvector_url))
+    create_memory_tables(admin)
+    with admin.begin() as c:
+        c.exec_driver_sql("CREATE EXTENSION vector")
+    as_role = _role(
+        admin, pgvector_url, "GRANT SELECT, INSERT, UPDATE, DELETE ON eve_memories TO {role}"
+    )
+    store = DatabaseMemory(memory_engine(as_role))
+    try:
+        _save(store, ALICE_KEY, ALICE, "a1", "Alice drinks espresso every morning")
+        for _ in range(2):  # the second search does not try again
+            [hit] = store.search(ALICE_KEY, COFFEE, limit=1, semantic=True)
+            assert hit.record.id == "a1"
+        assert _blob_ids(admin) == {"a1"}
+        [message] = logged.messages
+        assert f"may not create the {pgvector.TABLE} table" in message
+        assert store._support is pgvector.Support.NO_TABLE
     finally:
         store.close()
         admin.dispose()

@@ -135,23 +135,28 @@ def prepare(engine: Engine) -> Support:
     if upgraded is None:
         # the first time only: a walk of every entry (185 ms at 100,000 when none is left)
         adopt_all(engine)
-        with engine.begin() as c:
-            c.exec_driver_sql(_BLOB_INDEX)
+        _idempotent(engine, [_BLOB_INDEX])
     return Support.READY
 
 
 def _create(engine: Engine, *, extension: bool) -> None:
     statements = ["CREATE EXTENSION IF NOT EXISTS vector"] if extension else []
-    try:
-        with engine.begin() as c:
-            for statement in [*statements, *_CREATE]:
-                c.exec_driver_sql(statement)
-    except sa.exc.IntegrityError:
-        # another worker created the same objects at the same moment (``IF NOT EXISTS`` does
-        # not serialize catalog inserts): once it committed, a second try finds them all
-        with engine.begin() as c:
-            for statement in [*statements, *_CREATE]:
-                c.exec_driver_sql(statement)
+    _idempotent(engine, [*statements, *_CREATE])
+
+
+def _idempotent(engine: Engine, statements: list[str]) -> None:
+    """Run ``CREATE ... IF NOT EXISTS`` statements in one transaction."""
+    for attempt in (1, 2):
+        try:
+            with engine.begin() as c:
+                for statement in statements:
+                    c.exec_driver_sql(statement)
+            return
+        except sa.exc.IntegrityError:
+            # another worker created the same objects at the same moment (IF NOT EXISTS does
+            # not serialize catalog inserts): once it committed, a second try finds them all
+            if attempt == 2:
+                raise
 
 
 def installed(c: Connection) -> bool:

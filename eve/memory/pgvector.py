@@ -19,8 +19,9 @@ be installed in the database, or available on the server and creatable by eve's 
 (pgvector is not a trusted extension: creating it takes a superuser). When it cannot, the
 store keeps the blobs of ``eve_memories.embedding`` and ranks them in process, and says so
 once per process in the log, with the fix. Blobs written by an earlier eve, or by a process
-still ranking in process, move into the table: all of them when a store prepares, and a
-scope's stray ones before each search of it (a partial index finds them without a scan).
+still ranking in process, move into the table: all of them the first time a store prepares
+(the partial index ``eve_memories_blobs``, made then, marks it done), and a scope's stray
+ones before each search of it (that index finds them without a scan).
 """
 
 from __future__ import annotations

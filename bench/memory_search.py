@@ -7,22 +7,31 @@ fact that answers it; half the questions share a word with their fact, half para
 ("a hot drink" for "espresso"). recall@k: the share of questions whose fact is among the
 first k results, for keyword search (SQLite FTS5) and semantic search (WordLlama, a KNN
 query by cosine on sqlite-vec's ``vec0``), both through ``DatabaseMemory`` on a real SQLite
-file.
+file; then on PostgreSQL: keyword (``ts_rank``), semantic with pgvector (pgserver's
+PostgreSQL 16) and semantic ranked in process (Debian's PostgreSQL, which has no pgvector).
 
 **Latency.** One scope (the worst case: an ``agent`` scope everyone writes to) filled with
 10,000 and 100,000 generated entries, written in one transaction each (the FTS triggers and
 the ``vec0`` rows included); then the median and 95th percentile of 40 queries of 5 results,
-each search as ``eve__memory_search`` runs it. Run alone with ``python -m bench.memory_search
-[--quick]``; results land in ``bench/results/memory_search.{json,md}``.
+each search as ``eve__memory_search`` runs it. On PostgreSQL the same entries are written as
+an earlier eve wrote them (vectors as blobs, batches of 5,000); on the pgvector server the
+store's first semantic call moves them into ``eve_memories_vec`` (timed: the upgrade), on the
+other the first search reads them into the process's cache (timed: ``first``). The servers
+are the test suite's throwaway ones (``tests/postgres.py``); without one that part is skipped,
+saying why. Run alone with ``python -m bench.memory_search [--quick]``; results land in
+``bench/results/memory_search.{json,md}``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,14 +41,19 @@ import sqlalchemy as sa
 from bench._machine import machine_info, package_version
 from bench._results import publish
 from eve.auth.principal import PrincipalRef
-from eve.memory import embedding, vectors
+from eve.memory import embedding, pgvector, vectors
 from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
+from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir, pgserver_bindir
 
 NAME = "memory_search"
 SIZES, QUICK_SIZES = (10_000, 100_000), (1_000,)
 QUERIES, QUICK_QUERIES = 40, 5
+#: the PostgreSQL servers, by how they search by meaning
+PGVECTOR, IN_PROCESS = "pgvector", "in process"
+#: entries per transaction when filling PostgreSQL
+PG_BATCH = 5_000
 KEY = MemoryKey(
     slot=SlotKey(namespace="bench", node_id="__root__", slot="memory", scope="agent"), owner=""
 )
@@ -195,21 +209,44 @@ def recall_at(store: DatabaseMemory, *, semantic: bool) -> dict[str, float]:
     return {f"recall@{k}": round(n / len(QUESTIONS), 3) for k, n in found.items()}
 
 
-def measure_recall(directory: Path) -> dict[str, Any]:
-    store = _store(directory / "recall.sqlite")
+def _recall_row(store: DatabaseMemory, *, semantic: bool) -> dict[str, float]:
+    row = recall_at(store, semantic=semantic)
+    worded, paraphrased = QUESTIONS[:12], QUESTIONS[12:]
+    for part, questions in (("sharing a word", worded), ("paraphrased", paraphrased)):
+        hits = sum(
+            answer in [h.record.id for h in store.search(KEY, q, limit=3, semantic=semantic)]
+            for q, answer in questions
+        )
+        row[f"recall@3 {part}"] = round(hits / len(questions), 3)
+    return row
+
+
+def _with_facts(store: DatabaseMemory) -> DatabaseMemory:
     for id, text in FACTS:
         store.save(KEY, NewEntry(id=id, text=text, metadata={}, writer=WRITER, semantic=True))
-    worded, paraphrased = QUESTIONS[:12], QUESTIONS[12:]
-    report: dict[str, Any] = {}
-    for label, semantic in (("keyword", False), ("semantic", True)):
-        report[label] = recall_at(store, semantic=semantic)
-        for part, questions in (("sharing a word", worded), ("paraphrased", paraphrased)):
-            hits = sum(
-                answer in [h.record.id for h in store.search(KEY, q, limit=3, semantic=semantic)]
-                for q, answer in questions
-            )
-            report[label][f"recall@3 {part}"] = round(hits / len(questions), 3)
+    return store
+
+
+def measure_recall(directory: Path) -> dict[str, Any]:
+    store = _with_facts(_store(directory / "recall.sqlite"))
+    report = {
+        label: _recall_row(store, semantic=label == "semantic") for label in ("keyword", "semantic")
+    }
     store.close()
+    return report
+
+
+def measure_recall_postgres(servers: dict[str, PostgresServer]) -> dict[str, Any]:
+    """Keyword (``ts_rank``) once, and semantic on each server: pgvector's ``<=>`` in the
+    database, or blobs ranked in process."""
+    report: dict[str, Any] = {}
+    for label, server in servers.items():
+        with _database(server) as url:
+            store = _with_facts(DatabaseMemory(memory_engine(url)))
+            if "keyword, PostgreSQL" not in report:
+                report["keyword, PostgreSQL"] = _recall_row(store, semantic=False)
+            report[f"semantic, PostgreSQL {label}"] = _recall_row(store, semantic=True)
+            store.close()
     return report
 
 
@@ -221,17 +258,10 @@ def _generated(count: int, rng: random.Random) -> list[str]:
     ]
 
 
-def _fill(path: Path, count: int, rng: random.Random) -> tuple[float, float, Any]:
-    """``count`` entries in one scope, written in one transaction; seconds to embed, write,
-    and the vectors."""
-    texts = _generated(count, rng)
-    started = time.perf_counter()
-    embedded_vectors = embedding.embed(texts)
-    embedded = time.perf_counter()
-    engine = memory_engine(f"sqlite:///{path}")
-    create_memory_tables(engine)
+def _rows(texts: list[str]) -> list[dict[str, Any]]:
+    """The generated entries as ``eve_memories`` rows of the bench's scope."""
     now = time.time()
-    rows = [
+    return [
         {
             "id": f"mem_{n:08d}",
             "namespace": "bench",
@@ -249,6 +279,18 @@ def _fill(path: Path, count: int, rng: random.Random) -> tuple[float, float, Any
         }
         for n, text in enumerate(texts)
     ]
+
+
+def _fill(path: Path, count: int, rng: random.Random) -> tuple[float, float, Any]:
+    """``count`` entries in one scope, written in one transaction; seconds to embed, write,
+    and the vectors."""
+    texts = _generated(count, rng)
+    started = time.perf_counter()
+    embedded_vectors = embedding.embed(texts)
+    embedded = time.perf_counter()
+    engine = memory_engine(f"sqlite:///{path}")
+    create_memory_tables(engine)
+    rows = _rows(texts)
     engine.dispose()
     # the entries and their vectors in one transaction, as DatabaseMemory.save writes them
     engine = vectors.vector_engine(f"sqlite:///{path}")
@@ -275,7 +317,9 @@ def _ranked_in_process(matrix: Any, queries: list[str]) -> float:
 
 
 def _timed(store: DatabaseMemory, queries: list[str], *, semantic: bool) -> dict[str, float]:
+    started = time.perf_counter()
     store.search(KEY, queries[0], limit=5, semantic=semantic)  # warm: tables, model, cache
+    first = (time.perf_counter() - started) * 1000
     times = []
     for query in queries:
         started = time.perf_counter()
@@ -283,16 +327,21 @@ def _timed(store: DatabaseMemory, queries: list[str], *, semantic: bool) -> dict
         times.append((time.perf_counter() - started) * 1000)
     times.sort()
     return {
+        "first_ms": round(first, 2),
         "median_ms": round(statistics.median(times), 2),
         "p95_ms": round(times[max(0, int(len(times) * 0.95) - 1)], 2),
     }
 
 
+def _questions(rng: random.Random, count: int) -> list[str]:
+    return [
+        f"what did {rng.choice(_NAMES)} say about the {rng.choice(_WORDS)}" for _ in range(count)
+    ]
+
+
 def measure_latency(directory: Path, sizes: tuple[int, ...], queries: int) -> dict[str, Any]:
     rng = random.Random(29)
-    asked = [
-        f"what did {rng.choice(_NAMES)} say about the {rng.choice(_WORDS)}" for _ in range(queries)
-    ]
+    asked = _questions(rng, queries)
     report: dict[str, Any] = {}
     for size in sizes:
         path = directory / f"latency-{size}.sqlite"
@@ -310,18 +359,111 @@ def measure_latency(directory: Path, sizes: tuple[int, ...], queries: int) -> di
     return report
 
 
+@contextlib.contextmanager
+def _database(server: PostgresServer) -> Iterator[str]:
+    """A fresh database on ``server`` (SQLAlchemy URL), dropped afterwards."""
+    url = server.database()
+    try:
+        yield "postgresql+psycopg://" + url.split("://", 1)[1]
+    finally:
+        server.drop(url)
+
+
+def _fill_postgres(url: str, texts: list[str], blobs: list[bytes]) -> float:
+    """The entries with their vectors as blobs (as an eve before pgvector wrote them), in
+    batches of ``PG_BATCH``; seconds."""
+    engine = memory_engine(url)
+    create_memory_tables(engine)
+    rows = _rows(texts)
+    started = time.perf_counter()
+    for row, blob in zip(rows, blobs, strict=True):
+        row["embedding"] = blob
+    for at in range(0, len(rows), PG_BATCH):
+        with engine.begin() as c:
+            c.execute(sa.insert(memories), rows[at : at + PG_BATCH])
+    engine.dispose()
+    return time.perf_counter() - started
+
+
+def _megabytes(store: DatabaseMemory) -> float:
+    with store.engine.connect() as c:
+        size = c.execute(sa.text("SELECT pg_database_size(current_database())")).scalar_one()
+    return round(size / 1e6, 1)
+
+
+def measure_latency_postgres(
+    servers: dict[str, PostgresServer], sizes: tuple[int, ...], queries: int
+) -> dict[str, Any]:
+    """Per size and server: the fill, pgvector's upgrade of the blobs, keyword and semantic
+    query times, and the database's size."""
+    asked = _questions(random.Random(29), queries)
+    report: dict[str, Any] = {}
+    for size in sizes:
+        texts = _generated(size, random.Random(size))
+        blobs = [embedding.to_bytes(v) for v in embedding.embed(texts)]
+        row: dict[str, Any] = {}
+        for label, server in servers.items():
+            with _database(server) as url:
+                result: dict[str, Any] = {"write_s": round(_fill_postgres(url, texts, blobs), 2)}
+                store = DatabaseMemory(memory_engine(url))
+                if label == PGVECTOR:
+                    # what the first semantic call of an upgraded eve does, timed apart
+                    started = time.perf_counter()
+                    support = pgvector.prepare(store.engine)
+                    assert support is pgvector.Support.READY, support
+                    result["upgrade_s"] = round(time.perf_counter() - started, 2)
+                    result["keyword"] = _timed(store, asked, semantic=False)
+                result["semantic"] = _timed(store, asked, semantic=True)
+                result["database_mb"] = _megabytes(store)
+                store.close()
+            row[label] = result
+        report[str(size)] = row
+    return report
+
+
+@contextlib.contextmanager
+def _postgres_servers() -> Iterator[dict[str, PostgresServer] | str]:
+    """pgserver's PostgreSQL 16 (pgvector) and Debian's (none), or why not both."""
+    bindirs = {PGVECTOR: pgserver_bindir(), IN_PROCESS: find_bindir()}
+    missing = [label for label, bindir in bindirs.items() if bindir is None]
+    if missing:
+        yield (
+            f"skipped: no server binaries for {' and '.join(missing)} (pgserver comes with "
+            "pip install -e '.[dev]', Debian's PostgreSQL with scripts/ensure-postgres)"
+        )
+        return
+    servers: dict[str, PostgresServer] = {}
+    try:
+        for label, bindir in bindirs.items():
+            assert bindir is not None
+            servers[label] = PostgresServer.start(bindir, durable=True)
+    except (PostgresUnavailable, OSError, subprocess.SubprocessError) as error:
+        for server in servers.values():
+            server.stop()
+        yield f"skipped: could not start PostgreSQL: {error}"
+        return
+    try:
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
 def _table(report: dict[str, Any]) -> str:
     lines = [
         "# memory_search",
         "",
         f"Recall on {report['facts']} labelled facts and {report['questions']} questions "
-        "(half share a word with their fact, half paraphrase it), SQLite:",
+        "(half share a word with their fact, half paraphrase it), on SQLite unless the row "
+        "names PostgreSQL:",
         "",
         "| search | recall@1 | recall@3 | recall@5 | recall@3, sharing a word "
         "| recall@3, paraphrased |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for label, row in report["recall"].items():
+    postgres = report["recall_postgres"]
+    recall = {**report["recall"], **(postgres if isinstance(postgres, dict) else {})}
+    for label, row in recall.items():
         lines.append(
             f"| {label} | {row['recall@1']:.2f} | {row['recall@3']:.2f} | {row['recall@5']:.2f} "
             f"| {row['recall@3 sharing a word']:.2f} | {row['recall@3 paraphrased']:.2f} |"
@@ -343,20 +485,49 @@ def _table(report: dict[str, Any]) -> str:
             f"| {row['in_process_rank_ms']} | {row['embed_s']} | {row['write_s']} "
             f"| {row['database_mb']} |"
         )
+    lines += ["", *_postgres_table(report), ""]
     lines += [
-        "",
         f"Python {report['python']} on {report['platform']} ({report['cpu_count']} CPUs, "
         f"1-minute load {report['load_average_1m']:.1f}); wordllama {report['wordllama']}, "
-        f"sqlite-vec {report['sqlite-vec']}; "
-        f"{report['date']}.",
+        f"sqlite-vec {report['sqlite-vec']}; pgserver {report['pgserver']} "
+        f"({report['postgres_versions']}); {report['date']}.",
         "",
     ]
     return "\n".join(lines)
 
 
+def _postgres_table(report: dict[str, Any]) -> list[str]:
+    latency = report["latency_postgres"]
+    if isinstance(latency, str):
+        return [f"PostgreSQL: {latency}."]
+    lines = [
+        f"Query latency on PostgreSQL, the same scope, 5 results, {report['queries']} queries: "
+        f"`{PGVECTOR}` is a `<=>` query on pgserver's PostgreSQL 16, `{IN_PROCESS}` blobs "
+        "ranked by cosine in the process (Debian's PostgreSQL 15, no pgvector), whose first "
+        "search reads the scope's vectors into its cache; the entries written as blobs, which "
+        "the pgvector store's upgrade moves into `eve_memories_vec`:",
+        "",
+        "| entries | semantic search | write all s | upgrade s | keyword median ms "
+        "| keyword p95 ms | semantic first ms | semantic median ms | semantic p95 ms "
+        "| database MB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size, servers in latency.items():
+        for label, row in servers.items():
+            keyword = row.get("keyword", {})
+            semantic = row["semantic"]
+            lines.append(
+                f"| {int(size):,} | {label} | {row['write_s']} | {row.get('upgrade_s', '')} "
+                f"| {keyword.get('median_ms', '')} | {keyword.get('p95_ms', '')} "
+                f"| {semantic['first_ms']} | {semantic['median_ms']} | {semantic['p95_ms']} "
+                f"| {row['database_mb']} |"
+            )
+    return lines
+
+
 def run(*, quick: bool = False) -> dict[str, Any]:
     sizes, queries = (QUICK_SIZES, QUICK_QUERIES) if quick else (SIZES, QUERIES)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _postgres_servers() as servers:
         directory = Path(tmp)
         report: dict[str, Any] = {
             **machine_info(),
@@ -368,7 +539,15 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             "queries": queries,
             "recall": measure_recall(directory),
             "latency": measure_latency(directory, sizes, queries),
+            "pgserver": package_version("pgserver") if pgserver_bindir() else "not installed",
         }
+        if isinstance(servers, str):
+            report.update(postgres_versions="none", recall_postgres=servers)
+            report["latency_postgres"] = servers
+        else:
+            report["postgres_versions"] = ", ".join(s.version for s in servers.values())
+            report["recall_postgres"] = measure_recall_postgres(servers)
+            report["latency_postgres"] = measure_latency_postgres(servers, sizes, queries)
     publish(NAME, report, _table(report), quick=quick)
     return report
 

@@ -15,6 +15,10 @@ directory is handed to that user and the processes drop to it with ``setuid`` be
 ``find_bindir()`` returns ``None`` when there are no server binaries; the fixture in
 ``tests/sessions/conftest.py`` then skips, unless ``EVE_REQUIRE_POSTGRES=1`` (``make test``
 sets it once ``scripts/ensure-postgres`` succeeded), in which case it fails.
+
+``pgserver_bindir()`` is the PostgreSQL 16 with pgvector built in that the ``pgserver`` wheel
+ships (the dev extra installs it where it has wheels: ``pgserver_expected()``); the memory
+tests start it the same way for pgvector (``tests/memory/conftest.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ import contextlib
 import ctypes
 import fcntl
 import hashlib
+import importlib.util
 import os
+import platform
 import pwd
 import secrets
 import shutil
@@ -69,6 +75,23 @@ def find_bindir() -> Path | None:
     if found and shutil.which("postgres"):
         return Path(found).resolve().parent
     return None
+
+
+def pgserver_bindir() -> Path | None:
+    """pgserver's server binaries (PostgreSQL 16, pgvector built in), or None when it is not
+    installed; found without importing it (its import sets up directories of its own)."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bindir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    return bindir if (bindir / "postgres").exists() else None
+
+
+def pgserver_expected() -> bool:
+    """Whether pgserver ships a wheel here (0.1.4: CPython 3.9-3.12 on Linux x86_64 and macOS),
+    so the dev extra installs it (pyproject.toml's marker)."""
+    linux = sys.platform == "linux" and platform.machine() == "x86_64"
+    return (linux or sys.platform == "darwin") and sys.version_info < (3, 13)
 
 
 def _free_port() -> int:

@@ -117,3 +117,9 @@ def entry_id(*parts: str) -> str:
 def principal_ref(kind: str, id: str) -> PrincipalRef:
     """Who saved an entry, as its row names them (a kind eve wrote itself)."""
     return PrincipalRef(id=id, kind=cast(PrincipalKind, kind))
+
+
+def scope_of(row: Any) -> MemoryKey:
+    """The scope of an ``eve_memories`` row (its namespace, node, slot, scope and owner)."""
+    slot = SlotKey(namespace=row.namespace, node_id=row.node_id, slot=row.slot, scope=row.scope)
+    return MemoryKey(slot=slot, owner=row.owner)

@@ -2,9 +2,10 @@
 
 Keyword search ranks with the engine's full-text index (FTS5 ``bm25`` on SQLite, ``ts_rank``
 on PostgreSQL) over an OR of the query's words. Semantic search on SQLite is a KNN query on
-sqlite-vec's ``vec0`` table (``vectors.py``); on PostgreSQL, whose ``pgvector`` this machine's
-Debian does not package, the scope's vectors are blobs ranked by cosine in process
-(``embedding.nearest``). bench/memory_search.py measures both.
+sqlite-vec's ``vec0`` table (``vectors.py``); on PostgreSQL an exact query by pgvector's
+``<=>`` over the scope's rows (``pgvector.py``), or, on a server without pgvector or where
+eve's role may not create it, blobs beside the text ranked by cosine in process
+(``embedding.nearest``). bench/memory_search.py measures all three.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, TypeVar, assert_never
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve._sql_engines import sqlite_engine
 from eve.errors import MemoryUnavailable
-from eve.memory import embedding, vectors
+from eve.memory import embedding, pgvector, vectors
 from eve.memory.keywords import fts5_query, terms, tsquery
 from eve.memory.records import (
     MemoryFilter,
@@ -30,6 +32,7 @@ from eve.memory.records import (
     MemoryRecord,
     NewEntry,
     principal_ref,
+    scope_of,
 )
 from eve.memory.tables import create_memory_tables, memories
 
@@ -37,6 +40,9 @@ T = TypeVar("T")
 #: scopes whose vectors stay in memory between searches (each 1 KB per entry)
 VECTOR_CACHE_SCOPES = 64
 _COLUMNS = [c for c in memories.c if c.name not in ("embedding", "step")]
+#: where a call's vector goes: nowhere (a keyword slot), sqlite-vec's ``vec0``, pgvector's
+#: table, or a blob in ``eve_memories.embedding`` (PostgreSQL without pgvector)
+Placement = Literal["none", "vec0", "pgvector", "blob"]
 
 
 def memory_engine(url: str) -> Engine:
@@ -82,6 +88,37 @@ def _admitted(where: MemoryFilter) -> sa.ColumnElement[bool]:
     return sa.and_(*clauses)
 
 
+@contextmanager
+def _reachable() -> Iterator[None]:
+    try:
+        yield
+    except sa.exc.OperationalError as error:
+        # the driver's message quotes the statement and its parameters (entries' text)
+        raise MemoryUnavailable(
+            f"the memory table in the session database cannot be used "
+            f"({type(error.orig).__name__}); check that the database is reachable and "
+            "writable"
+        ) from None
+
+
+def _blob(placement: Placement, vector: Any) -> bytes | None:
+    """``eve_memories.embedding``'s value: the vector only where it lives there."""
+    return embedding.to_bytes(vector) if placement == "blob" else None
+
+
+def _put_vector(c: Connection, placement: Placement, key: MemoryKey, id: str, vector: Any) -> None:
+    """Store entry ``id``'s vector where ``placement`` keeps it, beside its row."""
+    match placement:
+        case "vec0":
+            vectors.put(c, key, id, embedding.to_bytes(vector))
+        case "pgvector":
+            pgvector.put(c, key, id, vector)
+        case "blob" | "none":
+            pass
+        case _:
+            assert_never(placement)
+
+
 class DatabaseMemory:
     """A ``MemoryStore`` over one database; ``semantic`` stores an embedding per entry."""
 
@@ -97,6 +134,8 @@ class DatabaseMemory:
         self._vector_engine: Engine | None = None
         #: the vectors of the scopes searched last, by scope (``_vectors``)
         self._cache: OrderedDict[MemoryKey, tuple[tuple[Any, ...], list[str], Any]] = OrderedDict()
+        #: PostgreSQL only: where vectors live, decided by the first semantic call
+        self._support: pgvector.Support | None = None
 
     def _ensure_tables(self) -> None:
         with self._lock:
@@ -124,9 +163,31 @@ class DatabaseMemory:
                 self._vector_engine = engine
             return self._vector_engine
 
-    def _vec0(self, semantic: bool) -> bool:
-        """Whether this call's vectors live in ``vec0``: a semantic slot's on SQLite."""
-        return semantic and not self.postgres
+    def _placement(self, semantic: bool) -> Placement:
+        """Where this call's vector lives."""
+        if not semantic:
+            return "none"
+        if not self.postgres:
+            return "vec0"
+        return "pgvector" if self._pgvector() is pgvector.Support.READY else "blob"
+
+    def _pgvector(self, *, recheck: bool = False) -> pgvector.Support:
+        """Whether pgvector holds this database's vectors (``pgvector.prepare``), decided at
+        the first semantic call. While it does not, a search (``recheck``) looks whether an
+        administrator has since created the extension: one catalog row, and it saves
+        restarting every worker."""
+        support = self._support
+        if support is pgvector.Support.READY:
+            return support
+        if support is not None and not (
+            recheck and support.may_change and self._run(pgvector.installed)
+        ):
+            return support
+        self._ensure_tables()
+        with self._lock, _reachable():
+            if self._support is not pgvector.Support.READY:
+                self._support = pgvector.prepare(self.engine)
+            return self._support
 
     def _deletes_vectors(self) -> bool:
         """Whether a delete must remove vectors too: the file has a ``vec0`` table."""
@@ -137,23 +198,16 @@ class DatabaseMemory:
         return self._run(vectors.exists)
 
     def _run(self, work: Callable[[Connection], T], *, with_vectors: bool = False) -> T:
-        try:
+        with _reachable():
             engine = self._vectors_engine() if with_vectors else self.engine
             self._ensure_tables()
             with engine.begin() as connection:
                 return work(connection)
-        except sa.exc.OperationalError as error:
-            # the driver's message quotes the statement and its parameters (entries' text)
-            raise MemoryUnavailable(
-                f"the memory table in the session database cannot be used "
-                f"({type(error.orig).__name__}); check that the database is reachable and "
-                "writable"
-            ) from None
 
     def save(self, key: MemoryKey, entry: NewEntry) -> MemoryRecord:
         id, writer, now = entry.id, entry.writer, time.time()
-        vector = embedding.to_bytes(embedding.embed([entry.text])[0]) if entry.semantic else None
-        in_vec0 = self._vec0(entry.semantic)
+        vector = embedding.embed([entry.text])[0] if entry.semantic else None
+        placement = self._placement(entry.semantic)
         values = {
             "namespace": key.slot.namespace,
             "node_id": key.slot.node_id,
@@ -166,7 +220,7 @@ class DatabaseMemory:
             "text": entry.text,
             "metadata": json.dumps(entry.metadata, sort_keys=True),
             "updated_at": now,
-            "embedding": None if in_vec0 else vector,
+            "embedding": _blob(placement, vector),
             "step": entry.step or None,
         }
 
@@ -179,12 +233,11 @@ class DatabaseMemory:
             c.execute(sa.delete(memories).where(memories.c.id == id))
             created = before if before is not None else now
             c.execute(sa.insert(memories).values(id=id, created_at=created, **values))
-            if in_vec0 and vector is not None:
-                vectors.put(c, key, id, vector)
+            _put_vector(c, placement, key, id, vector)
             row = c.execute(sa.select(*_COLUMNS).where(memories.c.id == id)).one()
             return _record(row)
 
-        return self._run(write, with_vectors=in_vec0)
+        return self._run(write, with_vectors=placement == "vec0")
 
     def search(
         self, key: MemoryKey, query: str, *, limit: int, semantic: bool = False
@@ -225,6 +278,8 @@ class DatabaseMemory:
 
     def _nearest(self, key: MemoryKey, query: str, limit: int) -> list[MemoryHit]:
         vector = embedding.embed([query])[0]
+        if self.postgres and self._pgvector(recheck=True) is pgvector.Support.READY:
+            return self._run(lambda c: self._hits(c, key, pgvector.nearest(c, key, vector, limit)))
         if self.postgres:
             ids, stored = self._run(lambda c: self._vectors(c, key))
             ranked = [(ids[i], score) for i, score in embedding.nearest(vector, stored, limit)]
@@ -244,8 +299,11 @@ class DatabaseMemory:
         if not ranked:
             return []
         wanted = [id for id, _ in ranked]
-        found = c.execute(sa.select(*_COLUMNS).where(_in_scope(key), memories.c.id.in_(wanted)))
-        records = {r.id: _record(r) for r in found}
+        # by primary key alone, the scope checked here: with the scope in the WHERE clause,
+        # a table without statistics yet (just filled, not yet analyzed) led PostgreSQL to
+        # walk the scope's index and filter every entry by id (110 ms at 100,000 entries)
+        found = c.execute(sa.select(*_COLUMNS).where(memories.c.id.in_(wanted)))
+        records = {r.id: _record(r) for r in found if scope_of(r) == key}
         return [MemoryHit(record=records[id], score=s) for id, s in ranked if id in records]
 
     def _vectors(self, c: Connection, key: MemoryKey) -> tuple[list[str], Any]:
@@ -278,14 +336,15 @@ class DatabaseMemory:
         semantic: bool = False,
     ) -> MemoryRecord | None:
         values: dict[str, Any] = {"updated_at": time.time()}
-        vector: bytes | None = None
+        vector = None
         if text is not None:
             values["text"] = text
             if semantic:
-                vector = embedding.to_bytes(embedding.embed([text])[0])
-        in_vec0 = self._vec0(semantic) and vector is not None
-        if vector is not None and not in_vec0:
-            values["embedding"] = vector
+                vector = embedding.embed([text])[0]
+        placement = self._placement(vector is not None)
+        if placement in ("blob", "pgvector"):
+            # pgvector: a blob a process ranking in process left would replace the new vector
+            values["embedding"] = _blob(placement, vector)
         if metadata is not None:
             values["metadata"] = json.dumps(metadata, sort_keys=True)
         target = sa.and_(_in_scope(key), memories.c.id == id)
@@ -293,11 +352,10 @@ class DatabaseMemory:
         def write(c: Connection) -> MemoryRecord | None:
             if c.execute(sa.update(memories).where(target).values(**values)).rowcount == 0:
                 return None
-            if in_vec0 and vector is not None:
-                vectors.put(c, key, id, vector)
+            _put_vector(c, placement, key, id, vector)
             return _record(c.execute(sa.select(*_COLUMNS).where(memories.c.id == id)).one())
 
-        return self._run(write, with_vectors=in_vec0)
+        return self._run(write, with_vectors=placement == "vec0")
 
     def forget(self, key: MemoryKey, id: str) -> bool:
         return self._delete(sa.and_(_in_scope(key), memories.c.id == id)) > 0

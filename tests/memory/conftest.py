@@ -1,5 +1,49 @@
-"""The memory tests' PostgreSQL: the session tests' server, one fresh database per test."""
+"""The memory tests' PostgreSQL: the session tests' server (Debian's, without pgvector), and
+pgserver's PostgreSQL 16 with pgvector; one fresh database per test on either."""
 
-from tests.sessions.conftest import postgres_server, postgres_url
+from __future__ import annotations
 
-__all__ = ["postgres_server", "postgres_url"]
+from collections.abc import Iterator
+
+import pytest
+
+from tests.postgres import (
+    REQUIRE_ENV,
+    PostgresServer,
+    pgserver_bindir,
+    pgserver_expected,
+    required,
+)
+from tests.sessions.conftest import postgres_server, postgres_url, started_from
+
+__all__ = ["pgvector_server", "pgvector_url", "postgres_server", "postgres_url"]
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[PostgresServer]:
+    """pgserver's PostgreSQL 16, whose pgvector is available to create, for the whole run.
+
+    Skips where pgserver ships no wheel (not Linux x86_64 or macOS, or CPython 3.13+);
+    where it does and the dev extra left it out, fails under ``EVE_REQUIRE_POSTGRES=1``.
+    """
+    bindir = pgserver_bindir()
+    if bindir is None:
+        reason = "pgserver (PostgreSQL 16 with pgvector) is not installed"
+        if not pgserver_expected():
+            pytest.skip(f"{reason}: it ships no wheel for this platform and Python")
+        if required():
+            pytest.fail(f"{REQUIRE_ENV}=1 but {reason}; pip install -e '.[dev]'", pytrace=False)
+        pytest.skip(f"{reason}; pip install -e '.[dev]'")
+    server = started_from(bindir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: PostgresServer) -> Iterator[str]:
+    """A ``postgresql://`` URL of a new, empty database on the pgvector server."""
+    url = pgvector_server.database()
+    yield url
+    pgvector_server.drop(url)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import memory_search
+from tests.postgres import PostgresServer
 
 # looked up, not imported: every test worker imports this module as it collects, and only
 # those that run its tests need the package
@@ -30,3 +31,20 @@ def test_the_latency_measure_fills_a_scope_and_times_both(tmp_path: Path) -> Non
     report = memory_search.measure_latency(tmp_path, (200,), 2)
     row = report["200"]
     assert row["keyword"]["median_ms"] > 0 and row["semantic"]["median_ms"] > 0
+
+
+def test_the_postgres_measures_use_pgvector_and_the_in_process_ranking(
+    pgvector_server: PostgresServer, postgres_server: PostgresServer
+) -> None:
+    servers = {memory_search.PGVECTOR: pgvector_server, memory_search.IN_PROCESS: postgres_server}
+    recall = memory_search.measure_recall_postgres(servers)
+    # both rank exactly by cosine, so they find the same facts
+    pgvector, in_process = (recall[f"semantic, PostgreSQL {label}"] for label in servers)
+    assert (
+        pgvector == in_process and pgvector["recall@5"] > recall["keyword, PostgreSQL"]["recall@5"]
+    )
+    report = memory_search.measure_latency_postgres(servers, (200,), 2)
+    row = report["200"]
+    assert row[memory_search.PGVECTOR]["upgrade_s"] > 0
+    assert row[memory_search.PGVECTOR]["keyword"]["median_ms"] > 0
+    assert all(row[label]["semantic"]["median_ms"] > 0 for label in servers)

@@ -2,7 +2,9 @@
 question that shares no word with the entry it needs still finds it first.
 
 On SQLite the vectors are rows of sqlite-vec's ``vec0`` (tests/memory/test_vectors.py); on
-PostgreSQL they are blobs beside the text ranked in process (see docs/memory.md).
+PostgreSQL with pgvector (pgserver's) rows of ``eve_memories_vec`` searched by ``<=>``
+(tests/memory/test_pgvector.py), and on Debian's, which has no pgvector, blobs beside the
+text ranked in process (see docs/memory.md).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ ENTRIES = {
 }
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres", "files"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "pgvector", "files"])
 def test_a_question_without_the_entrys_words_finds_it_by_meaning(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -47,7 +49,7 @@ def test_a_question_without_the_entrys_words_finds_it_by_meaning(
     elif kind == "sqlite":
         store = DatabaseMemory(memory_engine(f"sqlite:///{tmp_path / 'eve.sqlite'}"))
     else:
-        url: str = request.getfixturevalue("postgres_url")
+        url: str = request.getfixturevalue(f"{kind}_url")
         store = DatabaseMemory(memory_engine("postgresql+psycopg://" + url.split("://", 1)[1]))
     writer = Writer(principal=ALICE, session_id="ses_1")
     for id, text in ENTRIES.items():

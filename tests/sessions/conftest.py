@@ -46,6 +46,11 @@ def _started() -> PostgresServer:
         if required():
             pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
         pytest.skip(reason)
+    return started_from(bindir)
+
+
+def started_from(bindir: Path) -> PostgresServer:
+    """A server of the binaries in ``bindir``; the test fails when it cannot start."""
     started = time.monotonic()
     try:
         server = PostgresServer.start(bindir)

@@ -34,6 +34,7 @@ from eve._redact import redact
 from eve.errors import ServerConfigError
 from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.followers import end_streams
+from eve.server.server_timing import stamped
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5
@@ -128,11 +129,14 @@ class _Server(uvicorn.Server):
             return
         if batched:
             config = self.config
+            # each request's scope says when its bytes were read (``server_timing.py``)
+            protocol_class = stamped(config.http_protocol_class)
 
             def protocol() -> asyncio.Protocol:
-                return config.http_protocol_class(  # type: ignore[call-arg]
+                made: asyncio.Protocol = protocol_class(
                     config=config, server_state=self.server_state, app_state=self.lifespan.state
                 )
+                return made
 
             self._acceptors = [Acceptor(loop, sock, protocol) for sock in sockets or []]
         self._on_ready()

@@ -10,9 +10,11 @@ The claim itself is a few statements on a file in the page cache: a fraction of 
 millisecond of the loop's time, so the loop runs it itself, in the request's first step,
 and the answer leaves in the same turn of the loop that read the request's body.
 
-The loop's thread must never wait, so it claims only when nothing holds the file: no other
-thread of this process (the gate, ``sqlite_gate.SqliteGate.held_if_free``) and no other
-process (``BEGIN IMMEDIATE`` tried once, on a connection of its own whose busy handler is
+The loop's thread must not wait long, so it claims only when the file is had at once or
+nearly: another thread of this process holding it is waited for ``LOOP_PATIENCE_SECONDS``
+at most, as a request waits, first in line (the gate, ``sqlite_gate.SqliteGate.held_within``;
+a group of the turns' writes commits early for it), and another process holding it not at
+all (``BEGIN IMMEDIATE`` tried once, on a connection of its own whose busy handler is
 off). Otherwise, or if the file faults (full, read-only, gone), it says ``NOT_NOW`` and
 the claim runs in a request's thread as before, which waits its turn at the gate and meets
 the fault as it always did (nothing of the attempt was committed). That connection also
@@ -41,6 +43,11 @@ from eve.sessions.group_commit import SharedTransaction, joining
 from eve.sessions.store import SessionStore
 
 T = TypeVar("T")
+
+#: how long the loop's thread waits for another thread of its process to let the file go:
+#: about one write of the turns' (the one running when the claim came); the loop waits
+#: with the interpreter's lock let go, so that writer runs meanwhile
+LOOP_PATIENCE_SECONDS = 0.005
 
 
 class NotNow(Enum):
@@ -76,8 +83,9 @@ def note_claim(where: Literal["loop", "thread"], since: float) -> None:
 class LoopClaims:
     """Claims on the loop's thread for one store; ``claim`` is called on that thread only."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, *, patience: float = LOOP_PATIENCE_SECONDS) -> None:
         self.store = store
+        self.patience = patience
         #: claims made on the loop, and those it left to a thread (for tests and the log)
         self.on_loop = 0
         self.not_now = 0
@@ -92,7 +100,7 @@ class LoopClaims:
         gate = self.store.gate
         if gate is None or self.store.closed or not self._same_thread():
             return NOT_NOW
-        with gate.held_if_free() as free:
+        with gate.held_within(self.patience) as free:
             found = self._claim(session_id, then) if free else NOT_NOW
         if found is NOT_NOW:
             self.not_now += 1

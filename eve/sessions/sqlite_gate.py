@@ -75,27 +75,16 @@ class SqliteGate:
             self._release()
 
     @contextmanager
-    def held_if_free(self) -> Iterator[bool]:
-        """The file to this thread for the block if no other thread holds it now (True),
-        else nothing (False), at once: for a caller that must never wait here, the event
-        loop's thread (``claim_now.py``)."""
-        taken = self._take_if_free()
+    def held_within(self, patience: float) -> Iterator[bool]:
+        """The file to this thread for the block if it is had within ``patience`` seconds,
+        as a request's (True); else nothing (False): for a caller that may wait only that
+        long, the event loop's thread (``claim_now.py``)."""
+        taken = self._acquire(urgent=True, patience=patience)
         try:
             yield taken
         finally:
             if taken:
                 self._release()
-
-    def _take_if_free(self) -> bool:
-        me = threading.get_ident()
-        with self._urgent:
-            if self._holder == me:
-                self._depth += 1
-                return True
-            if self._holder is not None:
-                return False
-            self._holder, self._depth = me, 1
-            return True
 
     @property
     def requests_waiting(self) -> bool:

@@ -8,7 +8,7 @@ its claim ran and how long the request waited for it: ``claim;dur=0.4;desc="loop
 (``sessions/claim_now.py``). Browsers show it in their developer tools. Only POSTs carry
 it: a stream's head is written long before it ends.
 
-"Read off the socket" is when uvicorn's parser began the request (``stamped``), as the
+"Read off the socket" is when uvicorn's parser began the request (``serving_protocol``), as the
 event loop read its bytes; where that is unknown (a server other than ``eve serve``'s), it
 is when the app was called. The bytes' wait in the kernel before the loop read them is in
 neither: the benchmark's ``/health`` probe measures that wait.
@@ -17,24 +17,29 @@ neither: the benchmark's ``/health`` probe measures that wait.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from eve.server.serving import READ_AT, answered
 from eve.sessions.claim_now import CLAIM_TIMING, ClaimTiming
 
-#: the scope's key for when the request's bytes were read (``time.perf_counter``)
-READ_AT = "eve.read_at"
 HEADER = b"server-timing"
 
 
 class ServerTiming:
-    """Adds ``Server-Timing`` to every POST's answer."""
+    """Adds ``Server-Timing`` to every POST's answer; and once any request is answered, what
+    it left behind runs as the turns' work (``serving_loop.answered``)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._timed(scope, receive, send)
+        finally:
+            answered()
+
+    async def _timed(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
@@ -61,18 +66,3 @@ def timing(answer_seconds: float, claim: ClaimTiming) -> bytes:
     if claim.where is not None:
         value += b', claim;dur=%.2f;desc="%s"' % (claim.seconds * 1000, claim.where.encode())
     return value
-
-
-def stamped(protocol_class: type[Any]) -> type[Any]:
-    """``protocol_class`` (uvicorn's httptools protocol), noting in each request's scope
-    when its bytes were read (``READ_AT``); another class (h11's) as it is."""
-    if not hasattr(protocol_class, "on_message_begin"):
-        return protocol_class
-
-    class Stamped(protocol_class):  # type: ignore[misc]
-        def on_message_begin(self) -> None:
-            read_at = time.perf_counter()
-            super().on_message_begin()
-            self.scope[READ_AT] = read_at
-
-    return Stamped

@@ -34,7 +34,7 @@ from eve._redact import redact
 from eve.errors import ServerConfigError
 from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.followers import end_streams
-from eve.server.server_timing import stamped
+from eve.server.serving import serving_protocol
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5
@@ -129,8 +129,8 @@ class _Server(uvicorn.Server):
             return
         if batched:
             config = self.config
-            # each request's scope says when its bytes were read (``server_timing.py``)
-            protocol_class = stamped(config.http_protocol_class)
+            # each request's task marked as serving it (``serving_loop.py``)
+            protocol_class = serving_protocol(config.http_protocol_class)
 
             def protocol() -> asyncio.Protocol:
                 made: asyncio.Protocol = protocol_class(
@@ -158,10 +158,12 @@ def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     another library starts in a thread of its own stays asyncio's.
     """
     try:
-        import uvloop
+        import uvloop  # noqa: F401
     except ImportError:
         return None
-    return uvloop.new_event_loop
+    from eve.server.serving_loop import new_serving_loop
+
+    return new_serving_loop
 
 
 def server_config(app: Starlette) -> uvicorn.Config:

@@ -92,9 +92,7 @@ class LoopClaims:
         self._connection: Connection | None = None
         self._thread: int | None = None
 
-    def claim(
-        self, session_id: str, then: Callable[[Connection, int], T]
-    ) -> T | None | NotNow:
+    def claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None | NotNow:
         """``store.claim_turn(session_id, then)`` at once, or ``NOT_NOW``. What ``then``
         raises is raised (nothing of it committed), as from the claim in a thread."""
         gate = self.store.gate

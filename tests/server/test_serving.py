@@ -17,6 +17,7 @@ import uvloop
 from starlette.applications import Starlette
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from eve.server.serving_loop import new_serving_loop
 from eve.server.workers import KEEP_ALIVE_SECONDS, Listen, bind, server_config, serving_loop
 from tests.conftest import AppFactory
 from tests.server.test_stream_chunks import chunks_until_waiting
@@ -72,7 +73,7 @@ def test_sigterm_stops_the_server_while_a_client_follows_a_stream(make_app: AppF
 
 
 def test_a_worker_serves_on_uvloop_and_httptools() -> None:
-    assert serving_loop() is uvloop.new_event_loop
+    assert serving_loop() is new_serving_loop
     config = server_config(Starlette())
     config.load()
     assert config.http_protocol_class is HttpToolsProtocol

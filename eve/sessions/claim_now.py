@@ -47,7 +47,7 @@ T = TypeVar("T")
 #: how long the loop's thread waits for another thread of its process to let the file go:
 #: about one write of the turns' (the one running when the claim came); the loop waits
 #: with the interpreter's lock let go, so that writer runs meanwhile
-LOOP_PATIENCE_SECONDS = 0.005
+LOOP_PATIENCE_SECONDS = 0.0
 
 
 class NotNow(Enum):

@@ -52,7 +52,7 @@ def serving_protocol(protocol_class: type[Any]) -> type[Any]:
     if not hasattr(protocol_class, "_start_asgi_task"):
         return protocol_class
 
-    class Serving(protocol_class):  # type: ignore[misc]
+    class ServingProtocol(protocol_class):  # type: ignore[misc]
         def on_message_begin(self) -> None:
             read_at = time.perf_counter()
             super().on_message_begin()
@@ -65,4 +65,4 @@ def serving_protocol(protocol_class: type[Any]) -> type[Any]:
             task.add_done_callback(self.tasks.discard)
             self.tasks.add(task)
 
-    return Serving
+    return ServingProtocol

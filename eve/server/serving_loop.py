@@ -55,7 +55,7 @@ class ServingLoop(uvloop.Loop):
     def call_soon(
         self,
         callback: Callable[[Unpack[_Ts]], object],
-        *args: Unpack[_Ts],
+        *args: *_Ts,
         context: contextvars.Context | None = None,
     ) -> asyncio.Handle:
         serving = SERVING.get() if context is None else context.get(SERVING)

@@ -47,8 +47,8 @@ from eve.runtime.server_asks import check_form_answer
 from eve.sessions.accepted import Kind, Place, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.admission import Admission
-from eve.sessions.claim_now import LoopClaims, NotNow, note_claim
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.claim_now import LoopClaims, NotNow, note_claim
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
@@ -435,9 +435,7 @@ class SessionService:
             self.turn_limit.offer(place, contextvars.copy_context())
         return accepted
 
-    async def _claim(
-        self, session_id: str, then: Callable[[Connection, int], T]
-    ) -> T | None:
+    async def _claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
         """``store.claim_turn``: on the loop's thread when the file is free at once
         (``claim_now.py``), else in a request's thread."""
         since = time.perf_counter()

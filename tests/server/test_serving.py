@@ -17,6 +17,7 @@ import uvloop
 from starlette.applications import Starlette
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from eve.server.serving import serving_protocol
 from eve.server.serving_loop import new_serving_loop
 from eve.server.workers import KEEP_ALIVE_SECONDS, Listen, bind, server_config, serving_loop
 from tests.conftest import AppFactory
@@ -77,8 +78,30 @@ def test_a_worker_serves_on_uvloop_and_httptools() -> None:
     config = server_config(Starlette())
     config.load()
     assert config.http_protocol_class is HttpToolsProtocol
+    # uvicorn's hook to start a request's task, which marks it as serving: an uvicorn
+    # without it would serve every request behind the turns' work
+    assert serving_protocol(HttpToolsProtocol) is not HttpToolsProtocol
     # past a chat client's pause between messages, and a load balancer's idle timeout
     assert config.timeout_keep_alive == KEEP_ALIVE_SECONDS > 60
+
+
+def test_a_workers_post_says_its_time_inside_the_server_and_where_its_claim_ran(
+    make_app: AppFactory,
+) -> None:
+    """A real worker (its loop runs requests first)."""
+    server = Server(scripted_app(make_app, [say("one"), say("two")])).start()
+    try:
+        session = server.create("hi")
+        server.wait_for(session, count("session.waiting"))
+        sent = server.send(session, "again")
+        server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()
+    assert sent.status_code == 202
+    answer, claim = sent.headers["server-timing"].split(", ")
+    assert answer.startswith("answer;dur=") and float(answer.split("=")[1]) > 0
+    # on the loop unless a background write held the file at that moment
+    assert claim.startswith("claim;dur=") and claim.endswith((';desc="loop"', ';desc="thread"'))
 
 
 def test_without_uvloop_a_worker_serves_on_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,13 +15,12 @@ nearly: another thread of this process holding it is waited for ``LOOP_PATIENCE_
 at most, as a request waits, first in line (``sqlite_gate.SqliteGate.held_within``), and
 another process not at all (``BEGIN IMMEDIATE`` tried once, on a connection of its own
 whose busy handler is off). Otherwise, or if the file faults (full, read-only, gone), it
-says ``NOT_NOW`` and the claim runs in a request's thread as before,
-which waits its turn at the gate and meets the fault as it always did (nothing of the
-attempt was committed). That connection also
-never checkpoints the write-ahead log (``wal_autocheckpoint=0``): a checkpoint copies
-pages and syncs the file, milliseconds the loop must not spend; the other connections
-checkpoint as before. PostgreSQL has no such claim: its statements are round trips, which
-the loop would wait for.
+says ``NOT_NOW`` and the claim runs in a request's thread as before, which waits its turn
+at the gate and meets the fault as it always did (nothing of the attempt was committed).
+That connection also never checkpoints the write-ahead log (``wal_autocheckpoint=0``): a
+checkpoint copies pages and syncs the file, milliseconds the loop must not spend; the
+other connections checkpoint as before. PostgreSQL has no such claim: its statements are
+round trips, which the loop would wait for.
 """
 
 from __future__ import annotations

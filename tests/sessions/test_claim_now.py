@@ -4,6 +4,7 @@ thread or process holds it, and never a partial write."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy.engine import Connection
 
 from eve.sessions.claim_now import NOT_NOW, LoopClaims
+from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.store import SessionStore
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
@@ -28,6 +30,26 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
     opened.create_session(SESSION)
     yield opened
     opened.close()
+
+
+@contextlib.contextmanager
+def held_by_another_thread(gate: SqliteGate) -> Iterator[None]:
+    """``gate`` held by a thread of its own for the block."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with gate.held():
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        held.wait(10)
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def _turn(c: Connection, turn: int) -> int:
@@ -52,22 +74,8 @@ def test_a_claim_on_a_free_file_is_made_at_once_and_committed(store: SessionStor
 def test_a_claim_waits_only_briefly_for_a_file_another_thread_holds(store: SessionStore) -> None:
     claims = LoopClaims(store)
     assert store.gate is not None
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        assert store.gate is not None
-        with store.gate.held():
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        held.wait(10)
+    with held_by_another_thread(store.gate):
         assert claims.claim(SESSION, _turn) is NOT_NOW
-    finally:
-        release.set()
-        holder.join()
     assert claims.claim(SESSION, _turn) == 0  # the attempt took no number
     assert (claims.on_loop, claims.not_now) == (1, 1)
     claims.close()
@@ -128,23 +136,12 @@ def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(
         # a thread holds the file: the loop leaves the claim to a request's thread, which
         # waits its turn and answers
         gate = service.store.gate
-        held, release = threading.Event(), threading.Event()
         answers: list[object] = []
-
-        def hold() -> None:
-            with gate.held():
-                held.set()
-                release.wait(10)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        held.wait(10)
-        sender = threading.Thread(target=lambda: answers.append(server.send(session, "2")))
-        sender.start()
-        while not gate.requests_waiting and sender.is_alive():
-            sender.join(0.01)  # the request's thread waits at the gate
-        release.set()
-        holder.join()
+        with held_by_another_thread(gate):
+            sender = threading.Thread(target=lambda: answers.append(server.send(session, "2")))
+            sender.start()
+            while not gate.requests_waiting and sender.is_alive():
+                sender.join(0.01)  # the request's thread waits at the gate
         sender.join()
         events = server.wait_for(session, count("session.waiting", 2))
     finally:

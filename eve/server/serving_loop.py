@@ -38,7 +38,7 @@ from eve.server.serving import SERVING
 _Ts = TypeVarTuple("_Ts")
 
 #: how long the turns' deferred callbacks run at most between two looks at the sockets
-SLICE_SECONDS = 0.010
+SLICE_SECONDS = 0.002
 
 
 class ServingLoop(uvloop.Loop):

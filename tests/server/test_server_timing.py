@@ -8,8 +8,8 @@ import time
 
 from starlette.types import Message, Receive, Scope, Send
 
-from eve.server.serving import READ_AT, SERVING, serving_context
 from eve.server.server_timing import ServerTiming
+from eve.server.serving import READ_AT, SERVING, serving_context
 from eve.sessions.claim_now import note_claim
 
 

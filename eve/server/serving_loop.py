@@ -11,15 +11,20 @@ a millisecond of the loop. Capping the turns that run (``EVE_TURN_LIMIT``) short
 turns of the loop but cost a quarter of the throughput.
 
 Here nothing is capped: every callback still runs, in the order it was scheduled, but a
-callback that does not serve a request waits in a queue of its own, run for at most
-``SLICE_SECONDS`` at each turn of the loop; what serves a request (its task's steps, the
-futures it waits on) goes straight to the loop's ready queue, and the loop looks at its
-sockets after every slice. So a request waits for at most a slice before its bytes are
-read, and one more before its task runs, whatever the load. What serves a request is told
-by its context: the task uvicorn starts for a request runs in a context marked as serving
-(``serving``), until its answer is complete; a task it starts (the turn a message starts)
-inherits the mark, and loses it with the answer. Callbacks of uvloop's own (a socket's
-data, a timer) run as they always did.
+callback that does not serve a request waits in a queue of its own, run for at most a
+slice (``EVE_REQUEST_SLICE_MS``, 2 ms: ``slices.py``) at each turn of the loop; what
+serves a request (its task's steps, the futures it waits on) goes straight to the loop's
+ready queue, and the loop looks at its sockets after every slice. So a request waits for
+at most a slice before its bytes are read, and one more before its task runs, whatever
+the load. What serves a request is told by its context: the task uvicorn starts for a
+request runs in a context marked as serving (``serving.py``), until its answer is
+complete; a task it starts (the turn a message starts) inherits the mark, and loses it
+with the answer. Callbacks of uvloop's own (a socket's data, a timer, a thread's result)
+run as they always did.
+
+The slices are not shorter because each look at the sockets lets the interpreter's lock
+go, and the loop waits to have it back behind the worker's threads; ``EVE_REQUEST_SLICE_MS``
+trades one for the other (``docs/sessions.md``, *Back-pressure*).
 """
 
 from __future__ import annotations
@@ -34,18 +39,19 @@ from typing import TypeVarTuple, Unpack
 import uvloop
 
 from eve.server.serving import SERVING
+from eve.server.slices import DEFAULT_SLICE_MS
 
 _Ts = TypeVarTuple("_Ts")
-
-#: how long the turns' deferred callbacks run at most between two looks at the sockets
-SLICE_SECONDS = 0.002
 
 
 class ServingLoop(uvloop.Loop):
     """uvloop's loop, deferring the callbacks that serve no request to slices."""
 
-    def __init__(self) -> None:
+    def __init__(self, slice_seconds: float = DEFAULT_SLICE_MS / 1000) -> None:
         super().__init__()
+        #: how long the turns' deferred callbacks run at most between two looks at the
+        #: sockets (``EVE_REQUEST_SLICE_MS``)
+        self.slice_seconds = slice_seconds
         self._deferred: deque[asyncio.Handle] = deque()
         self._draining = False
         #: callbacks deferred, and slices run (for tests and the benchmark)
@@ -73,7 +79,7 @@ class ServingLoop(uvloop.Loop):
     def _run_slice(self) -> None:
         self.slices += 1
         deferred = self._deferred
-        until = time.perf_counter() + SLICE_SECONDS
+        until = time.perf_counter() + self.slice_seconds
         while deferred:
             handle = deferred.popleft()
             if not handle.cancelled():
@@ -86,6 +92,6 @@ class ServingLoop(uvloop.Loop):
             self._draining = False
 
 
-def new_serving_loop() -> asyncio.AbstractEventLoop:
-    loop: asyncio.AbstractEventLoop = ServingLoop()
+def new_serving_loop(slice_seconds: float = DEFAULT_SLICE_MS / 1000) -> asyncio.AbstractEventLoop:
+    loop: asyncio.AbstractEventLoop = ServingLoop(slice_seconds)
     return loop

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import os
 import select
 import signal
@@ -23,7 +24,7 @@ import socket
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -35,6 +36,7 @@ from eve.errors import ServerConfigError
 from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.followers import end_streams
 from eve.server.serving import serving_protocol
+from eve.server.slices import slice_ms
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5
@@ -148,9 +150,12 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
-def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def serving_loop(
+    env: Mapping[str, str] = os.environ,
+) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """What makes a worker's event loop: uvloop's where it is installed, else None
-    (asyncio's own loop; uvloop does not build on Windows).
+    (asyncio's own loop; uvloop does not build on Windows), running what serves a request
+    before the turns' work (``serving_loop.py``) unless ``EVE_REQUEST_SLICE_MS`` is off.
 
     A turn hands work to threads and back a dozen times (each a wake-up of the loop) and
     streams its events in several socket writes; on uvloop those cost a fraction of what
@@ -158,12 +163,15 @@ def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     another library starts in a thread of its own stays asyncio's.
     """
     try:
-        import uvloop  # noqa: F401
+        import uvloop
     except ImportError:
         return None
+    ms = slice_ms(env)
+    if ms is None:
+        return uvloop.new_event_loop
     from eve.server.serving_loop import new_serving_loop
 
-    return new_serving_loop
+    return functools.partial(new_serving_loop, ms / 1000)
 
 
 def server_config(app: Starlette) -> uvicorn.Config:

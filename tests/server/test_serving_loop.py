@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from eve.server import serving_loop
 from eve.server.serving import SERVING, answered, serving_context
 from eve.server.serving_loop import ServingLoop, new_serving_loop
 
@@ -22,9 +21,9 @@ def loop() -> Any:
 
 
 def test_a_request_runs_before_the_turns_work_waiting_and_that_work_runs_in_order(
-    loop: ServingLoop, monkeypatch: pytest.MonkeyPatch
+    loop: ServingLoop,
 ) -> None:
-    monkeypatch.setattr(serving_loop, "SLICE_SECONDS", 0.0)  # a slice runs one callback
+    loop.slice_seconds = 0.0  # a slice runs one callback
     ran: list[str] = []
 
     async def main() -> None:

@@ -28,7 +28,7 @@ HEADER = b"server-timing"
 
 class ServerTiming:
     """Adds ``Server-Timing`` to every POST's answer; and once any request is answered, what
-    it left behind runs as the turns' work (``serving_loop.answered``)."""
+    it left behind runs as the turns' work (``serving.answered``)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

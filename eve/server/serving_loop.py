@@ -12,7 +12,7 @@ turns of the loop but cost a quarter of the throughput.
 
 Here nothing is capped: every callback still runs, in the order it was scheduled, but a
 callback that does not serve a request waits in a queue of its own, run for at most a
-slice (``EVE_REQUEST_SLICE_MS``, 2 ms: ``slices.py``) at each turn of the loop; what
+slice (``EVE_REQUEST_SLICE_MS``: ``slices.py``) at each turn of the loop; what
 serves a request (its task's steps, the futures it waits on) goes straight to the loop's
 ready queue, and the loop looks at its sockets after every slice. So a request waits for
 at most a slice before its bytes are read, and one more before its task runs, whatever
@@ -46,6 +46,10 @@ _Ts = TypeVarTuple("_Ts")
 
 class ServingLoop(uvloop.Loop):
     """uvloop's loop, deferring the callbacks that serve no request to slices."""
+
+    #: it answers a request within about two slices, so a request may wait a little on its
+    #: thread (``sessions.claim_now.patience_on``)
+    requests_first = True
 
     def __init__(self, slice_seconds: float = DEFAULT_SLICE_MS / 1000) -> None:
         super().__init__()

@@ -12,8 +12,9 @@ and the answer leaves in that step.
 
 The loop's thread must not wait long, so it claims only when the file is had at once or
 nearly: another thread of this process holding it is waited for ``LOOP_PATIENCE_SECONDS``
-at most, as a request waits, first in line (``sqlite_gate.SqliteGate.held_within``), and
-another process not at all (``BEGIN IMMEDIATE`` tried once, on a connection of its own
+at most on a loop that runs requests first (``patience_on``), not at all on another, as a
+request waits, first in line (``sqlite_gate.SqliteGate.held_within``), and another process
+not at all (``BEGIN IMMEDIATE`` tried once, on a connection of its own
 whose busy handler is off). Otherwise, or if the file faults (full, read-only, gone), it
 says ``NOT_NOW`` and the claim runs in a request's thread as before, which waits its turn
 at the gate and meets the fault as it always did (nothing of the attempt was committed).
@@ -25,6 +26,7 @@ round trips, which the loop would wait for.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 import threading
@@ -82,6 +84,14 @@ def note_claim(where: Literal["loop", "thread"], since: float) -> None:
         timing.where, timing.seconds = where, time.perf_counter() - since
 
 
+def patience_on(loop: asyncio.AbstractEventLoop) -> float:
+    """How long a claim on ``loop``'s thread waits for the gate: ``LOOP_PATIENCE_SECONDS`` on
+    a loop that runs requests first (``eve/server/serving_loop.py``), where a claim left to
+    a thread is what a POST's answer would wait for; none on another, where the loop's
+    turns are what everything waits for."""
+    return LOOP_PATIENCE_SECONDS if getattr(loop, "requests_first", False) else 0.0
+
+
 class LoopClaims:
     """Claims on the loop's thread for one store; ``claim`` is called on that thread only."""
 
@@ -94,13 +104,22 @@ class LoopClaims:
         self._connection: Connection | None = None
         self._thread: int | None = None
 
-    def claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | NotNow | None:
-        """``store.claim_turn(session_id, then)`` at once, or ``NOT_NOW``. What ``then``
-        raises is raised (nothing of it committed), as from the claim in a thread."""
+    def claim(
+        self,
+        session_id: str,
+        then: Callable[[Connection, int], T],
+        *,
+        patience: float | None = None,
+    ) -> T | NotNow | None:
+        """``store.claim_turn(session_id, then)`` at once, or ``NOT_NOW``; ``patience``: the
+        seconds it may wait for another thread to let the file go (the store's own unless
+        given). What ``then`` raises is raised (nothing of it committed), as from the claim
+        in a thread."""
         gate = self.store.gate
         if gate is None or self.store.closed or not self._same_thread():
             return NOT_NOW
-        with gate.held_within(self.patience) as free:
+        waits = self.patience if patience is None else patience
+        with gate.held_within(waits) as free:
             found = self._claim(session_id, then) if free else NOT_NOW
         if found is NOT_NOW:
             self.not_now += 1

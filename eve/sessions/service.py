@@ -48,7 +48,7 @@ from eve.sessions.accepted import Kind, Place, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
-from eve.sessions.claim_now import LoopClaims, NotNow, note_claim
+from eve.sessions.claim_now import LoopClaims, NotNow, note_claim, patience_on
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
@@ -439,7 +439,8 @@ class SessionService:
         """``store.claim_turn``: on the loop's thread when the file is free at once
         (``claim_now.py``), else in a request's thread."""
         since = time.perf_counter()
-        found = self.loop_claims.claim(session_id, then)
+        patience = patience_on(asyncio.get_running_loop())
+        found = self.loop_claims.claim(session_id, then, patience=patience)
         if not isinstance(found, NotNow):
             note_claim("loop", since)
             return found

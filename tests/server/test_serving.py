@@ -24,6 +24,7 @@ from eve.server.serving import serving_protocol
 from eve.server.serving_loop import ServingLoop
 from eve.server.slices import DEFAULT_SLICE_MS, SLICE_ENV, slice_ms
 from eve.server.workers import KEEP_ALIVE_SECONDS, Listen, bind, server_config, serving_loop
+from eve.sessions.claim_now import LOOP_PATIENCE_SECONDS, patience_on
 from tests.conftest import AppFactory
 from tests.server.test_stream_chunks import chunks_until_waiting
 from tests.sessions.apps import say, scripted_app
@@ -78,8 +79,7 @@ def test_sigterm_stops_the_server_while_a_client_follows_a_stream(make_app: AppF
 
 
 def test_a_worker_serves_on_uvloop_and_httptools() -> None:
-    made = _made(serving_loop({}))
-    assert isinstance(made, ServingLoop) and made.slice_seconds == DEFAULT_SLICE_MS / 1000
+    assert serving_loop({}) is uvloop.new_event_loop  # requests first only when asked
     config = server_config(Starlette())
     config.load()
     assert config.http_protocol_class is HttpToolsProtocol
@@ -93,8 +93,9 @@ def test_a_worker_serves_on_uvloop_and_httptools() -> None:
 def test_a_workers_post_says_its_time_inside_the_server_and_where_its_claim_ran(
     make_app: AppFactory,
 ) -> None:
-    """A real worker (its loop runs requests first)."""
-    server = Server(scripted_app(make_app, [say("one"), say("two")])).start()
+    """A real worker whose loop runs requests first."""
+    app_root = scripted_app(make_app, [say("one"), say("two")])
+    server = Server(app_root, env={SLICE_ENV: "2"}).start()
     try:
         session = server.create("hi")
         server.wait_for(session, count("session.waiting"))
@@ -117,9 +118,10 @@ def _made(factory: object) -> asyncio.AbstractEventLoop:
 
 
 def test_the_turns_slice_is_set_or_off() -> None:
-    made = _made(serving_loop({SLICE_ENV: "5"}))
-    assert isinstance(made, ServingLoop) and made.slice_seconds == 0.005
-    assert serving_loop({SLICE_ENV: "off"}) is uvloop.new_event_loop
+    made = _made(serving_loop({SLICE_ENV: "2"}))
+    assert isinstance(made, ServingLoop) and made.slice_seconds == DEFAULT_SLICE_MS / 1000
+    assert patience_on(made) == LOOP_PATIENCE_SECONDS
+    assert patience_on(_made(serving_loop({SLICE_ENV: " Off "}))) == 0.0
     for bad in ("0", "-1", "1001", "nan", "fast", "٣"):
         with pytest.raises(ServerConfigError, match=SLICE_ENV):
             slice_ms({SLICE_ENV: bad})
@@ -138,9 +140,10 @@ def test_without_uvloop_a_worker_serves_on_asyncios_loop(monkeypatch: pytest.Mon
 
 
 def test_a_turn_and_its_followed_stream_on_the_serving_loop(make_app: AppFactory) -> None:
-    """DBOS, the threads a turn hands work to and the followers' push all run on uvloop."""
+    """DBOS, the threads a turn hands work to and the followers' push all run on uvloop,
+    the turns' work in slices."""
     app_root = scripted_app(make_app, [say("hello there"), say("again")])
-    server = InProcessServer(app_root, loop_factory=serving_loop({})).start()
+    server = InProcessServer(app_root, loop_factory=serving_loop({SLICE_ENV: "2"})).start()
     try:
         assert server.http is not None
         assert isinstance(server.http.portal.call(_running_loop), uvloop.Loop)

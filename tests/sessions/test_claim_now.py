@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Connection
 
+from eve.server.serving_loop import new_serving_loop
 from eve.sessions.claim_now import NOT_NOW, LoopClaims
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.store import SessionStore
@@ -127,7 +128,8 @@ def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(
     make_app: AppFactory,
 ) -> None:
     root = scripted_app(make_app, [say("one"), say("two"), say("three")])
-    server = InProcessServer(root).start()
+    # on a loop that runs requests first, where a claim waits a little for the file
+    server = InProcessServer(root, loop_factory=new_serving_loop).start()
     try:
         service = server._client().app.state.service  # type: ignore[attr-defined]
         session = server.create()

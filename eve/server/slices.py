@@ -12,10 +12,9 @@ the base ran 88-116 (median 90) and 10.5 ms of CPU a turn where it took 8.5
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
-from eve.errors import ServerConfigError
+from eve.server.switching import milliseconds
 
 SLICE_ENV = "EVE_REQUEST_SLICE_MS"
 #: the slice measured (``docs/sessions.md``), in milliseconds: what a ``ServingLoop`` runs
@@ -32,13 +31,5 @@ def slice_ms(env: Mapping[str, str]) -> float | None:
     value = raw.strip().lower()
     if value in ("", "off"):
         return None
-    try:
-        ms = float(value) if value.isascii() else math.nan
-    except ValueError:
-        ms = math.nan
-    if not 0 < ms <= MAX_SLICE_MS:  # NaN fails too
-        raise ServerConfigError(
-            f"{SLICE_ENV} must be a number of milliseconds above 0 and at most "
-            f"{MAX_SLICE_MS:g} (measured: {DEFAULT_SLICE_MS:g}) or off, not {raw!r}"
-        )
-    return ms
+    note = f"off unless set; measured: {DEFAULT_SLICE_MS:g}"
+    return milliseconds(SLICE_ENV, raw, most=MAX_SLICE_MS, note=note)

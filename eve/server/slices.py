@@ -6,7 +6,7 @@ Off by default: shorter turns of the loop answer requests sooner and cost turns 
 since the loop lets the interpreter's lock go each time it looks at its sockets and waits to
 have it back behind the worker's threads. Measured at 1,000 sessions on SQLite (a loaded
 shared machine), 2 ms took a POST's p95 from 330-930 ms to 55-57 ms, for 85 turns/s where
-the base ran 88-116 (median 90) and 10.5 ms of CPU a turn where it took 8.5
+the base ran 88-116 (median 91) and 10.5 ms of CPU a turn where it took 8.6
 (``docs/sessions.md``, *Back-pressure*).
 """
 

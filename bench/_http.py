@@ -64,6 +64,13 @@ class Connection:
 
     async def request(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """Send one JSON request; the answer's status and body."""
+        status, _, answer = await self.exchange(method, path, body)
+        return status, answer
+
+    async def exchange(
+        self, method: str, path: str, body: bytes
+    ) -> tuple[int, dict[bytes, bytes], bytes]:
+        """Send one JSON request; the answer's status, headers (lower-case names) and body."""
         reader, writer = await self._open()
         try:
             writer.write(
@@ -78,7 +85,7 @@ class Connection:
             raise
         if headers.get(b"connection", b"").lower() == b"close":
             self.close()
-        return status, answer
+        return status, headers, answer
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if self.reader is None or self.writer is None or self.reader.at_eof():

@@ -11,6 +11,13 @@ The clients speak HTTP/1.1 themselves, on asyncio's streams (``_http.py``): a ge
 at N = 1,000 the clients alone would have taken half of this machine. Their own CPU time is
 in the output, so the report can say whether the clients, rather than the server, were the
 bottleneck.
+
+A POST's time as a client sees it includes the client's own event loop: an answer that
+arrives while the loop runs other clients' callbacks waits for them. So each process also
+measures its loop's lag through the window (``LagProbe``), and keeps what the server says a
+POST took inside it (its ``Server-Timing`` header: from the request read to the ``202``
+written, and where its claim ran), so the report can tell the server's time from the
+client's.
 """
 
 from __future__ import annotations
@@ -36,6 +43,38 @@ LATE_SECONDS = 15.0
 #: how long a POST may take before the client gives up on it (and sends again)
 POST_TIMEOUT_SECONDS = 120.0
 GO = json.dumps({"message": "go"}).encode()
+#: how often the lag probe wakes: its oversleep is the loop's lag
+LAG_TICK_SECONDS = 0.02
+
+
+class LagProbe:
+    """The process's event loop lag: how late a sleep of ``LAG_TICK_SECONDS`` wakes, from
+    ``since`` to ``until`` (wall clock)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    async def run(self, *, since: float, until: float) -> None:
+        await asyncio.sleep(max(0.0, since - time.time()))
+        while time.time() < until:
+            asked = time.perf_counter()
+            await asyncio.sleep(LAG_TICK_SECONDS)
+            self.seconds.append(time.perf_counter() - asked - LAG_TICK_SECONDS)
+
+
+def server_timing(headers: dict[bytes, bytes]) -> dict[str, Any]:
+    """What a ``Server-Timing`` header says (``answer;dur=12.5, claim;dur=0.3;desc="loop"``),
+    as ``{"answer_s": 0.0125, "claim_s": 0.0003, "claim": "loop"}``; empty without one."""
+    found: dict[str, Any] = {}
+    for metric in headers.get(b"server-timing", b"").decode().split(","):
+        name, *params = [part.strip() for part in metric.split(";")]
+        for param in params:
+            key, _, value = param.partition("=")
+            if key == "dur":
+                found[f"{name}_s"] = float(value) / 1000
+            elif key == "desc":
+                found[name] = value.strip('"')
+    return found
 
 
 @dataclass(kw_only=True)
@@ -108,13 +147,15 @@ async def _run_client(
             began = time.perf_counter()
             try:
                 async with asyncio.timeout(POST_TIMEOUT_SECONDS):
-                    status, body = await client.connection.request("POST", client.path, GO)
+                    exchange = client.connection.exchange("POST", client.path, GO)
+                    status, headers, body = await exchange
             except (HttpFailed, OSError, asyncio.IncompleteReadError, TimeoutError):
                 await asyncio.sleep(0.5)
                 continue
             posted = time.perf_counter()
             # recorded now: a turn still running at the end still had its POST answered
             turn: dict[str, Any] = {"sent": sent, "post_s": posted - began, "status": status}
+            turn |= server_timing(headers)
             turns.append(turn)
             if status != 202:
                 await asyncio.sleep(0.5)
@@ -143,6 +184,8 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
     print("ready", flush=True)
     schedule = json.loads(await asyncio.to_thread(sys.stdin.readline))
     start, ramp, until = schedule["start"], schedule["ramp_s"], schedule["until"]
+    lag = LagProbe()
+    probing = asyncio.create_task(lag.run(since=schedule.get("measure_from", start), until=until))
     cpu_before = os.times()
     turns: list[dict[str, Any]] = []
     runs = [
@@ -154,6 +197,7 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*runs), until - time.time() + LATE_SECONDS)
     cpu_after = os.times()
+    probing.cancel()
     return {
         "turns": turns,
         "failed": sum(c.failed for c in clients),
@@ -162,6 +206,7 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
         "request_connections": sum(c.connection.opened for c in clients),
         "stream_chunks": sum(c.chunks for c in clients),
         "stream_events": sum(c.next_index for c in clients),
+        "loop_lag_s": lag.seconds,
         "cpu_s": (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system),
     }
 

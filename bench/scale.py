@@ -299,7 +299,9 @@ def _measure(
     start = time.time() + 0.5
     measure_from = start + plan.warmup_seconds
     until = measure_from + plan.window_seconds
-    schedule = json.dumps({"start": start, "ramp_s": plan.ramp_seconds, "until": until})
+    schedule = json.dumps(
+        {"start": start, "ramp_s": plan.ramp_seconds, "measure_from": measure_from, "until": until}
+    )
     for proc, _ in clients:
         assert proc.stdin is not None
         proc.stdin.write(schedule + "\n")
@@ -398,6 +400,7 @@ def _report(
         "overhead_p95_ms": _ms(_percentile(overheads, 0.95)),
         "post_p50_ms": _ms(_percentile(posts, 0.5)),
         "post_p95_ms": _ms(_percentile(posts, 0.95)),
+        **_post_views(turns, outcomes, window),
         "posts_refused": refused,
         "turns_failed": sum(o["failed"] for o in outcomes),
         "stream_reconnects": sum(o["reconnects"] for o in outcomes),
@@ -442,6 +445,29 @@ def _report(
             for i, cpu in enumerate(server_cpu)
         }
     return report
+
+
+def _post_views(
+    turns: list[dict[str, Any]], outcomes: list[dict[str, Any]], window: tuple[float, float]
+) -> dict[str, Any]:
+    """A POST inside the server (its ``Server-Timing``: the request read to the ``202``
+    written; where its claim ran) and the clients' own loop lag, which a client's POST time
+    includes: the two views that tell the server's time from the client's."""
+    since, until = window
+    timed = [t for t in turns if since <= t["sent"] <= until and "answer_s" in t]
+    answers = [t["answer_s"] for t in timed]
+    claims = [t["claim_s"] for t in timed if "claim_s" in t]
+    on_loop = sum(1 for t in timed if t.get("claim") == "loop")
+    lag = [s for o in outcomes for s in o.get("loop_lag_s", [])]
+    return {
+        "post_server_p50_ms": _ms(_percentile(answers, 0.5)),
+        "post_server_p95_ms": _ms(_percentile(answers, 0.95)),
+        "post_claim_p95_ms": _ms(_percentile(claims, 0.95)),
+        "post_claims_on_loop_pct": round(100 * on_loop / len(claims), 1) if claims else None,
+        "client_lag_p50_ms": _ms(_percentile(lag, 0.5)),
+        "client_lag_p95_ms": _ms(_percentile(lag, 0.95)),
+        "client_lag_max_ms": _ms(max(lag, default=None)),
+    }
 
 
 def _per(outcomes: list[dict[str, Any]], key: str, turns: int) -> float | None:
@@ -500,6 +526,8 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
             f"/health answered in p50 {row['health_p50_ms']} ms, p95 {row['health_p95_ms']} "
             f"ms, at most {row['health_max_ms']} ms (the event loop's lag)"
         )
+    if row.get("client_lag_p50_ms") is not None:
+        extra.append(_post_line(row))
     if row.get("stream_chunks_per_turn") is not None:
         extra.append(
             f"stream per turn: {row['stream_events_per_turn']} events in "
@@ -522,6 +550,20 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
         f"py-spy, {profile['samples']} busy samples; server CPU per turn by area: {areas}.",
         "", f"Top functions (self, % of busy samples): {top}.",
     ]  # fmt: skip
+
+
+def _post_line(row: dict[str, Any]) -> str:
+    inside = (
+        f"inside the server (request read to 202 written) p50 {row['post_server_p50_ms']} ms, "
+        f"p95 {row['post_server_p95_ms']} ms; its claim p95 {row['post_claim_p95_ms']} ms, "
+        f"{row['post_claims_on_loop_pct']}% on the event loop; "
+        if row.get("post_server_p50_ms") is not None
+        else "no Server-Timing from the server; "
+    )
+    return (
+        f"POST {inside}the clients' own loop lag p50 {row['client_lag_p50_ms']} ms, "
+        f"p95 {row['client_lag_p95_ms']} ms, at most {row['client_lag_max_ms']} ms"
+    )
 
 
 def _load_previous() -> dict[str, Any]:

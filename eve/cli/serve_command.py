@@ -25,6 +25,7 @@ from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.collector import full_threshold, tune_collector
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
+from eve.server.slices import slice_ms
 from eve.server.switching import switch_interval_ms, tune_switching
 from eve.server.workers import Listen, bind, serve_on, serving_loop, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
@@ -153,12 +154,13 @@ def serve_command(
     oidc = oidc_settings(
         issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
     )
-    # a bad EVE_RETENTION, EVE_WORKSPACE_IDLE, EVE_GC_FULL_THRESHOLD or
-    # EVE_SWITCH_INTERVAL_MS stops it here, not in a worker
+    # a bad EVE_RETENTION, EVE_WORKSPACE_IDLE, EVE_GC_FULL_THRESHOLD,
+    # EVE_SWITCH_INTERVAL_MS or EVE_REQUEST_SLICE_MS stops it here, not in a worker
     configured_retention(os.environ)
     configured_idle(os.environ)
     full_threshold(os.environ)
     switch_interval_ms(os.environ)
+    slice_ms(os.environ)
     # a short token is refused before compiling; only a bind with neither a token nor an
     # issuer waits for the compile, which tells whether agent/auth.py verifies users
     if token is not None or oidc is not None:

@@ -119,4 +119,5 @@ def accepts_one_per_turn(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether ``loop``'s own servers accept one connection per turn of the loop: uvloop's
     do; asyncio's accept up to the backlog at once (and its loop on Windows, the proactor,
     has no ``add_reader`` for an ``Acceptor``)."""
-    return type(loop).__module__.startswith("uvloop")
+    # (a subclass of uvloop's loop too: ``serving_loop.ServingLoop``)
+    return any(kind.__module__.startswith("uvloop") for kind in type(loop).__mro__)

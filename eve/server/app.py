@@ -43,6 +43,7 @@ from eve.server.hosts import LOOPBACK, AllowedHosts
 from eve.server.memory_routes import memory_routes
 from eve.server.oauth_callback import oauth_callback
 from eve.server.schedule_routes import ScheduleRoutes
+from eve.server.server_timing import ServerTiming
 from eve.server.session_list import session_list
 from eve.server.staleness import SourceWatch
 from eve.server.web_ui import ui_routes
@@ -357,7 +358,9 @@ def create_app(
             ],
         ],
         # the guard first: a rebound or cross-origin page is refused whatever it sends
+        # (after the timing, which times a POST's whole answer: ``server_timing.py``)
         middleware=[
+            Middleware(ServerTiming),
             Middleware(
                 RequestGuard,
                 allowed=options.allowed_hosts,

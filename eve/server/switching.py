@@ -50,15 +50,23 @@ def switch_interval_ms(env: Mapping[str, str], *, postgres: bool = False) -> flo
         return POSTGRES_SWITCH_MS if postgres else DEFAULT_SWITCH_MS
     if value == "off":
         return None
+    note = f"eve's default {DEFAULT_SWITCH_MS:g}, {POSTGRES_SWITCH_MS:g} on PostgreSQL"
+    return milliseconds(SWITCH_ENV, raw, most=MAX_SWITCH_MS, note=note)
+
+
+def milliseconds(name: str, raw: str, *, most: float, note: str) -> float:
+    """``raw``, the setting ``name``'s value (not ``off``), as a number of milliseconds above
+    0 and at most ``most``; ``ServerConfigError`` naming ``note`` (its default) if it is not
+    one. ASCII digits only: ``float`` also reads other scripts' digits."""
+    value = raw.strip()
     try:
         ms = float(value) if value.isascii() else math.nan
     except ValueError:
         ms = math.nan
-    if not 0 < ms <= MAX_SWITCH_MS:  # NaN fails too
+    if not 0 < ms <= most:  # NaN fails too
         raise ServerConfigError(
-            f"{SWITCH_ENV} must be a number of milliseconds above 0 and at most "
-            f"{MAX_SWITCH_MS:g} (eve's default {DEFAULT_SWITCH_MS:g}, {POSTGRES_SWITCH_MS:g} on "
-            f"PostgreSQL) or off, not {raw!r}"
+            f"{name} must be a number of milliseconds above 0 and at most {most:g} ({note}) "
+            f"or off, not {raw!r}"
         )
     return ms
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import os
 import select
 import signal
@@ -23,7 +24,7 @@ import socket
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -34,6 +35,8 @@ from eve._redact import redact
 from eve.errors import ServerConfigError
 from eve.server.acceptor import Acceptor, accepts_one_per_turn
 from eve.server.followers import end_streams
+from eve.server.serving import serving_protocol
+from eve.server.slices import slice_ms
 
 #: a worker index that exits this many times within ``CRASH_LOOP_SECONDS`` is crash-looping
 CRASH_LOOP_EXITS = 5
@@ -128,11 +131,14 @@ class _Server(uvicorn.Server):
             return
         if batched:
             config = self.config
+            # each request's task marked as serving it (``serving_loop.py``)
+            protocol_class = serving_protocol(config.http_protocol_class)
 
             def protocol() -> asyncio.Protocol:
-                return config.http_protocol_class(  # type: ignore[call-arg]
+                made: asyncio.Protocol = protocol_class(
                     config=config, server_state=self.server_state, app_state=self.lifespan.state
                 )
+                return made
 
             self._acceptors = [Acceptor(loop, sock, protocol) for sock in sockets or []]
         self._on_ready()
@@ -144,9 +150,12 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
-def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def serving_loop(
+    env: Mapping[str, str] = os.environ,
+) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """What makes a worker's event loop: uvloop's where it is installed, else None
-    (asyncio's own loop; uvloop does not build on Windows).
+    (asyncio's own loop; uvloop does not build on Windows), running what serves a request
+    before the turns' work (``serving_loop.py``) unless ``EVE_REQUEST_SLICE_MS`` is off.
 
     A turn hands work to threads and back a dozen times (each a wake-up of the loop) and
     streams its events in several socket writes; on uvloop those cost a fraction of what
@@ -157,7 +166,12 @@ def serving_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
         import uvloop
     except ImportError:
         return None
-    return uvloop.new_event_loop
+    ms = slice_ms(env)
+    if ms is None:
+        return uvloop.new_event_loop
+    from eve.server.serving_loop import new_serving_loop
+
+    return functools.partial(new_serving_loop, ms / 1000)
 
 
 def server_config(app: Starlette) -> uvicorn.Config:

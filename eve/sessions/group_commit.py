@@ -130,6 +130,17 @@ def joined(engine: Engine) -> SharedTransaction | None:
     return shared if shared is not None and shared.engine is engine else None
 
 
+@contextmanager
+def joining(shared: SharedTransaction) -> Iterator[None]:
+    """This thread's writes on ``shared``'s engine join ``shared`` for the block (a claim
+    the event loop runs in a transaction of its own: ``claim_now.py``)."""
+    _current.shared = shared
+    try:
+        yield
+    finally:
+        _current.shared = None
+
+
 def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Outcome] | None:
     """Run ``calls`` (each a call of a ``write`` method of ``store``) in one transaction;
     the outcomes once it committed, of all of them or of the first few if a request came to

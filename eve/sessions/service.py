@@ -13,9 +13,10 @@ import contextlib
 import contextvars
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import sqlalchemy as sa
@@ -47,6 +48,7 @@ from eve.sessions.accepted import Kind, Place, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.claim_now import LoopClaims, NotNow, note_claim, patience_on
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
@@ -87,6 +89,7 @@ from eve.wire.mailbox import AnswerMail, CancelMail, EventMail
 from eve.wire.requests import InputResponse
 
 log = logging.getLogger("eve.sessions")
+T = TypeVar("T")
 
 #: the default cap on one message's length, in characters
 MAX_MESSAGE_CHARS = 100_000
@@ -172,6 +175,7 @@ class SessionService:
             busy_timeout=self.settings.sqlite_busy_timeout,
         )
         self.log = EventLog(self.store)
+        self.loop_claims = LoopClaims(self.store)
         #: how this worker hears of events other processes write (``event_feed.py``)
         self.changes: PgListener | SqliteChanges = (
             PgListener(self.store.engine, self.log.feeds)
@@ -221,6 +225,7 @@ class SessionService:
         await close_pool()
         await self.log.drain()
         install_runtime(None)
+        self.loop_claims.close()
         self.store.close()
         self.memory.close()
 
@@ -414,7 +419,7 @@ class SessionService:
             return accepted, place
 
         try:
-            claim = await asyncio.to_thread(self.store.claim_turn, session_id, claimed)
+            claim = await self._claim(session_id, claimed)
         except Replayed as replayed:
             return Accepted.replay(replayed.answer)
         if claim is None:
@@ -429,6 +434,19 @@ class SessionService:
             # and the sweep starts it then
             self.turn_limit.offer(place, contextvars.copy_context())
         return accepted
+
+    async def _claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
+        """``store.claim_turn``: on the loop's thread when the file is free at once
+        (``claim_now.py``), else in a request's thread."""
+        since = time.perf_counter()
+        patience = patience_on(asyncio.get_running_loop())
+        found = self.loop_claims.claim(session_id, then, patience=patience)
+        if not isinstance(found, NotNow):
+            note_claim("loop", since)
+            return found
+        found = await asyncio.to_thread(self.store.claim_turn, session_id, then)
+        note_claim("thread", since)
+        return found
 
     async def _claim_place(
         self, session_id: str, kind: Kind, workflow_id: Callable[[int], str]

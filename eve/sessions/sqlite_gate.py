@@ -74,6 +74,18 @@ class SqliteGate:
         finally:
             self._release()
 
+    @contextmanager
+    def held_within(self, patience: float) -> Iterator[bool]:
+        """The file to this thread for the block if it is had within ``patience`` seconds,
+        as a request's (True); else nothing (False): for a caller that may wait only that
+        long, the event loop's thread (``claim_now.py``)."""
+        taken = self._acquire(urgent=True, patience=patience)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self._release()
+
     @property
     def requests_waiting(self) -> bool:
         """A request's transaction waits for the gate (a group commit ends early for it)."""

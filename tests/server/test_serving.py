@@ -14,10 +14,17 @@ import threading
 import httpx
 import pytest
 import uvloop
+from click.testing import CliRunner
 from starlette.applications import Starlette
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from eve.cli import main
+from eve.errors import ServerConfigError
+from eve.server.serving import serving_protocol
+from eve.server.serving_loop import ServingLoop
+from eve.server.slices import DEFAULT_SLICE_MS, SLICE_ENV, slice_ms
 from eve.server.workers import KEEP_ALIVE_SECONDS, Listen, bind, server_config, serving_loop
+from eve.sessions.claim_now import LOOP_PATIENCE_SECONDS, patience_on
 from tests.conftest import AppFactory
 from tests.server.test_stream_chunks import chunks_until_waiting
 from tests.sessions.apps import say, scripted_app
@@ -72,12 +79,59 @@ def test_sigterm_stops_the_server_while_a_client_follows_a_stream(make_app: AppF
 
 
 def test_a_worker_serves_on_uvloop_and_httptools() -> None:
-    assert serving_loop() is uvloop.new_event_loop
+    assert serving_loop({}) is uvloop.new_event_loop  # requests first only when asked
     config = server_config(Starlette())
     config.load()
     assert config.http_protocol_class is HttpToolsProtocol
+    # uvicorn's hook to start a request's task, which marks it as serving: an uvicorn
+    # without it would serve every request behind the turns' work
+    assert serving_protocol(HttpToolsProtocol) is not HttpToolsProtocol
     # past a chat client's pause between messages, and a load balancer's idle timeout
     assert config.timeout_keep_alive == KEEP_ALIVE_SECONDS > 60
+
+
+def test_a_workers_post_says_its_time_inside_the_server_and_where_its_claim_ran(
+    make_app: AppFactory,
+) -> None:
+    """A real worker whose loop runs requests first."""
+    app_root = scripted_app(make_app, [say("one"), say("two")])
+    server = Server(app_root, env={SLICE_ENV: "2"}).start()
+    try:
+        session = server.create("hi")
+        server.wait_for(session, count("session.waiting"))
+        sent = server.send(session, "again")
+        server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()
+    assert sent.status_code == 202
+    answer, claim = sent.headers["server-timing"].split(", ")
+    assert answer.startswith("answer;dur=") and float(answer.split("=")[1]) > 0
+    # on the loop unless a background write held the file at that moment
+    assert claim.startswith("claim;dur=") and claim.endswith((';desc="loop"', ';desc="thread"'))
+
+
+def _made(factory: object) -> asyncio.AbstractEventLoop:
+    assert callable(factory)
+    loop: asyncio.AbstractEventLoop = factory()
+    loop.close()
+    return loop
+
+
+def test_the_turns_slice_is_set_or_off() -> None:
+    made = _made(serving_loop({SLICE_ENV: "2"}))
+    assert isinstance(made, ServingLoop) and made.slice_seconds == DEFAULT_SLICE_MS / 1000
+    assert patience_on(made) == LOOP_PATIENCE_SECONDS
+    assert patience_on(_made(serving_loop({SLICE_ENV: " Off "}))) == 0.0
+    for bad in ("0", "-1", "1001", "nan", "fast", "٣"):
+        with pytest.raises(ServerConfigError, match=SLICE_ENV):
+            slice_ms({SLICE_ENV: bad})
+
+
+def test_eve_serve_refuses_a_slice_it_cannot_read(make_app: AppFactory) -> None:
+    root = make_app()
+    result = CliRunner().invoke(main, ["-C", str(root), "serve"], env={SLICE_ENV: "0"})
+    assert result.exit_code == 2, result.output
+    assert f"{SLICE_ENV} must be a number" in result.output
 
 
 def test_without_uvloop_a_worker_serves_on_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,9 +140,10 @@ def test_without_uvloop_a_worker_serves_on_asyncios_loop(monkeypatch: pytest.Mon
 
 
 def test_a_turn_and_its_followed_stream_on_the_serving_loop(make_app: AppFactory) -> None:
-    """DBOS, the threads a turn hands work to and the followers' push all run on uvloop."""
+    """DBOS, the threads a turn hands work to and the followers' push all run on uvloop,
+    the turns' work in slices."""
     app_root = scripted_app(make_app, [say("hello there"), say("again")])
-    server = InProcessServer(app_root, loop_factory=serving_loop()).start()
+    server = InProcessServer(app_root, loop_factory=serving_loop({SLICE_ENV: "2"})).start()
     try:
         assert server.http is not None
         assert isinstance(server.http.portal.call(_running_loop), uvloop.Loop)
@@ -127,7 +182,7 @@ def test_a_program_a_worker_starts_does_not_hold_the_listening_socket() -> None:
         return out.decode()
 
     try:
-        with asyncio.Runner(loop_factory=serving_loop()) as runner:
+        with asyncio.Runner(loop_factory=serving_loop({})) as runner:
             listing = runner.run(child_fds())
     finally:
         sock.close()

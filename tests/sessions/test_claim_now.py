@@ -1,0 +1,159 @@
+"""A message's claim on the event loop's thread (``eve/sessions/claim_now.py``): made at once
+when eve's SQLite file is free, left to a request's thread (which waits) when another
+thread or process holds it, and never a partial write."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Connection
+
+from eve.server.serving_loop import new_serving_loop
+from eve.sessions.claim_now import NOT_NOW, LoopClaims
+from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.store import SessionStore
+from tests.conftest import AppFactory
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
+
+SESSION = "ses_claims"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SessionStore]:
+    opened = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    opened.create_session(SESSION)
+    yield opened
+    opened.close()
+
+
+@contextlib.contextmanager
+def held_by_another_thread(gate: SqliteGate) -> Iterator[None]:
+    """``gate`` held by a thread of its own for the block."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with gate.held():
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        held.wait(10)
+        yield
+    finally:
+        release.set()
+        holder.join()
+
+
+def _turn(c: Connection, turn: int) -> int:
+    return turn
+
+
+def _next_turn(store: SessionStore) -> int:
+    return store.claim_turn(SESSION, _turn) or 0
+
+
+def test_a_claim_on_a_free_file_is_made_at_once_and_committed(store: SessionStore) -> None:
+    claims = LoopClaims(store)
+    try:
+        assert [claims.claim(SESSION, _turn) for _ in range(3)] == [0, 1, 2]
+        assert claims.claim("ses_unknown", _turn) is None  # no active session
+        assert (claims.on_loop, claims.not_now) == (4, 0)
+        assert _next_turn(store) == 3  # committed: another connection sees the numbers taken
+    finally:
+        claims.close()
+
+
+def test_a_claim_waits_only_briefly_for_a_file_another_thread_holds(store: SessionStore) -> None:
+    claims = LoopClaims(store)
+    assert store.gate is not None
+    with held_by_another_thread(store.gate):
+        assert claims.claim(SESSION, _turn) is NOT_NOW
+    assert claims.claim(SESSION, _turn) == 0  # the attempt took no number
+    assert (claims.on_loop, claims.not_now) == (1, 1)
+    claims.close()
+
+
+def test_a_claim_never_waits_for_a_file_another_process_holds(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    claims = LoopClaims(store)
+    other = sqlite3.connect(tmp_path / "eve.sqlite", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # as another worker's write would
+    try:
+        assert claims.claim(SESSION, _turn) is NOT_NOW
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert claims.claim(SESSION, _turn) == 0  # its connection is fine once the file is free
+    claims.close()
+
+
+def test_what_the_claim_raises_is_raised_and_nothing_is_committed(store: SessionStore) -> None:
+    claims = LoopClaims(store)
+
+    def refuse(c: Connection, turn: int) -> int:
+        raise LookupError("refused")
+
+    with pytest.raises(LookupError):
+        claims.claim(SESSION, refuse)
+    assert claims.claim(SESSION, _turn) == 0
+    claims.close()
+
+
+def test_its_connection_never_checkpoints_and_serves_one_thread(store: SessionStore) -> None:
+    claims = LoopClaims(store)
+    assert claims.claim(SESSION, _turn) == 0
+    raw = claims._connection.connection.dbapi_connection  # type: ignore[union-attr]
+    assert raw.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    assert raw.execute("PRAGMA busy_timeout").fetchone() == (0,)
+    found: list[object] = []
+    elsewhere = threading.Thread(target=lambda: found.append(claims.claim(SESSION, _turn)))
+    elsewhere.start()
+    elsewhere.join()
+    assert found == [NOT_NOW]
+    claims.close()
+    assert claims._connection is None
+
+
+def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(
+    make_app: AppFactory,
+) -> None:
+    root = scripted_app(make_app, [say("one"), say("two"), say("three")])
+    # on a loop that runs requests first, where a claim waits a little for the file
+    server = InProcessServer(root, loop_factory=new_serving_loop).start()
+    try:
+        service = server._client().app.state.service  # type: ignore[attr-defined]
+        session = server.create()
+        first = server.send(session, "1")
+        server.wait_for(session, count("session.waiting", 1))
+        # a thread holds the file: the loop leaves the claim to a request's thread, which
+        # waits its turn and answers
+        gate = service.store.gate
+        answers: list[object] = []
+        with held_by_another_thread(gate):
+            sender = threading.Thread(target=lambda: answers.append(server.send(session, "2")))
+            sender.start()
+            while not gate.requests_waiting and sender.is_alive():
+                sender.join(0.01)  # the request's thread waits at the gate
+        sender.join()
+        events = server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()
+    assert first.status_code == 202
+    assert "claim;dur=" in first.headers["server-timing"]
+    assert 'desc="loop"' in first.headers["server-timing"]
+    (second,) = answers
+    assert second.status_code == 202  # type: ignore[attr-defined]
+    assert 'desc="thread"' in second.headers["server-timing"]  # type: ignore[attr-defined]
+    assert service.loop_claims.not_now == 1
+    received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
+    assert received == ["1", "2"]

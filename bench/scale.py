@@ -96,15 +96,6 @@ class Plan:
         return self.step_seconds * self.steps
 
 
-
-def _keep(profile: Any) -> Any:
-    import os, shutil
-    summary = profile.summary()
-    if os.environ.get("KEEP_PROF") and profile.out.exists():
-        shutil.copy(profile.out, os.environ["KEEP_PROF"])
-    return summary
-
-
 def plan_for(quick: bool) -> Plan:
     if quick:
         return Plan(
@@ -343,7 +334,7 @@ def _measure(
         config, plan, outcomes, window=(measure_from, until),
         server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
         db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
-        by_worker=by_worker, worker_cpu=worker_cpu, profile=_keep(profile),
+        by_worker=by_worker, worker_cpu=worker_cpu, profile=profile.summary(),
         threads=threads, logged=logged, probe=probe,
     )  # fmt: skip
 
@@ -596,4 +587,3 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
-

@@ -28,6 +28,19 @@ def _unwatched(path: Path) -> sa.Engine:
     return shared_sqlite_engine(f"sqlite:///{path}", pragmas=[NO_AUTOCHECKPOINT])
 
 
+def _table(path: Path) -> sa.Engine:
+    engine = _unwatched(path)
+    with engine.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (b BLOB)")
+    return engine
+
+
+def _watched_by_the_test(engine: sa.Engine, path: Path) -> _Checkpointer:
+    checkpoints = _Checkpointer(interval=3600)  # passes run by the test alone
+    checkpoints.watch(engine, str(path))
+    return checkpoints
+
+
 def test_a_session_files_engine_is_checkpointed_by_the_thread(tmp_path: Path) -> None:
     engine = sqlite_engine(f"sqlite:///{tmp_path / 'eve.sqlite'}")
     with engine.connect() as c:
@@ -38,15 +51,12 @@ def test_a_session_files_engine_is_checkpointed_by_the_thread(tmp_path: Path) ->
 
 def test_commits_leave_the_checkpoint_to_the_thread(tmp_path: Path) -> None:
     path = tmp_path / "eve.sqlite"
-    engine = _unwatched(path)
-    with engine.begin() as c:
-        c.exec_driver_sql("CREATE TABLE t (b BLOB)")
+    engine = _table(path)
     # past SQLite's 1,000 pages, where one of these commits would have copied them back
     _write(engine, 400)
     in_file = path.stat().st_size
     assert in_file < 100_000  # only the schema: every row is still in the WAL
-    checkpoints = _Checkpointer(interval=3600)  # passes run by the test alone
-    checkpoints.watch(engine, str(path))
+    checkpoints = _watched_by_the_test(engine, path)
     assert checkpoints.run_once()
     assert checkpoints.runs == 1
     assert path.stat().st_size > 400 * 6000  # the rows are in the file now
@@ -57,11 +67,8 @@ def test_commits_leave_the_checkpoint_to_the_thread(tmp_path: Path) -> None:
 
 def test_the_wal_starts_again_once_checkpointed(tmp_path: Path) -> None:
     path = tmp_path / "eve.sqlite"
-    engine = _unwatched(path)
-    with engine.begin() as c:
-        c.exec_driver_sql("CREATE TABLE t (b BLOB)")
-    checkpoints = _Checkpointer(interval=3600)  # passes run by the test alone
-    checkpoints.watch(engine, str(path))
+    engine = _table(path)
+    checkpoints = _watched_by_the_test(engine, path)
     sizes = []
     for _ in range(4):
         _write(engine, 100)

@@ -81,12 +81,12 @@ class _Checkpointer:
             self._start()
 
     def forked(self) -> None:
-        """In a forked child: the thread stayed in the parent, so another one here for the
-        engines the child inherited (if it uses them)."""
+        """In a forked child: the thread stayed in the parent, and the engines it watched
+        are the parent's (their pooled connections must not be used across a fork), so the
+        child starts afresh: its own engines start its own thread."""
         self._lock = threading.Lock()
         self._thread = None
-        if len(self._files):
-            self._start()
+        self._files = weakref.WeakKeyDictionary()
 
     def _start(self) -> None:
         if self._thread is None:

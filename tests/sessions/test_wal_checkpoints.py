@@ -13,8 +13,8 @@ from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.wal_checkpoints import CHECKPOINTS, NO_AUTOCHECKPOINT, _Checkpointer
 
-#: a row of about two pages, so that each commit appends a few pages to the WAL
-ROW = "INSERT INTO t VALUES (randomblob(6000))"
+#: a row of about 30 pages, so that each commit appends as many to the WAL
+ROW = "INSERT INTO t VALUES (randomblob(120000))"
 
 
 def _write(engine: sa.Engine, commits: int) -> None:
@@ -53,13 +53,13 @@ def test_commits_leave_the_checkpoint_to_the_thread(tmp_path: Path) -> None:
     path = tmp_path / "eve.sqlite"
     engine = _table(path)
     # past SQLite's 1,000 pages, where one of these commits would have copied them back
-    _write(engine, 400)
+    _write(engine, 40)
     in_file = path.stat().st_size
     assert in_file < 100_000  # only the schema: every row is still in the WAL
     checkpoints = _watched_by_the_test(engine, path)
     assert checkpoints.run_once()
     assert checkpoints.runs == 1
-    assert path.stat().st_size > 400 * 6000  # the rows are in the file now
+    assert path.stat().st_size > 40 * 120_000  # the rows are in the file now
     checkpoints.run_once()
     assert checkpoints.runs == 1  # the WAL is as it was: nothing to copy
     engine.dispose()
@@ -71,7 +71,7 @@ def test_the_wal_starts_again_once_checkpointed(tmp_path: Path) -> None:
     checkpoints = _watched_by_the_test(engine, path)
     sizes = []
     for _ in range(4):
-        _write(engine, 100)
+        _write(engine, 10)
         checkpoints.run_once()
         sizes.append(os.path.getsize(f"{path}-wal"))
     # each round overwrote the WAL from its start rather than appending to it
@@ -93,3 +93,13 @@ def test_the_thread_ends_with_the_last_engine(tmp_path: Path) -> None:
     thread.join(5)  # its next pass finds no engine
     assert not thread.is_alive()
     assert checkpoints._thread is None
+
+
+def test_a_forked_child_starts_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "eve.sqlite"
+    engine = _unwatched(path)
+    checkpoints = _watched_by_the_test(engine, path)
+    checkpoints.forked()  # as in a child: the parent's thread and engines are not its own
+    assert checkpoints._thread is None
+    assert engine not in checkpoints._files
+    engine.dispose()

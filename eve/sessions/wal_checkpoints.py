@@ -112,19 +112,20 @@ class _Checkpointer:
                 self._thread = None
                 return False
         for engine, wal in watched:
-            if wal.changed():
-                self._checkpoint(engine)
+            if wal.changed() and not self._checkpoint(engine):
+                wal.seen = None  # tried again at the next pass
         return True
 
-    def _checkpoint(self, engine: Engine) -> None:
+    def _checkpoint(self, engine: Engine) -> bool:
         try:
             with engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
         except Exception:
-            # tried again at the next change of the WAL; nothing is lost meanwhile
+            # nothing is lost meanwhile: the WAL keeps every commit until one succeeds
             logger.debug("WAL checkpoint of %s failed", engine.url.database, exc_info=True)
-        else:
-            self.runs += 1
+            return False
+        self.runs += 1
+        return True
 
 
 CHECKPOINTS = _Checkpointer()

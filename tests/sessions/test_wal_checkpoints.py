@@ -103,3 +103,22 @@ def test_a_forked_child_starts_afresh(tmp_path: Path) -> None:
     assert checkpoints._thread is None
     assert engine not in checkpoints._files
     engine.dispose()
+
+
+def test_a_failed_checkpoint_is_tried_again_at_the_next_pass(tmp_path: Path) -> None:
+    path = tmp_path / "eve.sqlite"
+    engine = _table(path)
+    _write(engine, 2)
+    refusals = [RuntimeError("the pool is closed")]
+
+    def refuse(_connection: sa.Connection) -> None:
+        if refusals:
+            raise refusals.pop()
+
+    sa.event.listen(engine, "engine_connect", refuse)
+    checkpoints = _watched_by_the_test(engine, path)
+    checkpoints.run_once()
+    assert checkpoints.runs == 0
+    checkpoints.run_once()  # the WAL did not change since, and is copied all the same
+    assert checkpoints.runs == 1
+    engine.dispose()

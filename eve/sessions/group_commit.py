@@ -148,35 +148,37 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
     and nothing of it is durable: the caller runs each again alone. Raises only after the
     commit (the connection would not go back), when whether the writes are durable is
     unknown."""
-    assert store.gate is not None, "only a SQLite store groups its writes"
-    with store.gate.held():
-        try:
-            connection = store.engine.connect()
-        except Exception:
-            return None
-        shared = SharedTransaction(store.engine, connection)
-        try:
-            # the busy handler off for the group's BEGIN (``take_write_lock``), on again
-            # after its end: neither while the file is held
-            shared.busy_timeout(0)
-        except Exception:
-            _given_up(connection)
-            return None
-        try:
-            outcomes = _committed(shared, calls, store.gate, patience=store.busy_timeout)
-        except BaseException:
-            _given_up(connection)
-            raise
-        try:
-            shared.busy_timeout(store.busy_timeout)
-        except Exception:
-            _given_up(connection)
-            return outcomes
-        if outcomes is None:
-            _quietly(connection.close)
-            return None
-        connection.close()
+    gate = store.gate
+    assert gate is not None, "only a SQLite store groups its writes"
+    try:
+        connection = store.engine.connect()
+    except Exception:
+        return None
+    shared = SharedTransaction(store.engine, connection)
+    try:
+        # the busy handler off for the group's BEGIN (``take_write_lock``), on again after
+        # its end; both outside the gate: each statement lets go of the interpreter's lock,
+        # and on a busy worker waits up to a switch interval to get it back
+        shared.busy_timeout(0)
+    except Exception:
+        _given_up(connection)
+        return None
+    try:
+        with gate.held():
+            outcomes = _committed(shared, calls, gate, patience=store.busy_timeout)
+    except BaseException:
+        _given_up(connection)
+        raise
+    try:
+        shared.busy_timeout(store.busy_timeout)
+    except Exception:
+        _given_up(connection)
         return outcomes
+    if outcomes is None:
+        _quietly(connection.close)
+        return None
+    connection.close()
+    return outcomes
 
 
 def _given_up(connection: Connection) -> None:

@@ -4,7 +4,8 @@ In WAL mode ``synchronous=NORMAL`` syncs at checkpoints rather than at every com
 process crash (SIGKILL included) loses nothing, while a power cut or OS crash can roll back
 the last commits before a checkpoint. A step whose record is rolled back that way re-runs,
 exactly as a step interrupted mid-way does. ``EVE_SQLITE_SYNCHRONOUS=FULL`` syncs every
-commit instead (its cost per step is measured in bench/README.md).
+commit instead (its cost per step is measured in bench/README.md). The checkpoints run on a
+thread of their own (``wal_checkpoints.py``), never in a writer's commit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.engine import Engine
 from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.database_errors import refuse_lock_in_request
 from eve.sessions.sqlite_gate import SqliteGate, gate_writes
+from eve.sessions.wal_checkpoints import NO_AUTOCHECKPOINT, checkpoint_in_background
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
 #: ``pool_size`` as soon as it is returned, so an overflow is opened (its PRAGMAs run) and
@@ -43,7 +45,12 @@ def sqlite_engine(
     another's lock fails; during a request it fails for good (``fail_fast``), where DBOS
     would retry it for as long as the lock is held.
     """
-    pragmas = [f"synchronous={synchronous}", *(["foreign_keys=ON"] if immediate else [])]
+    pragmas = [
+        f"synchronous={synchronous}",
+        # checkpoints run on a thread of their own, never in a writer's commit
+        NO_AUTOCHECKPOINT,
+        *(["foreign_keys=ON"] if immediate else []),
+    ]
 
     def isolate(connection: Any) -> None:
         if immediate:
@@ -56,6 +63,7 @@ def sqlite_engine(
         url, busy_timeout=busy_timeout, pragmas=pragmas, prepare=isolate, pool_size=POOL_SIZE
     )
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
+    checkpoint_in_background(engine)
     if immediate:
         # DBOS's writers queue in this process rather than sleep in SQLite's busy handler
         patience = min(busy_timeout, GATE_PATIENCE_SECONDS)

@@ -33,7 +33,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -176,8 +176,14 @@ def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float, busy_timeo
             # the BEGIN pysqlite would send before this statement, in pauses of our own
             take_write_lock(raw, patience=busy_timeout)
 
-    def ended(conn: sa.Connection) -> None:
-        if conn.info.pop(_HOLDS, False):
+    def let_go(connection: Any) -> None:
+        # the pool's connection (its ``info`` is the transaction's); SQLAlchemy's first
+        # connection has none (it raises)
+        try:
+            info = connection.info
+        except (AttributeError, NotImplementedError):
+            return
+        if info.pop(_HOLDS, False):
             gate._release()
 
     def returned(dbapi: Any, record: Any, *_state: Any) -> None:
@@ -190,7 +196,37 @@ def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float, busy_timeo
                 dbapi.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
 
     sa.event.listen(engine, "before_cursor_execute", before)
-    sa.event.listen(engine, "commit", ended)
-    sa.event.listen(engine, "rollback", ended)
+    _after_ending(engine, let_go)
     sa.event.listen(engine, "checkin", returned)
     sa.event.listen(engine, "invalidate", returned)
+
+
+def _after_ending(engine: Engine, then: Callable[[Any], None]) -> None:
+    """``then(connection)`` once a transaction of ``engine`` ended: after its ``COMMIT`` or
+    ``ROLLBACK`` ran, failed or not.
+
+    SQLAlchemy's ``commit`` and ``rollback`` events come before the statement: a gate let go
+    there woke its next holder while the file was still locked, and that one's ``BEGIN
+    IMMEDIATE`` failed and paused (``take_write_lock``), at nearly every hand-over of a
+    loaded worker, since the ``COMMIT`` lets go of the interpreter's lock. The engine's
+    dialect is its own (``create_engine`` makes one per engine), so its two methods are
+    wrapped here, on the instance; the pool ends a transaction it finds open through them
+    too."""
+    dialect = engine.dialect
+    commit, rollback = dialect.do_commit, dialect.do_rollback
+
+    def do_commit(connection: Any) -> None:
+        try:
+            commit(connection)
+        finally:
+            then(connection)
+
+    def do_rollback(connection: Any) -> None:
+        try:
+            rollback(connection)
+        finally:
+            then(connection)
+
+    # (an instance's attribute, as mypy allows no assignment to a method)
+    setattr(dialect, "do_commit", do_commit)  # noqa: B010
+    setattr(dialect, "do_rollback", do_rollback)  # noqa: B010

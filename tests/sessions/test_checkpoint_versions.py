@@ -4,8 +4,10 @@ right after its save recovers from the checkpoint its first run loaded."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -146,7 +148,10 @@ def test_a_turn_killed_after_its_save_recovers_from_what_it_first_loaded(
         session = server.create("first")
         server.wait_for(session, count("session.waiting"))
         (root / "crash.armed").write_text("armed")
-        assert server.send(session, "second").status_code == 202
+        # (the turn's save may come before the answer: the message was taken all the
+        # same, which the turns below show)
+        with contextlib.suppress(httpx.TransportError):
+            assert server.send(session, "second").status_code == 202
         assert server.proc is not None
         server.proc.wait(60)  # it died in the turn's save
         assert not (root / "crash.armed").exists()

@@ -228,11 +228,19 @@ def test_a_write_that_must_not_run_twice_is_never_grouped(store: SessionStore) -
 
 def test_a_group_runs_no_statement_but_its_writes_begin_and_commit(store: SessionStore) -> None:
     """No savepoint statements: each would let go of the interpreter's lock with the file
-    held (``group_commit.py``)."""
+    held (``group_commit.py``); nor are the busy handler's PRAGMAs run with the gate held."""
     statements: list[str] = []
+    gated: list[str] = []
+    assert store.gate is not None
+    gate = store.gate
+
+    def run(text: str) -> None:
+        statements.append(text)
+        if gate._holder == threading.get_ident():
+            gated.append(text.split(maxsplit=1)[0].upper())
 
     def trace(dbapi: Any, _record: Any) -> None:
-        dbapi.set_trace_callback(statements.append)
+        dbapi.set_trace_callback(run)
 
     store.engine.dispose()
     sa.event.listen(store.engine, "connect", trace)
@@ -246,6 +254,7 @@ def test_a_group_runs_no_statement_but_its_writes_begin_and_commit(store: Sessio
     assert lane.groups[3] == 1
     verbs = [text.split()[0].upper() for text in statements if not text.startswith("PRAGMA")]
     assert verbs == ["BEGIN", "INSERT", "INSERT", "INSERT", "COMMIT"]
+    assert gated == verbs
     lane.shutdown()
 
 

@@ -159,3 +159,24 @@ def test_a_gated_write_waits_for_another_process_lock_in_short_pauses(tmp_path: 
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
     other.close()
     engine.dispose()
+
+
+def test_the_gate_is_held_until_the_commit_or_rollback_ran(tmp_path: Path) -> None:
+    """Let go before the ``COMMIT`` ran, the gate let the next writer in while the file was
+    still locked, and its ``BEGIN IMMEDIATE`` was refused and paused."""
+    engine, gate = _gated(tmp_path)
+    engine.dispose()
+    held_at: dict[str, bool] = {}
+
+    def trace(statement: str) -> None:
+        held_at[statement] = gate._holder == threading.get_ident()
+
+    sa.event.listen(engine, "connect", lambda dbapi, _r: dbapi.set_trace_callback(trace))
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO t VALUES (1)"))
+    with engine.connect() as c:
+        c.execute(sa.text("INSERT INTO t VALUES (2)"))
+        c.rollback()
+    assert held_at["COMMIT"] and held_at["ROLLBACK"]
+    assert gate._holder is None  # and let go once they ran
+    engine.dispose()

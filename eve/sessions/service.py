@@ -221,6 +221,7 @@ class SessionService:
         await close_pool()
         await self.log.drain()
         install_runtime(None)
+        await self.store.close_loop()
         self.store.close()
         self.memory.close()
 

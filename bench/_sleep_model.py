@@ -103,6 +103,12 @@ def _count_statements(path: str) -> None:
             counts["BEGIN"] += 1
 
     _count_hand_offs(counts)
+    def checkout(conn: Any) -> None:
+        # a pool with ``pool_pre_ping`` sends ``SELECT 1`` at each checkout (no cursor event)
+        if getattr(conn.engine.pool, "_pre_ping", False):
+            counts["SELECT 1 (pool_pre_ping)"] += 1
+
+    sa.event.listen(sa.engine.Engine, "engine_connect", checkout)
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
     sa.event.listen(sa.engine.Engine, "commit", commit)
     sa.event.listen(sa.engine.Engine, "begin", begin)

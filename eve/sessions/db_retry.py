@@ -20,7 +20,6 @@ breaks on the fault and every write of it runs again alone, and waits it out the
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
@@ -30,8 +29,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
-
-from sqlalchemy.util.concurrency import await_, in_greenlet
 
 from eve.sessions.database_errors import failing_fast, failure_kind, raised, transient
 
@@ -120,14 +117,6 @@ def retried(method: F) -> F:
     return cast(F, call)
 
 
-def _pause(seconds: float) -> None:
-    if in_greenlet():
-        # a call on the event loop (``pg_loop.py``): the loop goes on meanwhile
-        await_(asyncio.sleep(seconds))
-    else:
-        time.sleep(seconds)
-
-
 def waited_out(call: Callable[[], T], *, deadline: float, stopped: Callable[[], bool]) -> T:
     """``call()``, made again after each ``transient`` failure, waiting longer each time,
     until it succeeds; its failure when it is not transient, when ``stopped()`` says to
@@ -142,7 +131,7 @@ def waited_out(call: Callable[[], T], *, deadline: float, stopped: Callable[[], 
                 raise
             _outage.began(error)
             waited = True
-            _pause(delay)
+            time.sleep(delay)
             delay = min(delay * 2, MAX_DELAY)
             continue
         # any call that works ends a known outage, not only one that waited: after a call

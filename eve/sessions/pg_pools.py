@@ -57,11 +57,7 @@ def request_engine(url: str) -> Engine:
 
 
 def _engine(url: str, **pool: Any) -> Engine:
-    return prepared(sa.create_engine(url, **pool))
-
-
-def prepared(engine: Engine) -> Engine:
-    """``engine`` set up as eve's store needs it (a thread's, or the loop's: ``pg_loop.py``)."""
+    engine = sa.create_engine(url, **pool)
     # a batch of rows is one INSERT … VALUES (…), (…) rather than psycopg's pipeline of one
     # INSERT a row: a third of the CPU at three rows, half at eight, and one statement, so
     # it may commit on its own (``each_commits``)
@@ -79,8 +75,6 @@ def _refuse_closed(driver: Any, _record: Any, _proxy: Any) -> None:
     nothing to read unless the server ended it (its last words, then end of file), so one
     ``poll`` of the socket, with no wait, tells; a connection left in autocommit mode
     (``each_commits`` could not undo it) is not handed out either."""
-    # on the loop (``pg_loop.py``) SQLAlchemy's adapter wraps psycopg's async connection
-    driver = getattr(driver, "driver_connection", driver)
     _refuse_if_closed(driver)
     if driver.autocommit:
         raise DisconnectionError("a connection left in autocommit mode")
@@ -101,9 +95,9 @@ def _refuse_if_closed(driver: Any, *_: Any) -> None:
 
 def checked_without_ping(engine: Engine) -> None:
     """Have ``engine``'s pool (DBOS's, made with ``pool_pre_ping`` off) replace a connection
-    the server closed as ``_refuse_closed`` does, without a round trip."""
+    the server closed as ``_refuse_closed`` does, without a round trip. DBOS's connections'
+    modes are DBOS's own: only a closed one is refused."""
     if not sa.event.contains(engine, "checkout", _refuse_if_closed):
-        # (DBOS's connections' modes are DBOS's own: only a closed one is refused)
         sa.event.listen(engine, "checkout", _refuse_if_closed)
 
 

@@ -221,7 +221,6 @@ class SessionService:
         await close_pool()
         await self.log.drain()
         install_runtime(None)
-        await self.store.close_loop()
         self.store.close()
         self.memory.close()
 

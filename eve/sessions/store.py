@@ -10,12 +10,10 @@ SQLAlchemy Core; async callers run them in a thread (``asyncio.to_thread``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -28,7 +26,6 @@ from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.group_commit import joined
-from eve.sessions.pg_loop import LoopEngines, lane_of
 from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.pg_pools import background_engine, each_commits, request_engine
 from eve.sessions.sqlite import sqlite_engine
@@ -327,8 +324,6 @@ class SessionStore:
         self.notifier: PgNotifier | None = None
         #: on PostgreSQL, the connections of requests' transactions (``pg_pools.py``)
         self.request_engine: Engine | None = None
-        #: on PostgreSQL, the connections of calls run on the event loop (``pg_loop.py``)
-        self.loop_engines: LoopEngines | None = None
         #: how long a write waits for another process's lock on the SQLite file
         self.busy_timeout = busy_timeout
         if url.startswith("sqlite"):
@@ -351,27 +346,8 @@ class SessionStore:
                 f"cannot open the session database ({failure_kind(error)})"
             ) from None
 
-    def loop_lane(self) -> Callable[[Callable[[], T]], Future[T]] | None:
-        """On PostgreSQL, what runs a call of this store on the running event loop rather
-        than in a thread (``pg_loop.py``); None on SQLite, or while another loop has the
-        store's loop connections."""
-        if self.request_engine is None or self.closed:
-            return None
-        if self.loop_engines is None:
-            self.loop_engines = LoopEngines(self.engine.url, asyncio.get_running_loop())
-        return lane_of(self.loop_engines)
-
-    async def close_loop(self) -> None:
-        """Close the event loop's connections (``loop_lane``), on that loop, before ``close``."""
-        engines, self.loop_engines = self.loop_engines, None
-        if engines is not None:
-            await engines.close()
-
     def close(self) -> None:
         self.closed = True
-        if self.loop_engines is not None:
-            self.loop_engines.drop()
-            self.loop_engines = None
         if self.notifier is not None:
             self.notifier.close()
         if self.request_engine is not None:
@@ -395,12 +371,8 @@ class SessionStore:
             yield connection
 
     def _pg_engine(self) -> Engine:
-        """On PostgreSQL, the engine of this call: a request's pool while one is answered,
-        the loop's connections for a call on the loop (``pg_loop.py``)."""
-        urgent = failing_fast()
-        if self.loop_engines is not None and LoopEngines.here():
-            return self.loop_engines.engine(urgent=urgent)
-        if self.request_engine is not None and urgent:
+        """On PostgreSQL, the engine of this call: a request's pool while one is answered."""
+        if self.request_engine is not None and failing_fast():
             return self.request_engine
         return self.engine
 

@@ -100,17 +100,10 @@ class LanedExecutor(ThreadPoolExecutor):
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
         # that context into the thread too): a request's call is known here already
         urgent = failing_fast() and not _AFTER_ANSWER.get()
-        found = store_call(fn)
-        if found is not None and found[0] == "pooled":
-            # on PostgreSQL a call of the store runs on the loop, a request's too (on the
-            # requests' pool: ``SessionStore._pg_engine``), where the loop has its own
-            # connections; in a thread of the pool lane otherwise
-            on_loop = found[1].loop_lane()
-            if on_loop is not None:
-                return on_loop(functools.partial(fn, *args, **kwargs))
         if urgent:
             # a request's reads pass the gate, and its writes go first there
             return self.requests.submit(fn, *args, **kwargs)
+        found = store_call(fn)
         if found is None:
             return self.background.submit(fn, *args, **kwargs)
         kind, store = found

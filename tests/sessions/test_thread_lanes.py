@@ -9,11 +9,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psycopg
 import pytest
-import sqlalchemy as sa
 from dbos._dbos import _get_dbos_instance
-from sqlalchemy.engine import Connection
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import BACKGROUND_POOL
@@ -128,52 +125,39 @@ def test_what_is_a_store_call(tmp_path: Path) -> None:
         store.close()
 
 
-def test_on_postgres_the_stores_calls_run_on_the_loop_and_wait_for_connections_there(
+def test_on_postgres_the_turns_store_calls_take_one_thread_a_connection(
     postgres_url: str,
 ) -> None:
-    """No thread per call (``pg_loop.py``): each call runs on the loop's thread, and while
-    the server holds it up the loop goes on; calls beyond the pool's connections wait for
-    one on the loop, not in a thread."""
+    """More calls than the pool has connections run on as many threads as it has: the
+    rest wait in the lane's queue, not as threads asleep in the pool."""
     store = SessionStore("postgresql+psycopg://" + postgres_url.split("://", 1)[1])
-    holder = psycopg.connect(postgres_url, autocommit=True)
-    holder.execute("SELECT pg_advisory_lock(31)")
+    release = threading.Event()
+    running: set[str] = set()
 
-    def held(c: Connection) -> int:
-        # waits in the server until the test lets the lock go
-        c.execute(sa.text("SELECT pg_advisory_xact_lock_shared(31)"))
-        return threading.get_ident()
+    def hold(_c: object) -> str:
+        running.add(threading.current_thread().name)
+        release.wait(10)
+        return threading.current_thread().name
 
-    def blocked() -> int:
-        found = holder.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        ).fetchone()
-        return 0 if found is None else int(found[0])
-
-    async def scenario() -> tuple[list[int], int, int]:
-        executor = LanedExecutor(ThreadPoolExecutor(max_workers=2, thread_name_prefix="turns"))
+    async def scenario() -> set[str]:
+        executor = LanedExecutor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="turns"))
         asyncio.get_running_loop().set_default_executor(executor)
-        calls = [asyncio.create_task(asyncio.to_thread(store.run, held)) for _ in range(20)]
-        for _ in range(2000):  # the loop turns while every connection waits in the server
-            await asyncio.sleep(0.005)
-            if blocked() == BACKGROUND_POOL:
-                break
-        waiting = blocked()
-        holder.execute("SELECT pg_advisory_unlock(31)")
-        idents = await asyncio.gather(*calls)
-        threads = len(executor.pooled._threads) + len(executor.background._threads)
+        calls = [asyncio.create_task(asyncio.to_thread(store.run, hold)) for _ in range(20)]
+        while len(running) < BACKGROUND_POOL:
+            await asyncio.sleep(0.01)
+        # every connection is taken and the lane's threads with them: the rest queue
+        assert executor.pooled._work_queue.qsize() == 20 - BACKGROUND_POOL
+        release.set()
+        names = set(await asyncio.gather(*calls))
         executor.shutdown()
-        await store.close_loop()
-        return idents, waiting, threads
+        return names
 
     try:
-        idents, waiting, threads = asyncio.run(scenario())
+        names = asyncio.run(scenario())
     finally:
-        holder.close()
+        release.set()
         store.close()
-    assert set(idents) == {threading.main_thread().ident}
-    assert waiting == BACKGROUND_POOL  # the rest waited for a connection, not in the server
-    assert threads == 0
+    assert len(names) == BACKGROUND_POOL and all(n.startswith("eve-pg") for n in names)
 
 
 def test_the_writer_lane_runs_what_was_queued_before_it_shut_down() -> None:

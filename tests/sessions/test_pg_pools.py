@@ -4,17 +4,24 @@ of one statement opens no transaction, and a connection the server closed is nev
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from dbos._dbos import _get_dbos_instance
+from dbos._logger import dbos_logger
 from sqlalchemy.engine import Connection
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import PER_WORKER
 from eve.sessions.store import EventRow, SessionStore
 from eve.sessions.tables import sessions
+from tests.conftest import AppFactory
 from tests.postgres import PostgresServer
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "postgres.md"
 
@@ -120,3 +127,39 @@ def test_a_lone_batch_at_a_taken_index_writes_none_of_its_rows(postgres_url: str
         assert store.run(_status) == "INTRANS"
     finally:
         store.close()
+
+
+def test_dbos_s_pool_sends_no_ping_and_survives_a_restart_unheard(
+    make_app: AppFactory, restartable_postgres: PostgresServer
+) -> None:
+    """DBOS's own pool is made without ``pool_pre_ping`` (a ``SELECT 1`` round trip before
+    each of its transactions) and finds a closed connection by its socket, as eve's do:
+    after a restart its calls take new connections, and DBOS never meets a dead one (it
+    would say "Database connection failed" and wait a second before trying again)."""
+    heard = _Heard()
+    dbos_logger.addHandler(heard)
+    server = InProcessServer(
+        scripted_app(make_app, [say("one"), say("two")]),
+        env={"EVE_DATABASE_URL": restartable_postgres.database()},
+    ).start()
+    try:
+        session = server.create("first")
+        server.wait_for(session, count("session.waiting"))
+        pool = _get_dbos_instance()._sys_db.engine.pool
+        assert pool._pre_ping is False  # type: ignore[attr-defined]
+        restartable_postgres.restart()
+        assert server.send(session, "second").status_code == 202
+        server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()
+        dbos_logger.removeHandler(heard)
+    assert not [m for m in heard.messages if "connection failed" in m], heard.messages
+
+
+class _Heard(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())

@@ -103,6 +103,7 @@ def _count_statements(path: str) -> None:
             counts["BEGIN"] += 1
 
     _count_hand_offs(counts)
+
     def checkout(conn: Any) -> None:
         # a pool with ``pool_pre_ping`` sends ``SELECT 1`` at each checkout (no cursor event)
         if getattr(conn.engine.pool, "_pre_ping", False):

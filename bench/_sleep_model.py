@@ -102,6 +102,14 @@ def _count_statements(path: str) -> None:
         if getattr(conn.connection.dbapi_connection, "autocommit", False) is not True:
             counts["BEGIN"] += 1
 
+    _count_hand_offs(counts)
+
+    def checkout(conn: Any) -> None:
+        # a pool with ``pool_pre_ping`` sends ``SELECT 1`` at each checkout (no cursor event)
+        if getattr(conn.engine.pool, "_pre_ping", False):
+            counts["SELECT 1 (pool_pre_ping)"] += 1
+
+    sa.event.listen(sa.engine.Engine, "engine_connect", checkout)
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
     sa.event.listen(sa.engine.Engine, "commit", commit)
     sa.event.listen(sa.engine.Engine, "begin", begin)
@@ -109,9 +117,33 @@ def _count_statements(path: str) -> None:
     def dump() -> None:
         while True:
             time.sleep(0.5)
-            Path(path).write_text(json.dumps(counts.most_common()))
+            # written whole, then renamed: the benchmark reads it at any moment
+            part = Path(path + ".part")
+            part.write_text(json.dumps(counts.most_common()))
+            part.replace(path)
 
     threading.Thread(target=dump, daemon=True, name="eve-bench-sql-counts").start()
+
+
+def _count_hand_offs(counts: Any) -> None:
+    """Count the calls the worker hands to a thread (``thread_lanes.LanedExecutor``), by
+    the function called, as ``thread: <name>`` (each a hop from the loop to a thread and
+    back: the GIL changes hands twice)."""
+    import functools
+
+    from eve.sessions import thread_lanes
+
+    submit = thread_lanes.LanedExecutor.submit
+
+    def counted(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        called = fn
+        while isinstance(called, functools.partial):
+            inner = called.args[0] if called.args and callable(called.args[0]) else None
+            called = inner if inner is not None else called.func
+        counts[f"thread: {getattr(called, '__qualname__', type(called).__name__)}"] += 1
+        return submit(self, fn, *args, **kwargs)
+
+    thread_lanes.LanedExecutor.submit = counted  # type: ignore[method-assign]
 
 
 if _path := __import__("os").environ.get("EVE_BENCH_SQL_COUNTS"):

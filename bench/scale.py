@@ -345,12 +345,26 @@ def _statements_per_turn(path: Path, outcomes: list[dict[str, Any]]) -> dict[str
     """The SQL statements the server ran per finished turn (idle polling included)."""
     turns = sum(1 for o in outcomes for t in o["turns"] if "ended" in t)
     counted: list[tuple[str, int]] = json.loads(path.read_text())
+    # the calls handed to a thread are counted beside the statements (``_sleep_model.py``)
+    handed = [(name, n) for name, n in counted if name.startswith("thread: ")]
+    counted = [(name, n) for name, n in counted if not name.startswith("thread: ")]
     per_turn = {statement: round(n / max(1, turns), 2) for statement, n in counted}
     total = round(sum(n for _, n in counted) / max(1, turns), 1)
     print(f"{turns} turns, {total} statements per turn:")
     for statement, n in list(per_turn.items())[:40]:
         print(f"  {n:7.2f}  {statement}")
-    return {"turns": turns, "statements_per_turn": total, "by_statement": per_turn}
+    hops = {name: round(n / max(1, turns), 2) for name, n in handed}
+    total_hops = round(sum(n for _, n in handed) / max(1, turns), 1)
+    print(f"{total_hops} calls handed to a thread per turn:")
+    for name, n in list(hops.items())[:20]:
+        print(f"  {n:7.2f}  {name}")
+    return {
+        "turns": turns,
+        "statements_per_turn": total,
+        "by_statement": per_turn,
+        "thread_calls_per_turn": total_hops,
+        "by_thread_call": hops,
+    }
 
 
 def _client_result(proc: subprocess.Popen[str], path: Path) -> dict[str, Any]:

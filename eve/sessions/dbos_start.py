@@ -43,6 +43,8 @@ from dbos._outcome import DeferredResult, Pending
 from dbos._registrations import DBOSFuncInfo, DBOSFuncType, get_config_name, get_dbos_class_name
 from dbos._sys_db import SystemDatabase, WorkflowStatuses, WorkflowStatusInternal, db_retry
 
+from eve.sessions.pg_pools import checked_without_ping
+
 _DBOS_CLASS_NAME = get_dbos_class_name
 _DBOS_CONFIG_NAME = get_config_name
 _DBOS_INIT = SystemDatabase.init_workflow
@@ -54,6 +56,22 @@ if TYPE_CHECKING:
 _RETURNED = ("status", "name", "class_name", "config_name", "queue_name", "creator_xid")
 #: the columns that must match, as DBOS's error names them
 _CHECKED = {"name": "function name", "class_name": "class name", "config_name": "config name"}
+
+
+#: DBOS's engine on PostgreSQL, with no ``SELECT 1`` before each of its transactions (a round
+#: trip, and on a worker under load a thread's hand-off of the interpreter's lock):
+#: ``checked_without_ping`` finds a closed connection by its socket instead
+DBOS_ENGINE_KWARGS: dict[str, Any] = {"pool_pre_ping": False}
+
+
+def without_pings(dbos: DBOS) -> None:
+    """After launch: DBOS's pool, made with ``DBOS_ENGINE_KWARGS``, replaces a connection the
+    server closed (a restart) as it is taken, as eve's do (``pg_pools.py``). A statement
+    that meets one closed meanwhile fails as it would have after a ping, and DBOS's own
+    retry (``db_retry``) runs it again on a fresh one. (DBOS's engine, pinned by ``dbos<4``.)"""
+    engine = dbos._sys_db.engine
+    if engine.dialect.name == "postgresql":
+        checked_without_ping(engine)
 
 
 def prepare_workflow_starts() -> None:

@@ -55,7 +55,7 @@ from eve.execution.recording import Produce, RecordKind
 from eve.sessions.checkpoint import STEP_RECORD_VERSION, StepCheckpoint
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import storage_failure
-from eve.sessions.step_records import add_record
+from eve.sessions.step_records import NewRecord
 from eve.sessions.store import TurnProgress
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper
@@ -117,7 +117,7 @@ class DurableRecorder:
         workflow_id = DBOS.workflow_id or ""
         # in the transaction of the step's events (or one after it), not one of its own,
         # and not waited for here (the module docstring)
-        done = self.events.defer(lambda c: add_record(c, workflow_id, key, made))
+        done = self.events.defer(NewRecord(workflow_id=workflow_id, key=key, record=made))
         done.add_done_callback(functools.partial(_kept, progress, workflow_id, key, made))
         progress.records[key] = made
         return made, True

@@ -35,7 +35,7 @@ from eve.sessions.dbos_data import (
     summarise_repeats,
 )
 from eve.sessions.dbos_sqlite import prepare_sqlite_writes
-from eve.sessions.dbos_start import prepare_workflow_starts
+from eve.sessions.dbos_start import DBOS_ENGINE_KWARGS, prepare_workflow_starts, without_pings
 from eve.sessions.idle_timer import is_idle_timer
 from eve.sessions.pg_pools import DBOS_POOL
 from eve.sessions.queue_pickup import QueuePickup
@@ -109,6 +109,7 @@ def dbos_config(settings: SessionSettings) -> DBOSConfig:
     }
     if settings.is_postgres:
         config["sys_db_pool_size"] = DBOS_POOL  # pg_pools.py says why it is small
+        config["db_engine_kwargs"] = dict(DBOS_ENGINE_KWARGS)  # dbos_start.without_pings
     else:
         # DBOS's own SQLite engine keeps a rollback journal synced at every commit; in WAL
         # mode a durable step costs less than half as much (bench/README.md)
@@ -204,6 +205,7 @@ class DurableEngine:
         # than on a background loop of its own: cancellation and the event log's wakeups
         # then stay on one loop
         DBOS.launch()
+        without_pings(_get_dbos_instance())
         lane_requests()
         await register_turn_queue()
         queue = await DBOS.retrieve_queue_async(TURN_QUEUE)

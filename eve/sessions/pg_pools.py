@@ -75,6 +75,12 @@ def _refuse_closed(driver: Any, _record: Any, _proxy: Any) -> None:
     nothing to read unless the server ended it (its last words, then end of file), so one
     ``poll`` of the socket, with no wait, tells; a connection left in autocommit mode
     (``each_commits`` could not undo it) is not handed out either."""
+    _refuse_if_closed(driver)
+    if driver.autocommit:
+        raise DisconnectionError("a connection left in autocommit mode")
+
+
+def _refuse_if_closed(driver: Any, *_: Any) -> None:
     try:
         waiting = select.poll()
         waiting.register(driver.pgconn.socket, select.POLLIN)
@@ -85,8 +91,14 @@ def _refuse_closed(driver: Any, _record: Any, _proxy: Any) -> None:
         # after a restart every connection opened before now is gone too: each is replaced
         # as it is taken (a killed backend costs its siblings a reconnect)
         raise InvalidatePoolError("the server closed the connection")
-    if driver.autocommit:
-        raise DisconnectionError("a connection left in autocommit mode")
+
+
+def checked_without_ping(engine: Engine) -> None:
+    """Have ``engine``'s pool (DBOS's, made with ``pool_pre_ping`` off) replace a connection
+    the server closed as ``_refuse_closed`` does, without a round trip. DBOS's connections'
+    modes are DBOS's own: only a closed one is refused."""
+    if not sa.event.contains(engine, "checkout", _refuse_if_closed):
+        sa.event.listen(engine, "checkout", _refuse_if_closed)
 
 
 @contextmanager

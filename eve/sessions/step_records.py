@@ -8,6 +8,7 @@ writes its step's events (``DurableRecorder``, through ``SessionWriter.durable``
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -46,6 +47,25 @@ def add_record(c: Connection, workflow_id: str, key: str, record: str) -> str:
     added = c.execute(_NEW_RECORD[c.dialect.name], {**row, "recorded_at": time.time()})
     if added.rowcount == 1:
         return record
+    return stored_record(c, workflow_id, key)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewRecord:
+    """``add_record`` of one step, as data: a writer runs it with the step's events
+    (``SessionWriter.attach``), and on PostgreSQL the store sends both as one statement
+    (``pg_appends.py``)."""
+
+    workflow_id: str
+    key: str
+    record: str
+
+    def __call__(self, c: Connection) -> str:
+        return add_record(c, self.workflow_id, self.key, self.record)
+
+
+def stored_record(c: Connection, workflow_id: str, key: str) -> str:
+    """The record of ``workflow_id``'s step ``key``, which is there."""
     stored: str = c.execute(_RECORD, {"b_workflow": workflow_id, "b_key": key}).one()[0]
     return stored
 

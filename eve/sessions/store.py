@@ -26,6 +26,7 @@ from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.group_commit import joined
+from eve.sessions.pg_appends import append_with_record, lone_record
 from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.pg_pools import background_engine, each_commits, request_engine
 from eve.sessions.sqlite import sqlite_engine
@@ -631,26 +632,32 @@ class SessionStore:
         On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
         its new highest index once the rows are committed, never for a rolled-back write,
         outside this transaction (``pg_notifier.py`` says why)."""
-        # the rows alone are one statement (``pg_pools._engine``): no transaction around it
-        alone = not also and len(rows) <= self.engine.dialect.insertmanyvalues_page_size
-        with self._single() if alone else self._tx() as c:
-            if rows:
-                c.execute(
-                    _NEW_EVENTS,
-                    [
-                        {
-                            "session_id": session_id,
-                            "idx": first_index + offset,
-                            "workflow_id": row.workflow_id,
-                            "body_seq": row.body_seq,
-                            "step_key": row.step_key,
-                            "attempt": row.attempt,
-                            "payload": row.payload,
-                        }
-                        for offset, row in enumerate(rows)
-                    ],
-                )
-            done = [work(c) for work in also]
+        # on PostgreSQL the rows with a step's record are one statement (``pg_appends.py``)
+        record = lone_record(also) if self.gate is None and rows else None
+        if record is not None:
+            with self._single() as c:
+                done: list[Any] = [append_with_record(c, session_id, first_index, rows, record)]
+        else:
+            # the rows alone are one statement (``pg_pools._engine``): no transaction around it
+            alone = not also and len(rows) <= self.engine.dialect.insertmanyvalues_page_size
+            with self._single() if alone else self._tx() as c:
+                if rows:
+                    c.execute(
+                        _NEW_EVENTS,
+                        [
+                            {
+                                "session_id": session_id,
+                                "idx": first_index + offset,
+                                "workflow_id": row.workflow_id,
+                                "body_seq": row.body_seq,
+                                "step_key": row.step_key,
+                                "attempt": row.attempt,
+                                "payload": row.payload,
+                            }
+                            for offset, row in enumerate(rows)
+                        ],
+                    )
+                done = [work(c) for work in also]
         if rows and self.notifier is not None:
             self.notifier.committed(session_id, first_index + len(rows) - 1)
         return done

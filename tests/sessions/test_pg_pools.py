@@ -8,13 +8,18 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Connection
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import PER_WORKER
 from eve.sessions.store import EventRow, SessionStore
 from eve.sessions.tables import sessions
+from tests.conftest import AppFactory
 from tests.postgres import PostgresServer
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "postgres.md"
 
@@ -120,3 +125,31 @@ def test_a_lone_batch_at_a_taken_index_writes_none_of_its_rows(postgres_url: str
         assert store.run(_status) == "INTRANS"
     finally:
         store.close()
+
+
+def test_dbos_s_pool_sends_no_ping_and_replaces_what_a_restart_closed(
+    make_app: AppFactory, restartable_postgres: PostgresServer
+) -> None:
+    """DBOS's own pool is made without ``pool_pre_ping`` (a ``SELECT 1`` round trip before
+    each of its transactions) and finds a closed connection by its socket, as eve's do: the
+    first connection taken after a restart is a new one, where a kept one would fail its
+    first statement (DBOS would log "Database connection failed" and wait a second). A
+    transaction under way as the server stops fails either way; DBOS runs it again."""
+    server = InProcessServer(
+        scripted_app(make_app, [say("one"), say("two")]),
+        env={"EVE_DATABASE_URL": restartable_postgres.database()},
+    ).start()
+    try:
+        session = server.create("first")
+        server.wait_for(session, count("session.waiting"))
+        engine = _get_dbos_instance()._sys_db.engine
+        assert engine.pool._pre_ping is False  # type: ignore[attr-defined]
+        with engine.connect() as c:  # one kept in the pool, at least
+            c.execute(sa.text("SELECT 1"))
+        restartable_postgres.restart()
+        with engine.connect() as c:
+            assert c.execute(sa.text("SELECT 1")).scalar() == 1
+        assert server.send(session, "second").status_code == 202
+        server.wait_for(session, count("session.waiting", 2))
+    finally:
+        server.stop()

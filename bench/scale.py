@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -90,6 +90,9 @@ class Plan:
     #: count the servers' SQL statements (``_sleep_model._count_statements``): a run of its
     #: own, since counting costs CPU
     sql_counts: bool = False
+    #: settings for the servers (``--server-env``): the servers get no ``EVE_`` variable of
+    #: the bench's own environment, so a setting under trial is named here and recorded
+    server_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def turn_seconds(self) -> float:
@@ -183,8 +186,9 @@ def _postgres(hosts: Hosts | None) -> Iterator[PostgresServer]:
 def _servers(
     config: Config, plan: Plan, root: Path, db: Database, hosts: Hosts | None
 ) -> list[ServeProcess]:
+    counts = {"EVE_BENCH_SQL_COUNTS": str(root / "sql-counts.json")} if plan.sql_counts else {}
     common: dict[str, Any] = {
-        "env": {"EVE_BENCH_SQL_COUNTS": str(root / "sql-counts.json")} if plan.sql_counts else {},
+        "env": plan.server_env | counts,
         "app_root": root, "site": root / "site", "workers": config.workers,
         "model": model_id(plan.step_seconds, plan.steps),
         # every client's model call holds a compute permit while it waits: none may queue
@@ -531,6 +535,8 @@ def markdown(report: dict[str, Any]) -> str:
 def _profile_lines(row: dict[str, Any]) -> list[str]:
     profile = row.get("profile") or {}
     extra = [f"turns by worker: {row['turns_by_worker']}"] if "turns_by_worker" in row else []
+    if row.get("server_env"):
+        extra.insert(0, f"server settings: {row['server_env']}")
     if "cpu_ms_per_turn_by_host" in row:
         extra.append(f"CPU ms per turn by host: {row['cpu_ms_per_turn_by_host']}")
     if "cpu_ms_per_turn_by_worker" in row:
@@ -592,8 +598,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def run(*, quick: bool = False, only: Sequence[str] = ()) -> dict[str, Any]:
-    plan = plan_for(quick)
+def run(
+    *, quick: bool = False, only: Sequence[str] = (), server_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    plan = replace(plan_for(quick), server_env=server_env or {})
     configs = [c for c in plan.configs if not only or c.name in only]
     results: dict[str, Any] = {} if quick else _load_previous()
     skipped: dict[str, str] = {}
@@ -601,7 +609,9 @@ def run(*, quick: bool = False, only: Sequence[str] = ()) -> dict[str, Any]:
         print(f"-- {config.name}", flush=True)
         # configurations may come from separate runs: each says when, and how busy the
         # machine was as it started
-        when = {"ran_at": _now(), "load_1m_at_start": round(os.getloadavg()[0], 1)}
+        when: dict[str, Any] = {"ran_at": _now(), "load_1m_at_start": round(os.getloadavg()[0], 1)}
+        if plan.server_env:
+            when["server_env"] = plan.server_env
         try:
             results[config.name] = run_config(config, plan) | when
         except (PostgresUnavailable, NamespacesUnavailable) as error:
@@ -631,14 +641,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="instead: count the SQL statements per turn (SQLite unless named, 20 clients; "
         "writes nothing)",
     )  # fmt: skip
+    parser.add_argument(
+        "--server-env", action="append", default=[], metavar="NAME=VALUE",
+        help="a setting for the servers, e.g. EVE_REQUEST_SLICE_MS=2 (repeatable; recorded)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    server_env = dict(_setting(text, parser) for text in args.server_env)
     if args.sql_counts:
         run_config(
             Config(backend=args.sql_counts, clients=20),
-            replace(plan_for(True), sql_counts=True, window_seconds=5.0),
+            replace(plan_for(True), sql_counts=True, window_seconds=5.0, server_env=server_env),
         )
         return
-    run(quick=args.quick, only=args.config)
+    run(quick=args.quick, only=args.config, server_env=server_env)
+
+
+def _setting(text: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.startswith("EVE_"):
+        parser.error(f"--server-env {text!r}: expected EVE_NAME=VALUE")
+    return name, value
 
 
 if __name__ == "__main__":

@@ -82,8 +82,11 @@ def test_the_auth_check_bench_passes_every_variant() -> None:
 def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
     from bench import scale
 
-    report = scale.run(quick=True)
+    # a setting under trial reaches the servers (2 ms slices: their loops serve requests
+    # first) and is recorded with the row
+    report = scale.run(quick=True, server_env={"EVE_REQUEST_SLICE_MS": "2"})
     row = report["configs"]["sqlite-2w-4"]
+    assert row["server_env"] == {"EVE_REQUEST_SLICE_MS": "2"}
     # the clients' turns ended in the window, and the server's tree was measured
     assert row["turns_in_window"] > 0 and row["turns_failed"] == 0
     assert row["server_cpu_ms_per_turn"] > 0 and row["rss_mb"] > 0
@@ -91,6 +94,17 @@ def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
     # each worker's process measured, and the window's turns found with their workers
     assert set(row["cpu_ms_per_turn_by_worker"]) == {"bench-0", "bench-1"}
     assert sum(row["turns_by_worker"].values()) > 0
+
+
+def test_the_scale_bench_refuses_a_server_setting_it_cannot_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench import scale
+
+    with pytest.raises(SystemExit) as exited:
+        scale.main(["--server-env", "REQUEST_SLICE_MS=2"])
+    assert exited.value.code == 2
+    assert "expected EVE_NAME=VALUE" in capsys.readouterr().err
 
 
 def test_the_sandbox_call_bench_times_each_case() -> None:

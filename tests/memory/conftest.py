@@ -3,9 +3,11 @@ pgserver's PostgreSQL 16 with pgvector; one fresh database per test on either.""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy.engine import Engine
 
 from tests.postgres import (
     REQUIRE_ENV,
@@ -16,7 +18,7 @@ from tests.postgres import (
 )
 from tests.sessions.conftest import postgres_server, postgres_url, started_from
 
-__all__ = ["pgvector_server", "pgvector_url", "postgres_server", "postgres_url"]
+__all__ = ["login_role", "pgvector_server", "pgvector_url", "postgres_server", "postgres_url"]
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +49,14 @@ def pgvector_url(pgvector_server: PostgresServer) -> Iterator[str]:
     url = pgvector_server.database()
     yield url
     pgvector_server.drop(url)
+
+
+def login_role(admin: Engine, url: str, *grants: str) -> str:
+    """A new login role with ``grants`` (SQL, ``{role}`` for its name); the URL of
+    ``url``'s database as it."""
+    role = f"eve_app_{secrets.token_hex(4)}"
+    with admin.begin() as c:
+        c.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
+        for grant in grants:
+            c.exec_driver_sql(grant.format(role=role))
+    return url.replace("postgresql://postgres@", f"postgresql+psycopg://{role}@")

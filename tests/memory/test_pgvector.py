@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import secrets
 import threading
 from collections.abc import Iterator
 
@@ -22,6 +21,7 @@ from eve.memory.records import MemoryFilter, MemoryKey, NewEntry, SlotKey, Write
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 from eve.memory.vectors import scope_key
+from tests.memory.conftest import login_role
 
 # looked up, not imported: every test worker imports this module as it collects, and only
 # those that run its tests need the package
@@ -238,23 +238,12 @@ def test_without_pgvector_vectors_are_blobs_ranked_in_process(
         store.close()
 
 
-def _role(admin: Engine, url: str, *grants: str) -> str:
-    """A new login role with ``grants`` (SQL, ``{role}`` for its name); the URL of
-    ``url``'s database as it."""
-    role = f"eve_app_{secrets.token_hex(4)}"
-    with admin.begin() as c:
-        c.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
-        for grant in grants:
-            c.exec_driver_sql(grant.format(role=role))
-    return url.replace("postgresql://postgres@", f"postgresql+psycopg://{role}@")
-
-
 def test_a_role_that_may_not_create_the_extension_ranks_in_process_until_it_exists(
     pgvector_url: str, logged: pytest.LogCaptureFixture
 ) -> None:
     admin = memory_engine(_psycopg(pgvector_url))
     # PostgreSQL 15+: only the database owner may create in schema public by default
-    as_role = _role(admin, pgvector_url, "GRANT CREATE ON SCHEMA public TO {role}")
+    as_role = login_role(admin, pgvector_url, "GRANT CREATE ON SCHEMA public TO {role}")
     role = as_role.split("://", 1)[1].split("@", 1)[0]
     store = DatabaseMemory(memory_engine(as_role))
     try:
@@ -286,7 +275,7 @@ def test_a_role_that_may_not_create_the_vector_table_ranks_in_process(
     create_memory_tables(admin)
     with admin.begin() as c:
         c.exec_driver_sql("CREATE EXTENSION vector")
-    as_role = _role(
+    as_role = login_role(
         admin, pgvector_url, "GRANT SELECT, INSERT, UPDATE, DELETE ON eve_memories TO {role}"
     )
     store = DatabaseMemory(memory_engine(as_role))

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from bench.memory_search import EARLIER_KEYWORD_SCHEMA
 from eve.auth.principal import PrincipalRef
 from eve.errors import MemoryUnavailable
 from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
@@ -27,11 +28,6 @@ ALICE_KEY, BOB_KEY = (
     MemoryKey(slot=SLOT, owner="user:alice"),
     MemoryKey(slot=SLOT, owner="user:bob"),
 )
-# the schema eve made before the stored column (the column's index goes with it)
-_EARLIER_EVE = [
-    f"ALTER TABLE eve_memories DROP COLUMN {SEARCH_COLUMN}",
-    "CREATE INDEX eve_memories_text ON eve_memories USING GIN (to_tsvector('english', text))",
-]
 
 
 def _psycopg(url: str) -> str:
@@ -167,7 +163,7 @@ def test_a_table_an_earlier_eve_made_upgrades_in_place_with_workers_at_once(
         first = engines[0]
         create_memory_tables(first)
         with first.begin() as c:
-            for statement in _EARLIER_EVE:
+            for statement in EARLIER_KEYWORD_SCHEMA:
                 c.exec_driver_sql(statement)
             c.execute(sa.insert(memories), [_row("old1", "Alice's espresso is a double")])
             c.execute(sa.insert(memories), [_row("old2", "Bob's espresso", owner="user:bob")])
@@ -208,7 +204,7 @@ def test_a_role_granted_only_the_rows_opens_an_upgraded_table_but_cannot_upgrade
     admin = memory_engine(_psycopg(postgres_url))
     create_memory_tables(admin)
     with admin.begin() as c:
-        for statement in _EARLIER_EVE:
+        for statement in EARLIER_KEYWORD_SCHEMA:
             c.exec_driver_sql(statement)
     rows = "GRANT SELECT, INSERT, UPDATE, DELETE ON eve_memories TO {role}"
     as_role = memory_engine(login_role(admin, postgres_url, rows))

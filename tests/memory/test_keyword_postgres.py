@@ -5,9 +5,7 @@ expression, no column) upgrades in place, also when several workers open it at o
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,16 +15,17 @@ from sqlalchemy.engine import Engine
 from bench.memory_search import EARLIER_KEYWORD_SCHEMA
 from eve.auth.principal import PrincipalRef
 from eve.errors import MemoryUnavailable
-from eve.memory.records import MemoryKey, NewEntry, SlotKey, Writer
+from eve.memory.records import NewEntry, Writer
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import SEARCH_COLUMN, create_memory_tables, memories
-from tests.memory.conftest import login_role
-
-SLOT = SlotKey(namespace="shop", node_id="__root__", slot="notes", scope="principal")
-ALICE, BOB = PrincipalRef(id="alice", kind="user"), PrincipalRef(id="bob", kind="user")
-ALICE_KEY, BOB_KEY = (
-    MemoryKey(slot=SLOT, owner="user:alice"),
-    MemoryKey(slot=SLOT, owner="user:bob"),
+from tests.memory.conftest import (
+    ALICE,
+    ALICE_KEY,
+    BOB,
+    BOB_KEY,
+    at_once,
+    entry_row,
+    login_role,
 )
 
 
@@ -39,25 +38,6 @@ def engine(postgres_url: str) -> Iterator[Engine]:
     opened = memory_engine(_psycopg(postgres_url))
     yield opened
     opened.dispose()
-
-
-def _row(id: str, text: str, owner: str = "user:alice") -> dict[str, Any]:
-    kind, principal = owner.split(":")
-    return {
-        "id": id,
-        "namespace": SLOT.namespace,
-        "node_id": SLOT.node_id,
-        "slot": SLOT.slot,
-        "scope": SLOT.scope,
-        "owner": owner,
-        "principal_kind": kind,
-        "principal_id": principal,
-        "session_id": "s1",
-        "text": text,
-        "metadata": "{}",
-        "created_at": time.time(),
-        "updated_at": time.time(),
-    }
 
 
 def _indexes(engine: Engine) -> set[str]:
@@ -78,8 +58,11 @@ def test_a_search_reads_the_gin_index_of_the_stored_vectors(engine: Engine) -> N
     create_memory_tables(engine)
     # a scope of many entries, few of which hold the word asked for: reading the scope's
     # rows and testing each would be the slow plan the stored column's index replaces
-    rows = [_row(f"a{n:04d}", f"Alice asked about the lamp, number {n}") for n in range(2000)]
-    rows += [_row("kettle1", "Alice's kettle whistles"), _row("kettle2", "a kettle for Alice")]
+    rows = [entry_row(f"a{n:04d}", f"Alice asked about the lamp, number {n}") for n in range(2000)]
+    rows += [
+        entry_row("kettle1", "Alice's kettle whistles"),
+        entry_row("kettle2", "a kettle for Alice"),
+    ]
     with engine.begin() as c:
         c.execute(sa.insert(memories), rows)
         c.exec_driver_sql("ANALYZE eve_memories")
@@ -136,26 +119,7 @@ def _writer(who: PrincipalRef) -> Writer:
     return Writer(principal=who, session_id=f"ses_{who.id}")
 
 
-def _at_once(engines: list[Engine], work: Callable[[Engine], None]) -> list[BaseException]:
-    together = threading.Barrier(len(engines))
-    failed: list[BaseException] = []
-
-    def run(engine: Engine) -> None:
-        together.wait()
-        try:
-            work(engine)
-        except BaseException as error:
-            failed.append(error)
-
-    workers = [threading.Thread(target=run, args=(e,)) for e in engines]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    return failed
-
-
-def test_a_table_an_earlier_eve_made_upgrades_in_place_with_workers_at_once(
+def test_a_table_an_earlier_eve_made_upgrades_in_place_with_workersat_once(
     postgres_url: str,
 ) -> None:
     engines = [memory_engine(_psycopg(postgres_url)) for _ in range(4)]
@@ -165,8 +129,8 @@ def test_a_table_an_earlier_eve_made_upgrades_in_place_with_workers_at_once(
         with first.begin() as c:
             for statement in EARLIER_KEYWORD_SCHEMA:
                 c.exec_driver_sql(statement)
-            c.execute(sa.insert(memories), [_row("old1", "Alice's espresso is a double")])
-            c.execute(sa.insert(memories), [_row("old2", "Bob's espresso", owner="user:bob")])
+            c.execute(sa.insert(memories), [entry_row("old1", "Alice's espresso is a double")])
+            c.execute(sa.insert(memories), [entry_row("old2", "Bob's espresso", owner="user:bob")])
         assert SEARCH_COLUMN not in _columns(first)
 
         # each worker's first call upgrades; none fails for another doing it at the same time
@@ -175,7 +139,7 @@ def test_a_table_an_earlier_eve_made_upgrades_in_place_with_workers_at_once(
             hits = store.search(ALICE_KEY, "espresso", limit=5)
             assert [h.record.id for h in hits] == ["old1"]
 
-        assert _at_once(engines, search) == []
+        assert at_once(engines, search) == []
         assert SEARCH_COLUMN in _columns(first)
         indexes = _indexes(first)
         assert "eve_memories_words" in indexes and "eve_memories_text" not in indexes
@@ -191,7 +155,7 @@ def test_a_table_an_earlier_eve_made_upgrades_in_place_with_workers_at_once(
 def test_workers_creating_a_fresh_table_at_once_all_succeed(postgres_url: str) -> None:
     engines = [memory_engine(_psycopg(postgres_url)) for _ in range(4)]
     try:
-        assert _at_once(engines, create_memory_tables) == []
+        assert at_once(engines, create_memory_tables) == []
         assert "eve_memories_words" in _indexes(engines[0])
     finally:
         for engine in engines:

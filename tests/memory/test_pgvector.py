@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -21,7 +20,7 @@ from eve.memory.records import MemoryFilter, MemoryKey, NewEntry, SlotKey, Write
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 from eve.memory.vectors import scope_key
-from tests.memory.conftest import login_role
+from tests.memory.conftest import at_once, entry_row, login_role
 
 # looked up, not imported: every test worker imports this module as it collects, and only
 # those that run its tests need the package
@@ -88,19 +87,7 @@ def _extension_installed(engine: Engine) -> bool:
 def _old_row(id: str, text: str, owner: str = "user:alice") -> dict[str, object]:
     """An entry as an eve before pgvector saved it: its vector a blob beside the text."""
     return {
-        "id": id,
-        "namespace": SLOT.namespace,
-        "node_id": SLOT.node_id,
-        "slot": SLOT.slot,
-        "scope": SLOT.scope,
-        "owner": owner,
-        "principal_kind": "user",
-        "principal_id": owner.split(":")[1],
-        "session_id": "s0",
-        "text": text,
-        "metadata": "{}",
-        "created_at": 1.0,
-        "updated_at": 1.0,
+        **entry_row(id, text, owner),
         "embedding": embedding.to_bytes(embedding.embed([text])[0]),
     }
 
@@ -172,24 +159,11 @@ def test_workers_preparing_at_once_all_use_pgvector(pgvector_url: str) -> None:
     # but one of four workers starting together fail on pg_extension's unique index
     engines = [memory_engine(_psycopg(pgvector_url)) for _ in range(4)]
     create_memory_tables(engines[0])
-    together = threading.Barrier(len(engines))
-    found: list[pgvector.Support | BaseException] = []
-
-    def prepare(engine: Engine) -> None:
-        together.wait()
-        try:
-            found.append(pgvector.prepare(engine))
-        except BaseException as error:
-            found.append(error)
-
-    workers = [threading.Thread(target=prepare, args=(e,)) for e in engines]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    found: list[pgvector.Support] = []
+    failed = at_once(engines, lambda engine: found.append(pgvector.prepare(engine)))
     for engine in engines:
         engine.dispose()
-    assert found == [pgvector.Support.READY] * len(engines)
+    assert failed == [] and found == [pgvector.Support.READY] * len(engines)
 
 
 def test_blob_vectors_of_an_earlier_eve_move_into_pgvector(pgvector_url: str) -> None:

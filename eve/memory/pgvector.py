@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.memory.embedding import DIMENSIONS, matrix
 from eve.memory.records import MemoryKey, scope_of
+from eve.memory.tables import INSUFFICIENT_PRIVILEGE, idempotent
 from eve.memory.vectors import scope_key
 
 log = logging.getLogger("eve.memory")
@@ -42,8 +43,6 @@ log = logging.getLogger("eve.memory")
 TABLE = "eve_memories_vec"
 #: blobs moved per transaction when a store prepares
 BATCH = 500
-#: PostgreSQL's SQLSTATE for "permission denied"
-_INSUFFICIENT_PRIVILEGE = "42501"
 
 _CREATE = [
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
@@ -124,7 +123,7 @@ def prepare(engine: Engine) -> Support:
     try:
         _create(engine, extension=not installed)
     except sa.exc.ProgrammingError as error:
-        if getattr(error.orig, "sqlstate", None) != _INSUFFICIENT_PRIVILEGE:
+        if getattr(error.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
             raise
         if installed:
             _log_once(Support.NO_TABLE, _no_table_message(role, database))
@@ -136,28 +135,13 @@ def prepare(engine: Engine) -> Support:
     if upgraded is None:
         # the first time only: a walk of every entry (185 ms at 100,000 when none is left)
         adopt_all(engine)
-        _idempotent(engine, [_BLOB_INDEX])
+        idempotent(engine, [_BLOB_INDEX])
     return Support.READY
 
 
 def _create(engine: Engine, *, extension: bool) -> None:
     statements = ["CREATE EXTENSION IF NOT EXISTS vector"] if extension else []
-    _idempotent(engine, [*statements, *_CREATE])
-
-
-def _idempotent(engine: Engine, statements: list[str]) -> None:
-    """Run ``CREATE ... IF NOT EXISTS`` statements in one transaction."""
-    for attempt in (1, 2):
-        try:
-            with engine.begin() as c:
-                for statement in statements:
-                    c.exec_driver_sql(statement)
-            return
-        except sa.exc.IntegrityError:
-            # another worker created the same objects at the same moment (IF NOT EXISTS does
-            # not serialize catalog inserts): once it committed, a second try finds them all
-            if attempt == 2:
-                raise
+    idempotent(engine, [*statements, *_CREATE])
 
 
 def installed(c: Connection) -> bool:

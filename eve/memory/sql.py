@@ -1,11 +1,12 @@
 """The default memory provider: entries in the session database (``tables.py``).
 
 Keyword search ranks with the engine's full-text index (FTS5 ``bm25`` on SQLite, ``ts_rank``
-on PostgreSQL) over an OR of the query's words. Semantic search on SQLite is a KNN query on
-sqlite-vec's ``vec0`` table (``vectors.py``); on PostgreSQL an exact query by pgvector's
-``<=>`` over the scope's rows (``pgvector.py``), or, on a server without pgvector or where
-eve's role may not create it, blobs beside the text ranked by cosine in process
-(``embedding.nearest``). bench/memory_search.py measures all three.
+of the stored ``text_search`` vector on PostgreSQL) over an OR of the query's words.
+Semantic search on SQLite is a KNN query on sqlite-vec's ``vec0`` table (``vectors.py``); on
+PostgreSQL an exact query by pgvector's ``<=>`` over the scope's rows (``pgvector.py``), or,
+on a server without pgvector or where eve's role may not create it, blobs beside the text
+ranked by cosine in process (``embedding.nearest``). bench/memory_search.py measures all
+three.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from eve.memory.records import (
     principal_ref,
     scope_of,
 )
-from eve.memory.tables import create_memory_tables, memories
+from eve.memory.tables import SEARCH_CONFIG, create_memory_tables, memories, search_words
 
 T = TypeVar("T")
 #: scopes whose vectors stay in memory between searches (each 1 KB per entry)
@@ -141,12 +142,8 @@ class DatabaseMemory:
         with self._lock:
             if self._ready:
                 return
-            try:
-                create_memory_tables(self.engine)
-            except sa.exc.DBAPIError:
-                # another worker created them at the same moment: theirs will do
-                if not sa.inspect(self.engine).has_table(memories.name):
-                    raise
+            # safe beside other workers doing the same at the same moment
+            create_memory_tables(self.engine)
             self._ready = True
 
     def _vectors_engine(self) -> Engine:
@@ -252,8 +249,10 @@ class DatabaseMemory:
         if not words:
             return []
         if self.postgres:
-            document = sa.func.to_tsvector("english", memories.c.text)
-            wanted = sa.func.to_tsquery("english", tsquery(words))
+            # the stored vector (``tables.py``): read from the GIN index and the row, where
+            # to_tsvector(text) here would parse the text of every match again to rank it
+            document = search_words()
+            wanted = sa.func.to_tsquery(SEARCH_CONFIG, tsquery(words))
             rank = sa.func.ts_rank(document, wanted).label("score")
             statement = (
                 sa.select(*_COLUMNS, rank)

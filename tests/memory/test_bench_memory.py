@@ -46,5 +46,6 @@ def test_the_postgres_measures_use_pgvector_and_the_in_process_ranking(
     report = memory_search.measure_latency_postgres(servers, (200,), 2)
     row = report["200"]
     assert row[memory_search.PGVECTOR]["upgrade_s"] > 0
+    assert all(row[label]["keyword_upgrade_s"] > 0 for label in servers)
     assert row[memory_search.PGVECTOR]["keyword"]["median_ms"] > 0
     assert all(row[label]["semantic"]["median_ms"] > 0 for label in servers)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import secrets
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -22,6 +20,7 @@ from eve.memory.records import MemoryFilter, MemoryKey, NewEntry, SlotKey, Write
 from eve.memory.sql import DatabaseMemory, memory_engine
 from eve.memory.tables import create_memory_tables, memories
 from eve.memory.vectors import scope_key
+from tests.memory.conftest import at_once, entry_row, login_role
 
 # looked up, not imported: every test worker imports this module as it collects, and only
 # those that run its tests need the package
@@ -88,19 +87,7 @@ def _extension_installed(engine: Engine) -> bool:
 def _old_row(id: str, text: str, owner: str = "user:alice") -> dict[str, object]:
     """An entry as an eve before pgvector saved it: its vector a blob beside the text."""
     return {
-        "id": id,
-        "namespace": SLOT.namespace,
-        "node_id": SLOT.node_id,
-        "slot": SLOT.slot,
-        "scope": SLOT.scope,
-        "owner": owner,
-        "principal_kind": "user",
-        "principal_id": owner.split(":")[1],
-        "session_id": "s0",
-        "text": text,
-        "metadata": "{}",
-        "created_at": 1.0,
-        "updated_at": 1.0,
+        **entry_row(id, text, owner),
         "embedding": embedding.to_bytes(embedding.embed([text])[0]),
     }
 
@@ -172,24 +159,11 @@ def test_workers_preparing_at_once_all_use_pgvector(pgvector_url: str) -> None:
     # but one of four workers starting together fail on pg_extension's unique index
     engines = [memory_engine(_psycopg(pgvector_url)) for _ in range(4)]
     create_memory_tables(engines[0])
-    together = threading.Barrier(len(engines))
-    found: list[pgvector.Support | BaseException] = []
-
-    def prepare(engine: Engine) -> None:
-        together.wait()
-        try:
-            found.append(pgvector.prepare(engine))
-        except BaseException as error:
-            found.append(error)
-
-    workers = [threading.Thread(target=prepare, args=(e,)) for e in engines]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    found: list[pgvector.Support] = []
+    failed = at_once(engines, lambda engine: found.append(pgvector.prepare(engine)))
     for engine in engines:
         engine.dispose()
-    assert found == [pgvector.Support.READY] * len(engines)
+    assert failed == [] and found == [pgvector.Support.READY] * len(engines)
 
 
 def test_blob_vectors_of_an_earlier_eve_move_into_pgvector(pgvector_url: str) -> None:
@@ -238,23 +212,12 @@ def test_without_pgvector_vectors_are_blobs_ranked_in_process(
         store.close()
 
 
-def _role(admin: Engine, url: str, *grants: str) -> str:
-    """A new login role with ``grants`` (SQL, ``{role}`` for its name); the URL of
-    ``url``'s database as it."""
-    role = f"eve_app_{secrets.token_hex(4)}"
-    with admin.begin() as c:
-        c.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
-        for grant in grants:
-            c.exec_driver_sql(grant.format(role=role))
-    return url.replace("postgresql://postgres@", f"postgresql+psycopg://{role}@")
-
-
 def test_a_role_that_may_not_create_the_extension_ranks_in_process_until_it_exists(
     pgvector_url: str, logged: pytest.LogCaptureFixture
 ) -> None:
     admin = memory_engine(_psycopg(pgvector_url))
     # PostgreSQL 15+: only the database owner may create in schema public by default
-    as_role = _role(admin, pgvector_url, "GRANT CREATE ON SCHEMA public TO {role}")
+    as_role = login_role(admin, pgvector_url, "GRANT CREATE ON SCHEMA public TO {role}")
     role = as_role.split("://", 1)[1].split("@", 1)[0]
     store = DatabaseMemory(memory_engine(as_role))
     try:
@@ -286,7 +249,7 @@ def test_a_role_that_may_not_create_the_vector_table_ranks_in_process(
     create_memory_tables(admin)
     with admin.begin() as c:
         c.exec_driver_sql("CREATE EXTENSION vector")
-    as_role = _role(
+    as_role = login_role(
         admin, pgvector_url, "GRANT SELECT, INSERT, UPDATE, DELETE ON eve_memories TO {role}"
     )
     store = DatabaseMemory(memory_engine(as_role))

@@ -173,14 +173,23 @@ def _module(item: pytest.Item) -> str:
 
 
 def ordered(
-    items: list[pytest.Item], workers: int, *, slow: dict[str, float] = SLOW
+    items: list[pytest.Item],
+    workers: int,
+    *,
+    slow: dict[str, float] = SLOW,
+    shared: frozenset[str] = frozenset(),
 ) -> list[pytest.Item]:
     """``items`` with each worker's share led by its part of the slow tests.
 
     A module with slow tests moves whole, its tests in their collected order: its
     module-scoped fixtures (a browser, a server, a database) are then set up once, where
     scattering its slow tests over the shares set them up once per worker that ran one (the
-    dev UI's Chromium and server seven times in one run)."""
+    dev UI's Chromium and server seven times in one run). So does a module of ``shared``
+    (its tests share a module-scoped fixture), behind the slow ones: a share's last tests
+    are the ones stolen, half of what is left at a time, and a module split by a steal or
+    by the end of a share set its fixture up again on each worker that ran a part (an
+    in-process server six times in one run). Only modules without one fill the shares'
+    ends."""
     if workers < 2:
         return items  # one process runs them all either way: keep each module together
     sizes = _shares(len(items), workers)
@@ -199,6 +208,14 @@ def ordered(
             heads[share] += group
             loads[share] += weights[name]
             moved.add(name)
+    whole = [n for n in modules if n in shared and n not in moved]
+    for name in sorted(whole, key=lambda n: -len(modules[n])):
+        group = modules[name]
+        left = [sizes[k] - len(heads[k]) for k in range(workers)]
+        share = max(range(workers), key=left.__getitem__)
+        if len(group) <= left[share]:
+            heads[share] += group
+            moved.add(name)
     rest = iter(i for i in items if _module(i) not in moved)
     result: list[pytest.Item] = []
     for head, size in zip(heads, sizes, strict=True):
@@ -207,7 +224,21 @@ def ordered(
     return result
 
 
+#: fixture scopes whose one value serves several tests of a module
+_SHARED_SCOPES = ("module", "package", "class")
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture set up once for several tests of its module."""
+    # pytest keeps a test's fixtures in a private attribute (pytest>=8,<10)
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # every worker collects and must come to the same order; the controller compares them
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    items[:] = ordered(items, workers)
+    shared = frozenset(_module(i) for i in items if _shares_a_fixture(i))
+    items[:] = ordered(items, workers, shared=shared)

@@ -224,8 +224,9 @@ def ordered(
     return result
 
 
-#: fixture scopes whose one value serves several tests of a module
-_SHARED_SCOPES = ("module", "package", "class")
+#: fixture scopes whose one value serves several tests of a module (a package's is set up
+#: again whenever a worker comes back to the package, kept whole or not)
+_SHARED_SCOPES = ("module", "class")
 
 
 def _shares_a_fixture(item: pytest.Item) -> bool:

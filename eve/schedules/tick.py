@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Callable, Coroutine, Mapping
 from contextvars import Context
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from dbos import DBOS
 from dbos._core import StepOptions
 from dbos._error import DBOSMaxStepRetriesExceeded
 
+from eve._numbers import plain_float
 from eve.auth.principal import OPERATOR
 from eve.authoring.schedules import ScheduleContext
 from eve.channels.sessions import ChannelSessions
@@ -62,10 +62,7 @@ def delivery_retry_seconds(env: Mapping[str, str]) -> float:
     raw = env.get(RETRY_ENV, "")
     if raw.strip() == "":
         return DEFAULT_RETRY_SECONDS
-    try:
-        seconds = float(raw) if raw.isascii() else math.nan
-    except ValueError:
-        seconds = math.nan
+    seconds = plain_float(raw.strip())
     if not 0 < seconds <= MAX_RETRY_SECONDS:  # NaN fails too
         raise ServerConfigError(
             f"{RETRY_ENV} must be a number of seconds above 0 and at most "

@@ -25,10 +25,10 @@ Python's.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Mapping
 
+from eve._numbers import plain_float
 from eve.errors import ServerConfigError
 
 SWITCH_ENV = "EVE_SWITCH_INTERVAL_MS"
@@ -50,10 +50,7 @@ def switch_interval_ms(env: Mapping[str, str], *, postgres: bool = False) -> flo
         return POSTGRES_SWITCH_MS if postgres else DEFAULT_SWITCH_MS
     if value == "off":
         return None
-    try:
-        ms = float(value) if value.isascii() else math.nan
-    except ValueError:
-        ms = math.nan
+    ms = plain_float(value)
     if not 0 < ms <= MAX_SWITCH_MS:  # NaN fails too
         raise ServerConfigError(
             f"{SWITCH_ENV} must be a number of milliseconds above 0 and at most "

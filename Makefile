@@ -15,7 +15,10 @@ PYTEST_WORKERS ?= -n 6 --dist worksteal
 # without, so make clears it for pytest (an empty value counts as unset).
 # The two fault soaks of tests/sessions/test_fault_logs.py (disk full, PostgreSQL down) hold
 # a fault for a minute each, as issue 23 measured; `make test` holds each for 20 s, and
-# `make test-faults` runs them for the whole minute.
+# `make test-faults` runs them for the whole minute. 20 s is the least that still proves
+# what the soak is for: every loop that fails during the fault, the slowest of them every
+# 10 s (DBOS's poll of the turn queue), fails twice, the second time counted rather than
+# logged; the minute adds the 30 s summary window and the store's 60 s patience.
 PYTEST_ENV := PYTHONDONTWRITEBYTECODE= EVE_FAULT_SECONDS=20
 
 .PHONY: run test test-postgres test-faults test-install test-local-model bench lint clean

@@ -21,14 +21,12 @@ import pytest
 #: teardown; the tests over 2 s): only the ranking and each module's sum matter. A test
 #: missing here counts as short; a renamed one simply stops being moved.
 SLOW: dict[str, float] = {
-    "tests/sessions/test_fault_logs.py::test_a_minute_without_postgres_is_a_few_lines": 34.1,
+    "tests/sessions/test_fault_logs.py::test_a_minute_without_postgres_is_a_few_lines": 24.2,
     "tests/sessions/test_fault_logs.py::test_a_minute_of_full_disk_is_a_few_lines": 24.9,
-    "tests/sessions/test_parked_turns.py::test_a_thousand_parked_sessions_do_not_delay_a_new_one": 17.9,
     "tests/sessions/test_hosts.py::test_a_killed_hosts_turn_is_adopted_by_the_other_host": 12.6,
     "tests/test_install.py::test_the_wheel_installs_and_starts_a_new_app_outside_the_repo": 11.7,
     "tests/test_bench_smoke.py::test_the_scale_bench_runs_its_clients_against_a_real_server": 9.5,
     "tests/sessions/test_hosts.py::test_hosts_in_namespaces_share_sessions_and_streams": 9.2,
-    "tests/channels/test_slack_schedules.py::test_a_refusing_slack_is_retried_then_named_without_the_token": 8.7,
     "tests/schedules/test_restarts.py::test_ticks_missed_while_down_run_once_or_are_skipped[false-0]": 8.5,
     "tests/sessions/test_dynamic_crash.py::test_a_recovered_turn_keeps_its_prompt_and_rebuilds_its_deps": 8.4,
     "tests/execution/test_exhaustive.py::test_an_added_variant_nothing_handles_fails_mypy": 8.3,
@@ -39,6 +37,7 @@ SLOW: dict[str, float] = {
     "tests/ui/test_dev_ui.py::test_the_sessions_page_lists_new_sessions_without_a_reload": 7.5,
     "tests/connections/test_mcp_serve_restart.py::test_an_mcp_tools_approval_parks_across_a_kill_and_runs_once": 7.4,
     "tests/sessions/test_accepted_durable.py::test_postgres_restarts_and_killed_connections_lose_no_accepted_turn": 7.1,
+    "tests/sessions/test_parked_turns.py::test_a_thousand_parked_sessions_do_not_delay_a_new_one": 7.0,
     "tests/sessions/test_session_limits.py::test_the_cost_limit_with_a_priced_model_parks_and_a_raise_goes_on": 6.9,
     "tests/sessions/test_postgres.py::test_survivor_adopts_a_turn_parked_in_a_workflow_tool": 6.6,
     "tests/schedules/test_delivery.py::test_a_sender_killed_before_its_answer_sends_the_same_message_again": 6.6,
@@ -173,14 +172,23 @@ def _module(item: pytest.Item) -> str:
 
 
 def ordered(
-    items: list[pytest.Item], workers: int, *, slow: dict[str, float] = SLOW
+    items: list[pytest.Item],
+    workers: int,
+    *,
+    slow: dict[str, float] = SLOW,
+    shared: frozenset[str] = frozenset(),
 ) -> list[pytest.Item]:
     """``items`` with each worker's share led by its part of the slow tests.
 
     A module with slow tests moves whole, its tests in their collected order: its
     module-scoped fixtures (a browser, a server, a database) are then set up once, where
     scattering its slow tests over the shares set them up once per worker that ran one (the
-    dev UI's Chromium and server seven times in one run)."""
+    dev UI's Chromium and server seven times in one run). So does a module of ``shared``
+    (its tests share a module-scoped fixture), behind the slow ones: a share's last tests
+    are the ones stolen, half of what is left at a time, and a module split by a steal or
+    by the end of a share set its fixture up again on each worker that ran a part (an
+    in-process server six times in one run). Only modules without one fill the shares'
+    ends."""
     if workers < 2:
         return items  # one process runs them all either way: keep each module together
     sizes = _shares(len(items), workers)
@@ -199,6 +207,14 @@ def ordered(
             heads[share] += group
             loads[share] += weights[name]
             moved.add(name)
+    whole = [n for n in modules if n in shared and n not in moved]
+    for name in sorted(whole, key=lambda n: -len(modules[n])):
+        group = modules[name]
+        left = [sizes[k] - len(heads[k]) for k in range(workers)]
+        share = max(range(workers), key=left.__getitem__)
+        if len(group) <= left[share]:
+            heads[share] += group
+            moved.add(name)
     rest = iter(i for i in items if _module(i) not in moved)
     result: list[pytest.Item] = []
     for head, size in zip(heads, sizes, strict=True):
@@ -207,7 +223,22 @@ def ordered(
     return result
 
 
+#: fixture scopes whose one value serves several tests of a module (a package's is set up
+#: again whenever a worker comes back to the package, kept whole or not)
+_SHARED_SCOPES = ("module", "class")
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture set up once for several tests of its module."""
+    # pytest keeps a test's fixtures in a private attribute (pytest>=8,<10)
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # every worker collects and must come to the same order; the controller compares them
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    items[:] = ordered(items, workers)
+    shared = frozenset(_module(i) for i in items if _shares_a_fixture(i))
+    items[:] = ordered(items, workers, shared=shared)

@@ -48,3 +48,23 @@ def test_a_module_with_slow_tests_moves_whole_in_its_order() -> None:
 def test_one_process_keeps_the_collected_order() -> None:
     items = _items([*SLOW][::-1])
     assert ordered(items, workers=1) == items
+
+
+def test_a_module_sharing_a_fixture_runs_whole_behind_the_slow_ones_never_last() -> None:
+    # a share's last tests are the ones stolen: there a module sharing a fixture would be
+    # split, and its fixture set up again on the worker that stole part of it
+    slow = {"tests/test_s.py::test_slow": 9.0}
+    shared = [f"tests/test_m.py::test_{n}" for n in range(3)]
+    quick = [f"tests/test_x.py::test_{n}" for n in range(6)]
+    items = _items([*quick[:3], *shared, *quick[3:], *slow])
+    result = [
+        i.nodeid
+        for i in ordered(items, workers=2, slow=slow, shared=frozenset({"tests/test_m.py"}))
+    ]
+    assert sorted(result) == sorted(i.nodeid for i in items)
+    # the slow test leads the first share; the module goes whole to the share with more room
+    assert result[:5] == [*slow, *quick[:4]]
+    assert result[5:] == [*shared, *quick[4:]]
+    # otherwise the module is split at the shares' boundary
+    plain = [i.nodeid for i in ordered(items, workers=2, slow=slow)]
+    assert (plain[4], plain[5:7]) == (shared[0], shared[1:])

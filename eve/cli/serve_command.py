@@ -20,6 +20,7 @@ from eve.manifest import MANIFEST_PATH, ROOT_NODE_ID
 from eve.runtime import load_compiled_agent
 from eve.runtime.load import read_manifest
 from eve.sandbox.bindings import bound_roots
+from eve.schedules.tick import delivery_retry_seconds
 from eve.server import ServerOptions, create_app
 from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
@@ -155,12 +156,14 @@ def serve_command(
         issuer=auth_issuer, audience=auth_audience, client_id=auth_client_id, env=os.environ
     )
     # a bad EVE_RETENTION, EVE_WORKSPACE_IDLE, EVE_GC_FULL_THRESHOLD,
-    # EVE_SWITCH_INTERVAL_MS or EVE_REQUEST_SLICE_MS stops it here, not in a worker
+    # EVE_SWITCH_INTERVAL_MS, EVE_REQUEST_SLICE_MS or EVE_DELIVERY_RETRY_SECONDS stops it
+    # here, not in a worker
     configured_retention(os.environ)
     configured_idle(os.environ)
     full_threshold(os.environ)
     switch_interval_ms(os.environ)
     slice_ms(os.environ)
+    delivery_retry_seconds(os.environ)
     # a short token is refused before compiling; only a bind with neither a token nor an
     # issuer waits for the compile, which tells whether agent/auth.py verifies users
     if token is not None or oidc is not None:

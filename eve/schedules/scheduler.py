@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,6 +30,7 @@ from eve.schedules.tick import (
     DBOS_PREFIX,
     ScheduleRuntime,
     dbos_name,
+    delivery_retry_seconds,
     install,
     schedule_tick,
 )
@@ -62,7 +64,12 @@ class Scheduler:
     async def start(self) -> None:
         """Register the schedules with the launched DBOS and catch up what was missed."""
         install(
-            ScheduleRuntime(service=self.service, schedules=self.schedules, is_paused=self.paused)
+            ScheduleRuntime(
+                service=self.service,
+                schedules=self.schedules,
+                is_paused=self.paused,
+                retry_seconds=delivery_retry_seconds(os.environ),
+            )
         )
         before = {
             s["schedule_name"]: s

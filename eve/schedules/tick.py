@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from contextvars import Context
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,13 +19,15 @@ from typing import Any, assert_never
 
 import sqlalchemy as sa
 from dbos import DBOS
+from dbos._core import StepOptions
 from dbos._error import DBOSMaxStepRetriesExceeded
 
+from eve._numbers import plain_float
 from eve.auth.principal import OPERATOR
 from eve.authoring.schedules import ScheduleContext
 from eve.channels.sessions import ChannelSessions
 from eve.channels.turn_log import Delta, Ended, turn_pieces
-from eve.errors import SessionNotActive
+from eve.errors import ServerConfigError, SessionNotActive
 from eve.events import Invocation
 from eve.manifest import ChannelDelivery, WebhookDelivery
 from eve.schedules import named_sessions
@@ -47,6 +49,38 @@ SCHEDULE_WORKFLOW = "eve-schedule-tick"
 DBOS_PREFIX = "eve:"
 #: how many times a delivery is tried (DBOS retries the step, backing off)
 DELIVERY_ATTEMPTS = 4
+#: sets the pause before a delivery's second try, in seconds (each next pause doubles)
+RETRY_ENV = "EVE_DELIVERY_RETRY_SECONDS"
+#: the pause before the second try: DBOS's own default, so 1 s, 2 s, then 4 s
+DEFAULT_RETRY_SECONDS = 1.0
+#: the longest first pause the setting takes (the last is 4 times as long)
+MAX_RETRY_SECONDS = 600.0
+
+
+def delivery_retry_seconds(env: Mapping[str, str]) -> float:
+    """``EVE_DELIVERY_RETRY_SECONDS`` read: unset or empty is ``DEFAULT_RETRY_SECONDS``."""
+    raw = env.get(RETRY_ENV, "")
+    if raw.strip() == "":
+        return DEFAULT_RETRY_SECONDS
+    seconds = plain_float(raw.strip())
+    if not 0 < seconds <= MAX_RETRY_SECONDS:  # NaN fails too
+        raise ServerConfigError(
+            f"{RETRY_ENV} must be a number of seconds above 0 and at most "
+            f"{MAX_RETRY_SECONDS:g} (the default is {DEFAULT_RETRY_SECONDS:g}), not {raw!r}"
+        )
+    return seconds
+
+
+def delivery_step(retry_seconds: float) -> StepOptions:
+    """The options of a delivery's one durable step: ``DELIVERY_ATTEMPTS`` tries, the
+    first pause ``retry_seconds`` and each next one twice the last."""
+    return {
+        "name": ONE_STEP,
+        "retries_allowed": True,
+        "max_attempts": DELIVERY_ATTEMPTS,
+        "interval_seconds": retry_seconds,
+        "backoff_rate": 2.0,
+    }
 
 
 def dbos_name(name: str) -> str:
@@ -69,6 +103,8 @@ class ScheduleRuntime:
     schedules: dict[str, ResolvedSchedule]
     #: whether a schedule is paused now (a paused schedule's ticks that still fire skip)
     is_paused: Callable[[str], Coroutine[Any, Any, bool]]
+    #: the pause before a delivery's second try (``EVE_DELIVERY_RETRY_SECONDS``)
+    retry_seconds: float = DEFAULT_RETRY_SECONDS
 
     async def run_tick(self, name: str, tick: datetime, *, manual: bool) -> str | None:
         """The session the tick ran in, or None when it sent nothing."""
@@ -101,14 +137,20 @@ class ScheduleRuntime:
                 case WebhookDelivery() if await delivered_in_one_step(DBOS.workflow_id):
                     # a tick an eve before ``schedule.webhook`` recorded delivering, in one
                     # step of this name: replayed, DBOS answers from its record
-                    await _in_one_step(outcome, post_or_raise, deliver, outcome)
+                    await _in_one_step(self.retry_seconds, outcome, post_or_raise, deliver, outcome)
                 case WebhookDelivery():
                     await deliver_webhook(deliver, outcome)
                 case ChannelDelivery():
                     assert schedule.channel is not None  # resolved with its channel
                     channel = schedule.channel
                     await _in_one_step(
-                        outcome, deliver_to_channel, self.service, channel, deliver, outcome
+                        self.retry_seconds,
+                        outcome,
+                        deliver_to_channel,
+                        self.service,
+                        channel,
+                        deliver,
+                        outcome,
                     )
                 case _:
                     assert_never(deliver)
@@ -215,15 +257,14 @@ async def schedule_tick(scheduled_at: datetime, context: Any) -> str | None:
 
 
 async def _in_one_step(
-    outcome: RunOutcome, post: Callable[..., Coroutine[Any, Any, object]], *args: Any
+    retry_seconds: float,
+    outcome: RunOutcome,
+    post: Callable[..., Coroutine[Any, Any, object]],
+    *args: Any,
 ) -> None:
     """``post(*args)`` as one durable step DBOS tries ``DELIVERY_ATTEMPTS`` times."""
     try:
-        await DBOS.run_step_async(
-            {"name": ONE_STEP, "retries_allowed": True, "max_attempts": DELIVERY_ATTEMPTS},
-            post,
-            *args,
-        )
+        await DBOS.run_step_async(delivery_step(retry_seconds), post, *args)
     except DBOSMaxStepRetriesExceeded as exceeded:
         # DBOS's error says only that the step gave up: name why, once, in the log
         last = exceeded.errors[-1] if exceeded.errors else exceeded

@@ -25,10 +25,10 @@ Python's.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Mapping
 
+from eve._numbers import plain_float
 from eve.errors import ServerConfigError
 
 SWITCH_ENV = "EVE_SWITCH_INTERVAL_MS"
@@ -58,11 +58,7 @@ def milliseconds(name: str, raw: str, *, most: float, note: str) -> float:
     """``raw``, the setting ``name``'s value (not ``off``), as a number of milliseconds above
     0 and at most ``most``; ``ServerConfigError`` naming ``note`` (its default) if it is not
     one. ASCII digits only: ``float`` also reads other scripts' digits."""
-    value = raw.strip()
-    try:
-        ms = float(value) if value.isascii() else math.nan
-    except ValueError:
-        ms = math.nan
+    ms = plain_float(raw.strip())
     if not 0 < ms <= most:  # NaN fails too
         raise ServerConfigError(
             f"{name} must be a number of milliseconds above 0 and at most {most:g} ({note}) "

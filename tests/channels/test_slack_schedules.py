@@ -15,6 +15,7 @@ from eve.errors import ScheduleDeliveryFailed
 from eve.manifest import ChannelDelivery, ChannelEntry
 from eve.schedules.channel_delivery import deliver_to_channel
 from eve.schedules.delivery import RunOutcome
+from eve.schedules.tick import RETRY_ENV
 from eve.sessions import SessionService
 from eve.sessions.tables import conversation_keys, idempotency_keys
 from tests.channels.slack.fake_slack import BOT_TOKEN, FakeSlack
@@ -24,7 +25,13 @@ from tests.schedules.apps import last_run, md_schedule, scheduled_sessions, wait
 from tests.sessions.harness import Server
 from tests.sessions.inprocess import InProcessServer
 
-ENV = {"SLACK_SIGNING_SECRET": SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}
+ENV = {
+    "SLACK_SIGNING_SECRET": SECRET,
+    "SLACK_BOT_TOKEN": BOT_TOKEN,
+    # a delivery's tries a twentieth of a second apart, not DBOS's 1 s, 2 s and 4 s: what
+    # is tried, and how often, is the same
+    RETRY_ENV: "0.05",
+}
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 import sqlalchemy as sa
+from dbos import DBOS
 
 from eve.sessions.accepted import deliverable, finish, forget_delivered, mark_enqueued
 from eve.sessions.idempotency import TTL_SECONDS
@@ -19,6 +20,7 @@ from eve.sessions.retention import prune_workflows
 from eve.sessions.settings import SessionSettings, resolve_settings
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import accepted_places
+from eve.sessions.turn_workflow import turn_workflow_id
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
@@ -118,6 +120,10 @@ def test_prune_forgets_old_delivered_places_and_keeps_undelivered_and_keyed_ones
             assert _places(store) == {(session, 1): "accepted"}
         events = server.wait_for(session, count("session.waiting", 2))  # delivered after all
         _settled(store, {(session, 1): "done"})
+        # DBOS writes a workflow's end after its body's last events and its place: the prune
+        # below counts ended workflows, so wait for both turns' ends first
+        for turn in (0, 1):
+            assert DBOS.retrieve_workflow(turn_workflow_id(session, turn)).get_result()
 
         # an hour on, the workflows go; the place stays while its key may be repeated
         hour = prune_workflows(settings, older_than=60, dry_run=False, now=time.time() + LATER)

@@ -122,7 +122,7 @@ def test_a_minute_without_postgres_is_a_few_lines(
     env = {"EVE_DATABASE_URL": postgres_url, "EVE_WORKER_TIMEOUT": "1"}
     server = Server(root, env=env, log_path=tmp_path / "serve.log")
     server.start()
-    followers = ThreadPoolExecutor(FOLLOWERS)
+    followers = ThreadPoolExecutor(FOLLOWERS + 1)
     try:
         session = server.create("hello")
         server.wait_for(session, count("session.waiting"))
@@ -133,9 +133,12 @@ def test_a_minute_without_postgres_is_a_few_lines(
         ]
         following.wait()
         outage.halt()
+        # the client sends from the moment PostgreSQL goes, while the streams notice it (at
+        # their next read, up to 10 s): the fault lasts FAULT_SECONDS, not that much more
+        sending = followers.submit(keep_sending, server, session, FAULT_SECONDS)
         # a stream that cannot read the log ends whole; its client reconnects later
         assert [end.result(timeout=30) for end in ends] == ["ended"] * FOLLOWERS
-        statuses = keep_sending(server, session, FAULT_SECONDS)
+        statuses = sending.result(timeout=FAULT_SECONDS + 30)
         outage.launch()
         wait_for_line(tmp_path / "serve.log", RECOVERED)
         assert server.send(session, "and now?").status_code == 202

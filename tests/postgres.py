@@ -84,7 +84,38 @@ def pgserver_bindir() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     bindir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-    return bindir if (bindir / "postgres").exists() else None
+    if not (bindir / "postgres").exists():
+        return None
+    if os.geteuid() == 0 and not _searchable_by_all(bindir):
+        return _reachable_copy(bindir.parent) / "bin"
+    return bindir
+
+
+def _searchable_by_all(path: Path) -> bool:
+    return all(d.stat().st_mode & 0o001 for d in (path, *path.parents))
+
+
+def _reachable_copy(install: Path) -> Path:
+    """A copy of pgserver's install tree the server's user can run (about 40 MB, made once
+    per machine), as ``<copy>/pgserver/pginstall``: as root the server runs as ``postgres``,
+    which cannot enter a venv under a private directory (a fresh clone in a 0700 ``mktemp
+    -d``). The binaries find their libraries at ``$ORIGIN/../../../pgserver.libs`` (their
+    RPATH), so that directory is copied beside. Made under a lock, renamed into place whole."""
+    postgres = install / "bin" / "postgres"
+    key = hashlib.sha256(repr((postgres.resolve(), postgres.stat().st_mtime_ns)).encode())
+    copy = Path("/tmp") / f"eve-test-pgserver-{key.hexdigest()[:16]}"
+    libs = install.parent.parent / "pgserver.libs"
+    with Path(f"{copy}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (copy / "pgserver" / "pginstall" / "bin" / "postgres").exists():
+            shutil.rmtree(copy, ignore_errors=True)
+            staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}-", dir="/tmp"))
+            os.chmod(staging, 0o755)
+            shutil.copytree(install, staging / "pgserver" / "pginstall", symlinks=True)
+            if libs.is_dir():
+                shutil.copytree(libs, staging / "pgserver.libs", symlinks=True)
+            os.rename(staging, copy)
+    return copy / "pgserver" / "pginstall"
 
 
 def pgserver_expected() -> bool:

@@ -4,6 +4,7 @@ and a turn it stopped finishes once writes succeed again, without a restart."""
 from __future__ import annotations
 
 import errno
+import re
 import sqlite3
 import subprocess
 import threading
@@ -217,8 +218,22 @@ def test_a_full_disk_fails_the_turn_then_it_finishes_without_a_restart(
     # the turn's body ended while nothing could record it; the engine resumed it. DBOS
     # writes the outcome after the body leaves ``inflight`` and no longer fails fast there:
     # when that write comes after the disk is freed, the turn is recorded ERROR and run
-    # again instead; either way it finishes without a restart
-    assert (
-        "resumed 1 turn(s) that a storage failure had stopped" in log
-        or f"turn {session}:turn-0 ended (ERROR) with no outcome; running it again" in log
-    ), log
+    # again instead. Or the body's own record of its failure fitted in the space the files
+    # had allocated: then the turn ended failed, recorded, with nothing to resume. Or every
+    # write of the turn fitted there (the WAL checkpointed off the writers' path since
+    # wal_checkpoints.py is written again from its start, growing nothing, while a new
+    # session's pages need the disk: the 503s above). Each way it finishes without a restart
+    recorded_failure = any(
+        e["type"] == "turn.failed" and e["data"]["error"].startswith("StorageFailed: ")
+        for e in outcome
+    )
+    stopped = f"turn {session}:turn-0 failed: the session storage" in log
+    if stopped or f"events of session {session} not written" in log:
+        # (the sessions created before the first 503 may have turns of their own it resumed)
+        assert (
+            re.search(r"resumed \d+ turn\(s\) that a storage failure had stopped", log)
+            or f"turn {session}:turn-0 ended (ERROR) with no outcome; running it again" in log
+            or (recorded_failure and stopped)
+        ), log
+    else:
+        assert [e["type"] for e in outcome] == ["turn.completed"], log

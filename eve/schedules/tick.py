@@ -22,12 +22,12 @@ from dbos import DBOS
 from dbos._core import StepOptions
 from dbos._error import DBOSMaxStepRetriesExceeded
 
-from eve._numbers import plain_float
+from eve._numbers import bounded_setting
 from eve.auth.principal import OPERATOR
 from eve.authoring.schedules import ScheduleContext
 from eve.channels.sessions import ChannelSessions
 from eve.channels.turn_log import Delta, Ended, turn_pieces
-from eve.errors import ServerConfigError, SessionNotActive
+from eve.errors import SessionNotActive
 from eve.events import Invocation
 from eve.manifest import ChannelDelivery, WebhookDelivery
 from eve.schedules import named_sessions
@@ -62,13 +62,10 @@ def delivery_retry_seconds(env: Mapping[str, str]) -> float:
     raw = env.get(RETRY_ENV, "")
     if raw.strip() == "":
         return DEFAULT_RETRY_SECONDS
-    seconds = plain_float(raw.strip())
-    if not 0 < seconds <= MAX_RETRY_SECONDS:  # NaN fails too
-        raise ServerConfigError(
-            f"{RETRY_ENV} must be a number of seconds above 0 and at most "
-            f"{MAX_RETRY_SECONDS:g} (the default is {DEFAULT_RETRY_SECONDS:g}), not {raw!r}"
-        )
-    return seconds
+    note = f"the default is {DEFAULT_RETRY_SECONDS:g}"
+    return bounded_setting(
+        RETRY_ENV, raw, unit="seconds", most=MAX_RETRY_SECONDS, note=note, off=False
+    )
 
 
 def delivery_step(retry_seconds: float) -> StepOptions:

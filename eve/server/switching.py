@@ -28,8 +28,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from eve._numbers import plain_float
-from eve.errors import ServerConfigError
+from eve._numbers import bounded_setting
 
 SWITCH_ENV = "EVE_SWITCH_INTERVAL_MS"
 #: a worker's switch interval, in milliseconds (Python's is 5)
@@ -58,13 +57,7 @@ def milliseconds(name: str, raw: str, *, most: float, note: str) -> float:
     """``raw``, the setting ``name``'s value (not ``off``), as a number of milliseconds above
     0 and at most ``most``; ``ServerConfigError`` naming ``note`` (its default) if it is not
     one. ASCII digits only: ``float`` also reads other scripts' digits."""
-    ms = plain_float(raw.strip())
-    if not 0 < ms <= most:  # NaN fails too
-        raise ServerConfigError(
-            f"{name} must be a number of milliseconds above 0 and at most {most:g} ({note}) "
-            f"or off, not {raw!r}"
-        )
-    return ms
+    return bounded_setting(name, raw, unit="milliseconds", most=most, note=note, off=True)
 
 
 def tune_switching(ms: float | None) -> None:

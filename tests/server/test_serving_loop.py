@@ -7,13 +7,14 @@ import asyncio
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from eve.server.request_sockets import EpollWatch, epoll_watch
-from eve.server.serving import SERVING, answered, serving_context
+from eve.server.serving import SERVING, answered, serving_context, serving_protocol
 from eve.server.serving_loop import ServingLoop, new_serving_loop
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
@@ -156,6 +157,47 @@ def test_while_a_requests_thread_runs_the_loop_takes_a_turn_after_every_slice() 
     assert loop.turns >= 20
     assert claims[0].result() is True
     assert loop._requests_in_threads == 0
+
+
+@linux
+def test_a_requests_connection_is_watched_once_it_is_made() -> None:
+    """``serving_protocol`` has the loop watch each connection uvicorn's protocol makes."""
+
+    class Protocol(asyncio.Protocol):
+        # the part of uvicorn's httptools protocol ``serving_protocol`` builds on
+        def __init__(self, made: asyncio.Future[None]) -> None:
+            self.loop = asyncio.get_running_loop()
+            self.made = made
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.made.set_result(None)
+
+        def _start_asgi_task(self) -> None:
+            raise AssertionError("no request is parsed here")
+
+    loop = _loop(watch=epoll_watch())
+    assert loop.watch is not None
+    watch = loop.watch
+
+    async def main() -> tuple[bool, bool]:
+        made = loop.create_future()
+        listener = socket.create_server(("127.0.0.1", 0))
+        server = await loop.create_server(lambda: serving_protocol(Protocol)(made), sock=listener)
+        port = listener.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        await made
+        before = watch.any_readable()
+        writer.write(b"GET / HTTP/1.1\r\n")
+        time.sleep(0.05)  # in this step: the loop reads nothing meanwhile
+        after = watch.any_readable()
+        writer.close()
+        server.close()
+        return before, after
+
+    try:
+        assert loop.run_until_complete(main()) == (False, True)
+    finally:
+        loop.close()
 
 
 def _loop(*, watch: EpollWatch | None, turn_every: float = 60.0) -> ServingLoop:

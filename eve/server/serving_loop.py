@@ -80,8 +80,9 @@ class ServingLoop(uvloop.Loop):
         self.turn_every = turn_every
         self._deferred: deque[asyncio.Handle] = deque()
         self._draining = False
-        #: a request's callback was scheduled since the loop last took a turn
-        self._urgent = False
+        #: a request's callbacks scheduled while the turns' work waits: they run before
+        #: its next slice
+        self._urgent: deque[asyncio.Handle] = deque()
         #: a request's calls running in threads, whose results the loop must not hold
         self._requests_in_threads = 0
         #: callbacks deferred, slices run, and turns of uvloop's loop taken between slices
@@ -98,9 +99,13 @@ class ServingLoop(uvloop.Loop):
     ) -> asyncio.Handle:
         serving = SERVING.get() if context is None else context.get(SERVING)
         if serving is not None and serving.urgent:
-            self._urgent = True
-            handle: asyncio.Handle = super().call_soon(callback, *args, context=context)
-            return handle
+            if not self._draining:  # no turns' work waits: uvloop's queue runs it next
+                handle: asyncio.Handle = super().call_soon(callback, *args, context=context)
+                return handle
+            # ``_run_slice`` is due: it runs a request's callbacks before its next slice
+            urgent = asyncio.Handle(callback, args, self, context)
+            self._urgent.append(urgent)
+            return urgent
         deferred = asyncio.Handle(callback, args, self, context)
         self._deferred.append(deferred)
         self.deferred += 1
@@ -138,33 +143,32 @@ class ServingLoop(uvloop.Loop):
             self.watch.watch(fd)
 
     def _run_slice(self) -> None:
-        deferred = self._deferred
+        deferred, urgent = self._deferred, self._urgent
         now = time.perf_counter()
         turn_at = now + self.turn_every
+        first = True
         while True:
+            while urgent:
+                _run(urgent.popleft())
+            if not deferred:
+                self._draining = False
+                return
+            if not first and self._turn_due(now, turn_at):
+                break
+            first = False
             self.slices += 1
             until = now + self.slice_seconds
             while deferred:
-                handle = deferred.popleft()
-                if not handle.cancelled():
-                    handle._run()
+                _run(deferred.popleft())
                 now = time.perf_counter()
                 if now >= until:
                     break
-            if not deferred:
-                # a request's callback scheduled until now runs before the next slice
-                self._draining = False
-                self._urgent = False
-                return
-            if self._turn_due(now, turn_at):
-                break
         self.turns += 1
-        self._urgent = False
         super().call_soon(self._run_slice)  # after the loop has looked at its sockets
 
     def _turn_due(self, now: float, turn_at: float) -> bool:
         """Whether the loop must take a turn before the next slice."""
-        if self._urgent or self._requests_in_threads or now >= turn_at:
+        if self._requests_in_threads or now >= turn_at:
             return True
         return self.watch is None or self.watch.any_readable()
 
@@ -172,6 +176,11 @@ class ServingLoop(uvloop.Loop):
         super().close()
         if self.watch is not None:
             self.watch.close()
+
+
+def _run(handle: asyncio.Handle) -> None:
+    if not handle.cancelled():
+        handle._run()
 
 
 def new_serving_loop(slice_seconds: float = DEFAULT_SLICE_MS / 1000) -> asyncio.AbstractEventLoop:

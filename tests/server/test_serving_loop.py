@@ -130,7 +130,7 @@ def test_bytes_waiting_on_a_watched_socket_give_the_loop_a_turn_before_the_next_
 
 
 @linux
-def test_a_requests_callback_scheduled_in_a_slice_runs_before_the_next_slice() -> None:
+def test_a_requests_callback_scheduled_in_a_slice_runs_before_the_next_one_without_a_turn() -> None:
     loop = _loop(watch=epoll_watch())
     requests: list[str] = []
 
@@ -140,7 +140,7 @@ def test_a_requests_callback_scheduled_in_a_slice_runs_before_the_next_slice() -
 
     ran = _turns_work_ran(loop, first=turn_answering_a_request, also=requests)
     assert ran == ["request", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
-    assert loop.turns >= 1
+    assert loop.turns == 0
 
 
 @linux

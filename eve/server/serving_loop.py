@@ -13,20 +13,22 @@ turns of the loop but cost a quarter of the throughput.
 Here nothing is capped: every callback still runs, in the order it was scheduled, but a
 callback that does not serve a request waits in a queue of its own, run in slices
 (``EVE_REQUEST_SLICE_MS``: ``slices.py``); what serves a request (its task's steps, the
-futures it waits on) goes straight to the loop's ready queue. What serves a request is told
-by its context: the task uvicorn starts for a request runs in a context marked as serving
-(``serving.py``), until its answer is complete; a task it starts (the turn a message
-starts) inherits the mark, and loses it with the answer. Callbacks of uvloop's own (a
-socket's data, a timer, a thread's result) run as they always did.
+futures it waits on) runs first: at once when no turns' work waits, else before the next
+slice. What serves a request is told by its context: the task uvicorn starts for a request
+runs in a context marked as serving (``serving.py``), until its answer is complete; a task
+it starts (the turn a message starts) inherits the mark, and loses it with the answer.
+Callbacks of uvloop's own (a socket's data, a timer, a thread's result) run as they always
+did, at a turn of uvloop's loop.
 
 Between two slices the loop asks whether a request waits on its sockets, through an epoll
 set of its own that keeps the interpreter's lock (``request_sockets.py``): if one does, or a
-request's callback or thread result is due, it lets a turn of uvloop's loop run (which reads
-the request) before the next slice; if none does, the next slice runs at once. A turn of
-uvloop's loop lets the lock go and waits to have it back behind the worker's threads, so
-the loop takes one only when a request needs it, and at least every
-``TURN_EVERY_SECONDS`` for its timers and the threads' results. Without that set (not
-Linux) the loop takes a turn after every slice (``docs/sessions.md``, *Back-pressure*).
+request's call in a thread is out (its result comes back through uvloop's queue), it lets a
+turn of uvloop's loop run (which reads the request) before the next slice; if none does,
+the next slice runs at once. A turn of uvloop's loop lets the lock go and waits to have it
+back behind the worker's threads, so the loop takes one only when a request needs it, and
+at least every ``TURN_EVERY_SECONDS`` for its timers and the threads' results. Without that
+set (not Linux) the loop takes a turn after every slice. What the slices cost is measured in
+``docs/sessions.md``, *Back-pressure*.
 """
 
 from __future__ import annotations

@@ -80,6 +80,8 @@ class ServingLoop(uvloop.Loop):
         #: every slice
         self.watch = watch
         self.turn_every = turn_every
+        #: whether the turns' callbacks still run in slices (``stop_slicing``)
+        self.slicing = True
         self._deferred: deque[asyncio.Handle] = deque()
         self._draining = False
         #: a request's callbacks scheduled while the turns' work waits: they run before
@@ -99,6 +101,9 @@ class ServingLoop(uvloop.Loop):
         *args: *_Ts,
         context: contextvars.Context | None = None,
     ) -> asyncio.Handle:
+        if not self.slicing and not self._draining:  # the deferred ones ran: in order
+            plain: asyncio.Handle = super().call_soon(callback, *args, context=context)
+            return plain
         serving = SERVING.get() if context is None else context.get(SERVING)
         if serving is not None and serving.urgent:
             if not self._draining:  # no turns' work waits: uvloop's queue runs it next
@@ -128,6 +133,13 @@ class ServingLoop(uvloop.Loop):
             self._requests_in_threads += 1
             future.add_done_callback(self._request_thread_done)
         return future
+
+    def stop_slicing(self) -> None:
+        """Run every callback as uvloop's own loop does from now on (once those deferred
+        until now have run, in order): a worker on PostgreSQL unless told
+        (``slices.slices_for_backend``)."""
+        self.slicing = False
+        self.requests_first = False
 
     def _request_thread_done(self, _future: asyncio.Future[Any]) -> None:
         self._requests_in_threads -= 1

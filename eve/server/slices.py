@@ -13,6 +13,7 @@ before, the slices cost 15 to 25 % of the turns per second (``docs/sessions.md``
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from eve.server.switching import milliseconds
@@ -24,14 +25,30 @@ DEFAULT_SLICE_MS = 2.0
 MAX_SLICE_MS = 1000.0
 
 
+def slice_given(env: Mapping[str, str]) -> str | None:
+    """``EVE_REQUEST_SLICE_MS`` as given, or None when it is unset or empty."""
+    raw = env.get(SLICE_ENV, "").strip()
+    return raw or None
+
+
 def slice_ms(env: Mapping[str, str]) -> float | None:
     """``EVE_REQUEST_SLICE_MS`` read: unset or empty is ``DEFAULT_SLICE_MS``; ``off`` is None
     (no slices: requests wait behind the turns' work, as on uvloop's own loop)."""
-    raw = env.get(SLICE_ENV, "")
-    value = raw.strip().lower()
-    if value == "":
+    raw = slice_given(env)
+    if raw is None:
         return DEFAULT_SLICE_MS
-    if value == "off":
+    if raw.lower() == "off":
         return None
     note = f"eve's default {DEFAULT_SLICE_MS:g}"
     return milliseconds(SLICE_ENV, raw, most=MAX_SLICE_MS, note=note)
+
+
+def slices_for_backend(
+    loop: asyncio.AbstractEventLoop, *, postgres: bool, env: Mapping[str, str]
+) -> None:
+    """Stop ``loop``'s slices (a ``ServingLoop``'s) on PostgreSQL unless
+    ``EVE_REQUEST_SLICE_MS`` is given: there they cost 43 % of the turns per second at 500
+    sessions (one pair measured, ``docs/sessions.md``, *Back-pressure*)."""
+    stop_slicing = getattr(loop, "stop_slicing", None)
+    if postgres and stop_slicing is not None and slice_given(env) is None:
+        stop_slicing()

@@ -16,6 +16,7 @@ import pytest
 from eve.server.request_sockets import EpollWatch, epoll_watch
 from eve.server.serving import SERVING, answered, serving_context, serving_protocol
 from eve.server.serving_loop import ServingLoop, new_serving_loop
+from eve.server.slices import SLICE_ENV, slices_for_backend
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
 
@@ -233,3 +234,32 @@ def _turns_work_ran(
     finally:
         loop.close()
     return ran
+
+
+def test_a_loop_that_stops_slicing_runs_what_it_deferred_first_then_as_uvloop_does() -> None:
+    loop = _loop(watch=None)
+
+    def stop_then_more(ran: list[str]) -> None:
+        loop.stop_slicing()
+        loop.call_soon(ran.append, "after the stop")
+
+    ran: list[str] = []
+    _turns_work_ran(loop, first=lambda: stop_then_more(ran), also=ran)
+    # deferred before the stop, so run before it: the turns' order holds
+    assert ran == [*(f"turn {i}" for i in range(5)), "after the stop"]
+    assert not loop.slicing and not loop.requests_first
+
+
+@pytest.mark.parametrize(
+    ("postgres", "env", "slicing"),
+    [(True, {}, False), (True, {SLICE_ENV: "2"}, True), (False, {}, True)],
+)
+def test_on_postgresql_the_slices_stop_unless_the_setting_is_given(
+    postgres: bool, env: dict[str, str], slicing: bool
+) -> None:
+    loop = _loop(watch=None)
+    try:
+        slices_for_backend(loop, postgres=postgres, env=env)
+        assert loop.slicing is slicing
+    finally:
+        loop.close()

@@ -1,6 +1,7 @@
 """``EVE_REQUEST_SLICE_MS``: how long a worker's loop runs the turns' work before it asks
-whether a request waits on its sockets (``serving_loop.py``), in milliseconds; 2 unless set;
-``off`` runs uvloop's own loop, where a request waits behind every ready callback.
+whether a request waits on its sockets (``serving_loop.py``), in milliseconds; 2 unless set
+(on PostgreSQL, off unless set: ``slices_for_backend``); ``off`` runs uvloop's own loop, where
+a request waits behind every ready callback.
 
 On by default since the loop asks its request sockets between two slices without letting
 the interpreter's lock go (``request_sockets.py``) and takes a turn of uvloop's loop only

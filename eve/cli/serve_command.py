@@ -26,7 +26,7 @@ from eve.server.app import service_for, start_service, stop_service
 from eve.server.auth import TOKEN_ENV, require_token_for
 from eve.server.collector import full_threshold, tune_collector
 from eve.server.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, listed_hosts
-from eve.server.slices import slice_ms
+from eve.server.slices import slice_ms, slices_for_backend
 from eve.server.switching import switch_interval_ms, tune_switching
 from eve.server.workers import Listen, bind, serve_on, serving_loop, supervise
 from eve.sessions.retention import configured_retention, prune_periodically
@@ -57,6 +57,9 @@ async def _serve_worker(
     # started: what is alive now lives as long as the worker (``collector.py``)
     tune_collector(full_threshold(os.environ))
     tune_switching(switch_interval_ms(os.environ, postgres=service.settings.is_postgres))
+    slices_for_backend(
+        asyncio.get_running_loop(), postgres=service.settings.is_postgres, env=os.environ
+    )
     retention = configured_retention(os.environ)
     # one worker prunes for all: they share the database
     pruning = None

@@ -47,12 +47,20 @@ def answered() -> None:
 
 def serving_protocol(protocol_class: type[Any]) -> type[Any]:
     """``protocol_class`` (uvicorn's httptools protocol), starting each request's task in a
-    context marked as serving it, and noting in its scope when its bytes were read
-    (``READ_AT``, for ``server_timing.py``); another class (h11's) as it is."""
+    context marked as serving it, noting in its scope when its bytes were read (``READ_AT``,
+    for ``server_timing.py``), and having its loop look at its socket between two slices of
+    the turns' work (``ServingLoop.watch_socket``); another class (h11's) as it is."""
     if not hasattr(protocol_class, "_start_asgi_task"):
         return protocol_class
 
     class ServingProtocol(protocol_class):  # type: ignore[misc]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            watch_socket = getattr(self.loop, "watch_socket", None)
+            sock = transport.get_extra_info("socket")
+            if watch_socket is not None and sock is not None:
+                watch_socket(sock.fileno())
+
         def on_message_begin(self) -> None:
             read_at = time.perf_counter()
             super().on_message_begin()

@@ -1,35 +1,55 @@
-"""``EVE_REQUEST_SLICE_MS``: how long a worker's loop runs the turns' work between two looks
-at its sockets (``serving_loop.py``), in milliseconds; unset, empty or ``off`` runs uvloop's
-own loop, where a request waits behind every ready callback.
+"""``EVE_REQUEST_SLICE_MS``: how long a worker's loop runs the turns' work before it asks
+whether a request waits on its sockets (``serving_loop.py``), in milliseconds; 2 unless set
+(on PostgreSQL, off unless set: ``slices_for_backend``); ``off`` runs uvloop's own loop, where
+a request waits behind every ready callback.
 
-Off by default: shorter turns of the loop answer requests sooner and cost turns per second,
-since the loop lets the interpreter's lock go each time it looks at its sockets and waits to
-have it back behind the worker's threads. Measured at 1,000 sessions on SQLite (a loaded
-shared machine), 2 ms took a POST's p95 from 330-930 ms to 55-57 ms, for 85 turns/s where
-the base ran 88-116 (median 91) and 10.5 ms of CPU a turn where it took 8.6
-(``docs/sessions.md``, *Back-pressure*).
+On by default since the loop asks its request sockets between two slices without letting
+the interpreter's lock go (``request_sockets.py``) and takes a turn of uvloop's loop only
+when a request needs one: measured at 1,000 sessions on SQLite (4 alternating pairs against
+the loop without slices), a POST's p95 went from 198-402 ms to 22-25 ms, for 0.78, 0.95,
+0.98 and 1.00 of the turns per second (median 0.965). With a turn after every slice, as
+before, the slices cost 15 to 25 % of the turns per second (``docs/sessions.md``,
+*Back-pressure*).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from eve.server.switching import milliseconds
 
 SLICE_ENV = "EVE_REQUEST_SLICE_MS"
-#: the slice measured (``docs/sessions.md``), in milliseconds: what a ``ServingLoop`` runs
-#: unless told
+#: the slice measured (``docs/sessions.md``), in milliseconds: a worker's unless set
 DEFAULT_SLICE_MS = 2.0
 #: the longest slice the setting takes, in milliseconds
 MAX_SLICE_MS = 1000.0
 
 
+def slice_given(env: Mapping[str, str]) -> str | None:
+    """``EVE_REQUEST_SLICE_MS`` as given, or None when it is unset or empty."""
+    raw = env.get(SLICE_ENV, "").strip()
+    return raw or None
+
+
 def slice_ms(env: Mapping[str, str]) -> float | None:
-    """``EVE_REQUEST_SLICE_MS`` read: unset, empty or ``off`` is None (no slices: requests
-    wait behind the turns' work, as on uvloop's own loop)."""
-    raw = env.get(SLICE_ENV, "")
-    value = raw.strip().lower()
-    if value in ("", "off"):
+    """``EVE_REQUEST_SLICE_MS`` read: unset or empty is ``DEFAULT_SLICE_MS``; ``off`` is None
+    (no slices: requests wait behind the turns' work, as on uvloop's own loop)."""
+    raw = slice_given(env)
+    if raw is None:
+        return DEFAULT_SLICE_MS
+    if raw.lower() == "off":
         return None
-    note = f"off unless set; measured: {DEFAULT_SLICE_MS:g}"
+    note = f"eve's default {DEFAULT_SLICE_MS:g}"
     return milliseconds(SLICE_ENV, raw, most=MAX_SLICE_MS, note=note)
+
+
+def slices_for_backend(
+    loop: asyncio.AbstractEventLoop, *, postgres: bool, env: Mapping[str, str]
+) -> None:
+    """Stop ``loop``'s slices (a ``ServingLoop``'s) on PostgreSQL unless
+    ``EVE_REQUEST_SLICE_MS`` is given: there they cost 43 % of the turns per second at 500
+    sessions (one pair measured, ``docs/sessions.md``, *Back-pressure*)."""
+    stop_slicing = getattr(loop, "stop_slicing", None)
+    if postgres and stop_slicing is not None and slice_given(env) is None:
+        stop_slicing()

@@ -155,7 +155,9 @@ def serving_loop(
 ) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """What makes a worker's event loop: uvloop's where it is installed, else None
     (asyncio's own loop; uvloop does not build on Windows), running what serves a request
-    before the turns' work (``serving_loop.py``) unless ``EVE_REQUEST_SLICE_MS`` is off.
+    before the turns' work (``serving_loop.py``) unless ``EVE_REQUEST_SLICE_MS`` is off
+    (a worker on PostgreSQL stops that once it knows, unless the setting is given:
+    ``slices.slices_for_backend``).
 
     A turn hands work to threads and back a dozen times (each a wake-up of the loop) and
     streams its events in several socket writes; on uvloop those cost a fraction of what

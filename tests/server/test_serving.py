@@ -79,7 +79,7 @@ def test_sigterm_stops_the_server_while_a_client_follows_a_stream(make_app: AppF
 
 
 def test_a_worker_serves_on_uvloop_and_httptools() -> None:
-    assert serving_loop({}) is uvloop.new_event_loop  # requests first only when asked
+    assert serving_loop({SLICE_ENV: "off"}) is uvloop.new_event_loop  # requests first unless off
     config = server_config(Starlette())
     config.load()
     assert config.http_protocol_class is HttpToolsProtocol
@@ -95,7 +95,7 @@ def test_a_workers_post_says_its_time_inside_the_server_and_where_its_claim_ran(
 ) -> None:
     """A real worker whose loop runs requests first."""
     app_root = scripted_app(make_app, [say("one"), say("two")])
-    server = Server(app_root, env={SLICE_ENV: "2"}).start()
+    server = Server(app_root).start()  # requests first by default
     try:
         session = server.create("hi")
         server.wait_for(session, count("session.waiting"))
@@ -117,10 +117,15 @@ def _made(factory: object) -> asyncio.AbstractEventLoop:
     return loop
 
 
-def test_the_turns_slice_is_set_or_off() -> None:
-    made = _made(serving_loop({SLICE_ENV: "2"}))
-    assert isinstance(made, ServingLoop) and made.slice_seconds == DEFAULT_SLICE_MS / 1000
-    assert patience_on(made) == LOOP_PATIENCE_SECONDS
+def test_the_turns_slice_is_eves_default_set_or_off() -> None:
+    for unset in ({}, {SLICE_ENV: " "}):
+        made = _made(serving_loop(unset))
+        assert isinstance(made, ServingLoop) and made.slice_seconds == DEFAULT_SLICE_MS / 1000
+        assert patience_on(made) == LOOP_PATIENCE_SECONDS
+        # where epoll is there, the loop asks its request sockets between two slices
+        assert made.watch is not None or not sys.platform.startswith("linux")
+    made = _made(serving_loop({SLICE_ENV: "0.5"}))
+    assert isinstance(made, ServingLoop) and made.slice_seconds == 0.0005
     assert patience_on(_made(serving_loop({SLICE_ENV: " Off "}))) == 0.0
     for bad in ("0", "-1", "1001", "nan", "fast", "٣"):
         with pytest.raises(ServerConfigError, match=SLICE_ENV):

@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= -n 6 --dist worksteal
 # logged; the minute adds the 30 s summary window and the store's 60 s patience.
 PYTEST_ENV := PYTHONDONTWRITEBYTECODE= EVE_FAULT_SECONDS=20
 
-.PHONY: run test test-postgres test-faults test-install test-local-model bench lint clean
+.PHONY: run test test-suite test-postgres test-faults test-install test-local-model bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,7 +60,14 @@ lint: $(VENV)/.installed-dev
 # skipping); when it cannot (not root, no apt-get), they skip and say why. The dev UI's
 # browser tests (tests/ui) are the same with ensure-chromium and EVE_REQUIRE_BROWSER=1, and
 # the sandbox's bubblewrap tests (tests/sandbox) with ensure-bubblewrap and EVE_REQUIRE_SANDBOX=1.
-test: lint
+# The node packages the tests run (scripts/npm-ci-tests) install in the background from the
+# start, beside the venv and the lint; the suite needs them only once pytest runs.
+test:
+	@./scripts/npm-ci-tests & npm=$$!; \
+	$(MAKE) --no-print-directory lint test-suite; status=$$?; wait $$npm; exit $$status
+
+# what make test runs once the lint passed
+test-suite: $(VENV)/.installed-dev
 	$(BIN)/eve compile --check
 	-./scripts/ensure-bubblewrap
 	$(BIN)/eve eval

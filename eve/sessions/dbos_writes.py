@@ -17,6 +17,17 @@ optimistic: if any write of it raises, or the transaction fails (``BEGIN`` or ``
 nothing of it is durable and each write runs again alone, as DBOS runs it (its own
 ``db_retry`` around it), so a caller gets what its own write meets, never a neighbour's.
 
+A request's write runs alone at once, as before: it waits for no group (the gate lets it
+before the background writes, ``sqlite_gate.py``), and it fails fast where a group would
+retry. A turn started by the message's own request (``claim_now.py``) is such a write, so at
+scale it is mostly the workflows' ends that meet. What a group runs of DBOS is its own code
+on the group's connection: ``SystemDatabase._insert_workflow_status`` for a start (its
+``init_workflow`` is that in a transaction), eve's ``dbos_sqlite._outcome`` for an end.
+
+Measured in one process (2,000 workflows of DBOS on eve's SQLite engine, 200 at a time, the
+combiner on and off in alternating rounds on a loaded machine): 1.50 against 1.65 ms of CPU
+per workflow (medians of 8 rounds, 7 of them lower), a fifth of the writes in groups.
+
 Only on SQLite, where a file has one writer at a time; PostgreSQL locks rows, and its start
 and end are one statement each already (``dbos_start.py``, DBOS's own end).
 """

@@ -4,6 +4,7 @@ again alone, and a request's write never waits for a group."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -12,11 +13,16 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from dbos import DBOS
+from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.dbos_writes import Combiner
+from eve.sessions.dbos_writes import Combiner, combiner_of
 from eve.sessions.sqlite import sqlite_engine
+from tests.conftest import AppFactory
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.inprocess import InProcessServer
 
 
 @pytest.fixture
@@ -67,13 +73,15 @@ class Blocked:
     """A write that runs alone (the first, with no one to meet) and holds the lead until
     ``release``: what comes meanwhile queues behind it."""
 
-    def __init__(self, combiner: Combiner, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, combiner: Combiner, pool: ThreadPoolExecutor, *, writes: bool = True
+    ) -> None:
         self.started, self._release = threading.Event(), threading.Event()
 
         def held() -> int:
             self.started.set()
             self._release.wait(10)
-            return alone(combiner.engine, 0)()
+            return alone(combiner.engine, 0)() if writes else 0
 
         self.future = pool.submit(combiner.run, insert(0), held)
         assert self.started.wait(10)
@@ -146,3 +154,49 @@ def test_a_write_alone_runs_as_before(engine: Engine) -> None:
     assert ran == [1]
     assert counted[0] == 1
     assert combiner.groups == {}
+
+
+@DBOS.workflow(name="tests.combined")
+async def _combined(n: int) -> int:
+    return n
+
+
+async def _start_combined(first: int) -> list[int]:
+    handles = await asyncio.gather(
+        *(DBOS.start_workflow_async(_combined, n) for n in range(first, first + 3))
+    )
+    return list(await asyncio.gather(*(handle.get_result() for handle in handles)))
+
+
+def test_dbos_starts_and_ends_that_meet_are_recorded_as_dbos_records_them(
+    make_app: AppFactory,
+) -> None:
+    """Through DBOS itself on eve's SQLite file: three workflows whose starts (DBOS's
+    ``_insert_workflow_status``, on the group's connection) and ends queue behind a write
+    holding the lead run together, and DBOS reads back each one's status, input and
+    output."""
+    server = InProcessServer(scripted_app(make_app, [say("hello")]), env={}).start()
+    try:
+        sys_db = _get_dbos_instance()._sys_db
+        combiner = combiner_of(sys_db.engine)
+        before = dict(combiner.groups)
+        assert server.http is not None
+        portal = server.http.portal
+        assert portal is not None
+        with ThreadPoolExecutor(1) as pool, ThreadPoolExecutor(1) as caller:
+            blocked = Blocked(combiner, pool, writes=False)
+            started = caller.submit(portal.call, _start_combined, 100)
+            while len(combiner._queued) < 3:  # the three starts wait behind it
+                assert not started.done()
+                threading.Event().wait(0.001)
+            blocked.release()
+            assert started.result(30) == [100, 101, 102]
+        grouped = sum(n * (k - before.get(n, 0)) for n, k in combiner.groups.items())
+        assert grouped >= 3  # the starts at least; the ends too when they met
+        workflows = DBOS.list_workflows(name="tests.combined", load_input=True)
+        found = sorted(
+            (w.status, w.input["args"] if w.input else None, w.output) for w in workflows
+        )
+        assert found == [("SUCCESS", (n,), n) for n in (100, 101, 102)]
+    finally:
+        server.stop()

@@ -38,11 +38,11 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from weakref import WeakKeyDictionary
 
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.database_errors import failing_fast
+from eve.sessions.sqlite_per_engine import PerEngine
 
 T = TypeVar("T")
 
@@ -150,16 +150,5 @@ def _together(engine: Engine, group: Sequence[_Write]) -> bool:
     return True
 
 
-_COMBINERS: WeakKeyDictionary[Engine, Combiner] = WeakKeyDictionary()
-_COMBINERS_LOCK = threading.Lock()
-
-
-def combiner_of(engine: Engine) -> Combiner:
-    """The combiner of ``engine``'s writes (one per engine)."""
-    found = _COMBINERS.get(engine)
-    if found is None:
-        with _COMBINERS_LOCK:
-            found = _COMBINERS.get(engine)
-            if found is None:
-                found = _COMBINERS[engine] = Combiner(engine)
-    return found
+#: the combiner of an engine's writes (one per engine)
+combiner_of = PerEngine(Combiner)

@@ -53,13 +53,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
-from weakref import WeakKeyDictionary
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.db_retry import tried_once
 from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
+from eve.sessions.sqlite_per_engine import PerEngine
 
 #: writes in one transaction at most. At N = 1,000 (``bench/scale.py``) the lane was full all
 #: the time: with 16, a POST's p95 was 651 ms (74 turns/s), with 4 164 ms (80 turns/s), when
@@ -208,18 +208,7 @@ class _Kept:
             _given_up(connection)
 
 
-_KEPT: WeakKeyDictionary[Engine, _Kept] = WeakKeyDictionary()
-_KEPT_LOCK = threading.Lock()
-
-
-def _kept(engine: Engine) -> _Kept:
-    kept = _KEPT.get(engine)
-    if kept is None:
-        with _KEPT_LOCK:
-            kept = _KEPT.get(engine)
-            if kept is None:
-                kept = _KEPT[engine] = _Kept(engine)
-    return kept
+_kept = PerEngine(_Kept)
 
 
 def _given_up(connection: Connection) -> None:

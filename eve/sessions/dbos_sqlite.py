@@ -35,6 +35,8 @@ from dbos._sys_db import SystemDatabase, WorkflowStatuses
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
+from eve.sessions.dbos_writes import combiner_of
+
 #: (the SQL, its parameters' names in order, bind processors, the statement's constants)
 _Prepared = tuple[str, tuple[str, ...], dict[str, Callable[[Any], Any]], dict[str, Any]]
 _PREPARED: WeakKeyDictionary[SystemDatabase, dict[tuple[str, tuple[str, ...]], _Prepared]] = (
@@ -127,7 +129,8 @@ def _outcome(
         "output": output,
         "error": error,
     }
-    with self.engine.begin() as c:
+
+    def write(c: sa.Connection) -> bool:
         name = "eve_update_outcome" + ("_owned" if owned else "")
         update = _execute_prepared(
             self, c, name, keys, lambda: _outcome_update(self, owned=owned), insert_columns=False
@@ -137,6 +140,13 @@ def _outcome(
             return False
         _execute_prepared(self, c, "upsert_workflow_output", output_values, lambda: _upsert(self))
         return True
+
+    def alone() -> bool:
+        with self.engine.begin() as c:
+            return write(c)
+
+    # with other workflows' starts and ends that meet it (``dbos_writes.py``)
+    return combiner_of(self.engine).run(write, alone)
 
 
 def _outcome_update(self: SystemDatabase, *, owned: bool) -> Any:

@@ -43,6 +43,7 @@ from dbos._outcome import DeferredResult, Pending
 from dbos._registrations import DBOSFuncInfo, DBOSFuncType, get_config_name, get_dbos_class_name
 from dbos._sys_db import SystemDatabase, WorkflowStatuses, WorkflowStatusInternal, db_retry
 
+from eve.sessions.dbos_writes import combiner_of
 from eve.sessions.pg_pools import checked_without_ping
 
 _DBOS_CLASS_NAME = get_dbos_class_name
@@ -151,11 +152,24 @@ def _init_workflow(
         and status["shard_key"] is None
         and not self._wf_values(status["workflow_uuid"])
     )
-    if creator_xid is None or not plain:
+
+    def alone() -> tuple[WorkflowStatuses, bool]:
         # db_retry's own retries wrap DBOS's (the unwrapped method runs once per try)
         return _DBOS_INIT.__wrapped__(  # type: ignore[attr-defined,no-any-return]
             self, status, creator_xid=creator_xid, reuse_policy=reuse_policy
         )
+
+    if self._is_sqlite:
+        # DBOS's ``init_workflow`` is its ``_insert_workflow_status`` in a transaction of
+        # its own; here with other workflows' starts and ends that meet it (dbos_writes.py)
+        return combiner_of(self.engine).run(
+            lambda c: self._insert_workflow_status(
+                status, c, creator_xid=creator_xid, reuse_policy=reuse_policy
+            ),
+            alone,
+        )
+    if creator_xid is None or not plain:
+        return alone()
     values = _status_values(status, creator_xid) | {"inputs": status["inputs"]}
     with self.engine.connect() as c:
         c.execution_options(isolation_level="AUTOCOMMIT")

@@ -54,10 +54,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.db_retry import tried_once
 from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
+from eve.sessions.sqlite_per_engine import PerEngine
 
 #: writes in one transaction at most. At N = 1,000 (``bench/scale.py``) the lane was full all
 #: the time: with 16, a POST's p95 was 651 ms (74 turns/s), with 4 164 ms (80 turns/s), when
@@ -112,9 +114,6 @@ class SharedTransaction:
         # deferred transaction at the first write
         take_write_lock(self._raw, patience=patience)
 
-    def busy_timeout(self, seconds: float) -> None:
-        self._raw.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
-
     @property
     def active(self) -> bool:
         """The transaction is still open (SQLite rolls one back by itself on some faults)."""
@@ -150,39 +149,69 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
     unknown."""
     gate = store.gate
     assert gate is not None, "only a SQLite store groups its writes"
-    try:
-        connection = store.engine.connect()
-    except Exception:
-        return None
-    shared = SharedTransaction(store.engine, connection)
-    try:
-        # the busy handler off for the group's BEGIN (``take_write_lock``), on again after
-        # its end; both outside the gate: each statement lets go of the interpreter's lock,
-        # and on a busy worker waits up to a switch interval to get it back
-        shared.busy_timeout(0)
-    except Exception:
-        _given_up(connection)
-        return None
-    try:
-        with gate.held():
-            outcomes = _committed(shared, calls, gate, patience=store.busy_timeout)
-    except BaseException:
-        _given_up(connection)
-        raise
-    try:
-        shared.busy_timeout(store.busy_timeout)
-    except Exception:
-        _given_up(connection)
+    kept = _kept(store.engine)
+    with kept.lock:
+        connection = kept.take(store.engine)
+        if connection is None:
+            return None
+        shared = SharedTransaction(store.engine, connection)
+        try:
+            with gate.held():
+                outcomes = _committed(shared, calls, gate, patience=store.busy_timeout)
+        except BaseException:
+            kept.give_up()
+            raise
+        if outcomes is None:
+            kept.give_up()  # (rolled back, or it tried: not worth trusting again)
         return outcomes
-    if outcomes is None:
-        _quietly(connection.close)
-        return None
-    connection.close()
-    return outcomes
+
+
+class _Kept:
+    """The connection an engine's groups run on, kept from one group to the next with its
+    busy handler off (``take_write_lock`` takes the file's lock in pauses of its own).
+
+    A group took a pooled connection, turned its busy handler off, and on again before
+    giving it back (other transactions on the pool wait in the handler): two ``PRAGMA``
+    calls a group, each a hand-off of the interpreter's lock, outside the gate but on the
+    writer lane's thread, and 3.4 % of a loaded worker's busy samples in py-spy. Only the
+    group's thread uses this one, under ``lock``; the pool never sees it again until the
+    engine is disposed (then it is closed) or a group gives it up (a fault)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.lock = threading.Lock()
+        self.connection: Connection | None = None
+        sa.event.listen(engine, "engine_disposed", lambda _engine: self.give_up())
+
+    def take(self, engine: Engine) -> Connection | None:
+        """The kept connection, opened (its busy handler off) if there is none; None if it
+        could not be."""
+        if self.connection is not None:
+            return self.connection
+        try:
+            connection = engine.connect()
+        except Exception:
+            return None
+        try:
+            # (outside the gate: the statement lets go of the interpreter's lock, and on a
+            # busy worker waits up to a switch interval to get it back)
+            connection.connection.dbapi_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
+        except Exception:
+            _given_up(connection)
+            return None
+        self.connection = connection
+        return connection
+
+    def give_up(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            # never back to the pool: it is left without its busy handler
+            _given_up(connection)
+
+
+_kept = PerEngine(_Kept)
 
 
 def _given_up(connection: Connection) -> None:
-    # never back to the pool: it may be left without its busy handler
     _quietly(connection.invalidate)
     _quietly(connection.close)
 

@@ -376,3 +376,50 @@ def test_a_group_waits_for_another_process_lock_in_short_pauses(store: SessionSt
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
     other.close()
     lane.shutdown()
+
+
+def test_groups_run_on_one_kept_connection_whose_busy_handler_stays_off(
+    store: SessionStore,
+) -> None:
+    """The handler is switched off once, not off and on again around each group (the pool's
+    connections keep theirs); a fault gives the connection up and the next group opens one."""
+    run: list[str] = []
+    opened: list[object] = []
+
+    def trace(dbapi: Any, _record: Any) -> None:
+        opened.append(dbapi)
+        dbapi.set_trace_callback(run.append)
+
+    store.engine.dispose()
+    sa.event.listen(store.engine, "connect", trace)
+    lane = WriterLane()
+    for round_ in range(3):
+        held = Held(lane)
+        futures = [
+            held.write(store, store.append_events, name, round_, [row(f"{name}{round_}")])
+            for name in ("a", "b")
+        ]
+        held.release()
+        assert [f.result(10) for f in futures] == [[], []]
+    assert lane.groups[2] == 3
+    assert len(opened) == 1
+    assert [s for s in run if s.startswith("PRAGMA busy_timeout")] == ["PRAGMA busy_timeout=0"]
+    assert payloads(store, "a") == ["a0", "a1", "a2"]
+    held = Held(lane)  # a group that breaks: its connection is not trusted again
+    broken = held.write(store, store.append_events, "a", 0, [row("taken")])
+    fine = held.write(store, store.append_events, "b", 3, [row("b3")])
+    held.release()
+    with pytest.raises(sa.exc.IntegrityError):
+        broken.result(10)
+    assert fine.result(10) == []
+    held = Held(lane)
+    futures = [held.write(store, store.append_events, n, 4, [row(f"{n}4")]) for n in ("a", "b")]
+    held.release()
+    assert [f.result(10) for f in futures] == [[], []]
+    # the pool's connection opened again for the two that ran alone, then kept for groups
+    assert len(opened) == 2
+    switched = [s for s in run if s.startswith("PRAGMA busy_timeout")]
+    assert switched == ["PRAGMA busy_timeout=0"] * 2
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    lane.shutdown()

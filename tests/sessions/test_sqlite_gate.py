@@ -180,3 +180,43 @@ def test_the_gate_is_held_until_the_commit_or_rollback_ran(tmp_path: Path) -> No
     assert held_at["COMMIT"] and held_at["ROLLBACK"]
     assert gate._holder is None  # and let go once they ran
     engine.dispose()
+
+
+def test_a_connection_s_busy_handler_is_switched_only_when_its_use_changes(
+    tmp_path: Path,
+) -> None:
+    """Off at its first write and left off for the next (no ``PRAGMA`` per transaction, as
+    when the pool took it back); on again before a read outside a transaction, which waits
+    in SQLite's busy handler as it always did."""
+    engine, _gate = _gated(tmp_path)
+    engine.dispose()
+    run: list[str] = []
+    opened: list[object] = []
+
+    def trace(dbapi: sqlite3.Connection, _record: object) -> None:
+        opened.append(dbapi)
+        dbapi.set_trace_callback(run.append)
+
+    sa.event.listen(engine, "connect", trace)
+
+    def switches() -> list[str]:
+        return [s for s in run if s.startswith("PRAGMA busy_timeout=")]
+
+    for n in range(3):  # the pool's one connection, given back after each
+        with engine.begin() as c:
+            c.execute(sa.text("INSERT INTO t VALUES (:n)"), {"n": n})
+    assert len(opened) == 1
+    assert run.count("BEGIN IMMEDIATE") == 3
+    assert switches() == ["PRAGMA busy_timeout=0"]
+    with engine.connect() as c:
+        assert c.execute(sa.text("SELECT count(*) FROM t")).scalar() == 3
+        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO t VALUES (3)"))
+    assert len(opened) == 1
+    assert switches() == [
+        "PRAGMA busy_timeout=0",
+        "PRAGMA busy_timeout=10000",
+        "PRAGMA busy_timeout=0",
+    ]
+    engine.dispose()

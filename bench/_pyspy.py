@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,9 +97,12 @@ class Recording:
 
 def record(pid: int, seconds: float, out: Path) -> Recording:
     """Sample ``pid`` and its children for ``seconds``, in the background."""
-    binary = shutil.which("py-spy")
+    # the bench extra installs it beside the interpreter, on PATH only in an active venv
+    beside = Path(sys.executable).parent
+    binary = shutil.which("py-spy") or shutil.which("py-spy", path=str(beside))
     if binary is None:
-        return Recording(proc=None, out=out, why_not="py-spy is not on PATH")
+        why_not = "py-spy is not installed (the bench extra has it: make bench)"
+        return Recording(proc=None, out=out, why_not=why_not)
     command = [
         binary, "record", "--pid", str(pid), "--subprocesses", "--nonblocking",
         "--rate", str(RATE), "--duration", str(max(1, round(seconds))),

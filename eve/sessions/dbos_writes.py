@@ -35,6 +35,7 @@ and end are one statement each already (``dbos_start.py``, DBOS's own end).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -74,12 +75,21 @@ class Combiner:
     """The writes of one engine's threads, run together when they meet."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+        # weakly: ``combiner_of`` keys its combiners by engine weakly, and a value holding
+        # its key would keep every engine (its pool's connections) alive for good
+        self._engine = weakref.ref(engine)
         self._lock = threading.Lock()
         self._queued: list[_Write] = []
         self._leading = False
         #: groups run, by size (for tests and the benchmark)
         self.groups: dict[int, int] = {}
+
+    @property
+    def engine(self) -> Engine:
+        """The engine whose writes it runs (alive while its writers use it)."""
+        engine = self._engine()
+        assert engine is not None, "the engine's writers hold it"
+        return engine
 
     def run(self, together: Callable[[Connection], T], alone: Callable[[], T]) -> T:
         """``together(connection)`` in a group's transaction, or ``alone()`` (a transaction
@@ -119,7 +129,7 @@ class Combiner:
                 except Exception as error:
                     mine.error = error
                 mine.committed = True
-            elif _together(self.engine, group):
+            elif _together(self._engine, group):
                 self.groups[len(group)] = self.groups.get(len(group), 0) + 1
         finally:
             with self._lock:
@@ -136,8 +146,11 @@ class Combiner:
                     self._leading = False
 
 
-def _together(engine: Engine, group: Sequence[_Write]) -> bool:
+def _together(engine_ref: weakref.ref[Engine], group: Sequence[_Write]) -> bool:
     """Whether the group committed (its writes settled); False: nothing of it is durable."""
+    engine = engine_ref()
+    if engine is None:  # (its writers hold it: not while a group is queued)
+        return False
     values: list[Any] = []
     try:
         with engine.begin() as connection:

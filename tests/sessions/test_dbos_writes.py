@@ -5,7 +5,9 @@ again alone, and a request's write never waits for a group."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -200,3 +202,13 @@ def test_dbos_starts_and_ends_that_meet_are_recorded_as_dbos_records_them(
         assert found == [("SUCCESS", (n,), n) for n in (100, 101, 102)]
     finally:
         server.stop()
+
+
+def test_a_combiner_keeps_no_engine_alive(tmp_path: Path) -> None:
+    made = sa.create_engine(f"sqlite:///{tmp_path / 'gone.sqlite'}")
+    combiner_of(made)
+    gone = weakref.ref(made)
+    made.dispose()
+    del made
+    gc.collect()
+    assert gone() is None, "combiner_of kept its engine (and its pool) alive"

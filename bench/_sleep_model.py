@@ -148,3 +148,64 @@ def _count_hand_offs(counts: Any) -> None:
 
 if _path := __import__("os").environ.get("EVE_BENCH_SQL_COUNTS"):
     _count_statements(_path)
+
+
+def _lane_stats(path: str) -> None:
+    """Every second, append to ``path`` the writer lane's busy time (wall and its thread's
+    CPU), its writes and groups, the collector's time by generation, and the main thread's
+    and the process's CPU (diagnostic)."""
+    import gc
+    import json
+    import os
+    import threading
+    import time
+
+    from eve.sessions import writer_lane
+
+    stats: dict[str, Any] = {"busy": 0.0, "cpu": 0.0, "runs": 0}
+    run = writer_lane.WriterLane._run
+
+    def timed(self: Any, taken: Any) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            run(self, taken)
+        finally:
+            stats["busy"] += time.perf_counter() - wall
+            stats["cpu"] += time.thread_time() - cpu
+            stats["runs"] += 1
+            stats["ran"] = self.ran
+            stats["groups"] = dict(self.groups)
+
+    writer_lane.WriterLane._run = timed  # type: ignore[method-assign]
+    collecting: dict[str, float] = {}
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting["at"] = time.perf_counter()
+            return
+        name = f"gc{info['generation']}"
+        stats[name] = stats.get(name, 0.0) + time.perf_counter() - collecting.get("at", 0.0)
+        stats[name + "_n"] = stats.get(name + "_n", 0) + 1
+
+    gc.callbacks.append(collected)
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu_of(where: str) -> float:
+        fields = Path(where).read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    def dump() -> None:
+        pid = os.getpid()
+        with open(path, "a") as out:
+            while True:
+                time.sleep(1.0)
+                row = dict(stats, t=time.time(), main_cpu=cpu_of(f"/proc/{pid}/task/{pid}/stat"))
+                row["proc_cpu"] = cpu_of(f"/proc/{pid}/stat")
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+
+    threading.Thread(target=dump, daemon=True, name="eve-bench-lane-stats").start()
+
+
+if _lane_path := __import__("os").environ.get("EVE_BENCH_LANE_STATS"):
+    _lane_stats(_lane_path)

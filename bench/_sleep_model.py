@@ -188,6 +188,7 @@ def _lane_stats(path: str) -> None:
         stats[name + "_n"] = stats.get(name + "_n", 0) + 1
 
     gc.callbacks.append(collected)
+    _time_lane_waits(stats)
     tick = os.sysconf("SC_CLK_TCK")
 
     def cpu_of(where: str) -> float:
@@ -205,6 +206,54 @@ def _lane_stats(path: str) -> None:
                 out.flush()
 
     threading.Thread(target=dump, daemon=True, name="eve-bench-lane-stats").start()
+
+
+def _time_lane_waits(stats: dict[str, Any]) -> None:
+    """In the writer lane's thread: the wall time its statements took (the interpreter's
+    lock taken back after each included), its waits at the gate and for SQLite's lock, and
+    its commits (``stmt``, ``gate``, ``begin``, ``commit``, seconds)."""
+    import threading
+    import time
+
+    import sqlalchemy as sa
+
+    from eve.sessions import group_commit, sqlite_gate
+
+    started: dict[int, float] = {}
+
+    def lane() -> bool:
+        return threading.current_thread().name == "eve-writer"
+
+    def before(_c: Any, cursor: Any, *_args: Any) -> None:
+        if lane():
+            started[id(cursor)] = time.perf_counter()
+
+    def after(_c: Any, cursor: Any, *_args: Any) -> None:
+        if (at := started.pop(id(cursor), None)) is not None:
+            stats["stmt"] = stats.get("stmt", 0.0) + time.perf_counter() - at
+            stats["stmts"] = stats.get("stmts", 0) + 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", before)
+    sa.event.listen(sa.engine.Engine, "after_cursor_execute", after)
+
+    def timing(name: str, call: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not lane():
+                return call(*args, **kwargs)
+            at = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                stats[name] = stats.get(name, 0.0) + time.perf_counter() - at
+
+        return timed
+
+    gate = sqlite_gate.SqliteGate
+    gate._acquire = timing("gate", gate._acquire)  # type: ignore[method-assign]
+    for module in (group_commit, sqlite_gate):
+        setattr(module, "take_write_lock", timing("begin", sqlite_gate.take_write_lock))  # noqa: B010
+    transaction = sa.engine.base.Transaction
+    transaction.commit = timing("commit", transaction.commit)  # type: ignore[method-assign]
 
 
 if _lane_path := __import__("os").environ.get("EVE_BENCH_LANE_STATS"):

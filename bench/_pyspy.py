@@ -6,10 +6,15 @@ unchanged and its own CPU figures hold. Samples of idle threads are left out (py
 default, and the leaves of waiting threads it misses: ``IDLE_LEAVES``), so the shares are
 shares of the server's busy time. Without py-spy on ``PATH`` the
 report says so instead of a profile.
+
+Those shares overstate a worker bound by the interpreter's lock: a thread waiting for the
+lock is sampled as busy. ``EVE_BENCH_PROFILE=gil`` (the bench's own environment) samples only
+the thread holding it (py-spy's ``--gil``), so the shares are of the lock's holding time.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -22,6 +27,10 @@ from typing import Any
 
 #: samples per second: enough for shares of a few percent over a 30 s window
 RATE = 97
+#: the bench's setting for the profile's kind: ``gil`` samples only the lock's holder
+PROFILE_SETTING = "EVE_BENCH_PROFILE"
+#: the bench's setting naming a file to keep py-spy's raw profile in
+KEEP_SETTING = "EVE_BENCH_PROFILE_KEEP"
 #: (name, pattern of a frame): where the busy samples are, a sample counted under the first
 #: area in this order that any of its frames matches (an event-log write inside a DBOS step
 #: is the event log's)
@@ -75,6 +84,8 @@ class Recording:
     proc: subprocess.Popen[bytes] | None
     out: Path
     why_not: str | None = None
+    #: only the thread holding the interpreter's lock was sampled
+    gil: bool = False
 
     def stop(self) -> None:
         """End the recording now (py-spy writes what it has on SIGINT): its ``--duration``
@@ -92,7 +103,11 @@ class Recording:
                 "available": False,
                 "why": f"py-spy wrote no profile (exit {self.proc.returncode})",
             }
-        return summarise(self.out.read_text(errors="replace"), top=top)
+        raw = self.out.read_text(errors="replace")
+        if keep := os.environ.get(KEEP_SETTING):
+            Path(keep).write_text(raw)  # for a closer look than the summary's
+        summary = summarise(raw, top=top)
+        return summary | {"gil": self.gil}
 
 
 def record(pid: int, seconds: float, out: Path) -> Recording:
@@ -108,8 +123,11 @@ def record(pid: int, seconds: float, out: Path) -> Recording:
         "--rate", str(RATE), "--duration", str(max(1, round(seconds))),
         "--format", "raw", "--output", str(out),
     ]  # fmt: skip
+    gil = os.environ.get(PROFILE_SETTING) == "gil"
+    if gil:
+        command.append("--gil")
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return Recording(proc=proc, out=out)
+    return Recording(proc=proc, out=out, gil=gil)
 
 
 def _frames(stack: str) -> list[str]:

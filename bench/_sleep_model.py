@@ -148,3 +148,113 @@ def _count_hand_offs(counts: Any) -> None:
 
 if _path := __import__("os").environ.get("EVE_BENCH_SQL_COUNTS"):
     _count_statements(_path)
+
+
+def _lane_stats(path: str) -> None:
+    """Every second, append to ``path`` the writer lane's busy time (wall and its thread's
+    CPU), its writes and groups, the collector's time by generation, and the main thread's
+    and the process's CPU (diagnostic)."""
+    import gc
+    import json
+    import os
+    import threading
+    import time
+
+    from eve.sessions import writer_lane
+
+    stats: dict[str, Any] = {"busy": 0.0, "cpu": 0.0, "runs": 0}
+    run = writer_lane.WriterLane._run
+
+    def timed(self: Any, taken: Any) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            run(self, taken)
+        finally:
+            stats["busy"] += time.perf_counter() - wall
+            stats["cpu"] += time.thread_time() - cpu
+            stats["runs"] += 1
+            stats["ran"] = self.ran
+            stats["groups"] = dict(self.groups)
+
+    writer_lane.WriterLane._run = timed  # type: ignore[method-assign]
+    collecting: dict[str, float] = {}
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting["at"] = time.perf_counter()
+            return
+        name = f"gc{info['generation']}"
+        stats[name] = stats.get(name, 0.0) + time.perf_counter() - collecting.get("at", 0.0)
+        stats[name + "_n"] = stats.get(name + "_n", 0) + 1
+
+    gc.callbacks.append(collected)
+    _time_lane_waits(stats)
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu_of(where: str) -> float:
+        fields = Path(where).read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    def dump() -> None:
+        pid = os.getpid()
+        with open(path, "a") as out:
+            while True:
+                time.sleep(1.0)
+                row = dict(stats, t=time.time(), main_cpu=cpu_of(f"/proc/{pid}/task/{pid}/stat"))
+                row["proc_cpu"] = cpu_of(f"/proc/{pid}/stat")
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+
+    threading.Thread(target=dump, daemon=True, name="eve-bench-lane-stats").start()
+
+
+def _time_lane_waits(stats: dict[str, Any]) -> None:
+    """In the writer lane's thread: the wall time its statements took (the interpreter's
+    lock taken back after each included), its waits at the gate and for SQLite's lock, and
+    its commits (``stmt``, ``gate``, ``begin``, ``commit``, seconds)."""
+    import threading
+    import time
+
+    import sqlalchemy as sa
+
+    from eve.sessions import group_commit, sqlite_gate
+
+    started: dict[int, float] = {}
+
+    def lane() -> bool:
+        return threading.current_thread().name == "eve-writer"
+
+    def before(_c: Any, cursor: Any, *_args: Any) -> None:
+        if lane():
+            started[id(cursor)] = time.perf_counter()
+
+    def after(_c: Any, cursor: Any, *_args: Any) -> None:
+        if (at := started.pop(id(cursor), None)) is not None:
+            stats["stmt"] = stats.get("stmt", 0.0) + time.perf_counter() - at
+            stats["stmts"] = stats.get("stmts", 0) + 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", before)
+    sa.event.listen(sa.engine.Engine, "after_cursor_execute", after)
+
+    def timing(name: str, call: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not lane():
+                return call(*args, **kwargs)
+            at = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                stats[name] = stats.get(name, 0.0) + time.perf_counter() - at
+
+        return timed
+
+    gate = sqlite_gate.SqliteGate
+    gate._acquire = timing("gate", gate._acquire)  # type: ignore[method-assign]
+    for module in (group_commit, sqlite_gate):
+        setattr(module, "take_write_lock", timing("begin", sqlite_gate.take_write_lock))  # noqa: B010
+    transaction = sa.engine.base.Transaction
+    transaction.commit = timing("commit", transaction.commit)  # type: ignore[method-assign]
+
+
+if _lane_path := __import__("os").environ.get("EVE_BENCH_LANE_STATS"):
+    _lane_stats(_lane_path)

@@ -443,7 +443,15 @@ def _report(
         "profile": profile,
     }  # fmt: skip
     cpu_ms = report["server_cpu_ms_per_turn"]
-    if profile.get("available") and cpu_ms is not None:
+    if profile.get("available") and profile.get("gil") and n:
+        # the lock holder's samples, each 1 / RATE s of holding: the lock's ms a turn (fewer
+        # if py-spy fell behind its rate)
+        held = 1000 * profile["samples"] / _pyspy.RATE / n
+        profile["gil_held_ms_per_turn"] = round(held, 2)
+        profile["areas_ms_per_turn"] = {
+            name: round(pct * held / 100, 2) for name, pct in profile["areas_pct"].items()
+        }
+    elif profile.get("available") and cpu_ms is not None:
         # the busy samples' shares applied to the measured CPU: where a turn's ms go
         profile["areas_ms_per_turn"] = {
             name: round(pct * cpu_ms / 100, 1) for name, pct in profile["areas_pct"].items()
@@ -565,9 +573,14 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
     unit = " ms" if "areas_ms_per_turn" in profile else "%"
     areas = ", ".join(f"{name} {value}{unit}" for name, value in shares.items())
     top = "; ".join(f"{name} {pct}%" for name, pct in list(profile["top_self_pct"].items())[:8])
+    what = (
+        f"the interpreter's lock held {profile['gil_held_ms_per_turn']} ms per turn, by area"
+        if profile.get("gil_held_ms_per_turn") is not None
+        else "server CPU per turn by area"
+    )
     return [
         "", f"## {row['config']}", "", *extra,
-        f"py-spy, {profile['samples']} busy samples; server CPU per turn by area: {areas}.",
+        f"py-spy, {profile['samples']} busy samples; {what}: {areas}.",
         "", f"Top functions (self, % of busy samples): {top}.",
     ]  # fmt: skip
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import _durability_worker, auth_check, loop_overhead, tracing_overhead
+from bench import _durability_worker, _pyspy, auth_check, loop_overhead, tracing_overhead
 from eve.compiler import compile_to_disk
 
 
@@ -120,3 +120,36 @@ def test_the_sandbox_call_bench_times_each_case() -> None:
         "local": 1,
         "bubblewrap": 1,
     }
+
+
+def test_the_scale_profile_samples_only_the_lock_holder_when_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    started: list[list[str]] = []
+
+    class Started:
+        returncode = 0
+
+        def __init__(self, command: list[str], **_: object) -> None:
+            started.append(command)
+
+        def poll(self) -> int:
+            return 0
+
+        def wait(self, _timeout: float) -> int:
+            return 0
+
+    monkeypatch.setattr(_pyspy.shutil, "which", lambda *_a, **_k: "py-spy")
+    monkeypatch.setattr(_pyspy.subprocess, "Popen", Started)
+    kept = tmp_path / "kept.txt"
+    monkeypatch.setenv(_pyspy.KEEP_SETTING, str(kept))
+    plain = _pyspy.record(1, 1.0, tmp_path / "plain.txt")
+    monkeypatch.setenv(_pyspy.PROFILE_SETTING, "gil")
+    held = _pyspy.record(1, 1.0, tmp_path / "held.txt")
+    assert "--gil" not in started[0] and "--gil" in started[1]
+    raw = 'process 1:"eve";_run (eve/sessions/turn_workflow.py:3) 7\n'
+    held.out.write_text(raw)
+    summary = held.summary()
+    assert summary["gil"] is True and summary["samples"] == 7
+    assert kept.read_text() == raw
+    assert not plain.gil

@@ -25,6 +25,7 @@ from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind,
 from eve.errors import CheckpointMissing, DatabaseUnavailable
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
+from eve.sessions.event_inserts import insert_events
 from eve.sessions.group_commit import joined
 from eve.sessions.pg_appends import append_with_record, lone_record
 from eve.sessions.pg_notifier import PgNotifier
@@ -260,7 +261,6 @@ _BODY_EVENT = sa.select(events.c.payload).where(
 
 
 _NEW_CHECKPOINT = checkpoints.insert()
-_NEW_EVENTS = events.insert()
 
 
 def write_checkpoint(
@@ -642,21 +642,7 @@ class SessionStore:
             alone = not also and len(rows) <= self.engine.dialect.insertmanyvalues_page_size
             with self._single() if alone else self._tx() as c:
                 if rows:
-                    c.execute(
-                        _NEW_EVENTS,
-                        [
-                            {
-                                "session_id": session_id,
-                                "idx": first_index + offset,
-                                "workflow_id": row.workflow_id,
-                                "body_seq": row.body_seq,
-                                "step_key": row.step_key,
-                                "attempt": row.attempt,
-                                "payload": row.payload,
-                            }
-                            for offset, row in enumerate(rows)
-                        ],
-                    )
+                    insert_events(c, session_id, first_index, rows)
                 done = [work(c) for work in also]
         if rows and self.notifier is not None:
             self.notifier.committed(session_id, first_index + len(rows) - 1)

@@ -141,6 +141,10 @@ def test_a_steps_record_commits_with_its_events_never_before_them(make_app: AppF
         table = next((t for t in ("eve_events", "eve_step_records") if f"INTO {t} " in sql), None)
         if table is not None:
             rows = parameters if isinstance(parameters, list) else [parameters]
+            if table == "eve_events" and not isinstance(parameters, list):
+                # a batch is one statement, its rows' values one after another
+                # (``event_inserts.py``): seven columns a row
+                rows = [parameters[n : n + 7] for n in range(0, len(parameters), 7)]
             key = 4 if table == "eve_events" else 1  # step_key's place among the columns
             with lock:
                 open_.setdefault(id(conn), []).extend((table, row[key]) for row in rows)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import io
-import json
 import os
 import signal
 import socket
@@ -24,7 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from tests.forkserver import MESSAGE_BYTES, ForkServer
+from tests.forkserver import SOCKET_ENV, ForkServer, returncode
+
+#: the program that asks the fork server for a ``python -m`` of another process's choosing
+LAUNCHER = Path(__file__).with_name("fork_launch.py")
 
 #: ``EVE_TEST_FORK=0`` starts every command as a fresh interpreter
 ENABLED_ENV = "EVE_TEST_FORK"
@@ -112,12 +114,9 @@ class ForkedProcess:
     def _read_status(self, timeout: float | None) -> bool:
         self._status.settimeout(timeout)
         try:
-            message = self._status.recv(MESSAGE_BYTES)
+            self.returncode = returncode(self._status)
         except (TimeoutError, BlockingIOError):
             return False
-        self._status.close()
-        # nothing: the fork server ended before its child, which only a crash does
-        self.returncode = int(json.loads(message)["returncode"]) if message else -signal.SIGKILL
         return True
 
 
@@ -138,6 +137,25 @@ def _fork_server() -> ForkServer | None:
             _server, _server_pid = ForkServer.start(), os.getpid()
             atexit.register(_server.stop)
         return _server
+
+
+def module_command(module: str, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run ``python -m module`` forked, for another
+    program to start (the MCP conformance suite starts its client once per scenario): a
+    fresh interpreter's when the fork server is off or cannot honour ``env``.
+
+    ``PYTHONPATH`` is honoured, its entries put on the child's ``sys.path``; the modules the
+    fork server preloaded stay the ones it found."""
+    environment = dict(env)
+    server = _fork_server()
+    probe = {k: v for k, v in environment.items() if k != "PYTHONPATH"}
+    if server is not None and "PYTHONPATH" in server.env:
+        probe["PYTHONPATH"] = server.env["PYTHONPATH"]
+    if server is None or not server.accepts(probe):
+        return [sys.executable, "-m", module], environment
+    # -S: the launcher needs only the standard library, not site's start
+    launch = [sys.executable, "-S", str(LAUNCHER), module]
+    return launch, {**environment, SOCKET_ENV: str(server.path)}
 
 
 def _is_eve(argv: list[str]) -> bool:

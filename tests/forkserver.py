@@ -33,18 +33,21 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: what ``eve`` needs loaded before it forks: the CLI, the serve command's closure, and what
 #: a started server imports as it runs (its HTTP protocol, the SQLite dialect, the offline
-#: model): together 99% of a server's import time, by ``-X importtime``
+#: model): together 99% of a server's import time, by ``-X importtime``. The MCP connection
+#: pool too: an app with a connection imports it at its first turn (0.57 s of CPU, the MCP
+#: SDK, anyio's backend, jsonschema), in 11 of the 160 forks of a run, sampled by py-spy
 PRELOAD = (
     "eve.cli.main",
     "eve.cli.serve_command",
     "uvicorn.protocols.http.h11_impl",
     "sqlalchemy.dialects.sqlite",
     "eve.models.offline",
+    "eve.connections.pool",
 )
 #: variables a fork cannot honour: read by the interpreter as it starts (the locale of its
 #: streams, its time zone), or by a preloaded module as it is imported (dbos/_utils.py:
@@ -57,6 +60,7 @@ FIXED_AT_START = (
     "TZ",
     "DBOS__",
     "OTEL_PYTHON_",
+    "OTEL_PROPAGATORS",
     "PSYCOPG_",
     "PYDANTIC_",
     "SSL_CERT_",
@@ -71,6 +75,8 @@ _HONOURED = ("PYTHONUNBUFFERED",)
 #: many parked turns keeps eve's own (tests/sessions/test_parked_turns.py).
 SQLITE_POLL_SECONDS = 0.1
 MESSAGE_BYTES = 1 << 20
+#: the fork server's socket, for ``tests/fork_launch.py`` (``forked.module_command``)
+SOCKET_ENV = "EVE_TEST_FORK_SOCKET"
 
 
 def _fixed(env: dict[str, str]) -> dict[str, str]:
@@ -114,11 +120,7 @@ class ForkServer:
     ) -> tuple[int, socket.socket]:
         """Fork ``python -m eve *args`` with ``streams`` as its 0, 1 and 2: its pid, and the
         socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
-        request = json.dumps({"args": args, "cwd": cwd, "env": env}).encode()
-        status = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        status.connect(str(self.path))
-        socket.send_fds(status, [request], list(streams))
-        return int(json.loads(status.recv(MESSAGE_BYTES))["pid"]), status
+        return request_fork(str(self.path), {"args": args, "cwd": cwd, "env": env}, streams)
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -133,6 +135,25 @@ class ForkServer:
             self.path.parent.rmdir()
 
 
+def request_fork(
+    path: str, request: dict[str, object], streams: tuple[int, int, int]
+) -> tuple[int, socket.socket]:
+    """Ask the fork server at ``path`` for a child (``_Request``'s fields): its pid, and the
+    socket its exit status will come on."""
+    status = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    status.connect(path)
+    socket.send_fds(status, [json.dumps(request).encode()], list(streams))
+    return int(json.loads(status.recv(MESSAGE_BYTES))["pid"]), status
+
+
+def returncode(status: socket.socket) -> int:
+    """The exit status a child's status socket reports, as ``Popen`` counts it."""
+    message = status.recv(MESSAGE_BYTES)
+    status.close()
+    # nothing: the fork server ended before its child, which only a crash does
+    return int(json.loads(message)["returncode"]) if message else -signal.SIGKILL
+
+
 # --- the fork server's side -------------------------------------------------------------
 
 
@@ -141,6 +162,10 @@ class _Request:
     args: list[str]
     cwd: str
     env: dict[str, str]
+    #: what ``python -m`` runs: eve, unless ``tests/fork_launch.py`` asks for another
+    module: str = "eve"
+    #: ``PYTHONPATH``'s entries, put on ``sys.path`` as the interpreter puts them
+    path: list[str] = field(default_factory=list)
 
 
 def _serve(path: str) -> _Request:
@@ -249,16 +274,17 @@ def _standard_streams(unbuffered: bool) -> None:
 
 
 def _become(request: _Request) -> None:
-    """In the child: the process ``python -m eve *args`` would start, then run it."""
+    """In the child: the process ``python -m <module> *args`` would start, then run it."""
     import runpy
 
     os.chdir(request.cwd)
     os.environ.clear()
     os.environ.update(request.env)
     _standard_streams(unbuffered=bool(request.env.get("PYTHONUNBUFFERED")))
-    sys.path.insert(0, request.cwd)  # as ``-m`` puts the working directory first
+    # as ``-m`` puts the working directory first, then PYTHONPATH's entries
+    sys.path[0:0] = [request.cwd, *request.path]
     sys.argv = ["-m", *request.args]  # runpy sets argv[0] to the module's file, as -m does
-    runpy.run_module("eve", run_name="__main__", alter_sys=True)
+    runpy.run_module(request.module, run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

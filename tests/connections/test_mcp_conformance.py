@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.npm import npm_ci
 
 PACKAGE = Path(__file__).with_name("conformance")
@@ -71,14 +73,19 @@ def installed() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_a_conformance_scenario_passes(scenario: str, tmp_path: Path) -> None:
-    client = f"{sys.executable} -m tests.connections.conformance_client"
+    # the client forked from a process that has imported eve (tests/fork_launch.py): its
+    # imports were 1.3 s of CPU a scenario (this module with a fork server already started,
+    # three alternating runs: 12.5 CPU-s and 10.4 s fresh, 7.7 CPU-s and 5.5 s forked)
+    client, env = forked.module_command(
+        "tests.connections.conformance_client", {**os.environ, "PYTHONPATH": str(REPO)}
+    )
     done = subprocess.run(
         [
             str(NODE),
             str(SUITE),
             "client",
             "--command",
-            client,
+            shlex.join(client),
             "--scenario",
             scenario,
             "--expected-failures",
@@ -87,7 +94,7 @@ def test_a_conformance_scenario_passes(scenario: str, tmp_path: Path) -> None:
             "60000",
         ],
         cwd=tmp_path,  # the suite writes its results/ here
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,0 +1,37 @@
+"""``python -S tests/fork_launch.py MODULE ARG…``: ``python -m MODULE ARG…`` as a child of
+the test's fork server, for a process that a program other than the test starts.
+
+The MCP conformance suite starts its client (``python -m tests.connections.conformance_client``)
+once per scenario: 1.3 s of CPU a start, nearly all of it importing eve and the MCP SDK,
+which the fork server has already imported. ``forked.module_command`` gives the command line
+and names the fork server's socket in ``EVE_TEST_FORK_SOCKET``; this program passes on its
+directory, environment, arguments and standard streams, forwards SIGTERM and SIGINT to the
+child, and exits with the child's status (``128 + n`` for a signal ``n``, as a shell reports it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+# run as a script: its directory, tests/, is sys.path[0] (the fork server's module needs
+# only the standard library, so -S leaves out site's start)
+from forkserver import SOCKET_ENV, request_fork, returncode
+
+
+def main(argv: list[str]) -> int:
+    module, *args = argv
+    env = dict(os.environ)
+    server = env.pop(SOCKET_ENV)
+    path = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    request = {"module": module, "args": args, "cwd": os.getcwd(), "env": env, "path": path}
+    pid, status = request_fork(server, request, (0, 1, 2))
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda sent, _: os.kill(pid, sent))
+    code = returncode(status)
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

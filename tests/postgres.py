@@ -34,7 +34,6 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.ports import free_port
 
 #: the database superuser ``initdb`` creates; every URL connects as it, with trust auth
 SUPERUSER = "postgres"
@@ -125,13 +126,6 @@ def pgserver_expected() -> bool:
     return (linux or sys.platform == "darwin") and sys.version_info < (3, 13)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _run_as_user() -> pwd.struct_passwd | None:
     """Who the server runs as: ourselves (``None``) unless we are root."""
     if os.geteuid() != 0:
@@ -204,7 +198,7 @@ class PostgresServer:
         server = cls(
             bindir=bindir,
             directory=directory,
-            port=_free_port(),
+            port=free_port(),
             user=user,
             durable=durable,
             also_listen=also_listen,

@@ -14,6 +14,7 @@ from pathlib import Path
 from eve.authoring.connections import MCPConnection
 from eve.compiler.connections import connection_entry
 from eve.manifest import ConnectionEntry
+from tests.ports import free_port
 
 SERVER = Path(__file__).with_name("mcp_test_server.py")
 #: a stdio server's command, as an agent's connection would give it
@@ -29,13 +30,6 @@ def entry(definition: MCPConnection, name: str = "calc") -> ConnectionEntry:
         export_name="default",
         factory=False,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager

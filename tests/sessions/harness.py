@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,15 +26,9 @@ import msgspec
 from eve.wire.requests import CreateBody, FollowUpBody, InputResponse, RequestBody
 from tests.forked import Command, popen
 from tests.polling import pauses
+from tests.ports import free_port
 
 Event = dict[str, Any]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Driver:

@@ -45,6 +45,8 @@ from eve.sessions.store import SessionStore
 
 #: how long the loop's thread waits for a claim's answer with the lock held, in seconds
 HOLD_SECONDS = 0.003
+#: how long after a connection could not be opened the next is tried
+RETRY_SECONDS = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +134,7 @@ class PgLoopClaims:
         self._out: set[psycopg.Connection[Any]] = set()
         self._open = 0
         self._opening: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
         self._closed = False
 
     async def claim(self, message: MessageClaim) -> ClaimOutcome | NotNow:
@@ -189,7 +192,7 @@ class PgLoopClaims:
         return libpq.rows(conn)
 
     def _open_one(self) -> None:
-        if self._closed or self._open >= self.most:
+        if self._closed or self._open >= self.most or time.monotonic() < self._retry_at:
             return
         if self._opening is None or self._opening.done():
             self._opening = asyncio.get_running_loop().create_task(self._add_connection())
@@ -199,7 +202,10 @@ class PgLoopClaims:
         try:
             connection = await asyncio.to_thread(_connect, self.engine)
         except (psycopg.Error, OSError):
-            self._open -= 1  # the next claim that finds none tries again
+            # the server down, or the function not installable: the claims are the
+            # thread's, and a claim after ``RETRY_SECONDS`` tries again
+            self._open -= 1
+            self._retry_at = time.monotonic() + RETRY_SECONDS
             return
         self._give_back(connection)
 

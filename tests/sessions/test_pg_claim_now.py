@@ -251,3 +251,24 @@ def _session_locked(store: SessionStore) -> Iterator[Any]:
         with contextlib.suppress(psycopg.Error):
             locker.commit()
         locker.close()
+
+
+async def test_a_connection_that_cannot_be_opened_is_tried_again_a_second_later(
+    store: SessionStore,
+) -> None:
+    libpq = found_libpq()
+    assert libpq is not None
+    nowhere = sa.create_engine(store.engine.url.set(database="eve_no_such_database"))
+    claims = PgLoopClaims(nowhere, libpq)
+    assert await claims.claim(_message()) is NOT_NOW
+    first = claims._opening
+    assert first is not None
+    await first
+    assert claims._open == 0
+    assert await claims.claim(_message()) is NOT_NOW
+    assert claims._opening is first  # not tried again at once
+    claims._retry_at = 0.0
+    assert await claims.claim(_message()) is NOT_NOW
+    assert claims._opening is not first
+    await claims._opening
+    nowhere.dispose()

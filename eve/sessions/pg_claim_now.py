@@ -44,7 +44,7 @@ from eve.sessions.pg_pools import LOOP_CONNECTIONS
 from eve.sessions.store import SessionStore
 
 #: how long the loop's thread waits for a claim's answer with the lock held, in seconds
-HOLD_SECONDS = 0.003
+HOLD_SECONDS = 0.001
 #: how long after a connection could not be opened the next is tried
 RETRY_SECONDS = 1.0
 

@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from eve.errors import DatabaseUnavailable, IdempotencyKeyReused
+from eve.server.serving_loop import new_serving_loop
 from eve.sessions import idempotency
 from eve.sessions.claim_now import NOT_NOW
 from eve.sessions.idempotency import IdempotencyKey, Replayed
@@ -36,6 +37,11 @@ from eve.sessions.pg_libpq import found_libpq
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import accepted_places, sessions
 from eve.sessions.turn_workflow import turn_workflow_id
+from eve.wire.requests import FollowUpBody
+from tests.conftest import AppFactory
+from tests.sessions.apps import say, scripted_app
+from tests.sessions.harness import count
+from tests.sessions.inprocess import InProcessServer
 
 SESSION = "ses_pgclaims"
 KEY = IdempotencyKey(scope="POST /session/x", key="k-1", fingerprint="f" * 64)
@@ -272,3 +278,38 @@ async def test_a_connection_that_cannot_be_opened_is_tried_again_a_second_later(
     assert claims._opening is not first
     await claims._opening
     nowhere.dispose()
+
+
+def test_a_server_on_postgresql_claims_messages_on_the_loop(
+    make_app: AppFactory, postgres_url: str
+) -> None:
+    root = scripted_app(make_app, [say("one"), say("two"), say("three")])
+    env = {"EVE_DATABASE_URL": postgres_url, "EVE_WORKER_ID": "pg-loop"}
+    server = InProcessServer(root, env=env, loop_factory=new_serving_loop).start()
+    try:
+        service = server._client().app.state.service  # type: ignore[attr-defined]
+        session = server.create()
+        # the first claim finds no connection of the loop's (it opens one): in a thread
+        first = server.send(session, "1")
+        server.wait_for(session, count("session.waiting", 1))
+        second = server.send(session, "2")
+        server.wait_for(session, count("session.waiting", 2))
+        path, keyed = f"/session/{session}", {"Idempotency-Key": "k-3"}
+        # the process's first key recorded purges the expired ones: in a thread
+        third = server.post(path, FollowUpBody(message="3"), headers=keyed)
+        repeat = server.post(path, FollowUpBody(message="3"), headers=keyed)
+        events = server.wait_for(session, count("session.waiting", 3))
+        claims = service.pg_claims
+    finally:
+        server.stop()
+    timings = [r.headers["server-timing"] for r in (first, second, third)]
+    assert ['desc="loop"' in timing for timing in timings] == [False, True, False]
+    assert [r.json()["turnId"] for r in (first, second, third, repeat)] == [
+        "turn_0",
+        "turn_1",
+        "turn_2",
+        "turn_2",  # replayed, from the loop: no fourth turn
+    ]
+    assert claims.held + claims.awaited == 2  # the second message and the repeat
+    received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
+    assert received == ["1", "2", "3"]

@@ -39,6 +39,7 @@ from eve.sessions.tables import accepted_places, sessions
 from eve.sessions.turn_workflow import turn_workflow_id
 from eve.wire.requests import FollowUpBody
 from tests.conftest import AppFactory
+from tests.polling import pauses
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
@@ -292,6 +293,12 @@ def test_a_server_on_postgresql_claims_messages_on_the_loop(
         # the first claim finds no connection of the loop's (it opens one): in a thread
         first = server.send(session, "1")
         server.wait_for(session, count("session.waiting", 1))
+        claims = service.pg_claims
+        deadline = time.monotonic() + 30
+        for pause in pauses(0.05):  # its connection opened, in a thread
+            if claims._idle or time.monotonic() > deadline:
+                break
+            time.sleep(pause)
         second = server.send(session, "2")
         server.wait_for(session, count("session.waiting", 2))
         path, keyed = f"/session/{session}", {"Idempotency-Key": "k-3"}
@@ -299,7 +306,6 @@ def test_a_server_on_postgresql_claims_messages_on_the_loop(
         third = server.post(path, FollowUpBody(message="3"), headers=keyed)
         repeat = server.post(path, FollowUpBody(message="3"), headers=keyed)
         events = server.wait_for(session, count("session.waiting", 3))
-        claims = service.pg_claims
     finally:
         server.stop()
     timings = [r.headers["server-timing"] for r in (first, second, third)]

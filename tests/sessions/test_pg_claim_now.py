@@ -319,3 +319,30 @@ def test_a_server_on_postgresql_claims_messages_on_the_loop(
     assert claims.held + claims.awaited == 2  # the second message and the repeat
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["1", "2", "3"]
+
+
+async def test_a_claim_finding_every_connection_out_waits_for_one_on_the_loop(
+    store: SessionStore, claims: PgLoopClaims
+) -> None:
+    claims.most = 1
+    async with _claim_out(store, claims) as (first, release):
+        second = asyncio.create_task(claims.claim(_message()))
+        await asyncio.sleep(0.05)
+        assert not second.done() and claims.waited == 1  # not left to a thread
+        release()
+        assert await first == Claimed(turn=0, starts=True)
+        assert await second == Claimed(turn=1, starts=False)
+    assert claims.not_now == 1  # only the first, which opened the connection
+
+
+async def test_a_claim_waiting_for_a_connection_that_is_dropped_goes_to_a_thread(
+    store: SessionStore, claims: PgLoopClaims
+) -> None:
+    claims.most = 1
+    async with _claim_out(store, claims) as (first, _):
+        second = asyncio.create_task(claims.claim(_message()))
+        await asyncio.sleep(0.05)
+        _terminate_loop_backends(store)
+        assert await first is NOT_NOW
+        assert await second is NOT_NOW  # handed the broken connection, or none
+    assert _next_turn(store) == 0

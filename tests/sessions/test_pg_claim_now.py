@@ -33,7 +33,7 @@ from eve.sessions.pg_claim_now import (
     loop_claims_for,
     message_claim,
 )
-from eve.sessions.pg_libpq import found_libpq
+from eve.sessions.pg_libpq import found_libpq, pointer
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import accepted_places, sessions
 from eve.sessions.turn_workflow import turn_workflow_id
@@ -177,7 +177,11 @@ async def test_a_connection_the_server_closed_is_replaced(
     await _ready(claims)
     assert isinstance(await claims.claim(_message()), Claimed)
     _terminate_loop_backends(store)
-    await asyncio.sleep(0.05)  # the server's goodbye reaches the socket
+    [connection] = claims._idle
+    deadline = time.monotonic() + 30
+    # the server's goodbye reaches the socket (a loaded machine may take a while)
+    while claims.libpq.usable(pointer(connection)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
     assert await claims.claim(_message()) is NOT_NOW  # found closed before anything was sent
     await _ready(claims)
     assert await claims.claim(_message()) == Claimed(turn=1, starts=False)

@@ -58,7 +58,10 @@ async def _serve_worker(
     tune_collector(full_threshold(os.environ))
     tune_switching(switch_interval_ms(os.environ, postgres=service.settings.is_postgres))
     slices_for_backend(
-        asyncio.get_running_loop(), postgres=service.settings.is_postgres, env=os.environ
+        asyncio.get_running_loop(),
+        postgres=service.settings.is_postgres,
+        env=os.environ,
+        claims_on_loop=service.pg_claims is not None,
     )
     retention = configured_retention(os.environ)
     # one worker prunes for all: they share the database

@@ -1,7 +1,7 @@
 """``EVE_REQUEST_SLICE_MS``: how long a worker's loop runs the turns' work before it asks
 whether a request waits on its sockets (``serving_loop.py``), in milliseconds; 2 unless set
-(on PostgreSQL, off unless set: ``slices_for_backend``); ``off`` runs uvloop's own loop, where
-a request waits behind every ready callback.
+(on PostgreSQL without a message's claim on the loop, off unless set: ``slices_for_backend``);
+``off`` runs uvloop's own loop, where a request waits behind every ready callback.
 
 On by default since the loop asks its request sockets between two slices without letting
 the interpreter's lock go (``request_sockets.py``) and takes a turn of uvloop's loop only
@@ -45,11 +45,20 @@ def slice_ms(env: Mapping[str, str]) -> float | None:
 
 
 def slices_for_backend(
-    loop: asyncio.AbstractEventLoop, *, postgres: bool, env: Mapping[str, str]
+    loop: asyncio.AbstractEventLoop,
+    *,
+    postgres: bool,
+    env: Mapping[str, str],
+    claims_on_loop: bool = False,
 ) -> None:
     """Stop ``loop``'s slices (a ``ServingLoop``'s) on PostgreSQL unless
-    ``EVE_REQUEST_SLICE_MS`` is given: there they cost 43 % of the turns per second at 500
-    sessions (one pair measured, ``docs/sessions.md``, *Back-pressure*)."""
+    ``EVE_REQUEST_SLICE_MS`` is given or a message's claim runs on the loop
+    (``claims_on_loop``: ``eve/sessions/pg_claim_now.py``). With the claim in a thread they
+    cost 43 % of the turns per second at 500 sessions (one pair measured,
+    ``docs/sessions.md``, *Back-pressure*): the loop took a turn after every slice while
+    a claim was out. With the claim on the loop, its answer is a socket the loop asks
+    between slices, and a POST's p95 went from 0.6 s to 54 ms at 500 sessions with no
+    fewer turns per second (docs/postgres.md, *A message's claim in one round trip*)."""
     stop_slicing = getattr(loop, "stop_slicing", None)
-    if postgres and stop_slicing is not None and slice_given(env) is None:
+    if postgres and not claims_on_loop and stop_slicing is not None and slice_given(env) is None:
         stop_slicing()

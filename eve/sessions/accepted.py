@@ -149,6 +149,20 @@ def accept(
     )
     if c.execute(_UNFINISHED_BEFORE, {"b_session": session_id, "b_turn": turn}).first():
         return None  # the place before it starts it when it ends (``finish_and_next``)
+    return new_place(
+        session_id=session_id,
+        turn=turn,
+        kind=kind,
+        workflow_id=workflow_id,
+        turn_input=turn_input,
+        accepted_at=accepted_at,
+    )
+
+
+def new_place(
+    *, session_id: str, turn: int, kind: Kind, workflow_id: str, turn_input: Any, accepted_at: float
+) -> Place:
+    """A place as its claim accepted it (``accept``; ``pg_claim_now.py`` on PostgreSQL)."""
     return Place(
         session_id=session_id,
         turn=turn,

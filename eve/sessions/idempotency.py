@@ -97,14 +97,20 @@ def lookup(c: Connection, key: IdempotencyKey) -> Answer | None:
     ).first()
     if row is None:
         return None
-    if row[0] != key.fingerprint:
+    return kept_answer(key, fingerprint=row[0], answer=row[1])
+
+
+def kept_answer(key: IdempotencyKey, *, fingerprint: str, answer: str) -> Answer:
+    """The answer kept for ``key`` (stored as ``answer``, JSON) if ``fingerprint``, its
+    request's, is ``key``'s; ``IdempotencyKeyReused`` if it is another request's."""
+    if fingerprint != key.fingerprint:
         raise IdempotencyKeyReused(
             f"the {HEADER} {key.key!r} was already used for another request here; "
             "use a new key for a new request",
             key=key.key,
         )
-    answer: Answer = json.loads(row[1])
-    return answer
+    kept: Answer = json.loads(answer)
+    return kept
 
 
 def replay_if_answered(c: Connection, key: IdempotencyKey | None) -> None:
@@ -120,7 +126,7 @@ def record(c: Connection, key: IdempotencyKey | None, answer: Answer) -> None:
         return
     now = time.time()
     expired = idempotency_keys.c.created_at < now - TTL_SECONDS
-    if now - _last_purge > PURGE_EVERY_SECONDS:
+    if purge_due(now):
         _last_purge = now
         c.execute(idempotency_keys.delete().where(expired))
     else:  # this key's own expired row, which would collide
@@ -135,6 +141,11 @@ def record(c: Connection, key: IdempotencyKey | None, answer: Answer) -> None:
             created_at=now,
         )
     )
+
+
+def purge_due(now: float) -> bool:
+    """Whether the next key recorded deletes every expired key (``record``)."""
+    return now - _last_purge > PURGE_EVERY_SECONDS
 
 
 #: the route a session is created on, as its keys are scoped (``SessionService.create``)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import secrets
 import time
@@ -48,7 +49,7 @@ from eve.sessions.accepted import Kind, Place, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
 from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
-from eve.sessions.claim_now import LoopClaims, NotNow, note_claim, patience_on
+from eve.sessions.claim_now import NOT_NOW, LoopClaims, NotNow, note_claim, patience_on
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
@@ -69,6 +70,7 @@ from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
 from eve.sessions.opening import claim_new, new_owner, open_session
+from eve.sessions.pg_claim_now import TURN_MARK, claim_message, loop_claims_for, message_claim
 from eve.sessions.pg_listener import PgListener
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite_changes import SqliteChanges
@@ -176,6 +178,8 @@ class SessionService:
         )
         self.log = EventLog(self.store)
         self.loop_claims = LoopClaims(self.store)
+        #: on PostgreSQL, a message's claim in one round trip on the loop (None: in a thread)
+        self.pg_claims = loop_claims_for(self.store)
         #: how this worker hears of events other processes write (``event_feed.py``)
         self.changes: PgListener | SqliteChanges = (
             PgListener(self.store.engine, self.log.feeds)
@@ -226,6 +230,8 @@ class SessionService:
         await self.log.drain()
         install_runtime(None)
         self.loop_claims.close()
+        if self.pg_claims is not None:
+            self.pg_claims.close()
         self.store.close()
         self.memory.close()
 
@@ -419,7 +425,11 @@ class SessionService:
             return accepted, place
 
         try:
-            claim = await self._claim(session_id, claimed)
+            claim = await self._claim_on_loop(
+                session_id, sent_input(message, sender), idem=idem, first=first, seer=seer
+            )
+            if isinstance(claim, NotNow):
+                claim = await self._claim(session_id, claimed)
         except Replayed as replayed:
             return Accepted.replay(replayed.answer)
         if claim is None:
@@ -434,6 +444,37 @@ class SessionService:
             # and the sweep starts it then
             self.turn_limit.offer(place, contextvars.copy_context())
         return accepted
+
+    async def _claim_on_loop(
+        self,
+        session_id: str,
+        turn_input: Any,
+        *,
+        idem: IdempotencyKey | None,
+        first: bool,
+        seer: Principal | None,
+    ) -> tuple[Accepted, Place | None] | NotNow | None:
+        """On PostgreSQL, a message's claim in one round trip on the loop's thread
+        (``pg_claim_now.py``); ``NOT_NOW`` for a claim it does not make: a session's first
+        turn, or one whose asker's ownership must be checked."""
+        claims = self.pg_claims
+        if claims is None or first or (seer is not None and not seer.is_operator):
+            return NOT_NOW
+        since = time.perf_counter()
+        mark = Accepted(session_id=session_id, turn_id=f"turn_{TURN_MARK}").answer()
+        message = message_claim(
+            session_id=session_id,
+            turn_input=turn_input,
+            key=idem,
+            answer=json.dumps(mark),
+            workflow_id=lambda turn: turn_workflow_id(session_id, turn),
+        )
+        found = await claim_message(claims, message)
+        if isinstance(found, tuple):
+            note_claim("loop", since)
+            turn, place = found
+            return Accepted(session_id=session_id, turn_id=f"turn_{turn}"), place
+        return found
 
     async def _claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | None:
         """``store.claim_turn``: on the loop's thread when the file is free at once

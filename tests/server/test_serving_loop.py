@@ -251,15 +251,20 @@ def test_a_loop_that_stops_slicing_runs_what_it_deferred_first_then_as_uvloop_do
 
 
 @pytest.mark.parametrize(
-    ("postgres", "env", "slicing"),
-    [(True, {}, False), (True, {SLICE_ENV: "2"}, True), (False, {}, True)],
+    ("postgres", "env", "claims_on_loop", "slicing"),
+    [
+        (True, {}, False, False),
+        (True, {SLICE_ENV: "2"}, False, True),
+        (True, {}, True, True),
+        (False, {}, False, True),
+    ],
 )
-def test_on_postgresql_the_slices_stop_unless_the_setting_is_given(
-    postgres: bool, env: dict[str, str], slicing: bool
+def test_on_postgresql_the_slices_stop_unless_set_or_the_claims_run_on_the_loop(
+    postgres: bool, env: dict[str, str], claims_on_loop: bool, slicing: bool
 ) -> None:
     loop = _loop(watch=None)
     try:
-        slices_for_backend(loop, postgres=postgres, env=env)
+        slices_for_backend(loop, postgres=postgres, env=env, claims_on_loop=claims_on_loop)
         assert loop.slicing is slicing
     finally:
         loop.close()

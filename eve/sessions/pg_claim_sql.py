@@ -1,0 +1,112 @@
+"""A message's claim on PostgreSQL as one function of eve's schema, so it is one round trip.
+
+The claim in a thread (``store.claim_turn`` with ``SessionService._enqueue``'s work) is a
+transaction of five or six statements, each a round trip. Here the same statements run
+inside ``eve_claim_message_v1``, called as one statement on a connection in autocommit
+mode: it commits as it returns (with the server's ``synchronous_commit``, as any commit of
+eve's), and an error anywhere rolls all of it back. PL/pgSQL runs each statement with a
+snapshot of its own (READ COMMITTED), as the transaction's statements ran: a claim that
+waited for the session's row lock sees the place the claim before it committed. (One
+statement of data-modifying CTEs would not: all of it reads the snapshot taken before the
+wait, and would start a turn while the one before it runs.)
+
+What it answers (``outcome``):
+- ``answered``: the ``Idempotency-Key`` is kept, with ``fingerprint`` and ``answer``: nothing
+  was written (the caller replays it, or refuses a key reused for another request);
+- ``ended``: the session is not active (or not there): nothing was written;
+- ``claimed``: the place ``turn`` is accepted, the key recorded; ``starts`` when nothing of
+  its session is unfinished before it (``accepted.accept``).
+
+The key is read before the session's row is locked (the thread's claim reads it after): a
+repeat sent while its first request is still being claimed then meets the key's primary
+key and fails, nothing committed, and the caller claims in a thread, which replays it.
+
+The name carries a version: a change to the function is a new name, so workers of two eve
+versions on one database each call their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+NAME = "eve_claim_message_v1"
+
+#: the call, with its parameters in ``CALL_PARAMS`` order (text; NULL for no key)
+CALL = (
+    f"SELECT outcome, turn, starts, fingerprint, answer FROM {NAME}"
+    "($1, $2, $3, $4, $5, $6::float8, $7, $8, $9, $10::float8)"
+).encode()
+CALL_PARAMS = (
+    "session_id",
+    "input",
+    "workflow_before",
+    "answer_before",
+    "answer_after",
+    "now",
+    "scope",
+    "key",
+    "fingerprint",
+    "ttl",
+)
+
+DEFINITION = f"""
+CREATE FUNCTION {NAME}(
+    p_session text, p_input text, p_workflow_before text,
+    p_answer_before text, p_answer_after text, p_now float8,
+    p_scope text, p_key text, p_fingerprint text, p_ttl float8,
+    OUT outcome text, OUT turn integer, OUT starts boolean,
+    OUT fingerprint text, OUT answer text
+) LANGUAGE plpgsql AS $claim$
+BEGIN
+    IF p_key IS NOT NULL THEN
+        SELECT k.fingerprint, k.answer INTO fingerprint, answer FROM eve_idempotency_keys k
+        WHERE k.scope = p_scope AND k.key = p_key AND k.created_at >= p_now - p_ttl;
+        IF FOUND THEN
+            outcome := 'answered';
+            RETURN;
+        END IF;
+    END IF;
+    UPDATE eve_sessions s SET next_turn = s.next_turn + 1
+    WHERE s.id = p_session AND s.status = 'active'
+    RETURNING s.next_turn - 1 INTO turn;
+    IF NOT FOUND THEN
+        outcome := 'ended';
+        RETURN;
+    END IF;
+    INSERT INTO eve_accepted
+        (session_id, turn, kind, input, state, workflow_id, reruns, accepted_at)
+    VALUES
+        (p_session, turn, 'turn', p_input, 'accepted', p_workflow_before || turn, 0, p_now);
+    starts := NOT EXISTS (
+        SELECT 1 FROM eve_accepted a
+        WHERE a.session_id = p_session AND a.state <> 'done' AND a.turn < {NAME}.turn
+    );
+    IF p_key IS NOT NULL THEN
+        DELETE FROM eve_idempotency_keys k
+        WHERE k.scope = p_scope AND k.key = p_key AND k.created_at < p_now - p_ttl;
+        INSERT INTO eve_idempotency_keys (scope, key, fingerprint, answer, created_at)
+        VALUES (p_scope, p_key, p_fingerprint, p_answer_before || turn || p_answer_after, p_now);
+    END IF;
+    outcome := 'claimed';
+END
+$claim$
+"""
+
+
+def install(connection: psycopg.Connection[Any]) -> None:
+    """Create the function unless it is there (``connection`` in autocommit mode). Two
+    workers starting at once may both create it: the second's fails, and finds it."""
+    if _installed(connection):
+        return
+    try:
+        connection.execute(DEFINITION.encode())
+    except psycopg.Error:
+        if not _installed(connection):
+            raise
+
+
+def _installed(connection: psycopg.Connection[Any]) -> bool:
+    found = connection.execute("SELECT 1 FROM pg_proc WHERE proname = %s", (NAME,)).fetchone()
+    return found is not None

@@ -96,6 +96,10 @@ def test_no_other_exception_tree_in_the_server() -> None:
     allowed |= {"eve.cli.dev_command._CtrlCKey"}
     # a call's session ended under it: the pool renews the session and decides on a resend
     allowed |= {"eve.connections.pool._SessionEnded"}
+    # a message's claim on the loop on PostgreSQL: not sent, refused (claimed in a thread
+    # instead) or lost (DatabaseUnavailable), all caught in PgLoopClaims.claim
+    allowed |= {"eve.sessions.pg_claim_now._NotSent"}
+    allowed |= {"eve.sessions.pg_libpq.QueryRefused", "eve.sessions.pg_libpq.QueryLost"}
     found = {
         f"{loaded.__name__}.{value.__qualname__}"
         for loaded in _import_all()

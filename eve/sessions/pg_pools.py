@@ -44,8 +44,8 @@ REQUEST_OVERFLOW = 0
 #: DBOS's system database pool (its default is 20): ``dbos_config`` sets it
 DBOS_POOL = 10
 #: the event loop's own, for a message's claim (``pg_claim_now.py``): a claim holds one
-#: until its commit is answered, and one that finds none free claims in a thread (with 8,
-#: 99 % of the claims ran on the loop at 500 live sessions)
+#: until its commit is answered, and one that finds none free waits on the loop for the
+#: first back (with 8, 99 % of the claims ran on the loop at 500 live sessions)
 LOOP_CONNECTIONS = 8
 #: connections of one worker at most
 PER_WORKER = (

@@ -4,8 +4,8 @@ py-spy reads the target's memory from outside (``--nonblocking``: it never pause
 every thread 97 times a second cut the server's throughput tenfold), so the server runs
 unchanged and its own CPU figures hold. Samples of idle threads are left out (py-spy's
 default, and the leaves of waiting threads it misses: ``IDLE_LEAVES``), so the shares are
-shares of the server's busy time. Without py-spy on ``PATH`` the
-report says so instead of a profile.
+shares of the server's busy time. Without py-spy (on ``PATH`` or beside the interpreter,
+where the bench extra installs it) the report says so instead of a profile.
 
 Those shares overstate a worker bound by the interpreter's lock: a thread waiting for the
 lock is sampled as busy. ``EVE_BENCH_PROFILE=gil`` (the bench's own environment) samples only

@@ -18,6 +18,7 @@ from tests.sessions.harness import Server, count
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_approvals import request_of
 from tests.sessions.test_tasks import app as tasks_app
+from tests.sessions.workflow_rows import statuses_when_ended
 
 #: a prune that sees every workflow as an hour old
 LATER = 3600.0
@@ -45,6 +46,7 @@ def test_prune_deletes_old_finished_workflows_and_keeps_what_sessions_need(
             done, request_of(server.wait_for(done, count("turn.waiting")))["request_id"], "approve"
         )
         server.wait_for(done, count("session.waiting"))
+        statuses_when_ended(root / SESSIONS_DIR / "dbos.sqlite", f"{done}:%")
         parked = server.create("ship it")
         request = request_of(server.wait_for(parked, count("turn.waiting")))
         logged = len(server.events(done))
@@ -135,6 +137,8 @@ def test_a_finished_task_of_a_parked_turn_is_kept_until_the_turn_ends(
         assert (parked.deleted, parked.kept) == ({}, 1)
         server.answer(session, request["request_id"], "approve")
         server.wait_for(session, count("session.waiting"))
+        # the turn's row says SUCCESS a moment after its last event
+        statuses_when_ended(root / SESSIONS_DIR / "dbos.sqlite", f"{session}:%")
         dry = prune_workflows(settings, older_than=60, dry_run=True, now=later)
         ended = prune_workflows(settings, older_than=60, dry_run=False, now=later)
     finally:

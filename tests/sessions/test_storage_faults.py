@@ -20,6 +20,7 @@ from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.workflow_rows import statuses_when_ended
 
 FAST = {"EVE_WORKER_TIMEOUT": "1", "EVE_SQLITE_BUSY_TIMEOUT": "0.5"}
 
@@ -108,28 +109,11 @@ def test_a_lock_held_as_a_requests_turn_ends_delays_its_outcome_and_loses_nothin
         # the outcome write meets the lock: held three busy timeouts, it outlasts the first
         time.sleep(3 * float(FAST["EVE_SQLITE_BUSY_TIMEOUT"]))
         holder.execute("ROLLBACK")
-        status = _status_when_ended(system_file, f"{session}:turn-0")
+        status = statuses_when_ended(system_file, f"{session}:turn-0")[f"{session}:turn-0"]
     finally:
         holder.close()
         server.stop()
     assert status == "SUCCESS"
-
-
-def _status_when_ended(system_file: Path, workflow_id: str) -> str:
-    """The workflow's status once it is no longer pending (a pending one fails the test)."""
-    deadline = time.monotonic() + 20
-    reader = sqlite3.connect(system_file)
-    try:
-        while True:
-            row = reader.execute(
-                "SELECT status FROM workflow_status WHERE workflow_uuid = ?", (workflow_id,)
-            ).fetchone()
-            if row is not None and row[0] not in ("PENDING", "ENQUEUED"):
-                return str(row[0])
-            assert time.monotonic() < deadline, f"{workflow_id} still {row}: nothing ends it"
-            time.sleep(0.05)
-    finally:
-        reader.close()
 
 
 def _until_logged(server: InProcessServer, line: str) -> None:

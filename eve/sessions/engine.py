@@ -75,7 +75,8 @@ class _QuietVersionNotice(logging.Filter):
 
 
 logging.getLogger("dbos").addFilter(_QuietVersionNotice())
-_ACTIVE = ["ENQUEUED", "PENDING"]
+#: the statuses of a workflow that is queued or runs
+ACTIVE_STATUSES = ("ENQUEUED", "PENDING")
 #: seconds between DBOS's polls for a parked workflow's messages on SQLite. A stop waits
 #: out the poll in progress (DBOS joins the thread that sleeps it), so the tests shorten it
 #: (tests/forkserver.py)
@@ -366,12 +367,17 @@ class DurableEngine:
         """``(workflow id, status)`` of the session's queued and running turns, oldest first."""
         found = await DBOS.list_workflows_async(
             workflow_id_prefix=f"{session_id}:",
-            status=_ACTIVE,
+            status=list(ACTIVE_STATUSES),
             load_input=False,
             load_output=False,
         )
         ordered = sorted(found, key=lambda s: (s.created_at or 0, s.workflow_id))
         return [(s.workflow_id, str(s.status)) for s in ordered]
+
+    async def workflow_status(self, workflow_id: str) -> str | None:
+        """The workflow's status (``PENDING``, ``SUCCESS``…); None if it has not started."""
+        status = await DBOS.get_workflow_status_async(workflow_id)
+        return None if status is None else str(status.status)
 
     async def send_input(self, workflow_id: str, message: MailboxMessage, key: str) -> None:
         """Put ``message`` in the workflow's mailbox, once per ``key``."""

@@ -76,6 +76,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite_changes import SqliteChanges
 from eve.sessions.store import PendingRequest, SessionRow, SessionStore, read_session
 from eve.sessions.summary import summarize
+from eve.sessions.task_starts import task_takes_events
 from eve.sessions.tasks import turn_of
 from eve.sessions.turn_limit import TurnLimit
 from eve.sessions.turn_workflow import (
@@ -696,7 +697,7 @@ class SessionService:
             raise TaskNotWaiting(
                 f"{task_id} is not a task of session {session_id}", task_id=task_id
             )
-        if task_id not in [wid for wid, _ in await self.engine.active_turns(session_id)]:
+        if not await task_takes_events(self.engine, session_id, task_id):
             raise TaskNotWaiting(f"task {task_id} is not running", task_id=task_id)
         # DBOS stores the message: no known secret in it, as in a step's record
         plain = msgspec.json.decode(redact(msgspec.json.encode(data).decode()))

@@ -7,7 +7,7 @@ The sessions store, DBOS's system database and memory (``eve.memory``, which may
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -52,12 +52,16 @@ def sqlite_engine(
     return engine
 
 
-def add_missing_columns(bind: Engine | Connection, metadata: sa.MetaData) -> None:
-    """Columns later versions added to ``metadata``'s tables, on a database an earlier eve
-    created (each nullable). On a ``Connection``, in its transaction: the caller holds the
-    schema lock, so no other worker adds one meanwhile."""
+def add_missing_columns(
+    bind: Engine | Connection, tables: sa.MetaData | Iterable[sa.Table]
+) -> None:
+    """Columns later versions added to ``tables`` (or a metadata's), on a database an
+    earlier eve created (each nullable). On a ``Connection``, in its transaction: the
+    caller holds the schema lock, so no other worker adds one meanwhile."""
     inspector = sa.inspect(bind)
-    for table in metadata.sorted_tables:
+    if isinstance(tables, sa.MetaData):
+        tables = tables.sorted_tables
+    for table in tables:
         present = {column["name"] for column in inspector.get_columns(table.name)}
         for column in table.columns:
             if column.name not in present:

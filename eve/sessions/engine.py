@@ -232,6 +232,8 @@ class DurableEngine:
             await asyncio.to_thread(declare_turn_queue, config)
         except Exception as error:
             log.info("turn queue not declared before launch: %s", type(error).__name__)
+            return
+        config["run_migrations"] = False  # migrated just now: launch only checks
 
     def _release(self) -> None:
         # at once or not at all: a stop does not wait out a database that is gone (the

@@ -8,9 +8,11 @@ outbox, the session list, the opening of a session, idempotency keys) import it 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.schema import CreateIndex, CreateTable
 
@@ -22,6 +24,10 @@ from eve.sessions.schema_record import ensure_version
 #: a database an earlier eve made (``tests/sessions/test_schema_record.py`` checks)
 TABLES_VERSION = 1
 TABLES_PART = "tables"
+_DIALECTS: dict[str, sa.Dialect] = {
+    "sqlite": sqlite.dialect(),
+    "postgresql": postgresql.dialect(),  # type: ignore[no-untyped-call]  # untyped there
+}
 
 _metadata = sa.MetaData()
 
@@ -275,26 +281,44 @@ def create_tables(engine: Engine) -> None:
 
 
 def _upgrade(c: Connection) -> None:
-    """The tables, a column a later eve added to one an earlier made, and likewise an index
-    (``create_all`` makes a missing table's, not an existing one's), under the schema lock
-    (``schema_record.ensure_version``)."""
-    _metadata.create_all(c)
-    add_missing_columns(c, _metadata)
-    for table in _metadata.sorted_tables:
+    """The tables missing, then on those an earlier eve made, the columns and indexes a later
+    one added (each nullable), under the schema lock (``schema_record.ensure_version``). A
+    table made here is whole: its DDL is the one compiled for the dialect (``_ddl``)."""
+    existing = set(sa.inspect(c).get_table_names())
+    for table, statements in _ddl(c.dialect.name):
+        if table.name not in existing:
+            for statement in statements:
+                c.exec_driver_sql(statement)
+    older = [table for table in _metadata.sorted_tables if table.name in existing]
+    add_missing_columns(c, older)
+    for table in older:
         for index in table.indexes:
             index.create(c, checkfirst=True)
 
 
-def tables_fingerprint(dialect: sa.Dialect) -> str:
-    """sha256 of the DDL of eve's tables and indexes for ``dialect``: a test compares it
+@functools.cache
+def _ddl(dialect_name: str) -> list[tuple[sa.Table, list[str]]]:
+    """Each table's CREATE TABLE and CREATE INDEX statements for the dialect, compiled once
+    per process: a new database (every test's) made to no SQLAlchemy compile."""
+    dialect = _DIALECTS[dialect_name]
+    return [
+        (
+            table,
+            [
+                str(CreateTable(table).compile(dialect=dialect)),
+                *(
+                    str(CreateIndex(index).compile(dialect=dialect))
+                    for index in sorted(table.indexes, key=lambda index: str(index.name))
+                ),
+            ],
+        )
+        for table in _metadata.sorted_tables
+    ]
+
+
+def tables_fingerprint(dialect_name: str) -> str:
+    """sha256 of the DDL of eve's tables and indexes for the dialect: a test compares it
     with the one recorded for ``TABLES_VERSION``, so a change to the tables without a new
     version (which no database would then get) fails there."""
-    statements = [
-        str(CreateTable(table).compile(dialect=dialect)) for table in _metadata.sorted_tables
-    ]
-    statements += [
-        str(CreateIndex(index).compile(dialect=dialect))
-        for table in _metadata.sorted_tables
-        for index in sorted(table.indexes, key=lambda index: str(index.name))
-    ]
+    statements = [statement for _, table in _ddl(dialect_name) for statement in table]
     return hashlib.sha256("\n".join(statements).encode()).hexdigest()

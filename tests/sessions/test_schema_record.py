@@ -46,7 +46,7 @@ FINGERPRINTS = {
 def database_url(database: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if database == "sqlite":
         return f"sqlite:///{tmp_path / 'eve.sqlite'}"
-    url: str = request.getfixturevalue("postgres_url")
+    url: str = request.getfixturevalue("empty_postgres_url")
     return url
 
 
@@ -66,7 +66,7 @@ def database_env(database: str, request: pytest.FixtureRequest) -> dict[str, str
     PostgreSQL database."""
     if database == "sqlite":
         return {}
-    return {"EVE_DATABASE_URL": request.getfixturevalue("postgres_url")}
+    return {"EVE_DATABASE_URL": request.getfixturevalue("empty_postgres_url")}
 
 
 def test_the_tables_version_names_their_ddl() -> None:
@@ -77,8 +77,12 @@ def test_the_tables_version_names_their_ddl() -> None:
     )
 
 
-def test_a_new_database_records_the_version_of_its_tables(either_store: SessionStore) -> None:
-    assert recorded_version(either_store.engine, TABLES_PART) == TABLES_VERSION
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_new_database_records_the_version_of_its_tables(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    with made(database_url(database, tmp_path, request)) as engine:
+        assert recorded_version(engine, TABLES_PART) == TABLES_VERSION
 
 
 def schema_of_a_start(root: Path, env: dict[str, str]) -> list[str]:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from click.testing import CliRunner
 
+from eve.cli import main
 from eve.errors import DatabaseTooNew
 from eve.sessions import resolve_settings, tables
 from eve.sessions.engine import dbos_config
@@ -218,3 +220,14 @@ def test_the_system_database_is_current_once_dbos_tables_and_the_queue_are_there
         assert not queue_declared(engine, postgres=postgres)  # no turn queue
     finally:
         engine.dispose()
+
+
+def test_the_cli_refuses_a_database_a_newer_eve_wrote_with_exit_2(make_app: AppFactory) -> None:
+    root = make_app()
+    settings = resolve_settings(root, env={})
+    with made(settings.eve_url) as engine, engine.begin() as c:
+        record_version(c, TABLES_PART, TABLES_VERSION + 1)
+    result = CliRunner().invoke(main, ["-C", str(root), "sessions", "fork", "ses_any"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("eve: the session database's tables are at version 2")
+    assert "Traceback" not in result.output

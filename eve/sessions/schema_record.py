@@ -1,9 +1,10 @@
 """eve's record of the version of its tables in the database that holds them: a start that
 finds it current does no schema work.
 
-Without it every start (every ``eve serve`` worker, every ``eve run``) ran ``create_all``
-(a look at each table), a look at each table's columns and at each index, all to find a
-database already as this eve wants it. Now one read of ``eve_schema`` decides:
+Without it every start (every ``eve serve`` or ``eve dev`` worker, every ``eve sessions``
+command) ran ``create_all`` (a look at each table), a look at each table's columns and at
+each index, all to find a database already as this eve wants it. Now one read of
+``eve_schema`` decides:
 
 - **equal**: nothing to do;
 - **older or missing** (a new database, or one an eve from before the record made): the

@@ -7,12 +7,12 @@ The sessions store, DBOS's system database and memory (``eve.memory``, which may
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 
 
 def sqlite_engine(
@@ -52,21 +52,29 @@ def sqlite_engine(
     return engine
 
 
-def add_missing_columns(engine: Engine, metadata: sa.MetaData) -> None:
-    """Columns later versions added to ``metadata``'s tables, on a database an earlier eve
-    created (each nullable)."""
-    inspector = sa.inspect(engine)
-    for table in metadata.sorted_tables:
+def add_missing_columns(
+    bind: Engine | Connection, tables: sa.MetaData | Iterable[sa.Table]
+) -> None:
+    """Columns later versions added to ``tables`` (or a metadata's), on a database an
+    earlier eve created (each nullable). On a ``Connection``, in its transaction: the
+    caller holds the schema lock, so no other worker adds one meanwhile."""
+    inspector = sa.inspect(bind)
+    if isinstance(tables, sa.MetaData):
+        tables = tables.sorted_tables
+    for table in tables:
         present = {column["name"] for column in inspector.get_columns(table.name)}
         for column in table.columns:
             if column.name not in present:
-                kind = column.type.compile(dialect=engine.dialect)
-                alter = f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"
+                kind = column.type.compile(dialect=bind.dialect)
+                alter = sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                if isinstance(bind, Connection):
+                    bind.execute(alter)
+                    continue
                 try:
-                    with engine.begin() as c:
-                        c.execute(sa.text(alter))
+                    with bind.begin() as c:
+                        c.execute(alter)
                 except sa.exc.SQLAlchemyError:
                     # another worker upgrading the same database added it first
-                    columns = sa.inspect(engine).get_columns(table.name)
+                    columns = sa.inspect(bind).get_columns(table.name)
                     if column.name not in {found["name"] for found in columns}:
                         raise

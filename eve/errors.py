@@ -108,6 +108,7 @@
     │   ├── QueueFull                   503: more turns wait than EVE_MAX_QUEUED_TURNS; retry later
     │   ├── DatabaseUnavailable         the session database cannot be opened
     │   │   └── StorageFailed           a write failed: disk full, I/O error, read-only
+    │   ├── DatabaseTooNew              the session database was written by a newer eve
     │   └── ServerConfigError           eve serve cannot start as configured
     │       ├── ServedModelUnavailable  no credentials for the model eve serve would serve
     │       ├── EveAppNotStarted        an embedded eve app got a request before its lifespan
@@ -190,6 +191,7 @@ __all__ = [
     "ContextError",
     "ContextKeyCollision",
     "CrossOriginRefused",
+    "DatabaseTooNew",
     "DatabaseUnavailable",
     "DepsFactoryFailed",
     "DepsTypeMismatch",
@@ -1327,6 +1329,24 @@ class StorageFailed(DatabaseUnavailable):
     def __init__(self, message: str, *, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class DatabaseTooNew(SessionError):
+    """The session database's tables are at a version newer than this eve knows (a newer
+    eve made or upgraded them): it refuses to start on them rather than write rows the
+    newer eve would misread (``eve/sessions/schema_record.py``)."""
+
+    code = "database_too_new"
+    exit_code = 2
+    http_status = 503
+
+    def __init__(self, message: str, *, part: str, found: int, supported: int) -> None:
+        super().__init__(message)
+        #: which of eve's sets of tables (``tables``)
+        self.part = part
+        #: the version the database records, and the newest this eve knows
+        self.found = found
+        self.supported = supported
 
 
 class ServerConfigError(SessionError):

@@ -405,10 +405,12 @@ class PostgresServer:
         with psycopg.connect(self.url_of("postgres"), autocommit=True) as connection:
             connection.execute(sql)  # type: ignore[arg-type]  # names are generated here
 
-    def database(self, prefix: str = "eve") -> str:
-        """Create a fresh, empty database; its ``postgresql://`` URL."""
+    def database(self, prefix: str = "eve", *, template: str | None = None) -> str:
+        """Create a fresh database, empty or a copy of the database ``template``; its
+        ``postgresql://`` URL."""
         name = f"{prefix}_{secrets.token_hex(6)}"
-        self._admin(f'CREATE DATABASE "{name}"')
+        copy = "" if template is None else f' TEMPLATE "{template}"'
+        self._admin(f'CREATE DATABASE "{name}"{copy}')
         self.databases.append(name)
         return self.url_of(name)
 

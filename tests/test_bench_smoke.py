@@ -153,3 +153,13 @@ def test_the_scale_profile_samples_only_the_lock_holder_when_asked(
     assert summary["gil"] is True and summary["samples"] == 7
     assert kept.read_text() == raw
     assert not plain.gil
+
+
+def test_the_service_start_bench_starts_on_the_database_it_made(tmp_path: Path) -> None:
+    from bench import service_start
+    from bench.startup import ONE_TOOL_AGENT, write_agent
+
+    root = write_agent(tmp_path / "agent", ONE_TOOL_AGENT)
+    compile_to_disk(root)
+    walls, cpus, stops = asyncio.run(service_start._starts(root, 1))
+    assert len(walls) == len(cpus) == len(stops) == 1

@@ -48,6 +48,7 @@ from eve.sessions.turn_queue import (
     TURN_QUEUE,
     count_queued,
     declare_turn_queue,
+    queue_declared,
     register_turn_queue,
 )
 from eve.sessions.turn_workflow import (
@@ -185,14 +186,7 @@ class DurableEngine:
         )
         config = dbos_config(self.settings)
         self._system_engine = config.get("system_database_engine")
-        # the queue's row before launch, so DBOS polls it from its first look. Only a head
-        # start: launch and register_turn_queue below make the queue whatever happens here,
-        # so a database this cannot reach yet (locked, restarting) delays nothing and fails
-        # nothing; launch then meets the fault itself and says so
-        try:
-            await asyncio.to_thread(declare_turn_queue, config)
-        except Exception as error:
-            log.info("turn queue not declared before launch: %s", type(error).__name__)
+        await self._prepare_system_database(config)
         prepare_sqlite_writes()  # DBOS's writes per workflow compiled once (dbos_sqlite.py)
         prepare_workflow_starts()  # and its start cheaper (dbos_start.py)
         dbos_jobs._BACKGROUND_JOBS_INTERVAL_SEC = (
@@ -221,6 +215,26 @@ class DurableEngine:
         except Exception as error:
             log.warning("sweep of accepted turns failed at start: %s", type(error).__name__)
         self._tasks.append(asyncio.create_task(self._rescue_loop()))
+
+    async def _prepare_system_database(self, config: DBOSConfig) -> None:
+        """DBOS's tables and the turn queue's row before launch, unless one read finds them
+        there already: then DBOS launches with its migrations off (it checks its version
+        and nothing else), the next starts' cost of a schema made once."""
+        system = self._system_engine or self.store.engine  # PostgreSQL: one database
+        postgres = self.settings.is_postgres
+        if await asyncio.to_thread(queue_declared, system, postgres=postgres):
+            config["run_migrations"] = False
+            return
+        # the queue's row before launch, so DBOS polls it from its first look. Only a head
+        # start: launch and register_turn_queue below make the queue whatever happens here,
+        # so a database this cannot reach yet (locked, restarting) delays nothing and fails
+        # nothing; launch then meets the fault itself and says so
+        try:
+            await asyncio.to_thread(declare_turn_queue, config)
+        except Exception as error:
+            log.info("turn queue not declared before launch: %s", type(error).__name__)
+            return
+        config["run_migrations"] = False  # migrated just now: launch only checks
 
     def _release(self) -> None:
         # at once or not at all: a stop does not wait out a database that is gone (the

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind, PrincipalRef
-from eve.errors import CheckpointMissing, DatabaseUnavailable
+from eve.errors import CheckpointMissing, DatabaseTooNew, DatabaseUnavailable
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.event_inserts import insert_events
@@ -338,10 +338,12 @@ class SessionStore:
             self.notifier = PgNotifier(self.engine)
         try:
             create_tables(self.engine)
-        except sa.exc.SQLAlchemyError as error:
+        except (sa.exc.SQLAlchemyError, DatabaseTooNew) as error:
             if self.request_engine is not None:
                 self.request_engine.dispose()
             self.engine.dispose()
+            if isinstance(error, DatabaseTooNew):
+                raise
             # the URL may hold a password: say what failed, never where
             raise DatabaseUnavailable(
                 f"cannot open the session database ({failure_kind(error)})"

@@ -1,5 +1,6 @@
 """eve's own tables beside DBOS's, as SQLAlchemy Core declares them, and how a database
-gets them: created when missing, and a column a later eve added made on an older one.
+gets them: created when missing, and a column a later eve added made on an older one, once
+per version of them (``schema_record.py``).
 
 ``eve.sessions.store`` reads and writes them; the modules that query a table directly (the
 outbox, the session list, the opening of a session, idempotency keys) import it from here.
@@ -7,10 +8,26 @@ outbox, the session list, the opening of a session, idempotency keys) import it 
 
 from __future__ import annotations
 
+import functools
+import hashlib
+
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from eve._sql_engines import add_missing_columns
+from eve.sessions.schema_record import ensure_version
+
+#: the version of the tables below, recorded in the database once it has them: raise it
+#: with any change to them (a table, a column, an index), which the upgrade then makes on
+#: a database an earlier eve made (``tests/sessions/test_schema_record.py`` checks)
+TABLES_VERSION = 1
+TABLES_PART = "tables"
+_DIALECTS: dict[str, sa.Dialect] = {
+    "sqlite": sqlite.dialect(),
+    "postgresql": postgresql.dialect(),  # type: ignore[no-untyped-call]  # untyped there
+}
 
 _metadata = sa.MetaData()
 
@@ -258,25 +275,50 @@ workspace_refs = sa.Table(
 
 
 def create_tables(engine: Engine) -> None:
-    try:
-        _metadata.create_all(engine)
-    except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
-        # another process created them between our check and our CREATE (two workers
-        # starting on a new PostgreSQL database): they exist now, which is all we need
-        _metadata.create_all(engine)
-    add_missing_columns(engine, _metadata)
-    _add_missing_indexes(engine)
+    """Make or upgrade eve's tables on ``engine``'s database, unless its record says they
+    are at ``TABLES_VERSION`` already (``schema_record.py``)."""
+    ensure_version(engine, part=TABLES_PART, version=TABLES_VERSION, upgrade=_upgrade)
 
 
-def _add_missing_indexes(engine: Engine) -> None:
-    """Indexes later versions added: ``create_all`` makes a missing table's, not an
-    existing one's."""
-    for table in _metadata.sorted_tables:
+def _upgrade(c: Connection) -> None:
+    """The tables missing, then on those an earlier eve made, the columns and indexes a later
+    one added (each nullable), under the schema lock (``schema_record.ensure_version``). A
+    table made here is whole: its DDL is the one compiled for the dialect (``_ddl``)."""
+    existing = set(sa.inspect(c).get_table_names())
+    for table, statements in _ddl(c.dialect.name):
+        if table.name not in existing:
+            for statement in statements:
+                c.exec_driver_sql(statement)
+    older = [table for table in _metadata.sorted_tables if table.name in existing]
+    add_missing_columns(c, older)
+    for table in older:
         for index in table.indexes:
-            try:
-                index.create(engine, checkfirst=True)
-            except sa.exc.SQLAlchemyError:
-                # another worker upgrading the same database made it first
-                names = {found["name"] for found in sa.inspect(engine).get_indexes(table.name)}
-                if index.name not in names:
-                    raise
+            index.create(c, checkfirst=True)
+
+
+@functools.cache
+def _ddl(dialect_name: str) -> list[tuple[sa.Table, list[str]]]:
+    """Each table's CREATE TABLE and CREATE INDEX statements for the dialect, compiled once
+    per process: a new database (every test's) made to no SQLAlchemy compile."""
+    dialect = _DIALECTS[dialect_name]
+    return [
+        (
+            table,
+            [
+                str(CreateTable(table).compile(dialect=dialect)),
+                *(
+                    str(CreateIndex(index).compile(dialect=dialect))
+                    for index in sorted(table.indexes, key=lambda index: str(index.name))
+                ),
+            ],
+        )
+        for table in _metadata.sorted_tables
+    ]
+
+
+def tables_fingerprint(dialect_name: str) -> str:
+    """sha256 of the DDL of eve's tables and indexes for the dialect: a test compares it
+    with the one recorded for ``TABLES_VERSION``, so a change to the tables without a new
+    version (which no database would then get) fails there."""
+    statements = [statement for _, table in _ddl(dialect_name) for statement in table]
+    return hashlib.sha256("\n".join(statements).encode()).hexdigest()

@@ -6,12 +6,18 @@ registered after launch on a new database (every first start, every test) is the
 missed by that first look, and the first turn waited up to a second for the next one.
 Writing the queue's row before launch, with a client over the same database, lets the
 manager's first look find it and poll at once.
+
+A start on a system database already at DBOS's version with the queue's row in it
+(``queue_declared``: every start after the first) declares nothing, and launches DBOS with
+its migrations off: DBOS then only checks its version (``run_migrations``, its supported
+way to launch on a database migrated before).
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, DBOSConfig
+from dbos._migration import get_dbos_migrations, sqlite_migrations
 from sqlalchemy.engine import Engine
 
 TURN_QUEUE = "eve-turns"
@@ -53,6 +59,35 @@ def declare_turn_queue(config: DBOSConfig) -> None:
         )
     finally:
         client.destroy()
+
+
+def queue_declared(engine: Engine, *, postgres: bool) -> bool:
+    """Whether the system database is at the migration version this DBOS requires (or a
+    newer one, which DBOS runs on too) and holds the turn queue's row: one read of DBOS's
+    own record of its migrations, which the database holds and no copy of eve's could
+    vouch for (on SQLite it is a file of its own). Then neither ``declare_turn_queue`` nor
+    DBOS's migrations at launch have anything to do (blocking; a read that fails, on a
+    database without DBOS's tables or one out of reach, answers no)."""
+    schema = f"{DBOS_SCHEMA}." if postgres else ""
+    read = sa.text(
+        f"SELECT version, EXISTS (SELECT 1 FROM {schema}queues WHERE name = :queue) "
+        f"FROM {schema}dbos_migrations"
+    )
+    try:
+        with engine.connect() as c:
+            row = c.execute(read, {"queue": TURN_QUEUE}).first()
+    except sa.exc.SQLAlchemyError:
+        return False
+    return row is not None and row[0] >= dbos_migration_version(postgres=postgres) and row[1]
+
+
+def dbos_migration_version(*, postgres: bool) -> int:
+    """The migration version of DBOS's system tables that the installed DBOS requires: the
+    count of its migrations, as its own check counts them (DBOS internals, pinned by
+    ``dbos<4``; eve keeps DBOS's default of LISTEN/NOTIFY and is not on CockroachDB)."""
+    if postgres:
+        return len(get_dbos_migrations(DBOS_SCHEMA, use_listen_notify=True))
+    return len(sqlite_migrations)
 
 
 async def register_turn_queue() -> None:

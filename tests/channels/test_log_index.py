@@ -14,9 +14,14 @@ from eve.channels.log_index import (
 )
 from eve.sessions.store import EventRow, SessionStore
 from eve.sessions.turn_workflow import turn_workflow_id
-from tests.sessions.conftest import either_store, postgres_server, postgres_url
+from tests.sessions.conftest import either_store, postgres_schema, postgres_server, postgres_url
 
-__all__ = ["either_store", "postgres_server", "postgres_url"]  # fixtures, used by name
+__all__ = [
+    "either_store",
+    "postgres_schema",
+    "postgres_server",
+    "postgres_url",
+]  # fixtures, used by name
 
 SESSION = "ses_a_1"
 #: a workflow id that LIKE would take for one of SESSION's turns, were ``_`` not escaped

@@ -19,7 +19,7 @@ from tests.postgres import (
     pgserver_expected,
     required,
 )
-from tests.sessions.conftest import postgres_server, postgres_url, started_from
+from tests.sessions.conftest import postgres_schema, postgres_server, postgres_url, started_from
 
 __all__ = [
     "ALICE",
@@ -32,6 +32,7 @@ __all__ = [
     "login_role",
     "pgvector_server",
     "pgvector_url",
+    "postgres_schema",
     "postgres_server",
     "postgres_url",
 ]

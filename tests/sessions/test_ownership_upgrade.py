@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from eve.auth.principal import OPERATOR, OPERATOR_REF, PrincipalRef
 from eve.sessions.access import may_answer, may_see, owned_by
 from eve.sessions.listing import list_sessions
+from eve.sessions.schema_record import schema_versions
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_workflow import sender_of
 from tests.sessions.principals import ALICE
@@ -27,6 +28,7 @@ def as_an_older_eve_left_it(url: str) -> None:
     store = SessionStore(url)
     with store.engine.begin() as c:
         c.execute(sa.text("DROP INDEX eve_sessions_owner"))
+        c.execute(sa.text(f"DROP TABLE {schema_versions.name}"))  # it kept no record
         for table, columns in NEW_COLUMNS.items():
             for column in columns:
                 c.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))

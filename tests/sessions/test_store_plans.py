@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.sql import Executable
 
 from eve.sessions.accepted import _STARTED
+from eve.sessions.schema_record import schema_versions
 from eve.sessions.store import _CANCEL_REQUESTED, SessionStore
 from eve.sessions.tables import sessions
 
@@ -57,6 +58,7 @@ def test_a_database_an_older_eve_made_gets_the_cancel_index_when_opened(tmp_path
     engine = sa.create_engine(url)
     with engine.begin() as c:
         c.exec_driver_sql("DROP INDEX eve_sessions_cancel")
+        c.exec_driver_sql(f"DROP TABLE {schema_versions.name}")  # it kept no record
     engine.dispose()
     store = SessionStore(url)
     indexes = {index["name"] for index in sa.inspect(store.engine).get_indexes(sessions.name)}

@@ -19,9 +19,10 @@ The middle generation is collected whenever the young one has been since it was 
 waits for 10): an object that outlives one young collection is walked once more, at the
 next, and then waits in the oldest. The objects a turn keeps past a young collection live
 seconds, as the turn does, so they reach the oldest generation whatever the thresholds; with
-Python's 10 each was walked twice on the way (the middle collection there walked about
-20,000 objects, 17 ms of CPU, three times a second, and freed about a dozen), now it is one
-and a half times on average, in pauses of about 2 ms (``docs/sessions.md``). A middle
+Python's 10 each was walked twice on the way (the middle collection there walked 10,000 to
+22,000 objects, 13 to 20 ms of CPU, three or four times a second, and freed about a dozen),
+now it is one and a half times on average, in pauses of 2 to 3 ms of CPU, and the young and
+middle collections take about a fifth less CPU (``docs/sessions.md``). A middle
 threshold of 50 made the pauses longer and saved nothing, as the young threshold's tenfold
 did: what lives seconds is walked whatever the spacing.
 
@@ -68,8 +69,8 @@ def full_threshold(env: Mapping[str, str]) -> int | None:
 
 def tune_collector(threshold: int | None) -> None:
     """Once a worker has started (its agent resolved, its database open): freeze what is
-    alive, and collect the oldest generation every ``threshold`` middle ones; nothing when
-    ``threshold`` is None."""
+    alive, collect the middle generation at every other young collection, and the oldest
+    every ``threshold`` middle ones; nothing when ``threshold`` is None."""
     if threshold is None:
         return
     # what start-up left as garbage is freed first: frozen, it would stay for good

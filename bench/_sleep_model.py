@@ -182,10 +182,16 @@ def _lane_stats(path: str) -> None:
     def collected(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             collecting["at"] = time.perf_counter()
+            collecting["cpu"] = time.thread_time()
             return
         name = f"gc{info['generation']}"
         stats[name] = stats.get(name, 0.0) + time.perf_counter() - collecting.get("at", 0.0)
+        # the collecting thread's CPU: the wall time includes the cores shared with clients
+        stats[name + "_cpu"] = (
+            stats.get(name + "_cpu", 0.0) + time.thread_time() - collecting.get("cpu", 0.0)
+        )
         stats[name + "_n"] = stats.get(name + "_n", 0) + 1
+        stats[name + "_freed"] = stats.get(name + "_freed", 0) + info["collected"]
 
     gc.callbacks.append(collected)
     _time_lane_waits(stats)
@@ -258,3 +264,86 @@ def _time_lane_waits(stats: dict[str, Any]) -> None:
 
 if _lane_path := __import__("os").environ.get("EVE_BENCH_LANE_STATS"):
     _lane_stats(_lane_path)
+
+
+def _survey_collector(path: str, every: int = 25) -> None:
+    """Every ``every``-th collection of the middle generation, append to ``path`` what it
+    walks: the young objects by type, the referents their traversal visits by type, the
+    largest young containers, and (from the oldest generation's tail once it ends) what
+    survived it by type, and where (``tracemalloc``, on from the start) the young objects were
+    made. A diagnostic: it slows the whole server, and a collection that looks much more."""
+    import gc
+    import json
+    import tracemalloc
+    from collections import Counter
+
+    # where each young object was made: its innermost frame, and its innermost of eve's
+    tracemalloc.start(16)
+    seen = {"n": 0}
+    pending: dict[str, Any] = {}
+
+    def made_at(obj: object) -> tuple[str, str]:
+        trace = tracemalloc.get_object_traceback(obj)
+        if trace is None:
+            return "?", "?"
+        frames = [f"{f.filename.rpartition('site-packages/')[2]}:{f.lineno}" for f in trace]
+        ours = next((f for f in reversed(frames) if f.startswith("eve/") or "/eve/" in f), "-")
+        return frames[-1], ours
+
+    def name(obj: object) -> str:
+        kind = type(obj)
+        return f"{kind.__module__}.{kind.__qualname__}"
+
+    def survey(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 1:
+            return
+        if phase == "start":
+            seen["n"] += 1
+            if seen["n"] % every:
+                return
+            young = gc.get_objects(0) + gc.get_objects(1)
+            kinds: Counter[str] = Counter()
+            visits: Counter[str] = Counter()
+            large: list[tuple[int, str]] = []
+            sites: Counter[str] = Counter()
+            eve_sites: Counter[str] = Counter()
+            for obj in young:
+                kind = name(obj)
+                kinds[kind] += 1
+                site, ours = made_at(obj)
+                sites[f"{kind} {site}"] += 1
+                eve_sites[ours] += 1
+                referents = len(gc.get_referents(obj))
+                visits[kind] += referents
+                if referents >= 200:
+                    large.append((referents, kind))
+            pending.update(
+                young=len(young),
+                kinds=kinds.most_common(40),
+                visits=visits.most_common(40),
+                visited=sum(visits.values()),
+                large=sorted(large, reverse=True)[:30],
+                sites=sites.most_common(60),
+                eve_sites=eve_sites.most_common(60),
+            )
+            return
+        if not pending:
+            return
+        survivors = pending["young"] - info["collected"]
+        oldest = gc.get_objects(2)
+        tail = oldest[max(0, len(oldest) - survivors) :]
+        pending.update(
+            collected=info["collected"],
+            survivors=survivors,
+            oldest=len(oldest),
+            survived=Counter(name(o) for o in tail).most_common(40),
+        )
+        with open(path, "a") as out:
+            out.write(json.dumps(pending) + "\n")
+        pending.clear()
+
+    gc.callbacks.append(survey)
+
+
+if _survey_path := __import__("os").environ.get("EVE_BENCH_GC_SURVEY"):
+    _survey_collector(_survey_path)

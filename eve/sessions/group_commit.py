@@ -58,6 +58,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.db_retry import tried_once
+from eve.sessions.held_statements import held_of, hold, release
 from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
 from eve.sessions.sqlite_per_engine import PerEngine
 
@@ -96,6 +97,8 @@ class SharedTransaction:
         self.engine = engine
         self.connection = connection
         self._raw: Any = connection.connection.dbapi_connection
+        # its BEGIN and write statements with the interpreter's lock held, where it can be
+        self._held = held_of(connection)
         #: an exception left a write's transaction: what it did is in the shared one, so
         #: the whole group is undone and each write runs again alone
         self.undone = False
@@ -112,7 +115,8 @@ class SharedTransaction:
     def begin(self, *, patience: float) -> None:
         # to the driver's connection itself: SQLAlchemy's pysqlite dialect would open a
         # deferred transaction at the first write
-        take_write_lock(self._raw, patience=patience)
+        begin = None if self._held is None else self._held.begin_immediate
+        take_write_lock(self._raw, patience=patience, begin=begin)
 
     @property
     def active(self) -> bool:
@@ -195,6 +199,8 @@ class _Kept:
             # (outside the gate: the statement lets go of the interpreter's lock, and on a
             # busy worker waits up to a switch interval to get it back)
             connection.connection.dbapi_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
+            # its groups' writes with the interpreter's lock held (``held_statements.py``)
+            hold(connection)
         except Exception:
             _given_up(connection)
             return None
@@ -212,6 +218,7 @@ _kept = PerEngine(_Kept)
 
 
 def _given_up(connection: Connection) -> None:
+    _quietly(lambda: release(connection))
     _quietly(connection.invalidate)
     _quietly(connection.close)
 

@@ -1,0 +1,200 @@
+"""SQLite's calls with the interpreter's lock held: the same library as the driver, the same
+results and errors as the driver's path, and a group commit's writes run that way."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from eve.sessions.database_errors import storage_failure
+from eve.sessions.held_statements import hold, release
+from eve.sessions.sqlite import sqlite_engine
+from eve.sessions.sqlite_held import HeldConnection, found_sqlite
+from eve.sessions.store import EventRow, SessionStore
+from eve.sessions.writer_lane import WriterLane
+
+pytestmark = pytest.mark.skipif(found_sqlite() is None, reason="no shared libsqlite3 mapped")
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    made = sqlite_engine(f"sqlite:///{tmp_path / 'held.sqlite'}")
+    with made.begin() as c:
+        c.exec_driver_sql("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        c.exec_driver_sql("INSERT INTO t (k, v) VALUES (1, 'one'), (2, 'two')")
+    try:
+        yield made
+    finally:
+        made.dispose()
+
+
+@pytest.fixture
+def held(engine: Engine) -> Iterator[tuple[Connection, HeldConnection, list[str]]]:
+    """A marked connection of ``engine``, and the statements its held path ran."""
+    connection = engine.connect()
+    marked = hold(connection)
+    assert marked is not None
+    ran: list[str] = []
+    run = marked.run
+
+    def counted(sql: str, parameters: Any) -> int:
+        ran.append(sql.split(maxsplit=1)[0])
+        return run(sql, parameters)
+
+    marked.run = counted  # type: ignore[method-assign]
+    try:
+        yield connection, marked, ran
+    finally:
+        release(connection)
+        connection.close()
+
+
+def test_the_library_is_the_one_the_driver_uses() -> None:
+    sqlite = found_sqlite()
+    assert sqlite is not None
+    assert sqlite.lib.sqlite3_libversion().decode() == sqlite3.sqlite_version
+    connection = sqlite3.connect(":memory:")
+    assert sqlite.handle(connection) is not None
+    connection.close()
+
+
+def test_writes_in_a_transaction_run_held_with_the_driver_s_rowcount(
+    held: tuple[Connection, HeldConnection, list[str]],
+) -> None:
+    connection, marked, ran = held
+    with connection.begin():
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        changed = connection.execute(sa.text("UPDATE t SET v = v || '!' WHERE k >= :k"), {"k": 1})
+        assert changed.rowcount == 2
+        connection.exec_driver_sql("INSERT INTO t (k, v) VALUES (?, ?)", (3, "three"))
+        # a read, and a statement returning rows: the driver's
+        assert connection.exec_driver_sql("SELECT count(*) FROM t").scalar() == 3
+        back = connection.exec_driver_sql("DELETE FROM t WHERE k = 3 RETURNING v")
+        assert back.scalar() == "three"
+    assert ran == ["UPDATE", "INSERT"]
+    assert not marked.in_transaction
+    with connection.begin():
+        rows = connection.exec_driver_sql("SELECT k, v FROM t ORDER BY k").all()
+    assert [tuple(r) for r in rows] == [(1, "one!"), (2, "two!")]
+
+
+def test_outside_a_transaction_or_with_adapted_parameters_the_driver_runs_it(
+    held: tuple[Connection, HeldConnection, list[str]],
+) -> None:
+    connection, _marked, ran = held
+
+    class Name(str):
+        pass
+
+    with connection.begin():
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("INSERT INTO t (k, v) VALUES (?, ?)", (4, Name("four")))
+    with pytest.raises(OverflowError, match="too large"), connection.begin():
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # the driver's own error, not a value cut to 64 bits
+        connection.exec_driver_sql("INSERT INTO t (k, v) VALUES (?, ?)", (2**63, "huge"))
+    assert ran == []
+    connection.exec_driver_sql("UPDATE t SET v = 'five' WHERE k = 4")  # (pysqlite's BEGIN)
+    connection.commit()
+    assert ran == []
+
+
+def test_a_constraint_fails_as_on_the_driver_s_path(
+    held: tuple[Connection, HeldConnection, list[str]], engine: Engine
+) -> None:
+    connection, _marked, ran = held
+    statement = "INSERT INTO t (k, v) VALUES (?, ?)"
+    with pytest.raises(sa.exc.IntegrityError) as on_held, connection.begin():
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql(statement, (1, "again"))
+    assert ran == ["INSERT"]
+    with pytest.raises(sa.exc.IntegrityError) as on_driver, engine.begin() as other:
+        other.exec_driver_sql(statement, (1, "again"))
+    held_error, driver_error = on_held.value.orig, on_driver.value.orig
+    assert type(held_error) is type(driver_error) is sqlite3.IntegrityError
+    assert str(held_error) == str(driver_error) == "UNIQUE constraint failed: t.k"
+    assert held_error.sqlite_errorcode == driver_error.sqlite_errorcode  # type: ignore[union-attr]
+    assert held_error.sqlite_errorname == driver_error.sqlite_errorname  # type: ignore[union-attr]
+    # the group's transaction is still the caller's to roll back: nothing of it stayed
+    with engine.connect() as c:
+        assert c.exec_driver_sql("SELECT v FROM t WHERE k = 1").scalar() == "one"
+
+
+def test_a_full_disk_is_the_same_storage_failure(
+    held: tuple[Connection, HeldConnection, list[str]],
+) -> None:
+    connection, _marked, ran = held
+    pages = connection.exec_driver_sql("PRAGMA page_count").scalar()
+    connection.exec_driver_sql(f"PRAGMA max_page_count = {pages}")
+    connection.commit()
+    with pytest.raises(sa.exc.OperationalError) as failed, connection.begin():
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("INSERT INTO t (k, v) VALUES (?, ?)", (9, "x" * 100_000))
+    assert ran == ["INSERT"]
+    assert str(failed.value.orig) == "database or disk is full"
+    found = storage_failure(failed.value)
+    assert found is not None and found.kind == "disk_full"
+
+
+def test_begin_meets_another_writer_at_once_as_busy(
+    held: tuple[Connection, HeldConnection, list[str]], engine: Engine
+) -> None:
+    """The held connection's busy handler is off: a locked file answers at once, and the
+    caller pauses with the interpreter's lock let go (``take_write_lock``)."""
+    connection, marked, _ran = held
+    connection.exec_driver_sql("PRAGMA busy_timeout=0")
+    path = engine.url.database
+    assert path is not None
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError) as busy:
+        marked.begin_immediate()
+    assert busy.value.sqlite_errorcode == sqlite3.SQLITE_BUSY
+    assert str(busy.value) == "database is locked"
+    other.execute("COMMIT")
+    other.close()
+    marked.begin_immediate()
+    assert marked.in_transaction
+    connection.rollback()
+
+
+def test_a_group_commit_s_writes_run_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+    run = HeldConnection.run
+
+    def counted(self: HeldConnection, sql: str, parameters: Any) -> int:
+        ran.append(sql.split(maxsplit=1)[0])
+        return run(self, sql, parameters)
+
+    monkeypatch.setattr(HeldConnection, "run", counted)
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    for name in ("a", "b"):
+        store.create_session(name)
+    lane = WriterLane()
+    # the lane's thread busy until both writes are queued: they are found together
+    release_lane = threading.Event()
+    blocker = lane.submit(release_lane.wait)
+    rows = {
+        name: [EventRow(workflow_id=None, body_seq=None, step_key=None, attempt=None, payload=name)]
+        for name in ("a", "b")
+    }
+    futures = [
+        lane.write(functools.partial(store.append_events, name, 0, rows[name]), joins=store)
+        for name in ("a", "b")
+    ]
+    release_lane.set()
+    assert blocker.result(10) is True
+    assert [f.result(10) for f in futures] == [[], []]
+    assert lane.groups[2] == 1
+    assert ran.count("BEGIN") == 1 and ran.count("INSERT") == 2
+    assert store.read_events("a", 0) == ["a"] and store.read_events("b", 0) == ["b"]
+    lane.shutdown()
+    store.close()

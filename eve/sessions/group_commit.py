@@ -202,7 +202,7 @@ class _Kept:
             # its groups' writes with the interpreter's lock held (``held_statements.py``)
             hold(connection)
         except Exception:
-            _given_up(connection)
+            given_up(connection)
             return None
         self.connection = connection
         return connection
@@ -211,13 +211,14 @@ class _Kept:
         connection, self.connection = self.connection, None
         if connection is not None:
             # never back to the pool: it is left without its busy handler
-            _given_up(connection)
+            given_up(connection)
 
 
 _kept = PerEngine(_Kept)
 
 
-def _given_up(connection: Connection) -> None:
+def given_up(connection: Connection) -> None:
+    """Close ``connection`` for good, never back to the pool (its busy handler is off)."""
     _quietly(lambda: release(connection))
     _quietly(connection.invalidate)
     _quietly(connection.close)

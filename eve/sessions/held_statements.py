@@ -1,22 +1,24 @@
-"""The write statements of a group commit's transaction run with the interpreter's lock held
-(``sqlite_held.py``), through SQLAlchemy as before.
+"""The write statements of a group commit's transaction, and of a claim on the event loop,
+run with the interpreter's lock held (``sqlite_held.py``), through SQLAlchemy as before.
 
 A connection marked here (``hold``: the connection the writer lane's groups run on,
-``group_commit._Kept``) has its write statements (``INSERT``, ``UPDATE``, ``DELETE`` with no
-``RETURNING``), inside a transaction, run by ``HeldConnection.run`` in place of the driver's
-cursor, from the engine's dialect (``held_writes``); SQLAlchemy's events, its errors
-(``IntegrityError`` and the rest, from the driver's exceptions) and the result's
+``group_commit._Kept``, and the loop's claims', ``claim_now.py``) has its write statements
+(``INSERT``, ``UPDATE``, ``DELETE`` with no ``RETURNING``) inside a transaction run by
+``HeldConnection.run`` in place of the driver's cursor, from the engine's dialect
+(``held_writes``), and its ``COMMIT`` too where it syncs nothing; SQLAlchemy's events, its
+errors (``IntegrityError`` and the rest, from the driver's exceptions) and the result's
 ``rowcount`` are as they were. Anything else (a read, a statement whose parameters the
-driver would adapt, an insert whose new row's id SQLAlchemy reads back, any statement of
-an unmarked connection) takes the driver's path.
+driver would adapt, an insert whose new row's id SQLAlchemy reads back, any statement of an
+unmarked connection) takes the driver's path.
 """
 
 from __future__ import annotations
 
 import functools
 import sqlite3
-from typing import Any
+from typing import Any, Literal, assert_never
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.sqlite_held import HeldConnection, bindable, found_sqlite
@@ -24,6 +26,7 @@ from eve.sessions.sqlite_held import HeldConnection, bindable, found_sqlite
 #: the key of a connection's ``info`` while its writes run held
 _HELD = "eve_held_writes"
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+_READS = ("SELECT",)
 
 
 def hold(connection: Connection) -> HeldConnection | None:
@@ -37,7 +40,11 @@ def hold(connection: Connection) -> HeldConnection | None:
     handle = sqlite.handle(raw)
     if handle is None:
         return None
-    held = connection.info[_HELD] = HeldConnection(sqlite, handle)
+    journal = raw.execute("PRAGMA journal_mode").fetchone()
+    synchronous = raw.execute("PRAGMA synchronous").fetchone()
+    syncs = journal is None or journal[0] != "wal" or synchronous is None or synchronous[0] > 1
+    held = HeldConnection(sqlite, handle, commits_held=not syncs)
+    connection.info[_HELD] = held
     return held
 
 
@@ -55,32 +62,51 @@ def held_of(connection: Connection) -> HeldConnection | None:
 
 
 def held_writes(engine: Engine) -> None:
-    """Run the write statements of ``engine``'s marked connections held (on the engine's
-    own dialect: ``create_engine`` makes one per engine)."""
-    dialect = engine.dialect
-    execute = dialect.do_execute
+    """Run the statements of ``engine``'s marked connections held, in a transaction, and
+    their commits where they sync nothing."""
+    commit = engine.dialect.do_commit
 
-    def do_execute(cursor: Any, statement: str, parameters: Any, context: Any = None) -> None:
-        held = None if context is None else context.root_connection.info.get(_HELD)
-        if held is None or not _held_here(held, statement, parameters, context):
-            execute(cursor, statement, parameters, context)
-            return
-        context._rowcount = held.run(statement, parameters)
+    def do_execute(_cursor: Any, statement: str, parameters: Any, context: Any) -> bool:
+        held = context.root_connection.info.get(_HELD)
+        if held is None or not held.in_transaction or not bindable(parameters):
+            return False  # the driver's
+        match _kind(statement):
+            case "write":
+                compiled = context.compiled
+                if context.isinsert and compiled is not None and compiled.postfetch_lastrowid:
+                    return False  # SQLAlchemy reads the new row's id from the driver's cursor
+                context._rowcount = held.run(statement, parameters)
+            case "read":
+                context.cursor = held.query(statement, parameters)
+            case "returning":
+                context.cursor = rows = held.query(statement, parameters)
+                context._rowcount = rows.changes
+            case None:
+                return False
+            case unreachable:
+                assert_never(unreachable)
+        return True
 
-    # (an instance's attribute, as mypy allows no assignment to a method)
-    setattr(dialect, "do_execute", do_execute)  # noqa: B010
+    def do_commit(connection: Any) -> None:
+        # (the pool's connection: its ``info`` is the ``Connection``'s)
+        held = connection.info.get(_HELD)
+        if held is not None and held.commits_held and held.in_transaction:
+            held.commit()  # the driver's then finds no transaction: it sends nothing
+        commit(connection)
 
-
-def _held_here(held: HeldConnection, statement: str, parameters: Any, context: Any) -> bool:
-    if not _writes(statement) or not held.in_transaction or not bindable(parameters):
-        return False
-    # SQLAlchemy reads the new row's id from the driver's cursor (an autoincrement key)
-    compiled = context.compiled
-    return not (context.isinsert and compiled is not None and compiled.postfetch_lastrowid)
+    sa.event.listen(engine, "do_execute", do_execute)
+    # (the engine's own dialect, ``create_engine`` makes one per engine; an instance's
+    # attribute, as mypy allows no assignment to a method)
+    setattr(engine.dialect, "do_commit", do_commit)  # noqa: B010
 
 
 @functools.lru_cache(maxsize=512)
-def _writes(statement: str) -> bool:
-    """Whether ``statement`` writes and returns no rows."""
+def _kind(statement: str) -> Literal["write", "read", "returning"] | None:
+    """``write``: a statement that writes and returns no rows; ``read``; ``returning``: a
+    write with ``RETURNING``; None: anything else (``PRAGMA``, DDL), the driver's."""
     words = statement.lstrip().upper()
-    return words.startswith(_WRITES) and "RETURNING" not in words
+    if words.startswith(_READS):
+        return "read"
+    if words.startswith(_WRITES):
+        return "returning" if "RETURNING" in words else "write"
+    return None

@@ -28,10 +28,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from eve.sessions.mapped_library import mapped_library
+from eve.sessions.sqlite_held_rows import HeldRows, column_names, read_row
 
 SQLITE_OK = 0
 SQLITE_ROW = 100
@@ -102,6 +104,9 @@ class HeldConnection:
 
     sqlite: HeldSqlite
     db: int
+    #: its ``COMMIT`` runs held too: it writes the WAL's frames and syncs nothing (WAL with
+    #: ``synchronous=NORMAL``); a commit that syncs (``FULL``) lets the lock go, as before
+    commits_held: bool = False
     _prepared: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -113,9 +118,26 @@ class HeldConnection:
         if another connection holds the file's write lock."""
         self.run("BEGIN IMMEDIATE", ())
 
-    def run(self, sql: str, parameters: tuple[Any, ...] | list[Any]) -> int:
+    def commit(self) -> None:
+        """``COMMIT``, raising the driver's exception as its ``commit`` would."""
+        self.run("COMMIT", ())
+
+    def run(self, sql: str, parameters: Sequence[Any]) -> int:
         """Run ``sql`` (a statement that returns no rows) with ``parameters``; the rows it
         changed. ``Unbindable`` before it runs if a parameter is of another type."""
+        self._step(sql, parameters, None)
+        return int(self.sqlite.lib.sqlite3_changes(self.db))
+
+    def query(self, sql: str, parameters: Sequence[Any]) -> HeldRows:
+        """Run ``sql`` (a read, or a write with ``RETURNING``) with ``parameters``; all its
+        rows, as the driver's cursor gives them, and the rows it changed."""
+        found: list[tuple[Any, ...]] = []
+        names = self._step(sql, parameters, found)
+        return HeldRows(names, found, int(self.sqlite.lib.sqlite3_changes(self.db)))
+
+    def _step(
+        self, sql: str, parameters: Sequence[Any], into: list[tuple[Any, ...]] | None
+    ) -> tuple[str, ...]:
         lib, db = self.sqlite.lib, self.db
         statement = self._prepared.get(sql)
         if statement is None:
@@ -124,12 +146,17 @@ class HeldConnection:
             for position, value in enumerate(parameters, start=1):
                 _bind(lib, statement, position, value)
             result = lib.sqlite3_step(statement)
-            if result not in (SQLITE_DONE, SQLITE_ROW):
+            names = column_names(lib, statement) if into is not None else ()
+            while result == SQLITE_ROW:
+                if into is not None:
+                    into.append(read_row(lib, statement, names))
+                result = lib.sqlite3_step(statement)
+            if result != SQLITE_DONE:
                 raise self.sqlite.error(db)
         finally:
             lib.sqlite3_reset(statement)
             lib.sqlite3_clear_bindings(statement)
-        return int(lib.sqlite3_changes(db))
+        return names
 
     def close(self) -> None:
         """Finalize the kept statements (before the connection closes)."""
@@ -244,6 +271,14 @@ def _typed(lib: Any) -> None:
         "sqlite3_bind_int64": ([ptr, c_int, ctypes.c_int64], c_int),
         "sqlite3_bind_double": ([ptr, c_int, ctypes.c_double], c_int),
         "sqlite3_bind_null": ([ptr, c_int], c_int),
+        "sqlite3_column_count": ([ptr], c_int),
+        "sqlite3_column_name": ([ptr, c_int], c_char_p),
+        "sqlite3_column_type": ([ptr, c_int], c_int),
+        "sqlite3_column_int64": ([ptr, c_int], ctypes.c_int64),
+        "sqlite3_column_double": ([ptr, c_int], ctypes.c_double),
+        "sqlite3_column_blob": ([ptr, c_int], ptr),
+        "sqlite3_column_text": ([ptr, c_int], ptr),
+        "sqlite3_column_bytes": ([ptr, c_int], c_int),
     }
     for name, (argtypes, restype) in signatures.items():
         function = getattr(lib, name)

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from eve.sessions.claim_now import LoopClaims
 from eve.sessions.database_errors import storage_failure
 from eve.sessions.held_statements import hold, release
 from eve.sessions.sqlite import sqlite_engine
@@ -37,24 +38,35 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def held(engine: Engine) -> Iterator[tuple[Connection, HeldConnection, list[str]]]:
-    """A marked connection of ``engine``, and the statements its held path ran."""
+def held(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Connection, HeldConnection, list[str]]]:
+    """A marked connection of ``engine``, and the statements run held from then on."""
     connection = engine.connect()
     marked = hold(connection)
     assert marked is not None
-    ran: list[str] = []
-    run = marked.run
-
-    def counted(sql: str, parameters: Any) -> int:
-        ran.append(sql.split(maxsplit=1)[0])
-        return run(sql, parameters)
-
-    marked.run = counted  # type: ignore[method-assign]
+    ran = counting(monkeypatch)
     try:
         yield connection, marked, ran
     finally:
         release(connection)
         connection.close()
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The first word of each statement run held from now on."""
+    ran: list[str] = []
+    for name in ("run", "query"):
+        original = getattr(HeldConnection, name)
+
+        def counted(
+            self: HeldConnection, sql: str, parameters: Any, *, call: Any = original
+        ) -> Any:
+            ran.append(sql.split(maxsplit=1)[0])
+            return call(self, sql, parameters)
+
+        monkeypatch.setattr(HeldConnection, name, counted)
+    return ran
 
 
 def test_the_library_is_the_one_the_driver_uses() -> None:
@@ -75,15 +87,33 @@ def test_writes_in_a_transaction_run_held_with_the_driver_s_rowcount(
         changed = connection.execute(sa.text("UPDATE t SET v = v || '!' WHERE k >= :k"), {"k": 1})
         assert changed.rowcount == 2
         connection.exec_driver_sql("INSERT INTO t (k, v) VALUES (?, ?)", (3, "three"))
-        # a read, and a statement returning rows: the driver's
         assert connection.exec_driver_sql("SELECT count(*) FROM t").scalar() == 3
-        back = connection.exec_driver_sql("DELETE FROM t WHERE k = 3 RETURNING v")
-        assert back.scalar() == "three"
-    assert ran == ["UPDATE", "INSERT"]
+        back = connection.exec_driver_sql("DELETE FROM t WHERE k >= 2 RETURNING v")
+        assert sorted(back.scalars()) == ["three", "two!"] and back.rowcount == 2
+        # (a statement the driver must run: it sends it as it did)
+        assert connection.exec_driver_sql("PRAGMA user_version").scalar() == 0
+    assert ran == ["UPDATE", "INSERT", "SELECT", "DELETE", "COMMIT"]
     assert not marked.in_transaction
     with connection.begin():
         rows = connection.exec_driver_sql("SELECT k, v FROM t ORDER BY k").all()
-    assert [tuple(r) for r in rows] == [(1, "one!"), (2, "two!")]
+    assert [tuple(r) for r in rows] == [(1, "one!")]
+
+
+def test_rows_read_held_are_the_driver_s(
+    held: tuple[Connection, HeldConnection, list[str]], engine: Engine
+) -> None:
+    connection, _marked, ran = held
+    values = (7, 2.5, "text é", b"\x00blob", None, 2**62)
+    query = "SELECT ?, ?, ?, ?, ?, ? FROM t WHERE k = 1 UNION ALL SELECT 1, 2, 3, 4, 5, 6"
+    with connection.begin():
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        result = connection.exec_driver_sql(query, values)
+        held_rows, held_keys = [tuple(r) for r in result], list(result.keys())
+    assert ran == ["SELECT", "COMMIT"]
+    with engine.connect() as other:
+        result = other.exec_driver_sql(query, values)
+        assert [tuple(r) for r in result] == held_rows and list(result.keys()) == held_keys
+    assert held_rows[0] == values
 
 
 def test_outside_a_transaction_or_with_adapted_parameters_the_driver_runs_it(
@@ -101,10 +131,12 @@ def test_outside_a_transaction_or_with_adapted_parameters_the_driver_runs_it(
         connection.exec_driver_sql("BEGIN IMMEDIATE")
         # the driver's own error, not a value cut to 64 bits
         connection.exec_driver_sql("INSERT INTO t (k, v) VALUES (?, ?)", (2**63, "huge"))
-    assert ran == []
+    assert ran == ["COMMIT"]  # (the transaction's, as a write of it may have run held)
     connection.exec_driver_sql("UPDATE t SET v = 'five' WHERE k = 4")  # (pysqlite's BEGIN)
+    assert ran == ["COMMIT"]
     connection.commit()
-    assert ran == []
+    with connection.begin():
+        assert connection.exec_driver_sql("SELECT v FROM t WHERE k = 4").scalar() == "five"
 
 
 def test_a_constraint_fails_as_on_the_driver_s_path(
@@ -167,14 +199,7 @@ def test_begin_meets_another_writer_at_once_as_busy(
 
 
 def test_a_group_commit_s_writes_run_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ran: list[str] = []
-    run = HeldConnection.run
-
-    def counted(self: HeldConnection, sql: str, parameters: Any) -> int:
-        ran.append(sql.split(maxsplit=1)[0])
-        return run(self, sql, parameters)
-
-    monkeypatch.setattr(HeldConnection, "run", counted)
+    ran = counting(monkeypatch)
     store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
     for name in ("a", "b"):
         store.create_session(name)
@@ -197,4 +222,44 @@ def test_a_group_commit_s_writes_run_held(tmp_path: Path, monkeypatch: pytest.Mo
     assert ran.count("BEGIN") == 1 and ran.count("INSERT") == 2
     assert store.read_events("a", 0) == ["a"] and store.read_events("b", 0) == ["b"]
     lane.shutdown()
+    store.close()
+
+
+def test_a_commit_runs_held_only_where_it_syncs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WAL with ``synchronous=NORMAL`` appends to the WAL at a commit: held. ``FULL`` syncs
+    the file at every commit: the driver's, which lets the lock go meanwhile."""
+    ran = counting(monkeypatch)
+    for synchronous, held_commit in (("NORMAL", True), ("FULL", False)):
+        engine = sqlite_engine(
+            f"sqlite:///{tmp_path / synchronous}.sqlite", synchronous=synchronous
+        )
+        with engine.begin() as c:
+            c.exec_driver_sql("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+        connection = engine.connect()
+        marked = hold(connection)
+        assert marked is not None and marked.commits_held is held_commit
+        ran.clear()
+        with connection.begin():
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.exec_driver_sql("INSERT INTO t (k) VALUES (?)", (1,))
+        assert not marked.in_transaction
+        assert ran == (["INSERT", "COMMIT"] if held_commit else ["INSERT"])
+        with engine.connect() as other:
+            assert other.exec_driver_sql("SELECT count(*) FROM t").scalar() == 1
+        release(connection)
+        connection.close()
+        engine.dispose()
+
+
+def test_the_loop_s_claims_write_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = counting(monkeypatch)
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    store.create_session("s")
+    claims = LoopClaims(store)
+    assert claims.claim("s", lambda _c, turn: turn) == 0
+    assert ran[0] == "BEGIN" and ran[-1] == "COMMIT" and "UPDATE" in ran
+    assert store.claim_turn("s", lambda _c, turn: turn) == 1  # committed
+    claims.close()
     store.close()

@@ -30,9 +30,10 @@ _READS = ("SELECT",)
 
 
 def hold(connection: Connection) -> HeldConnection | None:
-    """Mark ``connection`` (of an engine ``held_writes`` set up): its write statements run
-    with the lock held from now on; the held connection (``release`` it before closing),
-    or None where SQLite's library cannot be called so (they go on as before)."""
+    """Mark ``connection`` (of an engine ``held_writes`` set up), its busy handler off: its
+    statements in a transaction run with the lock held from now on. The held connection
+    (``release`` it before closing), or None where SQLite's library cannot be called so
+    (they go on as before)."""
     sqlite = found_sqlite()
     raw = connection.connection.dbapi_connection
     if sqlite is None or not isinstance(raw, sqlite3.Connection):
@@ -43,6 +44,9 @@ def hold(connection: Connection) -> HeldConnection | None:
     journal = raw.execute("PRAGMA journal_mode").fetchone()
     synchronous = raw.execute("PRAGMA synchronous").fetchone()
     syncs = journal is None or journal[0] != "wal" or synchronous is None or synchronous[0] > 1
+    # a held call must never sleep in SQLite's busy handler: a locked file answers at once
+    # (the callers turned it off already; this makes it so whoever marks a connection)
+    sqlite.lib.sqlite3_busy_timeout(handle, 0)
     held = HeldConnection(sqlite, handle, commits_held=not syncs)
     connection.info[_HELD] = held
     return held

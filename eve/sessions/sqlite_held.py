@@ -256,6 +256,7 @@ def _typed(lib: Any) -> None:
     ptr, c_int, c_char_p = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
     signatures: dict[str, tuple[list[Any], Any]] = {
         "sqlite3_libversion": ([], c_char_p),
+        "sqlite3_busy_timeout": ([ptr, c_int], c_int),
         "sqlite3_db_filename": ([ptr, c_char_p], c_char_p),
         "sqlite3_extended_errcode": ([ptr], c_int),
         "sqlite3_errmsg": ([ptr], c_char_p),

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.claim_now import LoopClaims
 from eve.sessions.database_errors import storage_failure
+from eve.sessions.event_inserts import insert_events
 from eve.sessions.held_statements import hold, release
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_held import HeldConnection, found_sqlite
@@ -182,7 +183,6 @@ def test_begin_meets_another_writer_at_once_as_busy(
     """The held connection's busy handler is off: a locked file answers at once, and the
     caller pauses with the interpreter's lock let go (``take_write_lock``)."""
     connection, marked, _ran = held
-    connection.exec_driver_sql("PRAGMA busy_timeout=0")
     path = engine.url.database
     assert path is not None
     other = sqlite3.connect(path, isolation_level=None)
@@ -262,4 +262,41 @@ def test_the_loop_s_claims_write_held(tmp_path: Path, monkeypatch: pytest.Monkey
     assert ran[0] == "BEGIN" and ran[-1] == "COMMIT" and "UPDATE" in ran
     assert store.claim_turn("s", lambda _c, turn: turn) == 1  # committed
     claims.close()
+    store.close()
+
+
+def test_a_batch_of_events_written_held_is_stored_as_the_driver_stores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held, a batch's rows are one JSON parameter (``event_inserts.py``): the same values
+    and types as the driver's statement stores."""
+    ran = counting(monkeypatch)
+    store = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    for name in ("held", "driver"):
+        store.create_session(name)
+    batch = [
+        EventRow(workflow_id="w", body_seq=3, step_key='k "quoted"', attempt=2**40, payload="{}"),
+        EventRow(workflow_id=None, body_seq=None, step_key=None, attempt=None, payload='"é\n\\"'),
+    ]
+    with store.engine.connect() as connection:
+        assert hold(connection) is not None
+        with connection.begin():
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            insert_events(connection, "held", 5, batch)
+        release(connection)
+    assert ran == ["INSERT", "COMMIT"]  # (its BEGIN was the driver's)
+    store.append_events("driver", 5, batch)
+    columns = "idx, workflow_id, body_seq, step_key, attempt, payload"
+    typed = ", ".join(f"typeof({name})" for name in columns.split(", "))
+    with store.engine.connect() as c:
+        found = {
+            name: c.exec_driver_sql(
+                f"SELECT {columns}, {typed} FROM eve_events WHERE session_id = ? ORDER BY idx",
+                (name,),
+            ).all()
+            for name in ("held", "driver")
+        }
+    assert [tuple(r) for r in found["held"]] == [tuple(r) for r in found["driver"]]
+    assert [r[0] for r in found["held"]] == [5, 6]
+    assert store.read_events("held", 5) == ["{}", '"é\n\\"']
     store.close()

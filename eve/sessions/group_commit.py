@@ -184,7 +184,13 @@ class _Kept:
     def __init__(self, engine: Engine) -> None:
         self.lock = threading.Lock()
         self.connection: Connection | None = None
-        sa.event.listen(engine, "engine_disposed", lambda _engine: self.give_up())
+        sa.event.listen(engine, "engine_disposed", lambda _engine: self._disposed())
+
+    def _disposed(self) -> None:
+        # never while a group runs on it: its held statements are freed here, and a call of
+        # SQLite's on a freed statement would crash the process, not raise
+        with self.lock:
+            self.give_up()
 
     def take(self, engine: Engine) -> Connection | None:
         """The kept connection, opened (its busy handler off) if there is none; None if it

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sqlite3
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,9 @@ SQLITE_TRANSIENT = ctypes.c_void_p(-1)
 #: which adapts them)
 BINDABLE = (int, float, str, bytes, type(None), bool)
 
+#: the first Python whose ``pysqlite_Connection`` was not checked to start with its
+#: ``sqlite3 *`` (3.11 to 3.13 do)
+_UNCHECKED = (3, 14)
 #: the driver's exception class of each primary result code (``_pysqlite_seterror``)
 _CLASSES: dict[int, type[sqlite3.Error]] = {
     2: sqlite3.InternalError,  # SQLITE_INTERNAL
@@ -74,6 +78,8 @@ class HeldSqlite:
         """The ``sqlite3 *`` of ``connection``: the first field after the object's header in
         CPython's ``pysqlite_Connection``, read there and checked against the file the
         connection has open; None if they differ (another layout: the caller does without)."""
+        if sys.implementation.name != "cpython" or sys.version_info >= _UNCHECKED:
+            return None  # a layout not read here
         address = ctypes.c_void_p.from_address(id(connection) + object.__basicsize__).value
         if not address:
             return None

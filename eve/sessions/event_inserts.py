@@ -59,7 +59,7 @@ def insert_events(
         return
     for start in range(0, len(rows), MOST_ROWS):
         chunk = rows[start : start + MOST_ROWS]
-        if JSON_ROWS and held_of(c) is not None:
+        if JSON_ROWS and (held := held_of(c)) is not None and held.statements:
             listed = [
                 (row.workflow_id, row.body_seq, row.step_key, row.attempt, row.payload)
                 for row in chunk

@@ -205,8 +205,10 @@ class _Kept:
             # (outside the gate: the statement lets go of the interpreter's lock, and on a
             # busy worker waits up to a switch interval to get it back)
             connection.connection.dbapi_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
-            # its groups' writes with the interpreter's lock held (``held_statements.py``)
-            hold(connection)
+            # its groups' BEGIN and COMMIT with the interpreter's lock held, not their
+            # statements (``held_statements.py``): the lane's thread lets the lock go at
+            # each, and the event loop, a loaded worker's bound, runs meanwhile
+            hold(connection, statements=False)
         except Exception:
             given_up(connection)
             return None

@@ -29,9 +29,10 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 _READS = ("SELECT",)
 
 
-def hold(connection: Connection) -> HeldConnection | None:
+def hold(connection: Connection, *, statements: bool = True) -> HeldConnection | None:
     """Mark ``connection`` (of an engine ``held_writes`` set up), its busy handler off: its
-    statements in a transaction run with the lock held from now on. The held connection
+    ``BEGIN`` and ``COMMIT`` (``group_commit.SharedTransaction``), and with ``statements``
+    its statements in a transaction, run with the lock held from now on. The held connection
     (``release`` it before closing), or None where SQLite's library cannot be called so
     (they go on as before)."""
     sqlite = found_sqlite()
@@ -47,7 +48,7 @@ def hold(connection: Connection) -> HeldConnection | None:
     # a held call must never sleep in SQLite's busy handler: a locked file answers at once
     # (the callers turned it off already; this makes it so whoever marks a connection)
     sqlite.lib.sqlite3_busy_timeout(handle, 0)
-    held = HeldConnection(sqlite, handle, commits_held=not syncs)
+    held = HeldConnection(sqlite, handle, commits_held=not syncs, statements=statements)
     connection.info[_HELD] = held
     return held
 
@@ -72,7 +73,9 @@ def held_writes(engine: Engine) -> None:
 
     def do_execute(_cursor: Any, statement: str, parameters: Any, context: Any) -> bool:
         held = context.root_connection.info.get(_HELD)
-        if held is None or not held.in_transaction or not bindable(parameters):
+        if held is None or not held.statements or not held.in_transaction:
+            return False  # the driver's
+        if not bindable(parameters):
             return False  # the driver's
         match _kind(statement):
             case "write":

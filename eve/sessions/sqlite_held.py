@@ -113,6 +113,8 @@ class HeldConnection:
     #: its ``COMMIT`` runs held too: it writes the WAL's frames and syncs nothing (WAL with
     #: ``synchronous=NORMAL``); a commit that syncs (``FULL``) lets the lock go, as before
     commits_held: bool = False
+    #: its statements run held too, not only its ``BEGIN`` and ``COMMIT``
+    statements: bool = True
     _prepared: dict[str, int] = field(default_factory=dict)
 
     @property

@@ -211,14 +211,13 @@ def _lane_stats(path: str) -> None:
 def _time_lane_waits(stats: dict[str, Any]) -> None:
     """In the writer lane's thread: the wall time its statements took (the interpreter's
     lock taken back after each included), its waits at the gate and for SQLite's lock, and
-    its commits (``stmt``, ``gate``, ``begin``, ``commit``, seconds); of its statements and
-    ``BEGIN``s, those run with the lock held (``helds``, ``held`` seconds)."""
+    its commits (``stmt``, ``gate``, ``begin``, ``commit``, seconds)."""
     import threading
     import time
 
     import sqlalchemy as sa
 
-    from eve.sessions import group_commit, sqlite_gate, sqlite_held
+    from eve.sessions import group_commit, sqlite_gate
 
     started: dict[int, float] = {}
 
@@ -251,16 +250,6 @@ def _time_lane_waits(stats: dict[str, Any]) -> None:
 
     gate = sqlite_gate.SqliteGate
     gate._acquire = timing("gate", gate._acquire)  # type: ignore[method-assign]
-    # the statements among ``stmt`` run with the interpreter's lock held (``sqlite_held.py``)
-    held = sqlite_held.HeldConnection
-    held.run = timing("held", held.run)  # type: ignore[method-assign]
-    run_held = held.run
-
-    def counted(self: Any, *args: Any) -> Any:
-        stats["helds"] = stats.get("helds", 0) + 1
-        return run_held(self, *args)
-
-    held.run = counted  # type: ignore[method-assign,assignment]
     for module in (group_commit, sqlite_gate):
         setattr(module, "take_write_lock", timing("begin", sqlite_gate.take_write_lock))  # noqa: B010
     transaction = sa.engine.base.Transaction

@@ -40,7 +40,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.sessions.group_commit import SharedTransaction, given_up, joining
-from eve.sessions.held_statements import hold
 from eve.sessions.store import SessionStore
 
 T = TypeVar("T")
@@ -164,8 +163,6 @@ class LoopClaims:
             try:
                 raw.execute("PRAGMA busy_timeout=0")
                 raw.execute("PRAGMA wal_autocheckpoint=0")
-                # its BEGIN, writes and commit keep the interpreter's lock (``held_statements``)
-                hold(connection)
             except sqlite3.Error:
                 given_up(connection)
                 raise

@@ -16,14 +16,11 @@ PostgreSQL keeps SQLAlchemy's statement (its driver sends a batch as one stateme
 from __future__ import annotations
 
 import functools
-import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import msgspec
 from sqlalchemy.engine import Connection
 
-from eve.sessions.held_statements import held_of
 from eve.sessions.tables import events
 
 if TYPE_CHECKING:
@@ -33,19 +30,6 @@ _COLUMNS = ("session_id", "idx", "workflow_id", "body_seq", "step_key", "attempt
 #: rows in one statement at most: SQLite takes 32,766 parameters in a statement (since 3.32)
 MOST_ROWS = 500
 _NEW_EVENTS = events.insert()
-#: on a connection whose statements run held (``held_statements.py``: the writer lane's
-#: groups), a batch's rows from one parameter, a JSON array of rows (SQLite's JSON
-#: functions are built in from 3.38), where a row was seven: there each bind is a call
-#: through ``ctypes``, with the interpreter's lock held. 16 rows of 400-byte payloads took
-#: 119 µs that way, 74 µs from JSON; through the driver, which binds in C with the lock let
-#: go, 34 µs, and 64 µs from JSON (SQLite parses every row's text): the driver keeps its
-#: statement
-JSON_ROWS = sqlite3.sqlite_version_info >= (3, 38, 0)
-_FROM_JSON = (
-    f"INSERT INTO {events.name} ({', '.join(_COLUMNS)}) SELECT ?, ? + key, "
-    "value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?)"
-)
-_encoder = msgspec.json.Encoder()
 
 
 def insert_events(
@@ -59,14 +43,6 @@ def insert_events(
         return
     for start in range(0, len(rows), MOST_ROWS):
         chunk = rows[start : start + MOST_ROWS]
-        if JSON_ROWS and (held := held_of(c)) is not None and held.statements:
-            listed = [
-                (row.workflow_id, row.body_seq, row.step_key, row.attempt, row.payload)
-                for row in chunk
-            ]
-            array = _encoder.encode(listed).decode()
-            c.exec_driver_sql(_FROM_JSON, (session_id, first_index + start, array))
-            continue
         values: list[object] = []
         for offset, row in enumerate(chunk, start=first_index + start):
             values += (

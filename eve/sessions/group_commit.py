@@ -58,7 +58,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions.db_retry import tried_once
-from eve.sessions.held_statements import held_of, hold, release
 from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
 from eve.sessions.sqlite_per_engine import PerEngine
 
@@ -97,8 +96,6 @@ class SharedTransaction:
         self.engine = engine
         self.connection = connection
         self._raw: Any = connection.connection.dbapi_connection
-        # its BEGIN and write statements with the interpreter's lock held, where it can be
-        self._held = held_of(connection)
         #: an exception left a write's transaction: what it did is in the shared one, so
         #: the whole group is undone and each write runs again alone
         self.undone = False
@@ -115,8 +112,7 @@ class SharedTransaction:
     def begin(self, *, patience: float) -> None:
         # to the driver's connection itself: SQLAlchemy's pysqlite dialect would open a
         # deferred transaction at the first write
-        begin = None if self._held is None else self._held.begin_immediate
-        take_write_lock(self._raw, patience=patience, begin=begin)
+        take_write_lock(self._raw, patience=patience)
 
     @property
     def active(self) -> bool:
@@ -184,13 +180,7 @@ class _Kept:
     def __init__(self, engine: Engine) -> None:
         self.lock = threading.Lock()
         self.connection: Connection | None = None
-        sa.event.listen(engine, "engine_disposed", lambda _engine: self._disposed())
-
-    def _disposed(self) -> None:
-        # never while a group runs on it: its held statements are freed here, and a call of
-        # SQLite's on a freed statement would crash the process, not raise
-        with self.lock:
-            self.give_up()
+        sa.event.listen(engine, "engine_disposed", lambda _engine: self.give_up())
 
     def take(self, engine: Engine) -> Connection | None:
         """The kept connection, opened (its busy handler off) if there is none; None if it
@@ -205,10 +195,6 @@ class _Kept:
             # (outside the gate: the statement lets go of the interpreter's lock, and on a
             # busy worker waits up to a switch interval to get it back)
             connection.connection.dbapi_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
-            # its groups' BEGIN and COMMIT with the interpreter's lock held, not their
-            # statements (``held_statements.py``): the lane's thread lets the lock go at
-            # each, and the event loop, a loaded worker's bound, runs meanwhile
-            hold(connection, statements=False)
         except Exception:
             given_up(connection)
             return None
@@ -227,7 +213,6 @@ _kept = PerEngine(_Kept)
 
 def given_up(connection: Connection) -> None:
     """Close ``connection`` for good, never back to the pool (its busy handler is off)."""
-    _quietly(lambda: release(connection))
     _quietly(connection.invalidate)
     _quietly(connection.close)
 

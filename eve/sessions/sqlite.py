@@ -17,7 +17,6 @@ from sqlalchemy.engine import Engine
 
 from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.database_errors import refuse_lock_in_request
-from eve.sessions.held_statements import held_writes
 from eve.sessions.sqlite_gate import SqliteGate, gate_writes
 from eve.sessions.wal_checkpoints import NO_AUTOCHECKPOINT, checkpoint_in_background
 
@@ -64,8 +63,6 @@ def sqlite_engine(
         url, busy_timeout=busy_timeout, pragmas=pragmas, prepare=isolate, pool_size=POOL_SIZE
     )
     sa.event.listen(engine, "handle_error", refuse_lock_in_request)
-    # the writer lane's group commits write with the interpreter's lock held
-    held_writes(engine)
     checkpoint_in_background(engine)
     if immediate:
         # DBOS's writers queue in this process rather than sleep in SQLite's busy handler

@@ -133,13 +133,9 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def take_write_lock(
-    raw: Any, *, patience: float, begin: Callable[[], object] | None = None
-) -> None:
+def take_write_lock(raw: Any, *, patience: float) -> None:
     """``BEGIN IMMEDIATE`` on ``raw``, a connection whose busy handler is off, tried again
-    after short pauses while another process holds the file, for ``patience`` seconds;
-    ``begin`` sends it in place of the driver (``sqlite_held.py``), raising as the driver
-    does.
+    after short pauses while another process holds the file, for ``patience`` seconds.
 
     SQLite's own busy handler sleeps 1, 2, 5, 10, 15, 20, 25 ms... between tries, so with
     two workers on one file the one that found it locked slept for up to 25 ms for a lock
@@ -148,10 +144,7 @@ def take_write_lock(
     pause = FIRST_PAUSE
     while True:
         try:
-            if begin is None:
-                raw.execute("BEGIN IMMEDIATE")
-            else:
-                begin()
+            raw.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as error:
             if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:

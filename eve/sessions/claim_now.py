@@ -27,7 +27,6 @@ round trips, which the loop would wait for.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import threading
 import time
@@ -40,7 +39,7 @@ from typing import Any, Literal, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.sessions.group_commit import SharedTransaction, joining
+from eve.sessions.group_commit import SharedTransaction, given_up, joining
 from eve.sessions.store import SessionStore
 
 T = TypeVar("T")
@@ -165,7 +164,7 @@ class LoopClaims:
                 raw.execute("PRAGMA busy_timeout=0")
                 raw.execute("PRAGMA wal_autocheckpoint=0")
             except sqlite3.Error:
-                _given_up(connection)
+                given_up(connection)
                 raise
             self._connection = connection
         return self._connection
@@ -179,15 +178,8 @@ class LoopClaims:
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            _given_up(connection)
+            given_up(connection)
 
     def close(self) -> None:
         """Give its connection up (never back to the pool: its busy handler is off)."""
         self._drop()
-
-
-def _given_up(connection: Connection) -> None:
-    with contextlib.suppress(Exception):
-        connection.invalidate()
-    with contextlib.suppress(Exception):
-        connection.close()

@@ -196,7 +196,7 @@ class _Kept:
             # busy worker waits up to a switch interval to get it back)
             connection.connection.dbapi_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
         except Exception:
-            _given_up(connection)
+            given_up(connection)
             return None
         self.connection = connection
         return connection
@@ -205,13 +205,14 @@ class _Kept:
         connection, self.connection = self.connection, None
         if connection is not None:
             # never back to the pool: it is left without its busy handler
-            _given_up(connection)
+            given_up(connection)
 
 
 _kept = PerEngine(_Kept)
 
 
-def _given_up(connection: Connection) -> None:
+def given_up(connection: Connection) -> None:
+    """Close ``connection`` for good, never back to the pool (its busy handler is off)."""
     _quietly(connection.invalidate)
     _quietly(connection.close)
 

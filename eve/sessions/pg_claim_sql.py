@@ -2,7 +2,7 @@
 
 The claim in a thread (``store.claim_turn`` with ``SessionService._enqueue``'s work) is a
 transaction of five or six statements, each a round trip. Here the same statements run
-inside ``eve_claim_message_v1``, called as one statement on a connection in autocommit
+inside ``eve_claim_message_v2``, called as one statement on a connection in autocommit
 mode: it commits as it returns (with the server's ``synchronous_commit``, as any commit of
 eve's), and an error anywhere rolls all of it back. PL/pgSQL runs each statement with a
 snapshot of its own (READ COMMITTED), as the transaction's statements ran: a claim that

@@ -201,10 +201,14 @@ def _service(server: InProcessServer) -> SessionService:
 
 
 def _warm(server: InProcessServer) -> None:
-    """The loop's first call opens its connection (in a thread): wait until it is open."""
+    """The loop's first call opens its connection (in a thread): wait until it is open.
+    That first create is made in a thread meanwhile, as before, and opened before its
+    answer."""
     claims = _service(server).pg_claims
     assert claims is not None
-    server.post("/session", {"message": "warm"})
+    warm = server.post("/session", {"message": "warm"})
+    assert warm.status_code == 202 and not _on_loop(warm)
+    assert _places(_service(server).store, warm.json()["sessionId"])[0][1] != OPENING
     deadline = time.monotonic() + 30
     for pause in pauses(0.05):
         if claims._idle or time.monotonic() > deadline:

@@ -43,11 +43,12 @@ from sqlalchemy.engine import Engine
 
 from eve.auth.principal import PrincipalRef
 from eve.errors import DatabaseUnavailable
-from eve.sessions import pg_create_sql
 from eve.sessions.accepted import Place, new_place
 from eve.sessions.claim_now import NOT_NOW, NotNow
 from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, Replayed, kept_answer, purge_due
 from eve.sessions.pg_claim_sql import CALL, install
+from eve.sessions.pg_create_sql import DEFINITION as CREATE_DEFINITION
+from eve.sessions.pg_create_sql import NAME as CREATE_NAME
 from eve.sessions.pg_libpq import Libpq, QueryLost, QueryRefused, found_libpq, pointer
 from eve.sessions.pg_pools import LOOP_CONNECTIONS
 from eve.sessions.store import SessionStore
@@ -307,7 +308,7 @@ def _connect(engine: Engine) -> psycopg.Connection[Any]:
     connection = psycopg.connect(*cargs, **cparams, autocommit=True)
     try:
         install(connection)
-        install(connection, pg_create_sql.NAME, pg_create_sql.DEFINITION)
+        install(connection, CREATE_NAME, CREATE_DEFINITION)
     except BaseException:
         connection.close()
         raise

@@ -12,6 +12,12 @@ at N = 1,000 the clients alone would have taken half of this machine. Their own 
 in the output, so the report can say whether the clients, rather than the server, were the
 bottleneck.
 
+With ``--first-every N`` a client's every N-th message opens a new session of its own
+(``POST /session`` with the message: a session's first message) and it goes on there, so
+first messages and follow-ups are timed apart (each turn says which it was). With
+``--tokens FILE`` each client sends the token at its place in the file (its own principal)
+rather than the shared one.
+
 A POST's time as a client sees it includes the client's own event loop: an answer that
 arrives while the loop runs other clients' callbacks waits for them. So each process also
 measures its loop's lag through the window (``LagProbe``), and keeps what the server says a
@@ -90,16 +96,25 @@ class Client:
     reconnects: int = 0
     #: the stream's chunks (the server's writes; ``next_index`` counts its events)
     chunks: int = 0
+    #: events of the sessions it left (``moved``)
+    left_events: int = 0
 
     @property
     def path(self) -> str:
         return f"{self.origin.prefix}/session/{self.session_id}"
 
     def waiter(self, turn_id: str) -> asyncio.Event:
-        return self.ended.setdefault(turn_id, asyncio.Event())
+        return self.ended.setdefault(f"{self.session_id}/{turn_id}", asyncio.Event())
+
+    def moved(self, session_id: str) -> None:
+        """Follow ``session_id`` from now on (a new session, its first message sent)."""
+        self.left_events += self.next_index
+        self.session_id, self.next_index = session_id, 0
 
     async def follow(self) -> None:
-        """Follow the stream forever, reconnecting from the next index when it ends."""
+        """Follow the stream forever, reconnecting from the next index when it ends (a
+        client that moves to another session cancels it and follows that one)."""
+        following = self.session_id
         while True:
             try:
                 path = f"{self.path}/stream?startIndex={self.next_index}"
@@ -107,12 +122,12 @@ class Client:
                     async for lines in chunks:
                         self.chunks += 1
                         for line in lines:
-                            self._line(line)
+                            self._line(line, following)
             except (HttpFailed, OSError, asyncio.IncompleteReadError):
                 await asyncio.sleep(0.5)
             self.reconnects += 1
 
-    def _line(self, line: bytes) -> None:
+    def _line(self, line: bytes, session_id: str) -> None:
         if not line:
             return  # a heartbeat
         self.next_index += 1  # indexes are dense: no need to decode every event
@@ -120,7 +135,7 @@ class Client:
             self.failed += 1
         if TURN_END in line:
             turn_id = json.loads(line)["data"]["turn_id"]
-            self.waiter(turn_id).set()
+            self.ended.setdefault(f"{session_id}/{turn_id}", asyncio.Event()).set()
 
 
 async def _create(connection: Connection) -> str:
@@ -137,17 +152,25 @@ async def _create(connection: Connection) -> str:
 
 
 async def _run_client(
-    client: Client, turns: list[dict[str, Any]], *, start: float, until: float
+    client: Client,
+    turns: list[dict[str, Any]],
+    *,
+    start: float,
+    until: float,
+    first_every: int = 0,
 ) -> None:
     await asyncio.sleep(max(0.0, start - time.time()))
     follower = asyncio.create_task(client.follow())
+    sent_turns = 0
     try:
         while time.time() < until:
+            first = first_every > 0 and sent_turns > 0 and sent_turns % first_every == 0
+            path = f"{client.origin.prefix}/session" if first else client.path
             sent = time.time()
             began = time.perf_counter()
             try:
                 async with asyncio.timeout(POST_TIMEOUT_SECONDS):
-                    exchange = client.connection.exchange("POST", client.path, GO)
+                    exchange = client.connection.exchange("POST", path, GO)
                     status, headers, body = await exchange
             except (HttpFailed, OSError, asyncio.IncompleteReadError, TimeoutError):
                 await asyncio.sleep(0.5)
@@ -155,23 +178,39 @@ async def _run_client(
             posted = time.perf_counter()
             # recorded now: a turn still running at the end still had its POST answered
             turn: dict[str, Any] = {"sent": sent, "post_s": posted - began, "status": status}
-            turn |= server_timing(headers)
+            turn |= server_timing(headers) | ({"first": True} if first else {})
             turns.append(turn)
             if status != 202:
                 await asyncio.sleep(0.5)
                 continue
-            await client.waiter(json.loads(body)["turnId"]).wait()
+            sent_turns += 1
+            answer = json.loads(body)
+            if first:
+                follower.cancel()
+                client.moved(answer["sessionId"])
+                follower = asyncio.create_task(client.follow())
+            await client.waiter(answer["turnId"]).wait()
             ended = time.perf_counter()
             turn |= {"ended": sent + (ended - began), "turn_s": ended - began}
     finally:
         follower.cancel()
 
 
-async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, Any]:
-    token = os.environ["EVE_BENCH_TOKEN"]
-    origins = [Origin.of(url, token=token) for url in urls]
-    # clients spread over the servers' addresses in turn (several hosts)
-    targets = [origins[(offset + i) % len(origins)] for i in range(count)]
+async def _main(
+    urls: Sequence[str],
+    count: int,
+    *,
+    offset: int,
+    first_every: int = 0,
+    tokens: Sequence[str] = (),
+) -> dict[str, Any]:
+    shared = os.environ["EVE_BENCH_TOKEN"]
+    # clients spread over the servers' addresses in turn (several hosts), each with its own
+    # token if it has one
+    targets = [
+        Origin.of(urls[(offset + i) % len(urls)], token=tokens[i] if tokens else shared)
+        for i in range(count)
+    ]
     semaphore = asyncio.Semaphore(32)
 
     async def create(origin: Origin) -> Client:
@@ -190,7 +229,9 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
     turns: list[dict[str, Any]] = []
     runs = [
         # starts spread over one ramp, so the clients do not all move in step
-        _run_client(c, turns, start=start + ramp * i / max(1, count), until=until)
+        _run_client(
+            c, turns, start=start + ramp * i / max(1, count), until=until, first_every=first_every
+        )
         for i, c in enumerate(clients)
     ]
     # a turn still running at the end is not waited for long: it is outside the window
@@ -205,7 +246,7 @@ async def _main(urls: Sequence[str], count: int, *, offset: int) -> dict[str, An
         # connections the clients' requests opened: one each, unless the server closed some
         "request_connections": sum(c.connection.opened for c in clients),
         "stream_chunks": sum(c.chunks for c in clients),
-        "stream_events": sum(c.next_index for c in clients),
+        "stream_events": sum(c.next_index + c.left_events for c in clients),
         "loop_lag_s": lag.seconds,
         "cpu_s": (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system),
     }
@@ -217,8 +258,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, required=True)
     parser.add_argument("--offset", type=int, default=0)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--first-every", type=int, default=0)
+    parser.add_argument("--tokens", help="a JSON list of one token per client")
     args = parser.parse_args(argv)
-    result = asyncio.run(_main(args.url, args.clients, offset=args.offset))
+    tokens: list[str] = []
+    if args.tokens:
+        with open(args.tokens, encoding="utf-8") as listed:
+            tokens = json.load(listed)
+    result = asyncio.run(
+        _main(
+            args.url, args.clients, offset=args.offset, first_every=args.first_every, tokens=tokens
+        )
+    )
     with open(args.out, "w", encoding="utf-8") as out:
         json.dump(result, out)
 

@@ -34,9 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from bench import _pyspy
+from bench import _pyspy, _scale_callers
 from bench._machine import machine_info, package_version
 from bench._results import RESULTS_DIR, publish
+from bench._scale_callers import Users
 from bench._scale_server import (
     REPO,
     TOKEN,
@@ -93,6 +94,10 @@ class Plan:
     #: settings for the servers (``--server-env``): the servers get no ``EVE_`` variable of
     #: the bench's own environment, so a setting under trial is named here and recorded
     server_env: dict[str, str] = field(default_factory=dict)
+    #: > 0: a client's every N-th message opens a new session (``--first-every``)
+    first_every: int = 0
+    #: each client a user with a token of its own, not the operator (``--principals``)
+    principals: bool = False
 
     @property
     def turn_seconds(self) -> float:
@@ -214,18 +219,25 @@ def _servers(
 
 
 def _clients(
-    config: Config, urls: list[str], out: Path
+    config: Config, plan: Plan, urls: list[str], out: Path, users: Users | None
 ) -> list[tuple[subprocess.Popen[str], Path]]:
     processes = math.ceil(config.clients / CLIENTS_PER_PROCESS)
     started = []
+    first_user = 0
     for k in range(processes):
         count = config.clients // processes + (k < config.clients % processes)
         result = out / f"clients-{k}.json"
         command = [
             sys.executable, "-m", "bench._scale_clients", "--clients", str(count),
             "--offset", str(k), "--out", str(result),
+            "--first-every", str(plan.first_every),
             *[arg for url in urls for arg in ("--url", url)],
         ]  # fmt: skip
+        if users is not None:
+            listed = out / f"tokens-{k}.json"
+            listed.write_text(json.dumps(users.tokens(first_user, count)))
+            command += ["--tokens", str(listed)]
+            first_user += count
         env = {"EVE_BENCH_TOKEN": TOKEN, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen(
             command, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -261,11 +273,16 @@ def run_config(config: Config, plan: Plan) -> dict[str, Any]:
         if config.backend == "postgres":
             db.postgres = stack.enter_context(_postgres(hosts))
             db.url = db.postgres.database("scale")
+        # the provider listens on loopback: the servers of several hosts would not reach it
+        users = stack.enter_context(_scale_callers.users()) if plan.principals else None
+        if users is not None:
+            assert hosts is None, "--principals with one host"
+            plan = replace(plan, server_env=plan.server_env | users.settings)
         servers = _servers(config, plan, root, db, hosts)
         for server in servers:
             stack.callback(server.stop)
             server.start()
-        return _measure(config, plan, root, db, servers)
+        return _measure(config, plan, root, db, servers, users)
 
 
 @contextmanager
@@ -292,14 +309,19 @@ def _worker_cpu(servers: list[ServeProcess]) -> dict[str, float]:
 
 
 def _measure(
-    config: Config, plan: Plan, root: Path, db: Database, servers: list[ServeProcess]
+    config: Config,
+    plan: Plan,
+    root: Path,
+    db: Database,
+    servers: list[ServeProcess],
+    users: Users | None = None,
 ) -> dict[str, Any]:
     time.sleep(1.0)  # start-up work (recovery, the first sweep) is not idling
     idle_before = sum(_cpu(servers))
     time.sleep(plan.idle_seconds)
     idle_pct = 100 * (sum(_cpu(servers)) - idle_before) / plan.idle_seconds
     stored_before = db.size()
-    clients = _clients(config, [s.url for s in servers], root)
+    clients = _clients(config, plan, [s.url for s in servers], root, users)
     start = time.time() + 0.5
     measure_from = start + plan.warmup_seconds
     until = measure_from + plan.window_seconds
@@ -485,7 +507,16 @@ def _post_views(
     claims = [t["claim_s"] for t in timed if "claim_s" in t]
     on_loop = sum(1 for t in timed if t.get("claim") == "loop")
     lag = [s for o in outcomes for s in o.get("loop_lag_s", [])]
+    # a session's first message (``--first-every``) and the follow-ups, apart
+    posted = [t for t in turns if since <= t["sent"] <= until]
+    firsts = [t["post_s"] for t in posted if t.get("first")]
+    follow_ups = [t["post_s"] for t in posted if not t.get("first")]
     return {
+        "post_first_p50_ms": _ms(_percentile(firsts, 0.5)),
+        "post_first_p95_ms": _ms(_percentile(firsts, 0.95)),
+        "post_follow_up_p50_ms": _ms(_percentile(follow_ups, 0.5)),
+        "post_follow_up_p95_ms": _ms(_percentile(follow_ups, 0.95)),
+        "posts_first": len(firsts),
         "post_server_p50_ms": _ms(_percentile(answers, 0.5)),
         "post_server_p95_ms": _ms(_percentile(answers, 0.95)),
         "post_claim_p95_ms": _ms(_percentile(claims, 0.95)),
@@ -593,9 +624,16 @@ def _post_line(row: dict[str, Any]) -> str:
         if row.get("post_server_p50_ms") is not None
         else "no Server-Timing from the server; "
     )
+    firsts = (
+        f"; first messages ({row['posts_first']}) p50 {row['post_first_p50_ms']} ms, p95 "
+        f"{row['post_first_p95_ms']} ms, follow-ups p50 {row['post_follow_up_p50_ms']} ms, "
+        f"p95 {row['post_follow_up_p95_ms']} ms"
+        if row.get("posts_first")
+        else ""
+    )
     return (
         f"POST {inside}the clients' own loop lag p50 {row['client_lag_p50_ms']} ms, "
-        f"p95 {row['client_lag_p95_ms']} ms, at most {row['client_lag_max_ms']} ms"
+        f"p95 {row['client_lag_p95_ms']} ms, at most {row['client_lag_max_ms']} ms{firsts}"
     )
 
 
@@ -612,9 +650,19 @@ def _now() -> str:
 
 
 def run(
-    *, quick: bool = False, only: Sequence[str] = (), server_env: dict[str, str] | None = None
+    *,
+    quick: bool = False,
+    only: Sequence[str] = (),
+    server_env: dict[str, str] | None = None,
+    first_every: int = 0,
+    principals: bool = False,
 ) -> dict[str, Any]:
-    plan = replace(plan_for(quick), server_env=server_env or {})
+    plan = replace(
+        plan_for(quick),
+        server_env=server_env or {},
+        first_every=first_every,
+        principals=principals,
+    )
     configs = [c for c in plan.configs if not only or c.name in only]
     results: dict[str, Any] = {} if quick else _load_previous()
     skipped: dict[str, str] = {}
@@ -625,6 +673,8 @@ def run(
         when: dict[str, Any] = {"ran_at": _now(), "load_1m_at_start": round(os.getloadavg()[0], 1)}
         if plan.server_env:
             when["server_env"] = plan.server_env
+        if plan.first_every or plan.principals:
+            when |= {"first_every": plan.first_every, "principals": plan.principals}
         try:
             results[config.name] = run_config(config, plan) | when
         except (PostgresUnavailable, NamespacesUnavailable) as error:
@@ -658,6 +708,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--server-env", action="append", default=[], metavar="NAME=VALUE",
         help="a setting for the servers, e.g. EVE_REQUEST_SLICE_MS=2 (repeatable; recorded)",
     )  # fmt: skip
+    parser.add_argument(
+        "--first-every", type=int, default=0, metavar="N",
+        help="a client's every N-th message opens a new session (a first message); the "
+        "report times first messages and follow-ups apart",
+    )  # fmt: skip
+    parser.add_argument(
+        "--principals", action="store_true",
+        help="each client a user with a signed token of its own, not the operator",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     server_env = dict(_setting(text, parser) for text in args.server_env)
     if args.sql_counts:
@@ -666,7 +725,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             replace(plan_for(True), sql_counts=True, window_seconds=5.0, server_env=server_env),
         )
         return
-    run(quick=args.quick, only=args.config, server_env=server_env)
+    run(
+        quick=args.quick,
+        only=args.config,
+        server_env=server_env,
+        first_every=args.first_every,
+        principals=args.principals,
+    )
 
 
 def _setting(text: str, parser: argparse.ArgumentParser) -> tuple[str, str]:

@@ -24,7 +24,11 @@ Turns a worker adopts from a dead one, and those an older eve put on DBOS's turn
 run off that queue; their successors wait for them here all the same.
 
 A row's life: ``accepted`` → ``enqueued`` → ``done``. A body marks its row done once its
-outcome is in the log; the sweep settles the rows whose workflow ended without doing so.
+outcome is in the log; the sweep settles the rows whose workflow ended without doing so. A
+session's first turn made with its row on PostgreSQL (``pg_create_sql.py``) starts as
+``opening`` (``OPENING``), a state nothing starts and every later place waits behind, until
+the session's open is recorded (``opening.py``), which makes it ``accepted``
+(``release_opening``): the turn never runs before ``session.started``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from eve.sessions.tables import accepted_places, sessions
 Kind = Literal["turn", "reset", "compact"]
 #: a rerun's workflow id is its turn's with this and a number after it
 RERUN_MARK = ".rerun-"
+#: the state of a first turn accepted before its session's open is recorded
+OPENING = "opening"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +207,20 @@ def deliverable(c: Connection, session_id: str) -> Place | None:
     return _place(row)
 
 
+def release_opening(c: Connection, session_id: str) -> Place | None:
+    """The session's first place, ``OPENING`` until now, made ``accepted`` as the session's
+    open is recorded (in that transaction): the place to start now; None if there is none
+    (a session made in a thread, or without a message, or released already)."""
+    row = c.execute(
+        accepted_places.update()
+        .where(accepted_places.c.session_id == session_id, accepted_places.c.state == OPENING)
+        # the sweep leaves it to its starter for ``GRACE_SECONDS`` from now
+        .values(state="accepted", accepted_at=time.time())
+        .returning(*accepted_places.c)
+    ).first()
+    return None if row is None else _place(row)
+
+
 def mark_enqueued(c: Connection, places: list[Place]) -> None:
     """``places`` are DBOS's now (those not done meanwhile)."""
     c.execute(_ENQUEUED, [{"b_session": p.session_id, "b_turn": p.turn} for p in places])
@@ -227,7 +247,7 @@ def finish_and_next(c: Connection, session_id: str, workflow_id: str) -> Place |
 _UNDELIVERED = (
     sa.select(sa.func.count())
     .select_from(accepted_places)
-    .where(accepted_places.c.state == "accepted")
+    .where(accepted_places.c.state.in_(["accepted", OPENING]))
 )
 
 
@@ -245,12 +265,12 @@ Cursor = tuple[float, str, int]
 def unfinished(
     c: Connection, *, accepted_before: float, after: Cursor | None = None, limit: int = 200
 ) -> list[Place]:
-    """Up to ``limit`` places not done, accepted before ``accepted_before``, in the order
-    they were accepted from just after ``after`` (so a sweep that pages through them
-    reaches them all, however many parked turns come first)."""
+    """Up to ``limit`` places not done (``OPENING`` ones too), accepted before
+    ``accepted_before``, in the order they were accepted from just after ``after`` (so a
+    sweep that pages through them reaches them all, however many parked turns come first)."""
     order = (accepted_places.c.accepted_at, accepted_places.c.session_id, accepted_places.c.turn)
     query = sa.select(accepted_places).where(
-        accepted_places.c.state.in_(["accepted", "enqueued"]),
+        accepted_places.c.state.in_(["accepted", "enqueued", OPENING]),
         accepted_places.c.accepted_at < accepted_before,
     )
     if after is not None:

@@ -6,6 +6,8 @@ done yet (``accepted.py``):
 - still ``accepted``: its session's first unfinished place is started now if nothing
   started it (the request or the body before it could not reach DBOS, or died first);
   a place behind an unfinished one waits for it, as it should;
+- ``opening`` (a first turn whose session's open is not recorded): the open is finished if
+  nobody holds it (``finish_open``: its holder died), which then starts the turn;
 - ``enqueued``, but its workflow ended without marking it done: if its outcome is in the log
   after all, it is marked done. Otherwise (the workflow was cancelled by hand, crashed more
   often than DBOS retries, or its body failed in a way nothing caught) a turn that no later
@@ -35,6 +37,7 @@ from eve.errors import TurnLost
 from eve.events import SessionEvent, SessionWaitingData, TurnFailedData
 from eve.execution.events import EventEmitter
 from eve.sessions.accepted import (
+    OPENING,
     Cursor,
     Place,
     claim_rerun,
@@ -69,6 +72,9 @@ class AcceptedSweep:
 
     #: where the last sweep stopped; the next one goes on from there, then from the start
     cursor: Cursor | None = None
+    #: finishes a session's open nobody holds, for its ``OPENING`` first turn
+    #: (``SessionService`` sets it: the open's hooks are the service's; ``opening.take_over``)
+    finish_open: Callable[[str], Awaitable[None]] | None = None
 
     async def run(self) -> None:
         cutoff = time.time() - GRACE_SECONDS
@@ -80,6 +86,9 @@ class AcceptedSweep:
         self.cursor = cursor_of(places[-1]) if len(places) == PAGE else None
         for session_id in sorted({p.session_id for p in places if p.state == "accepted"}):
             await self.deliver(session_id)
+        if self.finish_open is not None:
+            for session_id in sorted({p.session_id for p in places if p.state == OPENING}):
+                await self.finish_open(session_id)
         queued = [p for p in places if p.state == "enqueued"]
         statuses = await _statuses([p.workflow_id for p in queued])
         for place in queued:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from eve.auth.principal import Principal, PrincipalRef
+from eve.auth.principal import Principal, PrincipalRef, ref_of
 from eve.authoring.approval import role_of
 from eve.errors import AnswerNotAllowed, SessionNotFound
 from eve.sessions.store import PendingRequest, SessionRow
@@ -19,7 +19,15 @@ from eve.sessions.tables import sessions
 
 
 def may_see(owner: PrincipalRef, principal: Principal) -> bool:
-    return principal.is_operator or principal.is_same(owner)
+    required = owner_to_be(principal)
+    return required is None or required == owner
+
+
+def owner_to_be(principal: Principal) -> PrincipalRef | None:
+    """The owner a session must have for ``principal`` to see it; None: any (an operator).
+    ``may_see`` applies it, and a message's claim on PostgreSQL hands it to its SQL
+    (``pg_claim_sql.py``), which compares the row's owner's kind and id with it."""
+    return None if principal.is_operator else ref_of(principal)
 
 
 def seen_by(row: SessionRow | None, session_id: str, principal: Principal) -> SessionRow:

@@ -10,6 +10,14 @@ transaction on; a replay that finds the session not yet open waits for the holde
 takes the claim over only once the holder let go (its open failed) or its lease ran out
 (its process died: a live holder renews its lease while it works).
 
+On PostgreSQL a create with a first message answers before its open (``pg_create_now.py``):
+the row, the claim and the first turn (``OPENING``, which nothing starts) commit in one
+call, and the holder opens after the answer. The open's record makes the first turn
+startable (``accepted.release_opening``) and hands it to the caller to start. If the holder
+dies, a replay of the create takes the claim over as above, or, with no replay coming (its
+client has its ``202``), the sweep does (``take_over``): a first turn is never left waiting
+for an open nobody finishes.
+
 Opening is safe to redo after a holder died inside it: it publishes ``session.started``
 only if the log is still empty (the dead holder's events may have reached it), having
 saved its hooks' state first, and queues the first turn by its number, at most once
@@ -25,6 +33,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
@@ -32,6 +41,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.errors import IdempotencyKeyInProgress
+from eve.sessions.accepted import Place, release_opening
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import sessions
 
@@ -85,10 +95,12 @@ async def open_session(
     *,
     owner: str | None = None,
     key: str | None = None,
-) -> None:
+) -> Place | None:
     """Return once the session is open, opening it with ``work`` if this caller holds
     (``owner``: it made the row) or can take over the claim; a replay passes its ``key``
-    for the error it gets if the holder is still at work after ``WAIT_SECONDS``."""
+    for the error it gets if the holder is still at work after ``WAIT_SECONDS``. The first
+    turn this call's open made startable (``accepted.release_opening``), for the caller to
+    start."""
     mine = owner or new_owner()
     found: Found = "claimed" if owner else "held"
     deadline = time.monotonic() + WAIT_SECONDS
@@ -96,8 +108,10 @@ async def open_session(
     while True:
         if found == "held":
             found = await asyncio.to_thread(store.run, lambda c: _take_over(c, session_id, mine))
-        if found == "open" or (found == "claimed" and await _run(store, session_id, mine, work)):
-            return
+        if found == "open":
+            return None
+        if found == "claimed" and (opened := await _run(store, session_id, mine, work)):
+            return opened.place
         # another request holds the claim, or took it from this one (its lease ran out
         # while this process stalled): wait for it to open the session
         found = "held"
@@ -112,8 +126,27 @@ async def open_session(
         pause = min(pause * 2, MAX_PAUSE)
 
 
-async def _run(store: SessionStore, session_id: str, owner: str, work: Work) -> bool:
-    """Open the session while holding the claim; False if the claim was lost meanwhile."""
+async def take_over(store: SessionStore, session_id: str, work: Work) -> Place | None:
+    """Open the session with ``work`` if its claim is free (its holder let go, or died and
+    its lease ran out), without waiting for a live holder: the sweep's way, for a first turn
+    whose open nobody finishes (a replay's is ``open_session``). The first turn it made
+    startable, as ``open_session``."""
+    mine = new_owner()
+    found = await asyncio.to_thread(store.run, lambda c: _take_over(c, session_id, mine))
+    if found != "claimed":
+        return None
+    opened = await _run(store, session_id, mine, work)
+    return opened.place if opened else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Opened:
+    #: the first turn the open's record made startable
+    place: Place | None
+
+
+async def _run(store: SessionStore, session_id: str, owner: str, work: Work) -> _Opened | None:
+    """Open the session while holding the claim; None if the claim was lost meanwhile."""
     renewing = asyncio.create_task(_renew(store, session_id, owner))
     try:
         await work()
@@ -149,12 +182,15 @@ def _take_over(c: Connection, session_id: str, owner: str) -> Found:
     return "held"
 
 
-async def _opened(store: SessionStore, session_id: str, owner: str) -> bool:
-    """Record the session open, if ``owner`` still holds the claim."""
+async def _opened(store: SessionStore, session_id: str, owner: str) -> _Opened | None:
+    """Record the session open, if ``owner`` still holds the claim, and make its first turn
+    startable if it waited for that (``accepted.release_opening``)."""
     done = {"open_stage": OpenStage.OPEN.value, "open_owner": None, "open_until": None}
 
-    def record(c: Connection) -> bool:
-        return bool(c.execute(_mine(session_id, owner).values(**done)).rowcount == 1)
+    def record(c: Connection) -> _Opened | None:
+        if c.execute(_mine(session_id, owner).values(**done)).rowcount != 1:
+            return None
+        return _Opened(place=release_opening(c, session_id))
 
     return await asyncio.to_thread(store.run, record)
 

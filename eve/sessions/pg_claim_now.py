@@ -15,6 +15,9 @@ call out waits on the loop for the first to come back (one waiting for the sessi
 which a turn's transaction holds, can take a while): at 1,000 live sessions, when such a
 claim was left to a thread, a fifth of the claims were, and a POST's p95 was 0.9 s.
 
+A session's create with its first message is one call too (``pg_create_now.py``), on the
+same connections (``PgLoopClaims.call``).
+
 Whatever cannot be claimed this way says ``NOT_NOW`` and is claimed in a request's thread
 as before, nothing of the attempt committed: no connection open yet (``LOOP_CONNECTIONS``,
 opened in a thread as the first claims ask for them), a connection the server closed, an
@@ -38,11 +41,14 @@ from typing import Any, assert_never
 import psycopg
 from sqlalchemy.engine import Engine
 
+from eve.auth.principal import PrincipalRef
 from eve.errors import DatabaseUnavailable
 from eve.sessions.accepted import Place, new_place
 from eve.sessions.claim_now import NOT_NOW, NotNow
 from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, Replayed, kept_answer, purge_due
 from eve.sessions.pg_claim_sql import CALL, install
+from eve.sessions.pg_create_sql import DEFINITION as CREATE_DEFINITION
+from eve.sessions.pg_create_sql import NAME as CREATE_NAME
 from eve.sessions.pg_libpq import Libpq, QueryLost, QueryRefused, found_libpq, pointer
 from eve.sessions.pg_pools import LOOP_CONNECTIONS
 from eve.sessions.store import SessionStore
@@ -67,9 +73,11 @@ class MessageClaim:
     answer_after: str
     key: IdempotencyKey | None
     now: float
+    #: the owner the session must have (``access.owner_to_be``); None: any
+    owner: PrincipalRef | None = None
 
     def params(self) -> list[bytes | None]:
-        key = self.key
+        key, owner = self.key, self.owner
         values = [
             self.session_id,
             json.dumps(self.input),
@@ -81,8 +89,10 @@ class MessageClaim:
             None if key is None else key.key,
             None if key is None else key.fingerprint,
             repr(TTL_SECONDS),
+            None if owner is None else owner.kind,
+            None if owner is None else owner.id,
         ]
-        return [None if value is None else value.encode() for value in values]
+        return encoded(values)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,8 +115,16 @@ class KeyAnswered:
     fingerprint: str
     answer: str
 
+    def replayed(self, key: IdempotencyKey | None) -> Replayed:
+        """What the caller raises: the kept answer, if ``key`` is its request's
+        (``IdempotencyKeyReused`` raised if it is another's)."""
+        assert key is not None, "only a keyed call finds its key answered"
+        return Replayed(kept_answer(key, fingerprint=self.fingerprint, answer=self.answer))
+
 
 ClaimOutcome = Claimed | Ended | KeyAnswered
+#: a call's answer: its rows, each value as text (None for NULL)
+Rows = list[list[str | None]]
 
 
 class _NotSent(Exception):
@@ -148,13 +166,20 @@ class PgLoopClaims:
     async def claim(self, message: MessageClaim) -> ClaimOutcome | NotNow:
         """Claim ``message``'s turn in one round trip, or ``NOT_NOW`` (nothing committed);
         ``DatabaseUnavailable`` if the connection failed with the call out."""
+        rows = await self.call(CALL, message.params())
+        return rows if isinstance(rows, NotNow) else _outcome(rows)
+
+    async def call(self, command: bytes, params: list[bytes | None]) -> Rows | NotNow:
+        """Run one function of eve's (``command``, committed as it returns) on a connection
+        of the loop's: its rows, or ``NOT_NOW`` (nothing committed); ``DatabaseUnavailable``
+        if the connection failed with the call out."""
         connection = await self._connection()
         if connection is None:
             self.not_now += 1
             return NOT_NOW
         self._out.add(connection)
         try:
-            rows = await self._call(connection, message)
+            rows = await self._call(connection, command, params)
         except QueryRefused:
             self._give_back(connection)  # the connection is idle again: the error was the call's
             self.not_now += 1
@@ -175,7 +200,7 @@ class PgLoopClaims:
         finally:
             self._out.discard(connection)
         self._give_back(connection)
-        return _outcome(rows)
+        return rows
 
     async def _connection(self) -> psycopg.Connection[Any] | None:
         """An idle connection; with every connection open and out, the first to come back
@@ -205,10 +230,10 @@ class PgLoopClaims:
         return None
 
     async def _call(
-        self, connection: psycopg.Connection[Any], message: MessageClaim
-    ) -> list[list[str | None]]:
+        self, connection: psycopg.Connection[Any], command: bytes, params: list[bytes | None]
+    ) -> Rows:
         libpq, conn = self.libpq, pointer(connection)
-        if not libpq.send(conn, CALL, message.params()):
+        if not libpq.send(conn, command, params):
             raise _NotSent  # nothing left: the call did not run
         if libpq.wait(conn, self.hold):
             self.held += 1
@@ -278,11 +303,12 @@ def loop_claims_for(store: SessionStore) -> PgLoopClaims | None:
 
 def _connect(engine: Engine) -> psycopg.Connection[Any]:
     """A connection to ``engine``'s database in autocommit mode (each call commits as it
-    returns), with the claim's function installed."""
+    returns), with the functions it calls installed (a message's claim, a session's create)."""
     cargs, cparams = engine.dialect.create_connect_args(engine.url)
     connection = psycopg.connect(*cargs, **cparams, autocommit=True)
     try:
         install(connection)
+        install(connection, CREATE_NAME, CREATE_DEFINITION)
     except BaseException:
         connection.close()
         raise
@@ -311,7 +337,7 @@ async def _answered_on_loop(libpq: Libpq, conn: int, fd: int) -> None:
         loop.remove_reader(fd)
 
 
-def _outcome(rows: list[list[str | None]]) -> ClaimOutcome:
+def _outcome(rows: Rows) -> ClaimOutcome:
     [[outcome, turn, starts, fingerprint, answer]] = rows
     if outcome == "claimed":
         assert turn is not None
@@ -333,9 +359,11 @@ def message_claim(
     key: IdempotencyKey | None,
     answer: str,
     workflow_id: Callable[[int], str],
+    owner: PrincipalRef | None = None,
 ) -> MessageClaim:
     """The claim of a message to ``session_id``: ``answer`` (JSON) is as it will be, with
-    ``TURN_MARK`` where the turn's number goes; ``workflow_id``: a turn's workflow id."""
+    ``TURN_MARK`` where the turn's number goes; ``workflow_id``: a turn's workflow id;
+    ``owner``: the owner the session must have (None: any)."""
     answer_before, _, answer_after = answer.partition(json.dumps(TURN_MARK)[1:-1])
     workflow_before = workflow_id(0).removesuffix("0")
     assert workflow_id(10) == f"{workflow_before}10", "a turn's workflow id ends with its number"
@@ -347,7 +375,13 @@ def message_claim(
         answer_after=answer_after,
         key=key,
         now=time.time(),
+        owner=owner,
     )
+
+
+def encoded(values: list[str | None]) -> list[bytes | None]:
+    """A call's parameters as libpq takes them: text, None for NULL."""
+    return [None if value is None else value.encode() for value in values]
 
 
 async def claim_message(
@@ -375,8 +409,7 @@ async def claim_message(
             return turn, place if starts else None
         case Ended():
             return None
-        case KeyAnswered(fingerprint=fingerprint, answer=answer):
-            assert message.key is not None
-            raise Replayed(kept_answer(message.key, fingerprint=fingerprint, answer=answer))
+        case KeyAnswered():
+            raise found.replayed(message.key)
         case _:
             assert_never(found)

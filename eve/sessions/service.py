@@ -46,7 +46,7 @@ from eve.messages import DocumentPart, TextPart, UserMessage, UserPart, user_mes
 from eve.runtime.connections import close_pool
 from eve.runtime.server_asks import check_form_answer
 from eve.sessions.accepted import Kind, Place, accept
-from eve.sessions.access import by_role, check_answer, may_see, owned_by, seen_by
+from eve.sessions.access import by_role, check_answer, may_see, owned_by, owner_to_be, seen_by
 from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.claim_now import NOT_NOW, LoopClaims, NotNow, note_claim, patience_on
@@ -69,8 +69,9 @@ from eve.sessions.idempotency import (
 from eve.sessions.idle_timer import look, start_idle_timer
 from eve.sessions.input_requests import APPROVAL_OPTIONS
 from eve.sessions.listing import list_sessions
-from eve.sessions.opening import claim_new, new_owner, open_session
+from eve.sessions.opening import Work, claim_new, new_owner, open_session, take_over
 from eve.sessions.pg_claim_now import TURN_MARK, claim_message, loop_claims_for, message_claim
+from eve.sessions.pg_create_now import SessionCreate, create_session
 from eve.sessions.pg_listener import PgListener
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite_changes import SqliteChanges
@@ -169,6 +170,8 @@ class SessionService:
         self.max_message_chars = max_message_chars
         self.attachment_limits = attachment_limits or AttachmentLimits()
         self._tasks: list[asyncio.Task[None]] = []
+        #: opens of sessions made on the loop, after their answers (``_open_after``)
+        self._opens: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.store = await asyncio.to_thread(
@@ -217,10 +220,11 @@ class SessionService:
                 await deliver(session_id)
 
         sweep.deliver = unless_held
+        sweep.finish_open = self._finish_open
         self._tasks.append(asyncio.create_task(self.turn_limit.control()))
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        for task in [*self._tasks, *self._opens]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -254,13 +258,12 @@ class SessionService:
         checked = None if message is None else self._checked(message)
         request = None if checked is None else turn_input(checked)
         idem = key_for(CREATE_ROUTE, key, request, principal=principal)
+        if checked is not None and invocation is None:
+            on_loop = await self._create_on_loop(checked, idem, principal, sender, key=key)
+            if not isinstance(on_loop, NotNow):
+                return on_loop
         if (answer := await self._answered(idem)) is not None:
-            accepted = Accepted.replay(answer)
-            # the first request may still be opening the session, or have died doing so
-            await self._open(
-                accepted.session_id, checked, principal, sender, key=key, invocation=invocation
-            )
-            return accepted
+            return await self._replayed_create(answer, checked, principal, sender, key, invocation)
         if checked is not None:
             await self.admission.check()
         session_id = new_session_id()
@@ -284,6 +287,109 @@ class SessionService:
             )
         await self._open(session_id, checked, principal, sender, owner=owner, invocation=invocation)
         return accepted
+
+    async def _replayed_create(
+        self,
+        answer: Answer,
+        message: UserMessage | None,
+        principal: Principal,
+        sender: Principal | None,
+        key: str | None,
+        invocation: Invocation | None = None,
+    ) -> Accepted:
+        accepted = Accepted.replay(answer)
+        # the first request may still be opening the session, or have died doing so
+        await self._open(
+            accepted.session_id, message, principal, sender, key=key, invocation=invocation
+        )
+        return accepted
+
+    async def _create_on_loop(
+        self,
+        message: UserMessage,
+        idem: IdempotencyKey | None,
+        principal: Principal,
+        sender: Principal | None,
+        *,
+        key: str | None,
+    ) -> Accepted | NotNow:
+        """On PostgreSQL, a create with its first message in one round trip on the loop
+        (``pg_create_now.py``): answered once the row, its open claim, the first turn (not
+        startable yet) and the key are committed; the open follows the answer
+        (``_open_after``). ``NOT_NOW``: made in a thread, nothing of it committed."""
+        claims = self.pg_claims
+        if claims is None:
+            return NOT_NOW
+        try:
+            await self.admission.check()
+        except QueueFull:
+            if idem is None:
+                raise
+            return NOT_NOW  # a repeat is answered even so: the thread's create looks first
+        since = time.perf_counter()
+        session_id, owner = new_session_id(), new_owner()
+        accepted = Accepted(session_id=session_id, turn_id="turn_0")
+        create = SessionCreate(
+            session_id=session_id,
+            owner=ref_of(principal),
+            open_owner=owner,
+            input=sent_input(message, sender or principal),
+            workflow_id=turn_workflow_id(session_id, 0),
+            key=idem,
+            answer=json.dumps(accepted.answer()),
+        )
+        try:
+            if isinstance(await create_session(claims, create), NotNow):
+                return NOT_NOW
+        except Replayed as replayed:
+            return await self._replayed_create(replayed.answer, message, principal, sender, key)
+        note_claim("loop", since)
+        opening = asyncio.create_task(self._open_after(session_id, principal, owner))
+        self._opens.add(opening)
+        opening.add_done_callback(self._opens.discard)
+        return accepted
+
+    async def _open_after(self, session_id: str, principal: Principal, owner: str) -> None:
+        """Open a session made on the loop, its ``202`` sent, then start its first turn. A
+        failure lets the claim go (``opening.py``): the sweep, or a replay, finishes it."""
+        try:
+            place = await open_session(
+                self.store, session_id, self._open_work(session_id, principal), owner=owner
+            )
+        except Exception as error:
+            log.warning(
+                "session %s: its open failed (%s); the sweep finishes it",
+                session_id,
+                type(error).__name__,
+            )
+            return
+        self._start_first(place)
+
+    async def _finish_open(self, session_id: str) -> None:
+        """The sweep's: finish the open of a session whose first turn waits for it and whose
+        holder is gone. Its hooks see the owner as the row names it (without the claims
+        the creator's token had)."""
+        row = await asyncio.to_thread(self.store.get_session, session_id)
+        if row is None:
+            return
+        owner = Principal(id=row.owner.id, kind=row.owner.kind)
+        self._start_first(
+            await take_over(self.store, session_id, self._open_work(session_id, owner))
+        )
+
+    def _open_work(self, session_id: str, principal: Principal) -> Work:
+        """The open of a session whose first turn is accepted already (``_create_on_loop``)."""
+
+        async def work() -> None:
+            await self._publish_started(session_id, principal)
+            await self._watch_idle(session_id)
+
+        return work
+
+    def _start_first(self, place: Place | None) -> None:
+        """Start a first turn its session's open made startable (``accepted.release_opening``)."""
+        if place is not None:
+            self.turn_limit.offer(place, contextvars.copy_context())
 
     async def _answered(self, idem: IdempotencyKey | None) -> Answer | None:
         if idem is None:
@@ -310,7 +416,8 @@ class SessionService:
             if message is not None:
                 await self._enqueue(session_id, message, sender or principal, first=True)
 
-        await open_session(self.store, session_id, work, owner=owner, key=key)
+        # a replay that took over the open of a session made on the loop starts its turn
+        self._start_first(await open_session(self.store, session_id, work, owner=owner, key=key))
 
     async def _publish_started(
         self, session_id: str, principal: Principal, invocation: Invocation | None = None
@@ -456,10 +563,10 @@ class SessionService:
         seer: Principal | None,
     ) -> tuple[Accepted, Place | None] | NotNow | None:
         """On PostgreSQL, a message's claim in one round trip on the loop's thread
-        (``pg_claim_now.py``); ``NOT_NOW`` for a claim it does not make: a session's first
-        turn, or one whose asker's ownership must be checked."""
+        (``pg_claim_now.py``), the asker's ownership checked in it; ``NOT_NOW`` for a claim
+        it does not make: a session's first turn in a thread's open (``_open``)."""
         claims = self.pg_claims
-        if claims is None or first or (seer is not None and not seer.is_operator):
+        if claims is None or first:
             return NOT_NOW
         since = time.perf_counter()
         mark = Accepted(session_id=session_id, turn_id=f"turn_{TURN_MARK}").answer()
@@ -469,6 +576,7 @@ class SessionService:
             key=idem,
             answer=json.dumps(mark),
             workflow_id=lambda turn: turn_workflow_id(session_id, turn),
+            owner=None if seer is None else owner_to_be(seer),
         )
         found = await claim_message(claims, message)
         if isinstance(found, tuple):

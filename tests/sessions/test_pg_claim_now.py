@@ -56,11 +56,17 @@ def store(postgres_url: str) -> Iterator[SessionStore]:
     opened.close()
 
 
-@pytest.fixture
-async def claims(store: SessionStore) -> AsyncIterator[PgLoopClaims]:
+def claims_of(store: SessionStore) -> PgLoopClaims:
+    """``store``'s claims on the loop (none open yet)."""
     made = loop_claims_for(store)
     assert made is not None, "libpq is found on Linux"
     made.hold = 5.0  # a test's claims are answered within the hold unless it says otherwise
+    return made
+
+
+@pytest.fixture
+async def claims(store: SessionStore) -> AsyncIterator[PgLoopClaims]:
+    made = claims_of(store)
     yield made
     made.close()
 

@@ -33,10 +33,10 @@ import asyncio
 import contextlib
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 import psycopg
 from sqlalchemy.engine import Engine
@@ -123,6 +123,10 @@ class KeyAnswered:
 
 
 ClaimOutcome = Claimed | Ended | KeyAnswered
+#: why a call was left to a thread: no connection open yet (one being opened, or the last
+#: open failed); every connection handed to a waiting claim not yet resumed; the connection
+#: a claim waited for dropped; the function raised; libpq would not send; a key's purge due
+FallBack = Literal["opening", "handed", "dropped", "refused", "not_sent", "purge"]
 #: a call's answer: its rows, each value as text (None for NULL)
 Rows = list[list[str | None]]
 
@@ -151,6 +155,8 @@ class PgLoopClaims:
         self.held = 0
         self.awaited = 0
         self.not_now = 0
+        #: those left to a thread, by why (``FallBack``)
+        self.fell_back: Counter[FallBack] = Counter()
         #: claims that waited for a connection on the loop
         self.waited = 0
         self._idle: list[psycopg.Connection[Any]] = []
@@ -174,20 +180,17 @@ class PgLoopClaims:
         of the loop's: its rows, or ``NOT_NOW`` (nothing committed); ``DatabaseUnavailable``
         if the connection failed with the call out."""
         connection = await self._connection()
-        if connection is None:
-            self.not_now += 1
-            return NOT_NOW
+        if isinstance(connection, str):
+            return self.left(connection)
         self._out.add(connection)
         try:
             rows = await self._call(connection, command, params)
         except QueryRefused:
             self._give_back(connection)  # the connection is idle again: the error was the call's
-            self.not_now += 1
-            return NOT_NOW
+            return self.left("refused")
         except _NotSent:
             self._drop(connection)
-            self.not_now += 1
-            return NOT_NOW
+            return self.left("not_sent")
         except QueryLost as lost:
             self._drop(connection)
             raise DatabaseUnavailable(
@@ -202,23 +205,34 @@ class PgLoopClaims:
         self._give_back(connection)
         return rows
 
-    async def _connection(self) -> psycopg.Connection[Any] | None:
+    def left(self, reason: FallBack) -> NotNow:
+        """``NOT_NOW``, counted: a call left to a thread for ``reason``."""
+        self.not_now += 1
+        self.fell_back[reason] += 1
+        return NOT_NOW
+
+    async def _connection(self) -> psycopg.Connection[Any] | FallBack:
         """An idle connection; with every connection open and out, the first to come back
-        (on the loop: a claim in a thread waits longer, behind the worker's threads); None
-        while one is being opened, or when the one it waited for was dropped."""
+        (on the loop: a claim in a thread waits longer, behind the worker's threads); why
+        not, while one is being opened, or when the one it waited for was dropped."""
         connection = self._take()
-        if connection is not None or self._open < self.most or not self._out:
+        if connection is not None:
             return connection
+        if self._open < self.most:
+            return "opening"
+        if not self._out:
+            return "handed"
         waiter: asyncio.Future[psycopg.Connection[Any] | None]
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         self.waited += 1
         try:
-            return await waiter
+            handed = await waiter
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and (handed := waiter.result()):
                 self._give_back(handed)  # handed over as the request was cancelled
             raise
+        return "dropped" if handed is None else handed
 
     def _take(self) -> psycopg.Connection[Any] | None:
         while self._idle:
@@ -392,7 +406,7 @@ async def claim_message(
     another request's key); ``NOT_NOW``: claim it in a thread. A claim that would purge the
     expired keys is left to the thread, which does (``idempotency.record``)."""
     if message.key is not None and purge_due(message.now):
-        return NOT_NOW
+        return claims.left("purge")
     found = await claims.claim(message)
     if isinstance(found, NotNow):
         return NOT_NOW

@@ -169,6 +169,7 @@ async def test_an_error_in_the_call_commits_nothing_and_leaves_it_to_a_thread(
             },
         )
     assert await claims.claim(_message()) is NOT_NOW
+    assert claims.fell_back == {"opening": 1, "refused": 1}
     assert _next_turn(store) == 0
     with store.engine.begin() as c:
         c.execute(accepted_places.delete())
@@ -189,6 +190,7 @@ async def test_a_connection_the_server_closed_is_replaced(
     while claims.libpq.usable(pointer(connection)) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert await claims.claim(_message()) is NOT_NOW  # found closed before anything was sent
+    assert claims.fell_back == {"opening": 2}  # dropped as it was taken, another opened
     await _ready(claims)
     assert await claims.claim(_message()) == Claimed(turn=1, starts=False)
 
@@ -329,6 +331,7 @@ def test_a_server_on_postgresql_claims_messages_on_the_loop(
         "turn_2",  # replayed, from the loop: no fourth turn
     ]
     assert claims.held + claims.awaited == 2  # the second message and the repeat
+    assert claims.fell_back == {"opening": 1, "purge": 1}
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["1", "2", "3"]
 
@@ -344,7 +347,7 @@ async def test_a_claim_finding_every_connection_out_waits_for_one_on_the_loop(
         release()
         assert await first == Claimed(turn=0, starts=True)
         assert await second == Claimed(turn=1, starts=False)
-    assert claims.not_now == 1  # only the first, which opened the connection
+    assert claims.fell_back == {"opening": 1}  # only the first, which opened the connection
 
 
 async def test_a_claim_waiting_for_a_connection_that_is_dropped_goes_to_a_thread(
@@ -357,4 +360,6 @@ async def test_a_claim_waiting_for_a_connection_that_is_dropped_goes_to_a_thread
         _terminate_loop_backends(store)
         assert await first is NOT_NOW
         assert await second is NOT_NOW  # handed the broken connection, or none
+    assert claims.fell_back["refused"] == 1
+    assert claims.fell_back["not_sent"] + claims.fell_back["dropped"] == 1
     assert _next_turn(store) == 0

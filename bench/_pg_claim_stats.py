@@ -37,6 +37,8 @@ def pg_claim_stats(path: str) -> None:
     connection, call = klass._connection, klass._call
 
     async def waited(self: Any) -> Any:
+        if not claims:  # the worker's one (made as it started, before this was loaded)
+            claims.append(self)
         at = time.perf_counter()
         try:
             return await connection(self)
@@ -59,12 +61,8 @@ def pg_claim_stats(path: str) -> None:
 
 
 def _sample(path: str, stats: dict[str, Any], claims: list[Any]) -> None:
-    import gc
-
     import psycopg
     import sqlalchemy as sa
-
-    from eve.sessions.pg_claim_now import PgLoopClaims
 
     url = sa.engine.make_url(os.environ["EVE_DATABASE_URL"]).set(drivername="postgresql")
     url = url.render_as_string(hide_password=False)
@@ -78,8 +76,6 @@ def _sample(path: str, stats: dict[str, Any], claims: list[Any]) -> None:
                 stats["states"][f"{state} {wait}"] += 1
             if time.monotonic() - last < 1.0:
                 continue
-            if not claims:  # made as the server started, maybe before this module was loaded
-                claims.extend(o for o in gc.get_objects() if isinstance(o, PgLoopClaims))
             last = time.monotonic()
             now_machine, now_own = _machine_cpu(), _own_cpu()
             out.write(json.dumps(_row(stats, claims, machine, now_machine, own, now_own)) + "\n")

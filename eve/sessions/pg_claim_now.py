@@ -285,8 +285,8 @@ class PgLoopClaims:
         """Give ``connection`` to the claim that waited longest (None: it claims in a
         thread); False if none waits. Out from now: until that claim's task runs (a loaded
         loop's next turn, or later) another claim finding none idle waits too; counted
-        neither idle nor out, every connection handed over left the next claims to a
-        thread (a tenth of them with two workers at 1,000 sessions, docs/postgres.md)."""
+        neither idle nor out, every connection handed over at once left the next claim to
+        a thread."""
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -347,3 +347,9 @@ def _survey_collector(path: str, every: int = 25) -> None:
 
 if _survey_path := __import__("os").environ.get("EVE_BENCH_GC_SURVEY"):
     _survey_collector(_survey_path)
+
+
+if _claims_path := __import__("os").environ.get("EVE_BENCH_PG_CLAIMS"):
+    from bench._pg_claim_stats import pg_claim_stats
+
+    pg_claim_stats(_claims_path)

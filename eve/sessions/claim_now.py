@@ -69,6 +69,9 @@ class ClaimTiming:
 
     where: Literal["loop", "thread"] | None = None
     seconds: float = 0.0
+    #: when its first try began (``time.perf_counter``), if one on the loop came first: a
+    #: claim it left to a thread took from then (``pg_claim_now.py``)
+    began: float | None = None
 
 
 #: the request's ``ClaimTiming``, set by the server around a request it times
@@ -80,7 +83,18 @@ def note_claim(where: Literal["loop", "thread"], since: float) -> None:
     ``since`` (``time.perf_counter``) until now."""
     timing = CLAIM_TIMING.get()
     if timing is not None:
-        timing.where, timing.seconds = where, time.perf_counter() - since
+        began = since if timing.began is None else min(timing.began, since)
+        timing.where, timing.seconds = where, time.perf_counter() - began
+
+
+def claim_begins() -> float:
+    """Now (``time.perf_counter``), noted as when the request being timed began its claim:
+    a try on the loop that leaves the claim to a thread (``NOT_NOW``) is part of its time."""
+    now = time.perf_counter()
+    timing = CLAIM_TIMING.get()
+    if timing is not None and timing.began is None:
+        timing.began = now
+    return now
 
 
 def patience_on(loop: asyncio.AbstractEventLoop) -> float:

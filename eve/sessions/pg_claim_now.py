@@ -10,19 +10,21 @@ holding the lock, up to ``HOLD_SECONDS`` (a commit's flush to disk; nothing else
 worker runs meanwhile, so the wait is short). Most answers are in by then and the request is
 answered in its first step, as on SQLite (``claim_now.py``). One that is not is awaited on
 the loop (the connection's socket is one of the loop's readers, which a loop that runs
-requests first looks at between its slices). A claim that finds every connection with a
-call out waits on the loop for the first to come back (one waiting for the session's row,
+requests first looks at between its slices). A claim that finds no connection idle waits
+on the loop for the first to come back or be opened (one waiting for the session's row,
 which a turn's transaction holds, can take a while): at 1,000 live sessions, when such a
-claim was left to a thread, a fifth of the claims were, and a POST's p95 was 0.9 s.
+claim was left to a thread, a fifth of the claims were, and a POST's p95 was 0.9 s. A
+connection handed to a waiting claim counts as out until that claim's task runs.
 
 A session's create with its first message is one call too (``pg_create_now.py``), on the
 same connections (``PgLoopClaims.call``).
 
 Whatever cannot be claimed this way says ``NOT_NOW`` and is claimed in a request's thread
-as before, nothing of the attempt committed: no connection open yet (``LOOP_CONNECTIONS``,
-opened in a thread as the first claims ask for them), a connection the server closed, an
-error the function raised (a key repeated while its first request is claimed). A connection
-that fails once its call is out is another matter: whether the call committed is not known,
+as before, nothing of the attempt committed (``FallBack`` says why): no connection idle or
+out (the first being opened: ``LOOP_CONNECTIONS``, opened in a thread one at a time as
+claims find none idle), a connection the server closed, an error the function raised (a
+key repeated while its first request is claimed). A connection that fails once its call is
+out is another matter: whether the call committed is not known,
 so the request is answered ``DatabaseUnavailable`` (503), as the claim in a thread is when
 its commit fails, and a client that sent an ``Idempotency-Key`` learns on retry.
 """
@@ -33,10 +35,10 @@ import asyncio
 import contextlib
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 import psycopg
 from sqlalchemy.engine import Engine
@@ -123,6 +125,10 @@ class KeyAnswered:
 
 
 ClaimOutcome = Claimed | Ended | KeyAnswered
+#: why a call was left to a thread: no connection idle or out (the first being opened, or
+#: the last open failed); the connection it waited for dropped; the function raised; libpq would not
+#: send; a key's purge due
+FallBack = Literal["opening", "dropped", "refused", "not_sent", "purge"]
 #: a call's answer: its rows, each value as text (None for NULL)
 Rows = list[list[str | None]]
 
@@ -151,6 +157,8 @@ class PgLoopClaims:
         self.held = 0
         self.awaited = 0
         self.not_now = 0
+        #: those left to a thread, by why (``FallBack``)
+        self.fell_back: Counter[FallBack] = Counter()
         #: claims that waited for a connection on the loop
         self.waited = 0
         self._idle: list[psycopg.Connection[Any]] = []
@@ -174,20 +182,17 @@ class PgLoopClaims:
         of the loop's: its rows, or ``NOT_NOW`` (nothing committed); ``DatabaseUnavailable``
         if the connection failed with the call out."""
         connection = await self._connection()
-        if connection is None:
-            self.not_now += 1
-            return NOT_NOW
+        if isinstance(connection, str):
+            return self.left(connection)
         self._out.add(connection)
         try:
             rows = await self._call(connection, command, params)
         except QueryRefused:
             self._give_back(connection)  # the connection is idle again: the error was the call's
-            self.not_now += 1
-            return NOT_NOW
+            return self.left("refused")
         except _NotSent:
             self._drop(connection)
-            self.not_now += 1
-            return NOT_NOW
+            return self.left("not_sent")
         except QueryLost as lost:
             self._drop(connection)
             raise DatabaseUnavailable(
@@ -202,23 +207,33 @@ class PgLoopClaims:
         self._give_back(connection)
         return rows
 
-    async def _connection(self) -> psycopg.Connection[Any] | None:
-        """An idle connection; with every connection open and out, the first to come back
-        (on the loop: a claim in a thread waits longer, behind the worker's threads); None
-        while one is being opened, or when the one it waited for was dropped."""
+    def left(self, reason: FallBack) -> NotNow:
+        """``NOT_NOW``, counted: a call left to a thread for ``reason``."""
+        self.not_now += 1
+        self.fell_back[reason] += 1
+        return NOT_NOW
+
+    async def _connection(self) -> psycopg.Connection[Any] | FallBack:
+        """An idle connection; with none idle, the first to come back or be opened (on the
+        loop: a claim in a thread waits longer, behind the worker's threads); why not, when
+        none is out (the first being opened), or when the one it waited for was dropped."""
         connection = self._take()
-        if connection is not None or self._open < self.most or not self._out:
+        if connection is not None:
             return connection
+        if not self._out:
+            return "opening"  # none to come back: the first is being opened (it may fail)
         waiter: asyncio.Future[psycopg.Connection[Any] | None]
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         self.waited += 1
         try:
-            return await waiter
+            handed = await waiter
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and (handed := waiter.result()):
+                self._out.discard(handed)
                 self._give_back(handed)  # handed over as the request was cancelled
             raise
+        return "dropped" if handed is None else handed
 
     def _take(self) -> psycopg.Connection[Any] | None:
         while self._idle:
@@ -268,11 +283,16 @@ class PgLoopClaims:
 
     def _hand_over(self, connection: psycopg.Connection[Any] | None) -> bool:
         """Give ``connection`` to the claim that waited longest (None: it claims in a
-        thread); False if none waits."""
+        thread); False if none waits. Out from now: until that claim's task runs (a loaded
+        loop's next turn, or later) another claim finding none idle waits too; counted
+        neither idle nor out, every connection handed over at once left the next claim to
+        a thread."""
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(connection)
+                if connection is not None:
+                    self._out.add(connection)
                 return True
         return False
 
@@ -392,7 +412,7 @@ async def claim_message(
     another request's key); ``NOT_NOW``: claim it in a thread. A claim that would purge the
     expired keys is left to the thread, which does (``idempotency.record``)."""
     if message.key is not None and purge_due(message.now):
-        return NOT_NOW
+        return claims.left("purge")
     found = await claims.claim(message)
     if isinstance(found, NotNow):
         return NOT_NOW

@@ -80,7 +80,7 @@ async def create_session(claims: PgLoopClaims, create: SessionCreate) -> Created
     (nothing committed: make it in a thread); ``Replayed`` raised when its key was answered
     (``IdempotencyKeyReused`` for another request's key)."""
     if create.key is not None and purge_due(create.now):
-        return NOT_NOW
+        return claims.left("purge")
     rows = await claims.call(CALL, create.params())
     if isinstance(rows, NotNow):
         return NOT_NOW

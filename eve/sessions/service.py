@@ -49,7 +49,14 @@ from eve.sessions.accepted import Kind, Place, accept
 from eve.sessions.access import by_role, check_answer, may_see, owned_by, owner_to_be, seen_by
 from eve.sessions.admission import Admission
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
-from eve.sessions.claim_now import NOT_NOW, LoopClaims, NotNow, note_claim, patience_on
+from eve.sessions.claim_now import (
+    NOT_NOW,
+    LoopClaims,
+    NotNow,
+    claim_begins,
+    note_claim,
+    patience_on,
+)
 from eve.sessions.compact_workflow import compact_workflow_id
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.engine import DurableEngine
@@ -326,7 +333,7 @@ class SessionService:
             if idem is None:
                 raise
             return NOT_NOW  # a repeat is answered even so: the thread's create looks first
-        since = time.perf_counter()
+        since = claim_begins()
         session_id, owner = new_session_id(), new_owner()
         accepted = Accepted(session_id=session_id, turn_id="turn_0")
         create = SessionCreate(
@@ -568,7 +575,7 @@ class SessionService:
         claims = self.pg_claims
         if claims is None or first:
             return NOT_NOW
-        since = time.perf_counter()
+        since = claim_begins()
         mark = Accepted(session_id=session_id, turn_id=f"turn_{TURN_MARK}").answer()
         message = message_claim(
             session_id=session_id,

@@ -10,7 +10,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from eve.server.server_timing import ServerTiming
 from eve.server.serving import READ_AT, SERVING, serving_context
-from eve.sessions.claim_now import note_claim
+from eve.sessions.claim_now import CLAIM_TIMING, ClaimTiming, claim_begins, note_claim
 
 
 async def _app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -54,3 +54,19 @@ def test_another_request_carries_no_timing_and_is_served_first_no_longer() -> No
     sent, urgent = _serve("GET")
     assert b"server-timing" not in dict(sent[0]["headers"])
     assert not urgent
+
+
+def test_a_claim_left_to_a_thread_counts_from_its_first_try() -> None:
+    timing = ClaimTiming()
+    token = CLAIM_TIMING.set(timing)
+    try:
+        tried = claim_begins()  # on the loop: NOT_NOW
+        claim_begins()  # a second try (a create left to a thread claims its first turn)
+        later = time.perf_counter() + 3600.0  # the thread's claim, begun (much) later
+        note_claim("thread", later)
+    finally:
+        CLAIM_TIMING.reset(token)
+    assert timing.where == "thread"
+    assert timing.began == tried  # the first try's
+    # from the first try: the thread's own part alone would be negative here
+    assert timing.seconds >= 0.0

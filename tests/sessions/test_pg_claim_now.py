@@ -169,6 +169,7 @@ async def test_an_error_in_the_call_commits_nothing_and_leaves_it_to_a_thread(
             },
         )
     assert await claims.claim(_message()) is NOT_NOW
+    assert claims.fell_back == {"opening": 1, "refused": 1}
     assert _next_turn(store) == 0
     with store.engine.begin() as c:
         c.execute(accepted_places.delete())
@@ -189,6 +190,7 @@ async def test_a_connection_the_server_closed_is_replaced(
     while claims.libpq.usable(pointer(connection)) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert await claims.claim(_message()) is NOT_NOW  # found closed before anything was sent
+    assert claims.fell_back == {"opening": 2}  # dropped as it was taken, another opened
     await _ready(claims)
     assert await claims.claim(_message()) == Claimed(turn=1, starts=False)
 
@@ -206,6 +208,20 @@ async def _claim_out(
         await asyncio.sleep(0.1)
         assert not claim.done()  # waiting for the row, the loop free meanwhile
         yield claim, release
+
+
+async def _another_claim(claims: PgLoopClaims) -> asyncio.Task[Any]:
+    """A second claim while the first is out, given the time to find no connection idle."""
+    claim = asyncio.create_task(claims.claim(_message()))
+    await asyncio.sleep(0.05)
+    return claim
+
+
+async def _both_claimed(first: Any, second: Any, release: Any) -> None:
+    """The row let go: the first claim out takes turn 0, the one that waited turn 1."""
+    release()
+    assert await first == Claimed(turn=0, starts=True)
+    assert await second == Claimed(turn=1, starts=False)
 
 
 async def test_an_answer_past_the_hold_is_awaited_on_the_loop(
@@ -329,6 +345,7 @@ def test_a_server_on_postgresql_claims_messages_on_the_loop(
         "turn_2",  # replayed, from the loop: no fourth turn
     ]
     assert claims.held + claims.awaited == 2  # the second message and the repeat
+    assert claims.fell_back == {"opening": 1, "purge": 1}
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["1", "2", "3"]
 
@@ -338,13 +355,10 @@ async def test_a_claim_finding_every_connection_out_waits_for_one_on_the_loop(
 ) -> None:
     claims.most = 1
     async with _claim_out(store, claims) as (first, release):
-        second = asyncio.create_task(claims.claim(_message()))
-        await asyncio.sleep(0.05)
+        second = await _another_claim(claims)
         assert not second.done() and claims.waited == 1  # not left to a thread
-        release()
-        assert await first == Claimed(turn=0, starts=True)
-        assert await second == Claimed(turn=1, starts=False)
-    assert claims.not_now == 1  # only the first, which opened the connection
+        await _both_claimed(first, second, release)
+    assert claims.fell_back == {"opening": 1}  # only the first, which opened the connection
 
 
 async def test_a_claim_waiting_for_a_connection_that_is_dropped_goes_to_a_thread(
@@ -352,9 +366,58 @@ async def test_a_claim_waiting_for_a_connection_that_is_dropped_goes_to_a_thread
 ) -> None:
     claims.most = 1
     async with _claim_out(store, claims) as (first, _):
-        second = asyncio.create_task(claims.claim(_message()))
-        await asyncio.sleep(0.05)
+        second = await _another_claim(claims)
         _terminate_loop_backends(store)
         assert await first is NOT_NOW
         assert await second is NOT_NOW  # handed the broken connection, or none
+    assert claims.fell_back["refused"] == 1
+    assert claims.fell_back["not_sent"] + claims.fell_back["dropped"] == 1
     assert _next_turn(store) == 0
+
+
+async def test_a_claim_while_every_connection_is_handed_over_waits_too(
+    store: SessionStore, claims: PgLoopClaims, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claims.most = 1
+    probed: list[bool] = []
+    hand_over = claims._hand_over
+
+    def handed(connection: Any) -> bool:
+        done = hand_over(connection)
+        if done and connection is not None:
+            # the claim it went to has not run yet: a claim now finds none idle or out
+            probe = claims._connection()
+            try:
+                waiting = probe.send(None)
+            except StopIteration as left:
+                probed.append(left.value != "opening")
+            else:
+                probed.append(True)  # it waits for the connection to come back
+                probe.close()
+                waiting.cancel()
+        return done
+
+    monkeypatch.setattr(claims, "_hand_over", handed)
+    async with _claim_out(store, claims) as (first, release):
+        second = await _another_claim(claims)
+        await _both_claimed(first, second, release)
+    assert probed == [True]
+    assert claims.fell_back == {"opening": 1}  # only the first, which opened the connection
+
+
+async def test_a_claim_finding_none_idle_waits_for_the_one_being_opened(
+    store: SessionStore, claims: PgLoopClaims
+) -> None:
+    claims.most = 2
+    async with _claim_out(store, claims) as (first, release):
+        second = await _another_claim(claims)
+        assert claims.waited == 1 and claims._opening is not None  # not left to a thread
+        await claims._opening
+        await asyncio.sleep(0.05)
+        assert len(claims._out) == 2  # the new connection went to the waiting claim
+        release()
+        assert {await first, await second} == {
+            Claimed(turn=0, starts=True),
+            Claimed(turn=1, starts=False),
+        }
+    assert claims.fell_back == {"opening": 1}  # only the first, which opened a connection

@@ -138,6 +138,7 @@ async def test_a_keyed_create_whose_purge_is_due_is_the_threads(
 ) -> None:
     monkeypatch.setattr(idempotency, "_last_purge", 0.0)
     assert await create_session(claims, _create("ses_p")) is NOT_NOW
+    assert claims.fell_back["purge"] == 1
     assert _row(store, "ses_p") is None
 
 

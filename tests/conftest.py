@@ -23,6 +23,7 @@ import pytest
 # file"). DBOS is pinned below 4, where the function lives.
 from dbos._logger import init_logger
 
+from tests.forked import start_shared as start_shared_fork_server
 from tests.forkserver import quicker_sqlite_polls
 from tests.rewrite_ahead import rewrite_ahead, should_rewrite_ahead
 
@@ -141,6 +142,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's controller starts its workers
 def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.pluginmanager.has_plugin("dsession"):  # xdist's controller
+        # one fork server for the workers, its imports beside the rewriting below
+        start_shared_fork_server()
     # each worker would otherwise rewrite every test module's asserts itself when none is
     # cached yet (a fresh clone): tests/rewrite_ahead.py
     if should_rewrite_ahead(session.config):

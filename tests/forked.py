@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from tests.forkserver import SOCKET_ENV, ForkServer, returncode
+from tests.forkserver import SHARED_ENV, SOCKET_ENV, ForkServer, returncode
 
 #: the program that asks the fork server for a ``python -m`` of another process's choosing
 LAUNCHER = Path(__file__).with_name("fork_launch.py")
@@ -134,9 +134,24 @@ def _fork_server() -> ForkServer | None:
         return None
     with _server_lock:
         if _server is None or _server_pid != os.getpid():
-            _server, _server_pid = ForkServer.start(), os.getpid()
-            atexit.register(_server.stop)
+            shared = os.environ.get(SHARED_ENV)
+            if shared:  # xdist's controller started it and stops it (``start_shared``)
+                _server, _server_pid = ForkServer.shared(Path(shared)), os.getpid()
+            else:
+                _server, _server_pid = ForkServer.start(), os.getpid()
+                atexit.register(_server.stop)
         return _server
+
+
+def start_shared() -> None:
+    """In pytest-xdist's controller, before it starts its workers: one fork server for them
+    all, started without waiting for its imports (a worker waits for it when it first
+    forks), stopped when the controller ends."""
+    if os.environ.get(ENABLED_ENV, "1") == "0":
+        return
+    server = ForkServer.launch()
+    atexit.register(server.stop)
+    os.environ[SHARED_ENV] = str(server.path)
 
 
 def module_command(module: str, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:

@@ -3,11 +3,14 @@
 Most of what an ``eve serve`` started by a test costs is its imports: DBOS, SQLAlchemy,
 psycopg, pydantic, Starlette and eve itself, about 0.9 s of CPU of the 1.05 s a server
 takes from its start to its first healthy answer (measured with cProfile), paid again at
-every start and restart, some 190 in the suite. The fork server pays it once per test
-process: it imports what ``eve serve`` imports, then forks a child for each command it is
-asked to run; the child takes the test's working directory, environment, arguments and
-standard streams and runs ``eve``'s ``__main__`` as ``python -m eve`` does. Forked, a start
-costs 0.08 s of CPU. ``tests/forked.py`` is the test's side (``popen``, ``run``).
+every start and restart, some 190 in the suite. The fork server pays it once per run: it
+imports what ``eve serve`` imports, then forks a child for each command it is asked to run;
+the child takes the test's working directory, environment, arguments and standard streams
+and runs ``eve``'s ``__main__`` as ``python -m eve`` does. Forked, a start costs 0.08 s of
+CPU. ``tests/forked.py`` is the test's side (``popen``, ``run``). Under pytest-xdist the
+controller starts one for all its workers as it starts them (``SHARED_ENV``): one per
+worker cost 1.7 s of CPU each, six times a run, where one request at a time is enough (a
+fork takes milliseconds, and a child's exit is reported by the same loop).
 
 The child is a real process of its own: a test kills it with SIGKILL, stops it with SIGTERM
 and starts it again as before; only the interpreter's start and the imports are skipped.
@@ -33,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +81,10 @@ SQLITE_POLL_SECONDS = 0.1
 MESSAGE_BYTES = 1 << 20
 #: the fork server's socket, for ``tests/fork_launch.py`` (``forked.module_command``)
 SOCKET_ENV = "EVE_TEST_FORK_SOCKET"
+#: the socket of the fork server pytest-xdist's controller started for all its workers
+SHARED_ENV = "EVE_TEST_SHARED_FORK_SOCKET"
+#: beside the socket: the fork server's pid and the environment it started with
+ENV_FILE = "started.json"
 
 
 def _fixed(env: dict[str, str]) -> dict[str, str]:
@@ -88,14 +96,18 @@ def _fixed(env: dict[str, str]) -> dict[str, str]:
 
 @dataclass
 class ForkServer:
-    """The process that forks, seen from the test's process that started it."""
+    """The process that forks, seen from a test's process: the one that started it (``proc``)
+    or, under pytest-xdist, a worker using the one its controller started (``shared``)."""
 
-    proc: subprocess.Popen[bytes]
     path: Path
     env: dict[str, str]
+    pid: int
+    #: None in a worker: the controller started it and stops it
+    proc: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def start(cls) -> ForkServer:
+    def launch(cls) -> ForkServer:
+        """Start one and return at once: it is ready when ``path`` exists (``ready``)."""
         path = Path(tempfile.mkdtemp(prefix="eve-fork-")) / "socket"
         env = dict(os.environ)
         proc = subprocess.Popen(
@@ -104,16 +116,43 @@ class ForkServer:
             stdin=subprocess.PIPE,  # its end of file tells the fork server this process left
             stdout=subprocess.PIPE,
         )
-        assert proc.stdout is not None
-        ready = proc.stdout.readline()
+        path.with_name(ENV_FILE).write_text(json.dumps({"pid": proc.pid, "env": env}))
+        return cls(path=path, env=env, pid=proc.pid, proc=proc)
+
+    @classmethod
+    def start(cls) -> ForkServer:
+        server = cls.launch()
+        assert server.proc is not None and server.proc.stdout is not None
+        ready = server.proc.stdout.readline()
         if ready != b"ready\n":
-            proc.kill()
-            proc.wait()
+            server.proc.kill()
+            server.proc.wait()
             raise RuntimeError(f"the fork server did not start: {ready!r}")
-        return cls(proc=proc, path=path, env=env)
+        return server
+
+    @classmethod
+    def shared(cls, path: Path) -> ForkServer:
+        """The one another process launched at ``path`` (its environment and pid beside
+        it), once it is ready."""
+        started = json.loads(path.with_name(ENV_FILE).read_text())
+        server = cls(path=path, env=started["env"], pid=started["pid"])
+        while not path.exists():  # bound and listening once it is there (``_serve``)
+            if not server.alive():
+                raise RuntimeError(f"the shared fork server (pid {server.pid}) ended unready")
+            time.sleep(0.05)
+        return server
+
+    def alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        try:  # not this process's child: ended, it stays a zombie until its parent waits
+            with open(f"/proc/{self.pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
 
     def accepts(self, env: dict[str, str]) -> bool:
-        return self.proc.poll() is None and _fixed(env) == _fixed(self.env)
+        return self.alive() and _fixed(env) == _fixed(self.env)
 
     def spawn(
         self, args: list[str], *, cwd: str, env: dict[str, str], streams: tuple[int, int, int]
@@ -123,7 +162,7 @@ class ForkServer:
         return request_fork(str(self.path), {"args": args, "cwd": cwd, "env": env}, streams)
 
     def stop(self) -> None:
-        assert self.proc.stdin is not None
+        assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
@@ -132,6 +171,7 @@ class ForkServer:
             self.proc.wait()
         with contextlib.suppress(OSError):
             self.path.unlink()
+            self.path.with_name(ENV_FILE).unlink()
             self.path.parent.rmdir()
 
 
@@ -181,8 +221,10 @@ def _serve(path: str) -> _Request:
     # what is loaded stays for good: the children's collections need not walk it again
     gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind(path)
+    # bound aside and renamed into place: a process that finds the path can connect
+    listener.bind(f"{path}.new")
     listener.listen(64)
+    os.rename(f"{path}.new", path)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)

@@ -9,6 +9,13 @@ BIN := $(VENV)/bin
 # eight, whose collecting costs more than it overlaps); worksteal evens out the long
 # crash-and-restart tests. PYTEST_WORKERS= runs them in one.
 PYTEST_WORKERS ?= -n 6 --dist worksteal
+# Where the suite's CPU goes: `scripts/cpu-of make test` counts the CPU of the whole process
+# tree (the orphans too); pytest's `-p tests.cpu_usage` with EVE_TEST_CPU_DIR=DIR splits the
+# workers' own CPU and their children's by test module, and `python -m tests.cpu_usage DIR`
+# sums it. One fresh clone measured so (load 4.2): 429 CPU-s, of them the workers' own 195
+# (30 before the first test, 19 s in: collecting the suite, 4.9 CPU-s a worker), what they
+# waited for 131 (PostgreSQL, Chromium, mypy, pip, node, MCP servers), the rest the forked
+# eve processes and the controller.
 # pytest caches each test module with its asserts rewritten in __pycache__ (ignored by git),
 # unless PYTHONDONTWRITEBYTECODE is set: then every worker rewrites every module again.
 # Measured: four workers start and collect the suite on about 32 s of CPU with it set, 21 s

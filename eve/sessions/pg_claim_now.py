@@ -36,7 +36,7 @@ import contextlib
 import json
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -48,7 +48,7 @@ from eve.errors import DatabaseUnavailable
 from eve.sessions.accepted import Place, new_place
 from eve.sessions.claim_now import NOT_NOW, NotNow
 from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, Replayed, kept_answer, purge_due
-from eve.sessions.pg_claim_sql import CALL, install
+from eve.sessions.pg_claim_sql import CALL, CALL_PARAMS, install
 from eve.sessions.pg_create_sql import DEFINITION as CREATE_DEFINITION
 from eve.sessions.pg_create_sql import NAME as CREATE_NAME
 from eve.sessions.pg_libpq import Libpq, QueryLost, QueryRefused, found_libpq, pointer
@@ -80,21 +80,21 @@ class MessageClaim:
 
     def params(self) -> list[bytes | None]:
         key, owner = self.key, self.owner
-        values = [
-            self.session_id,
-            json.dumps(self.input),
-            self.workflow_before,
-            self.answer_before,
-            self.answer_after,
-            repr(self.now),
-            None if key is None else key.scope,
-            None if key is None else key.key,
-            None if key is None else key.fingerprint,
-            repr(TTL_SECONDS),
-            None if owner is None else owner.kind,
-            None if owner is None else owner.id,
-        ]
-        return encoded(values)
+        values = {
+            "session_id": self.session_id,
+            "input": json.dumps(self.input),
+            "workflow_before": self.workflow_before,
+            "answer_before": self.answer_before,
+            "answer_after": self.answer_after,
+            "now": repr(self.now),
+            "scope": None if key is None else key.scope,
+            "key": None if key is None else key.key,
+            "fingerprint": None if key is None else key.fingerprint,
+            "ttl": repr(TTL_SECONDS),
+            "owner_kind": None if owner is None else owner.kind,
+            "owner_id": None if owner is None else owner.id,
+        }
+        return encoded(values, CALL_PARAMS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -399,9 +399,12 @@ def message_claim(
     )
 
 
-def encoded(values: list[str | None]) -> list[bytes | None]:
-    """A call's parameters as libpq takes them: text, None for NULL."""
-    return [None if value is None else value.encode() for value in values]
+def encoded(values: Mapping[str, str | None], order: tuple[str, ...]) -> list[bytes | None]:
+    """A call's parameters as libpq takes them, in ``order`` (its function's
+    ``CALL_PARAMS``, the positions of its ``$n``): text, None for NULL."""
+    if set(values) != set(order):
+        raise ValueError(f"parameters {sorted(values)} are not the call's {sorted(order)}")
+    return [None if (value := values[name]) is None else value.encode() for name in order]
 
 
 async def claim_message(

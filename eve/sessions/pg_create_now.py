@@ -27,7 +27,7 @@ from eve.sessions.claim_now import NOT_NOW, NotNow
 from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, purge_due
 from eve.sessions.opening import LEASE_SECONDS
 from eve.sessions.pg_claim_now import KeyAnswered, PgLoopClaims, Rows, encoded
-from eve.sessions.pg_create_sql import CALL
+from eve.sessions.pg_create_sql import CALL, CALL_PARAMS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,23 +48,22 @@ class SessionCreate:
 
     def params(self) -> list[bytes | None]:
         key = self.key
-        return encoded(
-            [
-                self.session_id,
-                self.owner.kind,
-                self.owner.id,
-                self.open_owner,
-                repr(self.now + LEASE_SECONDS),
-                json.dumps(self.input),
-                self.workflow_id,
-                repr(self.now),
-                None if key is None else key.scope,
-                None if key is None else key.key,
-                None if key is None else key.fingerprint,
-                repr(TTL_SECONDS),
-                self.answer,
-            ]
-        )
+        values = {
+            "session_id": self.session_id,
+            "owner_kind": self.owner.kind,
+            "owner_id": self.owner.id,
+            "open_owner": self.open_owner,
+            "open_until": repr(self.now + LEASE_SECONDS),
+            "input": json.dumps(self.input),
+            "workflow_id": self.workflow_id,
+            "now": repr(self.now),
+            "scope": None if key is None else key.scope,
+            "key": None if key is None else key.key,
+            "fingerprint": None if key is None else key.fingerprint,
+            "ttl": repr(TTL_SECONDS),
+            "answer": self.answer,
+        }
+        return encoded(values, CALL_PARAMS)
 
 
 @dataclass(frozen=True, kw_only=True)

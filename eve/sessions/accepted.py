@@ -232,6 +232,17 @@ def mark_started(c: Connection, workflow_id: str) -> None:
     c.execute(_STARTED, {"b_workflow": workflow_id})
 
 
+@dataclass(frozen=True)
+class PlaceStarts:
+    """``mark_started`` of one place, as data: on PostgreSQL the store sends it with the
+    body's first reads as one statement (``pg_progress.py``)."""
+
+    workflow_id: str
+
+    def __call__(self, c: Connection) -> None:
+        mark_started(c, self.workflow_id)
+
+
 def finish(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
     c.execute(_FINISH, {"b_workflow": workflow_id})

@@ -28,7 +28,7 @@ from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.event_inserts import insert_events
 from eve.sessions.group_commit import joined
-from eve.sessions.pg_appends import append_with_record, lone_record
+from eve.sessions.pg_appends import append_with_record, first_record
 from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.pg_pools import background_engine, each_commits, request_engine
 from eve.sessions.pg_progress import ProgressRead, read_progress
@@ -636,11 +636,13 @@ class SessionStore:
         On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
         its new highest index once the rows are committed, never for a rolled-back write,
         outside this transaction (``pg_notifier.py`` says why)."""
-        # on PostgreSQL the rows with a step's record are one statement (``pg_appends.py``)
-        record = lone_record(also) if self.gate is None and rows else None
+        # on PostgreSQL the rows with a step's record are one statement (``pg_appends.py``),
+        # committed as it runs when nothing else rides with them
+        record = first_record(also) if self.gate is None and rows else None
         if record is not None:
-            with self._single() as c:
+            with self._single() if len(also) == 1 else self._tx() as c:
                 done: list[Any] = [append_with_record(c, session_id, first_index, rows, record)]
+                done += [work(c) for work in also[1:]]
         else:
             # the rows alone are one statement (``pg_pools._engine``): no transaction around it
             alone = not also and len(rows) <= self.engine.dialect.insertmanyvalues_page_size

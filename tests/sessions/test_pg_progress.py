@@ -29,9 +29,7 @@ def _session_with_a_started_body(store: SessionStore) -> None:
     in the log (the second retried), the first recorded."""
     store.create_session("ses_a")
     store.save_checkpoint("ses_a", '{"turns":1}', after=0, saved_by="ses_a:turn-0")
-    store.run(
-        lambda c: accept(c, session_id="ses_a", turn=1, kind="turn", workflow_id=WORKFLOW)
-    )
+    store.run(lambda c: accept(c, session_id="ses_a", turn=1, kind="turn", workflow_id=WORKFLOW))
     row = lambda key, attempt, seq: EventRow(  # noqa: E731
         workflow_id=WORKFLOW, body_seq=seq, step_key=key, attempt=attempt, payload="{}"
     )
@@ -84,9 +82,7 @@ def test_on_postgresql_a_bodys_first_read_is_one_statement(postgres_url: str) ->
 def test_a_new_body_of_a_new_session_starts_from_nothing(either_store: SessionStore) -> None:
     store = either_store
     store.create_session("ses_a")
-    store.run(
-        lambda c: accept(c, session_id="ses_a", turn=1, kind="turn", workflow_id=WORKFLOW)
-    )
+    store.run(lambda c: accept(c, session_id="ses_a", turn=1, kind="turn", workflow_id=WORKFLOW))
     progress = _progress(store)
     assert progress == TurnProgress(
         last_body_seq=-1,

@@ -6,7 +6,8 @@ and sync tools, ``eve-request``, DBOS's own): calls submitted, their wait in the
 and their run (wall), and at the second's end the calls queued and running. Per SQLAlchemy
 pool (by its size): the time checkouts waited for a connection. The compute permits held and
 waited for (a step holds one through its model call), the event loop's lag (a callback due
-every 50 ms, how late it ran), the process's and its main thread's CPU and the machine's;
+every 50 ms, how late it ran), the process's and its main thread's CPU and the machine's,
+the time its threads (and its main thread) waited runnable for a core (``schedstat``);
 and, from a thread on a connection of its own sampling ``pg_stat_activity`` every 20 ms, the
 database's other backends by state and wait event (a lock waited for by its statement's
 first words).
@@ -197,6 +198,7 @@ def _dump(
             row["proc_cpu"] = cpu_of(f"/proc/{pid}/stat")
             row["main_cpu"] = cpu_of(f"/proc/{pid}/task/{pid}/stat")
             row["threads"] = threading.active_count()
+            row["runnable_wait_s"], row["main_runnable_wait_s"] = _runnable_waits(pid)
             now = _machine_cpu()
             row["machine_busy"] = round((now[0] - machine[0]) / max(now[1] - machine[1], 1), 3)
             machine = now
@@ -216,3 +218,18 @@ def _sample(backends: Counter[str]) -> None:
             time.sleep(SAMPLE_SECONDS)
             for state, wait, query in db.execute(ACTIVITY).fetchall():
                 backends[f"{state} {wait}" + (f" {query}" if query else "")] += 1
+
+
+def _runnable_waits(pid: int) -> tuple[float, float]:
+    """Seconds all the process's threads, and its main thread, have waited runnable for a
+    core since they started (``/proc/<pid>/task/*/schedstat``, its second field)."""
+    total = main = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            waited = int((task / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            continue
+        total += waited
+        if task.name == str(pid):
+            main = waited
+    return round(total, 3), round(main, 3)

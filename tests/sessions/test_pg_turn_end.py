@@ -1,6 +1,6 @@
 """A turn's end on PostgreSQL: its last events, its last step's record, its checkpoint and its
 place done in one transaction, in fewer statements (``pg_appends.first_record``,
-``accepted.finish_and_next``)."""
+``accepted.finish_and_next``, ``store.write_checkpoint``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from eve.sessions.accepted import Place, accept, finish_and_next, mark_started
 from eve.sessions.step_records import NewRecord, read_records
-from eve.sessions.store import EventRow, SessionStore
+from eve.sessions.store import EventRow, SessionStore, write_checkpoint
 from eve.sessions.tables import accepted_places
 
 ENDING = "ses_a:turn-0"
@@ -87,3 +87,17 @@ def test_a_next_place_started_already_is_not_started_again(store: SessionStore) 
     store.run(lambda c: mark_started(c, NEXT))
     assert store.run(_end) is None
     assert _states(store) == {ENDING: "done", NEXT: "enqueued"}
+
+
+def test_a_save_over_the_row_two_versions_back_is_one_statement(store: SessionStore) -> None:
+    """The row recycled and the session pointed at it at once; a first save still drops and
+    inserts (nothing to recycle) after pointing the session at it, in its transaction."""
+    seen = _statements(store)
+    store.run(lambda c: write_checkpoint(c, "ses_a", 1, '{"turns":1}'))
+    assert [s.split()[0] for s in seen] == ["WITH", "DELETE", "INSERT"]
+    store.run(lambda c: write_checkpoint(c, "ses_a", 2, '{"turns":2}'))
+    seen.clear()
+    store.run(lambda c: write_checkpoint(c, "ses_a", 3, '{"turns":3}'))
+    assert [s.split()[0] for s in seen] == ["WITH"]
+    assert store.load_checkpoint("ses_a") == '{"turns":3}'
+    assert store.checkpoint_at("ses_a", 2) == '{"turns":2}'

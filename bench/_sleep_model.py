@@ -353,3 +353,9 @@ if _claims_path := __import__("os").environ.get("EVE_BENCH_PG_CLAIMS"):
     from bench._pg_claim_stats import pg_claim_stats
 
     pg_claim_stats(_claims_path)
+
+
+if _turns_path := __import__("os").environ.get("EVE_BENCH_PG_TURNS"):
+    from bench._pg_turn_stats import pg_turn_stats
+
+    pg_turn_stats(_turns_path)

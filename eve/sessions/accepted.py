@@ -125,6 +125,10 @@ _FINISH = (
     .values(state="done", input=None)
 )
 
+# PostgreSQL only: ``_FINISH`` as a data-modifying WITH clause of ``_LOCK_SESSION`` (run to
+# its end whether or not the statement reads it)
+_FINISH_LOCKING = _LOCK_SESSION.add_cte(_FINISH.cte("finished"))
+
 
 def accept(
     c: Connection,
@@ -201,6 +205,12 @@ def deliverable(c: Connection, session_id: str) -> Place | None:
     that ends and a message accepted at once cannot both miss the other's write."""
     if c.dialect.name == "postgresql":
         c.execute(_LOCK_SESSION, {"b_session": session_id})
+    return _head(c, session_id)
+
+
+def _head(c: Connection, session_id: str) -> Place | None:
+    """``deliverable`` once the session's row is locked (on PostgreSQL: the read's snapshot
+    is taken after the lock, so it sees a claim that held the row before)."""
     row = c.execute(_HEAD, {"b_session": session_id}).first()
     if row is None or row.state != "accepted":
         return None
@@ -232,6 +242,17 @@ def mark_started(c: Connection, workflow_id: str) -> None:
     c.execute(_STARTED, {"b_workflow": workflow_id})
 
 
+@dataclass(frozen=True)
+class PlaceStarts:
+    """``mark_started`` of one place, as data: on PostgreSQL the store sends it with the
+    body's first reads as one statement (``pg_progress.py``)."""
+
+    workflow_id: str
+
+    def __call__(self, c: Connection) -> None:
+        mark_started(c, self.workflow_id)
+
+
 def finish(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
     c.execute(_FINISH, {"b_workflow": workflow_id})
@@ -240,6 +261,11 @@ def finish(c: Connection, workflow_id: str) -> None:
 def finish_and_next(c: Connection, session_id: str, workflow_id: str) -> Place | None:
     """``finish``, and the session's next place if it may start now (``deliverable``): the
     ending body starts it once its workflow has ended."""
+    if c.dialect.name == "postgresql":
+        # the finish and the session row's lock in one statement, a round trip fewer; the
+        # head is read by the next one, whose snapshot is taken with the lock held
+        c.execute(_FINISH_LOCKING, {"b_workflow": workflow_id, "b_session": session_id})
+        return _head(c, session_id)
     finish(c, workflow_id)  # the write first: on SQLite the transaction holds the lock from here
     return deliverable(c, session_id)
 

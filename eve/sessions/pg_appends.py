@@ -7,7 +7,8 @@ after it; three times a turn of three steps. Here the events' ``INSERT`` is a da
 ``WITH`` clause of the record's, one statement committed as it runs: all of it or none, as
 the transaction was. PostgreSQL runs such a clause once and to its end whether or not the
 statement reads it, and a taken event index fails the whole statement (``IntegrityError``,
-which the writer handles as before).
+which the writer handles as before). A turn's last step's record rides with the turn's end
+too (its checkpoint, its place done): the statement is the first of that transaction.
 
 The statement's text is fixed (the rows go as arrays), so psycopg prepares it as it does the
 store's others.
@@ -39,9 +40,11 @@ _EVENTS_WITH_RECORD = sa.text(
 ).execution_options(preserve_rowcount=True)
 
 
-def lone_record(also: Sequence[Callable[[Connection], Any]]) -> NewRecord | None:
-    """The step record ``also`` is, when it is that and nothing more."""
-    if len(also) == 1 and isinstance(also[0], NewRecord):
+def first_record(also: Sequence[Callable[[Connection], Any]]) -> NewRecord | None:
+    """The step record ``also`` starts with, if it does: a step's alone, or a turn's last
+    step's, with the turn's checkpoint and the end of its place after it (in a transaction
+    then: the statement, and theirs)."""
+    if also and isinstance(also[0], NewRecord):
         return also[0]
     return None
 

@@ -44,8 +44,11 @@ log = logging.getLogger("eve.sessions")
 
 #: the channel every worker's listener hears (``pg_listener.py``)
 EVENTS_CHANNEL = "eve_events"
-#: how long commits gather before one statement notifies them all
-COALESCE_SECONDS = 0.005
+#: how long commits gather before one statement notifies them all. Each statement wakes this
+#: thread and every worker's listener (this one's too, which skips its own), each a hand-off
+#: of the interpreter's lock; at 5 ms a worker at 1,000 live sessions sent 1.4 a turn. A
+#: notification only tells another worker's followers sooner than their heartbeat would
+COALESCE_SECONDS = 0.02
 
 # one statement: no WAL wait at its commit (see above; ``set_config``'s local value lasts
 # until the statement's own transaction has committed), then a notification per payload

@@ -23,13 +23,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.auth.principal import OPERATOR, OPERATOR_REF, Principal, PrincipalKind, PrincipalRef
 from eve.errors import CheckpointMissing, DatabaseTooNew, DatabaseUnavailable
+from eve.sessions.accepted import PlaceStarts
 from eve.sessions.database_errors import failing_fast, failure_kind
 from eve.sessions.db_retry import retried
 from eve.sessions.event_inserts import insert_events
 from eve.sessions.group_commit import joined
-from eve.sessions.pg_appends import append_with_record, lone_record
+from eve.sessions.pg_appends import append_with_record, first_record
 from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.pg_pools import background_engine, each_commits, request_engine
+from eve.sessions.pg_progress import ProgressRead, read_progress
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -199,6 +201,13 @@ _CURRENT_VERSION = (
     .where(_SESSION)
     .values(checkpoint_version=sa.bindparam("b_version"), checkpoint=None)
 )
+# PostgreSQL: the usual case's recycle and the session's pointer to it in one statement (the
+# recycle a WITH clause, which runs to its end whether or not it is read): a round trip of a
+# turn's end fewer; the statement returns how many rows the recycle wrote
+_RECYCLED = _RECYCLE_CHECKPOINT.returning(checkpoints.c.version).cte("recycled")
+_RECYCLE_AND_POINT = _CURRENT_VERSION.add_cte(_RECYCLED).returning(
+    sa.select(sa.func.count()).select_from(_RECYCLED).scalar_subquery()
+)
 _WITH_CHECKPOINT = sessions.outerjoin(
     checkpoints,
     sa.and_(
@@ -269,12 +278,18 @@ def write_checkpoint(
     """``data`` as ``version``, the session's current one; versions before the previous go
     (in the caller's transaction: a turn's end writes it with its last events)."""
     given = {"b_session": session_id, "b_version": version}
-    recycled = c.execute(_RECYCLE_CHECKPOINT, {**given, "b_data": data, "b_saved_by": saved_by})
-    if recycled.rowcount != 1:
+    recycling = {**given, "b_data": data, "b_saved_by": saved_by}
+    pointed = c.dialect.name == "postgresql"
+    if pointed:
+        recycled = c.execute(_RECYCLE_AND_POINT, recycling).scalar() or 0
+    else:
+        recycled = c.execute(_RECYCLE_CHECKPOINT, recycling).rowcount
+    if recycled != 1:
         c.execute(_DROP_CHECKPOINTS, given)
         row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
         c.execute(_NEW_CHECKPOINT, row)
-    c.execute(_CURRENT_VERSION, given)
+    if not pointed:
+        c.execute(_CURRENT_VERSION, given)
 
 
 def insert_session(c: Connection, session_id: str, *, owner: Principal, **columns: Any) -> None:
@@ -521,7 +536,7 @@ class SessionStore:
             return 1
 
     def _starting_checkpoint(
-        self, session_id: str, workflow_id: str, row: sa.Row[Any, Any, Any] | None
+        self, session_id: str, workflow_id: str, row: Sequence[Any] | None
     ) -> StartingCheckpoint:
         """The checkpoint ``workflow_id``'s body starts from, given the session's current one
         (``row``, read with the body's progress): that one, unless this workflow saved it
@@ -634,11 +649,13 @@ class SessionStore:
         On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
         its new highest index once the rows are committed, never for a rolled-back write,
         outside this transaction (``pg_notifier.py`` says why)."""
-        # on PostgreSQL the rows with a step's record are one statement (``pg_appends.py``)
-        record = lone_record(also) if self.gate is None and rows else None
+        # on PostgreSQL the rows with a step's record are one statement (``pg_appends.py``),
+        # committed as it runs when nothing else rides with them
+        record = first_record(also) if self.gate is None and rows else None
         if record is not None:
-            with self._single() as c:
+            with self._single() if len(also) == 1 else self._tx() as c:
                 done: list[Any] = [append_with_record(c, session_id, first_index, rows, record)]
+                done += [work(c) for work in also[1:]]
         else:
             # the rows alone are one statement (``pg_pools._engine``): no transaction around it
             alone = not also and len(rows) <= self.engine.dialect.insertmanyvalues_page_size
@@ -692,28 +709,32 @@ class SessionStore:
         index of session ``log_of`` and whether it was asked to cancel ``cancel_of``; ``also``
         runs in the same transaction (a body marks its place started: ``accepted.py``).
         One transaction rather than one per question: each costs a turn a thread hop."""
-        records: dict[str, str] = {}
         current = None
         empty = False  # the session has no checkpoint of any eve's: the body starts from none
         next_index = None
         cancelled = False
-        with self._tx() as c:
-            if also is not None:
-                # the write first: on SQLite the transaction holds the lock from here, where
-                # a read first could find it taken when it turns into a write
-                also(c)
-            grouped = c.execute(_PROGRESS, {"b_workflow": workflow_id}).all()
+        # on PostgreSQL the reads and the place's start are one statement (``pg_progress.py``)
+        one = self.gate is None and (also is None or isinstance(also, PlaceStarts))
+        with self._single() if one else self._tx() as c:
+            if one:
+                read = read_progress(
+                    c,
+                    workflow_id,
+                    records_of=records_of,
+                    log_of=log_of,
+                    starts=also.workflow_id if isinstance(also, PlaceStarts) else None,
+                )
+            else:
+                read = self._progress_reads(c, workflow_id, records_of, log_of, also)
+            grouped, records, start = read.grouped, read.records, read.start
             rows = [(key, attempt, n) for key, attempt, n, _ in grouped if key is not None]
             last = max((seq for *_, seq in grouped if seq is not None), default=None)
             final = None
             if last is not None:
                 final = c.execute(_BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}).scalar()
-            if records_of is not None:
-                records = read_records(c, records_of)
             if log_of is not None:
-                start = c.execute(_BODY_START, {"b_session": log_of}).first()
                 if start is None:  # no session row: its log, if any, says where it ends
-                    high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                    high = read.high
                 else:
                     version, _, _, asked, high, legacy = start
                     cancelled = cancel_of is not None and asked == cancel_of
@@ -744,6 +765,33 @@ class SessionStore:
             checkpoint=starting,
             next_index=next_index,
             cancel_requested=cancelled,
+        )
+
+    def _progress_reads(
+        self,
+        c: Connection,
+        workflow_id: str,
+        records_of: str | None,
+        log_of: str | None,
+        also: Callable[[Connection], None] | None,
+    ) -> ProgressRead:
+        """``turn_progress``'s reads as statements of a transaction (SQLite, or work other
+        than a place's start to run with them)."""
+        if also is not None:
+            # the write first: on SQLite the transaction holds the lock from here, where a
+            # read first could find it taken when it turns into a write
+            also(c)
+        grouped = c.execute(_PROGRESS, {"b_workflow": workflow_id}).all()
+        start = high = None
+        if log_of is not None:
+            start = c.execute(_BODY_START, {"b_session": log_of}).first()
+            if start is None:
+                high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+        return ProgressRead(
+            grouped=[tuple(row) for row in grouped],
+            records={} if records_of is None else read_records(c, records_of),
+            start=None if start is None else tuple(start),
+            high=high,
         )
 
     # --- input requests ----------------------------------------------------------------

@@ -36,7 +36,7 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
-from eve.sessions.accepted import Place, finish_and_next, mark_started
+from eve.sessions.accepted import Place, PlaceStarts, finish_and_next
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint, saving
 from eve.sessions.compute_gate import ComputeGate
@@ -189,10 +189,6 @@ class TurnRuntime:
         ``starts_place``: the body runs a place (a turn, a reset, a compaction), which it
         marks started in the same transaction (``accepted.mark_started``)."""
         running = DBOS.workflow_id or workflow_id
-
-        def started(c: Connection) -> None:
-            mark_started(c, running)
-
         read = functools.partial(
             self.store.turn_progress,
             workflow_id,
@@ -200,7 +196,7 @@ class TurnRuntime:
             checkpoint_of=session_id if loads else None,
             log_of=session_id,
             cancel_of=turn_of(running),
-            also=started if starts_place else None,
+            also=PlaceStarts(running) if starts_place else None,
         )
         progress = await asyncio.to_thread(read)
         if await legacy_steps(progress, running):

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from eve.sessions.step_records import NewRecord, read_records
 from eve.sessions.store import EventRow, SessionStore
+from tests.sessions.own_statements import own_statements
 
 
 @pytest.fixture
@@ -23,14 +24,8 @@ def _row(n: int) -> EventRow:
     return EventRow(workflow_id="wf", body_seq=None, step_key="step:0", attempt=0, payload=f"{n}")
 
 
-def _statements(store: SessionStore) -> list[str]:
-    seen: list[str] = []
-    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
-    return seen
-
-
 def test_a_steps_events_and_its_record_are_one_statement(store: SessionStore) -> None:
-    seen = _statements(store)
+    seen = own_statements(store.engine)
     new = NewRecord(workflow_id="wf", key="step:0", record='{"r":1}')
     assert store.append_events("ses_a", 0, [_row(0), _row(1), _row(2)], [new]) == ['{"r":1}']
     assert len(seen) == 1 and seen[0].startswith("WITH appended AS")

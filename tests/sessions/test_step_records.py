@@ -3,13 +3,10 @@ Records live in eve's table; a turn an older eve recorded as DBOS steps still re
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
 
 import msgspec
 import pytest
-import sqlalchemy as sa
 from dbos import DBOS
 
 from eve._usage import TokenUsage
@@ -27,6 +24,7 @@ from tests.conftest import AppFactory
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.own_statements import own_statements
 from tests.sessions.records import step_records
 from tests.sessions.test_approvals import request_of
 
@@ -165,16 +163,7 @@ def test_a_record_added_first_is_not_read_back(either_store: SessionStore) -> No
     """Only a record another run added first is read; on PostgreSQL every one was, as the
     insert's row count was not kept (-1)."""
     store = either_store
-    ran: list[str] = []
-    here = threading.get_ident()
-
-    def note(*args: Any) -> None:
-        # this thread's statements only: on SQLite a checkpoint of the WAL runs on a
-        # thread of its own whenever the file has grown (``wal_checkpoints.py``)
-        if threading.get_ident() == here:
-            ran.append(args[2])
-
-    sa.event.listen(store.engine, "before_cursor_execute", note)
+    ran = own_statements(store.engine)
     store.run(lambda c: add_record(c, "ses_b:turn-0", "step:0", '{"run":1}'), atomic=False)
     assert [s.split()[0] for s in ran] == ["INSERT"]
     ran.clear()

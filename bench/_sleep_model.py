@@ -128,22 +128,34 @@ def _count_statements(path: str) -> None:
 def _count_hand_offs(counts: Any) -> None:
     """Count the calls the worker hands to a thread (``thread_lanes.LanedExecutor``), by
     the function called, as ``thread: <name>`` (each a hop from the loop to a thread and
-    back: the GIL changes hands twice)."""
+    back: the GIL changes hands twice), or ``thread (in_thread): <name>`` for those
+    ``lane_calls.in_thread`` hands over without the loop's executor."""
     import functools
 
     from eve.sessions import thread_lanes
+    from eve.sessions.loop_replies import LoopReply
 
-    submit = thread_lanes.LanedExecutor.submit
-
-    def counted(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    def name_of(fn: Any) -> str:
         called = fn
         while isinstance(called, functools.partial):
             inner = called.args[0] if called.args and callable(called.args[0]) else None
             called = inner if inner is not None else called.func
-        counts[f"thread: {getattr(called, '__qualname__', type(called).__name__)}"] += 1
+        return getattr(called, "__qualname__", type(called).__name__)
+
+    submit, answer = thread_lanes.LanedExecutor.submit, thread_lanes.LanedExecutor.answer
+
+    def submitted(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if thread_lanes.for_a_request():  # (the others reach ``answer``, counted there)
+            counts[f"thread: {name_of(fn)}"] += 1
         return submit(self, fn, *args, **kwargs)
 
-    thread_lanes.LanedExecutor.submit = counted  # type: ignore[method-assign]
+    def answered(self: Any, reply: Any, fn: Any, call: Any) -> None:
+        how = "thread (in_thread)" if isinstance(reply, LoopReply) else "thread"
+        counts[f"{how}: {name_of(fn)}"] += 1
+        answer(self, reply, fn, call)
+
+    thread_lanes.LanedExecutor.submit = submitted  # type: ignore[method-assign]
+    thread_lanes.LanedExecutor.answer = answered  # type: ignore[method-assign]
 
 
 if _path := __import__("os").environ.get("EVE_BENCH_SQL_COUNTS"):

@@ -372,8 +372,8 @@ def _statements_per_turn(path: Path, outcomes: list[dict[str, Any]]) -> dict[str
     turns = sum(1 for o in outcomes for t in o["turns"] if "ended" in t)
     counted: list[tuple[str, int]] = json.loads(path.read_text())
     # the calls handed to a thread are counted beside the statements (``_sleep_model.py``)
-    handed = [(name, n) for name, n in counted if name.startswith("thread: ")]
-    counted = [(name, n) for name, n in counted if not name.startswith("thread: ")]
+    handed = [(name, n) for name, n in counted if name.startswith("thread")]
+    counted = [(name, n) for name, n in counted if not name.startswith("thread")]
     per_turn = {statement: round(n / max(1, turns), 2) for statement, n in counted}
     total = round(sum(n for _, n in counted) / max(1, turns), 1)
     print(f"{turns} turns, {total} statements per turn:")

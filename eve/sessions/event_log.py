@@ -26,6 +26,7 @@ from eve.events import EventMeta, SessionEvent
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.db_retry import waits_out
 from eve.sessions.event_feed import EventFeeds, SessionFeed
+from eve.sessions.lane_calls import in_thread
 from eve.sessions.store import EventRow, SessionStore
 
 _encoder = msgspec.json.Encoder()
@@ -203,12 +204,10 @@ class SessionWriter:
             return [], await self._alone(also)
         for _ in range(5):
             if self.next_index is None:
-                self.next_index = await asyncio.to_thread(
-                    self.store.next_event_index, self.session_id
-                )
+                self.next_index = await in_thread(self.store.next_event_index, self.session_id)
             rows = [self._row(item, self.next_index + i) for i, item in enumerate(batch)]
             try:
-                results = await asyncio.to_thread(
+                results = await in_thread(
                     self.store.append_events, self.session_id, self.next_index, rows, also
                 )
             except sa.exc.IntegrityError:
@@ -227,10 +226,10 @@ class SessionWriter:
 
     async def _alone(self, also: list[Callable[[Connection], Any]]) -> list[Any]:
         """Riders with no events to go with: a transaction of their own."""
-        return await asyncio.to_thread(self.store.append_events, self.session_id, 0, [], also)
+        return await in_thread(self.store.append_events, self.session_id, 0, [], also)
 
     async def _landed(self, first: Pending, index: int) -> bool:
-        found = await asyncio.to_thread(self.store.event_id_at, self.session_id, index)
+        found = await in_thread(self.store.event_id_at, self.session_id, index)
         return found == first.event.meta.id
 
     def _row(self, item: Pending, index: int) -> EventRow:
@@ -327,7 +326,7 @@ class EventLog:
         """
         if not follow:
             index = start
-            while rows := await asyncio.to_thread(self._rows, session_id, index, fast):
+            while rows := await in_thread(self._rows, session_id, index, fast):
                 yield rows
                 index += len(rows)
             return
@@ -349,7 +348,7 @@ class EventLog:
             if rows is None:
                 # from the start index, or from before what the feed keeps: this one's own
                 self.catch_up_reads += 1
-                rows = await asyncio.to_thread(self._rows, feed.session_id, index, fast)
+                rows = await in_thread(self._rows, feed.session_id, index, fast)
                 caught_up = not rows
             if rows:
                 yield rows

@@ -33,6 +33,7 @@ turns/s, the many threads taking turns at the interpreter's lock with the event 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
@@ -40,10 +41,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, Literal, ParamSpec, TypeVar, assert_never
+from weakref import WeakKeyDictionary
 
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import failing_fast
+from eve.sessions.lane_pool import LanePool
+from eve.sessions.loop_replies import Answers, Reply
 from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import SessionStore
 from eve.sessions.store_lanes import Lane, lane_of
@@ -62,6 +66,19 @@ TURN_THREADS = 64
 
 
 _AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
+#: the lanes serving each loop's ``in_thread`` calls
+_SERVED: WeakKeyDictionary[asyncio.AbstractEventLoop, LanedExecutor] = WeakKeyDictionary()
+
+
+def for_a_request() -> bool:
+    """Whether a call made now, on the loop's thread, serves a request being answered (it
+    takes the requests' lane)."""
+    return failing_fast() and not _AFTER_ANSWER.get()
+
+
+def served(loop: asyncio.AbstractEventLoop) -> LanedExecutor | None:
+    """The lanes that take ``in_thread``'s calls on ``loop``, if any (``serve``)."""
+    return _SERVED.get(loop)
 
 
 @contextlib.contextmanager
@@ -81,7 +98,7 @@ class LanedExecutor(ThreadPoolExecutor):
 
     def __init__(
         self,
-        background: ThreadPoolExecutor,
+        background: LanePool,
         *,
         requests: int = REQUEST_THREADS,
         replaced: ThreadPoolExecutor | None = None,
@@ -92,34 +109,51 @@ class LanedExecutor(ThreadPoolExecutor):
         #: the executor this one replaced (DBOS's, which its background loop keeps using)
         self.replaced = replaced
         self.requests = ThreadPoolExecutor(max_workers=requests, thread_name_prefix="eve-request")
-        self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="eve-read")
-        self.pooled = ThreadPoolExecutor(max_workers=BACKGROUND_POOL, thread_name_prefix="eve-pg")
+        self.reads = LanePool(max_workers=READ_THREADS, thread_name_prefix="eve-read")
+        self.pooled = LanePool(max_workers=BACKGROUND_POOL, thread_name_prefix="eve-pg")
         self.writes = WriterLane()
+        #: where the answers of ``in_thread``'s calls go (``serve``); None: served none
+        self.answers: Answers | None = None
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
         # that context into the thread too): a request's call is known here already
-        urgent = failing_fast() and not _AFTER_ANSWER.get()
-        if urgent:
+        if for_a_request():
             # a request's reads pass the gate, and its writes go first there
             return self.requests.submit(fn, *args, **kwargs)
+        future: Future[T] = Future()
+        self.answer(future, fn, functools.partial(fn, *args, **kwargs) if args or kwargs else fn)
+        return future
+
+    def answer(self, reply: Reply, fn: Callable[..., Any], call: Callable[[], Any]) -> None:
+        """Run ``call`` (``fn`` with its arguments) in the turns' lane for ``fn``, and
+        settle ``reply`` with how it ended (not for a request's call: ``submit`` it)."""
         found = store_call(fn)
         if found is None:
-            return self.background.submit(fn, *args, **kwargs)
+            self.background.answer(reply, call)
+            return
         kind, store = found
         match kind:
             case "pooled":
-                return self.pooled.submit(fn, *args, **kwargs)
+                self.pooled.answer(reply, call)
             case "read":
-                return self.reads.submit(fn, *args, **kwargs)
+                self.reads.answer(reply, call)
             case "write":
-                return self.writes.write(functools.partial(fn, *args, **kwargs), joins=store)
+                self.writes.answer(reply, call, joins=store)
             case "alone":
-                return self.writes.submit(fn, *args, **kwargs)
+                self.writes.answer(reply, call, joins=None)
             case unreachable:
                 assert_never(unreachable)
 
+    def serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Take the calls ``lane_calls.in_thread`` makes on ``loop`` (their answers settled
+        through it, ``loop_replies.py``) until this shuts down."""
+        self.answers = Answers(loop)
+        _SERVED[loop] = self
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if self.answers is not None and _SERVED.get(self.answers.loop) is self:
+            del _SERVED[self.answers.loop]  # its loop's calls go back to ``to_thread``
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.reads.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.pooled.shutdown(wait=wait, cancel_futures=cancel_futures)
@@ -155,11 +189,13 @@ def store_call(fn: Callable[..., Any]) -> tuple[Lane | Literal["pooled"], Sessio
 
 def lane_requests() -> None:
     """Give the launched DBOS the lanes as its executor: DBOS makes whatever its executor
-    is the loop's default at its next async call. (DBOS internals, pinned by ``dbos<4``;
-    its ``destroy`` shuts them all down.)"""
+    is the loop's default at its next async call; and eve's own calls on the running loop
+    (``lane_calls.in_thread``) take them without that executor. (DBOS internals, pinned by
+    ``dbos<4``; its ``destroy`` shuts them all down.)"""
     dbos = _get_dbos_instance()
     executor = dbos._executor_field
     assert executor is not None, "DBOS is launched"
     if not isinstance(executor, LanedExecutor):
-        turns = ThreadPoolExecutor(max_workers=TURN_THREADS, thread_name_prefix="eve-turn")
-        dbos._executor_field = LanedExecutor(turns, replaced=executor)
+        turns = LanePool(max_workers=TURN_THREADS, thread_name_prefix="eve-turn")
+        executor = dbos._executor_field = LanedExecutor(turns, replaced=executor)
+    executor.serve(asyncio.get_running_loop())

@@ -46,6 +46,7 @@ from eve.sessions.durable_steps import DurableRecorder, legacy_steps
 from eve.sessions.event_log import EventLog
 from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
+from eve.sessions.lane_calls import in_thread
 from eve.sessions.limit_desk import DurableLimits
 from eve.sessions.mcp_calls import DurableSentCalls
 from eve.sessions.store import SessionStore
@@ -146,7 +147,7 @@ class TurnRuntime:
         agent declares no sandbox."""
         keeper = keeper_for(self.store, self.setup.workspace, self.setup.agent.node_id, session_id)
         if keeper is not None:
-            await asyncio.to_thread(keeper.open)
+            await in_thread(keeper.open)
         return keeper
 
     async def settle(self, session_id: str) -> None:
@@ -154,7 +155,7 @@ class TurnRuntime:
         The session's next place, if one waits, starts once this body's task is done (a
         crash first leaves it to the sweep)."""
         workflow_id = DBOS.workflow_id or ""
-        place = await asyncio.to_thread(
+        place = await in_thread(
             self.store.run, lambda c: finish_and_next(c, session_id, workflow_id)
         )
         self.start_after(place)
@@ -202,7 +203,7 @@ class TurnRuntime:
             cancel_of=turn_of(running),
             also=started if starts_place else None,
         )
-        progress = await asyncio.to_thread(read)
+        progress = await in_thread(read)
         if await legacy_steps(progress, running):
             progress = dataclasses.replace(progress, legacy_steps=True)
         writer = self.log.writer(session_id)
@@ -221,9 +222,7 @@ class TurnRuntime:
         self.running[workflow_id] = signal
         try:
             if asked is None:
-                asked = bool(
-                    await asyncio.to_thread(self.store.cancel_requested, [turn_of(workflow_id)])
-                )
+                asked = bool(await in_thread(self.store.cancel_requested, [turn_of(workflow_id)]))
             if asked:
                 signal.cancel("cancelled")
             yield signal
@@ -370,7 +369,7 @@ class TurnRuntime:
         await save_checkpoint(self.store, session_id, None, after=None, step="checkpoint.clear")
         keeper = keeper_for(self.store, self.setup.workspace, self.setup.agent.node_id, session_id)
         if keeper is not None:
-            await asyncio.to_thread(keeper.reset)
+            await in_thread(keeper.reset)
         await EventEmitter(events, session_id=session_id).emit(SessionResetData())
         await events.flush()
         self.log.forget(session_id)
@@ -394,7 +393,7 @@ class TurnRuntime:
                 continue
             turns = sorted({turn_of(workflow_id) for workflow_id in ids})
             with contextlib.suppress(Exception):
-                for workflow_id in await asyncio.to_thread(self.store.cancel_requested, turns):
+                for workflow_id in await in_thread(self.store.cancel_requested, turns):
                     self.cancel_local(workflow_id)
 
 

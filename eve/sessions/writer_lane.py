@@ -39,6 +39,7 @@ from eve.sessions.group_commit import (
     Returned,
     run_together,
 )
+from eve.sessions.loop_replies import Reply
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -51,7 +52,9 @@ def _named(name: str) -> None:
 @dataclass(frozen=True, slots=True)
 class _Write:
     call: Callable[[], Any]
-    future: Future[Any]
+    #: how its caller learns the outcome: a ``Future`` (``submit``, ``write``) or its own
+    #: (``answer``)
+    future: Reply
     #: the store whose other writes this one may share a transaction with; None: alone
     joins: Joinable | None
 
@@ -75,12 +78,27 @@ class WriterLane(ThreadPoolExecutor):
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """``fn`` in its turn, alone."""
-        return self._queue(functools.partial(fn, *args, **kwargs), None)
+        future: Future[T] = Future()
+        self.answer(future, functools.partial(fn, *args, **kwargs), joins=None)
+        return future
 
     def write(self, call: Callable[[], T], *, joins: Joinable) -> Future[T]:
         """``call`` (of a ``write`` method of ``joins``) in its turn, maybe in one
         transaction with the writes to the same store queued next to it."""
-        return self._queue(call, joins)
+        future: Future[T] = Future()
+        self.answer(future, call, joins=joins)
+        return future
+
+    def answer(self, reply: Reply, call: Callable[[], Any], *, joins: Joinable | None) -> None:
+        """``call`` in its turn, ``reply`` settled with how it ended: alone when ``joins``
+        is None, else as ``write``."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            self._queued.append(_Write(call, reply, joins))
+            if not self._draining:
+                self._draining = True
+                super().submit(self._drain)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
@@ -90,17 +108,6 @@ class WriterLane(ThreadPoolExecutor):
                     write.future.cancel()
                 self._queued.clear()
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
-
-    def _queue(self, call: Callable[[], Any], joins: Joinable | None) -> Future[Any]:
-        future: Future[Any] = Future()
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("cannot schedule new futures after shutdown")
-            self._queued.append(_Write(call, future, joins))
-            if not self._draining:
-                self._draining = True
-                super().submit(self._drain)
-        return future
 
     def _drain(self) -> None:
         while True:

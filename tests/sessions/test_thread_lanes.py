@@ -6,13 +6,13 @@ import asyncio
 import contextvars
 import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.database_errors import fail_fast
+from eve.sessions.lane_pool import LanePool
 from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import SessionStore
 from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, after_answer, store_call
@@ -28,7 +28,7 @@ def test_a_request_runs_while_every_thread_of_the_turns_is_busy() -> None:
 
     async def scenario() -> str:
         loop = asyncio.get_running_loop()
-        loop.set_default_executor(LanedExecutor(ThreadPoolExecutor(max_workers=2)))
+        loop.set_default_executor(LanedExecutor(LanePool(max_workers=2)))
         # the turns' pool, full, and more of their work queued behind it
         busy = [asyncio.create_task(asyncio.to_thread(release.wait)) for _ in range(4)]
         await asyncio.sleep(0)
@@ -49,7 +49,7 @@ def test_a_request_runs_while_every_thread_of_the_turns_is_busy() -> None:
 def test_what_a_request_leaves_behind_runs_on_the_turns_pool() -> None:
     async def scenario() -> str:
         asyncio.get_running_loop().set_default_executor(
-            LanedExecutor(ThreadPoolExecutor(max_workers=1, thread_name_prefix="turns"))
+            LanedExecutor(LanePool(max_workers=1, thread_name_prefix="turns"))
         )
         with fail_fast(), after_answer():
             return await asyncio.to_thread(lambda: threading.current_thread().name)
@@ -79,7 +79,7 @@ def test_the_stores_reads_and_the_turns_writes_have_lanes_of_their_own(tmp_path:
         return threading.current_thread().name
 
     async def scenario() -> list[str]:
-        executor = LanedExecutor(ThreadPoolExecutor(max_workers=2, thread_name_prefix="turns"))
+        executor = LanedExecutor(LanePool(max_workers=2, thread_name_prefix="turns"))
         asyncio.get_running_loop().set_default_executor(executor)
         names = [
             await asyncio.to_thread(store.read, thread_name),
@@ -140,7 +140,7 @@ def test_on_postgres_the_turns_store_calls_take_one_thread_a_connection(
         return threading.current_thread().name
 
     async def scenario() -> set[str]:
-        executor = LanedExecutor(ThreadPoolExecutor(max_workers=64, thread_name_prefix="turns"))
+        executor = LanedExecutor(LanePool(max_workers=64, thread_name_prefix="turns"))
         asyncio.get_running_loop().set_default_executor(executor)
         calls = [asyncio.create_task(asyncio.to_thread(store.run, hold)) for _ in range(20)]
         while len(running) < BACKGROUND_POOL:

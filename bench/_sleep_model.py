@@ -132,6 +132,7 @@ def _count_hand_offs(counts: Any) -> None:
     ``lane_calls.in_thread`` hands over without the loop's executor."""
     import functools
 
+    from eve.server.serving import SERVING
     from eve.sessions import thread_lanes
     from eve.sessions.loop_replies import LoopReply
 
@@ -151,6 +152,9 @@ def _count_hand_offs(counts: Any) -> None:
 
     def answered(self: Any, reply: Any, fn: Any, call: Any) -> None:
         how = "thread (in_thread)" if isinstance(reply, LoopReply) else "thread"
+        serving = SERVING.get()
+        if serving is not None and serving.urgent:
+            how += " serving"
         counts[f"{how}: {name_of(fn)}"] += 1
         answer(self, reply, fn, call)
 

@@ -326,7 +326,7 @@ class EventLog:
         """
         if not follow:
             index = start
-            while rows := await in_thread(self._rows, session_id, index, fast):
+            while rows := await asyncio.to_thread(self._rows, session_id, index, fast):
                 yield rows
                 index += len(rows)
             return
@@ -348,7 +348,9 @@ class EventLog:
             if rows is None:
                 # from the start index, or from before what the feed keeps: this one's own
                 self.catch_up_reads += 1
-                rows = await in_thread(self._rows, feed.session_id, index, fast)
+                # (through ``to_thread``, not ``in_thread``: a follower's read serves its
+                # request, whose calls the serving loop counts while they are out)
+                rows = await asyncio.to_thread(self._rows, feed.session_id, index, fast)
                 caught_up = not rows
             if rows:
                 yield rows

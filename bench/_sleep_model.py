@@ -353,3 +353,9 @@ if _claims_path := __import__("os").environ.get("EVE_BENCH_PG_CLAIMS"):
     from bench._pg_claim_stats import pg_claim_stats
 
     pg_claim_stats(_claims_path)
+
+
+if _stalls_path := __import__("os").environ.get("EVE_BENCH_STALLS"):
+    from bench._stalls import stall_log
+
+    stall_log(_stalls_path)

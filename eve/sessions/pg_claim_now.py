@@ -382,11 +382,17 @@ async def _answered_on_loop(libpq: Libpq, conn: int, fd: int) -> None:
             done.set_exception(lost)
 
     loop.add_reader(fd, readable)
+    # a loop that runs requests first reads it between two slices, without a turn
+    poll: Callable[[Callable[[], object]], Callable[[], None]] | None
+    poll = getattr(loop, "poll_between_slices", None)
+    stop_polling = poll(readable) if poll is not None else None
     try:
         readable()  # it may have come in since the hold ended
         await done
     finally:
         loop.remove_reader(fd)
+        if stop_polling is not None:
+            stop_polling()
 
 
 def _unknown() -> DatabaseUnavailable:

@@ -4,6 +4,7 @@ in order in slices (``eve/server/serving_loop.py``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sys
 import threading
@@ -128,6 +129,44 @@ def test_bytes_waiting_on_a_watched_socket_give_the_loop_a_turn_before_the_next_
     # and the loop took no other turn
     assert ran == ["read b'GET'", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
     assert loop.turns == 1
+
+
+@linux
+def test_an_answer_polled_between_slices_is_read_there_without_a_turn() -> None:
+    loop = _loop(watch=epoll_watch())
+    server, client = socket.socketpair()
+    reads: list[str] = []
+    server.setblocking(False)
+
+    def read() -> None:
+        with contextlib.suppress(BlockingIOError):
+            reads.append(f"read {server.recv(10)!r}")
+
+    # the socket is a reader too (which alone would cost a turn), as a claim's is
+    loop.add_reader(server.fileno(), read)
+    stop = loop.poll_between_slices(read)
+    try:
+        ran = _turns_work_ran(loop, first=lambda: client.send(b"answer"), also=reads)
+    finally:
+        stop()
+        server.close()
+        client.close()
+    assert ran == ["read b'answer'", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
+    assert loop.turns == 0
+    assert not loop._polls
+
+
+def test_a_check_between_slices_that_fails_is_reported_and_the_slices_go_on() -> None:
+    loop = _loop(watch=None)
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+
+    def broken() -> None:
+        raise RuntimeError("broken check")
+
+    loop.poll_between_slices(broken)
+    assert _turns_work_ran(loop) == [f"turn {i}" for i in range(5)]
+    assert errors and str(errors[0]["exception"]) == "broken check"
 
 
 @linux

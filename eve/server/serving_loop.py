@@ -151,6 +151,23 @@ class ServingLoop(uvloop.Loop):
 
         return stop
 
+    def between_slices(self) -> asyncio.Future[None] | None:
+        """A future done at the loop's next pause between two slices of the turns' work, or
+        None when none runs now (no turns' work waits): a request that must try again
+        (``sessions.claim_now.LoopClaims.claim_soon``) tries once a slice, not at once,
+        and without a turn of uvloop's loop."""
+        if not self._draining:
+            return None
+        paused: asyncio.Future[None] = self.create_future()
+
+        def pause() -> None:
+            stop()
+            if not paused.done():
+                paused.set_result(None)
+
+        stop = self.poll_between_slices(pause)
+        return paused
+
     def stop_slicing(self) -> None:
         """Run every callback as uvloop's own loop does from now on (once those deferred
         until now have run, in order): a worker on PostgreSQL unless told
@@ -185,6 +202,8 @@ class ServingLoop(uvloop.Loop):
                 _run(urgent.popleft())
             if not deferred:
                 self._draining = False
+                if self._polls:  # no pause between slices comes now: what waits for one
+                    self._poll()  # is called (its callbacks go to uvloop's queue)
                 return
             if not first and self._turn_due(now, turn_at):
                 break

@@ -144,7 +144,7 @@ class LoopClaims:
         given). What ``then`` raises is raised (nothing of it committed), as from the claim
         in a thread."""
         gate = self.store.gate
-        if gate is None or self.store.closed or not self._same_thread():
+        if gate is None or not self._may_claim():
             return NOT_NOW
         waits = self.patience if patience is None else patience
         with gate.held_within(waits) as free:
@@ -167,6 +167,8 @@ class LoopClaims:
         (its ``retry`` unless given) while it says ``NOT_NOW``, on a loop that runs requests
         first (another process holds the file for a write or a group of them,
         milliseconds); ``NOT_NOW`` once that is past, or at once on another loop."""
+        if not self._may_claim():  # PostgreSQL's, or a closed store's: no try could be
+            return NOT_NOW
         loop = asyncio.get_running_loop()
         until = time.perf_counter() + (self.retry if within is None else within)
         while True:
@@ -179,6 +181,10 @@ class LoopClaims:
                 return found
             self.retried += 1
             await paused
+
+    def _may_claim(self) -> bool:
+        """Whether a claim here could be made: on SQLite, an open store, its own thread."""
+        return self.store.gate is not None and not self.store.closed and self._same_thread()
 
     def _same_thread(self) -> bool:
         # its connection belongs to the thread that opened it: a call from another (none in

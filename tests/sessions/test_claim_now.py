@@ -221,3 +221,11 @@ def test_a_claim_that_tried_again_for_its_time_goes_to_a_thread(
     assert found is NOT_NOW and claims.on_loop == 0
     assert _next_turn(store) == 0  # nothing was claimed
     claims.close()
+
+
+def test_a_claim_that_cannot_be_made_here_does_not_try_again(store: SessionStore) -> None:
+    claims = LoopClaims(store)
+    claims._thread = -1  # another thread's (as a store on PostgreSQL has no file to wait for)
+    found = _soon_with_turns_work(claims, within=60.0, each_slice=lambda n: None)
+    assert found is NOT_NOW and claims.retried == 0
+    claims.close()

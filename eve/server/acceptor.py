@@ -17,9 +17,9 @@ uvloop is not installed) accepts up to the backlog at once: there uvicorn's serv
 A connection is a request on its way (the benchmark's clients, as many do, send each
 ``POST`` on a connection of its own), so on a loop that runs requests first
 (``serving_loop.py``) its hand-over runs before the turns' work, not behind it, and its
-socket is looked at between two slices from the moment it is accepted: at two workers and
-1,000 sessions a ``POST`` waited p95 about 250 ms between its client's send and the first
-byte the server read, behind the turns' backlog (``docs/sessions.md``, *Back-pressure*).
+socket is looked at between two slices from the moment it is accepted; and the listening
+socket is tried between two slices too, so a connection waits no turn of uvloop's loop to
+be accepted (``docs/sessions.md``, *Back-pressure*).
 """
 
 from __future__ import annotations
@@ -65,8 +65,23 @@ class Acceptor:
         self._handing: set[asyncio.Task[None]] = set()
         self._paused: asyncio.TimerHandle | None = None
         self._closed = False
+        self._stop_polling: Callable[[], None] | None = None
         sock.setblocking(False)  # every worker shares the socket, and each accepts this way
-        loop.add_reader(sock.fileno(), self.accept_ready)
+        self._listen()
+
+    def _listen(self) -> None:
+        self._loop.add_reader(self._sock.fileno(), self.accept_ready)
+        # and between two slices of the turns' work, on a loop that runs requests first:
+        # a connection accepted there waits no turn of uvloop's loop to be accepted
+        poll = getattr(self._loop, "poll_between_slices", None)
+        if poll is not None:
+            self._stop_polling = poll(self.accept_ready)
+
+    def _unlisten(self) -> None:
+        self._loop.remove_reader(self._sock.fileno())
+        if self._stop_polling is not None:
+            self._stop_polling()
+            self._stop_polling = None
 
     def accept_ready(self) -> int:
         """Accept the waiting connections, up to the batch; how many were accepted."""
@@ -116,13 +131,13 @@ class Acceptor:
             answered()
 
     def _pause(self) -> None:
-        self._loop.remove_reader(self._sock.fileno())
+        self._unlisten()
         self._paused = self._loop.call_later(RESOURCE_PAUSE_SECONDS, self._resume)
 
     def _resume(self) -> None:
         self._paused = None
         if not self._closed:
-            self._loop.add_reader(self._sock.fileno(), self.accept_ready)
+            self._listen()
 
     def close(self) -> None:
         """Stop accepting (before the socket is closed); connections already handed stay."""
@@ -132,7 +147,7 @@ class Acceptor:
         if self._paused is not None:
             self._paused.cancel()
         else:
-            self._loop.remove_reader(self._sock.fileno())
+            self._unlisten()
 
 
 def accepts_one_per_turn(loop: asyncio.AbstractEventLoop) -> bool:

@@ -147,3 +147,40 @@ def test_a_connection_accepted_while_the_turns_work_waits_is_made_before_that_wo
     # made before the turns' work after the slice that was running (none here, or one)
     assert ran.index("made") <= 1
     assert [step for step in ran if step != "made"] == [f"turn {i}" for i in range(5)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_slices() -> None:
+    loop = ServingLoop(0.0, watch=epoll_watch(), turn_every=60.0)  # a slice: one callback
+    ran: list[str] = []
+
+    class Counting(Acceptor):
+        def accept_ready(self) -> int:
+            accepted = super().accept_ready()
+            if accepted:
+                ran.append(f"accepted {accepted} after {loop.turns} turns")
+            return accepted
+
+    async def main() -> None:
+        listener = bind(Listen(host="127.0.0.1", port=0))
+        clients: list[socket.socket] = []
+        acceptor = Counting(loop, listener, asyncio.Protocol)
+        try:
+            address = listener.getsockname()[:2]
+            loop.call_soon(lambda: clients.append(socket.create_connection(address)))
+            for i in range(3):
+                loop.call_soon(ran.append, f"turn {i}")
+            done = loop.create_future()
+            loop.call_soon(done.set_result, None)
+            await done
+        finally:
+            acceptor.close()
+            for client in clients:
+                client.close()
+            listener.close()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert ran == ["accepted 1 after 0 turns", "turn 0", "turn 1", "turn 2"]

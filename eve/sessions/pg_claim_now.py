@@ -14,7 +14,10 @@ requests first looks at between its slices). A claim that finds no connection id
 on the loop for the first to come back or be opened (one waiting for the session's row,
 which a turn's transaction holds, can take a while): at 1,000 live sessions, when such a
 claim was left to a thread, a fifth of the claims were, and a POST's p95 was 0.9 s. A
-connection handed to a waiting claim counts as out until that claim's task runs.
+connection handed to a waiting claim counts as out until that claim's task runs, and that
+claim takes the others waiting into its statement (``pg_claim_batches.py``). On a loop that
+runs requests first the answer is read between two slices of the turns' work
+(``ServingLoop.poll_between_slices``), not at a turn of uvloop's loop.
 
 A session's create with its first message is one call too (``pg_create_now.py``), on the
 same connections (``PgLoopClaims.call``).

@@ -36,12 +36,12 @@ def pg_claim_stats(path: str) -> None:
     klass = pg_claim_now.PgLoopClaims
     connection, call = klass._connection, klass._call
 
-    async def waited(self: Any) -> Any:
+    async def waited(self: Any, *args: Any) -> Any:
         if not claims:  # the worker's one (made as it started, before this was loaded)
             claims.append(self)
         at = time.perf_counter()
         try:
-            return await connection(self)
+            return await connection(self, *args)
         finally:
             stats["wait"].append(time.perf_counter() - at)
 

@@ -359,3 +359,9 @@ if _turns_path := __import__("os").environ.get("EVE_BENCH_PG_TURNS"):
     from bench._pg_turn_stats import pg_turn_stats
 
     pg_turn_stats(_turns_path)
+
+
+if _stalls_path := __import__("os").environ.get("EVE_BENCH_STALLS"):
+    from bench._stalls import stall_log
+
+    stall_log(_stalls_path)

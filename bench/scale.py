@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -58,6 +59,8 @@ from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir
 
 NAME = "scale"
 CLIENTS_PER_PROCESS = 400
+#: a directory the clients' own records of each configuration are copied to (a diagnostic)
+KEEP_CLIENTS_ENV = "EVE_BENCH_CLIENTS_KEEP"
 TARGET_CPU_MS = 15.0
 TARGET_RATIO = 0.8
 Backend = Literal["sqlite", "postgres"]
@@ -353,6 +356,9 @@ def _measure(
     logged = log_summary("".join(server.output(tail=2_000_000) for server in servers))
     by_worker = db.turns_by_worker(measure_from, until)
     outcomes = [_client_result(proc, path) for proc, path in clients]
+    if keep := os.environ.get(KEEP_CLIENTS_ENV):
+        for _, path in clients:  # each client's turns as recorded, for a diagnostic
+            shutil.copy(path, Path(keep) / f"{config.name}-{path.name}")
     for server in servers:
         server.stop()  # then the WAL is checkpointed and nothing writes while it is counted
     stored = db.size() - stored_before

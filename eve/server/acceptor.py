@@ -13,6 +13,13 @@ waiting connection, up to ``BATCH``, and hands each to the loop as uvloop's own 
 would (``connect_accepted_socket``, with uvicorn's protocol). asyncio's own loop (where
 uvloop is not installed) accepts up to the backlog at once: there uvicorn's server stays
 (``accepts_one_per_turn``).
+
+A connection is a request on its way (the benchmark's clients, as many do, send each
+``POST`` on a connection of its own), so on a loop that runs requests first
+(``serving_loop.py``) its hand-over runs before the turns' work, not behind it, and its
+socket is looked at between two slices from the moment it is accepted; and the listening
+socket is tried between two slices too, so a connection waits no turn of uvloop's loop to
+be accepted (``docs/sessions.md``, *Back-pressure*).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import errno
 import logging
 import socket
 from collections.abc import Callable
+
+from eve.server.serving import answered, serving_context
 
 #: connections accepted at most per readiness of the listening socket: each costs the loop
 #: tens of microseconds, so a full batch is a few milliseconds of a turn of the loop that,
@@ -56,8 +65,23 @@ class Acceptor:
         self._handing: set[asyncio.Task[None]] = set()
         self._paused: asyncio.TimerHandle | None = None
         self._closed = False
+        self._stop_polling: Callable[[], None] | None = None
         sock.setblocking(False)  # every worker shares the socket, and each accepts this way
-        loop.add_reader(sock.fileno(), self.accept_ready)
+        self._listen()
+
+    def _listen(self) -> None:
+        self._loop.add_reader(self._sock.fileno(), self.accept_ready)
+        # and between two slices of the turns' work, on a loop that runs requests first:
+        # a connection accepted there waits no turn of uvloop's loop to be accepted
+        poll = getattr(self._loop, "poll_between_slices", None)
+        if poll is not None:
+            self._stop_polling = poll(self.accept_ready)
+
+    def _unlisten(self) -> None:
+        self._loop.remove_reader(self._sock.fileno())
+        if self._stop_polling is not None:
+            self._stop_polling()
+            self._stop_polling = None
 
     def accept_ready(self) -> int:
         """Accept the waiting connections, up to the batch; how many were accepted."""
@@ -85,7 +109,13 @@ class Acceptor:
 
     def _hand(self, conn: socket.socket) -> None:
         conn.setblocking(False)
-        task = self._loop.create_task(self._connect(conn))
+        # a connection is a request on its way: handed over before the turns' work (on a
+        # loop that runs requests first), and its bytes looked for between two slices
+        # from now, not once uvloop's loop has made it a transport
+        watch_socket = getattr(self._loop, "watch_socket", None)
+        if watch_socket is not None:
+            watch_socket(conn.fileno())
+        task = self._loop.create_task(self._connect(conn), context=serving_context())
         self._handing.add(task)
         task.add_done_callback(self._handing.discard)
 
@@ -94,15 +124,20 @@ class Acceptor:
             await self._loop.connect_accepted_socket(self._protocol_factory, conn)
         except OSError:
             conn.close()  # reset before the loop took it: nothing to answer
+        finally:
+            # the connection's own callbacks run in this context (uvloop's transport keeps
+            # it): from now they are not a request's, as before; its requests are marked
+            # each in a context of its own (``serving.serving_protocol``)
+            answered()
 
     def _pause(self) -> None:
-        self._loop.remove_reader(self._sock.fileno())
+        self._unlisten()
         self._paused = self._loop.call_later(RESOURCE_PAUSE_SECONDS, self._resume)
 
     def _resume(self) -> None:
         self._paused = None
         if not self._closed:
-            self._loop.add_reader(self._sock.fileno(), self.accept_ready)
+            self._listen()
 
     def close(self) -> None:
         """Stop accepting (before the socket is closed); connections already handed stay."""
@@ -112,7 +147,7 @@ class Acceptor:
         if self._paused is not None:
             self._paused.cancel()
         else:
-            self._loop.remove_reader(self._sock.fileno())
+            self._unlisten()
 
 
 def accepts_one_per_turn(loop: asyncio.AbstractEventLoop) -> bool:

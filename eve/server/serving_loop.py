@@ -89,6 +89,8 @@ class ServingLoop(uvloop.Loop):
         self._urgent: deque[asyncio.Handle] = deque()
         #: a request's calls running in threads, whose results the loop must not hold
         self._requests_in_threads = 0
+        #: checks run between two slices (``poll_between_slices``)
+        self._polls: dict[object, Callable[[], object]] = {}
         #: callbacks deferred, slices run, and turns of uvloop's loop taken between slices
         #: (for tests and the benchmark)
         self.deferred = 0
@@ -134,6 +136,38 @@ class ServingLoop(uvloop.Loop):
             future.add_done_callback(self._request_thread_done)
         return future
 
+    def poll_between_slices(self, check: Callable[[], object]) -> Callable[[], None]:
+        """Call ``check`` between every two slices, with the interpreter's lock held, until
+        the call returned is made. A request waiting for an answer on a socket (a message's
+        claim on PostgreSQL: ``pg_claim_now.py``) reads it there: a turn of uvloop's loop
+        for it would let the lock go and wait to have it back behind the worker's threads
+        (``request_sockets.py``). A check must not block; its error goes to the loop's
+        exception handler."""
+        key = object()
+        self._polls[key] = check
+
+        def stop() -> None:
+            self._polls.pop(key, None)
+
+        return stop
+
+    def between_slices(self) -> asyncio.Future[None] | None:
+        """A future done at the loop's next pause between two slices of the turns' work, or
+        None when none runs now (no turns' work waits): a request that must try again
+        (``sessions.claim_now.LoopClaims.claim_soon``) tries once a slice, not at once,
+        and without a turn of uvloop's loop."""
+        if not self._draining:
+            return None
+        paused: asyncio.Future[None] = self.create_future()
+
+        def pause() -> None:
+            stop()
+            if not paused.done():
+                paused.set_result(None)
+
+        stop = self.poll_between_slices(pause)
+        return paused
+
     def stop_slicing(self) -> None:
         """Run every callback as uvloop's own loop does from now on (once those deferred
         until now have run, in order): a worker on PostgreSQL unless told
@@ -162,10 +196,14 @@ class ServingLoop(uvloop.Loop):
         turn_at = now + self.turn_every
         first = True
         while True:
+            if self._polls:
+                self._poll()
             while urgent:
                 _run(urgent.popleft())
             if not deferred:
                 self._draining = False
+                if self._polls:  # no pause between slices comes now: what waits for one
+                    self._poll()  # is called (its callbacks go to uvloop's queue)
                 return
             if not first and self._turn_due(now, turn_at):
                 break
@@ -179,6 +217,15 @@ class ServingLoop(uvloop.Loop):
                     break
         self.turns += 1
         super().call_soon(self._run_slice)  # after the loop has looked at its sockets
+
+    def _poll(self) -> None:
+        for check in list(self._polls.values()):
+            try:
+                check()
+            except Exception as error:  # as a callback's error is reported
+                self.call_exception_handler(
+                    {"message": "a check between slices failed", "exception": error}
+                )
 
     def _turn_due(self, now: float, turn_at: float) -> bool:
         """Whether the loop must take a turn before the next slice."""

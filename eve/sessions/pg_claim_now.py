@@ -14,7 +14,10 @@ requests first looks at between its slices). A claim that finds no connection id
 on the loop for the first to come back or be opened (one waiting for the session's row,
 which a turn's transaction holds, can take a while): at 1,000 live sessions, when such a
 claim was left to a thread, a fifth of the claims were, and a POST's p95 was 0.9 s. A
-connection handed to a waiting claim counts as out until that claim's task runs.
+connection handed to a waiting claim counts as out until that claim's task runs, and that
+claim takes the others waiting into its statement (``pg_claim_batches.py``). On a loop that
+runs requests first the answer is read between two slices of the turns' work
+(``ServingLoop.poll_between_slices``), not at a turn of uvloop's loop.
 
 A session's create with its first message is one call too (``pg_create_now.py``), on the
 same connections (``PgLoopClaims.call``).
@@ -48,6 +51,7 @@ from eve.errors import DatabaseUnavailable
 from eve.sessions.accepted import Place, new_place
 from eve.sessions.claim_now import NOT_NOW, NotNow
 from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, Replayed, kept_answer, purge_due
+from eve.sessions.pg_claim_batches import MOST, Rode, Rows, Waiting, answers, riders_for, statement
 from eve.sessions.pg_claim_sql import CALL, CALL_PARAMS, install
 from eve.sessions.pg_create_sql import DEFINITION as CREATE_DEFINITION
 from eve.sessions.pg_create_sql import NAME as CREATE_NAME
@@ -129,8 +133,6 @@ ClaimOutcome = Claimed | Ended | KeyAnswered
 #: the last open failed); the connection it waited for dropped; the function raised; libpq would not
 #: send; a key's purge due
 FallBack = Literal["opening", "dropped", "refused", "not_sent", "purge"]
-#: a call's answer: its rows, each value as text (None for NULL)
-Rows = list[list[str | None]]
 
 
 class _NotSent(Exception):
@@ -147,6 +149,7 @@ class PgLoopClaims:
         *,
         hold: float = HOLD_SECONDS,
         connections: int = LOOP_CONNECTIONS,
+        batch: int = MOST,
     ) -> None:
         #: the engine whose URL and driver the connections use (they are not its pool's)
         self.engine = engine
@@ -159,11 +162,15 @@ class PgLoopClaims:
         self.not_now = 0
         #: those left to a thread, by why (``FallBack``)
         self.fell_back: Counter[FallBack] = Counter()
-        #: claims that waited for a connection on the loop
+        #: claims that waited for a connection on the loop, and those of them answered in
+        #: another's statement
         self.waited = 0
+        self.rode = 0
+        #: calls in one statement at most (``pg_claim_batches.MOST``)
+        self.batch = batch
         self._idle: list[psycopg.Connection[Any]] = []
         #: claims waiting for a connection, longest first
-        self._waiters: deque[asyncio.Future[psycopg.Connection[Any] | None]] = deque()
+        self._waiters: deque[Waiting] = deque()
         #: those with a call out
         self._out: set[psycopg.Connection[Any]] = set()
         self._open = 0
@@ -180,32 +187,52 @@ class PgLoopClaims:
     async def call(self, command: bytes, params: list[bytes | None]) -> Rows | NotNow:
         """Run one function of eve's (``command``, committed as it returns) on a connection
         of the loop's: its rows, or ``NOT_NOW`` (nothing committed); ``DatabaseUnavailable``
-        if the connection failed with the call out."""
-        connection = await self._connection()
+        if the connection failed with the call out. A call that waited for a connection may
+        ride in another's statement, or take others into its own (``pg_claim_batches.py``)."""
+        mine = Waiting(command=command, params=params)
+        connection = await self._connection(mine)
         if isinstance(connection, str):
             return self.left(connection)
+        if isinstance(connection, Rode):
+            self.rode += 1
+            return connection.answer
+        calls = [mine, *mine.riders]
+        if mine.riders:
+            command, params = statement(calls)
         self._out.add(connection)
         try:
             rows = await self._call(connection, command, params)
         except QueryRefused:
             self._give_back(connection)  # the connection is idle again: the error was the call's
-            return self.left("refused")
+            return self._settle(calls, "refused")
         except _NotSent:
             self._drop(connection)
-            return self.left("not_sent")
+            return self._settle(calls, "not_sent")
         except QueryLost as lost:
             self._drop(connection)
-            raise DatabaseUnavailable(
-                "the session database failed while a message was claimed; it may have been "
-                "accepted: retry with the same Idempotency-Key to be answered once"
-            ) from lost
+            _fail(mine.riders)
+            raise _unknown() from lost
         except BaseException:
             self._drop(connection)  # cancelled with the call out: its answer is not read
+            _fail(mine.riders)
             raise
         finally:
             self._out.discard(connection)
         self._give_back(connection)
-        return rows
+        if not mine.riders:
+            return rows
+        own, *theirs = answers(rows, len(calls))
+        for rider, found in zip(mine.riders, theirs, strict=True):
+            _settled(rider, Rode(answer=found))
+        return own
+
+    def _settle(self, calls: list[Waiting], reason: FallBack) -> NotNow:
+        """``NOT_NOW`` for each of ``calls`` (the first's returned, the riders' handed):
+        nothing of their statement committed."""
+        for rider in calls[1:]:
+            self.left(reason)
+            _settled(rider, Rode(answer=NOT_NOW))
+        return self.left(reason)
 
     def left(self, reason: FallBack) -> NotNow:
         """``NOT_NOW``, counted: a call left to a thread for ``reason``."""
@@ -213,27 +240,33 @@ class PgLoopClaims:
         self.fell_back[reason] += 1
         return NOT_NOW
 
-    async def _connection(self) -> psycopg.Connection[Any] | FallBack:
+    async def _connection(self, mine: Waiting) -> psycopg.Connection[Any] | FallBack | Rode:
         """An idle connection; with none idle, the first to come back or be opened (on the
-        loop: a claim in a thread waits longer, behind the worker's threads); why not, when
-        none is out (the first being opened), or when the one it waited for was dropped."""
+        loop: a claim in a thread waits longer, behind the worker's threads), with the calls
+        that ride with ``mine`` in its ``riders``, or what ``mine`` got riding in another's
+        statement; why not, when none is out (the first being opened), or when the one it
+        waited for was dropped."""
         connection = self._take()
         if connection is not None:
             return connection
         if not self._out:
             return "opening"  # none to come back: the first is being opened (it may fail)
-        waiter: asyncio.Future[psycopg.Connection[Any] | None]
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        handed: asyncio.Future[psycopg.Connection[Any] | Rode | None]
+        handed = mine.handed = asyncio.get_running_loop().create_future()
+        self._waiters.append(mine)
         self.waited += 1
         try:
-            handed = await waiter
+            got = await handed
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and (handed := waiter.result()):
-                self._out.discard(handed)
-                self._give_back(handed)  # handed over as the request was cancelled
+            if handed.done() and not handed.cancelled():
+                got = handed.result()
+                if isinstance(got, psycopg.Connection):  # handed over as it was cancelled
+                    self._waiters.extendleft(reversed(mine.riders))  # theirs, first in line
+                    mine.riders = []
+                    self._out.discard(got)
+                    self._give_back(got)
             raise
-        return "dropped" if handed is None else handed
+        return "dropped" if got is None else got
 
     def _take(self) -> psycopg.Connection[Any] | None:
         while self._idle:
@@ -282,18 +315,20 @@ class PgLoopClaims:
             self._idle.append(connection)
 
     def _hand_over(self, connection: psycopg.Connection[Any] | None) -> bool:
-        """Give ``connection`` to the claim that waited longest (None: it claims in a
-        thread); False if none waits. Out from now: until that claim's task runs (a loaded
-        loop's next turn, or later) another claim finding none idle waits too; counted
-        neither idle nor out, every connection handed over at once left the next claim to
-        a thread."""
+        """Give ``connection`` to the claim that waited longest, with the calls that ride
+        with it (None: it claims in a thread); False if none waits. Out from now: until that
+        claim's task runs (a loaded loop's next turn, or later) another claim finding none
+        idle waits too; counted neither idle nor out, every connection handed over at once
+        left the next claim to a thread."""
         while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(connection)
-                if connection is not None:
-                    self._out.add(connection)
-                return True
+            waiting = self._waiters.popleft()
+            if waiting.handed is None or waiting.handed.done():
+                continue
+            if connection is not None:
+                waiting.riders = riders_for(waiting, self._waiters, most=self.batch)
+                self._out.add(connection)
+            waiting.handed.set_result(connection)
+            return True
         return False
 
     def _drop(self, connection: psycopg.Connection[Any]) -> None:
@@ -350,11 +385,36 @@ async def _answered_on_loop(libpq: Libpq, conn: int, fd: int) -> None:
             done.set_exception(lost)
 
     loop.add_reader(fd, readable)
+    # a loop that runs requests first reads it between two slices, without a turn
+    poll: Callable[[Callable[[], object]], Callable[[], None]] | None
+    poll = getattr(loop, "poll_between_slices", None)
+    stop_polling = poll(readable) if poll is not None else None
     try:
         readable()  # it may have come in since the hold ended
         await done
     finally:
         loop.remove_reader(fd)
+        if stop_polling is not None:
+            stop_polling()
+
+
+def _unknown() -> DatabaseUnavailable:
+    return DatabaseUnavailable(
+        "the session database failed while a message was claimed; it may have been "
+        "accepted: retry with the same Idempotency-Key to be answered once"
+    )
+
+
+def _settled(rider: Waiting, got: Rode) -> None:
+    if rider.handed is not None and not rider.handed.done():  # not cancelled meanwhile
+        rider.handed.set_result(got)
+
+
+def _fail(riders: list[Waiting]) -> None:
+    """Whether their statement committed is not known: each rider's request is a 503."""
+    for rider in riders:
+        if rider.handed is not None and not rider.handed.done():
+            rider.handed.set_exception(_unknown())
 
 
 def _outcome(rows: Rows) -> ClaimOutcome:

@@ -26,7 +26,8 @@ from eve.auth.principal import PrincipalRef
 from eve.sessions.claim_now import NOT_NOW, NotNow
 from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, purge_due
 from eve.sessions.opening import LEASE_SECONDS
-from eve.sessions.pg_claim_now import KeyAnswered, PgLoopClaims, Rows, encoded
+from eve.sessions.pg_claim_batches import Rows
+from eve.sessions.pg_claim_now import KeyAnswered, PgLoopClaims, encoded
 from eve.sessions.pg_create_sql import CALL, CALL_PARAMS
 
 

@@ -597,7 +597,7 @@ class SessionService:
         (``claim_now.py``), else in a request's thread."""
         since = time.perf_counter()
         patience = patience_on(asyncio.get_running_loop())
-        found = self.loop_claims.claim(session_id, then, patience=patience)
+        found = await self.loop_claims.claim_soon(session_id, then, patience=patience)
         if not isinstance(found, NotNow):
             note_claim("loop", since)
             return found

@@ -7,12 +7,15 @@ import asyncio
 import contextlib
 import resource
 import socket
+import sys
 from collections.abc import Iterator
 
 import pytest
 import uvloop
 
 from eve.server.acceptor import Acceptor, accepts_one_per_turn
+from eve.server.request_sockets import epoll_watch
+from eve.server.serving_loop import ServingLoop
 from eve.server.workers import Listen, bind
 
 
@@ -109,3 +112,75 @@ def test_out_of_descriptors_it_pauses_and_accepts_the_connection_later(
     monkeypatch.setattr("eve.server.acceptor.RESOURCE_PAUSE_SECONDS", 0.05)
     assert uvloop.run(_out_of_descriptors()) == (0, 1)
     assert "cannot accept connections for now" in caplog.text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+def test_a_connection_accepted_while_the_turns_work_waits_is_made_before_that_work() -> None:
+    """On a loop that runs requests first, a connection is a request's: handed over before
+    the turns' work, and its bytes looked for between two slices from then on."""
+    loop = ServingLoop(0.0, watch=epoll_watch(), turn_every=60.0)  # a slice: one callback
+    ran: list[str] = []
+
+    class Made(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            ran.append("made")
+            transport.close()
+
+    async def main() -> None:
+        with _waiting(1) as (listener, [client]):
+            client.send(b"GET")  # the request's bytes wait on the connection
+            acceptor = Acceptor(loop, listener, Made)
+            try:
+                for i in range(5):
+                    loop.call_soon(ran.append, f"turn {i}")
+                assert acceptor.accept_ready() == 1
+                done = loop.create_future()
+                loop.call_soon(done.set_result, None)
+                await done
+            finally:
+                acceptor.close()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    # made before the turns' work after the slice that was running (none here, or one)
+    assert ran.index("made") <= 1
+    assert [step for step in ran if step != "made"] == [f"turn {i}" for i in range(5)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_slices() -> None:
+    loop = ServingLoop(0.0, watch=epoll_watch(), turn_every=60.0)  # a slice: one callback
+    ran: list[str] = []
+
+    class Counting(Acceptor):
+        def accept_ready(self) -> int:
+            accepted = super().accept_ready()
+            if accepted:
+                ran.append(f"accepted {accepted} after {loop.turns} turns")
+            return accepted
+
+    async def main() -> None:
+        listener = bind(Listen(host="127.0.0.1", port=0))
+        clients: list[socket.socket] = []
+        acceptor = Counting(loop, listener, asyncio.Protocol)
+        try:
+            address = listener.getsockname()[:2]
+            loop.call_soon(lambda: clients.append(socket.create_connection(address)))
+            for i in range(3):
+                loop.call_soon(ran.append, f"turn {i}")
+            done = loop.create_future()
+            loop.call_soon(done.set_result, None)
+            await done
+        finally:
+            acceptor.close()
+            for client in clients:
+                client.close()
+            listener.close()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert ran == ["accepted 1 after 0 turns", "turn 0", "turn 1", "turn 2"]

@@ -4,6 +4,7 @@ in order in slices (``eve/server/serving_loop.py``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sys
 import threading
@@ -128,6 +129,75 @@ def test_bytes_waiting_on_a_watched_socket_give_the_loop_a_turn_before_the_next_
     # and the loop took no other turn
     assert ran == ["read b'GET'", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
     assert loop.turns == 1
+
+
+@linux
+def test_an_answer_polled_between_slices_is_read_there_without_a_turn() -> None:
+    loop = _loop(watch=epoll_watch())
+    server, client = socket.socketpair()
+    reads: list[str] = []
+    server.setblocking(False)
+
+    def read() -> None:
+        with contextlib.suppress(BlockingIOError):
+            reads.append(f"read {server.recv(10)!r}")
+
+    # the socket is a reader too (which alone would cost a turn), as a claim's is
+    loop.add_reader(server.fileno(), read)
+    stop = loop.poll_between_slices(read)
+    try:
+        ran = _turns_work_ran(loop, first=lambda: client.send(b"answer"), also=reads)
+    finally:
+        stop()
+        server.close()
+        client.close()
+    assert ran == ["read b'answer'", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
+    assert loop.turns == 0
+    assert not loop._polls
+
+
+@linux
+def test_a_request_waiting_between_slices_runs_once_a_slice_and_last_when_the_work_ends() -> None:
+    loop = _loop(watch=epoll_watch())  # no request's bytes wait: no turn of uvloop's loop
+    tries: list[str] = []
+
+    async def retrying() -> None:
+        # a request trying again once a slice, until no turns' work is left
+        while (paused := loop.between_slices()) is not None:
+            tries.append("try")
+            await paused
+        tries.append("no slices")
+
+    def request() -> None:
+        tasks.append(serving_context().run(loop.create_task, retrying()))
+
+    tasks: list[asyncio.Task[None]] = []
+    ran = _turns_work_ran(loop, first=request, n=3, also=tries)
+    assert ran[:6] == ["try", "turn 0", "try", "turn 1", "try", "turn 2"]
+    # then once a slice of what the test itself left (its own steps), and last at the end
+    assert set(ran[6:-1]) == {"try"} and ran[-1] == "no slices"
+    assert tasks[0].done() and not loop._polls and loop.turns == 0
+
+
+def test_no_pause_between_slices_is_waited_for_when_no_turns_work_waits(loop: Any) -> None:
+    async def main() -> asyncio.Future[None] | None:
+        return loop.between_slices()
+
+    request = serving_context().run(loop.create_task, main())  # no turns' work: none queued
+    assert loop.run_until_complete(request) is None
+
+
+def test_a_check_between_slices_that_fails_is_reported_and_the_slices_go_on() -> None:
+    loop = _loop(watch=None)
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+
+    def broken() -> None:
+        raise RuntimeError("broken check")
+
+    loop.poll_between_slices(broken)
+    assert _turns_work_ran(loop) == [f"turn {i}" for i in range(5)]
+    assert errors and str(errors[0]["exception"]) == "broken check"
 
 
 @linux

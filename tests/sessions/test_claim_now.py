@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Connection
 
-from eve.server.serving_loop import new_serving_loop
+from eve.server.serving import serving_context
+from eve.server.serving_loop import ServingLoop, new_serving_loop
 from eve.sessions.claim_now import NOT_NOW, LoopClaims
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.store import SessionStore
@@ -53,6 +54,20 @@ def held_by_another_thread(gate: SqliteGate) -> Iterator[None]:
         holder.join()
 
 
+@contextlib.contextmanager
+def held_by_another_process(path: Path) -> Iterator[sqlite3.Connection]:
+    """The file at ``path`` held as another worker's write would hold it, until the block
+    ends or the connection yielded rolls back."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield other
+    finally:
+        if other.in_transaction:
+            other.execute("ROLLBACK")
+        other.close()
+
+
 def _turn(c: Connection, turn: int) -> int:
     return turn
 
@@ -86,13 +101,8 @@ def test_a_claim_never_waits_for_a_file_another_process_holds(
     store: SessionStore, tmp_path: Path
 ) -> None:
     claims = LoopClaims(store)
-    other = sqlite3.connect(tmp_path / "eve.sqlite", isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")  # as another worker's write would
-    try:
+    with held_by_another_process(tmp_path / "eve.sqlite"):
         assert claims.claim(SESSION, _turn) is NOT_NOW
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
     assert claims.claim(SESSION, _turn) == 0  # its connection is fine once the file is free
     claims.close()
 
@@ -138,6 +148,7 @@ def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(
         # a thread holds the file: the loop leaves the claim to a request's thread, which
         # waits its turn and answers
         gate = service.store.gate
+        service.loop_claims.retry = 0.0  # it does not try again on the loop (tested below)
         answers: list[object] = []
         with held_by_another_thread(gate):
             sender = threading.Thread(target=lambda: answers.append(server.send(session, "2")))
@@ -159,3 +170,62 @@ def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(
     assert service.loop_claims.not_now == 1
     received = [e["data"]["message"] for e in events if e["type"] == "message.received"]
     assert received == ["1", "2"]
+
+
+def _soon_with_turns_work(
+    claims: LoopClaims, *, within: float, each_slice: Callable[[int], object]
+) -> object:
+    """``claims.claim_soon`` as a request on a loop that runs requests first, while the
+    turns' work runs in slices (``each_slice`` called with each slice's number)."""
+    loop = ServingLoop(0.0, watch=None)  # a slice: one callback
+    found: list[object] = []
+
+    async def request() -> None:
+        found.append(await claims.claim_soon(SESSION, _turn, patience=0.0, within=within))
+
+    async def main() -> None:
+        for n in range(200):
+            loop.call_soon(each_slice, n)
+        task = serving_context().run(loop.create_task, request())
+        await task
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return found[0]
+
+
+def test_a_claim_another_process_holds_the_file_for_tries_again_once_a_slice(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    claims = LoopClaims(store)
+    with held_by_another_process(tmp_path / "eve.sqlite") as other:
+
+        def release_at_the_third(n: int) -> None:
+            if n == 2:
+                other.execute("ROLLBACK")
+
+        found = _soon_with_turns_work(claims, within=60.0, each_slice=release_at_the_third)
+    assert found == 0  # claimed on the loop once the file was free
+    assert claims.on_loop == 1 and claims.retried >= 2
+    claims.close()
+
+
+def test_a_claim_that_tried_again_for_its_time_goes_to_a_thread(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    claims = LoopClaims(store)
+    with held_by_another_process(tmp_path / "eve.sqlite"):
+        found = _soon_with_turns_work(claims, within=0.0, each_slice=lambda n: None)
+    assert found is NOT_NOW and claims.on_loop == 0
+    assert _next_turn(store) == 0  # nothing was claimed
+    claims.close()
+
+
+def test_a_claim_that_cannot_be_made_here_does_not_try_again(store: SessionStore) -> None:
+    claims = LoopClaims(store)
+    claims._thread = -1  # another thread's (as a store on PostgreSQL has no file to wait for)
+    found = _soon_with_turns_work(claims, within=60.0, each_slice=lambda n: None)
+    assert found is NOT_NOW and claims.retried == 0
+    claims.close()

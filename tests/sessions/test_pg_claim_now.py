@@ -23,6 +23,7 @@ from eve.server.serving_loop import new_serving_loop
 from eve.sessions import idempotency
 from eve.sessions.claim_now import NOT_NOW
 from eve.sessions.idempotency import IdempotencyKey, Replayed
+from eve.sessions.pg_claim_batches import Waiting
 from eve.sessions.pg_claim_now import (
     TURN_MARK,
     Claimed,
@@ -33,6 +34,7 @@ from eve.sessions.pg_claim_now import (
     loop_claims_for,
     message_claim,
 )
+from eve.sessions.pg_claim_sql import CALL
 from eve.sessions.pg_libpq import found_libpq, pointer
 from eve.sessions.store import SessionStore
 from eve.sessions.tables import accepted_places, sessions
@@ -71,20 +73,21 @@ async def claims(store: SessionStore) -> AsyncIterator[PgLoopClaims]:
     made.close()
 
 
-def _message(key: IdempotencyKey | None = None, text: str = "hi") -> Any:
-    mark = {"sessionId": SESSION, "turnId": f"turn_{TURN_MARK}", "status": "accepted"}
+def message(key: IdempotencyKey | None = None, text: str = "hi", *, to: str = SESSION) -> Any:
+    """The claim of a message ``to`` a session."""
+    mark = {"sessionId": to, "turnId": f"turn_{TURN_MARK}", "status": "accepted"}
     return message_claim(
-        session_id=SESSION,
+        session_id=to,
         turn_input={"text": text},
         key=key,
         answer=json.dumps(mark),
-        workflow_id=lambda turn: turn_workflow_id(SESSION, turn),
+        workflow_id=lambda turn: turn_workflow_id(to, turn),
     )
 
 
 async def _ready(claims: PgLoopClaims) -> None:
     """The first claim finds no connection (it opens one in a thread): wait for it."""
-    assert await claims.claim(_message()) is NOT_NOW
+    assert await claims.claim(message()) is NOT_NOW
     assert claims._opening is not None
     await claims._opening
 
@@ -110,8 +113,8 @@ async def test_claims_places_in_order_each_in_one_call(
     store: SessionStore, claims: PgLoopClaims
 ) -> None:
     await _ready(claims)
-    assert await claims.claim(_message(text="a")) == Claimed(turn=0, starts=True)
-    assert await claims.claim(_message(text="b")) == Claimed(turn=1, starts=False)
+    assert await claims.claim(message(text="a")) == Claimed(turn=0, starts=True)
+    assert await claims.claim(message(text="b")) == Claimed(turn=1, starts=False)
     assert _rows(store) == [
         (0, "accepted", f"{SESSION}:turn-0", json.dumps({"text": "a"})),
         (1, "accepted", f"{SESSION}:turn-1", json.dumps({"text": "b"})),
@@ -123,10 +126,10 @@ async def test_claims_places_in_order_each_in_one_call(
 async def test_an_ended_session_is_not_claimed(store: SessionStore, claims: PgLoopClaims) -> None:
     await _ready(claims)
     store.end_session(SESSION, "closed")
-    assert await claims.claim(_message()) == Ended()
+    assert await claims.claim(message()) == Ended()
     assert _next_turn(store) == 0
     assert _rows(store) == []
-    assert await claim_message(claims, _message()) is None
+    assert await claim_message(claims, message()) is None
 
 
 async def test_a_key_is_recorded_and_its_repeat_replayed(
@@ -135,31 +138,29 @@ async def test_a_key_is_recorded_and_its_repeat_replayed(
     await _ready(claims)
     # a claim that would purge the expired keys is the thread's (``idempotency.record``)
     monkeypatch.setattr(idempotency, "_last_purge", 0.0)
-    assert await claim_message(claims, _message(KEY)) is NOT_NOW
+    assert await claim_message(claims, message(KEY)) is NOT_NOW
     monkeypatch.setattr(idempotency, "_last_purge", time.time())
-    found = await claim_message(claims, _message(KEY))
+    found = await claim_message(claims, message(KEY))
     assert isinstance(found, tuple) and found[0] == 0 and found[1] is not None
-    repeat = await claims.claim(_message(KEY))
+    repeat = await claims.claim(message(KEY))
     answer = {"sessionId": SESSION, "turnId": "turn_0", "status": "accepted"}
     assert repeat == KeyAnswered(fingerprint=KEY.fingerprint, answer=json.dumps(answer))
     with pytest.raises(Replayed) as replayed:
-        await claim_message(claims, _message(KEY))
+        await claim_message(claims, message(KEY))
     assert replayed.value.answer == answer
     other = IdempotencyKey(scope=KEY.scope, key=KEY.key, fingerprint="0" * 64)
     with pytest.raises(IdempotencyKeyReused):
-        await claim_message(claims, _message(other))
+        await claim_message(claims, message(other))
     assert _next_turn(store) == 1  # nothing was claimed again
 
 
-async def test_an_error_in_the_call_commits_nothing_and_leaves_it_to_a_thread(
-    store: SessionStore, claims: PgLoopClaims
-) -> None:
-    await _ready(claims)
-    with store.engine.begin() as c:  # the place the claim would take is there already
+def place_taken(store: SessionStore, session: str = SESSION) -> None:
+    """The place a claim of ``session`` would take is there already: its call fails."""
+    with store.engine.begin() as c:
         c.execute(
             accepted_places.insert(),
             {
-                "session_id": SESSION,
+                "session_id": session,
                 "turn": 0,
                 "kind": "turn",
                 "state": "done",
@@ -168,13 +169,20 @@ async def test_an_error_in_the_call_commits_nothing_and_leaves_it_to_a_thread(
                 "accepted_at": 0.0,
             },
         )
-    assert await claims.claim(_message()) is NOT_NOW
+
+
+async def test_an_error_in_the_call_commits_nothing_and_leaves_it_to_a_thread(
+    store: SessionStore, claims: PgLoopClaims
+) -> None:
+    await _ready(claims)
+    place_taken(store)
+    assert await claims.claim(message()) is NOT_NOW
     assert claims.fell_back == {"opening": 1, "refused": 1}
     assert _next_turn(store) == 0
     with store.engine.begin() as c:
         c.execute(accepted_places.delete())
     # the same connection claims the next one
-    assert await claims.claim(_message()) == Claimed(turn=0, starts=True)
+    assert await claims.claim(message()) == Claimed(turn=0, starts=True)
     assert claims._open == 1
 
 
@@ -182,17 +190,17 @@ async def test_a_connection_the_server_closed_is_replaced(
     store: SessionStore, claims: PgLoopClaims
 ) -> None:
     await _ready(claims)
-    assert isinstance(await claims.claim(_message()), Claimed)
+    assert isinstance(await claims.claim(message()), Claimed)
     _terminate_loop_backends(store)
     [connection] = claims._idle
     deadline = time.monotonic() + 30
     # the server's goodbye reaches the socket (a loaded machine may take a while)
     while claims.libpq.usable(pointer(connection)) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
-    assert await claims.claim(_message()) is NOT_NOW  # found closed before anything was sent
+    assert await claims.claim(message()) is NOT_NOW  # found closed before anything was sent
     assert claims.fell_back == {"opening": 2}  # dropped as it was taken, another opened
     await _ready(claims)
-    assert await claims.claim(_message()) == Claimed(turn=1, starts=False)
+    assert await claims.claim(message()) == Claimed(turn=1, starts=False)
 
 
 @contextlib.asynccontextmanager
@@ -203,8 +211,8 @@ async def _claim_out(
     the hold: the claim's task, and the call that lets the row go."""
     await _ready(claims)
     claims.hold = 0.0
-    with _session_locked(store) as release:
-        claim = asyncio.create_task(claims.claim(_message()))
+    with session_locked(store) as release:
+        claim = asyncio.create_task(claims.claim(message()))
         await asyncio.sleep(0.1)
         assert not claim.done()  # waiting for the row, the loop free meanwhile
         yield claim, release
@@ -212,7 +220,7 @@ async def _claim_out(
 
 async def _another_claim(claims: PgLoopClaims) -> asyncio.Task[Any]:
     """A second claim while the first is out, given the time to find no connection idle."""
-    claim = asyncio.create_task(claims.claim(_message()))
+    claim = asyncio.create_task(claims.claim(message()))
     await asyncio.sleep(0.05)
     return claim
 
@@ -240,7 +248,7 @@ async def test_a_call_the_server_ended_is_left_to_a_thread(
         _terminate_loop_backends(store)  # it answers with an error: nothing committed
         assert await claim is NOT_NOW
     assert _next_turn(store) == 0
-    assert await claims.claim(_message()) is NOT_NOW  # the closed connection is dropped
+    assert await claims.claim(message()) is NOT_NOW  # the closed connection is dropped
     assert claims._open <= 1
 
 
@@ -273,11 +281,11 @@ def _terminate_loop_backends(store: SessionStore) -> None:
 
 
 @contextlib.contextmanager
-def _session_locked(store: SessionStore) -> Iterator[Any]:
-    """The session's row locked by another connection until the returned call (or the end)."""
+def session_locked(store: SessionStore, session: str = SESSION) -> Iterator[Any]:
+    """``session``'s row locked by another connection until the returned call (or the end)."""
     cargs, cparams = store.engine.dialect.create_connect_args(store.engine.url)
     locker = psycopg.connect(*cargs, **cparams)
-    locker.execute("SELECT 1 FROM eve_sessions WHERE id = %s FOR UPDATE", (SESSION,))
+    locker.execute("SELECT 1 FROM eve_sessions WHERE id = %s FOR UPDATE", (session,))
     try:
         yield locker.commit
     finally:
@@ -293,15 +301,15 @@ async def test_a_connection_that_cannot_be_opened_is_tried_again_a_second_later(
     assert libpq is not None
     nowhere = sa.create_engine(store.engine.url.set(database="eve_no_such_database"))
     claims = PgLoopClaims(nowhere, libpq)
-    assert await claims.claim(_message()) is NOT_NOW
+    assert await claims.claim(message()) is NOT_NOW
     first = claims._opening
     assert first is not None
     await first
     assert claims._open == 0
-    assert await claims.claim(_message()) is NOT_NOW
+    assert await claims.claim(message()) is NOT_NOW
     assert claims._opening is first  # not tried again at once
     claims._retry_at = 0.0
-    assert await claims.claim(_message()) is NOT_NOW
+    assert await claims.claim(message()) is NOT_NOW
     assert claims._opening is not first
     await claims._opening
     nowhere.dispose()
@@ -386,7 +394,7 @@ async def test_a_claim_while_every_connection_is_handed_over_waits_too(
         done = hand_over(connection)
         if done and connection is not None:
             # the claim it went to has not run yet: a claim now finds none idle or out
-            probe = claims._connection()
+            probe = claims._connection(Waiting(command=CALL, params=[b"ses_other"]))
             try:
                 waiting = probe.send(None)
             except StopIteration as left:

@@ -50,15 +50,34 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
 
 
+@pytest.fixture(scope="session")
+def session_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new app's SQLite session files with eve's schema and DBOS's, made once per process
+    (``tests/session_files.py``): what ``make_app`` copies into each app."""
+    # imported here: pytest-xdist's controller, which runs no test, would pay for the
+    # session modules' imports (0.35 s of CPU) at the top of this file
+    from tests.session_files import make_session_files
+
+    return make_session_files(tmp_path_factory.mktemp("session-files"))
+
+
 @pytest.fixture
-def make_app(tmp_path: Path) -> AppFactory:
-    """``make_app({"agent/tools/x.py": "..."}, minimal=True)`` → a fresh app root."""
+def make_app(tmp_path: Path, session_files: Path) -> AppFactory:
+    """``make_app({"agent/tools/x.py": "..."}, minimal=True)`` → a fresh app root, holding
+    the session files of an app started before (``tests/session_files.py``);
+    ``new_database=True``: none, as a new app has before its first start."""
+    from tests.session_files import copy_session_files  # as in session_files
+
     counter = iter(range(1000))
 
-    def build(files: dict[str, str] | None = None, *, minimal: bool = True) -> Path:
+    def build(
+        files: dict[str, str] | None = None, *, minimal: bool = True, new_database: bool = False
+    ) -> Path:
         root = tmp_path / f"app{next(counter)}"
         root.mkdir()
         write_files(root, {**(MINIMAL if minimal else {}), **(files or {})})
+        if not new_database:
+            copy_session_files(session_files, root)
         return root
 
     return build

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from tests.forkserver import SOCKET_ENV, ForkServer, returncode
+from tests.forkserver import SOCKET_ENV, ForkServer, fixed_at_start, returncode
 
 #: the program that asks the fork server for a ``python -m`` of another process's choosing
 LAUNCHER = Path(__file__).with_name("fork_launch.py")
@@ -156,6 +156,15 @@ def module_command(module: str, env: Mapping[str, str]) -> tuple[list[str], dict
     # -S: the launcher needs only the standard library, not site's start
     launch = [sys.executable, "-S", str(LAUNCHER), module]
     return launch, {**environment, SOCKET_ENV: str(server.path)}
+
+
+def stdio_server_command(module: str, *, path: Path) -> tuple[list[str], dict[str, str]]:
+    """``module_command`` for a server that eve starts over stdio (an agent's MCP connection
+    declares its command and environment): the environment is all the server gets besides
+    a few basics (the MCP SDK's), so it names ``path`` as ``PYTHONPATH`` and carries this
+    process's variables that a fork cannot honour, as the fork server has them; a fork and
+    a fresh interpreter then start alike."""
+    return module_command(module, {**fixed_at_start(os.environ), "PYTHONPATH": str(path)})
 
 
 def _is_eve(argv: list[str]) -> bool:

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,8 +80,13 @@ MESSAGE_BYTES = 1 << 20
 SOCKET_ENV = "EVE_TEST_FORK_SOCKET"
 
 
-def _fixed(env: dict[str, str]) -> dict[str, str]:
+def _fixed(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(FIXED_AT_START) and k not in _HONOURED}
+
+
+def fixed_at_start(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``env`` a fork cannot honour (``FIXED_AT_START``)."""
+    return _fixed(env)
 
 
 # --- the test's side ------------------------------------------------------------------

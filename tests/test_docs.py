@@ -41,6 +41,7 @@ from eve.compiler import compile_agent
 from eve.runtime import load_compiled_agent
 from tests import forked
 from tests.conftest import AppFactory
+from tests.session_files import copy_session_files
 from tests.sessions.threaded import ThreadedServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -95,15 +96,17 @@ def server_blocks(page: Path) -> list[Block]:
 
 
 @contextmanager
-def example_server(tmp: Path) -> Iterator[str]:
+def example_server(tmp: Path, session_files: Path) -> Iterator[str]:
     """What ``eve serve --model offline/test`` serves, for a copy of the example agent (its
-    own session database), on a free loopback port; yields the server's root URL. It runs
-    in a thread of this process: nothing here needs the server to die."""
+    own session database, from ``session_files``: ``tests/session_files.py``), on a free
+    loopback port; yields the server's root URL. It runs in a thread of this process:
+    nothing here needs the server to die."""
     root = tmp / "example"
     shutil.copytree(REPO_ROOT / "agent", root / "agent")
     shutil.copytree(
         REPO_ROOT / ".eve", root / ".eve", ignore=shutil.ignore_patterns("sessions", "*.sqlite*")
     )
+    copy_session_files(session_files, root)
     # its channels too (agent/channels/), as eve serve mounts them
     channels = asyncio.run(channel_declarations(load_compiled_agent(root)))
     server = ThreadedServer(root, model="offline/test", channels=channels)
@@ -150,13 +153,16 @@ def test_the_core_pages_exist_and_the_index_links_them() -> None:
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=name_of)
-def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_python_examples_run(
+    page: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, session_files: Path
+) -> None:
     monkeypatch.chdir(REPO_ROOT)
     monkeypatch.delenv("EVE_APP_ROOT", raising=False)
     namespace: dict[str, Any] = {"__name__": f"docs_{page.stem}"}
     with contextlib.ExitStack() as stack:
         if any(b.lang == "python" for b in server_blocks(page)):  # sh ones get their own
-            monkeypatch.setenv("EVE_URL", stack.enter_context(example_server(tmp_path)))
+            served = example_server(tmp_path, session_files)
+            monkeypatch.setenv("EVE_URL", stack.enter_context(served))
         for block in runnable(page):
             code = compile(block.body, f"docs/{name_of(page)}:{block.line}", "exec")
             exec(code, namespace)
@@ -167,9 +173,11 @@ def test_python_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_pa
     [p for p in PAGES if any(b.lang == "sh" for b in server_blocks(p))],
     ids=name_of,
 )
-def test_shell_examples_run_against_a_server(page: Path, tmp_path: Path) -> None:
+def test_shell_examples_run_against_a_server(
+    page: Path, tmp_path: Path, session_files: Path
+) -> None:
     script = "".join(b.body for b in server_blocks(page) if b.lang == "sh")
-    with example_server(tmp_path) as url:
+    with example_server(tmp_path, session_files) as url:
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
             cwd=tmp_path,

@@ -79,7 +79,10 @@ def test_a_scripted_turn_runs_the_stub_not_the_tool(make_app: AppFactory) -> Non
 def test_turns_continue_one_conversation_in_a_copy_of_its_own(
     make_app: AppFactory, temporary_copies: Path
 ) -> None:
-    root = make_app({**SHOP, "workspace/seed.txt": "the app's", "servers/units.py": "# a server"})
+    root = make_app(
+        {**SHOP, "workspace/seed.txt": "the app's", "servers/units.py": "# a server"},
+        new_database=True,  # an app never run: the test shows it stays so
+    )
     call = Reply(calls=[ToolUse("note", {"text": "hi"})])
     with agent_for_test(root, model=[call, Reply("1"), call, Reply("2")]) as agent:
         copy = agent.app_root
@@ -176,7 +179,8 @@ def test_memory_is_the_copys_own_whatever_the_environment_names(
                 from eve.memory import define_memory
                 default = define_memory(scope="agent", description="facts about the shop")
             """
-        }
+        },
+        new_database=True,  # an app never run: the test shows it stays so
     )
     save = ToolUse("eve__memory_save", {"text": "the shop opens at 9"})
     search = ToolUse("eve__memory_search", {"query": "opens"})

@@ -86,13 +86,15 @@ def scripted_app(
     responses: list[dict[str, Any]],
     tools: tuple[str, ...] = (),
     limits: dict[str, Any] | None = None,
+    *,
+    new_database: bool = False,
 ) -> Path:
     files = {
         "agent/agent.py": SCRIPTED_AGENT.replace("{limits}", repr(limits or {"max_turns": 5})),
         "agent/instructions.md": "Follow the script.\n",
         **{f"agent/tools/{name}.py": TOOLS[name] for name in tools},
     }
-    root = make_app(files, minimal=False)
+    root = make_app(files, minimal=False, new_database=new_database)
     script(root, responses)
     return root
 

@@ -242,7 +242,8 @@ HELD = [call("hold"), say("held"), say("the fork's own")]
 def test_a_busy_source_is_refused_and_the_route_and_clients_fork(
     make_app: AppFactory, database: str, request: pytest.FixtureRequest
 ) -> None:
-    root = scripted_app(make_app, HELD, tools=("hold",))
+    # on PostgreSQL the app has no SQLite files (tests/session_files.py), nor makes any
+    root = scripted_app(make_app, HELD, tools=("hold",), new_database=database == "postgresql")
     env = (
         {}
         if database == "sqlite"

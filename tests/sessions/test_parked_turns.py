@@ -57,7 +57,10 @@ def test_a_thousand_parked_sessions_do_not_delay_a_new_one(
     # start (eve kicks its own pickup, which bypasses that poll): polled every 0.2 s, not
     # every 10 s (a safety net in eve), the test no longer waits most of those 10 s
     monkeypatch.setattr(turn_queue, "POLLING_INTERVAL_SECONDS", 0.2)
-    root = scripted_app(make_app, [call("ship", item="anvil"), say("shipped")], tools=("ship",))
+    # a new app: its first start declares the queue's row with that poll (tests/session_files.py)
+    root = scripted_app(
+        make_app, [call("ship", item="anvil"), say("shipped")], tools=("ship",), new_database=True
+    )
     server = InProcessServer(root, concurrency=10).start()
     try:
         for n in range(PARKED):

@@ -104,7 +104,7 @@ def test_a_start_on_a_current_schema_sends_no_schema_statement(
     make_app: AppFactory, database: str, request: pytest.FixtureRequest
 ) -> None:
     env = database_env(database, request)
-    root = scripted_app(make_app, [say("one"), say("two")])
+    root = scripted_app(make_app, [say("one"), say("two")], new_database=True)
     first = schema_of_a_start(root, env)
     # the counter sees the schema made: the upgrade's statements, DBOS's migrations
     assert any(s.startswith("CREATE TABLE eve_sessions") for s in first), first

@@ -35,7 +35,8 @@ CHANNEL = ChannelDeclaration(
 def scripted(root: Path, responses: list[dict[str, Any]], *, tools: tuple[str, ...] = ()) -> Path:
     """The scripted agent of ``tests.sessions.apps`` at ``root``, compiled."""
 
-    def written(files: dict[str, str], *, minimal: bool) -> Path:
+    def written(files: dict[str, str], *, minimal: bool, new_database: bool) -> Path:
+        # root is the caller's own: a new app, whatever is asked (tests/session_files.py)
         root.mkdir()
         write_files(root, files)
         return root

@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from eve.authoring.connections import MCPConnection
 from eve.compiler.connections import connection_entry
@@ -33,20 +32,18 @@ def forked_command(*args: str) -> tuple[list[str], dict[str, str]]:
     started anew, its imports (the MCP SDK) are most of a second of CPU a start.
 
     The process started (``tests/fork_launch.py``) is not the server: the server is a child
-    of the fork server, in neither the started process's group nor its command line's
-    name, so a test that finds the server either way, or kills it, uses ``STDIO_COMMAND``."""
+    of the fork server, outside the started process's group, and its command line is the
+    fork server's (it carries none of ``args``); a test that finds the server by its group
+    or its command line, or kills it and waits for its group to end, uses ``STDIO_COMMAND``."""
     command, env = forked.stdio_server_command("tests.connections.mcp_test_server", path=REPO)
     return [*command, *args], env
 
 
-def forked_stdio(name: str = "calc", **keywords: Any) -> ConnectionEntry:
-    """The entry of a connection to the test server over stdio, forked (``forked_command``);
-    ``keywords`` go to ``define_mcp_connection``."""
+def forked_stdio() -> ConnectionEntry:
+    """The entry of a connection ``calc`` to the test server over stdio, forked
+    (``forked_command``)."""
     command, env = forked_command()
-    return entry(
-        define_mcp_connection(description="Test tools.", command=command, env=env, **keywords),
-        name,
-    )
+    return entry(define_mcp_connection(description="Test tools.", command=command, env=env))
 
 
 def forked_stdio_source() -> str:

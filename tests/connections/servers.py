@@ -13,12 +13,43 @@ from pathlib import Path
 
 from eve.authoring.connections import MCPConnection
 from eve.compiler.connections import connection_entry
+from eve.connections import define_mcp_connection
 from eve.manifest import ConnectionEntry
+from tests import forked
 from tests.ports import free_port
 
 SERVER = Path(__file__).with_name("mcp_test_server.py")
-#: a stdio server's command, as an agent's connection would give it
+#: a stdio server's command, as an agent's connection would give it: a fresh interpreter,
+#: the process the client starts, found by its process group or its command line
 STDIO_COMMAND = [sys.executable, str(SERVER)]
+#: the repository's root, on a forked server's path: it runs as ``tests.connections.…``
+REPO = Path(__file__).parents[2]
+
+
+def forked_command(*args: str) -> tuple[list[str], dict[str, str]]:
+    """The test server's command and environment (``args`` after the module's name), the
+    server forked from the test process's fork server (``forked.stdio_server_command``):
+    started anew, its imports (the MCP SDK) are most of a second of CPU a start.
+
+    The process started (``tests/fork_launch.py``) is not the server: the server is a child
+    of the fork server, outside the started process's group, and its command line is the
+    fork server's (it carries none of ``args``); a test that finds the server by its group
+    or its command line, or kills it and waits for its group to end, uses ``STDIO_COMMAND``."""
+    command, env = forked.stdio_server_command("tests.connections.mcp_test_server", path=REPO)
+    return [*command, *args], env
+
+
+def forked_stdio() -> ConnectionEntry:
+    """The entry of a connection ``calc`` to the test server over stdio, forked
+    (``forked_command``)."""
+    command, env = forked_command()
+    return entry(define_mcp_connection(description="Test tools.", command=command, env=env))
+
+
+def forked_stdio_source() -> str:
+    """``command=…, env=…`` for an agent's ``define_mcp_connection`` (``forked_command``)."""
+    command, env = forked_command()
+    return f"command={command!r}, env={env!r}"
 
 
 def entry(definition: MCPConnection, name: str = "calc") -> ConnectionEntry:
@@ -37,8 +68,12 @@ def http_server(port: int | None = None, *flags: str) -> Iterator[str]:
     """A Streamable HTTP server on loopback (on ``port``, or a free one); its URL while the
     block runs. ``flags`` go to the server (``without-add``)."""
     port = port or free_port()
+    # forked (``forked_command``): a test sees the server by its port, and ends it with
+    # SIGTERM, which the started process passes on
+    command, env = forked_command("http", str(port), *flags)
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port), *flags],
+        command,
+        env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

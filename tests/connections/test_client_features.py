@@ -12,16 +12,19 @@ import pytest
 import pytest_asyncio
 
 from eve import __version__
-from eve.connections import define_mcp_connection
 from eve.connections.pool import ConnectionPool
 from eve.connections.resources import call_resources, listed_resources_tool
 from eve.errors import MCPToolFailed
+from eve.manifest import ConnectionEntry
 from eve.messages import TextPart
-from tests.connections.servers import STDIO_COMMAND, entry
+from tests.connections.servers import forked_stdio
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-STDIO = entry(define_mcp_connection(description="Test tools.", command=STDIO_COMMAND))
+
+@pytest.fixture(scope="module")
+def stdio() -> ConnectionEntry:
+    return forked_stdio()
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -32,23 +35,25 @@ async def pool() -> AsyncIterator[ConnectionPool]:
 
 
 async def test_the_server_is_told_eves_name_and_the_workspace_as_roots(
-    pool: ConnectionPool, tmp_path: Path
+    pool: ConnectionPool, stdio: ConnectionEntry, tmp_path: Path
 ) -> None:
-    answer = await pool.call(STDIO, "roots_and_client", {}, roots=[tmp_path])
+    answer = await pool.call(stdio, "roots_and_client", {}, roots=[tmp_path])
     assert answer.text == f"eve {__version__} {tmp_path.resolve().as_uri()}"
     # roots follow the calls: a server asking again is told the current workspace
     other = tmp_path / "other"
-    answer = await pool.call(STDIO, "roots_and_client", {}, roots=[other])
+    answer = await pool.call(stdio, "roots_and_client", {}, roots=[other])
     assert answer.text.endswith(other.resolve().as_uri())
 
 
-async def test_progress_notifications_reach_the_calls_report(pool: ConnectionPool) -> None:
+async def test_progress_notifications_reach_the_calls_report(
+    pool: ConnectionPool, stdio: ConnectionEntry
+) -> None:
     seen: list[Any] = []
 
     async def report(value: Any) -> None:
         seen.append(value)
 
-    answer = await pool.call(STDIO, "steps", {"count": 2}, report=report)
+    answer = await pool.call(stdio, "steps", {"count": 2}, report=report)
     assert answer.text == "2 steps"
     assert seen == [
         {"progress": 1, "total": 2, "message": "step 1"},
@@ -58,8 +63,9 @@ async def test_progress_notifications_reach_the_calls_report(pool: ConnectionPoo
 
 async def test_resources_keep_their_uri_media_type_and_annotations(
     pool: ConnectionPool,
+    stdio: ConnectionEntry,
 ) -> None:
-    answer = await pool.call(STDIO, "notes", {})
+    answer = await pool.call(stdio, "notes", {})
     assert answer.parts == [
         TextPart(text="[annotations: audience: user; priority: 0.2]\nfor you"),
         TextPart(
@@ -73,16 +79,20 @@ async def test_resources_keep_their_uri_media_type_and_annotations(
     ]
 
 
-async def test_a_tool_that_requires_task_execution_is_left_out(pool: ConnectionPool) -> None:
-    names = {tool.name for tool in await pool.list_tools(STDIO)}
+async def test_a_tool_that_requires_task_execution_is_left_out(
+    pool: ConnectionPool, stdio: ConnectionEntry
+) -> None:
+    names = {tool.name for tool in await pool.list_tools(stdio)}
     assert "as_task" not in names
     assert {"steps", "notes", "roots_and_client"} <= names
 
 
-async def test_resources_are_one_built_in_that_lists_and_reads(pool: ConnectionPool) -> None:
-    listed = await listed_resources_tool(pool, STDIO, None, taken=set())
+async def test_resources_are_one_built_in_that_lists_and_reads(
+    pool: ConnectionPool, stdio: ConnectionEntry
+) -> None:
+    listed = await listed_resources_tool(pool, stdio, None, taken=set())
     assert listed is not None and (listed.name, listed.kind) == ("calc__resources", "resources")
-    listing = await call_resources(pool, STDIO, None, {})
+    listing = await call_resources(pool, stdio, None, {})
     assert json.loads(listing.text) == {
         "resources": [
             {
@@ -93,18 +103,19 @@ async def test_resources_are_one_built_in_that_lists_and_reads(pool: ConnectionP
             }
         ]
     }
-    read = await call_resources(pool, STDIO, None, {"uri": "file:///notes/readme.txt"})
+    read = await call_resources(pool, stdio, None, {"uri": "file:///notes/readme.txt"})
     assert read.text == "[resource file:///notes/readme.txt (text/plain)]\nread me first"
     with pytest.raises(MCPToolFailed, match=r"resources: .*file:///nowhere"):
-        await call_resources(pool, STDIO, None, {"uri": "file:///nowhere"})
+        await call_resources(pool, stdio, None, {"uri": "file:///nowhere"})
     # a server tool of the same name keeps it: the built-in is left out
-    assert await listed_resources_tool(pool, STDIO, None, taken={"resources"}) is None
+    assert await listed_resources_tool(pool, stdio, None, taken={"resources"}) is None
 
 
 async def test_a_server_asking_with_no_turn_to_answer_is_refused_not_answered(
     pool: ConnectionPool,
+    stdio: ConnectionEntry,
 ) -> None:
     # a call made outside a turn (no ``asks``): nobody could answer, so nothing is made up
-    answer = await pool.call(STDIO, "ask_person", {})
+    answer = await pool.call(stdio, "ask_person", {})
     assert answer.text.startswith("refused: "), answer.text
     assert "no tool call of a turn is running on the connection" in answer.text

@@ -9,15 +9,15 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from eve.cli import main
-from tests.connections.servers import STDIO_COMMAND, free_port
+from tests.connections.servers import forked_stdio_source, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
-CALC = f"""
+CALC = """
 from eve.connections import define_mcp_connection
 
 default = define_mcp_connection(
-    description="Arithmetic.", command={STDIO_COMMAND!r}, tools=["add", "process_id"]
+    description="Arithmetic.", {server}, tools=["add", "process_id"]
 )
 """
 DOWN = f"""
@@ -44,7 +44,7 @@ def test_info_lists_and_connections_list_connects(tmp_path: Path) -> None:
     agent = tmp_path / "agent"
     (agent / "connections").mkdir(parents=True)
     (agent / "instructions.md").write_text("Help.\n")
-    (agent / "connections" / "calc.py").write_text(CALC)
+    (agent / "connections" / "calc.py").write_text(CALC.format(server=forked_stdio_source()))
     (agent / "connections" / "down.py").write_text(DOWN)
     runner = CliRunner()
     root = ["--app-root", str(tmp_path)]

@@ -11,7 +11,7 @@ from eve.execution.tool_output import STORE_CHARS
 from eve.messages import ToolResultMessage
 from eve.runtime import load_compiled_agent
 from tests.connections.compiled_turn import compiled_turn
-from tests.connections.servers import STDIO_COMMAND
+from tests.connections.servers import forked_stdio_source
 from tests.execution.helpers import calls, text
 
 AGENT = """
@@ -19,12 +19,12 @@ from eve import define_agent
 
 default = define_agent(limits={"max_tool_output_chars": 1_000})
 """
-CONNECTION = f"""
+CONNECTION = """
 from eve.connections import define_mcp_connection
 
 default = define_mcp_connection(
     description="The test server's big text.",
-    command={STDIO_COMMAND!r},
+    {server},
     tools=["big"],
     expose="tools",
 )
@@ -36,7 +36,7 @@ async def test_a_big_mcp_result_is_capped_for_the_model_and_the_store(tmp_path: 
     (agent / "connections").mkdir(parents=True)
     (agent / "instructions.md").write_text("You read logs.\n")
     (agent / "agent.py").write_text(AGENT)
-    (agent / "connections" / "logs.py").write_text(CONNECTION)
+    (agent / "connections" / "logs.py").write_text(CONNECTION.format(server=forked_stdio_source()))
     compile_to_disk(tmp_path, use_cache=False)
     loaded = load_compiled_agent(tmp_path)
     assert loaded.manifest.nodes["__root__"].config.limits.max_tool_output_chars == 1_000

@@ -20,30 +20,30 @@ from eve.models.events import ModelEvent
 from eve.models.function import FunctionModel
 from eve.runtime import ResolvedAgent, load_compiled_agent, resolve_agent
 from tests.connections.mcp_test_server import PDF, PIXEL
-from tests.connections.servers import STDIO_COMMAND, free_port
+from tests.connections.servers import forked_stdio_source, free_port
 from tests.execution.helpers import Script, calls, text
 from tests.execution.test_checkpoints import JsonRecorder
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-CALC = f"""
+CALC = """
 from eve.connections import define_mcp_connection
 from eve.tools.approval import always
 
 default = define_mcp_connection(
     description="Arithmetic on a test server.",
-    command={STDIO_COMMAND!r},
+    {server},
     tools=["add", "fail", "hang", "chart", "steps", "resources"],
     approval={{"fail": always()}},
     call_timeout_seconds=0.5,
 )
 """
-DIRECT = f"""
+DIRECT = """
 from eve.connections import define_mcp_connection
 
 default = define_mcp_connection(
     description="The same server, its add offered directly.",
-    command={STDIO_COMMAND!r},
+    {server},
     tools=["add"],
     expose="tools",
 )
@@ -65,8 +65,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     agent = root / "agent"
     (agent / "connections").mkdir(parents=True)
     (agent / "instructions.md").write_text("You calculate.\n")
-    (agent / "connections" / "calc.py").write_text(CALC)
-    (agent / "connections" / "direct.py").write_text(DIRECT)
+    server = forked_stdio_source()
+    (agent / "connections" / "calc.py").write_text(CALC.format(server=server))
+    (agent / "connections" / "direct.py").write_text(DIRECT.format(server=server))
     (agent / "connections" / "down.py").write_text(DOWN.format(port=free_port()))
     compile_to_disk(root, use_cache=False)
     return root

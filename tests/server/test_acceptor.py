@@ -184,3 +184,58 @@ def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_
     finally:
         loop.close()
     assert ran == ["accepted 1 after 0 turns", "turn 0", "turn 1", "turn 2"]
+
+
+class _CountedListener(socket.socket):
+    """A listening socket that counts the accepts tried on it."""
+
+    tries = 0
+
+    def accept(self) -> tuple[socket.socket, object]:
+        self.tries += 1
+        return super().accept()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+def test_between_slices_an_accept_is_tried_only_when_a_connection_waits() -> None:
+    """A failed accept on the idle socket costs several microseconds and the loop pauses
+    between slices thousands of times a second: the pauses look at the socket first."""
+    loop = ServingLoop(0.0, watch=epoll_watch(), turn_every=60.0)  # a slice: one callback
+    ran: list[str] = []
+    listener = _CountedListener()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    class Counting(Acceptor):
+        def accept_ready(self) -> int:
+            accepted = super().accept_ready()
+            ran.append(f"accepted {accepted} after {loop.turns} turns")
+            return accepted
+
+    async def main() -> None:
+        clients: list[socket.socket] = []
+        acceptor = Counting(loop, listener, asyncio.Protocol)
+        try:
+            address = listener.getsockname()[:2]
+            for i in range(50):
+                loop.call_soon(ran.append, f"turn {i}")
+                if i == 25:
+                    loop.call_soon(lambda: clients.append(socket.create_connection(address)))
+            done = loop.create_future()
+            loop.call_soon(done.set_result, None)
+            await done
+        finally:
+            acceptor.close()
+            for client in clients:
+                client.close()
+            listener.close()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert loop.slices >= 50  # as many pauses between slices, each one a look
+    # one accept for the connection, one that found none left: none in the other pauses
+    assert listener.tries == 2
+    assert ran[ran.index("turn 25") + 1 :][:2] == ["accepted 1 after 0 turns", "turn 26"]
+    assert ran.count("accepted 1 after 0 turns") == 1 and len(ran) == 51

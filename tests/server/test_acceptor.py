@@ -149,10 +149,24 @@ def test_a_connection_accepted_while_the_turns_work_waits_is_made_before_that_wo
     assert [step for step in ran if step != "made"] == [f"turn {i}" for i in range(5)]
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
-def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_slices() -> None:
+class _CountedListener(socket.socket):
+    """A listening socket that counts the accepts tried on it."""
+
+    tries = 0
+
+    def accept(self) -> tuple[socket.socket, object]:
+        self.tries += 1
+        return super().accept()
+
+
+def _between_slices(*, turns: int, connect_at: int) -> tuple[list[str], ServingLoop, int]:
+    """What ran (each a slice of its own), the loop, and the accepts tried, when a client
+    connects before turn ``connect_at`` of the turns' work."""
     loop = ServingLoop(0.0, watch=epoll_watch(), turn_every=60.0)  # a slice: one callback
     ran: list[str] = []
+    listener = _CountedListener()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
 
     class Counting(Acceptor):
         def accept_ready(self) -> int:
@@ -162,13 +176,13 @@ def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_
             return accepted
 
     async def main() -> None:
-        listener = bind(Listen(host="127.0.0.1", port=0))
         clients: list[socket.socket] = []
         acceptor = Counting(loop, listener, asyncio.Protocol)
         try:
             address = listener.getsockname()[:2]
-            loop.call_soon(lambda: clients.append(socket.create_connection(address)))
-            for i in range(3):
+            for i in range(turns):
+                if i == connect_at:
+                    loop.call_soon(lambda: clients.append(socket.create_connection(address)))
                 loop.call_soon(ran.append, f"turn {i}")
             done = loop.create_future()
             loop.call_soon(done.set_result, None)
@@ -183,4 +197,22 @@ def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_
         loop.run_until_complete(main())
     finally:
         loop.close()
+    return ran, loop, listener.tries
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+def test_a_connection_waiting_while_the_turns_work_runs_is_accepted_between_two_slices() -> None:
+    ran, _loop, _tries = _between_slices(turns=3, connect_at=0)
     assert ran == ["accepted 1 after 0 turns", "turn 0", "turn 1", "turn 2"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="epoll is Linux's")
+def test_between_slices_an_accept_is_tried_only_when_a_connection_waits() -> None:
+    """A failed accept on the idle socket costs several microseconds and the loop pauses
+    between slices thousands of times a second: the pauses look at the socket first."""
+    ran, loop, tries = _between_slices(turns=50, connect_at=26)
+    assert loop.slices >= 51  # as many pauses between slices, each one a look
+    # one accept for the connection, one that found none left: none in the other pauses
+    assert tries == 2
+    assert ran[ran.index("turn 25") + 1 : ran.index("turn 26")] == ["accepted 1 after 0 turns"]
+    assert len(ran) == 51

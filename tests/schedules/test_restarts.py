@@ -9,7 +9,9 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from dbos import DBOS
 
+from eve.schedules.tick import dbos_name
 from tests.conftest import AppFactory
 from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
 from tests.sessions.inprocess import InProcessServer
@@ -27,6 +29,12 @@ def _ticks_between(
     return [r["tick"] for r in runs if inside(datetime.fromisoformat(r["tick"]))]
 
 
+def _last_fired(name: str) -> str | None:
+    """When DBOS last fired the schedule ``name`` (the running server's DBOS)."""
+    record = DBOS.get_schedule(dbos_name(name))
+    return None if record is None else record["last_fired_at"]
+
+
 @pytest.mark.parametrize(("catch_up", "missed_runs"), [("true", 1), ("false", 0)])
 def test_ticks_missed_while_down_run_once_or_are_skipped(
     make_app: AppFactory, catch_up: str, missed_runs: int, caplog: pytest.LogCaptureFixture
@@ -34,7 +42,10 @@ def test_ticks_missed_while_down_run_once_or_are_skipped(
     root = make_app({"agent/schedules/ticker.md": md_schedule(catch_up=catch_up)})
     server = InProcessServer(app_root=root).start()
     try:
-        wait_until(lambda: scheduled_sessions(server))  # it fired: DBOS knows its last tick
+        # it fired, and DBOS knows its last tick: DBOS's scheduler records the tick after
+        # enqueueing it, so a session can start before the record, and a stop between the two
+        # left nothing to catch up from (a flake seen twice under load)
+        wait_until(lambda: scheduled_sessions(server) and _last_fired("ticker"))
     finally:
         server.stop()
     stopped = datetime.now(UTC)

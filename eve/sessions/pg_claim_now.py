@@ -91,10 +91,7 @@ class MessageClaim:
             "answer_before": self.answer_before,
             "answer_after": self.answer_after,
             "now": repr(self.now),
-            "scope": None if key is None else key.scope,
-            "key": None if key is None else key.key,
-            "fingerprint": None if key is None else key.fingerprint,
-            "ttl": repr(TTL_SECONDS),
+            **key_params(key),
             "owner_kind": None if owner is None else owner.kind,
             "owner_id": None if owner is None else owner.id,
         }
@@ -457,6 +454,17 @@ def message_claim(
         now=time.time(),
         owner=owner,
     )
+
+
+def key_params(key: IdempotencyKey | None) -> dict[str, str | None]:
+    """An ``Idempotency-Key``'s parameters of the loop's calls (claim and create alike):
+    where it applies, the key, what was asked, and how long its answer is kept."""
+    return {
+        "scope": None if key is None else key.scope,
+        "key": None if key is None else key.key,
+        "fingerprint": None if key is None else key.fingerprint,
+        "ttl": repr(TTL_SECONDS),
+    }
 
 
 def encoded(values: Mapping[str, str | None], order: tuple[str, ...]) -> list[bytes | None]:

@@ -24,10 +24,10 @@ from typing import Any, assert_never
 
 from eve.auth.principal import PrincipalRef
 from eve.sessions.claim_now import NOT_NOW, NotNow
-from eve.sessions.idempotency import TTL_SECONDS, IdempotencyKey, purge_due
+from eve.sessions.idempotency import IdempotencyKey, purge_due
 from eve.sessions.opening import LEASE_SECONDS
 from eve.sessions.pg_claim_batches import Rows
-from eve.sessions.pg_claim_now import KeyAnswered, PgLoopClaims, encoded
+from eve.sessions.pg_claim_now import KeyAnswered, PgLoopClaims, encoded, key_params
 from eve.sessions.pg_create_sql import CALL, CALL_PARAMS
 
 
@@ -58,10 +58,7 @@ class SessionCreate:
             "input": json.dumps(self.input),
             "workflow_id": self.workflow_id,
             "now": repr(self.now),
-            "scope": None if key is None else key.scope,
-            "key": None if key is None else key.key,
-            "fingerprint": None if key is None else key.fingerprint,
-            "ttl": repr(TTL_SECONDS),
+            **key_params(key),
             "answer": self.answer,
         }
         return encoded(values, CALL_PARAMS)

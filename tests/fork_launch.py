@@ -26,9 +26,15 @@ def main(argv: list[str]) -> int:
     server = env.pop(SOCKET_ENV)
     path = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
     request = {"module": module, "args": args, "cwd": os.getcwd(), "env": env, "path": path}
+    # held until the child's pid is known and the handlers forward to it: the child may
+    # run (and its starter signal this program) before ``request_fork`` returns, and a
+    # signal then would end this program by its default action, the child left running
+    forwarded = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
     pid, status = request_fork(server, request, (0, 1, 2))
-    for number in (signal.SIGTERM, signal.SIGINT):
+    for number in forwarded:
         signal.signal(number, lambda sent, _: os.kill(pid, sent))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
     code = returncode(status)
     return code if code >= 0 else 128 - code
 

@@ -109,8 +109,14 @@ class Combiner:
             else:
                 write.done.wait()
                 write.done.clear()
-        if write.error is not None:
-            raise write.error
+        error, write.error = write.error, None
+        if error is not None:
+            try:
+                raise error
+            finally:
+                # the traceback holds this frame: with ``error`` in it, and in ``write``, a
+                # cycle, freed only by a full collection
+                del error
         if write.alone:
             return alone()
         value: T = write.value

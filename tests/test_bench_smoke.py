@@ -163,3 +163,11 @@ def test_the_service_start_bench_starts_on_the_database_it_made(tmp_path: Path) 
     compile_to_disk(root)
     walls, cpus, stops = asyncio.run(service_start._starts(root, 1))
     assert len(walls) == len(cpus) == len(stops) == 1
+
+
+def test_the_event_redaction_bench_measures_both_ways() -> None:
+    from bench import event_redaction
+
+    found = event_redaction.measure(1)
+    assert set(found) == set(event_redaction.SIZES)
+    assert all(each > 0 and together > 0 for each, together in found.values())

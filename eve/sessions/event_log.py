@@ -21,7 +21,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve._redact import redact
+from eve._redact import redact_all
 from eve.events import EventMeta, SessionEvent
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.db_retry import waits_out
@@ -206,7 +206,7 @@ class SessionWriter:
                 self.next_index = await asyncio.to_thread(
                     self.store.next_event_index, self.session_id
                 )
-            rows = [self._row(item, self.next_index + i) for i, item in enumerate(batch)]
+            rows = self._rows_of(batch, self.next_index)
             try:
                 results = await asyncio.to_thread(
                     self.store.append_events, self.session_id, self.next_index, rows, also
@@ -233,16 +233,24 @@ class SessionWriter:
         found = await asyncio.to_thread(self.store.event_id_at, self.session_id, index)
         return found == first.event.meta.id
 
-    def _row(self, item: Pending, index: int) -> EventRow:
-        meta = EventMeta(id=item.event.meta.id, at=item.event.meta.at, index=index)
-        event = msgspec.structs.replace(item.event, meta=meta)
-        return EventRow(
-            workflow_id=item.workflow_id,
-            body_seq=item.body_seq,
-            step_key=item.step_key,
-            attempt=item.attempt,
-            payload=redact(_encoder.encode(event).decode()),
-        )
+    def _rows_of(self, batch: list[Pending], first: int) -> list[EventRow]:
+        """``batch`` as rows from index ``first`` on, their payloads redacted together."""
+        payloads = redact_all([_encoded(item, first + i) for i, item in enumerate(batch)])
+        return [
+            EventRow(
+                workflow_id=item.workflow_id,
+                body_seq=item.body_seq,
+                step_key=item.step_key,
+                attempt=item.attempt,
+                payload=payload,
+            )
+            for item, payload in zip(batch, payloads, strict=True)
+        ]
+
+
+def _encoded(item: Pending, index: int) -> str:
+    meta = EventMeta(id=item.event.meta.id, at=item.event.meta.at, index=index)
+    return _encoder.encode(msgspec.structs.replace(item.event, meta=meta)).decode()
 
 
 class EventLog:

@@ -84,7 +84,7 @@ async def test_a_lost_commit_answer_is_not_written_twice(store: SessionStore) ->
     made: list[SessionEvent] = await step_events(2)
     writer = EventLog(store).writer("ses_x")
     # the first batch's commit landed, and its answer was lost: the rows are there already
-    landed = [writer._row(Pending(event=event), index) for index, event in enumerate(made)]
+    landed = writer._rows_of([Pending(event=event) for event in made], 0)
     store.append_events("ses_x", 0, landed)
     writer.next_index = 0
     for event in made:

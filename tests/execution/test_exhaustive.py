@@ -9,6 +9,7 @@ copies (``--shadow-file``) that each add a variant, and mypy must report an unha
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -102,9 +103,14 @@ def test_an_added_variant_nothing_handles_fails_mypy(tmp_path: Path) -> None:
     cache = seeded_cache("exhaustive")
     checked = [f"eve/execution/{name}.py" for name in ("driver", "transitions", "step_calls")]
     checked.append("eve/sessions/mailbox.py")  # the one receive loop over a workflow's mail
+    # without PYTHONPATH: mypy searches it as it does the site-packages, and a module found
+    # there is an installed one whose errors it keeps quiet, so with the repository's root
+    # on it (a checkout run in place) the unhandled variants of tool_calls.py went unreported
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     ran = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args, *checked],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         check=False,

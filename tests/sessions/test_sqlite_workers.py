@@ -25,7 +25,7 @@ import httpx
 
 from tests.conftest import AppFactory, write_files
 from tests.sessions.apps import call, say, scripted_app
-from tests.sessions.harness import Event, Server, assert_dense, count, types
+from tests.sessions.harness import Event, Server, assert_dense, count, loopback_tls, types
 from tests.sessions.test_approvals import approval_app, request_of
 from tests.sessions.test_crash_recovery import assert_finished_once, crash_app
 from tests.sessions.test_postgres import (
@@ -148,7 +148,8 @@ def test_two_workers_share_sessions_in_order_and_follow_each_others_turns(
 
     def client(stack: ExitStack) -> tuple[httpx.Client, httpx.Response]:
         # kept alive: its requests go to the worker that accepted its connection
-        http = stack.enter_context(httpx.Client(headers=server.headers(), timeout=30))
+        client = httpx.Client(headers=server.headers(), timeout=30, verify=loopback_tls())
+        http = stack.enter_context(client)
         return http, http.get(server.url + "/health")
 
     def follower(session: str) -> Callable[[ExitStack], tuple[Follower, httpx.Response]]:

@@ -28,11 +28,14 @@ from eve.schedules.resolved import ResolvedSchedule, resolve_schedules
 from eve.schedules.status import ScheduleStatus, entry_named, read_status, read_statuses
 from eve.schedules.tick import (
     DBOS_PREFIX,
+    SCHEDULE_WORKFLOW,
     ScheduleRuntime,
     dbos_name,
     delivery_retry_seconds,
     install,
+    is_manual_run,
     schedule_tick,
+    tick_of,
 )
 from eve.sessions import SessionService
 
@@ -100,16 +103,41 @@ class Scheduler:
                 for entry in self.entries
             ]
         )
+        launched_at = self.service.engine.launched_at
         for entry in self.entries:
             if entry.catch_up:
-                await self.catch_up(entry, before.get(dbos_name(entry.name)), down_until)
+                await self.catch_up(
+                    entry, before.get(dbos_name(entry.name)), down_until, launched_at=launched_at
+                )
 
-    async def catch_up(self, entry: ScheduleEntry, record: Any, down_until: datetime) -> None:
-        """Enqueue the latest tick missed since the schedule last fired, once."""
+    async def catch_up(
+        self,
+        entry: ScheduleEntry,
+        record: Any,
+        down_until: datetime,
+        *,
+        launched_at: datetime | None = None,
+    ) -> None:
+        """Enqueue the latest tick missed since the schedule last fired, once.
+
+        DBOS's scheduler fires the schedules it has on record from its launch
+        (``launched_at``), before this reads them: on a slow start the record's last tick
+        can be one fired since, and the ticks missed while down would look caught up. So
+        the last tick is the newest one run before the launch, and the tick caught up the
+        newest missed before it; only if none was is it one of the start's own (one that
+        DBOS fired already runs once: the same workflow id)."""
         if record is None or record.get("status") == "PAUSED" or not record["last_fired_at"]:
             return  # never fired: nothing was missed yet
-        since = datetime.fromisoformat(record["last_fired_at"])
-        tick = latest_missed(entry.cron, entry.timezone, since, down_until)
+        since: datetime | None = datetime.fromisoformat(record["last_fired_at"])
+        if launched_at is not None and since is not None and since >= launched_at:
+            since = await _fired_before(entry.name, launched_at)
+            if since is None:
+                return  # no run of it before the launch is known
+        assert since is not None
+        tick = None
+        if launched_at is not None and launched_at < down_until:
+            tick = latest_missed(entry.cron, entry.timezone, since, launched_at)
+        tick = tick or latest_missed(entry.cron, entry.timezone, since, down_until)
         if tick is None:
             return
         # DBOS's backfill takes (start, end) exclusive of start: the window holds this one tick
@@ -152,6 +180,33 @@ class Scheduler:
 
     def stop(self) -> None:
         install(None)
+
+
+#: runs of a schedule looked at for its last tick before a launch (the newest first; a few
+#: asked for now may be among them)
+_RUNS_LOOKED_AT = 10
+
+
+async def _fired_before(name: str, launched_at: datetime) -> datetime | None:
+    """The newest tick of schedule ``name`` that a run made before ``launched_at`` was for
+    (runs asked for now, ``trigger_schedule``'s, are not ticks)."""
+    runs = await DBOS.list_workflows_async(
+        name=SCHEDULE_WORKFLOW,
+        schedule_name=dbos_name(name),
+        end_time=launched_at.isoformat(),
+        sort_desc=True,
+        limit=_RUNS_LOOKED_AT,
+        load_input=True,
+        load_output=False,
+    )
+    ticks = [
+        tick
+        for run in runs
+        if not is_manual_run(run.workflow_id, name)
+        and isinstance(tick := tick_of(run.input), datetime)
+        and tick < launched_at
+    ]
+    return max(ticks, default=None)
 
 
 async def start_scheduler(app_root: Path, service: SessionService) -> Scheduler:

@@ -18,7 +18,7 @@ from eve.errors import ScheduleNotFound
 from eve.manifest import ChannelDelivery, ScheduleEntry, WebhookDelivery
 from eve.runtime.info import ScheduleInfo, schedule_info
 from eve.schedules.cron import next_fires
-from eve.schedules.tick import SCHEDULE_WORKFLOW, dbos_name
+from eve.schedules.tick import SCHEDULE_WORKFLOW, dbos_name, is_manual_run, tick_of
 from eve.sessions.dbos_data import EveSerializer
 from eve.sessions.engine import dbos_config
 from eve.sessions.settings import SessionSettings
@@ -106,9 +106,8 @@ def entry_named(entries: list[ScheduleEntry], name: str) -> ScheduleEntry:
 
 
 def _last_run(name: str, workflow: Any) -> LastRun:
-    args = (workflow.input or {}).get("args") or ()
-    tick = args[0] if args else None
-    manual = workflow.workflow_id.startswith(f"sched-{dbos_name(name)}-trigger-")
+    tick = tick_of(workflow.input)
+    manual = is_manual_run(workflow.workflow_id, name)
     output = workflow.output if isinstance(workflow.output, str) else None
     return LastRun(
         tick=tick.isoformat() if isinstance(tick, datetime) else "",

@@ -84,6 +84,19 @@ def dbos_name(name: str) -> str:
     return DBOS_PREFIX + name
 
 
+def is_manual_run(workflow_id: str, name: str) -> bool:
+    """Whether ``workflow_id`` is a run of schedule ``name`` asked for now rather than a
+    tick: DBOS names one (``trigger_schedule``) sched-<schedule>-trigger-<time>."""
+    return workflow_id.startswith(f"sched-{dbos_name(name)}-trigger-")
+
+
+def tick_of(inputs: Any) -> Any:
+    """The tick a run of a schedule was for, from its workflow's inputs: the first argument
+    of ``schedule_tick`` (None if there is none)."""
+    args = inputs.get("args") if isinstance(inputs, dict) else None
+    return args[0] if args else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Opened:
     """The turn a tick started."""
@@ -248,8 +261,7 @@ def _current() -> ScheduleRuntime:
 async def schedule_tick(scheduled_at: datetime, context: Any) -> str | None:
     """The workflow DBOS's scheduler enqueues; ``context`` is ``{"name": <schedule>}``."""
     name = str(context["name"])
-    # DBOS names a run asked for now (trigger_schedule) sched-<schedule>-trigger-<time>
-    manual = (DBOS.workflow_id or "").startswith(f"sched-{dbos_name(name)}-trigger-")
+    manual = is_manual_run(DBOS.workflow_id or "", name)
     return await _current().run_tick(name, scheduled_at, manual=manual)
 
 

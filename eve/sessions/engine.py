@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any, assert_never
 
 import dbos._workflow_commands as dbos_jobs
@@ -171,6 +172,9 @@ class DurableEngine:
         #: starts of places begun outside a request (``start_soon``), awaited at stop
         self._starting: set[asyncio.Task[None]] = set()
         self._stopping = False
+        #: when DBOS last launched here: its scheduler fires the schedules it has on record
+        #: from then on, so a schedule's ticks missed while down end there (``scheduler.py``)
+        self.launched_at: datetime | None = None
 
     async def start(self) -> None:
         self._stopping = False
@@ -199,6 +203,7 @@ class DurableEngine:
         # launched on this loop's thread, DBOS runs dequeued workflows on this loop rather
         # than on a background loop of its own: cancellation and the event log's wakeups
         # then stay on one loop
+        self.launched_at = datetime.now(UTC)
         DBOS.launch()
         without_pings(_get_dbos_instance())
         lane_requests()

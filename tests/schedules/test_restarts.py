@@ -3,6 +3,7 @@ was down are run once (``catch_up: true``) or skipped."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -11,6 +12,7 @@ from datetime import UTC, datetime
 import pytest
 from dbos import DBOS
 
+from eve.schedules.scheduler import Scheduler
 from eve.schedules.tick import dbos_name
 from tests.conftest import AppFactory
 from tests.schedules.apps import md_schedule, scheduled_sessions, wait_until
@@ -35,9 +37,36 @@ def _last_fired(name: str) -> str | None:
     return None if record is None else record["last_fired_at"]
 
 
-@pytest.mark.parametrize(("catch_up", "missed_runs"), [("true", 1), ("false", 0)])
+def _started_late(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler starts only once DBOS's scheduler, launched before it, has fired a tick
+    live (and recorded it): a slow start, made certain."""
+    start = Scheduler.start
+
+    async def late(self: Scheduler) -> None:
+        launched_at = self.service.engine.launched_at
+        assert launched_at is not None
+        while True:
+            fired = _last_fired("ticker")
+            if fired is not None and datetime.fromisoformat(fired) > launched_at:
+                break
+            await asyncio.sleep(0.05)
+        await start(self)
+
+    monkeypatch.setattr(Scheduler, "start", late)
+
+
+@pytest.mark.parametrize(
+    ("catch_up", "missed_runs", "late"),
+    [("true", 1, False), ("false", 0, False), ("true", 1, True)],
+    ids=["caught-up", "skipped", "caught-up-after-a-live-tick"],
+)
 def test_ticks_missed_while_down_run_once_or_are_skipped(
-    make_app: AppFactory, catch_up: str, missed_runs: int, caplog: pytest.LogCaptureFixture
+    make_app: AppFactory,
+    catch_up: str,
+    missed_runs: int,
+    late: bool,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = make_app({"agent/schedules/ticker.md": md_schedule(catch_up=catch_up)})
     server = InProcessServer(app_root=root).start()
@@ -53,6 +82,10 @@ def test_ticks_missed_while_down_run_once_or_are_skipped(
     time.sleep(2.5)
     restarted = datetime.now(UTC)
     caplog.set_level(logging.INFO, logger="eve.schedules")
+    if late:
+        # DBOS fires the schedules it has on record from its launch: a tick fired live
+        # before the scheduler read the record must not hide the ticks missed while down
+        _started_late(monkeypatch)
     server = InProcessServer(app_root=root).start()
     try:
         # the missed ticks end where the restarted server began to fire them itself, which a

@@ -3,8 +3,9 @@
 Each turn the clients recorded has its key (``_sleep_latency.py``), so its model time is
 known without asking the server: a turn's overhead is its time less its own model time, and
 the mean step the window's turns drew says whether the run's limit, N / (steps * mean), held.
-The POSTs sent and the turns ended each second of the window (and the busiest 100 ms) show
-whether the sessions ran in phase: a few seconds with hundreds, then seconds with none.
+The POSTs sent each second of the window, and how even they were over 100 ms bins, show
+whether the sessions ran in phase: a few hundred ms with hundreds, then seconds with none. (A
+client sends its next message as its turn ends: the turns ended each second count the same.)
 """
 
 from __future__ import annotations
@@ -34,23 +35,21 @@ def drawn_step_mean(posted: list[dict[str, Any]], spec: SleepSpec) -> float | No
 
 
 def arrivals(turns: list[dict[str, Any]], window: tuple[float, float]) -> dict[str, Any]:
-    """POSTs sent and turns ended in each second of the window, how even each count was
-    (its coefficient of variation: about 1/sqrt(rate) for arrivals at random, above 1 for
-    waves), and the POSTs in the window's busiest 100 ms."""
+    """POSTs sent in each second of the window; how even they were, each second and each
+    100 ms (the counts' coefficient of variation: about 1/sqrt(count) for arrivals at
+    random, above 1 for waves); the POSTs of the busiest 100 ms and the 100 ms with none."""
     since, until = window
     sent = [t["sent"] for t in turns if since <= t["sent"] < until]
-    ended = [t["ended"] for t in turns if "ended" in t and since <= t["ended"] < until]
     seconds = max(1, math.floor(until - since))
-    posts, ends = _by_bin(sent, since, 1.0, seconds), _by_bin(ended, since, 1.0, seconds)
+    posts = _by_bin(sent, since, 1.0, seconds)
     fine = _by_bin(sent, since, _FINE_SECONDS, round(seconds / _FINE_SECONDS))
     return {
         "posts_by_second": posts,
-        "ends_by_second": ends,
         "posts_per_s_max": max(posts),
         "posts_per_s_cv": _cv(posts),
-        "ends_per_s_max": max(ends),
-        "ends_per_s_cv": _cv(ends),
+        "posts_per_100ms_cv": _cv(fine),
         "posts_busiest_100ms": max(fine),
+        "posts_none_100ms": fine.count(0),
     }
 
 
@@ -70,8 +69,9 @@ def line(row: dict[str, Any]) -> str:
     model = f"model {row['model']}" + (
         f", mean step drawn {drawn} s by the window's turns" if drawn is not None else ""
     )
+    fine = round(len(row["posts_by_second"]) / _FINE_SECONDS)
     return (
-        f"{model}; a second of the window: POSTs at most {row['posts_per_s_max']} (CV "
-        f"{row['posts_per_s_cv']}; the busiest 100 ms {row['posts_busiest_100ms']}), turns "
-        f"ended at most {row['ends_per_s_max']} (CV {row['ends_per_s_cv']})"
+        f"{model}; POSTs a second of the window at most {row['posts_per_s_max']} (CV "
+        f"{row['posts_per_s_cv']}), a 100 ms CV {row['posts_per_100ms_cv']}, the busiest "
+        f"{row['posts_busiest_100ms']}, and {row['posts_none_100ms']} of {fine} with none"
     )

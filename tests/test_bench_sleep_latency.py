@@ -130,9 +130,10 @@ def test_the_report_tells_waves_from_an_even_load() -> None:
     in_waves = _scale_waves.arrivals(waves, window)
     evenly = _scale_waves.arrivals(even, window)
     assert in_waves["posts_per_s_max"] == 1000 and in_waves["posts_busiest_100ms"] == 1000
-    assert in_waves["posts_per_s_cv"] > 2
+    assert in_waves["posts_per_s_cv"] > 2 and in_waves["posts_per_100ms_cv"] > 5
+    assert in_waves["posts_none_100ms"] == 295 and evenly["posts_none_100ms"] == 0
     assert evenly["posts_per_s_cv"] < 0.01 and evenly["posts_busiest_100ms"] in (16, 17, 18)
-    assert sum(evenly["posts_by_second"]) == 5000 and evenly["ends_per_s_cv"] is None
+    assert evenly["posts_per_100ms_cv"] < 0.1 and sum(evenly["posts_by_second"]) == 5000
 
 
 def test_the_drawn_mean_and_overheads_come_from_each_turns_key() -> None:

@@ -2,9 +2,12 @@
 
 Each client owns one session: it follows the session's stream for the whole run, and sends a
 message, waits until the stream says the turn ended (``session.waiting``), and sends the next
-one at once. The process creates its sessions, prints ``ready``, reads the schedule (wall
-clock times: start, measure from, measure until) as one JSON line on stdin, runs, and writes
-every finished turn (when it was sent, how long the POST and the whole turn took) as JSON.
+one at once. A message's text is ``go <key>``, the key naming the client and its turn: the
+model draws the turn's latency from it (``_sleep_latency.py``), and the report reads each
+turn's model time from the key each turn records. The process creates its sessions, prints
+``ready``, reads the schedule (wall clock times: start, measure from, measure until) as one
+JSON line on stdin, runs, and writes every finished turn (when it was sent, how long the POST
+and the whole turn took, its key) as JSON.
 
 The clients speak HTTP/1.1 themselves, on asyncio's streams (``_http.py``): a general client
 (httpx) spent 4 to 5 ms of CPU a turn, mostly splitting and decoding the stream's lines, so
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench._http import Connection, HttpFailed, Origin, stream_lines
+from bench._sleep_latency import MESSAGE_PREFIX
 
 #: the session is idle again: the turn's checkpoint is saved and its events are written
 TURN_END = b'"type":"session.waiting"'
@@ -48,7 +52,6 @@ TURN_FAILED = b'"type":"turn.failed"'
 LATE_SECONDS = 15.0
 #: how long a POST may take before the client gives up on it (and sends again)
 POST_TIMEOUT_SECONDS = 120.0
-GO = json.dumps({"message": "go"}).encode()
 #: how often the lag probe wakes: its oversleep is the loop's lag
 LAG_TICK_SECONDS = 0.02
 
@@ -157,6 +160,7 @@ async def _run_client(
     *,
     start: float,
     until: float,
+    name: str,
     first_every: int = 0,
 ) -> None:
     await asyncio.sleep(max(0.0, start - time.time()))
@@ -166,18 +170,23 @@ async def _run_client(
         while time.time() < until:
             first = first_every > 0 and sent_turns > 0 and sent_turns % first_every == 0
             path = f"{client.origin.prefix}/session" if first else client.path
+            # the turn's key: the model's latency for it is drawn from it (``_sleep_latency``)
+            key = f"{name}.{sent_turns}"
+            message = json.dumps({"message": MESSAGE_PREFIX + key}).encode()
             sent = time.time()
             began = time.perf_counter()
             try:
                 async with asyncio.timeout(POST_TIMEOUT_SECONDS):
-                    exchange = client.connection.exchange("POST", path, GO)
+                    exchange = client.connection.exchange("POST", path, message)
                     status, headers, body = await exchange
             except (HttpFailed, OSError, asyncio.IncompleteReadError, TimeoutError):
                 await asyncio.sleep(0.5)
                 continue
             posted = time.perf_counter()
             # recorded now: a turn still running at the end still had its POST answered
-            turn: dict[str, Any] = {"sent": sent, "post_s": posted - began, "status": status}
+            turn: dict[str, Any] = {
+                "sent": sent, "post_s": posted - began, "status": status, "key": key
+            }  # fmt: skip
             turn |= server_timing(headers) | ({"first": True} if first else {})
             turns.append(turn)
             if status != 202:
@@ -230,7 +239,12 @@ async def _main(
     runs = [
         # starts spread over one ramp, so the clients do not all move in step
         _run_client(
-            c, turns, start=start + ramp * i / max(1, count), until=until, first_every=first_every
+            c,
+            turns,
+            start=start + ramp * i / max(1, count),
+            until=until,
+            name=f"{offset}.{i}",
+            first_every=first_every,
         )
         for i, c in enumerate(clients)
     ]

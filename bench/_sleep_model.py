@@ -1,9 +1,11 @@
 """The scale benchmark's model, installed as an ``eve.plugins`` entry point in the server.
 
-``benchsleep/<seconds>x<steps>`` (``benchsleep/2x3``) takes ``seconds`` per response, as a
+``benchsleep/<seconds>x<steps>`` (``benchsleep/2.0x3``) takes ``seconds`` per response, as a
 remote model's latency would, and makes a turn of ``steps`` steps: each response before the
 last asks for one call of the agent's ``noop`` tool, the last one answers. It costs the
-server nothing while it waits, so what the server spends on a turn is eve's own.
+server nothing while it waits, so what the server spends on a turn is eve's own. With a
+spread (``benchsleep/2.0x3~0.25``) each response's latency is drawn around that mean
+(``_sleep_latency.py``), keyed by the turn's message and the step.
 
 The scale benchmark writes a dist-info naming this module into a directory on the server's
 ``PYTHONPATH`` (``bench/scale.py``), which is how ``pip install`` would provide it.
@@ -13,56 +15,51 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench._sleep_latency import PREFIX, SleepSpec, parse, turn_key
 from eve.hooks import hookimpl
 from eve.messages import AssistantMessage, UserMessage
 from eve.models.base import ModelClient, ModelFactory, ModelRequest
 from eve.models.events import ModelEvent
 from eve.models.offline import respond
 
-PREFIX = "benchsleep"
 TOOL = "noop"
 FINAL_TEXT = "done"
 
 
-def model_id(seconds: float, steps: int) -> str:
-    """The id the benchmark's agent names: ``benchsleep/2.0x3``."""
-    return f"{PREFIX}/{seconds}x{steps}"
-
-
 @dataclass(frozen=True, kw_only=True)
 class SleepModel:
-    seconds: float
-    steps: int
+    spec: SleepSpec
+    # formatted once: the loop reads it for each of a response's events
+    model_id: str = field(init=False)
 
-    @property
-    def model_id(self) -> str:
-        return model_id(self.seconds, self.steps)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model_id", self.spec.model_id)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        await asyncio.sleep(self.seconds)
-        step = _steps_taken(request)
-        calls = [(f"call_{step}", TOOL, {})] if step < self.steps - 1 else []
+        key, step = turn_and_step(request)
+        await asyncio.sleep(self.spec.step_seconds(key, step))
+        calls = [(f"call_{step}", TOOL, {})] if step < self.spec.steps - 1 else []
         async for event in respond(request, "" if calls else FINAL_TEXT, calls):
             yield event
 
 
-def _steps_taken(request: ModelRequest) -> int:
-    """The assistant responses since the turn's user message: the step this request is."""
+def turn_and_step(request: ModelRequest) -> tuple[str, int]:
+    """The turn's key (its user message's) and the assistant responses since that message:
+    the step this request is."""
     taken = 0
     for message in reversed(request.messages):
         if isinstance(message, UserMessage):
-            break
+            return turn_key(message.text), taken
         taken += isinstance(message, AssistantMessage)
-    return taken
+    return "", taken
 
 
 def build(name: str, *, env: Mapping[str, str], app_root: Path) -> ModelClient:
-    seconds, _, steps = name.partition("x")
-    return SleepModel(seconds=float(seconds), steps=int(steps or "1"))
+    return SleepModel(spec=parse(name))
 
 
 _build: ModelFactory = build

@@ -13,7 +13,9 @@ went. Configurations: N = 100, 500, 1,000 on SQLite and PostgreSQL, one and two 
 The clients run in their own processes (``bench/_scale_clients.py``, one per 400 clients) and
 report their own CPU, so the report shows whether they or the server were the bottleneck.
 ``python -m bench.scale [--quick] [--config NAME ...]``: a run of some configurations keeps
-the committed figures of the others in ``bench/results/scale.{json,md}``.
+the committed figures of the others in ``bench/results/scale.{json,md}``. ``--model-spread
+0.25`` draws each step's latency around the same 2 s mean (``_sleep_latency.py``), so the
+sessions do not move in phase; each row names its model and says how evenly the load came.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from bench import _pyspy, _scale_callers
+from bench import _pyspy, _scale_callers, _scale_waves
 from bench._machine import machine_info, package_version
 from bench._results import RESULTS_DIR, publish
 from bench._scale_callers import Users
@@ -52,8 +54,9 @@ from bench._scale_server import (
     thread_count,
     write_app,
 )
-from bench._sleep_model import model_id
+from bench._sleep_latency import MAX_SPREAD, SleepSpec, parse
 from bench._storage_worker import _postgres_bytes, _sqlite_bytes
+from eve.errors import UnknownModel
 from tests.netns import Hosts, NamespacesUnavailable, unavailable
 from tests.postgres import PostgresServer, PostgresUnavailable, find_bindir
 
@@ -63,6 +66,9 @@ CLIENTS_PER_PROCESS = 400
 KEEP_CLIENTS_ENV = "EVE_BENCH_CLIENTS_KEEP"
 TARGET_CPU_MS = 15.0
 TARGET_RATIO = 0.8
+#: the model's step latency by default: 2 s on average as a real model's, not exactly 2 s,
+#: with which 1,000 sessions fall into step (bench/README.md, *Exact or spread*)
+DEFAULT_SPREAD = 0.25
 Backend = Literal["sqlite", "postgres"]
 
 
@@ -82,6 +88,7 @@ class Config:
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
+    #: a step's model latency, on average with a spread
     step_seconds: float
     steps: int
     #: the clients' first messages are spread over this long
@@ -101,10 +108,19 @@ class Plan:
     first_every: int = 0
     #: each client a user with a token of its own, not the operator (``--principals``)
     principals: bool = False
+    #: each step's latency drawn with this standard deviation over its mean
+    #: (``--model-spread``, ``_sleep_latency.py``); 0: exactly ``step_seconds``
+    step_spread: float = DEFAULT_SPREAD
+
+    @property
+    def model(self) -> SleepSpec:
+        return SleepSpec(seconds=self.step_seconds, steps=self.steps, spread=self.step_spread)
 
     @property
     def turn_seconds(self) -> float:
-        return self.step_seconds * self.steps
+        """A turn's model time on average: the limit is N over it whatever the spread (a
+        closed loop's rate is its clients over their mean cycle)."""
+        return self.model.turn_seconds
 
 
 def plan_for(quick: bool) -> Plan:
@@ -198,7 +214,7 @@ def _servers(
     common: dict[str, Any] = {
         "env": plan.server_env | counts,
         "app_root": root, "site": root / "site", "workers": config.workers,
-        "model": model_id(plan.step_seconds, plan.steps),
+        "model": plan.model.model_id,
         # every client's model call holds a compute permit while it waits: none may queue
         "concurrency": max(100, config.clients),
     }  # fmt: skip
@@ -262,7 +278,11 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 
 def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 1)
+    return _round(None if seconds is None else seconds * 1000, 1)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def run_config(config: Config, plan: Plan) -> dict[str, Any]:
@@ -427,9 +447,10 @@ def _report(
     since, until = window
     turns = [t for o in outcomes for t in o["turns"]]
     done = [t for t in turns if "ended" in t and since <= t["ended"] <= until]
-    posts = [t["post_s"] for t in turns if since <= t["sent"] <= until]
+    posted = [t for t in turns if since <= t["sent"] <= until]
+    posts = [t["post_s"] for t in posted]
     refused = sum(1 for t in turns if t["status"] != 202)
-    overheads = [t["turn_s"] - plan.turn_seconds for t in done]
+    overheads = _scale_waves.overheads(done, plan.model)
     n = len(done)
     limit = config.clients / plan.turn_seconds
     per_turn = (lambda s: round(1000 * s / n, 2)) if n else (lambda s: None)
@@ -438,6 +459,8 @@ def _report(
     report: dict[str, Any] = {
         "config": config.name, "backend": config.backend, "clients": config.clients,
         "workers": config.workers, "hosts": config.hosts,
+        "model": plan.model.model_id, "model_spread": plan.step_spread,
+        "model_step_mean_s": _round(_scale_waves.drawn_step_mean(posted, plan.model), 4),
         "limit_turns_per_s": round(limit, 1),
         "turns_in_window": n,
         "turns_per_s": round(n / plan.window_seconds, 2),
@@ -447,6 +470,7 @@ def _report(
         "post_p50_ms": _ms(_percentile(posts, 0.5)),
         "post_p95_ms": _ms(_percentile(posts, 0.95)),
         **_post_views(turns, outcomes, window),
+        **_scale_waves.arrivals(turns, window),
         "posts_refused": refused,
         "turns_failed": sum(o["failed"] for o in outcomes),
         "stream_reconnects": sum(o["reconnects"] for o in outcomes),
@@ -540,8 +564,8 @@ def _per(outcomes: list[dict[str, Any]], key: str, turns: int) -> float | None:
 # --- the report -------------------------------------------------------------------------
 
 COLUMNS = [
-    ("config", "config"), ("limit_turns_per_s", "limit/s"), ("turns_per_s", "turns/s"),
-    ("of_limit", "× limit"), ("overhead_p50_ms", "overhead p50 ms"),
+    ("config", "config"), ("model_spread", "step spread"), ("limit_turns_per_s", "limit/s"),
+    ("turns_per_s", "turns/s"), ("of_limit", "× limit"), ("overhead_p50_ms", "overhead p50 ms"),
     ("overhead_p95_ms", "p95"), ("post_p50_ms", "POST p50 ms"), ("post_p95_ms", "p95"),
     ("server_cpu_ms_per_turn", "server CPU ms/turn"), ("db_cpu_ms_per_turn", "db CPU ms/turn"),
     ("client_cpu_ms_per_turn", "client CPU ms/turn"), ("idle_server_cpu_pct", "idle CPU %"),
@@ -561,7 +585,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# scale ({report['date']})",
         "",
-        f"Model {plan['step_seconds']} s a step, {plan['steps']} steps a turn; window "
+        f"Model {plan['step_seconds']} s a step on average (each row's spread: the standard "
+        f"deviation over the mean), {plan['steps']} steps a turn; window "
         f"{plan['window_seconds']} s after {plan['warmup_seconds']} s of warm-up; 1-minute load "
         f"at the start {machine['load_average_1m']:.1f} on {machine['cpu_count']} CPUs. Targets: "
         f"≥ {TARGET_RATIO}× the limit at N = 1,000 on SQLite; server CPU ≤ {TARGET_CPU_MS} ms "
@@ -593,6 +618,8 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
         )
     if row.get("client_lag_p50_ms") is not None:
         extra.append(_post_line(row))
+    if "posts_per_s_max" in row:
+        extra.append(_scale_waves.line(row))
     if row.get("stream_chunks_per_turn") is not None:
         extra.append(
             f"stream per turn: {row['stream_events_per_turn']} events in "
@@ -662,12 +689,14 @@ def run(
     server_env: dict[str, str] | None = None,
     first_every: int = 0,
     principals: bool = False,
+    model_spread: float = DEFAULT_SPREAD,
 ) -> dict[str, Any]:
     plan = replace(
         plan_for(quick),
         server_env=server_env or {},
         first_every=first_every,
         principals=principals,
+        step_spread=model_spread,
     )
     configs = [c for c in plan.configs if not only or c.name in only]
     results: dict[str, Any] = {} if quick else _load_previous()
@@ -723,6 +752,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--principals", action="store_true",
         help="each client a user with a signed token of its own, not the operator",
     )  # fmt: skip
+    parser.add_argument(
+        "--model-spread", type=_spread, default=DEFAULT_SPREAD, metavar="CV",
+        help="each model step's latency drawn from a lognormal of the same mean (2 s) whose "
+        f"standard deviation is CV times it (0 to {MAX_SPREAD}, {DEFAULT_SPREAD} unless "
+        "given; 0: exactly 2 s, the model of the rows before 2026-12-06); recorded with "
+        "each row",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     server_env = dict(_setting(text, parser) for text in args.server_env)
     if args.sql_counts:
@@ -737,7 +773,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         server_env=server_env,
         first_every=args.first_every,
         principals=args.principals,
+        model_spread=args.model_spread,
     )
+
+
+def _spread(text: str) -> float:
+    """``--model-spread``'s value, checked as the model's id would be."""
+    try:
+        return parse(f"1x1~{text}").spread
+    except UnknownModel as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: from 0 to {MAX_SPREAD}") from error
 
 
 def _setting(text: str, parser: argparse.ArgumentParser) -> tuple[str, str]:

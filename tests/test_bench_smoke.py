@@ -79,14 +79,29 @@ def test_the_auth_check_bench_passes_every_variant() -> None:
     }
 
 
-def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
-    from bench import scale
+def test_the_scale_bench_runs_its_clients_against_a_real_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import json
 
+    from bench import scale
+    from bench._sleep_latency import parse
+
+    monkeypatch.setenv(scale.KEEP_CLIENTS_ENV, str(tmp_path))
     # a setting under trial reaches the servers (2 ms slices: their loops serve requests
-    # first) and is recorded with the row
-    report = scale.run(quick=True, server_env={"EVE_REQUEST_SLICE_MS": "2"})
+    # first) and is recorded with the row; the model's steps drawn around their mean
+    report = scale.run(quick=True, server_env={"EVE_REQUEST_SLICE_MS": "2"}, model_spread=0.5)
     row = report["configs"]["sqlite-2w-4"]
     assert row["server_env"] == {"EVE_REQUEST_SLICE_MS": "2"}
+    assert row["model"] == "benchsleep/0.1x3~0.5" and row["model_spread"] == 0.5
+    assert row["model_step_mean_s"] > 0 and sum(row["posts_by_second"]) > 0
+    # the server's model slept what the report computes from each turn's key: no turn took
+    # less (at 0.1 s a step, drawn apart a turn's model time differs by 0.12 s on average;
+    # a timer may fire up to a millisecond early)
+    spec = parse(row["model"].removeprefix("benchsleep/"))
+    turns = [t for f in tmp_path.glob("sqlite-2w-4-clients-*.json") for t in json.loads(f.read_text())["turns"]]  # fmt: skip
+    ended = [t for t in turns if "turn_s" in t]
+    assert ended and all(t["turn_s"] > spec.turn_model_seconds(t["key"]) - 0.003 for t in ended)
     # the clients' turns ended in the window, and the server's tree was measured
     assert row["turns_in_window"] > 0 and row["turns_failed"] == 0
     assert row["server_cpu_ms_per_turn"] > 0 and row["rss_mb"] > 0
@@ -96,15 +111,23 @@ def test_the_scale_bench_runs_its_clients_against_a_real_server() -> None:
     assert sum(row["turns_by_worker"].values()) > 0
 
 
-def test_the_scale_bench_refuses_a_server_setting_it_cannot_read(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--server-env", "REQUEST_SLICE_MS=2"], "expected EVE_NAME=VALUE"),
+        (["--model-spread", "1.5"], "--model-spread: '1.5': from 0 to 1.0"),
+        (["--model-spread", "wide"], "--model-spread: 'wide': from 0 to 1.0"),
+    ],
+)
+def test_the_scale_bench_refuses_an_option_it_cannot_read(
+    argv: list[str], why: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bench import scale
 
     with pytest.raises(SystemExit) as exited:
-        scale.main(["--server-env", "REQUEST_SLICE_MS=2"])
+        scale.main(argv)
     assert exited.value.code == 2
-    assert "expected EVE_NAME=VALUE" in capsys.readouterr().err
+    assert why in capsys.readouterr().err
 
 
 def test_the_sandbox_call_bench_times_each_case() -> None:

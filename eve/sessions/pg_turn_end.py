@@ -18,11 +18,12 @@ and the place neither the claim nor the end started would wait for the sweep.
 
 The name carries a version: a change to the function is a new name, so workers of two eve
 versions on one database each call their own. Each store makes it as it opens, unless it is
-there (``install``).
+there (``install``); a store that cannot make it ends bodies in a transaction.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,12 +35,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from eve.sessions import pg_claim_sql
 from eve.sessions.accepted import PlaceEnds, place_of
+from eve.sessions.database_errors import failure_kind
 from eve.sessions.pg_appends import row_arrays
 from eve.sessions.pg_pools import each_commits
 from eve.sessions.step_records import NewRecord
 
 if TYPE_CHECKING:
     from eve.sessions.store import EventRow
+
+log = logging.getLogger("eve.sessions")
 
 NAME = "eve_end_turn_v1"
 
@@ -166,9 +170,20 @@ def end_body(
     return [*row.stored_records, place]
 
 
-def install(engine: Engine) -> None:
+def install(engine: Engine) -> bool:
     """Make the function unless it is there (two stores opening at once may both try: the
-    second finds it made)."""
-    with each_commits(engine) as c:
-        driver = cast(psycopg.Connection[Any], c.connection.dbapi_connection)
-        pg_claim_sql.install(driver, NAME, DEFINITION)
+    second finds it made); False when it is not there and cannot be made (a database user
+    without the right to create it): the store then ends a body in a transaction, as
+    before the function (``accepted.PlaceEnds`` run as it is)."""
+    try:
+        with each_commits(engine) as c:
+            driver = cast(psycopg.Connection[Any], c.connection.dbapi_connection)
+            pg_claim_sql.install(driver, NAME, DEFINITION)
+    except psycopg.Error as error:
+        log.warning(
+            "%s could not be made (%s): a turn's end takes six round trips rather than one",
+            NAME,
+            failure_kind(error),
+        )
+        return False
+    return True

@@ -346,6 +346,8 @@ class SessionStore:
     #: (``db_retry.py``); a request's calls fail at once
     retry_seconds: float = 60.0
     closed: bool = False
+    #: on PostgreSQL, whether a body's end is one call (``pg_turn_end.py``)
+    ends_in_one_call: bool = False
 
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
@@ -370,8 +372,7 @@ class SessionStore:
             self.notifier = PgNotifier(self.engine)
         try:
             create_tables(self.engine)
-            if self.gate is None:
-                install_body_end(self.engine)
+            self.ends_in_one_call = self.gate is None and install_body_end(self.engine)
         except (sa.exc.SQLAlchemyError, DatabaseTooNew) as error:
             if self.request_engine is not None:
                 self.request_engine.dispose()
@@ -671,7 +672,7 @@ class SessionStore:
         # on PostgreSQL a body's end with its last rows is one call (``pg_turn_end.py``), and
         # the rows with a step's record one statement (``pg_appends.py``), committed as it
         # runs when nothing else rides with them
-        ending = body_end(session_id, also) if self.gate is None else None
+        ending = body_end(session_id, also) if self.ends_in_one_call else None
         record = first_record(also) if self.gate is None and rows else None
         done: list[Any]
         if ending is not None:

@@ -5,6 +5,7 @@ the session's next place read after its row is locked; and the checkpoint's own 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.sessions.accepted import Place, PlaceEnds, accept, mark_started
+from eve.sessions.pg_turn_end import NAME
 from eve.sessions.step_records import NewRecord, read_records
 from eve.sessions.store import CheckpointSave, EventRow, SessionStore, write_checkpoint
 from eve.sessions.tables import accepted_places, checkpoints
@@ -218,3 +220,37 @@ def test_a_save_over_the_row_two_versions_back_is_one_statement(store: SessionSt
     assert [s.split()[0] for s in seen] == ["WITH"]
     assert store.load_checkpoint("ses_a") == '{"turns":3}'
     assert store.checkpoint_at("ses_a", 2) == '{"turns":2}'
+
+
+def test_a_user_who_cannot_make_the_function_ends_turns_in_a_transaction(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A database user with rights on eve's tables and not to create in its schema (the
+    function dropped, as on a database an eve before it made): the store says so once and
+    ends each body in a transaction, as before the function."""
+    role = f"eve_limited_{time.time_ns()}"
+    admin = sa.create_engine(postgres_url)
+    with admin.begin() as c:
+        c.exec_driver_sql(f"DROP FUNCTION {NAME}")
+        c.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
+        c.exec_driver_sql(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
+        )
+    admin.dispose()
+    limited = sa.make_url(postgres_url).set(username=role).render_as_string(hide_password=False)
+    with caplog.at_level(logging.WARNING, logger="eve.sessions"):
+        store = SessionStore(limited)
+    try:
+        assert not store.ends_in_one_call
+        assert f"{NAME} could not be made (InsufficientPrivilege)" in caplog.text
+        store.create_session("ses_a")
+        _accept(store, 0, ENDING)
+        _accept(store, 1, NEXT)
+        seen = own_statements(store.engine)
+        done = store.append_events("ses_a", 0, _rows(1), [_end(version=1)])
+        assert isinstance(done[0], Place) and done[0].workflow_id == NEXT
+        assert not any(NAME in statement for statement in seen)
+        assert store.load_checkpoint("ses_a") == '{"turns":1}'
+        assert _states(store) == {ENDING: "done", NEXT: "accepted"}
+    finally:
+        store.close()

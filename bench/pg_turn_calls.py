@@ -4,7 +4,8 @@ A script, not in ``BENCHMARKS``: two checkouts compared by alternating runs, eac
 process of its own on one durable PostgreSQL server (``fsync`` on), each a session whose
 200 turns each read their progress with their place marked started
 (``SessionStore.turn_progress``) and end with three events, the last step's record, a
-checkpoint and the place done (``append_events``); the medians of this process's CPU per
+checkpoint and the place done (``append_events``, with ``accepted.PlaceEnds`` where the
+checkout has it, a plain callable before); the medians of this process's CPU per
 call after 20 warm-up turns. No contention, no other thread: what the calls' statements and
 round trips cost the process itself (docs/postgres.md, *What bounds one worker at 1,000*).
 
@@ -29,14 +30,16 @@ WARMUP = 20
 def measure(url: str, tag: str) -> dict[str, Any]:
     """In the checkout on ``PYTHONPATH``: CPU per start read and per end, medians (µs)."""
     from eve.sessions import accepted
+    from eve.sessions import store as store_module
     from eve.sessions.step_records import NewRecord
-    from eve.sessions.store import EventRow, SessionStore, write_checkpoint
+    from eve.sessions.store import EventRow, SessionStore
 
     store = SessionStore(url)
     session = f"ses_{tag}_{time.time_ns()}"
     store.create_session(session)
     starts: list[float] = []
     ends: list[float] = []
+    end_walls: list[float] = []
     for turn in range(TURNS):
         workflow = f"{session}:turn-{turn}"
         store.run(
@@ -57,18 +60,18 @@ def measure(url: str, tag: str) -> dict[str, Any]:
         row = EventRow(workflow_id=workflow, body_seq=None, step_key="s", attempt=0, payload="{}")
         record = NewRecord(workflow_id=workflow, key="s", record="{}")
 
-        def end(c: Any, t: int = turn, w: str = workflow) -> Any:
-            write_checkpoint(c, session, t + 1, f'{{"turns":{t + 1}}}', saved_by=w)
-            return accepted.finish_and_next(c, session, w)
-
-        at = time.process_time()
+        end = _end(accepted, store_module, session, turn, workflow)
+        at, wall = time.process_time(), time.perf_counter()
         store.append_events(session, 3 * turn, [row] * 3, [record, end])
         ends.append(time.process_time() - at)
+        end_walls.append(time.perf_counter() - wall)
     store.close()
     return {
         "tag": tag,
         "start_us": round(1e6 * statistics.median(starts[WARMUP:])),
         "end_us": round(1e6 * statistics.median(ends[WARMUP:])),
+        # the end's wall time: its round trips and its commit's flush, the process idle
+        "end_wall_us": round(1e6 * statistics.median(end_walls[WARMUP:])),
     }
 
 
@@ -77,6 +80,23 @@ def _starts(accepted: Any, workflow: str) -> Any:
     if hasattr(accepted, "PlaceStarts"):
         return accepted.PlaceStarts(workflow)
     return lambda c: accepted.mark_started(c, workflow)
+
+
+def _end(accepted: Any, store: Any, session: str, turn: int, workflow: str) -> Any:
+    """The turn's end: its checkpoint saved, its place done (as data where the checkout has
+    ``PlaceEnds``, which the store sends as one call)."""
+    data = f'{{"turns":{turn + 1}}}'
+    if hasattr(accepted, "PlaceEnds"):
+        save = store.CheckpointSave(
+            session_id=session, version=turn + 1, data=data, saved_by=workflow
+        )
+        return accepted.PlaceEnds(session_id=session, workflow_id=workflow, save=save)
+
+    def end(c: Any) -> Any:
+        store.write_checkpoint(c, session, turn + 1, data, saved_by=workflow)
+        return accepted.finish_and_next(c, session, workflow)
+
+    return end
 
 
 def main() -> None:

@@ -36,12 +36,15 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.sessions.tables import accepted_places, sessions
+
+if TYPE_CHECKING:
+    from eve.sessions.store import CheckpointSave
 
 #: what holds a place in a session's queue
 Kind = Literal["turn", "reset", "compact"]
@@ -185,7 +188,8 @@ def new_place(
     )
 
 
-def _place(row: Any) -> Place:
+def place_of(row: Any) -> Place:
+    """The place a row of ``eve_accepted`` (or one with its columns' names) holds."""
     raw = row.input
     return Place(
         session_id=row.session_id,
@@ -214,7 +218,7 @@ def _head(c: Connection, session_id: str) -> Place | None:
     row = c.execute(_HEAD, {"b_session": session_id}).first()
     if row is None or row.state != "accepted":
         return None
-    return _place(row)
+    return place_of(row)
 
 
 def release_opening(c: Connection, session_id: str) -> Place | None:
@@ -228,7 +232,7 @@ def release_opening(c: Connection, session_id: str) -> Place | None:
         .values(state="accepted", accepted_at=time.time())
         .returning(*accepted_places.c)
     ).first()
-    return None if row is None else _place(row)
+    return None if row is None else place_of(row)
 
 
 def mark_enqueued(c: Connection, places: list[Place]) -> None:
@@ -270,6 +274,22 @@ def finish_and_next(c: Connection, session_id: str, workflow_id: str) -> Place |
     return deliverable(c, session_id)
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlaceEnds:
+    """A body's end as data: its checkpoint's save if it has one, then ``finish_and_next``
+    of its place. A writer runs it with the body's last events (``TurnEvents.ending``); on
+    PostgreSQL the store sends all of it as one call (``pg_turn_end.py``)."""
+
+    session_id: str
+    workflow_id: str
+    save: CheckpointSave | None = None
+
+    def __call__(self, c: Connection) -> Place | None:
+        if self.save is not None:
+            self.save(c)
+        return finish_and_next(c, self.session_id, self.workflow_id)
+
+
 _UNDELIVERED = (
     sa.select(sa.func.count())
     .select_from(accepted_places)
@@ -302,7 +322,7 @@ def unfinished(
     if after is not None:
         query = query.where(sa.tuple_(*order) > sa.tuple_(*after))
     rows = c.execute(query.order_by(*order).limit(limit)).all()
-    return [_place(row) for row in rows]
+    return [place_of(row) for row in rows]
 
 
 def cursor_of(place: Place) -> Cursor:
@@ -318,7 +338,7 @@ def later_places(c: Connection, place: Place) -> list[Place]:
             accepted_places.c.state != "accepted",
         )
     ).all()
-    return [_place(row) for row in rows]
+    return [place_of(row) for row in rows]
 
 
 def _claim(c: Connection, place: Place, **values: Any) -> bool:

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from dbos import DBOS
-from sqlalchemy.engine import Connection
 
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
 from eve.sessions.durable_steps import LOAD_STEP
-from eve.sessions.store import SessionStore, TurnProgress, write_checkpoint
+from eve.sessions.store import CheckpointSave, SessionStore, TurnProgress
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,7 +63,7 @@ async def _recorded_load(store: SessionStore, session_id: str) -> Loaded:
 
 def saving(
     session_id: str, checkpoint: SessionCheckpoint | None, *, after: Loaded
-) -> Callable[[Connection], None] | None:
+) -> CheckpointSave | None:
     """The save of ``checkpoint`` as the version after ``after``'s, as work for a transaction
     of the caller's (a turn's end writes it with its last events: ``TurnEvents.ending``);
     None when ``after`` has no version, and the save must be a step (``save_checkpoint``).
@@ -79,12 +77,9 @@ def saving(
     if after.version is None:
         return None
     data = None if checkpoint is None else encode_checkpoint(checkpoint)
-    version, saved_by = after.version + 1, DBOS.workflow_id
-
-    def save(c: Connection) -> None:
-        write_checkpoint(c, session_id, version, data, saved_by)
-
-    return save
+    return CheckpointSave(
+        session_id=session_id, version=after.version + 1, data=data, saved_by=DBOS.workflow_id
+    )
 
 
 async def save_checkpoint(

@@ -7,8 +7,9 @@ after it; three times a turn of three steps. Here the events' ``INSERT`` is a da
 ``WITH`` clause of the record's, one statement committed as it runs: all of it or none, as
 the transaction was. PostgreSQL runs such a clause once and to its end whether or not the
 statement reads it, and a taken event index fails the whole statement (``IntegrityError``,
-which the writer handles as before). A turn's last step's record rides with the turn's end
-too (its checkpoint, its place done): the statement is the first of that transaction.
+which the writer handles as before). A body's last steps' records ride with its end (its
+checkpoint, its place done), which is one call of its own (``pg_turn_end.py``); a record with
+other work after it is the first statement of their transaction.
 
 The statement's text is fixed (the rows go as arrays), so psycopg prepares it as it does the
 store's others.
@@ -41,9 +42,8 @@ _EVENTS_WITH_RECORD = sa.text(
 
 
 def first_record(also: Sequence[Callable[[Connection], Any]]) -> NewRecord | None:
-    """The step record ``also`` starts with, if it does: a step's alone, or a turn's last
-    step's, with the turn's checkpoint and the end of its place after it (in a transaction
-    then: the statement, and theirs)."""
+    """The step record ``also`` starts with, if it does: a step's alone, or one with other
+    work after it (in a transaction then: the statement, and theirs)."""
     if also and isinstance(also[0], NewRecord):
         return also[0]
     return None
@@ -57,13 +57,7 @@ def append_with_record(
     added = c.execute(
         _EVENTS_WITH_RECORD,
         {
-            "b_session": session_id,
-            "b_first": first_index,
-            "b_workflows": [row.workflow_id for row in rows],
-            "b_seqs": [row.body_seq for row in rows],
-            "b_keys": [row.step_key for row in rows],
-            "b_attempts": [row.attempt for row in rows],
-            "b_payloads": [row.payload for row in rows],
+            **row_arrays(session_id, first_index, rows),
             "b_record_workflow": new.workflow_id,
             "b_record_key": new.key,
             "b_record": new.record,
@@ -73,3 +67,17 @@ def append_with_record(
     if added.rowcount == 1:
         return new.record
     return stored_record(c, new.workflow_id, new.key)
+
+
+def row_arrays(session_id: str, first_index: int, rows: Sequence[EventRow]) -> dict[str, Any]:
+    """The parameters of ``rows`` appended at ``first_index`` onward, a column an array (the
+    statement's text the same for any number of rows; ``pg_turn_end.py`` sends them too)."""
+    return {
+        "b_session": session_id,
+        "b_first": first_index,
+        "b_workflows": [row.workflow_id for row in rows],
+        "b_seqs": [row.body_seq for row in rows],
+        "b_keys": [row.step_key for row in rows],
+        "b_attempts": [row.attempt for row in rows],
+        "b_payloads": [row.payload for row in rows],
+    }

@@ -32,6 +32,8 @@ from eve.sessions.pg_appends import append_with_record, first_record
 from eve.sessions.pg_notifier import PgNotifier
 from eve.sessions.pg_pools import background_engine, each_commits, request_engine
 from eve.sessions.pg_progress import ProgressRead, read_progress
+from eve.sessions.pg_turn_end import body_end, end_body
+from eve.sessions.pg_turn_end import install as install_body_end
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -292,6 +294,21 @@ def write_checkpoint(
         c.execute(_CURRENT_VERSION, given)
 
 
+@dataclass(frozen=True, kw_only=True)
+class CheckpointSave:
+    """``write_checkpoint`` of one version, as data: a turn's end runs it before its place's
+    (``accepted.PlaceEnds``), and on PostgreSQL the store sends both with the turn's last
+    events as one call (``pg_turn_end.py``)."""
+
+    session_id: str
+    version: int
+    data: str | None
+    saved_by: str | None
+
+    def __call__(self, c: Connection) -> None:
+        write_checkpoint(c, self.session_id, self.version, self.data, self.saved_by)
+
+
 def insert_session(c: Connection, session_id: str, *, owner: Principal, **columns: Any) -> None:
     """Insert a new, active session's row, owned by ``owner``; ``columns`` set more of it
     (a fork's checkpoint version and source)."""
@@ -329,6 +346,8 @@ class SessionStore:
     #: (``db_retry.py``); a request's calls fail at once
     retry_seconds: float = 60.0
     closed: bool = False
+    #: on PostgreSQL, whether a body's end is one call (``pg_turn_end.py``)
+    ends_in_one_call: bool = False
 
     def __init__(
         self, url: str, *, synchronous: str = "NORMAL", busy_timeout: float = 30.0
@@ -353,6 +372,7 @@ class SessionStore:
             self.notifier = PgNotifier(self.engine)
         try:
             create_tables(self.engine)
+            self.ends_in_one_call = self.gate is None and install_body_end(self.engine)
         except (sa.exc.SQLAlchemyError, DatabaseTooNew) as error:
             if self.request_engine is not None:
                 self.request_engine.dispose()
@@ -649,12 +669,18 @@ class SessionStore:
         On PostgreSQL every worker's listener (``pg_listener.py``) is told the session and
         its new highest index once the rows are committed, never for a rolled-back write,
         outside this transaction (``pg_notifier.py`` says why)."""
-        # on PostgreSQL the rows with a step's record are one statement (``pg_appends.py``),
-        # committed as it runs when nothing else rides with them
+        # on PostgreSQL a body's end with its last rows is one call (``pg_turn_end.py``), and
+        # the rows with a step's record one statement (``pg_appends.py``), committed as it
+        # runs when nothing else rides with them
+        ending = body_end(session_id, also) if self.ends_in_one_call else None
         record = first_record(also) if self.gate is None and rows else None
-        if record is not None:
+        done: list[Any]
+        if ending is not None:
+            with self._single() as c:
+                done = end_body(c, session_id, first_index, rows, ending)
+        elif record is not None:
             with self._single() if len(also) == 1 else self._tx() as c:
-                done: list[Any] = [append_with_record(c, session_id, first_index, rows, record)]
+                done = [append_with_record(c, session_id, first_index, rows, record)]
                 done += [work(c) for work in also[1:]]
         else:
             # the rows alone are one statement (``pg_pools._engine``): no transaction around it

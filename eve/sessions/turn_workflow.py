@@ -23,7 +23,6 @@ from typing import Any
 
 import msgspec
 from dbos import DBOS
-from sqlalchemy.engine import Connection
 
 from eve._cancellation import CancelSignal
 from eve.auth.principal import OPERATOR, Principal
@@ -36,7 +35,7 @@ from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
-from eve.sessions.accepted import Place, PlaceStarts, finish_and_next
+from eve.sessions.accepted import Place, PlaceEnds, PlaceStarts
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint, saving
 from eve.sessions.compute_gate import ComputeGate
@@ -48,7 +47,7 @@ from eve.sessions.form_requests import DurableForms
 from eve.sessions.input_requests import DurableApproval, InputDesk
 from eve.sessions.limit_desk import DurableLimits
 from eve.sessions.mcp_calls import DurableSentCalls
-from eve.sessions.store import SessionStore
+from eve.sessions.store import CheckpointSave, SessionStore
 from eve.sessions.tasks import DurableTasks, install_host, turn_of
 from eve.sessions.turn_events import TurnEvents
 from eve.sessions.workspaces import WorkspaceKeeper, keeper_for
@@ -153,17 +152,14 @@ class TurnRuntime:
         """The running workflow's place is done: its outcome is in the log (accepted.py).
         The session's next place, if one waits, starts once this body's task is done (a
         crash first leaves it to the sweep)."""
-        workflow_id = DBOS.workflow_id or ""
-        place = await asyncio.to_thread(
-            self.store.run, lambda c: finish_and_next(c, session_id, workflow_id)
-        )
+        place = await asyncio.to_thread(self.store.run, self.ending(session_id))
         self.start_after(place)
 
-    def ending(self, session_id: str) -> Callable[[Connection], Place | None]:
-        """``settle``'s write, for the transaction of the body's last events (its outcome
-        in the log, and its place done, in one commit); ``start_after`` with its result."""
-        workflow_id = DBOS.workflow_id or ""
-        return lambda c: finish_and_next(c, session_id, workflow_id)
+    def ending(self, session_id: str, save: CheckpointSave | None = None) -> PlaceEnds:
+        """``settle``'s write after ``save`` (the turn's checkpoint), for the transaction of
+        the body's last events (its outcome in the log, its checkpoint and its place done,
+        in one commit); ``start_after`` with its result."""
+        return PlaceEnds(session_id=session_id, workflow_id=DBOS.workflow_id or "", save=save)
 
     def start_after(self, place: Place | None) -> None:
         """Start ``place`` (the session's next) once this body's task is done, DBOS's record
@@ -301,13 +297,6 @@ class TurnRuntime:
             self.start_after(await ending)
             return "failed"
         ended, save = await self._finish(session_id, loaded, context, result)
-        finish = self.ending(session_id)
-
-        def end(c: Connection) -> Place | None:
-            if save is not None:
-                save(c)
-            return finish(c)
-
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:
@@ -317,7 +306,7 @@ class TurnRuntime:
         # the turn's end, held until now (the last event waits behind it), is released with
         # its checkpoint and its place's end, in one transaction: no reader sees the turn
         # end uncounted, and its place is not done before its outcome is in the log
-        ending = events.ending(end)
+        ending = events.ending(self.ending(session_id, save))
         events.release()
         await events.flush()
         self.log.forget(session_id)
@@ -330,7 +319,7 @@ class TurnRuntime:
         loaded: Loaded,
         context: EveContext,
         result: RunResult,
-    ) -> tuple[str | None, Callable[[Connection], None] | None]:
+    ) -> tuple[str | None, CheckpointSave | None]:
         """The checkpoint, built from the turn's final state: its save, for the transaction
         of the turn's last events (``run_turn``), or saved now (a save that must be a step,
         or a session that ends, whose end is recorded after its checkpoint); and the reason

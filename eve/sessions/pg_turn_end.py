@@ -33,10 +33,10 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions import pg_claim_sql
 from eve.sessions.accepted import PlaceEnds, place_of
 from eve.sessions.database_errors import failure_kind
 from eve.sessions.pg_appends import row_arrays
+from eve.sessions.pg_claim_sql import install as install_function
 from eve.sessions.pg_pools import each_commits
 from eve.sessions.step_records import NewRecord
 
@@ -178,7 +178,7 @@ def install(engine: Engine) -> bool:
     try:
         with each_commits(engine) as c:
             driver = cast(psycopg.Connection[Any], c.connection.dbapi_connection)
-            pg_claim_sql.install(driver, NAME, DEFINITION)
+            install_function(driver, NAME, DEFINITION)
     except psycopg.Error as error:
         log.warning(
             "%s could not be made (%s): a turn's end takes six round trips rather than one",

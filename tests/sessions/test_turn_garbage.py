@@ -54,7 +54,9 @@ def _garbage_saved() -> Iterator[list[object]]:
 
 
 def _is_eves(o: object) -> bool:
-    return type(o).__module__.startswith("eve.")
+    # (a type's ``__module__`` is not always a string: some metaclasses' is a descriptor)
+    module = getattr(type(o), "__module__", None)
+    return isinstance(module, str) and module.startswith("eve.")
 
 
 def _eve_types(objects: list[object]) -> Counter[str]:

@@ -9,7 +9,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -113,18 +113,26 @@ def test_the_loop_takes_a_turn_at_least_every_so_often() -> None:
     assert loop.turns >= 4
 
 
-@linux
-def test_bytes_waiting_on_a_watched_socket_give_the_loop_a_turn_before_the_next_slice() -> None:
-    loop = _loop(watch=epoll_watch())
+@contextlib.contextmanager
+def _socket_pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A connected pair: the server's end (not blocking, as a request's socket) and the
+    client's; both closed after the block."""
     server, client = socket.socketpair()
-    reads: list[str] = []
     server.setblocking(False)
-    loop.add_reader(server.fileno(), lambda: reads.append(f"read {server.recv(10)!r}"))
     try:
-        ran = _turns_work_ran(loop, first=lambda: client.send(b"GET"), also=reads)
+        yield server, client
     finally:
         server.close()
         client.close()
+
+
+@linux
+def test_bytes_waiting_on_a_watched_socket_give_the_loop_a_turn_before_the_next_slice() -> None:
+    loop = _loop(watch=epoll_watch())
+    reads: list[str] = []
+    with _socket_pair() as (server, client):
+        loop.add_reader(server.fileno(), lambda: reads.append(f"read {server.recv(10)!r}"))
+        ran = _turns_work_ran(loop, first=lambda: client.send(b"GET"), also=reads)
     # the request was read after the slice that sent it, not after all the turns' work,
     # and the loop took no other turn
     assert ran == ["read b'GET'", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
@@ -134,23 +142,20 @@ def test_bytes_waiting_on_a_watched_socket_give_the_loop_a_turn_before_the_next_
 @linux
 def test_an_answer_polled_between_slices_is_read_there_without_a_turn() -> None:
     loop = _loop(watch=epoll_watch())
-    server, client = socket.socketpair()
     reads: list[str] = []
-    server.setblocking(False)
+    with _socket_pair() as (server, client):
 
-    def read() -> None:
-        with contextlib.suppress(BlockingIOError):
-            reads.append(f"read {server.recv(10)!r}")
+        def read() -> None:
+            with contextlib.suppress(BlockingIOError):
+                reads.append(f"read {server.recv(10)!r}")
 
-    # the socket is a reader too (which alone would cost a turn), as a claim's is
-    loop.add_reader(server.fileno(), read)
-    stop = loop.poll_between_slices(read)
-    try:
-        ran = _turns_work_ran(loop, first=lambda: client.send(b"answer"), also=reads)
-    finally:
-        stop()
-        server.close()
-        client.close()
+        # the socket is a reader too (which alone would cost a turn), as a claim's is
+        loop.add_reader(server.fileno(), read)
+        stop = loop.poll_between_slices(read)
+        try:
+            ran = _turns_work_ran(loop, first=lambda: client.send(b"answer"), also=reads)
+        finally:
+            stop()
     assert ran == ["read b'answer'", "turn 0", "turn 1", "turn 2", "turn 3", "turn 4"]
     assert loop.turns == 0
     assert not loop._polls

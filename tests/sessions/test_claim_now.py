@@ -34,6 +34,14 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
     opened.close()
 
 
+@pytest.fixture
+def claims(store: SessionStore) -> Iterator[LoopClaims]:
+    """The store's claims on the loop, their connection given up after the test."""
+    made = LoopClaims(store)
+    yield made
+    made.close()
+
+
 @contextlib.contextmanager
 def held_by_another_thread(gate: SqliteGate) -> Iterator[None]:
     """``gate`` held by a thread of its own for the block."""
@@ -76,39 +84,34 @@ def _next_turn(store: SessionStore) -> int:
     return store.claim_turn(SESSION, _turn) or 0
 
 
-def test_a_claim_on_a_free_file_is_made_at_once_and_committed(store: SessionStore) -> None:
-    claims = LoopClaims(store)
-    try:
-        assert [claims.claim(SESSION, _turn) for _ in range(3)] == [0, 1, 2]
-        assert claims.claim("ses_unknown", _turn) is None  # no active session
-        assert (claims.on_loop, claims.not_now) == (4, 0)
-        assert _next_turn(store) == 3  # committed: another connection sees the numbers taken
-    finally:
-        claims.close()
+def test_a_claim_on_a_free_file_is_made_at_once_and_committed(
+    store: SessionStore, claims: LoopClaims
+) -> None:
+    assert [claims.claim(SESSION, _turn) for _ in range(3)] == [0, 1, 2]
+    assert claims.claim("ses_unknown", _turn) is None  # no active session
+    assert (claims.on_loop, claims.not_now) == (4, 0)
+    assert _next_turn(store) == 3  # committed: another connection sees the numbers taken
 
 
-def test_a_claim_waits_only_briefly_for_a_file_another_thread_holds(store: SessionStore) -> None:
-    claims = LoopClaims(store)
+def test_a_claim_waits_only_briefly_for_a_file_another_thread_holds(
+    store: SessionStore, claims: LoopClaims
+) -> None:
     assert store.gate is not None
     with held_by_another_thread(store.gate):
         assert claims.claim(SESSION, _turn) is NOT_NOW
     assert claims.claim(SESSION, _turn) == 0  # the attempt took no number
     assert (claims.on_loop, claims.not_now) == (1, 1)
-    claims.close()
 
 
 def test_a_claim_never_waits_for_a_file_another_process_holds(
-    store: SessionStore, tmp_path: Path
+    claims: LoopClaims, tmp_path: Path
 ) -> None:
-    claims = LoopClaims(store)
     with held_by_another_process(tmp_path / "eve.sqlite"):
         assert claims.claim(SESSION, _turn) is NOT_NOW
     assert claims.claim(SESSION, _turn) == 0  # its connection is fine once the file is free
-    claims.close()
 
 
-def test_what_the_claim_raises_is_raised_and_nothing_is_committed(store: SessionStore) -> None:
-    claims = LoopClaims(store)
+def test_what_the_claim_raises_is_raised_and_nothing_is_committed(claims: LoopClaims) -> None:
 
     def refuse(c: Connection, turn: int) -> int:
         raise LookupError("refused")
@@ -116,11 +119,9 @@ def test_what_the_claim_raises_is_raised_and_nothing_is_committed(store: Session
     with pytest.raises(LookupError):
         claims.claim(SESSION, refuse)
     assert claims.claim(SESSION, _turn) == 0
-    claims.close()
 
 
-def test_its_connection_never_checkpoints_and_serves_one_thread(store: SessionStore) -> None:
-    claims = LoopClaims(store)
+def test_its_connection_never_checkpoints_and_serves_one_thread(claims: LoopClaims) -> None:
     assert claims.claim(SESSION, _turn) == 0
     raw = claims._connection.connection.dbapi_connection  # type: ignore[union-attr]
     assert raw.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
@@ -197,9 +198,8 @@ def _soon_with_turns_work(
 
 
 def test_a_claim_another_process_holds_the_file_for_tries_again_once_a_slice(
-    store: SessionStore, tmp_path: Path
+    claims: LoopClaims, tmp_path: Path
 ) -> None:
-    claims = LoopClaims(store)
     with held_by_another_process(tmp_path / "eve.sqlite") as other:
 
         def release_at_the_third(n: int) -> None:
@@ -209,23 +209,18 @@ def test_a_claim_another_process_holds_the_file_for_tries_again_once_a_slice(
         found = _soon_with_turns_work(claims, within=60.0, each_slice=release_at_the_third)
     assert found == 0  # claimed on the loop once the file was free
     assert claims.on_loop == 1 and claims.retried >= 2
-    claims.close()
 
 
 def test_a_claim_that_tried_again_for_its_time_goes_to_a_thread(
-    store: SessionStore, tmp_path: Path
+    store: SessionStore, claims: LoopClaims, tmp_path: Path
 ) -> None:
-    claims = LoopClaims(store)
     with held_by_another_process(tmp_path / "eve.sqlite"):
         found = _soon_with_turns_work(claims, within=0.0, each_slice=lambda n: None)
     assert found is NOT_NOW and claims.on_loop == 0
     assert _next_turn(store) == 0  # nothing was claimed
-    claims.close()
 
 
-def test_a_claim_that_cannot_be_made_here_does_not_try_again(store: SessionStore) -> None:
-    claims = LoopClaims(store)
+def test_a_claim_that_cannot_be_made_here_does_not_try_again(claims: LoopClaims) -> None:
     claims._thread = -1  # another thread's (as a store on PostgreSQL has no file to wait for)
     found = _soon_with_turns_work(claims, within=60.0, each_slice=lambda n: None)
     assert found is NOT_NOW and claims.retried == 0
-    claims.close()

@@ -22,6 +22,7 @@ from eve.sessions.engine import dbos_config
 from eve.sessions.settings import SESSIONS_DIR
 from eve.sessions.store import SessionStore
 from eve.sessions.turn_queue import declare_turn_queue
+from eve.sessions.wal_checkpoints import dispose_engine
 
 
 def make_session_files(app_root: Path) -> Path:
@@ -35,7 +36,7 @@ def make_session_files(app_root: Path) -> Path:
     finally:
         engine = config.get("system_database_engine")
         assert engine is not None  # SQLite: the engine eve makes for DBOS
-        engine.dispose()
+        dispose_engine(engine)  # its checkpoints ended first: none holds the file
     directory = app_root / SESSIONS_DIR
     # every connection closed: each file holds all it wrote, with no write-ahead log beside
     # it that a copy of the file alone would leave behind

@@ -60,6 +60,7 @@ from eve.sessions.turn_workflow import (
     turn_workflow,
     turn_workflow_id,
 )
+from eve.sessions.wal_checkpoints import dispose_engine
 from eve.sessions.worker_identity import release_worker_id, take_worker_id, this_process
 from eve.wire.mailbox import MAILBOX_TOPIC, MailboxMessage, mail_data
 
@@ -272,7 +273,7 @@ class DurableEngine:
         except Exception as error:
             log.warning("worker id not released at stop: %s", type(error).__name__)
         if self._system_engine is not None:
-            self._system_engine.dispose()
+            dispose_engine(self._system_engine)
             self._system_engine = None
         stop_summarising()  # what was counted and not yet said, the shutdown's own included
         # DBOS made its thread pool the loop's default executor and has now shut it down;

@@ -47,6 +47,7 @@ from eve.sessions.idempotency import TTL_SECONDS
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.tables import step_records
+from eve.sessions.wal_checkpoints import dispose_engine
 from eve.sessions.workspace_sweep import (
     SweepReport,
     eve_engine,
@@ -248,7 +249,7 @@ def _client(settings: SessionSettings) -> Iterator[DBOSClient]:
             client.destroy()
     finally:
         if engine is not None:
-            engine.dispose()
+            dispose_engine(engine)
 
 
 async def prune_periodically(

@@ -46,6 +46,7 @@ from eve.sessions.tables import (
     sessions,
     workers,
 )
+from eve.sessions.wal_checkpoints import dispose_engine
 
 T = TypeVar("T")
 
@@ -375,8 +376,8 @@ class SessionStore:
             self.ends_in_one_call = self.gate is None and install_body_end(self.engine)
         except (sa.exc.SQLAlchemyError, DatabaseTooNew) as error:
             if self.request_engine is not None:
-                self.request_engine.dispose()
-            self.engine.dispose()
+                dispose_engine(self.request_engine)
+            dispose_engine(self.engine)
             if isinstance(error, DatabaseTooNew):
                 raise
             # the URL may hold a password: say what failed, never where
@@ -389,8 +390,8 @@ class SessionStore:
         if self.notifier is not None:
             self.notifier.close()
         if self.request_engine is not None:
-            self.request_engine.dispose()
-        self.engine.dispose()
+            dispose_engine(self.request_engine)
+        dispose_engine(self.engine)
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:

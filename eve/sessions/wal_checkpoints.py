@@ -32,6 +32,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class _Checkpointer:
         self._interval = interval
         self._files: weakref.WeakKeyDictionary[Engine, _Wal] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        #: held for each checkpoint, so that ``forget`` waits for one under way
+        self._pass = threading.Lock()
         self._thread: threading.Thread | None = None
         #: never set: the thread waits on it for its interval (an Event's wait is one the
         #: benchmark's profile knows as idle)
@@ -81,11 +84,20 @@ class _Checkpointer:
             self._files[engine] = _Wal(f"{database}-wal")
             self._start()
 
+    def forget(self, engine: Engine) -> None:
+        """Stop watching ``engine``'s file; a checkpoint under way on it ends first (its
+        connection back in the engine's pool), and none starts on it from now."""
+        with self._lock:
+            self._files.pop(engine, None)
+        with self._pass:
+            pass
+
     def forked(self) -> None:
         """In a forked child: the thread stayed in the parent, and the engines it watched
         are the parent's (their pooled connections must not be used across a fork), so the
         child starts afresh: its own engines start its own thread."""
         self._lock = threading.Lock()
+        self._pass = threading.Lock()
         self._thread = None
         self._files = weakref.WeakKeyDictionary()
 
@@ -112,8 +124,11 @@ class _Checkpointer:
                 self._thread = None
                 return False
         for engine, wal in watched:
-            if wal.changed() and not self._checkpoint(engine):
-                wal.seen = None  # tried again at the next pass
+            with self._pass:
+                if self._files.get(engine) is not wal:
+                    continue  # forgotten since the pass began: its engine is being disposed
+                if wal.changed() and not self._checkpoint(engine):
+                    wal.seen = None  # tried again at the next pass
         return True
 
     def _checkpoint(self, engine: Engine) -> bool:
@@ -139,3 +154,11 @@ def checkpoint_in_background(engine: Engine) -> None:
     # (an in-memory database has no WAL to copy)
     if database and database != ":memory:":
         CHECKPOINTS.watch(engine, database)
+        sa.event.listen(engine, "engine_disposed", CHECKPOINTS.forget)
+
+
+def dispose_engine(engine: Engine) -> None:
+    """Dispose of ``engine`` (every connection in its pool closed) once the checkpoints no
+    longer watch its file, nor hold one of its connections."""
+    CHECKPOINTS.forget(engine)
+    engine.dispose()

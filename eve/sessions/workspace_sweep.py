@@ -54,6 +54,7 @@ from eve.sessions.tables import (
     workspace_refs,
     workspace_trees,
 )
+from eve.sessions.wal_checkpoints import dispose_engine
 from eve.sessions.workspace_backfill import note_active_workflows
 
 #: ids looked up, read or deleted per statement: parameter lists stay under SQLite's limit
@@ -263,4 +264,4 @@ def eve_engine(settings: SessionSettings) -> Iterator[Engine]:
         create_tables(engine)  # a database an older eve made lacks the notes' table
         yield engine
     finally:
-        engine.dispose()
+        dispose_engine(engine)

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.sqlite import sqlite_engine
-from eve.sessions.wal_checkpoints import CHECKPOINTS, NO_AUTOCHECKPOINT, _Checkpointer
+from eve.sessions.wal_checkpoints import (
+    CHECKPOINTS,
+    NO_AUTOCHECKPOINT,
+    _Checkpointer,
+    dispose_engine,
+)
 
 #: a row of about 30 pages, so that each commit appends as many to the WAL
 ROW = "INSERT INTO t VALUES (randomblob(120000))"
@@ -122,3 +128,68 @@ def test_a_failed_checkpoint_is_tried_again_at_the_next_pass(tmp_path: Path) -> 
     checkpoints.run_once()  # the WAL did not change since, and is copied all the same
     assert checkpoints.runs == 1
     engine.dispose()
+
+
+def test_an_engine_disposed_of_is_watched_no_more(tmp_path: Path) -> None:
+    through_eve = sqlite_engine(f"sqlite:///{tmp_path / 'eve.sqlite'}")
+    bare = sqlite_engine(f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    assert through_eve in CHECKPOINTS._files and bare in CHECKPOINTS._files
+    dispose_engine(through_eve)
+    bare.dispose()  # SQLAlchemy's engine_disposed: not watched either
+    assert through_eve not in CHECKPOINTS._files
+    assert bare not in CHECKPOINTS._files
+
+
+def test_a_forgotten_file_is_not_checkpointed(tmp_path: Path) -> None:
+    path = tmp_path / "eve.sqlite"
+    engine = _table(path)
+    checkpoints = _watched_by_the_test(engine, path)
+    _write(engine, 2)
+    checkpoints.forget(engine)
+    checkpoints.run_once()
+    assert checkpoints.runs == 0
+    engine.dispose()
+
+
+def test_a_disposal_waits_for_the_checkpoint_under_way_and_leaves_no_wal(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint's connection, checked out as the engine was disposed, went back to the
+    disposed pool and stayed open (until a collection): the WAL stayed beside the file, and a
+    copy of the file alone missed what it held (``tests/session_files.py`` found it so)."""
+    path = tmp_path / "eve.sqlite"
+    engine = _table(path)
+    _write(engine, 2)
+    checkpoints = _watched_by_the_test(engine, path)
+    in_checkpoint = threading.Event()
+    go_on = threading.Event()
+    passes: list[threading.Thread] = []
+
+    def hold(*_args: object) -> None:
+        if threading.current_thread() in passes:
+            in_checkpoint.set()
+            go_on.wait(10)
+
+    sa.event.listen(engine, "checkout", hold)
+    passes.append(threading.Thread(target=checkpoints.run_once))
+
+    def dispose() -> None:
+        checkpoints.forget(engine)  # what dispose_engine does, on the test's checkpointer
+        engine.dispose()
+
+    disposal = threading.Thread(target=dispose)
+    gc.disable()  # the disposed pool's connections close at a collection: none comes
+    try:
+        passes[0].start()
+        assert in_checkpoint.wait(10)
+        disposal.start()
+        disposal.join(0.2)
+        assert disposal.is_alive()  # waiting for the checkpoint under way
+        go_on.set()
+        passes[0].join(10)
+        disposal.join(10)
+        assert checkpoints.runs == 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["eve.sqlite"]
+    finally:
+        go_on.set()
+        gc.enable()

@@ -5,13 +5,15 @@ With two workers on one file, a message's claim that found the other worker hold
 file waited for a moment when it was free, while that worker's writer lane took it again
 after each group (``group_commit.py``): at 1,000 sessions 16 % of the claims waited past
 25 ms, and their POSTs made the p95 (164 ms a claim, 223 to 575 ms a POST). Nothing told
-the other worker that a request waited. Now a request that waits for the file says so
-here, and every worker's background transactions let it go first: a group ends after the
-write it is running (``SqliteGate.requests_waiting``) and the next waits, a few
-milliseconds at most (``SqliteGate``'s ``request_patience``), until no request waits.
+the other worker that a request waited. Now a claim that waits for the file says so here
+(``claim_now.LoopClaims.marked``), and every worker's background transactions let it go
+first: a group ends after the write it is running (``SqliteGate.requests_waiting``) and
+the next waits, 10 ms at most (``SqliteGate``'s ``request_patience``), until no claim
+waits. Only claims say so: a stream's reads are a request's too, and at 1,000 sessions
+they come all the time.
 
 How it is said: a lock file beside eve's file (``<file>-requests``). A process marks its
-waiting requests with a read lock on the file's first byte through one open file
+waiting claims with a read lock on the file's first byte through one open file
 description (an open file description lock, ``F_OFD_SETLK``: Linux's, released with the
 description, so by the kernel when its process dies, however it dies); anyone looks with
 ``F_OFD_GETLK`` through another, which takes no lock, so a look never stands in a mark's

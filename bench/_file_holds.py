@@ -10,12 +10,14 @@ group and claim.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 _KINDS = (
@@ -24,6 +26,7 @@ _KINDS = (
     "loop_try",
     "loop_claim",
     "loop_gave_up",
+    "loop_gate_miss",
     "thread_claim",
     "thread_gate",
     "flag_wait",
@@ -113,6 +116,25 @@ def _time_loop_claims(notes: _Notes) -> None:
 
     claim_now.LoopClaims.claim = timed_claim  # type: ignore[method-assign]
     claim_now.LoopClaims.claim_soon = timed_soon  # type: ignore[method-assign]
+    _count_gate_misses(notes)
+
+
+def _count_gate_misses(notes: _Notes) -> None:
+    """A try on the loop that did not have the gate in time (``loop_gate_miss``, its wait):
+    the other tries that left a claim ``NOT_NOW`` found the file held by another process."""
+    from eve.sessions import sqlite_gate
+
+    held_within = sqlite_gate.SqliteGate.held_within
+
+    @contextlib.contextmanager
+    def timed(self: Any, patience: float) -> Iterator[bool]:
+        at = time.perf_counter()
+        with held_within(self, patience) as free:
+            if not free:
+                notes.note("loop_gate_miss", at)
+            yield free
+
+    sqlite_gate.SqliteGate.held_within = timed  # type: ignore[method-assign]
 
 
 def _time_thread_claims(notes: _Notes) -> None:

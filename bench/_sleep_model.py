@@ -362,3 +362,9 @@ if _stalls_path := __import__("os").environ.get("EVE_BENCH_STALLS"):
     from bench._stalls import stall_log
 
     stall_log(_stalls_path)
+
+
+if _holds_path := __import__("os").environ.get("EVE_BENCH_FILE_HOLDS"):
+    from bench._file_holds import file_holds
+
+    file_holds(_holds_path)

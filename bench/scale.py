@@ -463,6 +463,8 @@ def _report(
         "model_step_mean_s": _round(_scale_waves.drawn_step_mean(posted, plan.model), 4),
         "limit_turns_per_s": round(limit, 1),
         "turns_in_window": n,
+        # (wall-clock seconds: to read a server-side diagnostic's lines of the window)
+        "window_wall": [round(since, 3), round(until, 3)],
         "turns_per_s": round(n / plan.window_seconds, 2),
         "of_limit": round(n / plan.window_seconds / limit, 3),
         "overhead_p50_ms": _ms(_percentile(overheads, 0.5)),

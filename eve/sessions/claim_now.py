@@ -27,10 +27,11 @@ round trips, which the loop would wait for.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
@@ -40,6 +41,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from eve.sessions.group_commit import SharedTransaction, given_up, joining
+from eve.sessions.sqlite_gate import claims_first
 from eve.sessions.store import SessionStore
 
 T = TypeVar("T")
@@ -169,18 +171,46 @@ class LoopClaims:
         milliseconds); ``NOT_NOW`` once that is past, or at once on another loop."""
         if not self._may_claim():  # PostgreSQL's, or a closed store's: no try could be
             return NOT_NOW
+        found = self.claim(session_id, then, patience=patience)
+        if not isinstance(found, NotNow):
+            return found
+        # the file was not free: every process's background writes let it go first
+        # (``sqlite_requests.py``) while this claim tries again
+        with self.marked():
+            return await self._again(session_id, then, patience=patience, within=within)
+
+    async def _again(
+        self,
+        session_id: str,
+        then: Callable[[Connection, int], T],
+        *,
+        patience: float | None,
+        within: float | None,
+    ) -> T | NotNow | None:
         loop = asyncio.get_running_loop()
         until = time.perf_counter() + (self.retry if within is None else within)
-        while True:
-            found = self.claim(session_id, then, patience=patience)
-            if not isinstance(found, NotNow) or time.perf_counter() >= until:
-                return found
+        found: T | NotNow | None = NOT_NOW
+        while time.perf_counter() < until:
             between_slices = getattr(loop, "between_slices", None)
             paused = between_slices() if between_slices is not None else None
             if paused is None:
                 return found
             self.retried += 1
             await paused
+            found = self.claim(session_id, then, patience=patience)
+            if not isinstance(found, NotNow):
+                return found
+        return found
+
+    @contextlib.contextmanager
+    def marked(self) -> Iterator[None]:
+        """A claim of this process waits for eve's file for the block: it goes first at
+        this process's gate (``sqlite_gate.claims_first``), and the background writes of
+        every process on the file let the file go first (``sqlite_requests.py``)."""
+        gate = self.store.gate
+        signal = None if gate is None else gate.signal
+        with claims_first(), contextlib.nullcontext() if signal is None else signal.marked():
+            yield
 
     def _may_claim(self) -> bool:
         """Whether a claim here could be made: on SQLite, an open store, its own thread."""

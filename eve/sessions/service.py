@@ -601,7 +601,8 @@ class SessionService:
         if not isinstance(found, NotNow):
             note_claim("loop", since)
             return found
-        found = await asyncio.to_thread(self.store.claim_turn, session_id, then)
+        with self.loop_claims.marked():
+            found = await asyncio.to_thread(self.store.claim_turn, session_id, then)
         note_claim("thread", since)
         return found
 

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.database_errors import refuse_lock_in_request
 from eve.sessions.sqlite_gate import SqliteGate, gate_writes
+from eve.sessions.sqlite_requests import request_signal
 from eve.sessions.wal_checkpoints import NO_AUTOCHECKPOINT, checkpoint_in_background
 
 #: connections an engine opens at most, all kept open: SQLAlchemy closes a connection above
@@ -69,3 +70,12 @@ def sqlite_engine(
         patience = min(busy_timeout, GATE_PATIENCE_SECONDS)
         gate_writes(engine, SqliteGate(), patience=patience, busy_timeout=busy_timeout)
     return engine
+
+
+def store_gate(engine: Engine) -> SqliteGate:
+    """The gate of eve's file on ``engine``, with the signal every process on the file
+    gives its waiting requests (``sqlite_requests.py``), closed with the engine."""
+    signal = request_signal(engine.url.database)
+    if signal is not None:
+        sa.event.listen(engine, "engine_disposed", lambda _engine: signal.close())
+    return SqliteGate(signal=signal)

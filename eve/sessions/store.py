@@ -34,7 +34,7 @@ from eve.sessions.pg_pools import background_engine, each_commits, request_engin
 from eve.sessions.pg_progress import ProgressRead, read_progress
 from eve.sessions.pg_turn_end import body_end, end_body
 from eve.sessions.pg_turn_end import install as install_body_end
-from eve.sessions.sqlite import sqlite_engine
+from eve.sessions.sqlite import sqlite_engine, store_gate
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
 from eve.sessions.store_lanes import lane
@@ -366,7 +366,7 @@ class SessionStore:
             self.engine: Engine = sqlite_engine(
                 url, synchronous=synchronous, busy_timeout=busy_timeout
             )
-            self.gate = SqliteGate()
+            self.gate = store_gate(self.engine)
         else:
             self.engine = background_engine(url)
             self.request_engine = request_engine(url)

@@ -17,6 +17,7 @@ from eve.server.serving import serving_context
 from eve.server.serving_loop import ServingLoop, new_serving_loop
 from eve.sessions.claim_now import NOT_NOW, LoopClaims
 from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.sqlite_requests import request_signal
 from eve.sessions.store import SessionStore
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app
@@ -158,6 +159,10 @@ def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(
             # waiting: hold the file until the loop gave up and a thread waits instead
             while not (service.loop_claims.not_now and gate.requests_waiting) and sender.is_alive():
                 sender.join(0.01)
+            while not gate._urgent_waiting and sender.is_alive():
+                sender.join(0.01)
+            # the thread's claim waits at the gate, and every worker on the file knows
+            assert gate.signal is not None and gate.signal.waiting
         sender.join()
         events = server.wait_for(session, count("session.waiting", 2))
     finally:
@@ -224,3 +229,28 @@ def test_a_claim_that_cannot_be_made_here_does_not_try_again(claims: LoopClaims)
     claims._thread = -1  # another thread's (as a store on PostgreSQL has no file to wait for)
     found = _soon_with_turns_work(claims, within=60.0, each_slice=lambda n: None)
     assert found is NOT_NOW and claims.retried == 0
+
+
+def test_a_claim_that_tries_again_says_so_to_every_process_on_the_file(
+    claims: LoopClaims, tmp_path: Path
+) -> None:
+    """While it tries again, the other workers' background writes let the file go first
+    (``sqlite_requests.py``); once it is claimed, no longer."""
+    other = request_signal(str(tmp_path / "eve.sqlite"))  # as another worker has it
+    assert other is not None
+    seen: list[bool] = []
+    try:
+        with held_by_another_process(tmp_path / "eve.sqlite") as holder:
+
+            def look_and_release_at_the_third(n: int) -> None:
+                seen.append(other.waiting)
+                if n == 2:
+                    holder.execute("ROLLBACK")
+
+            found = _soon_with_turns_work(
+                claims, within=60.0, each_slice=look_and_release_at_the_third
+            )
+        assert found == 0 and claims.retried >= 2
+        assert True in seen and not seen[-1] and not other.waiting
+    finally:
+        other.close()

@@ -4,6 +4,7 @@ thread that holds it may enter again; an engine whose transactions another libra
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -15,18 +16,29 @@ from sqlalchemy.engine import Engine
 
 from eve._sql_engines import sqlite_engine
 from eve.sessions.database_errors import fail_fast
-from eve.sessions.sqlite_gate import SqliteGate, gate_writes
+from eve.sessions.sqlite_gate import SqliteGate, claims_first, gate_writes
+
+
+def _held_until(gate: SqliteGate, order: list[str], release: threading.Event) -> threading.Thread:
+    """A thread holding ``gate`` (once it has, ``order`` is ``["holder"]``) until
+    ``release``."""
+
+    def holder() -> None:
+        with gate.held():
+            order.append("holder")
+            release.wait(10)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    while order != ["holder"]:
+        time.sleep(0.001)
+    return first
 
 
 def test_a_waiting_request_goes_before_waiting_background_work() -> None:
     gate = SqliteGate()
     order: list[str] = []
     release = threading.Event()
-
-    def holder() -> None:
-        with gate.held():
-            order.append("holder")
-            release.wait(10)
 
     def background() -> None:
         with gate.held():
@@ -36,10 +48,7 @@ def test_a_waiting_request_goes_before_waiting_background_work() -> None:
         with fail_fast(), gate.held():
             order.append("request")
 
-    first = threading.Thread(target=holder)
-    first.start()
-    while order != ["holder"]:
-        time.sleep(0.001)
+    first = _held_until(gate, order, release)
     waiting = [threading.Thread(target=background), threading.Thread(target=request)]
     waiting[0].start()
     while gate.waited < 1:  # the background one waits first
@@ -51,6 +60,36 @@ def test_a_waiting_request_goes_before_waiting_background_work() -> None:
     for thread in [first, *waiting]:
         thread.join(10)
     assert order == ["holder", "request", "background"]
+
+
+def test_a_claim_that_waited_goes_before_a_request_s_other_transactions() -> None:
+    """A message's claim that found the file taken (``claims_first``) goes before the
+    other waiting requests' transactions (a stream's reads), which go before the
+    background's."""
+    gate = SqliteGate()
+    order: list[str] = []
+    release = threading.Event()
+
+    def waiter(name: str) -> None:
+        with contextlib.ExitStack() as stack:
+            if name != "background":
+                stack.enter_context(fail_fast())
+            if name == "claim":
+                stack.enter_context(claims_first())
+            with gate.held():
+                order.append(name)
+
+    first = _held_until(gate, order, release)
+    waiting = []
+    for n, name in enumerate(("background", "read", "claim"), start=1):
+        waiting.append(threading.Thread(target=waiter, args=(name,)))
+        waiting[-1].start()
+        while gate.waited < n:  # each waits before the next comes
+            time.sleep(0.001)
+    release.set()
+    for thread in [first, *waiting]:
+        thread.join(10)
+    assert order == ["holder", "claim", "read", "background"]
 
 
 def test_the_holder_may_enter_again() -> None:

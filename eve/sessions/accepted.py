@@ -108,11 +108,12 @@ _ENQUEUED = (
     .where(_PLACE, accepted_places.c.state == "accepted")
     .values(state="enqueued")
 )
+#: a claimed place's row (``accept``)
+_ACCEPT = accepted_places.insert()
 # a body marks its own place: it runs, so DBOS has it (whoever started it need not write).
 # Found by its workflow's index: ``state || ''`` keeps SQLite's planner, which has no
 # statistics, off the state's index, where it went through every place still accepted
 # (a backlog's thousands, for each body that starts)
-_ACCEPT = accepted_places.insert()
 _STARTED = (
     accepted_places.update()
     .where(

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from eve.sessions.prepared_sql import run_prepared
 from eve.sessions.tables import accepted_places, sessions
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ _ENQUEUED = (
     .where(_PLACE, accepted_places.c.state == "accepted")
     .values(state="enqueued")
 )
+#: a claimed place's row (``accept``)
+_ACCEPT = accepted_places.insert()
 # a body marks its own place: it runs, so DBOS has it (whoever started it need not write).
 # Found by its workflow's index: ``state || ''`` keeps SQLite's planner, which has no
 # statistics, off the state's index, where it went through every place still accepted
@@ -147,8 +150,9 @@ def accept(
     caller starts it then (``DurableEngine.start``)."""
     stored = None if turn_input is None else json.dumps(turn_input)
     accepted_at = time.time()
-    c.execute(
-        accepted_places.insert(),
+    run_prepared(
+        c,
+        _ACCEPT,
         {
             "session_id": session_id,
             "turn": turn,
@@ -243,7 +247,7 @@ def mark_enqueued(c: Connection, places: list[Place]) -> None:
 def mark_started(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs is DBOS's: its body is running (``mark_enqueued`` for
     a place whose body the starter cannot count on: ``DurableEngine.start_place``)."""
-    c.execute(_STARTED, {"b_workflow": workflow_id})
+    run_prepared(c, _STARTED, {"b_workflow": workflow_id})
 
 
 @dataclass(frozen=True)
@@ -259,7 +263,7 @@ class PlaceStarts:
 
 def finish(c: Connection, workflow_id: str) -> None:
     """The place ``workflow_id`` runs has its outcome in the log: done, its input dropped."""
-    c.execute(_FINISH, {"b_workflow": workflow_id})
+    run_prepared(c, _FINISH, {"b_workflow": workflow_id})
 
 
 def finish_and_next(c: Connection, session_id: str, workflow_id: str) -> Place | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from dbos import DBOS
 
 from eve.sessions.checkpoint import SessionCheckpoint, decode_checkpoint, encode_checkpoint
+from eve.sessions.checkpoint_carry import CarriedCheckpoints
 from eve.sessions.durable_steps import LOAD_STEP
 from eve.sessions.store import CheckpointSave, SessionStore, TurnProgress
 
@@ -35,13 +36,22 @@ class Loaded:
     version: int | None
 
 
-async def load_checkpoint(store: SessionStore, session_id: str, progress: TurnProgress) -> Loaded:
-    """The checkpoint the body whose ``progress`` this is starts from (read with it)."""
+async def load_checkpoint(
+    store: SessionStore,
+    session_id: str,
+    progress: TurnProgress,
+    *,
+    carried: CarriedCheckpoints | None = None,
+) -> Loaded:
+    """The checkpoint the body whose ``progress`` this is starts from (read with it); the
+    one this worker's last turn of the session saved, if ``carried`` kept it."""
     if progress.legacy_steps:
         return await _recorded_load(store, session_id)
     start = progress.checkpoint
     assert start is not None, "the body read its progress with the checkpoint"
-    return Loaded(checkpoint=decode_checkpoint(start.data), version=start.version)
+    kept = carried.take(session_id, start) if carried is not None else None
+    checkpoint = kept if kept is not None else decode_checkpoint(start.data)
+    return Loaded(checkpoint=checkpoint, version=start.version)
 
 
 async def _recorded_load(store: SessionStore, session_id: str) -> Loaded:

@@ -36,10 +36,9 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from eve.sessions.dbos_writes import combiner_of
+from eve.sessions.prepared_sql import Prepared, compile_prepared, positional
 
-#: (the SQL, its parameters' names in order, bind processors, the statement's constants)
-_Prepared = tuple[str, tuple[str, ...], dict[str, Callable[[Any], Any]], dict[str, Any]]
-_PREPARED: WeakKeyDictionary[SystemDatabase, dict[tuple[str, tuple[str, ...]], _Prepared]] = (
+_PREPARED: WeakKeyDictionary[SystemDatabase, dict[tuple[str, tuple[str, ...]], Prepared]] = (
     WeakKeyDictionary()
 )
 #: the newest-version query's SQL and parameters, by application name
@@ -75,36 +74,19 @@ def _execute_prepared(
     prepared = cache.get(key)
     if prepared is None:
         prepared = cache[key] = _compile(self, build(), values, insert_columns=insert_columns)
-    sql, order, processors, constants = prepared
-    params = []
-    for bind in order:
-        value = values[bind] if bind in values else constants[bind]
-        processor = processors.get(bind)
-        params.append(value if processor is None else processor(value))
-    return connection.exec_driver_sql(sql, tuple(params))
+    return connection.exec_driver_sql(prepared[0], positional(prepared, values))
 
 
 def _compile(
     self: SystemDatabase, statement: Any, values: dict[str, Any], *, insert_columns: bool
-) -> _Prepared:
+) -> Prepared:
     """As DBOS compiles a hot statement for PostgreSQL, with SQLite's positional order."""
-    dialect = self.engine.dialect
-    compiled = statement.compile(
-        dialect=dialect,
-        column_keys=list(values) if insert_columns else None,
+    return compile_prepared(
+        statement,
+        self.engine.dialect,
+        list(values) if insert_columns else None,
         schema_translate_map={SCHEMA_PLACEHOLDER: self.schema},
-        render_schema_translate=True,
     )
-    processors: dict[str, Callable[[Any], Any]] = {}
-    constants: dict[str, Any] = {}
-    for bind_name, bind in compiled.binds.items():
-        processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
-        if processor is not None:
-            processors[bind_name] = processor
-        if bind_name not in values:
-            constants[bind_name] = bind.value
-    order = tuple(compiled.positiontup or ())
-    return str(compiled), order, processors, constants
 
 
 def _outcome(
@@ -205,13 +187,8 @@ def _latest_version(
     if prepared is None:
         capture = _Capture()
         _DBOS_LATEST(self, cast(sa.Connection, capture), application_name)
-        sql, order, processors, constants = _compile(
-            self, capture.statement, {}, insert_columns=False
-        )
-        params = tuple(
-            constants[b] if (p := processors.get(b)) is None else p(constants[b]) for b in order
-        )
-        prepared = cache[application_name] = (sql, params)
+        compiled = _compile(self, capture.statement, {}, insert_columns=False)
+        prepared = cache[application_name] = (compiled[0], positional(compiled, {}))
     sql, params = prepared
     row: sa.Row[Any] | None = c.exec_driver_sql(sql, params).fetchone()
     return row

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from eve.sessions.prepared_sql import run_prepared
 from eve.sessions.tables import step_records
 
 # built once, as the store's statements are (``store.py``)
@@ -44,7 +45,7 @@ def add_record(c: Connection, workflow_id: str, key: str, record: str) -> str:
     """Store ``record`` as ``workflow_id``'s step ``key``; the record stored, which is
     another's when another run of the workflow recorded the step first."""
     row = {"workflow_id": workflow_id, "step_key": key, "record": record}
-    added = c.execute(_NEW_RECORD[c.dialect.name], {**row, "recorded_at": time.time()})
+    added = run_prepared(c, _NEW_RECORD[c.dialect.name], {**row, "recorded_at": time.time()})
     if added.rowcount == 1:
         return record
     return stored_record(c, workflow_id, key)

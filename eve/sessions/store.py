@@ -34,6 +34,7 @@ from eve.sessions.pg_pools import background_engine, each_commits, request_engin
 from eve.sessions.pg_progress import ProgressRead, read_progress
 from eve.sessions.pg_turn_end import body_end, end_body
 from eve.sessions.pg_turn_end import install as install_body_end
+from eve.sessions.prepared_sql import run_prepared
 from eve.sessions.sqlite import sqlite_engine, store_gate
 from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.step_records import read_records
@@ -286,13 +287,13 @@ def write_checkpoint(
     if pointed:
         recycled = c.execute(_RECYCLE_AND_POINT, recycling).scalar() or 0
     else:
-        recycled = c.execute(_RECYCLE_CHECKPOINT, recycling).rowcount
+        recycled = run_prepared(c, _RECYCLE_CHECKPOINT, recycling).rowcount
     if recycled != 1:
-        c.execute(_DROP_CHECKPOINTS, given)
+        run_prepared(c, _DROP_CHECKPOINTS, given)
         row = {"session_id": session_id, "version": version, "data": data, "saved_by": saved_by}
-        c.execute(_NEW_CHECKPOINT, row)
+        run_prepared(c, _NEW_CHECKPOINT, row)
     if not pointed:
-        c.execute(_CURRENT_VERSION, given)
+        run_prepared(c, _CURRENT_VERSION, given)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,6 +37,7 @@ from eve.execution.setup import AgentSetup
 from eve.messages import UserMessage, UserPart, user_message
 from eve.sessions.accepted import Place, PlaceEnds, PlaceStarts
 from eve.sessions.checkpoint import SessionCheckpoint
+from eve.sessions.checkpoint_carry import CarriedCheckpoints
 from eve.sessions.checkpoint_steps import Loaded, load_checkpoint, save_checkpoint, saving
 from eve.sessions.compute_gate import ComputeGate
 from eve.sessions.database_errors import in_workflow_body, storage_failure
@@ -125,6 +126,8 @@ class TurnRuntime:
     #: starts a session's next place once the body before it is done, DBOS's record of
     #: its end included (the engine's ``start_soon``)
     start_next: Callable[[Place], None] = lambda _: None
+    #: the checkpoint each session's last turn here saved, for its next turn here
+    carried: CarriedCheckpoints = field(default_factory=CarriedCheckpoints)
 
     @contextlib.asynccontextmanager
     async def tracked(self) -> AsyncIterator[None]:
@@ -243,7 +246,9 @@ class TurnRuntime:
     ) -> str:
         turn_id = f"turn_{turn}"
         emitter = EventEmitter(events, session_id=session_id, hooks=self.setup.hooks)
-        loaded = await load_checkpoint(self.store, session_id, events.progress)
+        loaded = await load_checkpoint(
+            self.store, session_id, events.progress, carried=self.carried
+        )
         checkpoint = loaded.checkpoint
         context = EveContext(session_id=session_id, principal=sender_of(given))
         context.restore(checkpoint.state)
@@ -296,7 +301,7 @@ class TurnRuntime:
             await events.flush()
             self.start_after(await ending)
             return "failed"
-        ended, save = await self._finish(session_id, loaded, context, result)
+        ended, save, after = await self._finish(session_id, loaded, context, result)
         # hooks of session.completed read the state the session ended with
         with use_context(context):
             if ended:
@@ -310,7 +315,11 @@ class TurnRuntime:
         events.release()
         await events.flush()
         self.log.forget(session_id)
-        self.start_after(await ending)
+        place = await ending
+        if save is not None:
+            # committed: the session's next turn here starts from it as it is
+            self.carried.keep(save, after)
+        self.start_after(place)
         return result.stop_reason
 
     async def _finish(
@@ -319,11 +328,12 @@ class TurnRuntime:
         loaded: Loaded,
         context: EveContext,
         result: RunResult,
-    ) -> tuple[str | None, CheckpointSave | None]:
+    ) -> tuple[str | None, CheckpointSave | None, SessionCheckpoint]:
         """The checkpoint, built from the turn's final state: its save, for the transaction
         of the turn's last events (``run_turn``), or saved now (a save that must be a step,
-        or a session that ends, whose end is recorded after its checkpoint); and the reason
-        the session ends now: the limit a person chose to end it on (``execution.limits``)."""
+        or a session that ends, whose end is recorded after its checkpoint); the reason the
+        session ends now: the limit a person chose to end it on (``execution.limits``); and
+        the checkpoint itself."""
         assert result.state is not None, "run_agent returns the turn's final state"
         after = SessionCheckpoint(
             messages=result.messages,
@@ -335,7 +345,7 @@ class TurnRuntime:
         )
         reason = result.ended_by
         if reason is None and (save := saving(session_id, after, after=loaded)) is not None:
-            return None, save
+            return None, save, after
         await save_checkpoint(self.store, session_id, after, after=loaded)
         if reason is not None:
             await DBOS.run_step_async(
@@ -345,7 +355,7 @@ class TurnRuntime:
                 session_id,
                 reason,
             )
-        return reason, None
+        return reason, None, after
 
     async def reset(self, session_id: str) -> str:
         workflow_id = DBOS.workflow_id or f"{session_id}:reset"

@@ -144,7 +144,7 @@ def test_each_librarys_context_verifies_and_trusts_ssl_cert_file(
     certificate: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with pytest.raises(ssl.SSLCertVerificationError, match="self-signed certificate"):
+    with pytest.raises(ssl.SSLCertVerificationError, match="CERTIFICATE_VERIFY_FAILED"):
         _handshake(shared_tls_context(library), tls_server.url)
     monkeypatch.setenv("SSL_CERT_FILE", str(certificate))
     shared_tls_context.cache_clear()

@@ -1,7 +1,7 @@
 """One TLS context per process and HTTP library, shared by the HTTP clients eve makes.
 
 An httpx (or httpx2) client left to ``verify=True`` builds its own ``ssl.SSLContext`` and
-loads the CA bundle into it: about 20 ms of CPU for every model SDK client (one per event
+loads the CA bundle into it: 22-30 ms of CPU for every model SDK client (one per event
 loop), ``EveClient``, webhook delivery and key fetch, where the context is the same each
 time. Given one, the client only uses it. A context holds no state of the client's own: the
 ALPN list httpcore sets on it at each connection is ``http/1.1`` for every client eve makes

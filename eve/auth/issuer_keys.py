@@ -19,6 +19,7 @@ import httpx
 import jwt
 import msgspec
 
+from eve._tls import shared_tls_context
 from eve.auth.settings import ALGORITHMS, OIDCSettings
 from eve.errors import IdentityProviderUnavailable
 
@@ -111,7 +112,9 @@ class IssuerKeys:
 
     async def _refresh(self) -> None:
         async with httpx.AsyncClient(
-            transport=self._transport, timeout=self.settings.timeout_seconds
+            transport=self._transport,
+            timeout=self.settings.timeout_seconds,
+            verify=shared_tls_context("httpx"),
         ) as client:
             discovery = self._discovery or await self._discover(client)
             keys = await self._fetch_keys(client, discovery.jwks_uri)

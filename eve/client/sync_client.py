@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import httpx
 
 from eve._session_summary import SessionPage, SessionSummary
+from eve._tls import shared_tls_context
 from eve.client.calls import Call, Calls, session_path
 from eve.client.protocol import (
     TURN_END,
@@ -48,6 +49,7 @@ class EveClient:
             headers=auth_headers(token),
             timeout=timeout,
             transport=transport,
+            verify=shared_tls_context("httpx"),
         )
 
     def __enter__(self) -> EveClient:

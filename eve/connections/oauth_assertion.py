@@ -28,6 +28,7 @@ from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 
 from eve._redact import add_secret
+from eve._tls import shared_tls_context
 from eve.connections.oauth_flow import FailureHolder, KeepsFailures
 from eve.connections.transports import env_secret
 from eve.errors import MCPAuthorizationFailed
@@ -102,7 +103,8 @@ class _Exchange:
             pair = f"{quote(self.idp.client_id, safe='')}:{quote(secret, safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         try:
-            async with httpx2.AsyncClient(timeout=_EXCHANGE_SECONDS) as client:
+            verify = shared_tls_context("httpx2")
+            async with httpx2.AsyncClient(timeout=_EXCHANGE_SECONDS, verify=verify) as client:
                 answer = await client.post(self.idp.token_endpoint, data=form, headers=headers)
         except httpx2.HTTPError as error:
             raise self._failed(f"could not reach it ({type(error).__name__})") from None

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 import httpx2
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 from eve._redact import RedactingFilter, add_secret
+from eve._tls import shared_tls_context
 from eve.authoring.connections import TokenSource
 from eve.connections.process_group import ProcessGroup
 from eve.connections.server_stderr import StderrTail
@@ -164,9 +165,7 @@ class ServerLink:
                     add_secret(token)
                     headers["Authorization"] = f"Bearer {token}"
                 auth = None if self.oauth is None else self.oauth.auth
-                client = await stack.enter_async_context(
-                    create_mcp_http_client(headers=headers, auth=auth)
-                )
+                client = await stack.enter_async_context(_http_client(headers, auth))
                 client.event_hooks = {"request": [], "response": [self._seen]}
                 read, write = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=client)
@@ -205,3 +204,15 @@ def _errlog() -> TextIO:
     except (AttributeError, OSError, ValueError):
         return sys.__stderr__ or sys.stderr
     return sys.stderr
+
+
+def _http_client(headers: dict[str, str], auth: httpx2.Auth | None) -> httpx2.AsyncClient:
+    """The client the MCP SDK's ``create_mcp_http_client`` makes (its timeouts; redirects
+    left to the transport, which follows them within the server's origin), with the
+    process's TLS context (eve/_tls.py) where it would build one per connection."""
+    return httpx2.AsyncClient(
+        headers=headers,
+        auth=auth,
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        verify=shared_tls_context("httpx2"),
+    )

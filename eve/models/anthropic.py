@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
+from eve._tls import shared_tls_context
 from eve.errors import ModelCredentialsMissing
 from eve.messages import AssistantMessage, AssistantPart, ToolCallPart
 from eve.models._guarded import GuardedTranslator
@@ -138,7 +139,11 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         import anthropic
 
         return anthropic.AsyncAnthropic(
-            api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
+            api_key=self._api_key,
+            base_url=self._base_url,
+            max_retries=self._max_retries,
+            # the SDK's own client, with the process's TLS context (eve/_tls.py)
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_tls_context("httpx2")),
         )
 
     def _translator(self) -> GuardedTranslator:

@@ -19,6 +19,7 @@ from typing import Any
 
 import openai
 
+from eve._tls import shared_tls_context
 from eve.errors import ModelCredentialsMissing
 from eve.manifest import OpenAIApi
 from eve.models._guarded import GuardedTranslator
@@ -78,7 +79,11 @@ class OpenAIModel(SDKModel[openai.AsyncOpenAI]):
 
     def _new_client(self) -> openai.AsyncOpenAI:
         return ChatClient(
-            api_key=self._api_key, base_url=self._base_url, max_retries=self._max_retries
+            api_key=self._api_key,
+            base_url=self._base_url,
+            max_retries=self._max_retries,
+            # the SDK's own client, with the process's TLS context (eve/_tls.py)
+            http_client=openai.DefaultAsyncHttpxClient(verify=shared_tls_context("httpx2")),
         )
 
     def _translator(self) -> Translator[Any]:

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from eve._redact import redact
+from eve._tls import shared_tls_context
 from eve.errors import ScheduleDeliveryFailed
 from eve.manifest import WebhookDelivery
 from eve.schedules.webhook_signing import parse_secrets, signature, webhook_id
@@ -104,7 +105,10 @@ async def post_once(
     if keys:
         headers["webhook-signature"] = signature(keys, msg_id, stamp, body)
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, transport=transport) as client:
+        verify = shared_tls_context("httpx")
+        async with httpx.AsyncClient(
+            timeout=TIMEOUT_SECONDS, transport=transport, verify=verify
+        ) as client:
             response = await client.post(url, content=body, headers=headers)
     except httpx.HTTPError as error:
         # the error's text holds the URL

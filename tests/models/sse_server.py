@@ -7,6 +7,7 @@ a test can both drive the SDK's real HTTP and SSE parsing and assert what it sen
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -121,18 +122,22 @@ class _Server(ThreadingHTTPServer):
 class ScriptedServer:
     """``with ScriptedServer(reply, ...) as server:`` serves on ``server.url`` until exit."""
 
-    def __init__(self, *replies: Reply) -> None:
+    def __init__(self, *replies: Reply, tls: ssl.SSLContext | None = None) -> None:
         self.replies = list(replies)
         self.requests: list[Received] = []
         self._lock = threading.Lock()
         self._http = _Server(("127.0.0.1", 0), _Handler)
         self._http.script = self
+        #: ``tls`` given: the server speaks HTTPS with it (a failed handshake drops the client)
+        self._scheme = "http" if tls is None else "https"
+        if tls is not None:
+            self._http.socket = tls.wrap_socket(self._http.socket, server_side=True)
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def add(self, *replies: Reply) -> None:
         with self._lock:

@@ -276,6 +276,7 @@ __all__ = [
     "ScheduleRunFailed",
     "ServedModelUnavailable",
     "ServerConfigError",
+    "ServerNotTrusted",
     "ServerUnreachable",
     "SessionBusy",
     "SessionError",
@@ -1889,6 +1890,14 @@ class ServerUnreachable(ClientError):
     ``reconnect_timeout``); check the URL and that ``eve serve`` is up."""
 
     code = "server_unreachable"
+
+
+class ServerNotTrusted(ServerUnreachable):
+    """The server's TLS certificate was not trusted (signed by no CA the client knows, for
+    another name, or expired); trying again would not change that, so it is raised at once.
+    A certificate of your own CA: set ``SSL_CERT_FILE`` to its bundle."""
+
+    code = "server_not_trusted"
 
 
 class EvalError(EveError):

@@ -60,7 +60,8 @@ PINNED: dict[str, str] = {
     "eve.testing": "TestAgent agent_for_test",
     "eve.costs": "Cost Spend TokenUsage price",
     "eve.client": (
-        "APIError Accepted AsyncEveClient ClientError EveClient ServerUnreachable SessionEvent "
+        "APIError Accepted AsyncEveClient ClientError EveClient ServerNotTrusted ServerUnreachable "
+        "SessionEvent "
         "SessionLimits SessionListEntry SessionPage SessionSummary TURN_END"
     ),
     "eve.server": "EveApp ServerOptions create_app eve_app service_for",

@@ -22,7 +22,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from eve._tls import HttpLibrary, shared_tls_context
 from eve.client import AsyncEveClient, EveClient
 from eve.connections.transports import _http_client
-from eve.errors import ModelConnectionError
+from eve.errors import ModelConnectionError, ServerNotTrusted, ServerUnreachable
 from eve.manifest import Retries
 from eve.messages import user_message
 from eve.models.anthropic import AnthropicModel
@@ -181,3 +181,20 @@ async def test_a_model_trusts_a_certificate_in_ssl_cert_file(
     model = AnthropicModel("claude-test", api_key="k", base_url=tls_server.url)
     assert await _text(model) == "hello"
     assert [r.path for r in tls_server.requests] == ["/v1/messages"]
+
+
+def test_a_server_whose_certificate_is_not_trusted_is_named_so_at_once(
+    tls_server: ScriptedServer,
+) -> None:
+    """``health`` is repeatable (tried again while the server is away); a refused
+    certificate is not the server away, and no retry makes it trusted (before, the client
+    retried until its reconnect_timeout and said the server did not answer)."""
+    with (
+        EveClient(tls_server.url, reconnect_timeout=5) as client,
+        pytest.raises(ServerNotTrusted) as raised,
+    ):
+        client.health()
+    assert "self-signed certificate" in str(raised.value)
+    assert "SSL_CERT_FILE" in str(raised.value)
+    assert isinstance(raised.value, ServerUnreachable)
+    assert tls_server.requests == []

@@ -17,7 +17,7 @@ from eve._session_summary import SessionLimits, SessionListEntry, SessionPage, S
 from eve.client.async_client import AsyncEveClient
 from eve.client.protocol import TURN_END
 from eve.client.sync_client import EveClient
-from eve.errors import APIError, ClientError, ServerUnreachable
+from eve.errors import APIError, ClientError, ServerNotTrusted, ServerUnreachable
 from eve.events import SessionEvent
 from eve.wire.answers import Accepted
 
@@ -28,6 +28,7 @@ __all__ = [
     "AsyncEveClient",
     "ClientError",
     "EveClient",
+    "ServerNotTrusted",
     "ServerUnreachable",
     "SessionEvent",
     "SessionLimits",

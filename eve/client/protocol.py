@@ -6,12 +6,13 @@ Nothing here does I/O, so the sync and async clients differ only in how they wai
 
 from __future__ import annotations
 
+import ssl
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from eve.errors import APIError, ServerUnreachable
+from eve.errors import APIError, ServerNotTrusted, ServerUnreachable
 from eve.events import OtherEvent, SessionEvent, decode_any_event
 from eve.messages import MediaPart
 from eve.wire.answers import decode_refusal
@@ -59,7 +60,7 @@ class Attempt:
         named error when there is none. ``response`` is an ``httpx.Response`` or the
         ``httpx.TransportError`` the request raised."""
         if isinstance(response, Exception):
-            if not self.repeatable:
+            if not self.repeatable or untrusted(response) is not None:
                 raise unreachable(response) from None
             return self._backoff.delay(response)
         if response.is_error:
@@ -72,10 +73,29 @@ class Attempt:
 
 
 def unreachable(error: Exception) -> ServerUnreachable:
+    refusal = untrusted(error)
+    if refusal is not None:
+        return ServerNotTrusted(
+            f"the eve server's TLS certificate was not trusted ({refusal.verify_message}); "
+            "if your own CA signed it, set SSL_CERT_FILE to that CA's certificate bundle"
+        )
     return ServerUnreachable(
         f"the eve server did not answer ({type(error).__name__}); "
         "is `eve serve` running at this URL?"
     )
+
+
+def untrusted(error: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The refusal of the server's certificate behind ``error`` (httpx's ``ConnectError``
+    wraps httpcore's, which wraps the ``ssl`` module's), if that is what it is."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def api_error(status: int, content: bytes) -> APIError:
@@ -97,6 +117,8 @@ class Backoff:
 
     def delay(self, error: Exception) -> float:
         """Seconds to wait before the next try; raises once the server has been away too long."""
+        if untrusted(error) is not None:
+            raise unreachable(error) from None  # no retry makes the certificate trusted
         now = time.monotonic()
         if self._failing_since is None:
             self._failing_since = now

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -92,9 +93,16 @@ class Callback:
 class _Waiting:
     loop: asyncio.AbstractEventLoop
     answer: asyncio.Future[Callback]
+    #: how long the sign-in waits for its callback
+    seconds: float
 
 
 _waiting: dict[str, _Waiting] = {}
+#: the states whose callback came, each until when (``time.monotonic``) a request of the
+#: same callback URL is answered as the first was: a person who reloads the tab after
+#: signing in (or a browser that sends the navigation again) is told they are signed in,
+#: not that no sign-in waits
+_answered: dict[str, float] = {}
 
 
 def principal_key() -> str:
@@ -112,13 +120,14 @@ def redirect_url(declared: str | None) -> str:
 
 
 def expect(
-    state: str, *, loop: asyncio.AbstractEventLoop | None = None
+    state: str, *, seconds: float, loop: asyncio.AbstractEventLoop | None = None
 ) -> asyncio.Future[Callback]:
     """A future (of ``loop``, by default the running one) the callback carrying ``state``
-    resolves; ``forget`` it when done."""
+    resolves, waited for up to ``seconds`` (after the callback, as long again its repeats
+    are answered as it was); ``forget`` it when done."""
     loop = loop or asyncio.get_running_loop()
     answer: asyncio.Future[Callback] = loop.create_future()
-    _waiting[state] = _Waiting(loop=loop, answer=answer)
+    _waiting[state] = _Waiting(loop=loop, answer=answer, seconds=seconds)
     return answer
 
 
@@ -127,17 +136,29 @@ def forget(state: str) -> None:
 
 
 def complete(callback: Callback) -> None:
-    """Hand ``callback`` to the sign-in waiting for its state (from any thread or loop);
+    """Hand ``callback`` to the sign-in waiting for its state (from any thread or loop); a
+    callback of a state answered recently changes nothing and is taken as the first was.
     ``OAuthCallbackInvalid`` when none waits or it carries neither a code nor an error."""
     if callback.code is None and callback.error is None:
         raise OAuthCallbackInvalid("the OAuth callback carries neither code nor error")
+    now = time.monotonic()
+    _forget_answered(now)
     waiting = _waiting.pop(callback.state, None)
     if waiting is None:
+        if callback.state in _answered:
+            return  # answered already: the sign-in took the first one
         raise OAuthCallbackInvalid(
-            "no sign-in waits for this OAuth callback (already used, expired, or started "
+            "no sign-in waits for this OAuth callback (expired, used long ago, or started "
             "before a restart): send the message again for a new link"
         )
+    _answered[callback.state] = now + waiting.seconds
     waiting.loop.call_soon_threadsafe(_answer, waiting.answer, callback)
+
+
+def _forget_answered(now: float) -> None:
+    for state, until in list(_answered.items()):
+        if until <= now:
+            _answered.pop(state, None)
 
 
 def _answer(answer: asyncio.Future[Callback], callback: Callback) -> None:

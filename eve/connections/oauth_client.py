@@ -257,7 +257,9 @@ class OAuthLink:
             )
         state = parse_qs(urlparse(url).query).get("state", [""])[0]
         self._state = state
-        self._answer = authorization.expect(state)
+        self._answer = authorization.expect(
+            state, seconds=self.settings.authorization_timeout_seconds
+        )
         self._held.enter_context(self.hold())
         # listening before the person can follow the link
         await self._listening.enter_async_context(LoopbackListener.for_url(self.redirect_url))

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from eve.sessions.database_errors import failure_kind
+from eve.sessions.database_errors import failure_kind, transient
 from eve.sessions.db_retry import waited_out
 from eve.sessions.pg_pools import each_commits
 
@@ -111,10 +111,9 @@ class PgNotifier:
             except Exception as error:
                 if self._closed:
                     return  # stopping while the database is away: nothing waits for it
-                # no outage but a refusal, which sending again would meet again
+                # no outage but a refusal, which sending again would meet again: its batch
+                # is dropped (``_taken``), the commits that came since are sent
                 log.warning("event notifications not sent: %s", failure_kind(error))
-                with self._lock:
-                    self._pending.clear()
             with self._lock:
                 if self._closed and not self._pending:
                     return
@@ -130,13 +129,15 @@ class PgNotifier:
 
     @contextmanager
     def _taken(self) -> Iterator[dict[str, int]]:
-        """The pending highs, handed back (merged with newer ones) if the flush fails."""
+        """The pending highs, handed back (merged with newer ones) if the flush fails for an
+        outage, to be sent again; dropped if it is refused."""
         with self._lock:
             batch, self._pending = self._pending, {}
         try:
             yield batch
-        except BaseException:
-            with self._lock:
-                for session_id, high in batch.items():
-                    self._pending[session_id] = max(self._pending.get(session_id, -1), high)
+        except BaseException as error:
+            if transient(error) or not isinstance(error, Exception):
+                with self._lock:
+                    for session_id, high in batch.items():
+                        self._pending[session_id] = max(self._pending.get(session_id, -1), high)
             raise

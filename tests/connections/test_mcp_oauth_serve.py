@@ -40,9 +40,12 @@ def test_the_turn_waits_for_the_sign_in_that_the_callback_route_completes(
         answered = app.http.get(back.removeprefix(PUBLIC))  # type: ignore[union-attr]
         assert answered.status_code == 200, answered.text
         events = app.wait_for(session, count("session.waiting"))
-        # a used state is refused: the callback is answered once
+        # the same callback again (the person reloads the tab): signed in, and nothing
+        # more happens (no second exchange, no event)
+        grants = list(auth_server.grants)
         again = app.http.get(back.removeprefix(PUBLIC))  # type: ignore[union-attr]
-        assert again.status_code == 400 and again.json()["code"] == "oauth_callback_invalid"
+        assert again.status_code == 200 and again.json() == answered.json()
+        assert auth_server.grants == grants and app.events(session) == events
         raw = app.get(f"/session/{session}/stream?follow=false").text
     finally:
         app.stop()

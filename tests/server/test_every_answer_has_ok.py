@@ -99,10 +99,11 @@ ROUTES: dict[tuple[str, str], tuple[Case, Case | None]] = {
         Case("/schedules/jobs/quiet/resume"),
         Case("/schedules/nope/resume"),
     ),
-    # an MCP sign-in's callback: anonymous, answered for a state a sign-in waits for
+    # an MCP sign-in's callback: anonymous, answered for a state a sign-in waits for,
+    # refused for one never issued
     ("GET", "/oauth/callback"): (
         Case("/oauth/callback?state=every-route&code=c", headers={}),
-        Case("/oauth/callback?state=every-route&code=c", headers={}),
+        Case("/oauth/callback?state=never-issued&code=c", headers={}),
     ),
     ("GET", "/memory"): (Case("/memory"), Case("/memory?limit=0")),
     ("DELETE", "/memory/{memory_id}"): (Case("/memory/{memory}"), Case("/memory/mem_none")),
@@ -154,7 +155,7 @@ def test_every_json_answer_of_every_route_has_ok(make_app: AppFactory) -> None:
         session = server.create("track my parcel")
         events = server.wait_for(session, count("task.started"))
         [task] = [e["data"] for e in events if e["type"] == "task.started"]
-        authorization.expect("every-route", loop=waiting)
+        authorization.expect("every-route", seconds=30, loop=waiting)
         names = {
             "session": session,
             "idle": server.create(),

@@ -33,8 +33,13 @@ from tests.sessions.test_turn_transactions import committed, having
 def test_a_steps_completion_and_the_next_steps_start_commit_with_its_record(
     make_app: AppFactory,
 ) -> None:
-    """Three steps, four commits of events at most: the turn's start, then each step's
-    events with its record, its ``step.completed`` and the next ``step.started``."""
+    """Three steps, each step's record committed with its ``step.completed`` and the next
+    ``step.started``: no commit of its own.
+
+    How many commits the events take is not counted: the writer gathers what comes within
+    ``COALESCE_SECONDS`` (10 ms), so a step slower than that (a loaded machine) commits its
+    first events before its record comes, and a step made 50 ms slower took six commits
+    where a quick one takes four."""
     root = scripted_app(make_app, [call("leak"), call("leak"), say("done")], tools=("leak",))
     server = InProcessServer(root).start()
     with committed() as transactions:
@@ -48,8 +53,6 @@ def test_a_steps_completion_and_the_next_steps_start_commit_with_its_record(
         assert "event step.completed" in tx, (step, tx)
         if step < 2:
             assert "event step.started" in tx, (step, tx)
-    # (fewer when the model answers at once: the first step's events join the start's)
-    assert len(having(transactions, "INSERT INTO eve_events")) <= 4, transactions
 
 
 @contextmanager

@@ -571,7 +571,17 @@ def _post_walls(timed: list[dict[str, Any]]) -> dict[str, Any]:
     def split(turns: list[dict[str, Any]]) -> dict[str, Any]:
         before = [float(t["read_at"]) - t["sent"] for t in turns]
         after = [t["sent"] + t["post_s"] - float(t["answered_at"]) for t in turns]
+        # sent before the loop's last decision, before the read, to take a turn of uvloop's
+        # loop: the wait before the read is the loop's look between slices, then the turn
+        turned = [t for t in turns if float(t.get("turn_at", 0)) >= t["sent"]]
+        to_look = [float(t["turn_at"]) - t["sent"] for t in turned]
+        in_turn = [float(t["read_at"]) - float(t["turn_at"]) for t in turned]
         return {
+            "turned_pct": round(100 * len(turned) / len(turns), 1),
+            "to_look_p50_ms": _ms(_percentile(to_look, 0.5)),
+            "to_look_p95_ms": _ms(_percentile(to_look, 0.95)),
+            "in_turn_p50_ms": _ms(_percentile(in_turn, 0.5)),
+            "in_turn_p95_ms": _ms(_percentile(in_turn, 0.95)),
             "posts": len(turns),
             "before_p50_ms": _ms(_percentile(before, 0.5)),
             "before_p95_ms": _ms(_percentile(before, 0.95)),

@@ -560,6 +560,13 @@ def _post_views(
     }
 
 
+def _p50_p95(name: str, seconds: list[float]) -> dict[str, float | None]:
+    return {
+        f"{name}_p50_ms": _ms(_percentile(seconds, 0.5)),
+        f"{name}_p95_ms": _ms(_percentile(seconds, 0.95)),
+    }
+
+
 def _post_walls(timed: list[dict[str, Any]]) -> dict[str, Any]:
     """A POST's time before the server read it and after it answered, as the clients saw
     it, overall and by worker (``EVE_BENCH_POST_WALL``: ``bench/_post_wall.py``); empty
@@ -577,18 +584,14 @@ def _post_walls(timed: list[dict[str, Any]]) -> dict[str, Any]:
         to_look = [float(t["turn_at"]) - t["sent"] for t in turned]
         in_turn = [float(t["read_at"]) - float(t["turn_at"]) for t in turned]
         return {
-            "turned_pct": round(100 * len(turned) / len(turns), 1),
-            "to_look_p50_ms": _ms(_percentile(to_look, 0.5)),
-            "to_look_p95_ms": _ms(_percentile(to_look, 0.95)),
-            "in_turn_p50_ms": _ms(_percentile(in_turn, 0.5)),
-            "in_turn_p95_ms": _ms(_percentile(in_turn, 0.95)),
             "posts": len(turns),
-            "before_p50_ms": _ms(_percentile(before, 0.5)),
-            "before_p95_ms": _ms(_percentile(before, 0.95)),
-            "server_p95_ms": _ms(_percentile([t["answer_s"] for t in turns], 0.95)),
-            "after_p50_ms": _ms(_percentile(after, 0.5)),
-            "after_p95_ms": _ms(_percentile(after, 0.95)),
-            "post_p95_ms": _ms(_percentile([t["post_s"] for t in turns], 0.95)),
+            "turned_pct": round(100 * len(turned) / len(turns), 1),
+            **_p50_p95("before", before),
+            **_p50_p95("to_look", to_look),
+            **_p50_p95("in_turn", in_turn),
+            **_p50_p95("server", [t["answer_s"] for t in turns]),
+            **_p50_p95("after", after),
+            **_p50_p95("post", [t["post_s"] for t in turns]),
         }
 
     workers = sorted({t["worker"] for t in walled})

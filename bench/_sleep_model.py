@@ -368,3 +368,9 @@ if _holds_path := __import__("os").environ.get("EVE_BENCH_FILE_HOLDS"):
     from bench._file_holds import file_holds
 
     file_holds(_holds_path)
+
+
+if __import__("os").environ.get("EVE_BENCH_POST_WALL"):
+    from bench._post_wall import post_wall
+
+    post_wall()

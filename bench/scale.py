@@ -556,6 +556,50 @@ def _post_views(
         "client_lag_p50_ms": _ms(_percentile(lag, 0.5)),
         "client_lag_p95_ms": _ms(_percentile(lag, 0.95)),
         "client_lag_max_ms": _ms(max(lag, default=None)),
+        **_post_walls(timed),
+    }
+
+
+def _p50_p95(name: str, seconds: list[float]) -> dict[str, float | None]:
+    return {
+        f"{name}_p50_ms": _ms(_percentile(seconds, 0.5)),
+        f"{name}_p95_ms": _ms(_percentile(seconds, 0.95)),
+    }
+
+
+def _post_walls(timed: list[dict[str, Any]]) -> dict[str, Any]:
+    """A POST's time before the server read it and after it answered, as the clients saw
+    it, overall and by worker (``EVE_BENCH_POST_WALL``: ``bench/_post_wall.py``); empty
+    without those marks."""
+    walled = [t for t in timed if "read_at" in t]
+    if not walled:
+        return {}
+
+    def split(turns: list[dict[str, Any]]) -> dict[str, Any]:
+        before = [float(t["read_at"]) - t["sent"] for t in turns]
+        after = [t["sent"] + t["post_s"] - float(t["answered_at"]) for t in turns]
+        # sent before the loop's last decision, before the read, to take a turn of uvloop's
+        # loop: the wait before the read is the loop's look between slices, then the turn
+        turned = [t for t in turns if float(t.get("turn_at", 0)) >= t["sent"]]
+        to_look = [float(t["turn_at"]) - t["sent"] for t in turned]
+        in_turn = [float(t["read_at"]) - float(t["turn_at"]) for t in turned]
+        return {
+            "posts": len(turns),
+            "turned_pct": round(100 * len(turned) / len(turns), 1),
+            **_p50_p95("before", before),
+            **_p50_p95("to_look", to_look),
+            **_p50_p95("in_turn", in_turn),
+            **_p50_p95("server", [t["answer_s"] for t in turns]),
+            **_p50_p95("after", after),
+            **_p50_p95("post", [t["post_s"] for t in turns]),
+        }
+
+    workers = sorted({t["worker"] for t in walled})
+    return {
+        "post_walls": split(walled),
+        "post_walls_by_worker": {
+            w: split([t for t in walled if t["worker"] == w]) for w in workers
+        },
     }
 
 
@@ -620,6 +664,9 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
         )
     if row.get("client_lag_p50_ms") is not None:
         extra.append(_post_line(row))
+    if "post_walls" in row:
+        extra.append(f"POST before the server read it / after it answered: {row['post_walls']}")
+        extra.append(f"the same by worker: {row['post_walls_by_worker']}")
     if "posts_per_s_max" in row:
         extra.append(_scale_waves.line(row))
     if row.get("stream_chunks_per_turn") is not None:

@@ -372,17 +372,18 @@ class SessionService:
             return
         self._start_first(place)
 
-    async def _finish_open(self, session_id: str) -> None:
+    async def _finish_open(self, session_id: str) -> bool:
         """The sweep's: finish the open of a session whose first turn waits for it and whose
-        holder is gone. Its hooks see the owner as the row names it (without the claims
-        the creator's token had)."""
+        holder is gone; False if the session has no row. Its hooks see the owner as the row
+        names it (without the claims the creator's token had)."""
         row = await asyncio.to_thread(self.store.get_session, session_id)
         if row is None:
-            return
+            return False
         owner = Principal(id=row.owner.id, kind=row.owner.kind)
         self._start_first(
             await take_over(self.store, session_id, self._open_work(session_id, owner))
         )
+        return True
 
     def _open_work(self, session_id: str, principal: Principal) -> Work:
         """The open of a session whose first turn is accepted already (``_create_on_loop``)."""

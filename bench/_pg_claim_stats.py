@@ -2,7 +2,10 @@
 second, appended to FILE as JSON (a diagnostic; ``docs/postgres.md``, *Two workers*).
 
 Per claim on the loop (``eve/sessions/pg_claim_now.py``): its wait for a loop connection and
-its call (sent to its answer read on the loop); the calls left to a thread by why; and, from
+its call (sent to its answer read on the loop); the calls left to a thread by why; how often
+an answer not in within the hold was looked for on the loop (``polls``: at the start, at
+each pause between two slices, and when its socket turned readable) and the time those
+looks took (``poll_ms``); and, from
 one sampling thread per worker on a connection of its own, every 20 ms, the loop
 connections' backends by state and wait event (``pg_stat_activity``), and the machine's CPU
 (``/proc/stat``) against this process's.
@@ -31,8 +34,16 @@ def pg_claim_stats(path: str) -> None:
     """Time the loop's claims and sample PostgreSQL's view of them into ``path``."""
     from eve.sessions import pg_claim_now
 
-    stats: dict[str, Any] = {"wait": [], "call": [], "calls": 0, "states": Counter()}
+    stats: dict[str, Any] = {
+        "wait": [],
+        "call": [],
+        "calls": 0,
+        "states": Counter(),
+        "polls": 0,
+        "poll_s": 0.0,
+    }
     claims: list[Any] = []
+    _count_polls(stats)
     klass = pg_claim_now.PgLoopClaims
     connection, call = klass._connection, klass._call
 
@@ -60,6 +71,35 @@ def pg_claim_stats(path: str) -> None:
     ).start()
 
 
+def _count_polls(stats: dict[str, Any]) -> None:
+    """Count the looks for an answer on the loop (``Libpq.answered`` outside the hold's
+    ``Libpq.wait``), and time them."""
+    from eve.sessions.pg_libpq import Libpq
+
+    answered, wait = Libpq.answered, Libpq.wait
+    holding = [False]
+
+    def looked(self: Any, conn: int) -> bool:
+        if holding[0]:
+            return answered(self, conn)
+        at = time.perf_counter()
+        try:
+            return answered(self, conn)
+        finally:
+            stats["poll_s"] += time.perf_counter() - at
+            stats["polls"] += 1
+
+    def held(self: Any, conn: int, seconds: float) -> bool:
+        holding[0] = True
+        try:
+            return wait(self, conn, seconds)
+        finally:
+            holding[0] = False
+
+    Libpq.answered = looked  # type: ignore[method-assign]
+    Libpq.wait = held  # type: ignore[method-assign]
+
+
 def _sample(path: str, stats: dict[str, Any], claims: list[Any]) -> None:
     import psycopg
     import sqlalchemy as sa
@@ -81,7 +121,7 @@ def _sample(path: str, stats: dict[str, Any], claims: list[Any]) -> None:
             out.write(json.dumps(_row(stats, claims, machine, now_machine, own, now_own)) + "\n")
             out.flush()
             machine, own = now_machine, now_own
-            stats.update(wait=[], call=[], states=Counter())
+            stats.update(wait=[], call=[], states=Counter(), polls=0, poll_s=0.0)
 
 
 def _row(
@@ -101,6 +141,8 @@ def _row(
         "states": dict(stats["states"]),
         "machine_busy": round(busy / total, 3) if total else None,
         "own_cpu_s": round(now_own - own, 3),
+        "polls": stats["polls"],
+        "poll_ms": round(1000 * stats["poll_s"], 3),
         "claims": [
             {
                 "held": c.held,

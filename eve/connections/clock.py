@@ -3,9 +3,12 @@
 ``connect_timeout_seconds`` and ``call_timeout_seconds`` measure the server, not a person:
 while one answers a server's elicitation or a sampling approval (``connections.asking``),
 or signs in (OAuth, ``connections.oauth_client``), every clock of the connection that is
-running stops, and starts again with the time it had left when the person is done. A
-connect, a listing and a tool call are each bounded by one ``Deadline``; the pool pauses
-them all while a person signs in, and a call's own asks pause that call's.
+running stops. After an answer it starts again with the time it had left; after a sign-in
+with its whole time (``renew``), since the request the server refused is sent again
+afterwards: a sign-in that began with the time nearly spent (the discovery and the
+registration before it took it) would otherwise fail the connect the person just signed
+in for. A connect, a listing and a tool call are each bounded by one ``Deadline``; the
+pool pauses them all while a person signs in, and a call's own asks pause that call's.
 
 The deadlines of one event loop share one timer (``Watch``) instead of each scheduling and
 cancelling its own, as ``asyncio.timeout`` does: a tool call takes a millisecond and its
@@ -154,6 +157,11 @@ class Deadline:
             self._left = max(self.when - self._watch.loop.time(), 0.0)
             self.when = None
         self._paused += 1
+
+    def renew(self) -> None:
+        """Give the clock its whole time again when it next starts (while paused)."""
+        assert self._paused, "a running clock is renewed by ending its block"
+        self._left = self.seconds
 
     def resume(self) -> None:
         self._paused -= 1

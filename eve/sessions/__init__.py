@@ -4,7 +4,8 @@ Internal: ``eve serve`` and ``eve.server`` run it; a program talks to a session 
 ``eve.client`` (docs/architecture.md, "The public surface").
 """
 
-from eve.sessions.service import Accepted, SessionService, new_session_id
+from eve.sessions.request_answers import Accepted
+from eve.sessions.service import SessionService, new_session_id
 from eve.sessions.settings import SessionSettings, resolve_settings
 from eve.wire.requests import InputResponse
 

@@ -373,6 +373,24 @@ def claim_settled(c: Connection, place: Place) -> bool:
     return _claim(c, place, state="done", input=None)
 
 
+def drop_rowless(c: Connection, session_id: str) -> list[int]:
+    """Mark done the places of ``session_id`` that nothing runs (``accepted``, ``OPENING``)
+    if the session has no row (deleted by hand: eve never deletes one), so no sweep offers
+    them again; the turns marked."""
+    no_row = ~sa.exists().where(sessions.c.id == session_id)
+    dropped = c.execute(
+        accepted_places.update()
+        .where(
+            accepted_places.c.session_id == session_id,
+            accepted_places.c.state.in_(["accepted", OPENING]),
+            no_row,
+        )
+        .values(state="done", input=None)
+        .returning(accepted_places.c.turn)
+    )
+    return sorted(int(turn) for turn in dropped.scalars())
+
+
 def reopen(c: Connection, place: Place) -> None:
     """Undo ``claim_settled`` when what it settled could not be written: the next sweep tries
     again."""

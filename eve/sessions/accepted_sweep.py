@@ -7,7 +7,9 @@ done yet (``accepted.py``):
   started it (the request or the body before it could not reach DBOS, or died first);
   a place behind an unfinished one waits for it, as it should;
 - ``opening`` (a first turn whose session's open is not recorded): the open is finished if
-  nobody holds it (``finish_open``: its holder died), which then starts the turn;
+  nobody holds it (``finish_open``: its holder died), which then starts the turn. A session
+  with no row (deleted by hand) has nothing to open: its places nothing runs are marked
+  done, with a warning, once, instead of being offered to every sweep;
 - ``enqueued``, but its workflow ended without marking it done: if its outcome is in the log
   after all, it is marked done. Otherwise (the workflow was cancelled by hand, crashed more
   often than DBOS retries, or its body failed in a way nothing caught) a turn that no later
@@ -43,6 +45,7 @@ from eve.sessions.accepted import (
     claim_rerun,
     claim_settled,
     cursor_of,
+    drop_rowless,
     later_places,
     reopen,
     unfinished,
@@ -73,8 +76,9 @@ class AcceptedSweep:
     #: where the last sweep stopped; the next one goes on from there, then from the start
     cursor: Cursor | None = None
     #: finishes a session's open nobody holds, for its ``OPENING`` first turn
-    #: (``SessionService`` sets it: the open's hooks are the service's; ``opening.take_over``)
-    finish_open: Callable[[str], Awaitable[None]] | None = None
+    #: (``SessionService`` sets it: the open's hooks are the service's; ``opening.take_over``);
+    #: False when the session has no row
+    finish_open: Callable[[str], Awaitable[bool]] | None = None
 
     async def run(self) -> None:
         cutoff = time.time() - GRACE_SECONDS
@@ -88,13 +92,24 @@ class AcceptedSweep:
             await self.deliver(session_id)
         if self.finish_open is not None:
             for session_id in sorted({p.session_id for p in places if p.state == OPENING}):
-                await self.finish_open(session_id)
+                if not await self.finish_open(session_id):
+                    await self._drop_rowless(session_id)
         queued = [p for p in places if p.state == "enqueued"]
         statuses = await _statuses([p.workflow_id for p in queued])
         for place in queued:
             status = statuses.get(place.workflow_id)
             if status not in _LIVE:
                 await self._settle(place, status)
+
+    async def _drop_rowless(self, session_id: str) -> None:
+        turns = await asyncio.to_thread(self.store.run, lambda c: drop_rowless(c, session_id))
+        if turns:
+            log.warning(
+                "session %s has no row (deleted?): its turns %s, accepted and never started, "
+                "are marked done and will not run",
+                session_id,
+                ", ".join(f"turn_{turn}" for turn in turns),
+            )
 
     async def _settle(self, place: Place, status: str | None) -> None:
         if status is None:

@@ -20,6 +20,10 @@ What it answers (``outcome``):
 - ``claimed``: the place ``turn`` is accepted, the key recorded; ``starts`` when nothing of
   its session is unfinished before it (``accepted.accept``).
 
+The claim in a thread stays (SQLite's, and what this one leaves to it), so a claim is
+written twice: ``tests/sessions/test_pg_claim_agrees.py`` claims the same messages both
+ways and compares the rows they leave.
+
 The key is read before the session's row is locked (the thread's claim reads it after): a
 repeat sent while its first request is still being claimed then meets the key's primary
 key and fails, nothing committed, and the caller claims in a thread, which replays it.

@@ -15,6 +15,10 @@ What it answers (``outcome``):
   (the caller replays it, or refuses a key reused for another request);
 - ``created``: all of the above is written.
 
+The create in a thread stays (SQLite's, and what this one leaves to it), so a create is
+written twice: ``tests/sessions/test_pg_claim_agrees.py`` makes one each way and compares
+the rows they leave once each session is open.
+
 Two copies of one keyed create at once both find the key free and insert sessions of their
 own; the second's key then meets the first's primary key and fails, nothing of it
 committed, and the caller makes it in a thread, which replays it (as a create in a thread

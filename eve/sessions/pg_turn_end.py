@@ -19,6 +19,10 @@ and the place neither the claim nor the end started would wait for the sweep.
 The name carries a version: a change to the function is a new name, so workers of two eve
 versions on one database each call their own. Each store makes it as it opens, unless it is
 there (``install``); a store that cannot make it ends bodies in a transaction.
+
+That transaction (``accepted.PlaceEnds`` run as it is) stays, as SQLite's end and this one's
+fallback, so the end is written twice: ``tests/sessions/test_pg_turn_end_agrees.py`` runs
+the same ends both ways and compares the rows they leave.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
@@ -80,6 +79,7 @@ from eve.sessions.opening import Work, claim_new, new_owner, open_session, take_
 from eve.sessions.pg_claim_now import TURN_MARK, claim_message, loop_claims_for, message_claim
 from eve.sessions.pg_create_now import SessionCreate, create_session
 from eve.sessions.pg_listener import PgListener
+from eve.sessions.request_answers import Accepted
 from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite_changes import SqliteChanges
 from eve.sessions.store import PendingRequest, SessionRow, SessionStore, read_session
@@ -95,7 +95,6 @@ from eve.sessions.turn_workflow import (
     turn_input,
     turn_workflow_id,
 )
-from eve.wire.answers import Accepted as WireAccepted
 from eve.wire.mailbox import AnswerMail, CancelMail, EventMail
 from eve.wire.requests import InputResponse
 
@@ -112,41 +111,6 @@ def new_session_id() -> str:
 
 
 OPTION_IDS = tuple(option.id for option in APPROVAL_OPTIONS)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Accepted:
-    """What a create, message or answer request was answered with."""
-
-    session_id: str
-    turn_id: str | None
-    #: ``accepted`` (a turn was queued or a session made) or ``resolved`` (answers taken)
-    status: str = "accepted"
-    #: a repeat of an earlier request with the same ``Idempotency-Key``: nothing was done
-    replayed: bool = False
-    #: a fork's source (``status`` is ``forked``, ``session_id`` the new session)
-    forked_from: str | None = None
-
-    def answer(self) -> Answer:
-        return {"sessionId": self.session_id, "turnId": self.turn_id, "status": self.status}
-
-    def wire(self) -> WireAccepted:
-        """What the HTTP API answers with (``eve.wire.answers``)."""
-        return WireAccepted(
-            session_id=self.session_id,
-            status=self.status,
-            turn_id=self.turn_id,
-            forked_from=self.forked_from,
-        )
-
-    @classmethod
-    def replay(cls, answer: Answer) -> Accepted:
-        return cls(
-            session_id=str(answer["sessionId"]),
-            turn_id=answer.get("turnId"),
-            status=str(answer.get("status") or "accepted"),
-            replayed=True,
-        )
 
 
 class SessionService:
@@ -372,17 +336,18 @@ class SessionService:
             return
         self._start_first(place)
 
-    async def _finish_open(self, session_id: str) -> None:
+    async def _finish_open(self, session_id: str) -> bool:
         """The sweep's: finish the open of a session whose first turn waits for it and whose
-        holder is gone. Its hooks see the owner as the row names it (without the claims
-        the creator's token had)."""
+        holder is gone; False if the session has no row. Its hooks see the owner as the row
+        names it (without the claims the creator's token had)."""
         row = await asyncio.to_thread(self.store.get_session, session_id)
         if row is None:
-            return
+            return False
         owner = Principal(id=row.owner.id, kind=row.owner.kind)
         self._start_first(
             await take_over(self.store, session_id, self._open_work(session_id, owner))
         )
+        return True
 
     def _open_work(self, session_id: str, principal: Principal) -> Work:
         """The open of a session whose first turn is accepted already (``_create_on_loop``)."""

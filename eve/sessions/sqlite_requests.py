@@ -22,6 +22,14 @@ way. Both calls go to the C library with the interpreter's lock held (``ctypes.P
 write, the file held, would then wait for the lock to come back behind the event loop (a
 hold of 1 ms at the median was 15 to 17 ms at p95 for that). The calls never block.
 
+A process forked from one that has the file open shares its open file descriptions, and so
+its marks: a mark would outlive its process, killed while a request waited, for as long as
+a child it forked lives. Both descriptors are close-on-exec (a ``subprocess`` drops them as
+its program starts) and a forked child closes its copies at once (``os.register_at_fork``):
+closing is sound where unlocking is not, since a lock let go through a shared description
+is the parent's own, let go. The child has no signal then (a store's engine is not carried
+across a fork either).
+
 It only orders: SQLite's own lock still decides who writes, so a process without it (an
 ``eve sessions`` command, an older eve) writes as before, and where open file description
 locks are missing (not Linux) there is no signal at all. Each process also holds a shared
@@ -35,6 +43,7 @@ import ctypes
 import fcntl
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
@@ -80,6 +89,7 @@ class RequestSignal:
         # marks of this process's own (``F_OFD_GETLK`` reports no lock of its own)
         self._looks = os.open(f"/proc/self/fd/{self._holds}", os.O_RDWR | os.O_CLOEXEC)
         self.closed = False
+        _open_signals.add(self)
 
     @property
     def waiting(self) -> bool:
@@ -120,6 +130,7 @@ class RequestSignal:
             if self.closed:
                 return
             self.closed = True
+            _open_signals.discard(self)
             try:
                 fcntl.flock(self._holds, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -130,6 +141,29 @@ class RequestSignal:
                         os.unlink(self.path)
             os.close(self._looks)
             os.close(self._holds)
+
+    def _drop_in_child(self) -> None:
+        """In a forked child: close this process's copies of the parent's descriptors,
+        leaving its marks to it. Not under ``_lock``: a thread of the parent may have held
+        it as the process forked, and no thread of the child has."""
+        self._lock = threading.Lock()
+        if not self.closed:
+            self.closed = True
+            os.close(self._looks)
+            os.close(self._holds)
+
+
+#: the signals this process has open, for its forked children to close
+_open_signals: weakref.WeakSet[RequestSignal] = weakref.WeakSet()
+
+
+def _close_in_child() -> None:
+    for signal in list(_open_signals):
+        signal._drop_in_child()
+    _open_signals.clear()
+
+
+os.register_at_fork(after_in_child=_close_in_child)
 
 
 def request_signal(database: str | None) -> RequestSignal | None:

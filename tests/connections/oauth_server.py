@@ -13,6 +13,7 @@ changes its state directly: who signs in next, which refresh tokens are revoked.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import hashlib
@@ -84,6 +85,9 @@ class AuthState:
     jag_client: str = "enterprise"
     #: how many ID tokens the identity provider exchanged for an ID-JAG
     exchanges: int = 0
+    #: seconds the registration and the token endpoint take to answer (a slow server)
+    register_seconds: float = 0.0
+    token_seconds: float = 0.0
 
     @property
     def resource(self) -> str:
@@ -177,6 +181,7 @@ class AuthorizationServer:
     async def register(self, request: Request) -> Response:
         # RFC 7591 §3.1: a client registers with its metadata; §3.2.1 answers 201 with the
         # client_id (and a secret when it authenticates at the token endpoint)
+        await asyncio.sleep(self.state.register_seconds)
         body = await request.json()
         uris = body.get("redirect_uris")
         if not isinstance(uris, list) or not uris:
@@ -222,6 +227,7 @@ class AuthorizationServer:
         return _redirect(redirect, code=code, state=query.get("state"))
 
     async def token(self, request: Request) -> Response:
+        await asyncio.sleep(self.state.token_seconds)
         form = await request.form()
         client = self._authenticated(request, form)
         if client is None:

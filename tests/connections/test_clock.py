@@ -37,6 +37,16 @@ async def test_the_time_left_is_kept_across_a_pause() -> None:
         await asyncio.Event().wait()
 
 
+async def test_a_renewed_clock_starts_again_with_its_whole_time() -> None:
+    loop, clock = asyncio.get_running_loop(), Deadline(10.0)
+    with clock:
+        await asyncio.sleep(0.05)
+        with clock.paused():
+            clock.renew()  # a sign-in: the refused request is sent again afterwards
+        # 10 s from now, not the 9.95 s or less it had left (no await since: no time passed)
+        assert clock.when is not None and clock.when - loop.time() > 9.99
+
+
 async def test_a_pause_before_the_block_starts_it_stopped() -> None:
     clock = Deadline(0.05)
     clock.pause()

@@ -10,16 +10,27 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import sqlalchemy as sa
 from dbos import DBOS, EnqueueOptions
 
-from eve.sessions.accepted import RERUN_MARK, accept, cursor_of, finish, unfinished
+from eve.sessions.accepted import (
+    OPENING,
+    RERUN_MARK,
+    accept,
+    cursor_of,
+    drop_rowless,
+    finish,
+    unfinished,
+)
 from eve.sessions.accepted_sweep import MAX_RERUNS
 from eve.sessions.store import SessionStore
+from eve.sessions.tables import accepted_places, sessions
 from eve.sessions.turn_workflow import TURN_WORKFLOW
 from tests.conftest import AppFactory, wait_for_file
 from tests.sessions.apps import call, say, scripted_app
 from tests.sessions.harness import Event, assert_dense, count
 from tests.sessions.inprocess import InProcessServer
+from tests.sessions.principals import on_service
 
 FAST = {"EVE_WORKER_TIMEOUT": "1"}
 
@@ -140,3 +151,56 @@ def test_a_sweep_pages_through_every_unfinished_place(tmp_path: Path) -> None:
         ("ses_b", 1),
         ("ses_b", 2),
     ]
+
+
+def test_only_the_places_of_a_session_with_no_row_are_dropped(
+    either_store: SessionStore,
+) -> None:
+    accept_turns(either_store, ("ses_kept", "ses_gone"), 2)
+    gone = sessions.delete().where(sessions.c.id == "ses_gone")  # by hand: eve never does
+    either_store.run(lambda c: c.execute(gone))
+    assert either_store.run(lambda c: drop_rowless(c, "ses_kept")) == []
+    assert either_store.run(lambda c: drop_rowless(c, "ses_gone")) == [0, 1]
+    query = sa.select(accepted_places.c.session_id, accepted_places.c.state)
+    states = sorted(either_store.read(lambda c: c.execute(query).all()))
+    assert states == [("ses_gone", "done")] * 2 + [("ses_kept", "accepted")] * 2
+
+
+def test_an_opening_place_whose_session_has_no_row_is_marked_done_once(
+    make_app: AppFactory,
+) -> None:
+    """A first turn waiting for its session's open, the session's row deleted by hand: the
+    sweep has no open to finish. Its places nothing runs are marked done with a warning the
+    first time, not offered to every sweep after."""
+    server = InProcessServer(scripted_app(make_app, [say("one")])).start()
+    try:
+        service = server._client().app.state.service  # type: ignore[attr-defined]
+        store, sweep = service.store, service.engine.sweep
+        long_ago = time.time() - 60
+        for turn, state in ((0, OPENING), (1, "accepted")):
+            row = {"session_id": "ses_gone", "turn": turn, "kind": "turn", "state": state}
+            row |= {"workflow_id": f"ses_gone:turn-{turn}", "reruns": 0, "accepted_at": long_ago}
+            store.run(lambda c, r=row: c.execute(accepted_places.insert(), r))
+        offered: list[str] = []
+        finish_open = sweep.finish_open
+
+        async def counted(session_id: str) -> bool:
+            offered.append(session_id)
+            return bool(await finish_open(session_id))
+
+        sweep.finish_open = counted
+        for _ in range(2):
+            on_service(server, lambda _s: sweep.run())
+        states = store.read(
+            lambda c: c.execute(
+                sa.select(accepted_places.c.turn, accepted_places.c.state).where(
+                    accepted_places.c.session_id == "ses_gone"
+                )
+            ).all()
+        )
+    finally:
+        log = server.stop()
+    assert sorted(states) == [(0, "done"), (1, "done")]
+    assert offered == ["ses_gone"]
+    warning = "session ses_gone has no row (deleted?): its turns turn_0, turn_1, accepted"
+    assert log.count(warning) == 1, log

@@ -6,6 +6,8 @@ work back for it (for a while at most), and a group of the turns' writes commits
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +31,21 @@ signal = request_signal(sys.argv[1])
 mark = signal.marked()
 mark.__enter__()
 print("marked", flush=True)
+sys.stdin.read()
+"""
+
+#: as ``_MARK_AND_WAIT``, with a child forked while the mark is held, which outlives it
+_MARK_FORK_AND_WAIT = """
+import os, sys
+from eve.sessions.sqlite_requests import request_signal
+signal = request_signal(sys.argv[1])
+mark = signal.marked()
+mark.__enter__()
+child = os.fork()
+if child == 0:
+    sys.stdin.read()
+    os._exit(0)
+print("marked", child, flush=True)
 sys.stdin.read()
 """
 
@@ -82,6 +99,34 @@ def test_a_killed_process_s_mark_goes_with_it(database: Path, other: RequestSign
         process.kill()
         process.wait(10)
     assert not other.waiting  # the kernel let its lock go: no one waits for a dead request
+
+
+def test_a_killed_process_s_mark_goes_with_it_while_a_child_it_forked_lives(
+    database: Path, other: RequestSignal
+) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _MARK_FORK_AND_WAIT, str(database)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    child = None
+    try:
+        assert process.stdout is not None
+        said, pid = process.stdout.readline().split()
+        assert said == b"marked"
+        child = int(pid)
+        assert other.waiting  # the child closing its copies left the parent's mark alone
+        process.kill()
+        process.wait(10)
+        os.kill(child, 0)  # the child lives on (it waits on the same stdin)
+        # the child closed its copies of the descriptors as it was forked
+        assert not other.waiting
+    finally:
+        process.kill()
+        process.wait(10)
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
 
 
 def test_the_last_process_to_close_the_signal_removes_its_file(database: Path) -> None:

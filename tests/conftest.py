@@ -24,7 +24,7 @@ import pytest
 from dbos._logger import init_logger
 
 from tests.forkserver import quicker_sqlite_polls
-from tests.rewrite_ahead import compile_ahead, rewrite_ahead, should_rewrite_ahead
+from tests.rewrite_ahead import rewrite_ahead, should_rewrite_ahead
 
 init_logger()
 
@@ -176,11 +176,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's controller starts its workers
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # each worker would otherwise rewrite every test module's asserts, and compile the
-    # modules it imports, itself when none is cached yet (a fresh clone): tests/rewrite_ahead.py
+    # each worker would otherwise rewrite every test module's asserts itself when none is
+    # cached yet (a fresh clone): tests/rewrite_ahead.py
     if should_rewrite_ahead(session.config):
         rewrite_ahead(session.config)
-        compile_ahead(session.config)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

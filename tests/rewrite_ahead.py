@@ -8,18 +8,11 @@ of them rewrites every module: measured on ``pytest --co`` of the whole suite, a
 collects on 6.3 s of CPU with no cache and 2.8 s with it, so six workers spent some 20 s of
 CPU rewriting the same files. The controller collects nothing under xdist; rewriting here
 (skipped for each module whose cache is current) leaves each worker a cache to read.
-
-The repository's other modules (eve's, the tests' helpers, the benchmarks') are cached by
-the interpreter's own import, and a fresh clone has none of them yet either: the workers
-start at once and each compiled what it imported. ``compile_ahead`` compiles them here too
-(all of them: 0.75 s of CPU, where each worker compiled its part again).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
-import py_compile
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,66 +31,19 @@ from _pytest.assertion.rewrite import (
     try_makedirs,
 )
 
-#: the repository's packages the workers import, below the run's root directory
-COMPILED_AHEAD = ("eve", "tests", "bench")
-
-
-def _rewritten(config: pytest.Config, file: Path) -> bool:
-    """Whether pytest rewrites ``file`` when it imports it: named like a test file
-    (``python_files``) or a ``conftest.py``."""
-    patterns = [*config.getini("python_files"), "conftest.py"]
-    return any(fnmatch.fnmatch(file.name, pattern) for pattern in patterns)
-
 
 def rewritten_files(config: pytest.Config) -> Iterator[Path]:
-    """The files pytest rewrites under the run's arguments."""
+    """The files pytest rewrites under the run's arguments: those named like a test file
+    (``python_files``) and every ``conftest.py``."""
+    patterns = [*config.getini("python_files"), "conftest.py"]
     for argument in config.args:
         path = Path(config.invocation_params.dir, argument.split("::")[0])
         found = path.rglob("*.py") if path.is_dir() else [path] if path.suffix == ".py" else []
         for file in found:
-            if "__pycache__" not in file.parts and _rewritten(config, file):
+            if "__pycache__" not in file.parts and any(
+                fnmatch.fnmatch(file.name, pattern) for pattern in patterns
+            ):
                 yield file
-
-
-def compile_ahead(config: pytest.Config) -> int:
-    """Write the interpreter's cache of each module of ``COMPILED_AHEAD`` that pytest does
-    not rewrite, where it is missing or stale; the number written."""
-    written = 0
-    for package in COMPILED_AHEAD:
-        for file in (config.rootpath / package).rglob("*.py"):
-            if "node_modules" in file.parts or _rewritten(config, file):
-                continue
-            cached = Path(importlib.util.cache_from_source(str(file)))
-            if _current(file, cached):
-                continue
-            try:  # as the import would write it: its source's time and size in the header
-                py_compile.compile(
-                    str(file),
-                    cfile=str(cached),
-                    doraise=True,
-                    invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
-                )
-            except (py_compile.PyCompileError, OSError):
-                continue  # the worker that imports it reports the error where it belongs
-            written += 1
-    return written
-
-
-def _current(source: Path, cached: Path) -> bool:
-    """Whether the import would take ``cached`` for ``source`` (importlib's header: the
-    magic number, no flags, the source's modification time and size)."""
-    try:
-        with cached.open("rb") as read:
-            header = read.read(16)
-        stat = source.stat()
-    except OSError:
-        return False
-    return header == (
-        importlib.util.MAGIC_NUMBER
-        + (0).to_bytes(4, "little")
-        + (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
-        + (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little")
-    )
 
 
 def rewrite_ahead(config: pytest.Config) -> int:

@@ -3,20 +3,10 @@ pytest's own loader reads back, and rewrites nothing twice."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc
 
-import tests.rewrite_ahead
-from tests.rewrite_ahead import (
-    compile_ahead,
-    rewrite_ahead,
-    rewritten_files,
-    should_rewrite_ahead,
-)
+from tests.rewrite_ahead import rewrite_ahead, rewritten_files, should_rewrite_ahead
 
 
 def test_the_cache_written_ahead_is_the_one_pytest_reads(pytester: pytest.Pytester) -> None:
@@ -38,32 +28,3 @@ def test_the_cache_written_ahead_is_the_one_pytest_reads(pytester: pytest.Pytest
     test_file.write_text("def test_sum():\n    assert 2 + 2 == 4\n")
     assert rewrite_ahead(config) == 1, "a changed module is rewritten"
     assert not should_rewrite_ahead(config), "without xdist's controller, nothing runs ahead"
-
-
-def test_the_other_modules_are_compiled_once_as_the_import_would(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    # a name of its own: the repository's bench may be imported in this process already
-    monkeypatch.setattr(tests.rewrite_ahead, "COMPILED_AHEAD", ("ahead_package",))
-    package = pytester.mkpydir("ahead_package")
-    helper = package / "helper.py"
-    helper.write_text("VALUE = 1\n")
-    (package / "test_kept.py").write_text("def test_():\n    pass\n")
-    (package / "broken.py").write_text("def (:\n")
-    config = pytester.parseconfigure(pytester.path)
-
-    assert compile_ahead(config) == 2, "the helper and the package; not the test, not the broken"
-    cached = Path(importlib.util.cache_from_source(str(helper)))
-    written = cached.stat().st_mtime_ns
-    assert not Path(importlib.util.cache_from_source(str(package / "test_kept.py"))).exists()
-    assert compile_ahead(config) == 0, "a current cache is not written again"
-
-    monkeypatch.syspath_prepend(str(pytester.path))
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    module = importlib.import_module("ahead_package.helper")
-    assert module.VALUE == 1
-    assert cached.stat().st_mtime_ns == written, "the import took the cache as current"
-
-    helper.write_text("VALUE = 22\n")  # a change of size, as the import's check sees it
-    assert compile_ahead(config) == 1, "a changed module is compiled again"

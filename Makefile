@@ -16,15 +16,22 @@ PYTEST_WORKERS ?= -n 6 --dist worksteal
 # (30 before the first test, 19 s in: collecting the suite, 4.9 CPU-s a worker), what they
 # waited for 131 (PostgreSQL, Chromium, mypy, pip, node, MCP servers), the rest the forked
 # eve processes and the controller. By process (BSD process accounting over one run in place,
-# load 5.6): 336 CPU-s, the six workers 162 of it, the forked eve processes 46, node 25,
-# PostgreSQL 15, the six fork servers 10, Chromium about 10, the example's
-# units server 7.5 (eleven starts, each a fresh interpreter). The two cores were 98 % busy
-# throughout and the six workers' last tests ended within 3-6 s of each other: the run is
-# bound by CPU, not by a straggler.
+# 2,642 tests, load 5.3, each process named by the command a test started it with): 346 CPU-s
+# in 202 s, the six workers 150 of it (23 before their first test), the forked eve processes
+# 47 (156 forks: eve serve 33, eve dev 10), PostgreSQL 29 (1,200 connections' backends 27),
+# the six fork servers with what they forked for other programs 13.5, the stdio MCP servers
+# eve started in the workers 12 (the example's units server 14 starts, 0.8-1.0 CPU-s each
+# as a fresh interpreter: since forked in test_docs and test_example_agent), Chromium with
+# its drivers 9, node 8.6, the controller 7, the two hosts in network namespaces 6,
+# pip and mypy 7. The two cores were 98 % busy throughout and the six workers' last tests
+# ended within 3-6 s of each other: the run is bound by CPU, not by a straggler.
 # pytest caches each test module with its asserts rewritten in __pycache__ (ignored by git),
 # unless PYTHONDONTWRITEBYTECODE is set: then every worker rewrites every module again.
 # Measured: four workers start and collect the suite on about 32 s of CPU with it set, 21 s
-# without, so make clears it for pytest (an empty value counts as unset).
+# without, so make clears it for pytest (an empty value counts as unset). The repository's
+# other modules a fresh clone's workers each compile as they import them; compiling them once
+# in the controller first was measured (two pairs, every cache removed: 32.7 and 32.6 CPU-s
+# against 30.6 and 32.7, the workers' start later) and not kept.
 # The two fault soaks of tests/sessions/test_fault_logs.py (disk full, PostgreSQL down) hold
 # a fault for a minute each, as issue 23 measured; `make test` holds each for 20 s, and
 # `make test-faults` runs them for the whole minute. 20 s is the least that still proves

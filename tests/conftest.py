@@ -91,6 +91,22 @@ def oidc_provider() -> Any:
     return Provider()
 
 
+@pytest.fixture
+def forked_stdio_scripts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stdio servers that eve starts in this process for an agent's ``python SCRIPT``
+    (the example agent's units server) forked from the test process's fork server
+    (``forked.script_command``): started anew, each imported the MCP SDK's server, about
+    0.8 s of CPU a start."""
+    # imported here: the modules that do not use it pay for neither import
+    from eve.connections import transports
+    from tests import forked
+
+    def python() -> list[str]:  # at the first start, not before: a test may start none
+        return forked.script_command() or [sys.executable]
+
+    monkeypatch.setattr(transports, "stdio_python", python)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _quicker_sqlite_polls() -> None:
     """The DBOS a test launches in its own process polls as the forked ones do: a stop no

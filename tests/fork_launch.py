@@ -1,5 +1,6 @@
 """``python -S tests/fork_launch.py MODULE ARG…``: ``python -m MODULE ARG…`` as a child of
-the test's fork server, for a process that a program other than the test starts.
+the test's fork server, for a process that a program other than the test starts
+(``--script SOCKET SCRIPT ARG…``: ``python SCRIPT ARG…``).
 
 The MCP conformance suite starts its client (``python -m tests.connections.conformance_client``)
 once per scenario: 1.3 s of CPU a start, nearly all of it importing eve and the MCP SDK,
@@ -19,13 +20,24 @@ import sys
 # only the standard library, so -S leaves out site's start)
 from forkserver import SOCKET_ENV, request_fork, returncode
 
+#: ``--script SOCKET SCRIPT ARG…``: ``python SCRIPT ARG…``, the fork server's socket named on
+#: the command line, for a program that starts its command with an environment of its own
+#: (the MCP SDK gives a stdio server only the basics: ``forked.script_command``)
+SCRIPT = "--script"
+
 
 def main(argv: list[str]) -> int:
-    module, *args = argv
     env = dict(os.environ)
-    server = env.pop(SOCKET_ENV)
+    target: dict[str, str]
+    if argv[0] == SCRIPT:
+        _, server, script, *args = argv
+        target = {"script": script}
+    else:
+        module, *args = argv
+        server = env.pop(SOCKET_ENV)
+        target = {"module": module}
     path = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    request = {"module": module, "args": args, "cwd": os.getcwd(), "env": env, "path": path}
+    request = {**target, "args": args, "cwd": os.getcwd(), "env": env, "path": path}
     # held until the child's pid is known and the handlers forward to it: the child may
     # run (and its starter signal this program) before ``request_fork`` returns, and a
     # signal then would end this program by its default action, the child left running

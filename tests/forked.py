@@ -167,6 +167,21 @@ def stdio_server_command(module: str, *, path: Path) -> tuple[list[str], dict[st
     return module_command(module, {**fixed_at_start(os.environ), "PYTHONPATH": str(path)})
 
 
+def script_command() -> list[str] | None:
+    """What eve runs for a stdio server declared as ``python SCRIPT …`` (in place of
+    ``transports.stdio_python``) to fork it: the fork server's socket goes on the command
+    line, as the MCP SDK gives the server an environment of the basics only. None when the
+    fork server is off.
+
+    The server is a child of the fork server, outside the process group eve made for it;
+    the launcher in that group forwards SIGTERM to it, and the server ends at the end of its
+    input when eve closes the connection."""
+    server = _fork_server()
+    if server is None:
+        return None
+    return [sys.executable, "-S", str(LAUNCHER), "--script", str(server.path)]
+
+
 def _is_eve(argv: list[str]) -> bool:
     return [str(a) for a in argv[:3]] == [sys.executable, "-m", "eve"]
 

@@ -41,10 +41,12 @@ from pathlib import Path
 #: a started server imports as it runs (its HTTP protocol, the SQLite dialect, the offline
 #: model): together 99% of a server's import time, by ``-X importtime``. The MCP connection
 #: pool too: an app with a connection imports it at its first turn (0.57 s of CPU, the MCP
-#: SDK, anyio's backend, jsonschema), in 11 of the 160 forks of a run, sampled by py-spy
+#: SDK, anyio's backend, jsonschema), in 11 of the 160 forks of a run, sampled by py-spy.
+#: And ``eve dev``'s command (prompt_toolkit): 0.06-0.07 s of CPU at each of 28 forks a run
 PRELOAD = (
     "eve.cli.main",
     "eve.cli.serve_command",
+    "eve.cli.dev_command",
     "uvicorn.protocols.http.h11_impl",
     "sqlalchemy.dialects.sqlite",
     "eve.models.offline",
@@ -52,7 +54,8 @@ PRELOAD = (
 )
 #: variables a fork cannot honour: read by the interpreter as it starts (the locale of its
 #: streams, its time zone), or by a preloaded module as it is imported (dbos/_utils.py:
-#: ``DBOS__CLOUD``; found by recording what importing ``PRELOAD`` reads of os.environ).
+#: ``DBOS__CLOUD``, wcwidth's ``WCWIDTH_PYTHON``; found by recording what importing
+#: ``PRELOAD`` reads of os.environ).
 #: ``PYTHONUNBUFFERED`` is the exception: the child makes its streams as it says
 FIXED_AT_START = (
     "PYTHON",
@@ -65,6 +68,7 @@ FIXED_AT_START = (
     "PSYCOPG_",
     "PYDANTIC_",
     "SSL_CERT_",
+    "WCWIDTH_",
 )
 _HONOURED = ("PYTHONUNBUFFERED",)
 #: DBOS's poll for a parked workflow's messages on SQLite (``SQLITE_POLL_SECONDS`` of
@@ -170,6 +174,10 @@ class _Request:
     env: dict[str, str]
     #: what ``python -m`` runs: eve, unless ``tests/fork_launch.py`` asks for another
     module: str = "eve"
+    #: a file to run as ``python SCRIPT`` does instead of a module (``fork_launch.py
+    #: --script``): the example agent's stdio server. Its ``__file__`` is the path as given,
+    #: where the interpreter makes it absolute
+    script: str = ""
     #: ``PYTHONPATH``'s entries, put on ``sys.path`` as the interpreter puts them
     path: list[str] = field(default_factory=list)
 
@@ -280,13 +288,21 @@ def _standard_streams(unbuffered: bool) -> None:
 
 
 def _become(request: _Request) -> None:
-    """In the child: the process ``python -m <module> *args`` would start, then run it."""
+    """In the child: the process ``python -m <module> *args`` (or ``python <script> *args``)
+    would start, then run it."""
     import runpy
 
     os.chdir(request.cwd)
     os.environ.clear()
     os.environ.update(request.env)
     _standard_streams(unbuffered=bool(request.env.get("PYTHONUNBUFFERED")))
+    if request.script:
+        # as ``python SCRIPT`` puts the script's directory first, then PYTHONPATH's entries
+        script = os.path.abspath(request.script)
+        sys.path[0:0] = [os.path.dirname(script), *request.path]
+        sys.argv = [request.script, *request.args]
+        runpy.run_path(request.script, run_name="__main__")
+        return
     # as ``-m`` puts the working directory first, then PYTHONPATH's entries
     sys.path[0:0] = [request.cwd, *request.path]
     sys.argv = ["-m", *request.args]  # runpy sets argv[0] to the module's file, as -m does

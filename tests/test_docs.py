@@ -44,6 +44,10 @@ from tests.conftest import AppFactory
 from tests.session_files import copy_session_files
 from tests.sessions.threaded import ThreadedServer
 
+#: the example agent's units server forked from the fork server, not started anew
+#: (``forked_stdio_scripts``)
+pytestmark = pytest.mark.usefixtures("forked_stdio_scripts")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
 #: the pages, and the pages of a subject's own directory (docs/channels/<kind>.md)

@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eve.artifacts import check_artifacts
 from eve.authoring.context import ToolContext
 from eve.context import EveContext, use_context
@@ -19,6 +21,10 @@ from tests.cli.test_run_cli import eve_run
 from tests.conftest import REPO_ROOT
 from tests.sessions.harness import Event, count, script
 from tests.sessions.inprocess import InProcessServer
+
+#: the example agent's units server forked from the fork server, not started anew
+#: (``forked_stdio_scripts``)
+pytestmark = pytest.mark.usefixtures("forked_stdio_scripts")
 
 
 async def example_agent() -> ResolvedAgent:

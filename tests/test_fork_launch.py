@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,22 +47,21 @@ def probe_env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tmp_path / "lib"), "PROBE": "given"}
 
 
+def probed(command: list[str], *, cwd: Path, env: dict[str, str]) -> Any:
+    """What a probe printed, run to its end (it exits 3)."""
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 3, done.stderr
+    return json.loads(done.stdout)
+
+
 def test_a_launched_module_runs_forked_with_what_it_was_given(
     probe_env: dict[str, str], tmp_path: Path
 ) -> None:
     command, env = forked.module_command("probe", probe_env)
     assert command[:3] == [sys.executable, "-S", str(forked.LAUNCHER)]
-    done = subprocess.run(
-        [*command, "one", "two"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 3, done.stderr
-    assert json.loads(done.stdout) == {
+    assert probed([*command, "one", "two"], cwd=tmp_path, env=env) == {
         "argv": ["one", "two"],
         "cwd": str(tmp_path),
         "probe": "given",
@@ -96,3 +96,44 @@ def test_what_a_fork_cannot_honour_gets_a_fresh_interpreter(
     assert json.loads(done.stdout)["forked"] is False
     monkeypatch.setenv(forked.ENABLED_ENV, "0")
     assert forked.module_command("probe", probe_env)[0] == [sys.executable, "-m", "probe"]
+
+
+#: a script that imports a module beside it, as only its directory first on the path allows
+SCRIPT_PROBE = """
+import json, os, sys
+import beside
+print(json.dumps({
+    "argv": sys.argv,
+    "path0": sys.path[0],
+    "beside": beside.NAME,
+    "probe": os.environ.get("PROBE"),
+    "forked": "eve.cli.main" in sys.modules,
+}), flush=True)
+sys.exit(3)
+"""
+
+
+def test_a_launched_script_runs_forked_as_python_script_would(tmp_path: Path) -> None:
+    """``--script``: the socket on the command line, the environment only what the starter
+    gave (the MCP SDK gives a stdio server a few basics), the script's directory first on
+    the path, the script's name as ``argv[0]``."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "probe.py").write_text(SCRIPT_PROBE, encoding="utf-8")
+    (tmp_path / "bin" / "beside.py").write_text("NAME = 'beside'\n", encoding="utf-8")
+    command = forked.script_command()
+    assert command == [sys.executable, "-S", str(forked.LAUNCHER), "--script", command[-1]]
+    env = {"PATH": os.environ["PATH"], "PROBE": "given"}
+    assert probed([*command, "bin/probe.py", "one"], cwd=tmp_path, env=env) == {
+        "argv": ["bin/probe.py", "one"],
+        "path0": str(tmp_path / "bin"),
+        "beside": "beside",
+        "probe": "given",
+        "forked": True,
+    }
+
+
+def test_without_the_fork_server_a_script_gets_no_forked_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(forked.ENABLED_ENV, "0")
+    assert forked.script_command() is None

@@ -135,9 +135,8 @@ class ServerLink:
                 }
                 command, *args = server.command
                 if command == "python":
-                    # the interpreter running eve: the server sees the packages eve sees,
-                    # and the artifacts name no path of this machine
-                    command = sys.executable
+                    command, *prefix = stdio_python()
+                    args = [*prefix, *args]
                 if os.name == "posix":  # Windows: the SDK's Job Object ends the tree
                     group = ProcessGroup()
                     # registered first, so it runs after the SDK's own close below
@@ -194,6 +193,14 @@ class ServerLink:
             # a small JSON body, read here and kept by httpx for the SDK's own read
             body = (await response.aread())[:_SESSION_ERROR_BYTES].lower()
             self.expired = b"session" in body
+
+
+def stdio_python() -> list[str]:
+    """What a stdio server's command ``python`` runs: the interpreter running eve, so the
+    server sees the packages eve sees and the artifacts name no path of this machine. A seam
+    for the tests, which fork the example's server from a process that has imported its
+    packages already (``tests/forked.py``, ``script_command``)."""
+    return [sys.executable]
 
 
 def _errlog() -> TextIO:

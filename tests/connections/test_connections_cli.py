@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from eve.cli import main
@@ -133,3 +134,47 @@ def test_a_stdio_server_runs_in_the_app_root_wherever_eve_started(tmp_path: Path
     listed = CliRunner().invoke(main, ["--app-root", str(tmp_path), "connections", "list"])
     assert listed.exit_code == 0, listed.output
     assert "connection units: 1 tool(s)" in listed.stdout
+
+
+#: a server with one tool when it runs as a fork of the tests' fork server (eve imported
+#: before the script ran), none when it runs as a fresh interpreter
+WHERE_SERVER = """
+import sys
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer(name="where")
+if "eve.cli.main" in sys.modules:
+
+    @server.tool()
+    def forked() -> str:
+        return "forked"
+
+server.run()
+"""
+
+
+def where_app(root: Path) -> Path:
+    (root / "agent" / "connections").mkdir(parents=True)
+    (root / "agent" / "instructions.md").write_text("Help.\n")
+    (root / "where_server.py").write_text(WHERE_SERVER)
+    (root / "agent" / "connections" / "where.py").write_text(
+        "from eve.connections import define_mcp_connection\n"
+        "default = define_mcp_connection(description='Where.', "
+        "command=['python', 'where_server.py'])\n"
+    )
+    return root
+
+
+def test_a_python_stdio_server_is_a_fresh_interpreter(tmp_path: Path) -> None:
+    listed = CliRunner().invoke(main, ["-C", str(where_app(tmp_path)), "connections", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "connection where: 0 tool(s)" in listed.stdout
+
+
+@pytest.mark.usefixtures("forked_stdio_scripts")
+def test_the_tests_fork_a_python_stdio_server_from_the_fork_server(tmp_path: Path) -> None:
+    """``forked_stdio_scripts`` (tests/conftest.py), which the example agent's tests use:
+    the server is a fork, and runs in the app root as a fresh one does."""
+    listed = CliRunner().invoke(main, ["-C", str(where_app(tmp_path)), "connections", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "connection where: 1 tool(s)" in listed.stdout

@@ -56,7 +56,7 @@ async def _measure(rounds: int) -> dict[str, Any]:
         message_of(given)
 
     kept: list[object] = []
-    emitter = EventEmitter(lambda event: kept.append(event), session_id="s_1")
+    emitter = EventEmitter(kept.append, session_id="s_1")
     data = SessionWaitingData(turn_id="turn_3")
 
     async def emit() -> None:

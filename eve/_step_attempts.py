@@ -10,9 +10,7 @@ either package importing the other: a shared module, as ``eve._cancellation`` is
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,15 +51,32 @@ def stop_listening_for_fresh_steps(listener: FreshStepListener) -> None:
     _listeners.discard(listener)
 
 
-@asynccontextmanager
-async def fresh_step(attempt: StepAttempt) -> AsyncIterator[None]:
-    """Run a step part's fresh attempt: listeners undo an earlier unrecorded attempt's
-    effects first, then the part runs with ``running_step`` naming it. The durable recorder
-    calls this, so eve.sessions need not know what the listeners (memory) keep."""
-    for listener in list(_listeners):
-        await listener.fresh_step(attempt)
-    token = running_step.set(attempt)
-    try:
-        yield
-    finally:
-        running_step.reset(token)
+class FreshStep:
+    """``fresh_step``'s async context. The durable recorder enters it, so eve.sessions
+    need not know what the listeners (memory) keep.
+
+    A class rather than an ``asynccontextmanager``: it wraps every step of every turn, and
+    the generator's machinery and a look through the listeners' ``WeakSet`` (a guarded
+    iteration, with none listening in a process without memory) were most of its cost."""
+
+    __slots__ = ("_attempt", "_token")
+
+    def __init__(self, attempt: StepAttempt) -> None:
+        self._attempt = attempt
+        self._token: Token[StepAttempt | None] | None = None
+
+    async def __aenter__(self) -> None:
+        if _listeners:
+            for listener in list(_listeners):
+                await listener.fresh_step(self._attempt)
+        self._token = running_step.set(self._attempt)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._token is not None, "entered before it exits"
+        running_step.reset(self._token)
+
+
+def fresh_step(attempt: StepAttempt) -> FreshStep:
+    """Run a step part's fresh attempt (``async with``): listeners undo an earlier
+    unrecorded attempt's effects first, then the part runs with ``running_step`` naming it."""
+    return FreshStep(attempt)

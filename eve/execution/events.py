@@ -82,7 +82,9 @@ class EventEmitter:
         self._next[0] += 1
         if self.sink is not None:
             outcome = self.sink(event)
-            if inspect.isawaitable(outcome):
+            # a session's sink (``TurnEvents``) returns None: ``isawaitable``'s checks
+            # are left for a sink that returns something, 16 events a turn
+            if outcome is not None and inspect.isawaitable(outcome):
                 await outcome
         tracing.observe(event)
         if self.hooks is not None:

@@ -219,7 +219,7 @@ def deliverable(c: Connection, session_id: str) -> Place | None:
 def _head(c: Connection, session_id: str) -> Place | None:
     """``deliverable`` once the session's row is locked (on PostgreSQL: the read's snapshot
     is taken after the lock, so it sees a claim that held the row before)."""
-    row = c.execute(_HEAD, {"b_session": session_id}).first()
+    row = run_prepared(c, _HEAD, {"b_session": session_id}).first()
     if row is None or row.state != "accepted":
         return None
     return place_of(row)

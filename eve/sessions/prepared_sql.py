@@ -11,9 +11,12 @@ processor, and runs the SQL text with SQLite's positional parameters: what reach
 is what ``execute`` sent. SQLAlchemy's events fire as before (the write gate,
 ``sqlite_gate.py``, takes the file's lock in one).
 
-Only statements whose result needs no type's processing (writes without ``RETURNING``;
-their row count) and only on SQLite: PostgreSQL's turn path is one call of its own
-(``pg_turn_end.py``, ``pg_appends.py``).
+The reads a turn makes (its body's progress, its step records, the session's head place
+and the claim's new turn number, ``RETURNING``) run so too when no column they return has a
+type that processes its values on the way out (SQLite's ``Boolean``, ``DateTime``, JSON):
+the driver's values are then what ``execute`` gave, in rows whose names are the columns'
+(a statement that returns such a column keeps ``execute``). Only on SQLite: PostgreSQL's
+turn path is one call of its own (``pg_turn_end.py``, ``pg_appends.py``).
 """
 
 from __future__ import annotations
@@ -23,15 +26,16 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy.engine import Connection, CursorResult, Dialect
-from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.base import Executable
 
 #: (the SQL, its parameters' names in order, bind processors, the statement's constants)
 Prepared = tuple[str, tuple[str, ...], dict[str, Callable[[Any], Any]], dict[str, Any]]
 #: by dialect, then by the statement's id and the parameters' names: the statement itself
-#: (an id is unique only while its object lives) and what it compiled to
-_PREPARED: WeakKeyDictionary[Dialect, dict[tuple[int, tuple[str, ...]], tuple[Any, Prepared]]] = (
-    WeakKeyDictionary()
-)
+#: (an id is unique only while its object lives) and what it compiled to (None: a statement
+#: whose rows need a type's processing, left to ``execute``)
+_PREPARED: WeakKeyDictionary[
+    Dialect, dict[tuple[int, tuple[str, ...]], tuple[Any, Prepared | None]]
+] = WeakKeyDictionary()
 
 
 def compile_prepared(
@@ -72,7 +76,18 @@ def positional(prepared: Prepared, values: Mapping[str, Any]) -> tuple[Any, ...]
     return tuple(params)
 
 
-def run_prepared(c: Connection, statement: UpdateBase, values: dict[str, Any]) -> CursorResult[Any]:
+def plain_rows(statement: Any, dialect: Dialect) -> bool:
+    """Whether every column ``statement`` returns comes out of the driver as its value is
+    (no result processor of its type for ``dialect``); a write without ``RETURNING`` returns
+    none."""
+    columns = getattr(statement, "exported_columns", ())
+    return all(
+        column.type.dialect_impl(dialect).result_processor(dialect, None) is None
+        for column in columns
+    )
+
+
+def run_prepared(c: Connection, statement: Executable, values: dict[str, Any]) -> CursorResult[Any]:
     """``c.execute(statement, values)``; on SQLite, compiled once per set of names."""
     if c.dialect.name != "sqlite":
         return c.execute(statement, values)
@@ -81,7 +96,13 @@ def run_prepared(c: Connection, statement: UpdateBase, values: dict[str, Any]) -
     found = cache.get((id(statement), names))
     if found is None or found[0] is not statement:
         # as ``execute`` compiles it: the parameters' names as the column keys
-        prepared = compile_prepared(statement, c.dialect, sorted(names))
-        found = cache[(id(statement), names)] = (statement, prepared)
+        compiled = (
+            compile_prepared(statement, c.dialect, sorted(names))
+            if plain_rows(statement, c.dialect)
+            else None
+        )
+        found = cache[(id(statement), names)] = (statement, compiled)
     prepared = found[1]
+    if prepared is None:
+        return c.execute(statement, values)
     return c.exec_driver_sql(prepared[0], positional(prepared, values))

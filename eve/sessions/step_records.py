@@ -38,7 +38,8 @@ _NEW_RECORD = {
 
 def read_records(c: Connection, workflow_id: str) -> dict[str, str]:
     """The records of ``workflow_id``'s steps, by key."""
-    return {key: record for key, record in c.execute(_RECORDS, {"b_workflow": workflow_id})}
+    records = run_prepared(c, _RECORDS, {"b_workflow": workflow_id})
+    return {row.step_key: row.record for row in records}
 
 
 def add_record(c: Connection, workflow_id: str, key: str, record: str) -> str:

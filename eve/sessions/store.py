@@ -484,7 +484,7 @@ class SessionStore:
         numbers. If ``then`` raises, the number is not taken.
         """
         with self._tx() as c:
-            row = c.execute(_CLAIM_TURN, {"b_session": session_id}).first()
+            row = run_prepared(c, _CLAIM_TURN, {"b_session": session_id}).first()
             if row is None:
                 return None
             return then(c, int(row[0]) - 1)
@@ -759,7 +759,9 @@ class SessionStore:
             last = max((seq for *_, seq in grouped if seq is not None), default=None)
             final = None
             if last is not None:
-                final = c.execute(_BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}).scalar()
+                final = run_prepared(
+                    c, _BODY_EVENT, {"b_workflow": workflow_id, "b_seq": last}
+                ).scalar()
             if log_of is not None:
                 if start is None:  # no session row: its log, if any, says where it ends
                     high = read.high
@@ -771,7 +773,7 @@ class SessionStore:
                         empty = version is None and not legacy
                 next_index = 0 if high is None else int(high) + 1
             if checkpoint_of is not None and checkpoint_of != log_of:
-                current = c.execute(_CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
+                current = run_prepared(c, _CURRENT_CHECKPOINT, {"b_session": checkpoint_of}).first()
         finished = final is not None and json.loads(final).get("type") in BODY_ENDS
         starting = None
         if checkpoint_of is not None and not finished:
@@ -809,12 +811,12 @@ class SessionStore:
             # the write first: on SQLite the transaction holds the lock from here, where a
             # read first could find it taken when it turns into a write
             also(c)
-        grouped = c.execute(_PROGRESS, {"b_workflow": workflow_id}).all()
+        grouped = run_prepared(c, _PROGRESS, {"b_workflow": workflow_id}).all()
         start = high = None
         if log_of is not None:
-            start = c.execute(_BODY_START, {"b_session": log_of}).first()
+            start = run_prepared(c, _BODY_START, {"b_session": log_of}).first()
             if start is None:
-                high = c.execute(_NEXT_EVENT, {"b_session": log_of}).scalar()
+                high = run_prepared(c, _NEXT_EVENT, {"b_session": log_of}).scalar()
         return ProgressRead(
             grouped=[tuple(row) for row in grouped],
             records={} if records_of is None else read_records(c, records_of),

@@ -34,7 +34,7 @@ from eve.execution.events import EventEmitter
 from eve.execution.loop import run_agent
 from eve.execution.result import RunResult
 from eve.execution.setup import AgentSetup
-from eve.messages import UserMessage, UserPart, user_message
+from eve.messages import UserMessage, user_message
 from eve.sessions.accepted import Place, PlaceEnds, PlaceStarts
 from eve.sessions.checkpoint import SessionCheckpoint
 from eve.sessions.checkpoint_carry import CarriedCheckpoints
@@ -97,7 +97,9 @@ def message_of(raw: TurnInput) -> UserMessage:
     if isinstance(raw, str):
         return user_message(raw)
     parts = raw["parts"] if isinstance(raw, dict) else raw
-    return UserMessage(parts=msgspec.convert(parts, type=list[UserPart]))
+    # converted as the message, whose type msgspec keeps compiled on its class: a
+    # ``list[UserPart]`` is compiled again at every call (10 against 1.7 µs a turn)
+    return msgspec.convert({"parts": parts}, type=UserMessage)
 
 
 def sender_of(raw: TurnInput) -> Principal:

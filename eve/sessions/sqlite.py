@@ -78,4 +78,4 @@ def store_gate(engine: Engine) -> SqliteGate:
     signal = request_signal(engine.url.database)
     if signal is not None:
         sa.event.listen(engine, "engine_disposed", lambda _engine: signal.close())
-    return SqliteGate(signal=signal)
+    return SqliteGate(signal=signal, separate_reads=True)

@@ -75,6 +75,7 @@ class SqliteGate:
         *,
         signal: RequestSignal | None = None,
         request_patience: float = REQUEST_PATIENCE_SECONDS,
+        separate_reads: bool = False,
     ) -> None:
         #: where the requests of every process on the file say they wait (None: this
         #: process's alone are put first)
@@ -91,6 +92,8 @@ class SqliteGate:
         self._claims_waiting = 0
         #: transactions that had to wait for another (for tests and the benchmark)
         self.waited = 0
+        #: the reads' own gate (``reading``); None: reads take this one
+        self._reads: SqliteGate | None = SqliteGate() if separate_reads else None
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -100,6 +103,19 @@ class SqliteGate:
             yield
         finally:
             self._release()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """The file to this thread for a read's transaction: through the reads' own gate,
+        one at a time beside the writes, a request's first; through this one when it has
+        none, or when this thread holds it already."""
+        reads = self._reads
+        if reads is None or self._holder == threading.get_ident():
+            with self.held():
+                yield
+            return
+        with reads.held():
+            yield
 
     @contextmanager
     def held_within(self, patience: float) -> Iterator[bool]:

@@ -433,7 +433,14 @@ class SessionStore:
         request's first. What makes a read different is its lane (``thread_lanes.py``).
         On PostgreSQL a read needs no transaction: under its READ COMMITTED each statement
         reads what was committed as it started, in a transaction or not (``_single``)."""
-        return self._single()
+        if self.gate is None:
+            return self._single()
+        return self._read_tx(self.gate)
+
+    @contextmanager
+    def _read_tx(self, gate: SqliteGate) -> Iterator[Connection]:
+        with gate.reading(), self.engine.begin() as connection:
+            yield connection
 
     @lane("write")
     @retried

@@ -57,7 +57,6 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.brisk_switching import brisk_switching
 from eve.sessions.db_retry import tried_once
 from eve.sessions.sqlite_gate import SqliteGate, take_write_lock
 from eve.sessions.sqlite_per_engine import PerEngine
@@ -230,11 +229,10 @@ def _committed(
         # the file's write lock for the whole group at once: with a read first, a later
         # write of the group would fail if another process wrote in between
         shared.begin(patience=patience)
-        with brisk_switching():
-            outcomes = _each(shared, calls, gate)
-            if outcomes is not None:
-                root.commit()
-                return outcomes
+        outcomes = _each(shared, calls, gate)
+        if outcomes is not None:
+            root.commit()
+            return outcomes
     except Exception:
         pass  # BEGIN or COMMIT failed
     # (after a failed commit too: SQLite may have kept the transaction open)

@@ -1,11 +1,9 @@
 """Reads on eve's SQLite file pass a gate of their own, one at a time and a request's first,
 beside the writes' (a write waiting for another worker's hold no longer holds the reads up,
-nor they it); and the writer lane's group holds the file with a short switch interval."""
+nor they it)."""
 
 from __future__ import annotations
 
-import functools
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,11 +12,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from eve.sessions import brisk_switching as brisk
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.sqlite_gate import SqliteGate
-from eve.sessions.store import EventRow, SessionStore
-from eve.sessions.writer_lane import WriterLane
+from eve.sessions.store import SessionStore
 
 
 @pytest.fixture
@@ -141,49 +137,3 @@ def test_a_thread_holding_the_writes_gate_reads_through_it() -> None:
     finally:
         release.set()
         other.join(10)
-
-
-def test_a_lane_s_group_holds_the_file_with_a_short_switch_interval(
-    store: SessionStore,
-) -> None:
-    before = sys.getswitchinterval()
-    seen: list[float] = []
-    lane = WriterLane()
-    gate = threading.Event()
-    blocker = lane.submit(gate.wait)  # the two writes below are found queued together
-
-    def write(index: int) -> None:
-        seen.append(sys.getswitchinterval())
-        row = EventRow(workflow_id=None, body_seq=None, step_key=None, attempt=None, payload="{}")
-        store.append_events("a", index, [row])
-
-    writes = [lane.write(functools.partial(write, index), joins=store) for index in range(2)]
-    gate.set()
-    blocker.result(10)
-    for future in writes:
-        future.result(10)
-    lane.shutdown()
-    assert lane.groups[2] == 1
-    assert seen == [pytest.approx(min(before, brisk.HOLD_SWITCH_SECONDS))] * 2
-    assert sys.getswitchinterval() == pytest.approx(before)
-
-
-def test_the_interval_comes_back_once_the_last_of_several_holders_is_done() -> None:
-    before = sys.getswitchinterval()
-    inner_started, outer_done = threading.Event(), threading.Event()
-    seen: list[float] = []
-
-    def inner() -> None:
-        with brisk.brisk_switching(0.0002):
-            inner_started.set()
-            outer_done.wait(10)
-            seen.append(sys.getswitchinterval())
-
-    with brisk.brisk_switching(0.0002):
-        other = threading.Thread(target=inner)
-        other.start()
-        assert inner_started.wait(10)
-    outer_done.set()
-    other.join(10)
-    assert seen == [pytest.approx(0.0002)]  # still short while the other one held it
-    assert sys.getswitchinterval() == pytest.approx(before)

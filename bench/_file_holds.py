@@ -2,8 +2,10 @@
 message's claim on eve's SQLite file waits when several workers share it. Each worker appends
 to ``FILE`` one JSON line a second: its writer lane's groups (the wait for the file's lock,
 ``take_write_lock``, and the hold from that lock to the group's end, in ms), its claims on
-the event loop (each try, and each claim from its first try to its end, with where it ended)
-and its claims in a thread (their whole time, and their wait at this process's gate).
+the event loop (each try, and each claim from its first try to its end, with where it ended),
+its claims in a thread (their whole time, and their wait at this process's gate), and
+every wait for eve's gate and hold of it by the role of the thread (``gate_wait_<role>``,
+``gate_hold_<role>``).
 ``python -m bench._file_holds FILE`` sums a run's lines up. A diagnostic: it times every
 group and claim.
 """

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,14 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
         made.close()
 
 
-def _holding(gate: SqliteGate, release: threading.Event) -> threading.Thread:
-    """A thread holding ``gate``'s writes until ``release``."""
+def _holding(
+    hold: Callable[[], AbstractContextManager[None]], release: threading.Event
+) -> threading.Thread:
+    """A thread in ``hold()`` (a gate's writes or reads) until ``release``."""
     holding = threading.Event()
 
     def holder() -> None:
-        with gate.held():
+        with hold():
             holding.set()
             release.wait(10)
 
@@ -46,7 +49,7 @@ def _read_done_while_a_write_holds(gate: SqliteGate, read: Callable[[], object])
     """Whether ``read``, in a thread, was done while another thread held ``gate``'s writes
     (released after 2 s at most)."""
     release, done = threading.Event(), threading.Event()
-    writer = _holding(gate, release)
+    writer = _holding(gate.held, release)
     reader = threading.Thread(target=lambda: (read(), done.set()))
     reader.start()
     try:
@@ -120,16 +123,8 @@ def test_a_thread_holding_the_writes_gate_reads_through_it() -> None:
     gate = SqliteGate(separate_reads=True)
     reads = gate._reads
     assert reads is not None
-    release, reading = threading.Event(), threading.Event()
-
-    def other_reader() -> None:
-        with gate.reading():
-            reading.set()
-            release.wait(10)
-
-    other = threading.Thread(target=other_reader)
-    other.start()
-    assert reading.wait(10)
+    release = threading.Event()
+    other = _holding(gate.reading, release)
     try:
         with gate.held(), gate.reading():
             done = True  # not held up by the other thread's read

@@ -112,10 +112,17 @@ class SqliteGate:
     @contextmanager
     def reading(self) -> Iterator[None]:
         """The file to this thread for a read's transaction: through the reads' own gate,
-        one at a time beside the writes, a request's first; through this one when it has
-        none, or when this thread holds it already."""
+        one at a time beside the writes, a request's first, while another process is on the
+        file (its holds are what the writes here wait for); through this one when it has no
+        such gate, or when this thread holds it already, or this process is alone (a read
+        beside a write would take turns with it at the interpreter's lock, and nothing of
+        another worker's is waited for)."""
         reads = self._reads
-        if reads is None or self._holder == threading.get_ident():
+        if (
+            reads is None
+            or self._holder == threading.get_ident()
+            or not (self.signal is not None and self.signal.others_present)
+        ):
             with self.held():
                 yield
             return

@@ -80,6 +80,12 @@ class RequestSignal:
         # marks of this process's own (``F_OFD_GETLK`` reports no lock of its own)
         self._looks = os.open(f"/proc/self/fd/{self._holds}", os.O_RDWR | os.O_CLOEXEC)
         self.closed = False
+        # this process is on the file: a read lock on its second byte through the looks'
+        # description, which a look through that same description never sees
+        # (``others_present``) and the kernel lets go with the process
+        present = _Flock(l_type=fcntl.F_RDLCK, l_whence=os.SEEK_SET, l_start=1, l_len=1)
+        with suppress(OSError):  # the signal only orders: go on as without it
+            _call(self._looks, fcntl.F_OFD_SETLK, present)
 
     @property
     def waiting(self) -> bool:
@@ -91,6 +97,18 @@ class RequestSignal:
             _call(self._looks, fcntl.F_OFD_GETLK, probe)
         except OSError:
             return False  # (closed meanwhile) the signal only orders: go on as without it
+        return bool(probe.l_type != fcntl.F_UNLCK)
+
+    @property
+    def others_present(self) -> bool:
+        """Another process has the file open now (another worker on eve's file)."""
+        if self.closed:
+            return False
+        probe = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=1, l_len=1)
+        try:
+            _call(self._looks, fcntl.F_OFD_GETLK, probe)
+        except OSError:
+            return False
         return bool(probe.l_type != fcntl.F_UNLCK)
 
     @contextmanager

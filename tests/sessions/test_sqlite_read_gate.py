@@ -1,6 +1,6 @@
 """Reads on eve's SQLite file pass a gate of their own, one at a time and a request's first,
-beside the writes' (a write waiting for another worker's hold no longer holds the reads up,
-nor they it)."""
+beside the writes', while another process is on the file (a write waiting for another
+worker's hold no longer holds the reads up, nor they it); alone, through the writes'."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.sqlite_gate import SqliteGate
+from eve.sessions.sqlite_requests import request_signal
 from eve.sessions.store import SessionStore
 
 
@@ -60,15 +61,35 @@ def _read_done_while_a_write_holds(gate: SqliteGate, read: Callable[[], object])
         reader.join(10)
 
 
-def test_a_store_s_read_passes_while_a_write_holds_its_gate(store: SessionStore) -> None:
-    gate = store.gate
-    assert gate is not None
-
+def _store_read(store: SessionStore) -> Callable[[], None]:
     def read() -> None:
         assert store.read(lambda c: c.execute(sa.text("SELECT 1")).scalar()) == 1
 
-    assert _read_done_while_a_write_holds(gate, read)
-    assert gate.waited == 0
+    return read
+
+
+def test_a_store_s_read_passes_while_a_write_holds_its_gate_with_another_process_on_the_file(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    gate = store.gate
+    assert gate is not None
+    # another process's signal on the file: an open file description of its own
+    other = request_signal(str(tmp_path / "eve.sqlite"))
+    assert other is not None
+    try:
+        assert _read_done_while_a_write_holds(gate, _store_read(store))
+        assert gate.waited == 0
+    finally:
+        other.close()
+
+
+def test_a_store_alone_on_its_file_reads_through_the_writes_gate(store: SessionStore) -> None:
+    """One process alone: a read beside a write would only take turns with it at the
+    interpreter's lock."""
+    gate = store.gate
+    assert gate is not None
+    assert not _read_done_while_a_write_holds(gate, _store_read(store))
+    assert gate.waited == 1
 
 
 def test_a_gate_without_separate_reads_holds_a_read_behind_a_write() -> None:
@@ -82,8 +103,19 @@ def test_a_gate_without_separate_reads_holds_a_read_behind_a_write() -> None:
     assert gate.waited == 1
 
 
-def test_reads_pass_one_at_a_time_a_request_s_first() -> None:
-    gate = SqliteGate(separate_reads=True)
+@pytest.fixture
+def shared_gate(tmp_path: Path) -> Iterator[SqliteGate]:
+    """A gate with separate reads on a file another process is on (its signal: an open
+    file description of its own)."""
+    mine, other = (request_signal(str(tmp_path / "eve.sqlite")) for _ in range(2))
+    assert mine is not None and other is not None
+    yield SqliteGate(signal=mine, separate_reads=True)
+    other.close()
+    mine.close()
+
+
+def test_reads_pass_one_at_a_time_a_request_s_first(shared_gate: SqliteGate) -> None:
+    gate = shared_gate
     order: list[str] = []
     holding, release = threading.Event(), threading.Event()
 
@@ -117,10 +149,10 @@ def test_reads_pass_one_at_a_time_a_request_s_first() -> None:
     assert order == ["first", "request", "background"]
 
 
-def test_a_thread_holding_the_writes_gate_reads_through_it() -> None:
+def test_a_thread_holding_the_writes_gate_reads_through_it(shared_gate: SqliteGate) -> None:
     """A write's transaction may read (a callback calls the store): it passes no second
     gate, so a reader that waits for this thread's write never stands in its way."""
-    gate = SqliteGate(separate_reads=True)
+    gate = shared_gate
     reads = gate._reads
     assert reads is not None
     release = threading.Event()

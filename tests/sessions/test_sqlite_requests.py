@@ -84,6 +84,31 @@ def test_a_killed_process_s_mark_goes_with_it(database: Path, other: RequestSign
     assert not other.waiting  # the kernel let its lock go: no one waits for a dead request
 
 
+def test_another_process_on_the_file_is_seen_until_it_closes_or_dies(database: Path) -> None:
+    mine = _signal(database)
+    try:
+        assert not mine.others_present  # (its own presence is not another's)
+        other = _signal(database)
+        assert mine.others_present and other.others_present
+        other.close()
+        assert not mine.others_present
+        process = subprocess.Popen(
+            [sys.executable, "-c", _MARK_AND_WAIT, str(database)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert process.stdout is not None
+            assert process.stdout.readline() == b"marked\n"
+            assert mine.others_present
+        finally:
+            process.kill()
+            process.wait(10)
+        assert not mine.others_present  # the kernel let its presence go with it
+    finally:
+        mine.close()
+
+
 def test_the_last_process_to_close_the_signal_removes_its_file(database: Path) -> None:
     first, second = _signal(database), _signal(database)
     lock_file = Path(str(database) + SUFFIX)

@@ -40,6 +40,8 @@ from contextlib import contextmanager, suppress
 
 #: the lock file's name beside eve's file
 SUFFIX = "-requests"
+#: the byte its waiting requests' marks lock, and the byte each process on it locks
+_MARKS, _PRESENT = 0, 1
 
 
 class _Flock(ctypes.Structure):
@@ -83,32 +85,29 @@ class RequestSignal:
         # this process is on the file: a read lock on its second byte through the looks'
         # description, which a look through that same description never sees
         # (``others_present``) and the kernel lets go with the process
-        present = _Flock(l_type=fcntl.F_RDLCK, l_whence=os.SEEK_SET, l_start=1, l_len=1)
+        present = _Flock(l_type=fcntl.F_RDLCK, l_whence=os.SEEK_SET, l_start=_PRESENT, l_len=1)
         with suppress(OSError):  # the signal only orders: go on as without it
             _call(self._looks, fcntl.F_OFD_SETLK, present)
 
     @property
     def waiting(self) -> bool:
         """A request of some process (this one too) waits for the file now."""
-        if self.closed:
-            return False
-        probe = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=0, l_len=1)
-        try:
-            _call(self._looks, fcntl.F_OFD_GETLK, probe)
-        except OSError:
-            return False  # (closed meanwhile) the signal only orders: go on as without it
-        return bool(probe.l_type != fcntl.F_UNLCK)
+        return self._locked_for_looks(_MARKS)
 
     @property
     def others_present(self) -> bool:
         """Another process has the file open now (another worker on eve's file)."""
+        return self._locked_for_looks(_PRESENT)
+
+    def _locked_for_looks(self, byte: int) -> bool:
+        """A lock on the file's ``byte`` that the looks' description does not hold."""
         if self.closed:
             return False
-        probe = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=1, l_len=1)
+        probe = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=byte, l_len=1)
         try:
             _call(self._looks, fcntl.F_OFD_GETLK, probe)
         except OSError:
-            return False
+            return False  # (closed meanwhile) the signal only orders: go on as without it
         return bool(probe.l_type != fcntl.F_UNLCK)
 
     @contextmanager
@@ -128,7 +127,7 @@ class RequestSignal:
             if (step > 0 and self._marks == 1) or self._marks == 0:
                 kind = fcntl.F_RDLCK if self._marks else fcntl.F_UNLCK
                 # no one takes a write lock here, so a read lock is never refused
-                lock = _Flock(l_type=kind, l_whence=os.SEEK_SET, l_start=0, l_len=1)
+                lock = _Flock(l_type=kind, l_whence=os.SEEK_SET, l_start=_MARKS, l_len=1)
                 with suppress(OSError):  # the signal only orders: go on as without it
                     _call(self._holds, fcntl.F_OFD_SETLK, lock)
 

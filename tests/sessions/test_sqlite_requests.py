@@ -39,6 +39,23 @@ def _signal(path: Path) -> RequestSignal:
     return made
 
 
+@contextlib.contextmanager
+def _marking_process(database: Path) -> Iterator[None]:
+    """Another process on the file with a request marked, ``SIGKILL``ed after the block."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _MARK_AND_WAIT, str(database)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"marked\n"
+        yield
+    finally:
+        process.kill()
+        process.wait(10)
+
+
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
     return tmp_path / "eve.sqlite"
@@ -69,18 +86,8 @@ def test_a_mark_is_seen_by_every_process_until_its_last_holder_lets_go(
 
 
 def test_a_killed_process_s_mark_goes_with_it(database: Path, other: RequestSignal) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-c", _MARK_AND_WAIT, str(database)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == b"marked\n"
+    with _marking_process(database):
         assert other.waiting
-    finally:
-        process.kill()
-        process.wait(10)
     assert not other.waiting  # the kernel let its lock go: no one waits for a dead request
 
 
@@ -92,18 +99,8 @@ def test_another_process_on_the_file_is_seen_until_it_closes_or_dies(database: P
         assert mine.others_present and other.others_present
         other.close()
         assert not mine.others_present
-        process = subprocess.Popen(
-            [sys.executable, "-c", _MARK_AND_WAIT, str(database)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        try:
-            assert process.stdout is not None
-            assert process.stdout.readline() == b"marked\n"
+        with _marking_process(database):
             assert mine.others_present
-        finally:
-            process.kill()
-            process.wait(10)
         assert not mine.others_present  # the kernel let its presence go with it
     finally:
         mine.close()

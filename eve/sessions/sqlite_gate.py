@@ -12,7 +12,8 @@ pooled connection: each waits on a condition (woken when the file is free, no sl
 a request's transaction (``fail_fast``: an HTTP request is being answered) goes before the
 background ones (turns' events, sweeps, heartbeats) waiting with it. Reads queue too,
 though in WAL mode they need not (``SessionStore._read`` says what that cost), on eve's
-file at a gate of their own (``reading``): one read and one write at a time. With one gate
+file at a gate of their own while another process is on it (``reading``): one read and one
+write at a time. With one gate
 for both, at two workers and 1,000 sessions the writer lane waited there behind the turns'
 reads (about 66 a second at each worker, each waiting p50 16 ms, p95 128 ms for its turn)
 while they waited behind the lane's groups, each holding the gate through its wait for the

@@ -22,6 +22,10 @@ way. Both calls go to the C library with the interpreter's lock held (``ctypes.P
 write, the file held, would then wait for the lock to come back behind the event loop (a
 hold of 1 ms at the median was 15 to 17 ms at p95 for that). The calls never block.
 
+Each process also says it is on the file with a read lock on its second byte through the
+description it looks through, which its own looks never report: ``others_present``, for the
+reads' own gate (``SqliteGate.reading``).
+
 It only orders: SQLite's own lock still decides who writes, so a process without it (an
 ``eve sessions`` command, an older eve) writes as before, and where open file description
 locks are missing (not Linux) there is no signal at all. Each process also holds a shared

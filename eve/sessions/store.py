@@ -430,9 +430,10 @@ class SessionStore:
         followers' reads ran dozens at once, each taking turns at the interpreter's lock
         with the event loop, and a POST's answer took 2.2 s (p50) where it took 25 to 50
         ms; nor did the turns finish any faster. So one runs at a time, a request's first,
-        through the reads' own gate beside the writes' (``SqliteGate.reading``): under the
-        writes' gate a turn's read waited behind the writer lane's groups, and they
-        behind it. What makes a read different is its lane (``thread_lanes.py``).
+        through the reads' own gate beside the writes' while another worker is on the file
+        (``SqliteGate.reading``): under the writes' gate a turn's read waited behind the
+        writer lane's groups, each waiting for the other worker's hold, and they behind
+        it. What makes a read different is its lane (``thread_lanes.py``).
         On PostgreSQL a read needs no transaction: under its READ COMMITTED each statement
         reads what was committed as it started, in a transaction or not (``_single``)."""
         if self.gate is None:

@@ -2,8 +2,10 @@
 message's claim on eve's SQLite file waits when several workers share it. Each worker appends
 to ``FILE`` one JSON line a second: its writer lane's groups (the wait for the file's lock,
 ``take_write_lock``, and the hold from that lock to the group's end, in ms), its claims on
-the event loop (each try, and each claim from its first try to its end, with where it ended)
-and its claims in a thread (their whole time, and their wait at this process's gate).
+the event loop (each try, and each claim from its first try to its end, with where it ended),
+its claims in a thread (their whole time, and their wait at this process's gate), and
+every wait for eve's gate and hold of it by the role of the thread (``gate_wait_<role>``,
+``gate_hold_<role>``).
 ``python -m bench._file_holds FILE`` sums a run's lines up. A diagnostic: it times every
 group and claim.
 """
@@ -61,6 +63,7 @@ def file_holds(path: str) -> None:
     from eve.sessions import sqlite_gate
 
     _time_flag_waits(sqlite_gate, notes.note)
+    _time_gate_by_role(sqlite_gate, notes)
 
     def dump() -> None:
         pid = os.getpid()
@@ -185,6 +188,63 @@ def _time_flag_waits(sqlite_gate: Any, note: Any) -> None:
     sqlite_gate.wait_for_requests = timed
 
 
+#: a thread's role by its name's start (``thread_lanes.py``, ``writer_lane.py``)
+_ROLES = (("eve-writer", "lane"), ("eve-read", "read"), ("eve-request", "request"))
+
+
+def _role() -> str:
+    thread = threading.current_thread()
+    if thread is threading.main_thread():
+        return "loop"
+    role = next((role for start, role in _ROLES if thread.name.startswith(start)), None)
+    return role if role is not None else f"other_{thread.name.rstrip('_0123456789')}_{_caller()}"
+
+
+#: frames skipped when naming what took the gate in another thread
+_PLUMBING = ("sqlite_gate.py", "contextlib.py", "_file_holds.py", "db_retry.py", "store_lanes.py")
+
+
+def _caller() -> str:
+    """The first function above the gate's plumbing and the store's transactions."""
+    frame = sys._getframe(2)
+    while frame is not None and (
+        frame.f_code.co_filename.endswith(_PLUMBING)
+        or frame.f_code.co_name in ("_tx", "_single", "_read", "run", "read")
+    ):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "?"
+    return f"{os.path.basename(frame.f_code.co_filename)[:-3]}.{frame.f_code.co_name}"
+
+
+def _time_gate_by_role(sqlite_gate: Any, notes: _Notes) -> None:
+    """Each wait for eve's gate and each hold of it, by the role of the thread (the writer
+    lane, a read's thread, a request's, the loop, other): ``gate_wait_<role>`` and
+    ``gate_hold_<role>``. Eve's gate is the one with a signal (DBOS's has none)."""
+    gate_class = sqlite_gate.SqliteGate
+    acquire, release, local = gate_class._acquire, gate_class._release, threading.local()
+
+    def timed_acquire(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.signal is None or self._holder == threading.get_ident():
+            return acquire(self, *args, **kwargs)
+        at, role = time.perf_counter(), _role()
+        taken = acquire(self, *args, **kwargs)
+        notes.note(f"gate_wait_{role}", at)
+        if taken:
+            local.held, local.role = time.perf_counter(), role
+        return taken
+
+    def timed_release(self: Any) -> None:
+        ends = self._depth == 1  # (this thread holds it: no other changes it meanwhile)
+        release(self)
+        if self.signal is not None and ends and getattr(local, "held", None):
+            notes.note(f"gate_hold_{local.role}", local.held)
+            local.held = None
+
+    gate_class._acquire = timed_acquire
+    gate_class._release = timed_release
+
+
 def _percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
@@ -197,7 +257,8 @@ def summary(path: str, since: float, until: float) -> dict[str, Any]:
         rows = [json.loads(line) for line in lines]
     kept = [row for row in rows if since < row["t"] <= until + 1.0]
     out: dict[str, Any] = {}
-    for kind in _KINDS:
+    extra = sorted({kind for row in kept for kind in row} - {*_KINDS, "pid", "t"})
+    for kind in (*_KINDS, *extra):
         values = [v for row in kept for v in row.get(kind, [])]
         if values:
             out[kind] = {

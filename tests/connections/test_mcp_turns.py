@@ -26,6 +26,8 @@ from tests.execution.test_checkpoints import JsonRecorder
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
+# every call but the hang must answer within call_timeout_seconds: a second, which a loaded
+# machine does not take; the hang outlasts it by 1.5 s, so it times out by construction
 CALC = """
 from eve.connections import define_mcp_connection
 from eve.tools.approval import always
@@ -35,7 +37,7 @@ default = define_mcp_connection(
     {server},
     tools=["add", "fail", "hang", "chart", "steps", "resources"],
     approval={{"fail": always()}},
-    call_timeout_seconds=0.5,
+    call_timeout_seconds=1.0,
 )
 """
 DIRECT = """
@@ -212,7 +214,7 @@ async def test_a_hanging_tool_ends_in_a_timeout_result_not_a_hung_turn(
     agent: ResolvedAgent,
 ) -> None:
     _, events = await run(
-        agent, calls(("eve__tool", {"name": "calc__hang", "input": {"seconds": 1}})), text("ok")
+        agent, calls(("eve__tool", {"name": "calc__hang", "input": {"seconds": 2.5}})), text("ok")
     )
     result = results(events)["calc__hang"].data
     assert result.status == "failed"

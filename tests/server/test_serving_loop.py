@@ -264,8 +264,11 @@ def test_a_requests_connection_is_watched_once_it_is_made() -> None:
         await made
         before = watch.any_readable()
         writer.write(b"GET / HTTP/1.1\r\n")
-        time.sleep(0.05)  # in this step: the loop reads nothing meanwhile
-        after = watch.any_readable()
+        # in this step (nothing awaited): the loop reads nothing meanwhile; looked for until
+        # the bytes arrive, since a loaded machine's kernel may deliver them late
+        deadline = time.monotonic() + 10
+        while not (after := watch.any_readable()) and time.monotonic() < deadline:
+            time.sleep(0.01)
         writer.close()
         server.close()
         return before, after

@@ -150,11 +150,16 @@ def test_another_hosts_holder_is_taken_once_stale_and_refused_while_it_beats(
     assert holder_of(store) == elsewhere
 
 
+# a beat every 0.05 s: the holder looks stale only if this process stalls this long, which a
+# loaded machine does not do (at 0.3 s one late beat would have let the id be taken)
+BEATING_TIMEOUT = 1.2
+
+
 async def taken_while_beating(store: SessionStore, holder: Holder) -> None:
     """``take_worker_id`` while ``holder`` beats on."""
     beats = asyncio.create_task(beat_forever(store, holder))
     try:
-        await take_worker_id(store, "w", VERSION, timeout=0.3)
+        await take_worker_id(store, "w", VERSION, timeout=BEATING_TIMEOUT)
     finally:
         beats.cancel()
 

@@ -19,10 +19,13 @@ nothing of it is durable and each write runs again alone, as DBOS runs it (its o
 
 A request's write runs alone at once, as before: it waits for no group (the gate lets it
 before the background writes, ``sqlite_gate.py``), and it fails fast where a group would
-retry. A turn started by the message's own request (``claim_now.py``) is such a write, so at
-scale it is mostly the workflows' ends that meet. What a group runs of DBOS is its own code
-on the group's connection: ``SystemDatabase._insert_workflow_status`` for a start (its
-``init_workflow`` is that in a transaction), eve's ``dbos_sqlite._outcome`` for an end.
+retry. A turn started by the message's own request (``claim_now.py``) is started once the
+request is answered (``after_answer.py``): nothing waits on its start then, so it meets
+the other workflows' starts and ends like any background write; should its group fail,
+it runs alone as a request's write (fail fast, the sweep starts the turn later). What a
+group runs of DBOS is its own code on the group's connection:
+``SystemDatabase._insert_workflow_status`` for a start (its ``init_workflow`` is that in a
+transaction), eve's ``dbos_sqlite._outcome`` for an end.
 
 Measured in one process (2,000 workflows of DBOS on eve's SQLite engine, 200 at a time, the
 combiner on and off in alternating rounds on a loaded machine): 1.50 against 1.65 ms of CPU
@@ -42,6 +45,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 
+from eve.sessions.after_answer import answered_already
 from eve.sessions.database_errors import failing_fast
 from eve.sessions.sqlite_per_engine import PerEngine
 
@@ -94,9 +98,10 @@ class Combiner:
     def run(self, together: Callable[[Connection], T], alone: Callable[[], T]) -> T:
         """``together(connection)`` in a group's transaction, or ``alone()`` (a transaction
         of its own, in this thread) if it meets no other write, if its group fails, or if
-        it is a request's (which waits for no one and fails fast: ``database_errors.py``);
-        its value once durable."""
-        if failing_fast():
+        it is a request's (which waits for no one and fails fast: ``database_errors.py``)
+        and not left behind by an answered one (``after_answer.py``); its value once
+        durable."""
+        if failing_fast() and not answered_already():
             return alone()
         write = _Write(together)
         with self._lock:

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 
 from eve.sessions.accepted import Place, deliverable, mark_enqueued, undelivered
 from eve.sessions.accepted_sweep import AcceptedSweep
+from eve.sessions.after_answer import after_answer
 from eve.sessions.compact_workflow import compact_workflow
 from eve.sessions.database_errors import fail_fast, failure_kind
 from eve.sessions.dbos_data import (
@@ -44,7 +45,7 @@ from eve.sessions.settings import SessionSettings
 from eve.sessions.sqlite import sqlite_engine
 from eve.sessions.store import SessionStore
 from eve.sessions.tasks import turn_of
-from eve.sessions.thread_lanes import after_answer, lane_requests
+from eve.sessions.thread_lanes import lane_requests
 from eve.sessions.turn_queue import (
     TURN_QUEUE,
     count_queued,

@@ -33,16 +33,15 @@ turns/s, the many threads taking turns at the interpreter's lock with the event 
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextvars import ContextVar
 from typing import Any, Literal, ParamSpec, TypeVar, assert_never
 
 from dbos._dbos import _get_dbos_instance
 
+from eve.sessions.after_answer import answered_already
 from eve.sessions.database_errors import failing_fast
 from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import SessionStore
@@ -59,21 +58,6 @@ READ_THREADS = 4
 #: threads for the rest of the turns' work (DBOS's calls, sync tools), once the store's
 #: calls have lanes of their own
 TURN_THREADS = 64
-
-
-_AFTER_ANSWER: ContextVar[bool] = ContextVar("eve_after_answer", default=False)
-
-
-@contextlib.contextmanager
-def after_answer() -> Iterator[None]:
-    """Around work a request left behind once answered (starting its turn): it keeps the
-    request's fail-fast rules, but runs on the turns' pool: the requests' lane is for what
-    an answer waits on."""
-    token = _AFTER_ANSWER.set(True)
-    try:
-        yield
-    finally:
-        _AFTER_ANSWER.reset(token)
 
 
 class LanedExecutor(ThreadPoolExecutor):
@@ -99,7 +83,7 @@ class LanedExecutor(ThreadPoolExecutor):
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
         # that context into the thread too): a request's call is known here already
-        urgent = failing_fast() and not _AFTER_ANSWER.get()
+        urgent = failing_fast() and not answered_already()
         if urgent:
             # a request's reads pass the gate, and its writes go first there
             return self.requests.submit(fn, *args, **kwargs)

@@ -20,7 +20,9 @@ from dbos import DBOS
 from dbos._dbos import _get_dbos_instance
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.database_errors import fail_fast
+from eve.errors import StorageFailed
+from eve.sessions.after_answer import after_answer
+from eve.sessions.database_errors import fail_fast, failing_fast, storage_failed
 from eve.sessions.dbos_writes import Combiner, _Write, combiner_of
 from eve.sessions.sqlite import sqlite_engine
 from tests.conftest import AppFactory
@@ -147,6 +149,53 @@ def test_a_request_s_write_waits_for_no_group(engine: Engine) -> None:
         assert not blocked.future.done()
         blocked.release()
     assert rows(engine) == [0, 5]
+
+
+def test_a_write_an_answered_request_left_behind_joins_a_group(engine: Engine) -> None:
+    """Its turn's start (``after_answer``): nothing waits on it, so it meets the others."""
+    combiner = Combiner(engine)
+    counted = commits(engine)
+
+    def left_behind(n: int) -> int:
+        with fail_fast(), after_answer():
+            return combiner.run(insert(n), alone(engine, n))
+
+    with ThreadPoolExecutor(4) as pool:
+        blocked = Blocked(combiner, pool)
+        futures = [pool.submit(left_behind, n) for n in (1, 2)]
+        queued(combiner, pool, futures)
+        blocked.release()
+        assert [f.result(10) for f in futures] == [1, 2]
+    assert rows(engine) == [0, 1, 2]
+    assert combiner.groups == {2: 1}
+    assert counted[0] == 2
+
+
+def test_a_left_behind_write_whose_group_fails_still_fails_fast(engine: Engine) -> None:
+    """Run again alone, it keeps the request's rules: a locked file is refused at once
+    (``StorageFailed``, which DBOS does not retry), not waited out."""
+    combiner = Combiner(engine)
+    tried: list[bool] = []
+
+    def refused() -> int:
+        tried.append(failing_fast())
+        raise storage_failed("locked")
+
+    def left_behind() -> int:
+        with fail_fast(), after_answer():
+            return combiner.run(insert(0), refused)  # 0 is taken: the group fails
+
+    with ThreadPoolExecutor(4) as pool:
+        blocked = Blocked(combiner, pool)
+        futures = [pool.submit(left_behind), pool.submit(combiner.run, insert(3), alone(engine, 3))]
+        queued(combiner, pool, futures)
+        blocked.release()
+        with pytest.raises(StorageFailed):
+            futures[0].result(10)
+        assert futures[1].result(10) == 3
+    assert tried == [True]
+    assert rows(engine) == [0, 3]
+    assert combiner.groups == {}
 
 
 def test_a_write_alone_runs_as_before(engine: Engine) -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from dbos._dbos import _get_dbos_instance
 
+from eve.sessions.after_answer import after_answer
 from eve.sessions.database_errors import fail_fast
 from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import SessionStore
-from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, after_answer, store_call
+from eve.sessions.thread_lanes import TURN_THREADS, LanedExecutor, store_call
 from eve.sessions.writer_lane import WriterLane
 from tests.conftest import AppFactory
 from tests.sessions.apps import say, scripted_app

@@ -66,6 +66,8 @@ class WriterLock:
         # calls under way: a close waits for none, it leaves the descriptor to the last
         self._calls = 0
         self.closed = False
+        #: the thread that holds it (None: no thread of this process)
+        self.holder: int | None = None
         #: takes that found another process holding it, calls that failed otherwise (for
         #: tests and the benchmark)
         self.waited = 0
@@ -78,7 +80,7 @@ class WriterLock:
 
     def try_take(self) -> bool:
         """Take it if no other process holds it; never waits."""
-        return self._set(fcntl.F_WRLCK, wait=False)
+        return self._taken(self._set(fcntl.F_WRLCK, wait=False))
 
     def take(self) -> bool:
         """Take it, waiting in the kernel (the interpreter's lock let go) while another
@@ -87,10 +89,18 @@ class WriterLock:
         if self.try_take():
             return True
         self.waited += 1
-        return self._set(fcntl.F_WRLCK, wait=True)
+        return self._taken(self._set(fcntl.F_WRLCK, wait=True))
 
     def let_go(self) -> None:
-        self._set(fcntl.F_UNLCK, wait=False)
+        """Let it go, if a thread of this process holds it."""
+        if self.holder is not None:
+            self.holder = None
+            self._set(fcntl.F_UNLCK, wait=False)
+
+    def _taken(self, taken: bool) -> bool:
+        if taken:
+            self.holder = threading.get_ident()
+        return taken
 
     def _set(self, kind: int, *, wait: bool) -> bool:
         with self._lock:

@@ -224,3 +224,36 @@ def test_a_group_sleeps_until_another_process_lets_the_lock_go_then_begins_once(
     finally:
         lane.shutdown()
         store.close()
+
+
+def test_a_group_lets_the_lock_go_as_its_commit_begins(
+    database: Path, other: RequestSignal
+) -> None:
+    """The waiting worker wakes while the ``COMMIT`` runs, not once its holder has the
+    interpreter's lock back after it."""
+    store = SessionStore(f"sqlite:///{database}")
+    lane = WriterLane()
+    theirs = _writer(other)
+    free_at: dict[str, bool] = {}
+
+    def look(statement: str) -> None:
+        if statement in ("BEGIN IMMEDIATE", "COMMIT"):
+            free_at[statement] = theirs.try_take()
+            theirs.let_go()
+
+    def trace(dbapi: Any, _record: Any) -> None:
+        dbapi.set_trace_callback(look)
+
+    try:
+        for name in ("a", "b"):
+            store.create_session(name)
+        store.engine.pool.dispose()  # (the engine's own would close the store's signal)
+        sa.event.listen(store.engine, "connect", trace)
+        held = Held(lane)
+        futures = [held.write(store, store.append_events, n, 0, [row(n)]) for n in ("a", "b")]
+        held.release()
+        assert [f.result(10) for f in futures] == [[], []]
+        assert free_at == {"BEGIN IMMEDIATE": False, "COMMIT": True}
+    finally:
+        lane.shutdown()
+        store.close()

@@ -15,7 +15,7 @@ nearly: another thread of this process holding it is waited for ``LOOP_PATIENCE_
 at most on a loop that runs requests first (``patience_on``), not at all on another, as a
 request waits, first in line (``sqlite_gate.SqliteGate.held_within``), and another process
 not at all (``BEGIN IMMEDIATE`` tried once, on a connection of its own
-whose busy handler is off, once no other process holds the file's writer lock:
+whose busy handler is off; the lanes' writer lock is not waited for:
 ``sqlite_writer_lock.py``). Otherwise, or if the file faults (full, read-only, gone), it
 says ``NOT_NOW`` and the claim runs in a request's thread as before, which waits its turn
 at the gate and meets the fault as it always did (nothing of the attempt was committed).
@@ -226,13 +226,6 @@ class LoopClaims:
         return self._thread == me
 
     def _claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | NotNow | None:
-        gate = self.store.gate
-        assert gate is not None
-        # (another process has the file's writer lock: it holds the file, or takes it next)
-        with gate.writing_now() as ours:
-            return self._claimed(session_id, then) if ours else NOT_NOW
-
-    def _claimed(self, session_id: str, then: Callable[[Connection, int], T]) -> T | NotNow | None:
         try:
             connection = self._connect()
             shared = SharedTransaction(self.store.engine, connection)

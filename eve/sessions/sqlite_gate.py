@@ -128,20 +128,6 @@ class SqliteGate:
         finally:
             writer.let_go()
 
-    @contextmanager
-    def writing_now(self) -> Iterator[bool]:
-        """The file's writer lock for the block if no other process holds it (True), for a
-        caller that must not wait (the event loop's thread); else nothing (False). True
-        where the gate has no such lock: SQLite's own lock decides."""
-        writer = None if self.signal is None else self.signal.writer
-        if writer is None or not writer.try_take():
-            yield writer is None or not writer.usable
-            return
-        try:
-            yield True
-        finally:
-            writer.let_go()
-
     @property
     def requests_waiting(self) -> bool:
         """A request's transaction waits for the gate, or a request of any process for the

@@ -15,8 +15,7 @@ nearly: another thread of this process holding it is waited for ``LOOP_PATIENCE_
 at most on a loop that runs requests first (``patience_on``), not at all on another, as a
 request waits, first in line (``sqlite_gate.SqliteGate.held_within``), and another process
 not at all (``BEGIN IMMEDIATE`` tried once, on a connection of its own
-whose busy handler is off; the lanes' writer lock is not waited for:
-``sqlite_writer_lock.py``). Otherwise, or if the file faults (full, read-only, gone), it
+whose busy handler is off). Otherwise, or if the file faults (full, read-only, gone), it
 says ``NOT_NOW`` and the claim runs in a request's thread as before, which waits its turn
 at the gate and meets the fault as it always did (nothing of the attempt was committed).
 That connection also never checkpoints the write-ahead log (``wal_autocheckpoint=0``): a

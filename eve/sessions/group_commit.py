@@ -156,7 +156,7 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
             return None
         shared = SharedTransaction(store.engine, connection)
         try:
-            with gate.held(), gate.writing():
+            with gate.held():
                 outcomes = _committed(shared, calls, gate, patience=store.busy_timeout)
         except BaseException:
             kept.give_up()

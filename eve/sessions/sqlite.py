@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from eve._sql_engines import sqlite_engine as shared_sqlite_engine
 from eve.sessions.database_errors import refuse_lock_in_request
-from eve.sessions.sqlite_gate import SqliteGate, gate_writes, let_writer_go_as_it_ends
+from eve.sessions.sqlite_gate import SqliteGate, gate_writes
 from eve.sessions.sqlite_requests import request_signal
 from eve.sessions.wal_checkpoints import NO_AUTOCHECKPOINT, checkpoint_in_background
 
@@ -78,6 +78,4 @@ def store_gate(engine: Engine) -> SqliteGate:
     signal = request_signal(engine.url.database)
     if signal is not None:
         sa.event.listen(engine, "engine_disposed", lambda _engine: signal.close())
-    gate = SqliteGate(signal=signal)
-    let_writer_go_as_it_ends(engine, gate)
-    return gate
+    return SqliteGate(signal=signal)

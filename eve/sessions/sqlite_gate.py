@@ -113,21 +113,6 @@ class SqliteGate:
             if taken:
                 self._release()
 
-    @contextmanager
-    def writing(self) -> Iterator[None]:
-        """The file's writer lock for the block, waited for in the kernel while another
-        process holds it (``sqlite_writer_lock.py``): for a transaction of this gate's
-        holder that writes, around its ``BEGIN IMMEDIATE`` and its commit or rollback.
-        Nothing where the gate has no such lock."""
-        writer = None if self.signal is None else self.signal.writer
-        if writer is None or not writer.take():
-            yield
-            return
-        try:
-            yield
-        finally:
-            writer.let_go()
-
     @property
     def requests_waiting(self) -> bool:
         """A request's transaction waits for the gate, or a request of any process for the
@@ -289,29 +274,6 @@ def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float, busy_timeo
     sa.event.listen(engine, "invalidate", returned)
 
 
-def let_writer_go_as_it_ends(engine: Engine, gate: SqliteGate) -> None:
-    """The file's writer lock (``SqliteGate.writing``) let go as a transaction of
-    ``engine`` that holds it begins its ``COMMIT`` or ``ROLLBACK``, not once it ended.
-
-    Let go after the commit returned, the lock waited with its holder for the interpreter's
-    lock: the driver lets it go around the ``COMMIT``, and on a busy worker has it back up to
-    a switch interval later, behind the event loop. The worker waiting for it then woke that
-    much later (the gap of a hand-over p95 6.5 ms against 3.7 with ``BEGIN IMMEDIATE`` tried
-    in pauses, ``sqlite-2w-1000``). Let go first, the waiter wakes while the ``COMMIT`` runs,
-    tens of microseconds, and in the rare case it is not through yet, its ``BEGIN
-    IMMEDIATE`` is refused and tried again after a pause (``take_write_lock``)."""
-    writer = None if gate.signal is None else gate.signal.writer
-    if writer is None:
-        return
-    this_thread = threading.get_ident
-
-    def let_go(_connection: Any) -> None:
-        if writer.holder == this_thread():
-            writer.let_go()
-
-    _around_ending(engine, before=let_go)
-
-
 def _after_ending(engine: Engine, then: Callable[[Any], None]) -> None:
     """``then(connection)`` once a transaction of ``engine`` ended: after its ``COMMIT`` or
     ``ROLLBACK`` ran, failed or not.
@@ -319,35 +281,25 @@ def _after_ending(engine: Engine, then: Callable[[Any], None]) -> None:
     SQLAlchemy's ``commit`` and ``rollback`` events come before the statement: a gate let go
     there woke its next holder while the file was still locked, and that one's ``BEGIN
     IMMEDIATE`` failed and paused (``take_write_lock``), at nearly every hand-over of a
-    loaded worker, since the ``COMMIT`` lets go of the interpreter's lock."""
-    _around_ending(engine, after=then)
-
-
-def _around_ending(
-    engine: Engine,
-    *,
-    before: Callable[[Any], None] | None = None,
-    after: Callable[[Any], None] | None = None,
-) -> None:
-    """``before(connection)`` as a transaction of ``engine`` begins its ``COMMIT`` or
-    ``ROLLBACK``, ``after(connection)`` once it ran, failed or not. The engine's dialect is
-    its own (``create_engine`` makes one per engine), so its two methods are wrapped here,
-    on the instance; the pool ends a transaction it finds open through them too."""
+    loaded worker, since the ``COMMIT`` lets go of the interpreter's lock. The engine's
+    dialect is its own (``create_engine`` makes one per engine), so its two methods are
+    wrapped here, on the instance; the pool ends a transaction it finds open through them
+    too."""
     dialect = engine.dialect
     commit, rollback = dialect.do_commit, dialect.do_rollback
 
-    def ending(end: Callable[[Any], None]) -> Callable[[Any], None]:
-        def ends(connection: Any) -> None:
-            if before is not None:
-                before(connection)
-            try:
-                end(connection)
-            finally:
-                if after is not None:
-                    after(connection)
+    def do_commit(connection: Any) -> None:
+        try:
+            commit(connection)
+        finally:
+            then(connection)
 
-        return ends
+    def do_rollback(connection: Any) -> None:
+        try:
+            rollback(connection)
+        finally:
+            then(connection)
 
     # (an instance's attribute, as mypy allows no assignment to a method)
-    setattr(dialect, "do_commit", ending(commit))  # noqa: B010
-    setattr(dialect, "do_rollback", ending(rollback))  # noqa: B010
+    setattr(dialect, "do_commit", do_commit)  # noqa: B010
+    setattr(dialect, "do_rollback", do_rollback)  # noqa: B010

@@ -39,18 +39,41 @@ at once) removes it, so the sessions' folder holds only the databases when no on
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-
-from eve.sessions.ofd_locks import HOLDING_FCNTL, Flock, call_fcntl
-from eve.sessions.sqlite_writer_lock import WriterLock, writer_lock
 
 #: the lock file's name beside eve's file
 SUFFIX = "-requests"
+
+
+class _Flock(ctypes.Structure):
+    # ``struct flock`` (fcntl.h) on Linux
+    _fields_ = (
+        ("l_type", ctypes.c_short),
+        ("l_whence", ctypes.c_short),
+        ("l_start", ctypes.c_int64),
+        ("l_len", ctypes.c_int64),
+        ("l_pid", ctypes.c_int),
+    )
+
+
+def _c_fcntl() -> Callable[..., int] | None:
+    """The C library's ``fcntl`` called with the interpreter's lock held, where open file
+    description locks exist."""
+    if not hasattr(fcntl, "F_OFD_GETLK"):
+        return None
+    call = ctypes.PyDLL(None, use_errno=True).fcntl
+    call.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Flock))
+    call.restype = ctypes.c_int
+    return call
+
+
+_FCNTL = _c_fcntl()
 
 
 class RequestSignal:
@@ -65,8 +88,6 @@ class RequestSignal:
         # another open file description of the same file: a look through it sees the
         # marks of this process's own (``F_OFD_GETLK`` reports no lock of its own)
         self._looks = os.open(f"/proc/self/fd/{self._holds}", os.O_RDWR | os.O_CLOEXEC)
-        #: the writers' lock on the same file (``sqlite_writer_lock.py``)
-        self.writer: WriterLock | None = writer_lock(self._holds)
         self.closed = False
         _open_signals.add(self)
 
@@ -75,9 +96,9 @@ class RequestSignal:
         """A request of some process (this one too) waits for the file now."""
         if self.closed:
             return False
-        probe = Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=0, l_len=1)
+        probe = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=0, l_len=1)
         try:
-            call_fcntl(self._looks, fcntl.F_OFD_GETLK, probe)
+            _call(self._looks, fcntl.F_OFD_GETLK, probe)
         except OSError:
             return False  # (closed meanwhile) the signal only orders: go on as without it
         return bool(probe.l_type != fcntl.F_UNLCK)
@@ -99,9 +120,9 @@ class RequestSignal:
             if (step > 0 and self._marks == 1) or self._marks == 0:
                 kind = fcntl.F_RDLCK if self._marks else fcntl.F_UNLCK
                 # no one takes a write lock here, so a read lock is never refused
-                lock = Flock(l_type=kind, l_whence=os.SEEK_SET, l_start=0, l_len=1)
+                lock = _Flock(l_type=kind, l_whence=os.SEEK_SET, l_start=0, l_len=1)
                 with suppress(OSError):  # the signal only orders: go on as without it
-                    call_fcntl(self._holds, fcntl.F_OFD_SETLK, lock)
+                    _call(self._holds, fcntl.F_OFD_SETLK, lock)
 
     def close(self) -> None:
         """Close the file; remove it if no other process has it open."""
@@ -118,8 +139,6 @@ class RequestSignal:
                 if _same_file(self._holds, self.path):
                     with suppress(OSError):
                         os.unlink(self.path)
-            if self.writer is not None:
-                self.writer.close()
             os.close(self._looks)
             os.close(self._holds)
 
@@ -130,8 +149,6 @@ class RequestSignal:
         self._lock = threading.Lock()
         if not self.closed:
             self.closed = True
-            if self.writer is not None:
-                self.writer.drop_in_child()
             os.close(self._looks)
             os.close(self._holds)
 
@@ -153,12 +170,19 @@ def request_signal(database: str | None) -> RequestSignal | None:
     """The signal beside the SQLite file ``database`` (a path), or None where there can be
     none: no file (``:memory:``), no open file description locks, a file that cannot be
     made (a read-only folder)."""
-    if HOLDING_FCNTL is None or not database or database == ":memory:":
+    if _FCNTL is None or not database or database == ":memory:":
         return None
     try:
         return RequestSignal(database + SUFFIX)
     except OSError:
         return None
+
+
+def _call(fd: int, command: int, lock: _Flock) -> None:
+    assert _FCNTL is not None
+    if _FCNTL(fd, command, ctypes.byref(lock)) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
 
 
 def _open_present(path: str) -> int:

@@ -34,24 +34,20 @@ print("marked", flush=True)
 sys.stdin.read()
 """
 
-#: a process that holds a lock on the signal's file (``{hold}``), forks a child that
-#: outlives it, says ``{said}`` and the child's process id, and waits for its stdin to end
-FORK_AND_WAIT = """
+#: as ``_MARK_AND_WAIT``, with a child forked while the mark is held, which outlives it
+_MARK_FORK_AND_WAIT = """
 import os, sys
 from eve.sessions.sqlite_requests import request_signal
 signal = request_signal(sys.argv[1])
-{hold}
+mark = signal.marked()
+mark.__enter__()
 child = os.fork()
 if child == 0:
     sys.stdin.read()
     os._exit(0)
-print("{said}", child, flush=True)
+print("marked", child, flush=True)
 sys.stdin.read()
 """
-#: as ``_MARK_AND_WAIT``, with a child forked while the mark is held, which outlives it
-_MARK_FORK_AND_WAIT = FORK_AND_WAIT.format(
-    hold="mark = signal.marked()\nmark.__enter__()", said="marked"
-)
 
 
 def _signal(path: Path) -> RequestSignal:

@@ -5,13 +5,16 @@ to ``FILE`` one JSON line a second: its writer lane's groups (the wait for the f
 the event loop (each try, and each claim from its first try to its end, with where it ended),
 its claims in a thread (their whole time, and their wait at this process's gate), and
 every wait for eve's gate and hold of it by the role of the thread (``gate_wait_<role>``,
-``gate_hold_<role>``).
-``python -m bench._file_holds FILE`` sums a run's lines up. A diagnostic: it times every
-group and claim.
+``gate_hold_<role>``), and each of the file's hand-overs: every lane's wait and hold and
+every claim's hold on the loop as an interval of the machine's monotonic clock (``iv``), so
+that the summary can tell how long eve's file lay free while a worker waited for it
+(``handovers``). ``python -m bench._file_holds FILE`` sums a run's lines up. A diagnostic:
+it times every group and claim.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import os
@@ -35,11 +38,20 @@ _KINDS = (
 )
 
 
+#: the intervals of a hand-over (``iv``): a lane's wait for the file (from before its
+#: writer lock, if it takes one, to its ``BEGIN IMMEDIATE``), its hold (from there to its
+#: group's end), a claim's hold on the loop, a background transaction's wait for another's
+#: claim (``wait_for_requests``)
+_SPANS = ("lane_wait", "lane_hold", "claim_hold", "flag_wait")
+
+
 class _Notes:
-    """The samples of the second under way, by kind (ms), and a thread's marks."""
+    """The samples of the second under way, by kind (ms), the hand-overs' intervals, and a
+    thread's marks."""
 
     def __init__(self) -> None:
         self.samples: dict[str, list[float]] = defaultdict(list)
+        self.spans: list[tuple[str, float, float]] = []
         self.lock = threading.Lock()
         self.local = threading.local()
 
@@ -47,10 +59,18 @@ class _Notes:
         with self.lock:
             self.samples[kind].append(round((time.perf_counter() - since) * 1000, 3))
 
-    def taken(self) -> dict[str, list[float]]:
+    def span(self, kind: str, since: float) -> None:
+        """An interval of ``kind`` from ``since`` to now (``time.monotonic``: one clock for
+        every process of the machine)."""
         with self.lock:
-            row = dict(self.samples)
+            self.spans.append((kind, round(since, 6), round(time.monotonic(), 6)))
+
+    def taken(self) -> dict[str, Any]:
+        with self.lock:
+            row: dict[str, Any] = dict(self.samples)
             self.samples.clear()
+            if self.spans:
+                row["iv"], self.spans = self.spans, []
         return row
 
 
@@ -62,7 +82,7 @@ def file_holds(path: str) -> None:
     _time_thread_claims(notes)
     from eve.sessions import sqlite_gate
 
-    _time_flag_waits(sqlite_gate, notes.note)
+    _time_flag_waits(sqlite_gate, notes.note, notes.span)
     _time_gate_by_role(sqlite_gate, notes)
 
     def dump() -> None:
@@ -77,15 +97,25 @@ def file_holds(path: str) -> None:
 
 
 def _time_lane(notes: _Notes) -> None:
-    from eve.sessions import group_commit, sqlite_gate
+    """The lane's wait for the file and hold of it, and a claim's hold on the loop: from the
+    transaction's begin to its ``BEGIN IMMEDIATE``, and from there to the group's (or
+    claim's) end. (A ``writing`` lock of the gate, taken before the begin, would start the
+    wait: a branch measured one, ``docs/sessions.md``.)"""
+    from eve.sessions import claim_now, group_commit, sqlite_gate
 
-    take, committed, local = sqlite_gate.take_write_lock, group_commit._committed, notes.local
+    begin, committed = group_commit.SharedTransaction.begin, group_commit._committed
+    claim, local = claim_now.LoopClaims._claim, notes.local
+    writing = getattr(sqlite_gate.SqliteGate, "writing", None)
 
-    def timed_take(raw: Any, *, patience: float) -> None:
-        at = time.perf_counter()
-        take(raw, patience=patience)
-        notes.note("lane_wait", at)
-        local.locked = time.perf_counter()
+    def timed_begin(self: Any, *, patience: float) -> None:
+        at = getattr(local, "writing", None) or time.perf_counter()
+        since = getattr(local, "writing_mono", None) or time.monotonic()
+        local.writing = local.writing_mono = None
+        begin(self, patience=patience)
+        local.locked, local.locked_mono = time.perf_counter(), time.monotonic()
+        if threading.current_thread() is not threading.main_thread():
+            notes.note("lane_wait", at)
+            notes.span("lane_wait", since)
 
     def timed_committed(*args: Any, **kwargs: Any) -> Any:
         local.locked = None
@@ -94,9 +124,26 @@ def _time_lane(notes: _Notes) -> None:
         finally:
             if local.locked is not None:
                 notes.note("lane_hold", local.locked)
+                notes.span("lane_hold", local.locked_mono)
 
-    setattr(group_commit, "take_write_lock", timed_take)  # noqa: B010
+    def timed_claim(self: Any, *args: Any, **kwargs: Any) -> Any:
+        local.locked = None
+        try:
+            return claim(self, *args, **kwargs)
+        finally:
+            if local.locked is not None:
+                notes.span("claim_hold", local.locked_mono)
+
+    group_commit.SharedTransaction.begin = timed_begin  # type: ignore[method-assign]
     setattr(group_commit, "_committed", timed_committed)  # noqa: B010
+    claim_now.LoopClaims._claim = timed_claim  # type: ignore[method-assign]
+    if writing is not None:
+
+        def timed_writing(self: Any, *args: Any, **kwargs: Any) -> Any:
+            local.writing, local.writing_mono = time.perf_counter(), time.monotonic()
+            return writing(self, *args, **kwargs)
+
+        setattr(sqlite_gate.SqliteGate, "writing", timed_writing)  # noqa: B010
 
 
 def _time_loop_claims(notes: _Notes) -> None:
@@ -171,7 +218,11 @@ def _time_thread_claims(notes: _Notes) -> None:
     sqlite_gate.SqliteGate._acquire = timed_acquire  # type: ignore[method-assign]
 
 
-def _time_flag_waits(sqlite_gate: Any, note: Any) -> None:
+#: a wait shorter than this (seconds) found nothing to wait for: no interval of it is kept
+_WAITED = 0.00005
+
+
+def _time_flag_waits(sqlite_gate: Any, note: Any, span: Any) -> None:
     """A background transaction's wait for another's request (``wait_for_requests``), where
     the gate has one."""
     wait = getattr(sqlite_gate, "wait_for_requests", None)
@@ -179,11 +230,13 @@ def _time_flag_waits(sqlite_gate: Any, note: Any) -> None:
         return
 
     def timed(*args: Any, **kwargs: Any) -> Any:
-        at = time.perf_counter()
+        at, since = time.perf_counter(), time.monotonic()
         try:
             return wait(*args, **kwargs)
         finally:
             note("flag_wait", at)
+            if time.perf_counter() - at > _WAITED:
+                span("flag_wait", since)
 
     sqlite_gate.wait_for_requests = timed
 
@@ -252,23 +305,113 @@ def _percentile(values: list[float], share: float) -> float:
 
 def summary(path: str, since: float, until: float) -> dict[str, Any]:
     """Each kind's count, p50, p95 and p99 (ms) over the lines written from ``since`` to a
-    second past ``until`` (wall clock: a run's ``window_wall`` in ``results/scale.json``)."""
+    second past ``until`` (wall clock: a run's ``window_wall`` in ``results/scale.json``),
+    and the file's hand-overs there (``handovers``)."""
     with open(path) as lines:
         rows = [json.loads(line) for line in lines]
     kept = [row for row in rows if since < row["t"] <= until + 1.0]
     out: dict[str, Any] = {}
-    extra = sorted({kind for row in kept for kind in row} - {*_KINDS, "pid", "t"})
+    extra = sorted({kind for row in kept for kind in row} - {*_KINDS, "pid", "t", "iv"})
     for kind in (*_KINDS, *extra):
         values = [v for row in kept for v in row.get(kind, [])]
         if values:
-            out[kind] = {
-                "n": len(values),
-                "p50": _percentile(values, 0.5),
-                "p95": _percentile(values, 0.95),
-                "p99": _percentile(values, 0.99),
-                "sum_s": round(sum(values) / 1000, 2),
-            }
+            out[kind] = _figures(values)
+    spans = [(row["pid"], *span) for row in kept for span in row.get("iv", [])]
+    if spans:
+        out["handovers"] = handovers(spans, seconds=until - since + 1.0)
     return out
+
+
+def _figures(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50": _percentile(values, 0.5),
+        "p95": _percentile(values, 0.95),
+        "p99": _percentile(values, 0.99),
+        "sum_s": round(sum(values) / 1000, 2),
+    }
+
+
+Span = tuple[int, str, float, float]
+
+
+def handovers(spans: list[Span], *, seconds: float) -> dict[str, Any]:
+    """How long eve's file lay free while a worker waited for it, from the intervals of
+    every worker (``pid``, kind, start, end; ``_SPANS``): a lane's wait that overlapped
+    another worker's hold (a hand-over) ended ``gap`` after the last such hold ended
+    (``gap_ms``: p50, p95, and the sum a second of those above 0: a holder notes its end
+    after its commit returned, and the waiter may have the file first); the file free
+    while a lane waited for it (``free_lane_wait_s``) or while a background transaction
+    waited for another's claim (``free_flag_wait_s``), seconds a second; the logged holds'
+    share of the wall time (``held_s``, every worker's lanes and loop claims: a request
+    thread's write is not logged). A wait no logged hold of another worker overlapped
+    (``unexplained``) waited for a writer that is not logged."""
+    holds = sorted(
+        (start, end, pid) for pid, kind, start, end in spans if kind in ("lane_hold", "claim_hold")
+    )
+    starts = [start for start, _end, _pid in holds]
+    gaps: list[float] = []
+    unexplained = 0
+    for pid, kind, start, end in spans:
+        if kind != "lane_wait" or end - start < _WAITED:
+            continue
+        last = None
+        at = bisect.bisect_left(starts, end) - 1
+        # (each worker's holds follow one another: a few back reach any that overlaps)
+        for held_from, held_to, holder in reversed(holds[max(0, at - 8) : at + 1]):
+            if holder != pid and held_to > start and held_from < end:
+                last = held_to if last is None else max(last, held_to)
+        if last is None:
+            unexplained += 1
+        else:
+            gaps.append(round((end - last) * 1000, 3))
+    held = _merged([(start, end) for start, end, _pid in holds])
+    out: dict[str, Any] = {
+        "waits": sum(kind == "lane_wait" for _pid, kind, _s, _e in spans),
+        "handovers_per_s": round(len(gaps) / seconds, 1),
+        "unexplained_per_s": round(unexplained / seconds, 1),
+        "held_s": round(_measure(held) / seconds, 3),
+    }
+    if gaps:
+        positive = sum(gap for gap in gaps if gap > 0)
+        out["gap_ms"] = _figures(gaps) | {"sum_s": round(positive / 1000 / seconds, 3)}
+    for kind in ("lane_wait", "flag_wait"):
+        waits = _merged([(start, end) for _pid, k, start, end in spans if k == kind])
+        free = _measure(waits) - _measure(_overlap(waits, held))
+        out[f"free_{kind}_s"] = round(free / seconds, 3)
+    return out
+
+
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``intervals`` as the fewest disjoint ones that cover the same time, in order."""
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _overlap(
+    first: list[tuple[float, float]], second: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    """Where two lists of disjoint, ordered intervals overlap."""
+    out: list[tuple[float, float]] = []
+    i = j = 0
+    while i < len(first) and j < len(second):
+        start, end = max(first[i][0], second[j][0]), min(first[i][1], second[j][1])
+        if start < end:
+            out.append((start, end))
+        if first[i][1] < second[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _measure(intervals: list[tuple[float, float]]) -> float:
+    return sum(end - start for start, end in intervals)
 
 
 if __name__ == "__main__":

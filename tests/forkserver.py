@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,11 +127,18 @@ class ForkServer:
         return self.proc.poll() is None and _fixed(env) == _fixed(self.env)
 
     def spawn(
-        self, args: list[str], *, cwd: str, env: dict[str, str], streams: tuple[int, int, int]
+        self,
+        target: Mapping[str, object],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        streams: tuple[int, int, int],
     ) -> tuple[int, socket.socket]:
-        """Fork ``python -m eve *args`` with ``streams`` as its 0, 1 and 2: its pid, and the
-        socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
-        return request_fork(str(self.path), {"args": args, "cwd": cwd, "env": env}, streams)
+        """Fork what ``target`` names (``_Request``'s ``args`` and ``code`` or ``script``;
+        neither: ``python -m eve *args``) with ``streams`` as its 0, 1 and 2: its pid, and
+        the socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
+        request = {**target, "cwd": cwd, "env": env}
+        return request_fork(str(self.path), request, streams)
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -175,9 +183,12 @@ class _Request:
     #: what ``python -m`` runs: eve, unless ``tests/fork_launch.py`` asks for another
     module: str = "eve"
     #: a file to run as ``python SCRIPT`` does instead of a module (``fork_launch.py
-    #: --script``): the example agent's stdio server. Its ``__file__`` is the path as given,
-    #: where the interpreter makes it absolute
+    #: --script``: the example agent's stdio server; ``forked.popen``: a test's host app).
+    #: Its ``__file__`` is the path as given, where the interpreter makes it absolute
     script: str = ""
+    #: source to run as ``python -c CODE`` does instead of a module (``forked.popen``): a
+    #: test's own small program that imports eve
+    code: str = ""
     #: ``PYTHONPATH``'s entries, put on ``sys.path`` as the interpreter puts them
     path: list[str] = field(default_factory=list)
 
@@ -288,8 +299,8 @@ def _standard_streams(unbuffered: bool) -> None:
 
 
 def _become(request: _Request) -> None:
-    """In the child: the process ``python -m <module> *args`` (or ``python <script> *args``)
-    would start, then run it."""
+    """In the child: the process ``python -m <module> *args`` (or ``python <script> *args``,
+    or ``python -c <code> *args``) would start, then run it."""
     import runpy
 
     os.chdir(request.cwd)
@@ -302,6 +313,14 @@ def _become(request: _Request) -> None:
         sys.path[0:0] = [os.path.dirname(script), *request.path]
         sys.argv = [request.script, *request.args]
         runpy.run_path(request.script, run_name="__main__")
+        return
+    if request.code:
+        # as ``-c`` puts the empty string (the working directory) first, then PYTHONPATH's
+        sys.path[0:0] = ["", *request.path]
+        sys.argv = ["-c", *request.args]
+        main = types.ModuleType("__main__")
+        sys.modules["__main__"] = main
+        exec(compile(request.code, "<string>", "exec"), main.__dict__)
         return
     # as ``-m`` puts the working directory first, then PYTHONPATH's entries
     sys.path[0:0] = [request.cwd, *request.path]

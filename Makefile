@@ -25,6 +25,19 @@ PYTEST_WORKERS ?= -n 6 --dist worksteal
 # its drivers 9, node 8.6, the controller 7, the two hosts in network namespaces 6,
 # pip and mypy 7. The two cores were 98 % busy throughout and the six workers' last tests
 # ended within 3-6 s of each other: the run is bound by CPU, not by a straggler.
+# A later run in place (2,662 tests, 362 s: a load of 3.3 at its start, up to 13 from other
+# work beside it), each process put under the one that started it: 406 CPU-s, the six
+# workers 192 (4.5-4.8 each before their first test), the fork servers' children 65 (232
+# forks; 38 of the 99 that logged their imports at exit loaded the compiler, since
+# preloaded), the other interpreters the workers started 57 (144) and the six fork servers
+# themselves 12.6, PostgreSQL 27 (1,379 backends), node 10, Chromium 5. Four workers (one
+# run, load 5.4 at its start): 381 CPU-s, no less, in 278 s: the cores were not kept busy.
+# Since forked too: a test's own `python -c` programs that import eve (1.2-1.6 CPU-s each
+# started anew) and the embedded host's script (tests/forked.py). With these and one
+# connection kept for a test PostgreSQL's CREATE and DROP DATABASE: PostgreSQL's backends
+# 1,331 -> 1,083 a run, a fork's CPU 0.30-0.32 -> 0.26-0.28 s; two alternating pairs in
+# place, other work beside them, went one each way (232.8 vs 227.2 s and 258.8 vs 271.6 s):
+# no gain in wall time shows through that noise.
 # pytest caches each test module with its asserts rewritten in __pycache__ (ignored by git),
 # unless PYTHONDONTWRITEBYTECODE is set: then every worker rewrites every module again.
 # Measured: four workers start and collect the suite on about 32 s of CPU with it set, 21 s

@@ -1,9 +1,11 @@
 """``python -m eve …`` for tests, forked from ``tests/forkserver.py`` instead of started anew.
 
 ``popen`` and ``run`` take what ``subprocess.Popen`` and ``subprocess.run`` take (the
-arguments the tests use) and start ``python -m eve …`` as a fork of the fork server, which
-has already imported eve, unless the environment asks for a fresh interpreter (see
-``ForkServer.accepts``) or ``EVE_TEST_FORK=0``; any other command runs as it did. What they
+arguments the tests use) and start ``python -m eve …`` (or a test's own ``python -c CODE …``
+or ``python SCRIPT …``, which import eve: about a second of CPU started anew) as a fork of
+the fork server, which has already imported eve, unless the environment asks for a fresh
+interpreter (see ``ForkServer.accepts``) or ``EVE_TEST_FORK=0``; any other command (an
+option to the interpreter, another program) runs as it did. What they
 return is driven as a ``Popen`` is: ``pid``, ``poll``, ``wait``, ``communicate``, signals,
 ``returncode`` and the ``stdin``/``stdout``/``stderr`` pipes.
 """
@@ -182,8 +184,20 @@ def script_command() -> list[str] | None:
     return [sys.executable, "-S", str(LAUNCHER), "--script", str(server.path)]
 
 
-def _is_eve(argv: list[str]) -> bool:
-    return [str(a) for a in argv[:3]] == [sys.executable, "-m", "eve"]
+def _forkable(argv: list[str]) -> dict[str, object] | None:
+    """What the fork server is asked to run for ``argv`` (``_Request``'s fields): ``python
+    -m eve ARG…``, ``python -c CODE ARG…`` or ``python SCRIPT ARG…``; None for any other
+    command (an option to the interpreter, another program)."""
+    words = [str(a) for a in argv]
+    if words[:1] != [sys.executable] or len(words) < 2:
+        return None
+    if words[1:3] == ["-m", "eve"]:
+        return {"args": words[3:]}
+    if words[1] == "-c" and len(words) > 2:
+        return {"code": words[2], "args": words[3:]}
+    if not words[1].startswith("-"):
+        return {"script": words[1], "args": words[2:]}
+    return None
 
 
 def popen(
@@ -197,10 +211,12 @@ def popen(
     text: bool = False,
     bufsize: int = -1,
 ) -> Command:
-    """``subprocess.Popen(argv, …)``, forked when ``argv`` is ``python -m eve …``."""
+    """``subprocess.Popen(argv, …)``, forked when ``argv`` is ``python -m eve …``, ``python
+    -c CODE …`` or ``python SCRIPT …``."""
     environment = dict(os.environ if env is None else env)
-    server = _fork_server() if _is_eve(argv) else None
-    if server is None or not server.accepts(environment):
+    target = _forkable(argv)
+    server = _fork_server() if target is not None else None
+    if target is None or server is None or not server.accepts(environment):
         return subprocess.Popen(
             argv,
             cwd=cwd,
@@ -220,7 +236,7 @@ def popen(
         else:
             child_err, parent_err = ends.make(stderr, 2, writes=True)
         pid, status = server.spawn(
-            [str(a) for a in argv[3:]],
+            target,
             cwd=str(cwd if cwd is not None else Path.cwd()),
             env=environment,
             streams=(child_in, child_out, child_err),
@@ -246,7 +262,7 @@ def run(
     check: bool = False,
     **kwargs: Any,
 ) -> subprocess.CompletedProcess[Any]:
-    """``subprocess.run(argv, …)``, forked when ``argv`` is ``python -m eve …``."""
+    """``subprocess.run(argv, …)``, forked as ``popen`` forks."""
     if capture_output:
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
     if input is not None:

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,12 @@ from pathlib import Path
 #: model): together 99% of a server's import time, by ``-X importtime``. The MCP connection
 #: pool too: an app with a connection imports it at its first turn (0.57 s of CPU, the MCP
 #: SDK, anyio's backend, jsonschema), in 11 of the 160 forks of a run, sampled by py-spy.
-#: And ``eve dev``'s command (prompt_toolkit): 0.06-0.07 s of CPU at each of 28 forks a run
+#: And ``eve dev``'s command (prompt_toolkit): 0.06-0.07 s of CPU at each of 28 forks a run.
+#: And what a child imports to compile its app (``eve serve``, ``dev`` and ``run`` compile an
+#: app whose artifacts are stale): the compiler with jsonschema, the tool sets, the plugins
+#: provided, anyio's backend, rich's log handler; 38 to 43 of the 99 children that logged
+#: their new modules at exit in one run imported them, 0.06 s of CPU a child (none of them
+#: reads the environment as it is imported)
 PRELOAD = (
     "eve.cli.main",
     "eve.cli.serve_command",
@@ -51,6 +57,12 @@ PRELOAD = (
     "sqlalchemy.dialects.sqlite",
     "eve.models.offline",
     "eve.connections.pool",
+    "eve.compiler.pipeline",
+    "eve.authoring.tool_sets",
+    "eve.plugins.provided",
+    "anyio._backends._asyncio",
+    "eve.tools",
+    "rich.logging",
 )
 #: variables a fork cannot honour: read by the interpreter as it starts (the locale of its
 #: streams, its time zone), or by a preloaded module as it is imported (dbos/_utils.py:
@@ -126,11 +138,18 @@ class ForkServer:
         return self.proc.poll() is None and _fixed(env) == _fixed(self.env)
 
     def spawn(
-        self, args: list[str], *, cwd: str, env: dict[str, str], streams: tuple[int, int, int]
+        self,
+        target: Mapping[str, object],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        streams: tuple[int, int, int],
     ) -> tuple[int, socket.socket]:
-        """Fork ``python -m eve *args`` with ``streams`` as its 0, 1 and 2: its pid, and the
-        socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
-        return request_fork(str(self.path), {"args": args, "cwd": cwd, "env": env}, streams)
+        """Fork what ``target`` names (``_Request``'s ``args`` and ``code`` or ``script``;
+        neither: ``python -m eve *args``) with ``streams`` as its 0, 1 and 2: its pid, and
+        the socket its exit status will come on (``{"returncode": …}``, as ``Popen`` counts)."""
+        request = {**target, "cwd": cwd, "env": env}
+        return request_fork(str(self.path), request, streams)
 
     def stop(self) -> None:
         assert self.proc.stdin is not None
@@ -175,9 +194,12 @@ class _Request:
     #: what ``python -m`` runs: eve, unless ``tests/fork_launch.py`` asks for another
     module: str = "eve"
     #: a file to run as ``python SCRIPT`` does instead of a module (``fork_launch.py
-    #: --script``): the example agent's stdio server. Its ``__file__`` is the path as given,
-    #: where the interpreter makes it absolute
+    #: --script``: the example agent's stdio server; ``forked.popen``: a test's host app).
+    #: Its ``__file__`` is the path as given, where the interpreter makes it absolute
     script: str = ""
+    #: source to run as ``python -c CODE`` does instead of a module (``forked.popen``): a
+    #: test's own small program that imports eve
+    code: str = ""
     #: ``PYTHONPATH``'s entries, put on ``sys.path`` as the interpreter puts them
     path: list[str] = field(default_factory=list)
 
@@ -288,8 +310,8 @@ def _standard_streams(unbuffered: bool) -> None:
 
 
 def _become(request: _Request) -> None:
-    """In the child: the process ``python -m <module> *args`` (or ``python <script> *args``)
-    would start, then run it."""
+    """In the child: the process ``python -m <module> *args`` (or ``python <script> *args``,
+    or ``python -c <code> *args``) would start, then run it."""
     import runpy
 
     os.chdir(request.cwd)
@@ -302,6 +324,14 @@ def _become(request: _Request) -> None:
         sys.path[0:0] = [os.path.dirname(script), *request.path]
         sys.argv = [request.script, *request.args]
         runpy.run_path(request.script, run_name="__main__")
+        return
+    if request.code:
+        # as ``-c`` puts the empty string (the working directory) first, then PYTHONPATH's
+        sys.path[0:0] = ["", *request.path]
+        sys.argv = ["-c", *request.args]
+        main = types.ModuleType("__main__")
+        sys.modules["__main__"] = main
+        exec(compile(request.code, "<string>", "exec"), main.__dict__)
         return
     # as ``-m`` puts the working directory first, then PYTHONPATH's entries
     sys.path[0:0] = [request.cwd, *request.path]

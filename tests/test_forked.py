@@ -1,9 +1,11 @@
-"""``tests/forked.py``: ``python -m eve`` forked from a process that has imported eve behaves
-as the fresh interpreter it stands for (output, status, directory, environment, signals),
-and what a fork cannot honour starts a fresh interpreter."""
+"""``tests/forked.py``: ``python -m eve`` (or ``python -c CODE``, ``python SCRIPT``) forked
+from a process that has imported eve behaves as the fresh interpreter it stands for (output,
+status, directory, environment, signals), and what a fork cannot honour starts a fresh
+interpreter."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -73,6 +75,63 @@ def test_a_fork_takes_the_directory_environment_and_input_it_is_given(
     assert "you › " in out
 
 
+#: a ``python -c`` program that shows what it was started as, and ends as it is told
+PROGRAM = """
+import json, os, sys
+from eve.sessions import engine
+said = {"name": __name__, "argv": sys.argv, "path0": sys.path[0], "cwd": os.getcwd(),
+        "input": sys.stdin.read(), "loaded": "eve.sessions.engine" in sys.modules}
+print(json.dumps(said))
+if sys.argv[1] == "raise":
+    raise RuntimeError("as asked")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("ending", ["0", "3", "raise"])
+def test_a_forked_program_runs_as_python_c_would(ending: str, tmp_path: Path) -> None:
+    argv = [sys.executable, "-c", PROGRAM, ending]
+    process = forked.popen(
+        argv, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert isinstance(process, forked.ForkedProcess)
+    out, err = process.communicate("typed\n", timeout=60)
+    fresh = subprocess.run(
+        argv, cwd=tmp_path, input="typed\n", capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert (process.returncode, out) == (fresh.returncode, fresh.stdout)
+    assert json.loads(out) == {
+        "name": "__main__",
+        "argv": ["-c", ending],
+        "path0": "",
+        "cwd": str(tmp_path),
+        "input": "typed\n",
+        "loaded": True,
+    }
+    if ending == "raise":
+        assert process.returncode == 1
+        assert err.endswith("RuntimeError: as asked\n") and fresh.stderr.endswith(
+            "RuntimeError: as asked\n"
+        )
+
+
+def test_a_forked_script_runs_as_python_script_would(tmp_path: Path) -> None:
+    script = tmp_path / "bin" / "probe.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import json, sys\nprint(json.dumps([__name__, sys.argv, sys.path[0]]))\nsys.exit(4)\n"
+    )
+    argv = [sys.executable, "bin/probe.py", "one"]
+    process = forked.popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    assert isinstance(process, forked.ForkedProcess)
+    out, _ = process.communicate(timeout=60)
+    fresh = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert (process.returncode, out) == (fresh.returncode, fresh.stdout)
+    assert json.loads(out) == ["__main__", ["bin/probe.py", "one"], str(script.parent)]
+
+
 def test_a_signal_ends_a_fork_with_the_status_popen_reports(make_app: AppFactory) -> None:
     process = forked.popen(
         [*EVE, "dev"], cwd=make_app(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
@@ -94,7 +153,7 @@ def test_what_a_fork_cannot_honour_starts_a_fresh_interpreter(
     fresh = forked.popen([*EVE, "--version"], cwd=tmp_path, env=hashed, stdout=subprocess.DEVNULL)
     assert isinstance(fresh, subprocess.Popen)
     assert fresh.wait(60) == 0
-    other = forked.popen([sys.executable, "-c", "pass"], cwd=tmp_path)
+    other = forked.popen([sys.executable, "-S", "-c", "pass"], cwd=tmp_path)
     assert isinstance(other, subprocess.Popen)
     assert other.wait(60) == 0
     monkeypatch.setenv(forked.ENABLED_ENV, "0")

@@ -41,7 +41,8 @@ sys.exit(supervise({workers}, sock, run_worker, crash_loop_seconds=3600))
 
 def supervised(body: str, *, workers: int = 1, **env: str) -> subprocess.CompletedProcess[str]:
     code = SUPERVISED.format(body=textwrap.indent(textwrap.dedent(body), "    "), workers=workers)
-    return subprocess.run(
+    # forked: importing eve.server.workers anew is about 1.5 s of CPU a start
+    return forked.run(
         [sys.executable, "-c", code],
         cwd=REPO_ROOT,
         env={**os.environ, **env},

@@ -22,6 +22,7 @@ from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.sqlite_requests import SUFFIX, RequestSignal, request_signal
 from eve.sessions.store import SessionStore
 from eve.sessions.writer_lane import WriterLane
+from tests import forked
 from tests.sessions.test_group_commit import Held
 
 _MARK_AND_WAIT = """
@@ -86,7 +87,7 @@ def test_a_mark_is_seen_by_every_process_until_its_last_holder_lets_go(
 
 
 def test_a_killed_process_s_mark_goes_with_it(database: Path, other: RequestSignal) -> None:
-    process = subprocess.Popen(
+    process = forked.popen(
         [sys.executable, "-c", _MARK_AND_WAIT, str(database)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -104,7 +105,7 @@ def test_a_killed_process_s_mark_goes_with_it(database: Path, other: RequestSign
 def test_a_killed_process_s_mark_goes_with_it_while_a_child_it_forked_lives(
     database: Path, other: RequestSignal
 ) -> None:
-    process = subprocess.Popen(
+    process = forked.popen(
         [sys.executable, "-c", _MARK_FORK_AND_WAIT, str(database)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

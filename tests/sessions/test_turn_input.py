@@ -7,11 +7,11 @@ in which the test queues the turn the way an eve from before content parts did.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 from eve.messages import ImagePart, TextPart, user_message
 from eve.sessions.turn_workflow import message_of, turn_input
+from tests import forked
 from tests.conftest import AppFactory
 
 QUEUE_AND_RUN = """
@@ -44,7 +44,7 @@ asyncio.run(main(Path(sys.argv[1])))
 
 def test_a_turn_queued_with_a_plain_string_still_runs(make_app: AppFactory) -> None:
     root = make_app()
-    done = subprocess.run(
+    done = forked.run(  # a process of its own, forked: eve's imports are a second of CPU
         [sys.executable, "-c", QUEUE_AND_RUN, str(root)],
         cwd=root,
         capture_output=True,

@@ -19,12 +19,15 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 _KINDS = (
     "lane_wait",
     "lane_hold",
+    "lane_hold_cpu",
+    "lane_hold_stmts",
+    "lane_group_writes",
     "loop_try",
     "loop_claim",
     "loop_gave_up",
@@ -44,8 +47,11 @@ class _Notes:
         self.local = threading.local()
 
     def note(self, kind: str, since: float) -> None:
+        self.value(kind, (time.perf_counter() - since) * 1000)
+
+    def value(self, kind: str, value: float) -> None:
         with self.lock:
-            self.samples[kind].append(round((time.perf_counter() - since) * 1000, 3))
+            self.samples[kind].append(round(value, 3))
 
     def taken(self) -> dict[str, list[float]]:
         with self.lock:
@@ -76,27 +82,66 @@ def file_holds(path: str) -> None:
     threading.Thread(target=dump, daemon=True, name="eve-bench-file-holds").start()
 
 
-def _time_lane(notes: _Notes) -> None:
+def time_group_holds(
+    held: Callable[[float, float, Sequence[Any]], None],
+    waited: Callable[[float], None] = lambda _seconds: None,
+) -> threading.local:
+    """Time each group of the writer lane (``group_commit``): ``waited(seconds)`` after its
+    wait for the file's lock, ``held(seconds, cpu_seconds, calls)`` after its hold, from its
+    ``BEGIN IMMEDIATE`` to its commit's end, with the thread's CPU meanwhile and its writes.
+    The thread-local returned has ``holding`` true while a group holds the file."""
     from eve.sessions import group_commit, sqlite_gate
 
-    take, committed, local = sqlite_gate.take_write_lock, group_commit._committed, notes.local
+    take, committed, local = sqlite_gate.take_write_lock, group_commit._committed, threading.local()
 
     def timed_take(raw: Any, *, patience: float) -> None:
         at = time.perf_counter()
         take(raw, patience=patience)
-        notes.note("lane_wait", at)
+        waited(time.perf_counter() - at)
+        local.cpu = time.thread_time()
         local.locked = time.perf_counter()
+        local.holding = True
 
     def timed_committed(*args: Any, **kwargs: Any) -> Any:
         local.locked = None
         try:
             return committed(*args, **kwargs)
         finally:
+            local.holding = False
             if local.locked is not None:
-                notes.note("lane_hold", local.locked)
+                cpu = time.thread_time() - local.cpu
+                held(time.perf_counter() - local.locked, cpu, args[1])
 
     setattr(group_commit, "take_write_lock", timed_take)  # noqa: B010
     setattr(group_commit, "_committed", timed_committed)  # noqa: B010
+    return local
+
+
+def _time_lane(notes: _Notes) -> None:
+    """A group's wait for the file (``lane_wait``) and its hold (``lane_hold``, from its
+    ``BEGIN IMMEDIATE`` to its commit's end), and of the hold: the lane thread's CPU
+    (``lane_hold_cpu``, ms: the rest of the hold it waited, mostly for the interpreter's
+    lock back after SQLite's calls), the statements SQLAlchemy's listeners saw it run
+    (``lane_hold_stmts``: ``BEGIN`` and ``COMMIT`` not counted) and its writes
+    (``lane_group_writes``)."""
+    import sqlalchemy as sa
+
+    counted = [0]
+
+    def held(seconds: float, cpu: float, calls: Sequence[Any]) -> None:
+        notes.value("lane_hold", seconds * 1000)
+        notes.value("lane_hold_cpu", cpu * 1000)
+        notes.value("lane_hold_stmts", counted[0])
+        notes.value("lane_group_writes", len(calls))
+        counted[0] = 0
+
+    holding = time_group_holds(held, lambda seconds: notes.value("lane_wait", seconds * 1000))
+
+    def count(*_args: Any) -> None:
+        if getattr(holding, "holding", False):
+            counted[0] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
 
 
 def _time_loop_claims(notes: _Notes) -> None:
@@ -266,6 +311,7 @@ def summary(path: str, since: float, until: float) -> dict[str, Any]:
                 "p50": _percentile(values, 0.5),
                 "p95": _percentile(values, 0.95),
                 "p99": _percentile(values, 0.99),
+                "mean": round(sum(values) / len(values), 3),
                 "sum_s": round(sum(values) / 1000, 2),
             }
     return out

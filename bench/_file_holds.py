@@ -85,11 +85,12 @@ def file_holds(path: str) -> None:
 def time_group_holds(
     held: Callable[[float, float, Sequence[Any]], None],
     waited: Callable[[float], None] = lambda _seconds: None,
-) -> threading.local:
+) -> tuple[threading.local, Callable[[], None]]:
     """Time each group of the writer lane (``group_commit``): ``waited(seconds)`` after its
     wait for the file's lock, ``held(seconds, cpu_seconds, calls)`` after its hold, from its
     ``BEGIN IMMEDIATE`` to its commit's end, with the thread's CPU meanwhile and its writes.
-    The thread-local returned has ``holding`` true while a group holds the file."""
+    A thread-local whose ``holding`` is true while a group holds the file, and what puts
+    ``group_commit``'s functions back."""
     from eve.sessions import group_commit, sqlite_gate
 
     take, committed, local = sqlite_gate.take_write_lock, group_commit._committed, threading.local()
@@ -112,9 +113,13 @@ def time_group_holds(
                 cpu = time.thread_time() - local.cpu
                 held(time.perf_counter() - local.locked, cpu, args[1])
 
+    def undo() -> None:
+        setattr(group_commit, "take_write_lock", take)  # noqa: B010
+        setattr(group_commit, "_committed", committed)  # noqa: B010
+
     setattr(group_commit, "take_write_lock", timed_take)  # noqa: B010
     setattr(group_commit, "_committed", timed_committed)  # noqa: B010
-    return local
+    return local, undo
 
 
 def _time_lane(notes: _Notes) -> None:
@@ -135,7 +140,7 @@ def _time_lane(notes: _Notes) -> None:
         notes.value("lane_group_writes", len(calls))
         counted[0] = 0
 
-    holding = time_group_holds(held, lambda seconds: notes.value("lane_wait", seconds * 1000))
+    holding, _ = time_group_holds(held, lambda seconds: notes.value("lane_wait", seconds * 1000))
 
     def count(*_args: Any) -> None:
         if getattr(holding, "holding", False):

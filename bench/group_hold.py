@@ -120,7 +120,7 @@ class _Holds:
     def __init__(self) -> None:
         self.holds: list[float] = []
         self.cpu: list[float] = []
-        time_group_holds(self._held)
+        _, self.undo = time_group_holds(self._held)
 
     def _held(self, seconds: float, cpu: float, _calls: object) -> None:
         self.holds.append(seconds)
@@ -166,39 +166,48 @@ def _contend(stop: threading.Event) -> threading.Thread:
     return thread
 
 
+def measure(rounds: int, *, contend: bool) -> dict[str, Any]:
+    """Medians over ``rounds`` rounds of a group's hold and CPU (ms), and the statements a
+    group ran (counted in a round of their own)."""
+    sys.setswitchinterval(SWITCH_SECONDS)
+    holds = _Holds()
+    figures: list[tuple[float, float]] = []
+    stop = threading.Event()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            store = SessionStore(f"sqlite:///{Path(folder) / 'eve.sqlite'}")
+            _run(store, _groups(store, "warm"))  # compiles, caches, the kept connection
+            counted = _groups(store, "count")
+            statements = _statements(store, counted)
+            contending = _contend(stop) if contend else None
+            for n in range(rounds):
+                groups = _groups(store, f"r{n}")
+                holds.holds.clear()
+                holds.cpu.clear()
+                _run(store, groups)
+                figures.append((statistics.median(holds.holds), statistics.median(holds.cpu)))
+            stop.set()
+            if contending is not None:
+                contending.join()
+            store.close()
+    finally:
+        stop.set()
+        holds.undo()
+    return {
+        "contend": contend,
+        "hold_ms_p50": round(statistics.median(f[0] for f in figures) * 1000, 3),
+        "cpu_ms_p50": round(statistics.median(f[1] for f in figures) * 1000, 3),
+        "statements_a_group": round(sum(statements.values()) / len(counted), 2),
+        "by_kind": dict(statements.most_common()),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--contend", action="store_true", help="a computing thread beside")
     args = parser.parse_args()
-    sys.setswitchinterval(SWITCH_SECONDS)
-    holds = _Holds()
-    rounds: list[tuple[float, float]] = []
-    with tempfile.TemporaryDirectory() as folder:
-        store = SessionStore(f"sqlite:///{Path(folder) / 'eve.sqlite'}")
-        _run(store, _groups(store, "warm"))  # compiles, caches, the kept connection
-        counted = _groups(store, "count")
-        statements = _statements(store, counted)
-        stop = threading.Event()
-        contending = _contend(stop) if args.contend else None
-        for n in range(args.rounds):
-            groups = _groups(store, f"r{n}")
-            holds.holds.clear()
-            holds.cpu.clear()
-            _run(store, groups)
-            rounds.append((statistics.median(holds.holds), statistics.median(holds.cpu)))
-        stop.set()
-        if contending is not None:
-            contending.join()
-        store.close()
-    figures = {
-        "contend": args.contend,
-        "hold_ms_p50": round(statistics.median(r[0] for r in rounds) * 1000, 3),
-        "cpu_ms_p50": round(statistics.median(r[1] for r in rounds) * 1000, 3),
-        "statements_a_group": round(sum(statements.values()) / len(counted), 2),
-        "by_kind": dict(statements.most_common()),
-    }
-    print(json.dumps(figures))
+    print(json.dumps(measure(args.rounds, contend=args.contend)))
 
 
 if __name__ == "__main__":

@@ -22,12 +22,15 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 _KINDS = (
     "lane_wait",
     "lane_hold",
+    "lane_hold_cpu",
+    "lane_hold_stmts",
+    "lane_group_writes",
     "loop_try",
     "loop_claim",
     "loop_gave_up",
@@ -38,8 +41,8 @@ _KINDS = (
 )
 
 
-#: the intervals of a hand-over (``iv``): a lane's wait for the file (from before its
-#: writer lock, if it takes one, to its ``BEGIN IMMEDIATE``), its hold (from there to its
+#: the intervals of a hand-over (``iv``): a lane's wait for the file (from its
+#: transaction's begin to its ``BEGIN IMMEDIATE``), its hold (from there to its
 #: group's end), a claim's hold on the loop, a background transaction's wait for another's
 #: claim (``wait_for_requests``)
 _SPANS = ("lane_wait", "lane_hold", "claim_hold", "flag_wait")
@@ -56,8 +59,11 @@ class _Notes:
         self.local = threading.local()
 
     def note(self, kind: str, since: float) -> None:
+        self.value(kind, (time.perf_counter() - since) * 1000)
+
+    def value(self, kind: str, value: float) -> None:
         with self.lock:
-            self.samples[kind].append(round((time.perf_counter() - since) * 1000, 3))
+            self.samples[kind].append(round(value, 3))
 
     def span(self, kind: str, since: float) -> None:
         """An interval of ``kind`` from ``since`` to now (``time.monotonic``: one clock for
@@ -96,35 +102,86 @@ def file_holds(path: str) -> None:
     threading.Thread(target=dump, daemon=True, name="eve-bench-file-holds").start()
 
 
-def _time_lane(notes: _Notes) -> None:
-    """The lane's wait for the file and hold of it, and a claim's hold on the loop: from the
-    transaction's begin to its ``BEGIN IMMEDIATE``, and from there to the group's (or
-    claim's) end. (A ``writing`` lock of the gate, taken before the begin, would start the
-    wait: a branch measured one, ``docs/sessions.md``.)"""
-    from eve.sessions import claim_now, group_commit, sqlite_gate
+def time_group_holds(
+    held: Callable[[float, float, Sequence[Any], float], None],
+    waited: Callable[[float, float], None] = lambda _seconds, _since: None,
+) -> tuple[threading.local, Callable[[], None]]:
+    """Time each group of the writer lane (a ``SharedTransaction`` of ``run_together``'s,
+    ``group_commit``): ``waited(seconds, since)`` after its wait for the file's lock (from the
+    transaction's begin to its ``BEGIN IMMEDIATE``), ``held(seconds, cpu_seconds, calls,
+    since)`` after its hold, from there to its commit's end, with the thread's CPU meanwhile
+    and its writes; ``since`` is when each began on ``time.monotonic`` (one clock for every
+    process of the machine). A thread-local whose ``holding`` is true while a group holds the
+    file and whose ``locked_mono`` is when any transaction (a claim's too) last had the
+    file's lock, and what puts ``group_commit``'s functions back."""
+    from eve.sessions import group_commit
 
     begin, committed = group_commit.SharedTransaction.begin, group_commit._committed
-    claim, local = claim_now.LoopClaims._claim, notes.local
-    writing = getattr(sqlite_gate.SqliteGate, "writing", None)
+    local = threading.local()
 
     def timed_begin(self: Any, *, patience: float) -> None:
-        at = getattr(local, "writing", None) or time.perf_counter()
-        since = getattr(local, "writing_mono", None) or time.monotonic()
-        local.writing = local.writing_mono = None
+        at, since = time.perf_counter(), time.monotonic()
         begin(self, patience=patience)
         local.locked, local.locked_mono = time.perf_counter(), time.monotonic()
-        if threading.current_thread() is not threading.main_thread():
-            notes.note("lane_wait", at)
-            notes.span("lane_wait", since)
+        # (code before ``lanes`` was marked: the lane is the one writer not on the loop's thread)
+        if getattr(self, "lanes", threading.current_thread() is not threading.main_thread()):
+            waited(local.locked - at, since)
+            local.cpu = time.thread_time()
+            local.holding = True
 
     def timed_committed(*args: Any, **kwargs: Any) -> Any:
         local.locked = None
         try:
             return committed(*args, **kwargs)
         finally:
+            local.holding = False
             if local.locked is not None:
-                notes.note("lane_hold", local.locked)
-                notes.span("lane_hold", local.locked_mono)
+                cpu = time.thread_time() - local.cpu
+                held(time.perf_counter() - local.locked, cpu, args[1], local.locked_mono)
+
+    def undo() -> None:
+        group_commit.SharedTransaction.begin = begin  # type: ignore[method-assign]
+        setattr(group_commit, "_committed", committed)  # noqa: B010
+
+    group_commit.SharedTransaction.begin = timed_begin  # type: ignore[method-assign]
+    setattr(group_commit, "_committed", timed_committed)  # noqa: B010
+    return local, undo
+
+
+def _time_lane(notes: _Notes) -> None:
+    """A group's wait for the file (``lane_wait``) and its hold (``lane_hold``, from its
+    ``BEGIN IMMEDIATE`` to its commit's end), each also as an interval for the hand-overs,
+    and of the hold: the lane thread's CPU (``lane_hold_cpu``, ms: the rest of the hold it
+    waited, mostly for the interpreter's lock back after SQLite's calls), the statements
+    SQLAlchemy's listeners saw it run (``lane_hold_stmts``: ``BEGIN`` and ``COMMIT`` not
+    counted) and its writes (``lane_group_writes``); a claim's hold on the loop as an
+    interval (``claim_hold``)."""
+    import sqlalchemy as sa
+
+    from eve.sessions import claim_now
+
+    counted = [0]
+
+    def held(seconds: float, cpu: float, calls: Sequence[Any], since: float) -> None:
+        notes.value("lane_hold", seconds * 1000)
+        notes.span("lane_hold", since)
+        notes.value("lane_hold_cpu", cpu * 1000)
+        notes.value("lane_hold_stmts", counted[0])
+        notes.value("lane_group_writes", len(calls))
+        counted[0] = 0
+
+    def waited(seconds: float, since: float) -> None:
+        notes.value("lane_wait", seconds * 1000)
+        notes.span("lane_wait", since)
+
+    local, _ = time_group_holds(held, waited)
+
+    def count(*_args: Any) -> None:
+        if getattr(local, "holding", False):
+            counted[0] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
+    claim = claim_now.LoopClaims._claim
 
     def timed_claim(self: Any, *args: Any, **kwargs: Any) -> Any:
         local.locked = None
@@ -134,16 +191,7 @@ def _time_lane(notes: _Notes) -> None:
             if local.locked is not None:
                 notes.span("claim_hold", local.locked_mono)
 
-    group_commit.SharedTransaction.begin = timed_begin  # type: ignore[method-assign]
-    setattr(group_commit, "_committed", timed_committed)  # noqa: B010
     claim_now.LoopClaims._claim = timed_claim  # type: ignore[method-assign]
-    if writing is not None:
-
-        def timed_writing(self: Any, *args: Any, **kwargs: Any) -> Any:
-            local.writing, local.writing_mono = time.perf_counter(), time.monotonic()
-            return writing(self, *args, **kwargs)
-
-        setattr(sqlite_gate.SqliteGate, "writing", timed_writing)  # noqa: B010
 
 
 def _time_loop_claims(notes: _Notes) -> None:
@@ -328,6 +376,7 @@ def _figures(values: list[float]) -> dict[str, float]:
         "p50": _percentile(values, 0.5),
         "p95": _percentile(values, 0.95),
         "p99": _percentile(values, 0.99),
+        "mean": round(sum(values) / len(values), 3),
         "sum_s": round(sum(values) / 1000, 2),
     }
 

@@ -203,7 +203,9 @@ def _lane_stats(path: str) -> None:
         with open(path, "a") as out:
             while True:
                 time.sleep(1.0)
-                row = dict(stats, t=time.time(), main_cpu=cpu_of(f"/proc/{pid}/task/{pid}/stat"))
+                row = dict(
+                    stats, t=time.time(), pid=pid, main_cpu=cpu_of(f"/proc/{pid}/task/{pid}/stat")
+                )
                 row["proc_cpu"] = cpu_of(f"/proc/{pid}/stat")
                 out.write(json.dumps(row) + "\n")
                 out.flush()

@@ -194,3 +194,16 @@ def test_the_event_redaction_bench_measures_both_ways() -> None:
     found = event_redaction.measure(1)
     assert set(found) == set(event_redaction.SIZES)
     assert all(each > 0 and together > 0 for each, together in found.values())
+
+
+def test_the_group_hold_bench_times_groups_and_counts_their_statements() -> None:
+    from bench import group_hold
+    from eve.sessions import group_commit
+
+    committed = group_commit._committed
+    found = group_hold.measure(1, contend=True)
+    assert found["hold_ms_p50"] > 0 and found["cpu_ms_p50"] > 0
+    # a turn's body start, three steps with their records, its end: every kind ran
+    assert {"BEGIN IMMEDIATE", "COMMIT", "UPDATE eve_accepted"} <= set(found["by_kind"])
+    assert found["statements_a_group"] > 3
+    assert group_commit._committed is committed  # its timing taken off again

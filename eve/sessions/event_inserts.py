@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Connection
 
+from eve.sessions.prepared_sql import in_group, run_sql
 from eve.sessions.tables import events
 
 if TYPE_CHECKING:
@@ -49,7 +50,12 @@ def insert_events(
                 session_id, offset, row.workflow_id, row.body_seq, row.step_key, row.attempt,
                 row.payload,
             )  # fmt: skip
-        c.exec_driver_sql(_statement(len(chunk)), tuple(values))
+        sql = _statement(len(chunk))
+        if (shared := in_group(c)) is not None:
+            # with the group's other rows, in one statement (``group_inserts.py``)
+            shared.insert_later(sql, values, rows=len(chunk), every_row=False)
+        else:
+            run_sql(c, sql, tuple(values))
 
 
 def _row(session_id: str, index: int, row: EventRow) -> dict[str, object]:

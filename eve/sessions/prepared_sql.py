@@ -28,6 +28,9 @@ from weakref import WeakKeyDictionary
 from sqlalchemy.engine import Connection, CursorResult, Dialect
 from sqlalchemy.sql.base import Executable
 
+from eve.sessions.group_commit import SharedTransaction, joined
+from eve.sessions.group_statements import Rows
+
 #: (the SQL, its parameters' names in order, bind processors, the statement's constants)
 Prepared = tuple[str, tuple[str, ...], dict[str, Callable[[Any], Any]], dict[str, Any]]
 #: by dialect, then by the statement's id and the parameters' names: the statement itself
@@ -87,10 +90,33 @@ def plain_rows(statement: Any, dialect: Dialect) -> bool:
     )
 
 
-def run_prepared(c: Connection, statement: Executable, values: dict[str, Any]) -> CursorResult[Any]:
+def run_prepared(
+    c: Connection, statement: Executable, values: dict[str, Any]
+) -> CursorResult[Any] | Rows:
     """``c.execute(statement, values)``; on SQLite, compiled once per set of names."""
-    if c.dialect.name != "sqlite":
+    prepared = _prepared(c, statement, values)
+    if prepared is None:
         return c.execute(statement, values)
+    return run_sql(c, prepared[0], positional(prepared, values))
+
+
+def insert_later(c: Connection, statement: Executable, values: dict[str, Any]) -> bool:
+    """Keep the row ``statement`` (an INSERT of one) inserts with ``values``, which must be
+    new, for one statement with the group's others (``group_inserts.py``) when ``c`` runs a
+    group of the writer lane; False otherwise (the caller runs it)."""
+    shared = in_group(c)
+    prepared = None if shared is None else _prepared(c, statement, values)
+    if shared is None or prepared is None:
+        return False
+    shared.insert_later(prepared[0], positional(prepared, values), rows=1, every_row=True)
+    return True
+
+
+def _prepared(c: Connection, statement: Executable, values: dict[str, Any]) -> Prepared | None:
+    """``statement`` compiled for ``values``' names; None off SQLite, or for a statement
+    whose rows need a type's processing."""
+    if c.dialect.name != "sqlite":
+        return None
     cache = _PREPARED.setdefault(c.dialect, {})
     names = tuple(values)
     found = cache.get((id(statement), names))
@@ -102,7 +128,19 @@ def run_prepared(c: Connection, statement: Executable, values: dict[str, Any]) -
             else None
         )
         found = cache[(id(statement), names)] = (statement, compiled)
-    prepared = found[1]
-    if prepared is None:
-        return c.execute(statement, values)
-    return c.exec_driver_sql(prepared[0], positional(prepared, values))
+    return found[1]
+
+
+def in_group(c: Connection) -> SharedTransaction | None:
+    """The writer lane's group ``c`` runs, if it runs one."""
+    shared = joined(c.engine)
+    return shared if shared is not None and shared.lanes and shared.connection is c else None
+
+
+def run_sql(c: Connection, sql: str, params: tuple[Any, ...]) -> CursorResult[Any] | Rows:
+    """``c.exec_driver_sql(sql, params)``; in a group of the writer lane, on the driver's
+    cursor (``group_statements.py``)."""
+    shared = in_group(c)
+    if shared is not None:
+        return shared.run(sql, params)
+    return c.exec_driver_sql(sql, params)

@@ -376,3 +376,9 @@ if __import__("os").environ.get("EVE_BENCH_POST_WALL"):
     from bench._post_wall import post_wall
 
     post_wall()
+
+
+if _stages_path := __import__("os").environ.get("EVE_BENCH_TURN_STAGES"):
+    from bench._turn_stages import turn_stages
+
+    turn_stages(_stages_path, SleepModel, turn_and_step)

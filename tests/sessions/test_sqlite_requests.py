@@ -36,16 +36,22 @@ sys.stdin.read()
 """
 
 #: as ``_MARK_AND_WAIT``, with a child forked while the mark is held, which outlives it
+# the child says it is running before the parent says "marked": the fork's hooks (which
+# close the child's copies) run before ``fork`` returns in the child, but the child may be
+# scheduled long after its parent, on a loaded machine after the parent was killed
 _MARK_FORK_AND_WAIT = """
 import os, sys
 from eve.sessions.sqlite_requests import request_signal
 signal = request_signal(sys.argv[1])
 mark = signal.marked()
 mark.__enter__()
+running, says = os.pipe()
 child = os.fork()
 if child == 0:
+    os.write(says, b"r")
     sys.stdin.read()
     os._exit(0)
+assert os.read(running, 1) == b"r"
 print("marked", child, flush=True)
 sys.stdin.read()
 """

@@ -174,6 +174,7 @@ def _lane_stats(path: str) -> None:
             stats["groups"] = dict(self.groups)
 
     writer_lane.WriterLane._run = timed  # type: ignore[method-assign]
+    _time_loop_groups(stats)
     collecting: dict[str, float] = {}
 
     def collected(phase: str, info: dict[str, int]) -> None:
@@ -211,6 +212,31 @@ def _lane_stats(path: str) -> None:
                 out.flush()
 
     threading.Thread(target=dump, daemon=True, name="eve-bench-lane-stats").start()
+
+
+def _time_loop_groups(stats: dict[str, Any]) -> None:
+    """The event loop's groups of the turns' writes (``loop_writes.py``): their wall time and
+    the loop thread's CPU in them (``loop_busy``, ``loop_cpu``: a try the file was not free
+    for included), and the writes committed there, given to the lane, the groups by their
+    writes and the tries the file was not free for (``loop_ran``, ``loop_handed``,
+    ``loop_groups``, ``loop_busy_tries``)."""
+    import time
+
+    from eve.sessions import loop_writes
+
+    run = loop_writes.LoopWrites._run
+
+    def timed(self: Any, store: Any, taken: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return run(self, store, taken)
+        finally:
+            stats["loop_busy"] = stats.get("loop_busy", 0.0) + time.perf_counter() - wall
+            stats["loop_cpu"] = stats.get("loop_cpu", 0.0) + time.thread_time() - cpu
+            stats["loop_ran"], stats["loop_handed"] = self.ran, self.handed
+            stats["loop_groups"], stats["loop_busy_tries"] = dict(self.groups), self.busy
+
+    loop_writes.LoopWrites._run = timed  # type: ignore[method-assign]
 
 
 def _time_lane_waits(stats: dict[str, Any]) -> None:

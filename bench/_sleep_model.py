@@ -215,28 +215,27 @@ def _lane_stats(path: str) -> None:
 
 
 def _time_loop_groups(stats: dict[str, Any]) -> None:
-    """The event loop's groups of the turns' writes (``loop_writes.py``): their wall time and
-    the loop thread's CPU in them (``loop_busy``, ``loop_cpu``: a try the file was not free
-    for included), and the writes committed there, given to the lane, the groups by their
-    writes and the tries the file was not free for (``loop_ran``, ``loop_handed``,
-    ``loop_groups``, ``loop_busy_tries``)."""
+    """The event loop's tries at the turns' writes (``loop_writes.py``): their wall time and
+    the loop thread's CPU in them (``loop_busy``, ``loop_cpu``), the writes committed there,
+    the groups by their writes, the writes given to the lane by why and the tries that did
+    not run by why (``loop_ran``, ``loop_groups``, ``loop_handed``, ``loop_not_now``)."""
     import time
 
     from eve.sessions import loop_writes
 
-    run = loop_writes.LoopWrites._run
+    step = loop_writes.LoopWrites._step
 
-    def timed(self: Any, store: Any, taken: Any) -> Any:
+    def timed(self: Any) -> Any:
         wall, cpu = time.perf_counter(), time.thread_time()
         try:
-            return run(self, store, taken)
+            return step(self)
         finally:
             stats["loop_busy"] = stats.get("loop_busy", 0.0) + time.perf_counter() - wall
             stats["loop_cpu"] = stats.get("loop_cpu", 0.0) + time.thread_time() - cpu
-            stats["loop_ran"], stats["loop_handed"] = self.ran, self.handed
-            stats["loop_groups"], stats["loop_busy_tries"] = dict(self.groups), self.busy
+            stats["loop_ran"], stats["loop_handed"] = self.ran, dict(self.handed)
+            stats["loop_groups"], stats["loop_not_now"] = dict(self.groups), dict(self.not_now)
 
-    loop_writes.LoopWrites._run = timed  # type: ignore[method-assign]
+    loop_writes.LoopWrites._step = timed  # type: ignore[method-assign]
 
 
 def _time_lane_waits(stats: dict[str, Any]) -> None:

@@ -55,10 +55,13 @@ from eve.sessions.group_commit import (
     Joinable,
     group_on,
 )
+from eve.sessions.sqlite_gate import SqliteGate
 from eve.sessions.writer_lane import QueuedWrite, WriterLane, settled, taken_from
 
 T = TypeVar("T")
 
+#: how long the loop waits to try again on a timer when no pause between slices comes
+PAUSE_SECONDS = 0.002
 #: how long writes the file was not free for are tried again at the loop's pauses before they
 #: go to the lane: about a group of the other worker's, as a message's claim waits
 #: (``claim_now.RETRY_SECONDS``)
@@ -72,6 +75,8 @@ class SlicedLoop(Protocol):
     def pausing(self) -> bool: ...
 
     def poll_between_slices(self, check: Callable[[], object]) -> Callable[[], None]: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> object: ...
 
     def call_soon(
         self, callback: Callable[[], object], *, context: contextvars.Context | None = None
@@ -106,18 +111,19 @@ class LoopWrites:
         self.retry = retry
         #: the loop's thread: only calls made there queue here
         self.thread = threading.get_ident()
-        #: writes committed on the loop, given to the lane, groups by their writes, and
-        #: tries that found the file not free (for tests and the benchmark)
+        #: writes committed on the loop, groups by their writes, writes given to the lane
+        #: by why, and tries that did not run by why (for tests and the benchmark)
         self.ran = 0
-        self.handed = 0
         self.groups: Counter[int] = Counter()
-        self.busy = 0
+        self.handed: Counter[str] = Counter()
+        self.not_now: Counter[str] = Counter()
         self._queued: deque[QueuedWrite] = deque()
         # a shutdown comes from another thread (DBOS's destroy)
         self._lock = threading.Lock()
         self._closed = False
         self._kept: dict[Engine, GroupConnection] = {}
         self._polling: Callable[[], None] | None = None
+        self._timer: object | None = None
         self._busy_since: float | None = None
         # the drains' context: no request's, so they wait behind the requests' callbacks
         self._context = contextvars.Context()
@@ -142,7 +148,7 @@ class LoopWrites:
         with self._lock:
             self._closed = True
             left, self._queued = list(self._queued), deque()
-        self._hand(left)
+        self._hand(left, why="closed")
         for kept in self._kept.values():
             kept.give_up()
 
@@ -155,7 +161,7 @@ class LoopWrites:
             # one drain a write: each write has a try after it, however the ones before went
             self.loop.call_soon(self._drain, context=self._context)
         else:
-            self._hand([write])
+            self._hand([write], why="closed")
         return write.future
 
     def _drain(self) -> None:
@@ -163,17 +169,26 @@ class LoopWrites:
             self._wait()
 
     def _poll(self) -> None:
-        found = self._step()
+        self._step()
         if not self._queued:
             self._stop_polling()
-        elif found is _Next.WAIT and not self.loop.pausing:
-            self._hand_all()  # no pause comes soon: the lane waits in its thread
+        elif not self.loop.pausing:
+            self._wait()  # (a timer: no pause comes)
+
+    def _later(self) -> None:
+        self._timer = None
+        if self._step() is _Next.WAIT or self._queued:
+            self._wait()
 
     def _wait(self) -> None:
-        if not self.loop.pausing:
-            self._hand_all()
-        elif self._polling is None:
-            self._polling = self.loop.poll_between_slices(self._poll)
+        """Try again at the loop's next pause between slices; while none comes (no turns'
+        work waits), after ``PAUSE_SECONDS`` on a timer, which keeps the loop's thread free
+        meanwhile."""
+        if self.loop.pausing:
+            if self._polling is None:
+                self._polling = self.loop.poll_between_slices(self._poll)
+        elif self._timer is None:
+            self._timer = self.loop.call_later(PAUSE_SECONDS, self._later)
 
     def _stop_polling(self) -> None:
         stop, self._polling = self._polling, None
@@ -186,6 +201,7 @@ class LoopWrites:
             if not self._queued:
                 return _Next.DONE
             if not self.lane.idle:
+                self.not_now["lane"] += 1
                 return _Next.WAIT  # what it was given came first
             store = self._queued[0].joins
             if store is None or getattr(store, "closed", False):
@@ -194,7 +210,7 @@ class LoopWrites:
             else:
                 taken = taken_from(self._queued, self.most)
         if store is None or getattr(store, "closed", False):
-            self._hand(alone)
+            self._hand(alone, why="alone")
             return _Next.WAIT
         return self._run(store, taken) if taken else _Next.DONE
 
@@ -215,12 +231,12 @@ class LoopWrites:
                 write.future.set_exception(error)
             return _Next.DONE
         if outcomes is BUSY:
-            self.busy += 1
+            self.not_now[_why_not(gate, free)] += 1
             return self._not_free(taken)
         self._busy_since = None
         if outcomes is None:
             # undone (a write raised) or a fault of the file: each alone, in the lane
-            self._hand(taken, alone=True)
+            self._hand(taken, why="undone", alone=True)
             return _Next.WAIT
         self.ran += len(outcomes)
         self.groups[len(outcomes)] += 1
@@ -236,7 +252,7 @@ class LoopWrites:
         if self._busy_since is None:
             self._busy_since = now
         elif now - self._busy_since >= self.retry:
-            self._hand_all()
+            self._hand_all(why="waited")
         return _Next.WAIT
 
     def _put_back(self, writes: list[QueuedWrite]) -> None:
@@ -246,17 +262,17 @@ class LoopWrites:
             if not self._closed:
                 self._queued.extendleft(reversed(writes))
                 return
-        self._hand(writes)
+        self._hand(writes, why="closed")
 
-    def _hand_all(self) -> None:
+    def _hand_all(self, *, why: str) -> None:
         self._busy_since = None
         with self._lock:
             left, self._queued = list(self._queued), deque()
-        self._hand(left)
+        self._hand(left, why=why)
 
-    def _hand(self, writes: list[QueuedWrite], *, alone: bool = False) -> None:
+    def _hand(self, writes: list[QueuedWrite], *, why: str, alone: bool = False) -> None:
         if writes:
-            self.handed += len(writes)
+            self.handed[why] += len(writes)
             self.lane.take_over(writes, alone=alone)
 
     def _kept_for(self, store: Joinable) -> GroupConnection:
@@ -264,3 +280,11 @@ class LoopWrites:
         if kept is None:
             kept = self._kept[store.engine] = GroupConnection(store.engine)
         return kept
+
+
+def _why_not(gate: SqliteGate, free: bool) -> str:
+    """Why a group did not run: another process held the file (``file``), a request waits
+    for it (``request``), or another thread of this process holds the gate (``gate``)."""
+    if free:
+        return "file"
+    return "request" if gate.requests_waiting else "gate"

@@ -131,7 +131,7 @@ def test_writes_commit_in_groups_on_the_loop_and_their_callers_get_results(
             writes.write(functools.partial(store.append_events, "b", 0, [row("b0")]), joins=store)
         )
         found = await results(futures)
-        assert writes.groups == {4: 1, 3: 1} and writes.ran == 7 and writes.handed == 0
+        assert writes.groups == {4: 1, 3: 1} and writes.ran == 7 and not writes.handed
         return found
 
     found = on_a_serving_loop(scenario)
@@ -158,7 +158,7 @@ def test_a_file_another_process_holds_is_tried_again_between_slices(
         async def scenario(loop: ServingLoop) -> tuple[list[Any], int]:
             writes = LoopWrites(lane, loop, retry=60.0)
             found = await results([writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)])
-            return found, writes.busy
+            return found, writes.not_now["file"]
 
         found, busy = on_a_serving_loop(scenario, each_slice=release_at_the_tenth)
     assert found == ["w0", "w1", "w2"]
@@ -177,7 +177,7 @@ def test_writes_the_file_stays_taken_for_go_to_the_lane_after_their_time(
         async def scenario(loop: ServingLoop) -> list[Future[Any]]:
             writes = LoopWrites(lane, loop, retry=0.0)
             futures = [writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)]
-            while writes.handed < 3:
+            while writes.handed["waited"] < 3:
                 await asyncio.sleep(0.001)
             assert writes.ran == 0
             return futures
@@ -201,7 +201,7 @@ def test_another_thread_holding_the_gate_is_waited_for_between_slices(
         async def scenario(loop: ServingLoop) -> list[Future[Any]]:
             writes = LoopWrites(lane, loop, retry=0.0)
             futures = [writes.write(ran.write("w0"), joins=store)]
-            while writes.handed < 1:
+            while writes.handed["waited"] < 1:
                 await asyncio.sleep(0.001)
             return futures
 
@@ -225,7 +225,7 @@ def test_a_write_that_raises_undoes_the_group_and_each_runs_alone_in_the_lane(
             writes.write(ran.write("last"), joins=store),
         ]
         found = await results(futures)
-        assert writes.ran == 0 and writes.handed == 3
+        assert writes.ran == 0 and writes.handed == {"undone": 3}
         return found
 
     first, refused, last = on_a_serving_loop(scenario)
@@ -276,11 +276,11 @@ def test_closing_with_writes_queued_hands_them_to_the_lane(
         async def scenario(loop: ServingLoop) -> list[Future[Any]]:
             writes = LoopWrites(lane, loop, retry=60.0)
             futures = [writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)]
-            while writes.busy < 1:
+            while writes.not_now["file"] < 1:
                 await asyncio.sleep(0.001)
             # from another thread, as DBOS's destroy shuts the executor down
             await asyncio.to_thread(writes.close)
-            assert writes.handed == 3
+            assert writes.handed == {"closed": 3}
             late = writes.write(ran.write("late"), joins=store)  # the lane's from now on
             return [*futures, late]
 

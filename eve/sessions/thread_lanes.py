@@ -12,7 +12,9 @@ are submitted, on the loop's thread:
   (``writer_lane.py``), which commits the ones queued together in one transaction: SQLite
   has one writer, so they ran one at a time anyway, each in a thread asleep at the gate
   meanwhile; their reads take four threads. A store method says which it is
-  (``store_lanes.py``);
+  (``store_lanes.py``). On a loop that runs the turns' work in slices the groups run on
+  the loop's own thread when the file is free at once, the lane taking the rest
+  (``loop_writes.py``);
 - on PostgreSQL, the turns' calls to the store take as many threads as the store's pool
   has connections (``pg_pools.BACKGROUND_POOL``): a call waits for a connection as an item
   in a queue rather than as a thread asleep in the pool, which woke to take its turn at

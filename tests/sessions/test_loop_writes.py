@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -22,45 +21,32 @@ from eve.errors import ServerConfigError
 from eve.server.serving_loop import ServingLoop, new_serving_loop
 from eve.sessions.loop_writes import LoopWrites
 from eve.sessions.settings import LOOP_WRITES_ENV, loop_writes, resolve_settings
-from eve.sessions.store import EventRow, SessionStore
+from eve.sessions.store import SessionStore
 from eve.sessions.thread_lanes import LanedExecutor, sliced_loop
 from eve.sessions.writer_lane import WriterLane
 from tests.conftest import AppFactory
+from tests.sessions import test_group_inserts
 from tests.sessions.apps import say, scripted_app
 from tests.sessions.harness import count
 from tests.sessions.inprocess import InProcessServer
 from tests.sessions.test_claim_now import held_by_another_process, held_by_another_thread
+from tests.sessions.test_group_commit import payloads, row
 
 LOOP = "MainThread"
+#: a store with sessions ``a`` and ``b`` (the fixture of the group inserts' tests)
+store = test_group_inserts.store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    made = SessionStore(f"sqlite:///{tmp_path / 'eve.sqlite'}")
-    for name in ("a", "b"):
-        made.create_session(name)
-    try:
-        yield made
-    finally:
-        made.close()
+def lane() -> Iterator[WriterLane]:
+    made = WriterLane()
+    yield made
+    made.shutdown()
 
 
-def row(text: str) -> EventRow:
-    return EventRow(workflow_id=None, body_seq=None, step_key=None, attempt=None, payload=text)
-
-
-def payloads(store: SessionStore, session_id: str) -> list[str]:
-    """The session's log, as another connection sees it."""
-    path = store.engine.url.database
-    assert path is not None
-    reader = sqlite3.connect(path)
-    try:
-        found = reader.execute(
-            "SELECT payload FROM eve_events WHERE session_id = ? ORDER BY idx", (session_id,)
-        ).fetchall()
-    finally:
-        reader.close()
-    return [text for (text,) in found]
+@pytest.fixture
+def ran(store: SessionStore) -> Ran:
+    return Ran(store)
 
 
 class Ran:
@@ -112,6 +98,16 @@ def on_a_serving_loop(
         loop.close()
 
 
+def three(writes: LoopWrites, ran: Ran, store: SessionStore) -> list[Future[Any]]:
+    """Three writes of ``ran``'s, ``w0`` to ``w2``, queued on the loop's side."""
+    return [writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)]
+
+
+async def until(done: Callable[[], bool]) -> None:
+    while not done():
+        await asyncio.sleep(0.001)
+
+
 async def results(futures: list[Future[Any]]) -> list[Any]:
     return list(
         await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
@@ -119,11 +115,8 @@ async def results(futures: list[Future[Any]]) -> list[Any]:
 
 
 def test_writes_commit_in_groups_on_the_loop_and_their_callers_get_results(
-    store: SessionStore,
+    store: SessionStore, lane: WriterLane, ran: Ran
 ) -> None:
-    lane = WriterLane()
-    ran = Ran(store)
-
     async def scenario(loop: ServingLoop) -> list[Any]:
         writes = LoopWrites(lane, loop, most=4)
         futures = [writes.write(ran.write(f"w{n}"), joins=store) for n in range(6)]
@@ -141,14 +134,11 @@ def test_writes_commit_in_groups_on_the_loop_and_their_callers_get_results(
     session = store.get_session("a")
     assert session is not None and session.status == "w5"
     assert lane.ran == 0
-    lane.shutdown()
 
 
 def test_a_file_another_process_holds_is_tried_again_between_slices(
-    store: SessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path, lane: WriterLane, ran: Ran
 ) -> None:
-    lane = WriterLane()
-    ran = Ran(store)
     with held_by_another_process(tmp_path / "eve.sqlite") as other:
 
         def release_at_the_tenth(n: int) -> None:
@@ -157,28 +147,24 @@ def test_a_file_another_process_holds_is_tried_again_between_slices(
 
         async def scenario(loop: ServingLoop) -> tuple[list[Any], int]:
             writes = LoopWrites(lane, loop, retry=60.0)
-            found = await results([writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)])
+            found = await results(three(writes, ran, store))
             return found, writes.not_now["file"]
 
         found, busy = on_a_serving_loop(scenario, each_slice=release_at_the_tenth)
     assert found == ["w0", "w1", "w2"]
     assert busy >= 2  # tried at the first callbacks and at pauses, until released
     assert {thread for _name, thread in ran.order} == {LOOP}
-    lane.shutdown()
 
 
 def test_writes_the_file_stays_taken_for_go_to_the_lane_after_their_time(
-    store: SessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path, lane: WriterLane, ran: Ran
 ) -> None:
-    lane = WriterLane()
-    ran = Ran(store)
     with held_by_another_process(tmp_path / "eve.sqlite") as other:
 
         async def scenario(loop: ServingLoop) -> list[Future[Any]]:
             writes = LoopWrites(lane, loop, retry=0.0)
-            futures = [writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)]
-            while writes.handed["waited"] < 3:
-                await asyncio.sleep(0.001)
+            futures = three(writes, ran, store)
+            await until(lambda: writes.handed["waited"] == 3)
             assert writes.ran == 0
             return futures
 
@@ -187,36 +173,28 @@ def test_writes_the_file_stays_taken_for_go_to_the_lane_after_their_time(
         assert [f.result(10) for f in futures] == ["w0", "w1", "w2"]
     assert {thread for _name, thread in ran.order} == {"eve-writer"}
     assert lane.groups == {3: 1}
-    lane.shutdown()
 
 
 def test_another_thread_holding_the_gate_is_waited_for_between_slices(
-    store: SessionStore,
+    store: SessionStore, lane: WriterLane, ran: Ran
 ) -> None:
     assert store.gate is not None
-    lane = WriterLane()
-    ran = Ran(store)
     with held_by_another_thread(store.gate):
 
         async def scenario(loop: ServingLoop) -> list[Future[Any]]:
             writes = LoopWrites(lane, loop, retry=0.0)
             futures = [writes.write(ran.write("w0"), joins=store)]
-            while writes.handed["waited"] < 1:
-                await asyncio.sleep(0.001)
+            await until(lambda: writes.handed["waited"] == 1)
             return futures
 
         futures = on_a_serving_loop(scenario)
     assert futures[0].result(10) == "w0"
     assert ran.where("w0") == {"eve-writer"}
-    lane.shutdown()
 
 
 def test_a_write_that_raises_undoes_the_group_and_each_runs_alone_in_the_lane(
-    store: SessionStore,
+    store: SessionStore, lane: WriterLane, ran: Ran
 ) -> None:
-    lane = WriterLane()
-    ran = Ran(store)
-
     async def scenario(loop: ServingLoop) -> list[Any]:
         writes = LoopWrites(lane, loop)
         futures = [
@@ -237,14 +215,13 @@ def test_a_write_that_raises_undoes_the_group_and_each_runs_alone_in_the_lane(
     assert lane.groups == {1: 3}
     session = store.get_session("a")
     assert session is not None and session.status == "last"
-    lane.shutdown()
 
 
-def test_writes_keep_their_order_across_the_loop_and_the_lane(store: SessionStore) -> None:
+def test_writes_keep_their_order_across_the_loop_and_the_lane(
+    store: SessionStore, lane: WriterLane, ran: Ran
+) -> None:
     """A write the lane runs (one that must run alone, or one given it while the lane was
     busy) is never overtaken by a later one on the loop."""
-    lane = WriterLane()
-    ran = Ran(store)
     release = threading.Event()
     busy = lane.submit(release.wait)  # the lane busy with what came before
 
@@ -263,21 +240,17 @@ def test_writes_keep_their_order_across_the_loop_and_the_lane(store: SessionStor
     assert [name for name, _thread in ran.order] == ["w0", "alone", "w1", "w2"]
     assert ran.where("alone") == {"eve-writer"}
     assert ran.where("w0") == ran.where("w1") == {LOOP}
-    lane.shutdown()
 
 
 def test_closing_with_writes_queued_hands_them_to_the_lane(
-    store: SessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path, lane: WriterLane, ran: Ran
 ) -> None:
-    lane = WriterLane()
-    ran = Ran(store)
     with held_by_another_process(tmp_path / "eve.sqlite") as other:
 
         async def scenario(loop: ServingLoop) -> list[Future[Any]]:
             writes = LoopWrites(lane, loop, retry=60.0)
-            futures = [writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)]
-            while writes.not_now["file"] < 1:
-                await asyncio.sleep(0.001)
+            futures = three(writes, ran, store)
+            await until(lambda: writes.not_now["file"] >= 1)
             # from another thread, as DBOS's destroy shuts the executor down
             await asyncio.to_thread(writes.close)
             assert writes.handed == {"closed": 3}
@@ -291,19 +264,15 @@ def test_closing_with_writes_queued_hands_them_to_the_lane(
     assert {thread for _name, thread in ran.order} == {"eve-writer"}
 
 
-def test_a_cancelled_write_is_skipped(store: SessionStore) -> None:
-    lane = WriterLane()
-    ran = Ran(store)
-
+def test_a_cancelled_write_is_skipped(store: SessionStore, lane: WriterLane, ran: Ran) -> None:
     async def scenario(loop: ServingLoop) -> list[Any]:
         writes = LoopWrites(lane, loop)
-        futures = [writes.write(ran.write(f"w{n}"), joins=store) for n in range(3)]
+        futures = three(writes, ran, store)
         assert futures[1].cancel()
         return await results([futures[0], futures[2]])
 
     assert on_a_serving_loop(scenario) == ["w0", "w2"]
     assert [name for name, _thread in ran.order] == ["w0", "w2"]
-    lane.shutdown()
 
 
 def test_the_setting_reads_on_and_off_and_refuses_the_rest(tmp_path: Path) -> None:

@@ -150,7 +150,8 @@ class LoopWrites:
             left, self._queued = list(self._queued), deque()
         self._hand(left, why="closed")
         for kept in self._kept.values():
-            kept.give_up()
+            with kept.lock:  # (after a group the loop is running)
+                kept.give_up()
 
     def _queue(self, write: QueuedWrite) -> Future[Any]:
         with self._lock:
@@ -204,13 +205,11 @@ class LoopWrites:
                 self.not_now["lane"] += 1
                 return _Next.WAIT  # what it was given came first
             store = self._queued[0].joins
-            if store is None or getattr(store, "closed", False):
-                # it must not run twice, or its store is closed: the lane's, as before
-                alone = [self._queued.popleft()]
-            else:
-                taken = taken_from(self._queued, self.most)
-        if store is None or getattr(store, "closed", False):
-            self._hand(alone, why="alone")
+            # it must not run twice, or its store is closed: the lane's, as before
+            lanes = store is None or getattr(store, "closed", False)
+            taken = [self._queued.popleft()] if lanes else taken_from(self._queued, self.most)
+        if store is None or lanes:
+            self._hand(taken, why="alone")
             return _Next.WAIT
         return self._run(store, taken) if taken else _Next.DONE
 

@@ -174,6 +174,7 @@ def _lane_stats(path: str) -> None:
             stats["groups"] = dict(self.groups)
 
     writer_lane.WriterLane._run = timed  # type: ignore[method-assign]
+    _time_loop_groups(stats)
     collecting: dict[str, float] = {}
 
     def collected(phase: str, info: dict[str, int]) -> None:
@@ -211,6 +212,30 @@ def _lane_stats(path: str) -> None:
                 out.flush()
 
     threading.Thread(target=dump, daemon=True, name="eve-bench-lane-stats").start()
+
+
+def _time_loop_groups(stats: dict[str, Any]) -> None:
+    """The event loop's tries at the turns' writes (``loop_writes.py``): their wall time and
+    the loop thread's CPU in them (``loop_busy``, ``loop_cpu``), the writes committed there,
+    the groups by their writes, the writes given to the lane by why and the tries that did
+    not run by why (``loop_ran``, ``loop_groups``, ``loop_handed``, ``loop_not_now``)."""
+    import time
+
+    from eve.sessions import loop_writes
+
+    step = loop_writes.LoopWrites._step
+
+    def timed(self: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return step(self)
+        finally:
+            stats["loop_busy"] = stats.get("loop_busy", 0.0) + time.perf_counter() - wall
+            stats["loop_cpu"] = stats.get("loop_cpu", 0.0) + time.thread_time() - cpu
+            stats["loop_ran"], stats["loop_handed"] = self.ran, dict(self.handed)
+            stats["loop_groups"], stats["loop_not_now"] = dict(self.groups), dict(self.not_now)
+
+    loop_writes.LoopWrites._step = timed  # type: ignore[method-assign]
 
 
 def _time_lane_waits(stats: dict[str, Any]) -> None:

@@ -168,6 +168,12 @@ class ServingLoop(uvloop.Loop):
         stop = self.poll_between_slices(pause)
         return paused
 
+    @property
+    def pausing(self) -> bool:
+        """Whether a pause between two slices comes (the turns' work waits), where a check
+        of ``poll_between_slices`` is called next; False: none may come for a while."""
+        return self._draining
+
     def stop_slicing(self) -> None:
         """Run every callback as uvloop's own loop does from now on (once those deferred
         until now have run, in order): a worker on PostgreSQL unless told

@@ -208,7 +208,7 @@ class DurableEngine:
         self.launched_at = datetime.now(UTC)
         DBOS.launch()
         without_pings(_get_dbos_instance())
-        lane_requests()
+        lane_requests(loop_writes=self.settings.loop_writes)
         await register_turn_queue()
         queue = await DBOS.retrieve_queue_async(TURN_QUEUE)
         assert queue is not None  # registered just now

@@ -54,10 +54,12 @@ has no notifier.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -95,6 +97,15 @@ class Raised:
 
 
 Outcome = Returned | Raised
+
+
+class Busy(Enum):
+    """Another process held the file for the group's wait: nothing of it ran."""
+
+    BUSY = "busy"
+
+
+BUSY = Busy.BUSY
 
 
 class SharedTransaction:
@@ -183,15 +194,25 @@ def joining(shared: SharedTransaction) -> Iterator[None]:
 
 
 def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Outcome] | None:
-    """Run ``calls`` (each a call of a ``write`` method of ``store``) in one transaction;
+    """``calls`` (each a call of a ``write`` method of ``store``) in one transaction;
     the outcomes once it committed, of all of them or of the first few if a request came to
     wait for the gate meanwhile (the caller runs the rest after it); None if it broke before
     and nothing of it is durable: the caller runs each again alone. Raises only after the
     commit (the connection would not go back), when whether the writes are durable is
     unknown."""
+    outcomes = group_on(_kept(store.engine), store, calls, patience=store.busy_timeout)
+    return None if outcomes is BUSY else outcomes
+
+
+def group_on(
+    kept: GroupConnection, store: Joinable, calls: Sequence[Callable[[], Any]], *, patience: float
+) -> list[Outcome] | Busy | None:
+    """``run_together`` on ``kept``'s connection, the file's lock waited for ``patience``
+    seconds at most: ``BUSY`` if another process held it that long (nothing ran). The event
+    loop's groups (``loop_writes.py``) run here with none, on a connection of their own,
+    their thread holding the gate already."""
     gate = store.gate
     assert gate is not None, "only a SQLite store groups its writes"
-    kept = _kept(store.engine)
     with kept.lock:
         connection = kept.take(store.engine)
         if connection is None:
@@ -199,7 +220,7 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
         shared = SharedTransaction(store.engine, connection, lanes=True)
         try:
             with gate.held():
-                outcomes = _committed(shared, calls, gate, patience=store.busy_timeout)
+                outcomes = _committed(shared, calls, gate, patience=patience)
         except BaseException:
             kept.give_up()
             raise
@@ -208,7 +229,7 @@ def run_together(store: Joinable, calls: Sequence[Callable[[], Any]]) -> list[Ou
         return outcomes
 
 
-class _Kept:
+class GroupConnection:
     """The connection an engine's groups run on, kept from one group to the next with its
     busy handler off (``take_write_lock`` takes the file's lock in pauses of its own).
 
@@ -217,7 +238,8 @@ class _Kept:
     calls a group, each a hand-off of the interpreter's lock, outside the gate but on the
     writer lane's thread, and 3.4 % of a loaded worker's busy samples in py-spy. Only the
     group's thread uses this one, under ``lock``; the pool never sees it again until the
-    engine is disposed (then it is closed) or a group gives it up (a fault)."""
+    engine is disposed (then it is closed) or a group gives it up (a fault). The event
+    loop's groups keep one of their own (``loop_writes.py``)."""
 
     def __init__(self, engine: Engine) -> None:
         self.lock = threading.Lock()
@@ -253,7 +275,7 @@ class _Kept:
             given_up(connection)
 
 
-_kept = PerEngine(_Kept)
+_kept = PerEngine(GroupConnection)
 
 
 def _flush_first(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
@@ -274,12 +296,18 @@ def _committed(
     gate: SqliteGate,
     *,
     patience: float,
-) -> list[Outcome] | None:
+) -> list[Outcome] | Busy | None:
     root = shared.connection.begin()
     try:
-        # the file's write lock for the whole group at once: with a read first, a later
-        # write of the group would fail if another process wrote in between
-        shared.begin(patience=patience)
+        try:
+            # the file's write lock for the whole group at once: with a read first, a
+            # later write of the group would fail if another process wrote in between
+            shared.begin(patience=patience)
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+                raise
+            _quietly(root.rollback)
+            return BUSY  # another process holds the file: nothing ran
         outcomes = _each(shared, calls, gate)
         if outcomes is not None:
             shared.flush()

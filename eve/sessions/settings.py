@@ -18,6 +18,7 @@ WORKER_TIMEOUT_ENV = "EVE_WORKER_TIMEOUT"
 BUSY_TIMEOUT_ENV = "EVE_SQLITE_BUSY_TIMEOUT"
 MAX_QUEUED_ENV = "EVE_MAX_QUEUED_TURNS"
 TURN_LIMIT_ENV = "EVE_TURN_LIMIT"
+LOOP_WRITES_ENV = "EVE_LOOP_WRITES"
 #: ``EVE_TURN_LIMIT`` read: adaptive, none, or a fixed number of places (``turn_limit.py``)
 TurnLimitSetting = Literal["auto", "off"] | int
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
@@ -49,6 +50,9 @@ class SessionSettings:
     #: places (turns, resets, compactions) running at once in a worker: ``off``, ``auto``
     #: (from the event loop's lag and the process's CPU), or a fixed number (``turn_limit.py``)
     turn_limit: TurnLimitSetting = "off"
+    #: on SQLite, the turns' groupable writes run on the event loop's thread when eve's file
+    #: is free at once (``loop_writes.py``); off: all in the writer lane's thread
+    loop_writes: bool = False
 
     @property
     def is_postgres(self) -> bool:
@@ -96,6 +100,7 @@ def resolve_settings(
             turn_limit=limit,
             sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
             sqlite_busy_timeout=_busy_timeout(env.get(BUSY_TIMEOUT_ENV, "30")),
+            loop_writes=loop_writes(env.get(LOOP_WRITES_ENV, "")),
         )
     if not url.startswith(("postgresql://", "postgres://")):
         raise DatabaseUnavailable(
@@ -167,3 +172,16 @@ def turn_limit(raw: str) -> TurnLimitSetting:
             f"{TURN_LIMIT_ENV} must be auto, off or a whole number of turns >= 1, not {raw!r}"
         )
     return int(value)
+
+
+def loop_writes(raw: str) -> bool:
+    """``EVE_LOOP_WRITES`` read: unset, empty or ``on`` runs the turns' groupable writes on
+    the event loop's thread when eve's SQLite file is free (``loop_writes.py``); ``off``
+    leaves them all to the writer lane's thread. PostgreSQL has no writer lane: there it is
+    never on."""
+    value = raw.strip().lower()
+    if value in ("", "on"):
+        return True
+    if value == "off":
+        return False
+    raise ServerConfigError(f"{LOOP_WRITES_ENV} must be on or off (eve's default on), not {raw!r}")

@@ -113,6 +113,28 @@ class SqliteGate:
             if taken:
                 self._release()
 
+    @contextmanager
+    def held_now(self) -> Iterator[bool]:
+        """The file to this thread for the block if no other thread holds it and no
+        request waits for it, of this process or another (True); else nothing (False), at
+        once and without sleeping: for the event loop's groups of the turns' writes
+        (``loop_writes.py``), which go after every request, as the background's do."""
+        taken = self._take_now()
+        try:
+            yield taken
+        finally:
+            if taken:
+                self._release()
+
+    def _take_now(self) -> bool:
+        if self.requests_waiting:
+            return False
+        with self._urgent:
+            if self._holder is not None or self._urgent_waiting:
+                return False
+            self._holder, self._depth = threading.get_ident(), 1
+            return True
+
     @property
     def requests_waiting(self) -> bool:
         """A request's transaction waits for the gate, or a request of any process for the

@@ -12,7 +12,9 @@ are submitted, on the loop's thread:
   (``writer_lane.py``), which commits the ones queued together in one transaction: SQLite
   has one writer, so they ran one at a time anyway, each in a thread asleep at the gate
   meanwhile; their reads take four threads. A store method says which it is
-  (``store_lanes.py``);
+  (``store_lanes.py``). On a loop that runs the turns' work in slices the groups run on
+  the loop's own thread when the file is free at once, the lane taking the rest
+  (``loop_writes.py``);
 - on PostgreSQL, the turns' calls to the store take as many threads as the store's pool
   has connections (``pg_pools.BACKGROUND_POOL``): a call waits for a connection as an item
   in a queue rather than as a thread asleep in the pool, which woke to take its turn at
@@ -33,16 +35,18 @@ turns/s, the many threads taking turns at the interpreter's lock with the event 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Literal, ParamSpec, TypeVar, assert_never
+from typing import Any, Literal, ParamSpec, TypeVar, assert_never, cast
 
 from dbos._dbos import _get_dbos_instance
 
 from eve.sessions.after_answer import answered_already
 from eve.sessions.database_errors import failing_fast
+from eve.sessions.loop_writes import LoopWrites, SlicedLoop
 from eve.sessions.pg_pools import BACKGROUND_POOL
 from eve.sessions.store import SessionStore
 from eve.sessions.store_lanes import Lane, lane_of
@@ -69,6 +73,7 @@ class LanedExecutor(ThreadPoolExecutor):
         *,
         requests: int = REQUEST_THREADS,
         replaced: ThreadPoolExecutor | None = None,
+        loop: SlicedLoop | None = None,
     ) -> None:
         # submit() is overridden, so this pool itself never starts a thread
         super().__init__(max_workers=1)
@@ -79,6 +84,10 @@ class LanedExecutor(ThreadPoolExecutor):
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="eve-read")
         self.pooled = ThreadPoolExecutor(max_workers=BACKGROUND_POOL, thread_name_prefix="eve-pg")
         self.writes = WriterLane()
+        #: on a loop that runs the turns' work in slices (SQLite's ``ServingLoop``), the
+        #: turns' groupable writes made on its thread run there when the file is free
+        #: (``loop_writes.py``); None: all in the writer lane
+        self.loop_writes = None if loop is None else LoopWrites(self.writes, loop)
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         # called on the loop's thread in the caller's context (``asyncio.to_thread`` copies
@@ -97,8 +106,14 @@ class LanedExecutor(ThreadPoolExecutor):
             case "read":
                 return self.reads.submit(fn, *args, **kwargs)
             case "write":
-                return self.writes.write(functools.partial(fn, *args, **kwargs), joins=store)
+                call = functools.partial(fn, *args, **kwargs)
+                if self.loop_writes is not None and self.loop_writes.here:
+                    return self.loop_writes.write(call, joins=store)
+                return self.writes.write(call, joins=store)
             case "alone":
+                if self.loop_writes is not None and self.loop_writes.here:
+                    # (after the writes queued on the loop's side before it)
+                    return self.loop_writes.alone(functools.partial(fn, *args, **kwargs))
                 return self.writes.submit(fn, *args, **kwargs)
             case unreachable:
                 assert_never(unreachable)
@@ -107,6 +122,8 @@ class LanedExecutor(ThreadPoolExecutor):
         self.requests.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.reads.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.pooled.shutdown(wait=wait, cancel_futures=cancel_futures)
+        if self.loop_writes is not None:
+            self.loop_writes.close()  # what it queued to the lane, before the lane stops
         self.writes.shutdown(wait=wait, cancel_futures=cancel_futures)
         self.background.shutdown(wait=wait, cancel_futures=cancel_futures)
         if self.replaced is not None:
@@ -137,13 +154,25 @@ def store_call(fn: Callable[..., Any]) -> tuple[Lane | Literal["pooled"], Sessio
     return lane_of(seen) or "alone", store
 
 
-def lane_requests() -> None:
+def lane_requests(*, loop_writes: bool = False) -> None:
     """Give the launched DBOS the lanes as its executor: DBOS makes whatever its executor
     is the loop's default at its next async call. (DBOS internals, pinned by ``dbos<4``;
-    its ``destroy`` shuts them all down.)"""
+    its ``destroy`` shuts them all down.) ``loop_writes``: the turns' groupable writes on
+    the running loop's thread when it is a ``ServingLoop`` (``loop_writes.py``). Called on
+    that thread."""
     dbos = _get_dbos_instance()
     executor = dbos._executor_field
     assert executor is not None, "DBOS is launched"
     if not isinstance(executor, LanedExecutor):
         turns = ThreadPoolExecutor(max_workers=TURN_THREADS, thread_name_prefix="eve-turn")
-        dbos._executor_field = LanedExecutor(turns, replaced=executor)
+        loop = sliced_loop() if loop_writes else None
+        dbos._executor_field = LanedExecutor(turns, replaced=executor, loop=loop)
+
+
+def sliced_loop() -> SlicedLoop | None:
+    """The running loop if it runs the turns' work in slices (a ``ServingLoop``: its pauses
+    between them are where writes the file was not free for try again); else None."""
+    loop = asyncio.get_running_loop()
+    if getattr(loop, "requests_first", False) and hasattr(loop, "poll_between_slices"):
+        return cast("SlicedLoop", loop)
+    return None

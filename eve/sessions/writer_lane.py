@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, assert_never
@@ -49,7 +49,9 @@ def _named(name: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Write:
+class QueuedWrite:
+    """A call queued for the writer: the lane's, or the event loop's (``loop_writes.py``)."""
+
     call: Callable[[], Any]
     future: Future[Any]
     #: the store whose other writes this one may share a transaction with; None: alone
@@ -67,7 +69,7 @@ class WriterLane(ThreadPoolExecutor):
         #: transactions by the number of writes they ran together (1: alone)
         self.groups: Counter[int] = Counter()
         self._most = most
-        self._queued: deque[_Write] = deque()
+        self._queued: deque[QueuedWrite] = deque()
         self._lock = threading.Lock()
         # a drain is on the executor's queue or running: it takes whatever is queued
         self._draining = False
@@ -91,40 +93,52 @@ class WriterLane(ThreadPoolExecutor):
                 self._queued.clear()
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued or running: every write given to it has its outcome (read on
+        another thread, maybe a moment late: then it is still busy)."""
+        return not self._draining
+
+    def take_over(self, writes: Iterable[QueuedWrite], *, alone: bool = False) -> None:
+        """Queue ``writes``, queued elsewhere first (the event loop's: ``loop_writes.py``),
+        in their order, each on its own if ``alone``; each one's future gets its outcome,
+        or this lane's error if it is shut down."""
+        queued = [QueuedWrite(w.call, w.future, None) if alone else w for w in writes]
+        with self._lock:
+            if not self._closed:
+                self._queued.extend(queued)
+                self._start()
+                return
+        closed = RuntimeError("cannot schedule new futures after shutdown")
+        for write in queued:
+            if not write.future.cancel():
+                write.future.set_exception(closed)
+
     def _queue(self, call: Callable[[], Any], joins: Joinable | None) -> Future[Any]:
         future: Future[Any] = Future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            self._queued.append(_Write(call, future, joins))
-            if not self._draining:
-                self._draining = True
-                super().submit(self._drain)
+            self._queued.append(QueuedWrite(call, future, joins))
+            self._start()
         return future
+
+    def _start(self) -> None:
+        # (under the lock)
+        if not self._draining:
+            self._draining = True
+            super().submit(self._drain)
 
     def _drain(self) -> None:
         while True:
             with self._lock:
-                taken = self._take()
+                taken = taken_from(self._queued, self._most)
                 if not taken:
                     self._draining = False
                     return
             self._run(taken)
 
-    def _take(self) -> list[_Write]:
-        """The next write, and the groupable writes to its store queued right behind it."""
-        taken: list[_Write] = []
-        while self._queued and len(taken) < self._most:
-            following = self._queued[0]
-            if taken and (taken[0].joins is None or following.joins is not taken[0].joins):
-                break
-            self._queued.popleft()
-            # False: its caller cancelled it before it ran
-            if following.future.set_running_or_notify_cancel():
-                taken.append(following)
-        return taken
-
-    def _run(self, taken: list[_Write]) -> None:
+    def _run(self, taken: list[QueuedWrite]) -> None:
         self.ran += len(taken)
         while len(taken) > 1 and taken[0].joins is not None:
             try:
@@ -139,7 +153,7 @@ class WriterLane(ThreadPoolExecutor):
                 break
             self.groups[len(outcomes)] += 1
             for write, outcome in zip(taken, outcomes, strict=False):
-                _settled(write, outcome)
+                settled(write, outcome)
             # the rest, when the group ended early for a request's write
             taken = taken[len(outcomes) :]
         if taken:
@@ -148,7 +162,24 @@ class WriterLane(ThreadPoolExecutor):
             _settle(write)
 
 
-def _settled(write: _Write, outcome: Outcome) -> None:
+def taken_from(queued: deque[QueuedWrite], most: int) -> list[QueuedWrite]:
+    """The next write of ``queued``, and the groupable writes to its store queued right
+    behind it, ``most`` at most, taken off it and marked running; a cancelled one skipped."""
+    taken: list[QueuedWrite] = []
+    while queued and len(taken) < most:
+        following = queued[0]
+        if taken and (taken[0].joins is None or following.joins is not taken[0].joins):
+            break
+        queued.popleft()
+        # False: its caller cancelled it before it ran (running: the event loop took it
+        # once, and gave it back before it ran: ``loop_writes.py``)
+        if following.future.running() or following.future.set_running_or_notify_cancel():
+            taken.append(following)
+    return taken
+
+
+def settled(write: QueuedWrite, outcome: Outcome) -> None:
+    """``write``'s future given ``outcome``, what its run in a group met."""
     match outcome:
         case Returned(value):
             write.future.set_result(value)
@@ -158,7 +189,7 @@ def _settled(write: _Write, outcome: Outcome) -> None:
             assert_never(unreachable)
 
 
-def _settle(write: _Write) -> None:
+def _settle(write: QueuedWrite) -> None:
     try:
         value = write.call()
     except BaseException as error:

@@ -190,6 +190,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # cached yet (a fresh clone): tests/rewrite_ahead.py
     if should_rewrite_ahead(session.config):
         rewrite_ahead(session.config)
+    if session.config.pluginmanager.has_plugin("dsession"):  # xdist's controller
+        # imported here, as session_files: a run without workers imports it only if it forks
+        from tests.forked import start_shared
+
+        shared = start_shared()
+        if shared is not None:
+            session.config.add_cleanup(shared.stop)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

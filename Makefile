@@ -40,13 +40,13 @@ PYTEST_WORKERS ?= -n 6 --dist worksteal
 # no gain in wall time shows through that noise.
 # Since, one fork server for the whole run (the controller's, tests/forked.py: about 7 CPU-s
 # of starts saved) and the tests' temporary files on /dev/shm's tmpfs (tests/tmpfs.py: an
-# fsync per SQLite commit and a journal entry per file on ext4). Six runs in place under the
-# benchmark lock, alternating with the commit before (other helpers' work beside them):
-# this 151.5, 160.2, 164.0 s (280-307 CPU-s, 48.8-50.8 of it system), the commit before
-# 162.1, 180.9, 168.8 s (304-341 CPU-s, 56.9-62.6 system); each of those ran just after one
-# of this, at a 1-minute load of 5.2-7.3 against 1.8-2.7. A run is bound by CPU: sampled
-# every second the cores were 1.9-2.0 busy throughout, and the workers' last tests ended
-# within 2.4 s of each other.
+# fsync per SQLite commit and a journal entry per file on ext4). Eight runs in place under
+# the benchmark lock, in four alternating pairs with the commit before (other helpers' work
+# beside them): this 151.5, 160.2, 164.0, 139.3 s (253-307 CPU-s, 43.9-50.8 of it system),
+# the commit before 162.1, 180.9, 168.8, 153.6 s (287-341 CPU-s, 53.9-62.6 system), medians
+# 155.9 against 165.5 s; in each pair this one was quicker, run first or second. A run is
+# bound by CPU: sampled every second the cores were 1.9-2.0 busy throughout, and the
+# workers' last tests ended within 2.4 s of each other (docs/sessions.md, the suite's time).
 # pytest caches each test module with its asserts rewritten in __pycache__ (ignored by git),
 # unless PYTHONDONTWRITEBYTECODE is set: then every worker rewrites every module again.
 # Measured: four workers start and collect the suite on about 32 s of CPU with it set, 21 s

@@ -38,6 +38,15 @@ PYTEST_WORKERS ?= -n 6 --dist worksteal
 # 1,331 -> 1,083 a run, a fork's CPU 0.30-0.32 -> 0.26-0.28 s; two alternating pairs in
 # place, other work beside them, went one each way (232.8 vs 227.2 s and 258.8 vs 271.6 s):
 # no gain in wall time shows through that noise.
+# Since, one fork server for the whole run (the controller's, tests/forked.py: about 7 CPU-s
+# of starts saved) and the tests' temporary files on /dev/shm's tmpfs (tests/tmpfs.py: an
+# fsync per SQLite commit and a journal entry per file on ext4). Eight runs in place under
+# the benchmark lock, in four alternating pairs with the commit before (other helpers' work
+# beside them): this 151.5, 160.2, 164.0, 139.3 s (253-307 CPU-s, 43.9-50.8 of it system),
+# the commit before 162.1, 180.9, 168.8, 153.6 s (287-341 CPU-s, 53.9-62.6 system), medians
+# 155.9 against 165.5 s; in each pair this one was quicker, run first or second. A run is
+# bound by CPU: sampled every second the cores were 1.9-2.0 busy throughout, and the
+# workers' last tests ended within 2.4 s of each other (docs/sessions.md, the suite's time).
 # pytest caches each test module with its asserts rewritten in __pycache__ (ignored by git),
 # unless PYTHONDONTWRITEBYTECODE is set: then every worker rewrites every module again.
 # Measured: four workers start and collect the suite on about 32 s of CPU with it set, 21 s

@@ -25,6 +25,7 @@ from dbos._logger import init_logger
 
 from tests.forkserver import quicker_sqlite_polls
 from tests.rewrite_ahead import rewrite_ahead, should_rewrite_ahead
+from tests.tmpfs import use_tmpfs
 
 init_logger()
 
@@ -164,6 +165,9 @@ GC_YOUNG_THRESHOLD = 7_000
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # before pytest's tmp_path_factory finds its base and xdist starts its workers, which
+    # inherit it: the tests' files on a tmpfs (tests/tmpfs.py)
+    use_tmpfs()
     # a worker's interpreter ends with a garbage collection over all the suite imported,
     # seconds on a loaded machine at the very end of the run: freezing skips it (as the
     # eve command does, eve/cli/main.py)
@@ -190,6 +194,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # cached yet (a fresh clone): tests/rewrite_ahead.py
     if should_rewrite_ahead(session.config):
         rewrite_ahead(session.config)
+    if session.config.pluginmanager.has_plugin("dsession"):  # xdist's controller
+        # imported here, as session_files: a run without workers imports it only if it forks
+        from tests.forked import start_shared
+
+        shared = start_shared()
+        if shared is not None:
+            session.config.add_cleanup(shared.stop)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from tests.forkserver import SOCKET_ENV, ForkServer, fixed_at_start, returncode
+from tests.forkserver import SHARED_ENV, SOCKET_ENV, ForkServer, fixed_at_start, returncode
 
 #: the program that asks the fork server for a ``python -m`` of another process's choosing
 LAUNCHER = Path(__file__).with_name("fork_launch.py")
@@ -128,6 +128,9 @@ Command = subprocess.Popen[Any] | ForkedProcess
 _server: ForkServer | None = None
 _server_pid = 0
 _server_lock = threading.Lock()
+#: the one fork server of a pytest-xdist run (``start_shared``), read as the worker imports
+#: this module, before a test can change the environment
+_SHARED = os.environ.get(SHARED_ENV)
 
 
 def _fork_server() -> ForkServer | None:
@@ -136,9 +139,29 @@ def _fork_server() -> ForkServer | None:
         return None
     with _server_lock:
         if _server is None or _server_pid != os.getpid():
-            _server, _server_pid = ForkServer.start(), os.getpid()
-            atexit.register(_server.stop)
+            if _SHARED:
+                shared = ForkServer.shared(_SHARED)
+                # still starting (a worker's first test may come first): waited for here;
+                # if it never is, it does not accept and commands start as they are
+                shared.ready()
+                _server, _server_pid = shared, os.getpid()
+            else:
+                _server, _server_pid = ForkServer.start(), os.getpid()
+                atexit.register(_server.stop)
         return _server
+
+
+def start_shared() -> ForkServer | None:
+    """In pytest-xdist's controller, before it starts its workers: one fork server for them
+    all, named in the environment they inherit (``SHARED_ENV``), in place of one each. Each
+    is an interpreter that imported eve, 1.4 CPU-s to start; the controller stops it once
+    the workers are done. Not waited for: it starts while the workers collect the tests.
+    None when forking is off."""
+    if os.environ.get(ENABLED_ENV, "1") == "0":
+        return None
+    server = ForkServer.start(wait=False)
+    os.environ[SHARED_ENV] = server.share()
+    return server
 
 
 def module_command(module: str, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -94,6 +95,10 @@ SQLITE_POLL_SECONDS = 0.1
 MESSAGE_BYTES = 1 << 20
 #: the fork server's socket, for ``tests/fork_launch.py`` (``forked.module_command``)
 SOCKET_ENV = "EVE_TEST_FORK_SOCKET"
+#: the fork server pytest-xdist's controller started for all its workers (``ForkServer.share``)
+SHARED_ENV = "EVE_TEST_FORK_SHARED"
+#: the file the fork server makes beside its socket once it takes requests
+READY_FILE = "ready"
 
 
 def _fixed(env: Mapping[str, str]) -> dict[str, str]:
@@ -110,14 +115,17 @@ def fixed_at_start(env: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass
 class ForkServer:
-    """The process that forks, seen from the test's process that started it."""
+    """The process that forks, seen from the test's process that started it, or from a
+    worker of the run whose controller started it (``shared``: no ``proc`` of its own)."""
 
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | None
     path: Path
     env: dict[str, str]
+    pid: int = 0
 
     @classmethod
-    def start(cls) -> ForkServer:
+    def start(cls, *, wait: bool = True) -> ForkServer:
+        """The fork server started; ``wait=False``: not yet ready, ``ready`` waits for it."""
         path = Path(tempfile.mkdtemp(prefix="eve-fork-")) / "socket"
         env = dict(os.environ)
         proc = subprocess.Popen(
@@ -126,16 +134,49 @@ class ForkServer:
             stdin=subprocess.PIPE,  # its end of file tells the fork server this process left
             stdout=subprocess.PIPE,
         )
+        if not wait:
+            return cls(proc=proc, path=path, env=env, pid=proc.pid)
         assert proc.stdout is not None
         ready = proc.stdout.readline()
         if ready != b"ready\n":
             proc.kill()
             proc.wait()
             raise RuntimeError(f"the fork server did not start: {ready!r}")
-        return cls(proc=proc, path=path, env=env)
+        return cls(proc=proc, path=path, env=env, pid=proc.pid)
+
+    def share(self) -> str:
+        """What ``shared`` takes in another process (``SHARED_ENV``'s value): its socket,
+        its pid and the variables it was started with that a fork cannot honour."""
+        return json.dumps({"path": str(self.path), "pid": self.pid, "env": _fixed(self.env)})
+
+    @classmethod
+    def shared(cls, description: str) -> ForkServer:
+        """The fork server another process started and ``share``d."""
+        told = json.loads(description)
+        return cls(proc=None, path=Path(told["path"]), env=told["env"], pid=told["pid"])
+
+    def ready(self, timeout: float = 60.0) -> bool:
+        """Whether the server takes requests within ``timeout`` (it makes ``READY_FILE``
+        beside its socket once it listens); False when it ended first or was not in time."""
+        marker = self.path.with_name(READY_FILE)
+        deadline = time.monotonic() + timeout
+        while not marker.exists():
+            if not self.alive() or time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        try:  # not this process's child: its state, a zombie until its parent reaps it
+            with open(f"/proc/{self.pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
 
     def accepts(self, env: dict[str, str]) -> bool:
-        return self.proc.poll() is None and _fixed(env) == _fixed(self.env)
+        return self.alive() and _fixed(env) == _fixed(self.env)
 
     def spawn(
         self,
@@ -152,7 +193,7 @@ class ForkServer:
         return request_fork(str(self.path), request, streams)
 
     def stop(self) -> None:
-        assert self.proc.stdin is not None
+        assert self.proc is not None and self.proc.stdin is not None, "stopped by its starter"
         self.proc.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
@@ -160,6 +201,7 @@ class ForkServer:
             self.proc.kill()
             self.proc.wait()
         with contextlib.suppress(OSError):
+            self.path.with_name(READY_FILE).unlink(missing_ok=True)
             self.path.unlink()
             self.path.parent.rmdir()
 
@@ -219,6 +261,7 @@ def _serve(path: str) -> _Request:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
+    Path(path).with_name(READY_FILE).touch()  # for the processes that did not start it
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)

@@ -52,6 +52,8 @@ GIL_OFFSETS = {
     132: "gil: hand-over",
     136: "gil: switch mutex",
 }
+#: the bytes of the lock's four members
+_GIL_SIZE = 176
 #: where the lock's waiter sleeps in its condition: 40 or 44 bytes in, the condition at 8
 _SIGNALS = (40, 44)
 #: the roles whose threads are sampled (``_thread_sched.ROLES``)
@@ -74,7 +76,8 @@ def category(stat: str, syscall: str, *, gil: int | None) -> str:
     name = SYSCALLS.get(number, f"syscall {number}")
     if name == "futex":
         offset = int(fields[1], 16) - gil if gil is not None and len(fields) > 1 else -1
-        name = GIL_OFFSETS.get(offset, "futex: other")
+        lock = 0 <= offset < _GIL_SIZE
+        name = GIL_OFFSETS.get(offset, f"gil: +{offset}" if lock else "futex: other")
     elif name in EPOLL:
         name = "epoll_wait"
     return f"{name} (D)" if state == "D" else name

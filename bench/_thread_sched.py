@@ -139,10 +139,13 @@ SETTING = "EVE_BENCH_THREAD_SCHED"
 FUTEX = 202
 
 
-def thread_sched(path: str, *, turns: Callable[[], int] = lambda: 0) -> None:
+def thread_sched(
+    path: str, *, turns: Callable[[], int] = lambda: 0, stop: threading.Event | None = None
+) -> None:
     """Append each thread's counters to ``path`` every second, from a thread of its own.
     Called on the event loop's thread (a worker imports its plugins there, in ``prepare``),
-    which need not be the process's first (a worker forked from a thread)."""
+    which need not be the process's first (a worker forked from a thread). ``stop``: set,
+    the thread ends (a test's)."""
     futex, loop = gil_futex(), threading.get_native_id()
 
     def dump() -> None:
@@ -152,10 +155,13 @@ def thread_sched(path: str, *, turns: Callable[[], int] = lambda: 0) -> None:
         os.write(
             out, (json.dumps({"pid": pid, "t": time.time(), "gil_futex": futex}) + "\n").encode()
         )
+        ended = stop or threading.Event()
         while True:
             row = {"pid": pid, "t": time.time(), "turns": turns(), "threads": snapshot(loop)}
             os.write(out, (json.dumps(row) + "\n").encode())
-            time.sleep(1.0)
+            if ended.wait(1.0):
+                os.close(out)
+                return
 
     threading.Thread(target=dump, daemon=True, name="eve-bench-thread-sched").start()
 

@@ -45,11 +45,20 @@ SYSCALLS = {
 EPOLL = {"epoll_wait", "epoll_pwait", "epoll_pwait2"}
 #: the interpreter's lock by the offset of a futex from its ``cond`` (see above)
 GIL_OFFSETS = {
+    # ``cond``: a waiter's signals, the signaller's wait for the old group's waiters to
+    # leave (``__g_refs``) and the condition's own lock (``__g1_orig_size``)
     40: "gil: take",
     44: "gil: take",
+    16: "gil: cond",
+    20: "gil: cond",
+    32: "gil: cond",
     48: "gil: mutex",
+    # ``switch_cond`` (88 bytes in): the thread that let the lock go waits for a taker
     128: "gil: hand-over",
     132: "gil: hand-over",
+    104: "gil: hand-over",
+    108: "gil: hand-over",
+    120: "gil: hand-over",
     136: "gil: switch mutex",
 }
 #: the bytes of the lock's four members

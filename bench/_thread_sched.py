@@ -236,6 +236,10 @@ def _rates(values: list[float], *, seconds: float, turns: int) -> dict[str, floa
         "cpu_ms_per_turn": per_turn(cpu / 1e6),
         "runnable_ms_per_turn": per_turn(runnable / 1e6),
         "slices_per_s": per_s(slices),
+        # a timeslice's mean run, and its mean wait for a core after the thread woke (or
+        # was preempted): what a hand-over to a sleeping thread costs on this machine
+        "cpu_us_per_slice": round(cpu / 1e3 / slices, 1) if slices else None,
+        "runnable_us_per_slice": round(runnable / 1e3 / slices, 1) if slices else None,
         "voluntary_per_s": per_s(voluntary),
         "involuntary_per_s": per_s(involuntary),
         "voluntary_per_turn": per_turn(voluntary),
@@ -260,6 +264,7 @@ def _text(rates: dict[str, Any]) -> str:
     return (
         f"CPU {rates['cpu_s_per_s']} s/s, runnable {rates['runnable_s_per_s']} s/s; "
         f"switches/s vol {rates['voluntary_per_s']} invol {rates['involuntary_per_s']}; "
+        f"a slice {rates['cpu_us_per_slice']} us, its wait {rates['runnable_us_per_slice']} us; "
         f"a turn: CPU {rates['cpu_ms_per_turn']} ms, runnable {rates['runnable_ms_per_turn']} "
         f"ms, vol {rates['voluntary_per_turn']} invol {rates['involuntary_per_turn']}"
     )

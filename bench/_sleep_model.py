@@ -407,3 +407,9 @@ if _stages_path := __import__("os").environ.get("EVE_BENCH_TURN_STAGES"):
     from bench._turn_stages import turn_stages
 
     turn_stages(_stages_path, SleepModel, turn_and_step)
+
+
+if _sched_path := __import__("os").environ.get("EVE_BENCH_THREAD_SCHED"):
+    from bench._thread_sched import count_turns, thread_sched
+
+    thread_sched(_sched_path, turns=count_turns(SleepModel, turn_and_step))

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from bench import _pyspy, _scale_callers, _scale_waves
+from bench import _offcpu, _pyspy, _scale_callers, _scale_waves, _thread_sched
 from bench._machine import machine_info, package_version
 from bench._results import RESULTS_DIR, publish
 from bench._scale_callers import Users
@@ -111,6 +111,9 @@ class Plan:
     #: each step's latency drawn with this standard deviation over its mean
     #: (``--model-spread``, ``_sleep_latency.py``); 0: exactly ``step_seconds``
     step_spread: float = DEFAULT_SPREAD
+    #: > 0: the off-CPU sampler's samples a second over the window (``--offcpu``; with
+    #: ``EVE_BENCH_THREAD_SCHED`` in ``server_env``, whose file names the threads)
+    offcpu_rate: float = 0.0
 
     @property
     def model(self) -> SleepSpec:
@@ -324,6 +327,10 @@ def _cpu(servers: list[ServeProcess]) -> list[float]:
     return [cpu_seconds(server.pids()) for server in servers]
 
 
+def _worker_pids(servers: list[ServeProcess]) -> list[int]:
+    return [pid for server in servers for pid in server.worker_pids().values()]
+
+
 def _worker_cpu(servers: list[ServeProcess]) -> dict[str, float]:
     """Each worker process's own CPU, by its executor id."""
     return {
@@ -362,9 +369,19 @@ def _measure(
     profile = _pyspy.record(
         servers[0].proc.pid if servers[0].proc else 0, plan.window_seconds, root / "profile.txt"
     )
+    sched = plan.server_env.get(_thread_sched.SETTING)
+    sampler = (
+        _offcpu.start(
+            Path(sched), _worker_pids(servers), seconds=until - time.time(),
+            rate=plan.offcpu_rate,
+        )
+        if sched and plan.offcpu_rate
+        else None
+    )  # fmt: skip
     time.sleep(max(0.0, until - time.time()))
     profile.stop()  # the window's end, not the server's shutdown
     probe.stop()
+    threads_seen = _thread_sched.row(Path(sched), (measure_from, until), sampler) if sched else None
     cpu_after, db_cpu_after = _cpu(servers), db.cpu()
     worker_cpu = {
         name: cpu - workers_before.get(name, 0.0) for name, cpu in _worker_cpu(servers).items()
@@ -389,7 +406,7 @@ def _measure(
         server_cpu=[a - b for a, b in zip(cpu_after, cpu_before, strict=True)],
         db_cpu=db_cpu_after - db_cpu_before, rss=rss, stored=stored, idle_pct=idle_pct,
         by_worker=by_worker, worker_cpu=worker_cpu, profile=profile.summary(),
-        threads=threads, logged=logged, probe=probe,
+        threads=threads, logged=logged, probe=probe, threads_seen=threads_seen,
     )  # fmt: skip
 
 
@@ -443,6 +460,7 @@ def _report(
     threads: int,
     logged: dict[str, Any],
     probe: HealthProbe,
+    threads_seen: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     since, until = window
     turns = [t for o in outcomes for t in o["turns"]]
@@ -510,6 +528,8 @@ def _report(
         profile["areas_ms_per_turn"] = {
             name: round(pct * cpu_ms / 100, 1) for name, pct in profile["areas_pct"].items()
         }
+    if threads_seen is not None:
+        report["thread_sched"] = threads_seen
     if config.hosts > 1 or config.workers > 1:
         report["turns_by_worker"] = by_worker
     if config.workers > 1:
@@ -669,6 +689,8 @@ def _profile_lines(row: dict[str, Any]) -> list[str]:
         extra.append(f"the same by worker: {row['post_walls_by_worker']}")
     if "posts_per_s_max" in row:
         extra.append(_scale_waves.line(row))
+    if "thread_sched" in row:
+        extra += _thread_sched.row_lines(row["thread_sched"])
     if row.get("stream_chunks_per_turn") is not None:
         extra.append(
             f"stream per turn: {row['stream_events_per_turn']} events in "
@@ -739,9 +761,11 @@ def run(
     first_every: int = 0,
     principals: bool = False,
     model_spread: float = DEFAULT_SPREAD,
+    offcpu_rate: float = 0.0,
 ) -> dict[str, Any]:
     plan = replace(
         plan_for(quick),
+        offcpu_rate=offcpu_rate,
         server_env=server_env or {},
         first_every=first_every,
         principals=principals,
@@ -808,8 +832,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "given; 0: exactly 2 s, the model of the rows before 2026-12-06); recorded with "
         "each row",
     )  # fmt: skip
+    parser.add_argument(
+        "--offcpu", type=float, default=0.0, metavar="HZ",
+        help="sample where the workers' loop and writer threads sleep, HZ times a second, "
+        f"from a process of its own (needs --server-env {_thread_sched.SETTING}=FILE)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     server_env = dict(_setting(text, parser) for text in args.server_env)
+    if args.offcpu and _thread_sched.SETTING not in server_env:
+        parser.error(f"--offcpu needs --server-env {_thread_sched.SETTING}=FILE")
     if args.sql_counts:
         run_config(
             Config(backend=args.sql_counts, clients=20),
@@ -823,6 +854,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         first_every=args.first_every,
         principals=args.principals,
         model_spread=args.model_spread,
+        offcpu_rate=args.offcpu,
     )
 
 

@@ -18,6 +18,7 @@ WORKER_TIMEOUT_ENV = "EVE_WORKER_TIMEOUT"
 BUSY_TIMEOUT_ENV = "EVE_SQLITE_BUSY_TIMEOUT"
 MAX_QUEUED_ENV = "EVE_MAX_QUEUED_TURNS"
 TURN_LIMIT_ENV = "EVE_TURN_LIMIT"
+DBOS_ON_LOOP_ENV = "EVE_DBOS_WRITES_ON_LOOP"
 #: ``EVE_TURN_LIMIT`` read: adaptive, none, or a fixed number of places (``turn_limit.py``)
 TurnLimitSetting = Literal["auto", "off"] | int
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
@@ -49,6 +50,9 @@ class SessionSettings:
     #: places (turns, resets, compactions) running at once in a worker: ``off``, ``auto``
     #: (from the event loop's lag and the process's CPU), or a fixed number (``turn_limit.py``)
     turn_limit: TurnLimitSetting = "off"
+    #: a workflow's start and end writes on the serving loop's thread when DBOS's SQLite
+    #: file is free at once (``dbos_loop_writes.py``); never on PostgreSQL
+    dbos_writes_on_loop: bool = True
 
     @property
     def is_postgres(self) -> bool:
@@ -96,6 +100,7 @@ def resolve_settings(
             turn_limit=limit,
             sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
             sqlite_busy_timeout=_busy_timeout(env.get(BUSY_TIMEOUT_ENV, "30")),
+            dbos_writes_on_loop=dbos_writes_on_loop(env.get(DBOS_ON_LOOP_ENV, "")),
         )
     if not url.startswith(("postgresql://", "postgres://")):
         raise DatabaseUnavailable(
@@ -153,6 +158,17 @@ def max_queued_turns(raw: str) -> int | None:
             f"{MAX_QUEUED_ENV} must be a whole number of turns >= 1 (or off), not {raw!r}"
         )
     return int(value)
+
+
+def dbos_writes_on_loop(raw: str) -> bool:
+    """``EVE_DBOS_WRITES_ON_LOOP`` read: unset, empty or ``on`` is on; ``off`` runs every
+    write of DBOS's in a thread."""
+    value = raw.strip().lower()
+    if value in ("", "on"):
+        return True
+    if value == "off":
+        return False
+    raise ServerConfigError(f"{DBOS_ON_LOOP_ENV} must be on or off, not {raw!r}")
 
 
 def turn_limit(raw: str) -> TurnLimitSetting:

@@ -102,12 +102,23 @@ async def _measure(rounds: int, workflows: int, at_once: int, engine: Any) -> di
     }
 
 
+def arguments(doc: str | None, *, rounds: int, workflows: int, at_once: int) -> argparse.Namespace:
+    """The command line's rounds, workflows and workflows at once (``doc``: the module's)."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--workflows", type=int, default=workflows)
+    parser.add_argument("--at-once", type=int, default=at_once)
+    return parser.parse_args()
+
+
+def report(args: argparse.Namespace, medians: dict[str, Any]) -> None:
+    """One JSON line: the command line's figures and the medians."""
+    given = {"rounds": args.rounds, "workflows": args.workflows, "at_once": args.at_once}
+    print(json.dumps(given | medians))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--workflows", type=int, default=WORKFLOWS)
-    parser.add_argument("--at-once", type=int, default=AT_ONCE)
-    args = parser.parse_args()
+    args = arguments(__doc__, rounds=ROUNDS, workflows=WORKFLOWS, at_once=AT_ONCE)
     with tempfile.TemporaryDirectory() as folder:
         engine = _launch(Path(folder))
         try:
@@ -115,11 +126,7 @@ def main() -> None:
         finally:
             DBOS.destroy()
             engine.dispose()
-    print(
-        json.dumps(
-            {"rounds": args.rounds, "workflows": args.workflows, "at_once": args.at_once, **medians}
-        )
-    )
+    report(args, medians)
 
 
 if __name__ == "__main__":

@@ -35,12 +35,13 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from eve.sessions.group_commit import SharedTransaction, given_up, joining
+from eve.sessions.group_commit import SharedTransaction, joining
+from eve.sessions.loop_connection import LoopConnection
 from eve.sessions.sqlite_gate import claims_first
 from eve.sessions.store import SessionStore
 
@@ -131,7 +132,7 @@ class LoopClaims:
         self.on_loop = 0
         self.not_now = 0
         self.retried = 0
-        self._connection: Connection | None = None
+        self._own = LoopConnection(store.engine)
         self._thread: int | None = None
 
     def claim(
@@ -226,11 +227,11 @@ class LoopClaims:
 
     def _claim(self, session_id: str, then: Callable[[Connection, int], T]) -> T | NotNow | None:
         try:
-            connection = self._connect()
+            connection = self._own.connect()
             shared = SharedTransaction(self.store.engine, connection)
             root = connection.begin()
         except (sa.exc.SQLAlchemyError, sqlite3.Error):
-            self._drop()
+            self._own.drop()
             return NOT_NOW
         try:
             shared.begin(patience=0.0)  # tried once: another process holds the file
@@ -239,37 +240,13 @@ class LoopClaims:
             root.commit()
         except (sa.exc.SQLAlchemyError, sqlite3.Error):
             # busy, or a fault: nothing is committed, and the thread's claim meets it
-            self._undo(root)
+            self._own.undo(root)
             return NOT_NOW
         except BaseException:
-            self._undo(root)
+            self._own.undo(root)
             raise
         return found
 
-    def _connect(self) -> Connection:
-        if self._connection is None:
-            connection = self.store.engine.connect()
-            raw: Any = connection.connection.dbapi_connection
-            try:
-                raw.execute("PRAGMA busy_timeout=0")
-                raw.execute("PRAGMA wal_autocheckpoint=0")
-            except sqlite3.Error:
-                given_up(connection)
-                raise
-            self._connection = connection
-        return self._connection
-
-    def _undo(self, root: sa.RootTransaction) -> None:
-        try:
-            root.rollback()
-        except Exception:
-            self._drop()
-
-    def _drop(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            given_up(connection)
-
     def close(self) -> None:
         """Give its connection up (never back to the pool: its busy handler is off)."""
-        self._drop()
+        self._own.drop()

@@ -103,6 +103,29 @@ def _outcome(
         return _DBOS_OUTCOME(
             self, workflow_id, status, output=output, error=error, owner_xid=owner_xid
         )
+    write = outcome_write(
+        self, workflow_id, status, output=output, error=error, owner_xid=owner_xid
+    )
+
+    def alone() -> bool:
+        with self.engine.begin() as c:
+            return write(c)
+
+    # with other workflows' starts and ends that meet it (``dbos_writes.py``)
+    return combiner_of(self.engine).run(write, alone)
+
+
+def outcome_write(
+    self: SystemDatabase,
+    workflow_id: str,
+    status: WorkflowStatuses,
+    *,
+    owner_xid: str | None,
+    output: str | None = None,
+    error: str | None = None,
+) -> Callable[[sa.Connection], bool]:
+    """DBOS's end of a workflow on SQLite, to run in a caller's transaction: whether it
+    landed (the PENDING row this execution owns), its output written only then."""
     owned = owner_xid is not None
     keys = {"wf_id": workflow_id, "new_status": status, **({"owner": owner_xid} if owned else {})}
     output_values = {
@@ -123,12 +146,7 @@ def _outcome(
         _execute_prepared(self, c, "upsert_workflow_output", output_values, lambda: _upsert(self))
         return True
 
-    def alone() -> bool:
-        with self.engine.begin() as c:
-            return write(c)
-
-    # with other workflows' starts and ends that meet it (``dbos_writes.py``)
-    return combiner_of(self.engine).run(write, alone)
+    return write
 
 
 def _outcome_update(self: SystemDatabase, *, owned: bool) -> Any:

@@ -24,7 +24,9 @@ DBOS's own API):
   workflow body to the write of its outcome, a step to its record) with
   ``Pending.then(next)``, which runs ``lambda: next`` in a thread only to get ``next``
   back: a round trip through the thread pool per workflow and per step that does nothing.
-  ``then`` here calls ``next`` as DBOS's ``_wrap`` then does, with the hop left out.
+  ``then`` here calls ``next`` as DBOS's ``_wrap`` then does, with the hop left out. A
+  workflow's end there writes on the event loop's thread when it may
+  (``dbos_loop_start.py``), as its start does.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from dbos._outcome import DeferredResult, Pending
 from dbos._registrations import DBOSFuncInfo, DBOSFuncType, get_config_name, get_dbos_class_name
 from dbos._sys_db import SystemDatabase, WorkflowStatuses, WorkflowStatusInternal, db_retry
 
+from eve.sessions.dbos_loop_start import WorkflowEnd, prepare_loop_writes
 from eve.sessions.dbos_writes import combiner_of
 from eve.sessions.pg_pools import checked_without_ping
 
@@ -76,11 +79,13 @@ def without_pings(dbos: DBOS) -> None:
 
 
 def prepare_workflow_starts() -> None:
-    """Install both overrides (idempotent)."""
+    """Install the overrides (idempotent), and those that may run a workflow's start and
+    end writes on the loop (``dbos_loop_start.py``)."""
     dbos_core.get_dbos_class_name = _class_name  # type: ignore[attr-defined]
     dbos_core.get_config_name = _config_name  # type: ignore[attr-defined]
     SystemDatabase.init_workflow = _init_workflow  # type: ignore[method-assign]
     Pending.then = _then  # type: ignore[method-assign]
+    prepare_loop_writes()
 
 
 def _then(
@@ -100,7 +105,10 @@ async def _chained(
         await dbos._configure_asyncio_thread_pool()
     try:
         value = await func()
-        result = await asyncio.to_thread(after, lambda: value)
+        if isinstance(after, WorkflowEnd):  # a workflow's end: its write on the loop if it may
+            result = cast(R, await after.returned(value))
+        else:
+            result = await asyncio.to_thread(after, lambda: value)
     except asyncio.CancelledError:
         dbos_logger.warning(f"Asyncio task cancelled for workflow or step {func}")
         raise

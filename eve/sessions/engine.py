@@ -36,6 +36,7 @@ from eve.sessions.dbos_data import (
     stop_summarising,
     summarise_repeats,
 )
+from eve.sessions.dbos_loop_writes import stop_writes_on_loop, writes_on_loop
 from eve.sessions.dbos_sqlite import prepare_sqlite_writes
 from eve.sessions.dbos_start import DBOS_ENGINE_KWARGS, prepare_workflow_starts, without_pings
 from eve.sessions.idle_timer import is_idle_timer
@@ -208,6 +209,8 @@ class DurableEngine:
         self.launched_at = datetime.now(UTC)
         DBOS.launch()
         without_pings(_get_dbos_instance())
+        if self._system_engine is not None and self.settings.dbos_writes_on_loop:
+            writes_on_loop(self._system_engine)  # SQLite's: dbos_loop_writes.py
         lane_requests(loop_writes=self.settings.loop_writes)
         await register_turn_queue()
         queue = await DBOS.retrieve_queue_async(TURN_QUEUE)
@@ -265,6 +268,8 @@ class DurableEngine:
             await asyncio.to_thread(self.pickup.stop)
             self.pickup = None
         await _end_bodies()
+        if self._system_engine is not None:
+            stop_writes_on_loop(self._system_engine)
         await asyncio.to_thread(DBOS.destroy, destroy_registry=False)
         try:
             # nothing of this id runs here now: another process may take it at once

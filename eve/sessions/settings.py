@@ -19,6 +19,7 @@ BUSY_TIMEOUT_ENV = "EVE_SQLITE_BUSY_TIMEOUT"
 MAX_QUEUED_ENV = "EVE_MAX_QUEUED_TURNS"
 TURN_LIMIT_ENV = "EVE_TURN_LIMIT"
 LOOP_WRITES_ENV = "EVE_LOOP_WRITES"
+DBOS_ON_LOOP_ENV = "EVE_DBOS_WRITES_ON_LOOP"
 #: ``EVE_TURN_LIMIT`` read: adaptive, none, or a fixed number of places (``turn_limit.py``)
 TurnLimitSetting = Literal["auto", "off"] | int
 #: where the embedded databases live, under the app root; ignored by git and ``--check``
@@ -53,6 +54,9 @@ class SessionSettings:
     #: on SQLite, the turns' groupable writes run on the event loop's thread when eve's file
     #: is free at once (``loop_writes.py``); off: all in the writer lane's thread
     loop_writes: bool = False
+    #: a workflow's start and end writes on the serving loop's thread when DBOS's SQLite
+    #: file is free at once (``dbos_loop_writes.py``); never on PostgreSQL
+    dbos_writes_on_loop: bool = True
 
     @property
     def is_postgres(self) -> bool:
@@ -101,6 +105,7 @@ def resolve_settings(
             sqlite_synchronous=_synchronous(env.get(SYNCHRONOUS_ENV, "NORMAL")),
             sqlite_busy_timeout=_busy_timeout(env.get(BUSY_TIMEOUT_ENV, "30")),
             loop_writes=loop_writes(env.get(LOOP_WRITES_ENV, "")),
+            dbos_writes_on_loop=dbos_writes_on_loop(env.get(DBOS_ON_LOOP_ENV, "")),
         )
     if not url.startswith(("postgresql://", "postgres://")):
         raise DatabaseUnavailable(
@@ -160,6 +165,12 @@ def max_queued_turns(raw: str) -> int | None:
     return int(value)
 
 
+def dbos_writes_on_loop(raw: str) -> bool:
+    """``EVE_DBOS_WRITES_ON_LOOP`` read: unset, empty or ``on`` is on; ``off`` runs every
+    write of DBOS's in a thread."""
+    return _on_or_off(DBOS_ON_LOOP_ENV, raw)
+
+
 def turn_limit(raw: str) -> TurnLimitSetting:
     """``EVE_TURN_LIMIT`` read: unset, empty or ``off`` is no limit."""
     value = raw.strip().lower()
@@ -179,9 +190,15 @@ def loop_writes(raw: str) -> bool:
     the event loop's thread when eve's SQLite file is free (``loop_writes.py``); ``off``
     leaves them all to the writer lane's thread. PostgreSQL has no writer lane: there it is
     never on."""
+    return _on_or_off(LOOP_WRITES_ENV, raw)
+
+
+def _on_or_off(name: str, raw: str) -> bool:
+    """The setting ``name``'s value ``raw``: unset, empty or ``on`` is True (eve's default),
+    ``off`` False; ``ServerConfigError`` for anything else."""
     value = raw.strip().lower()
     if value in ("", "on"):
         return True
     if value == "off":
         return False
-    raise ServerConfigError(f"{LOOP_WRITES_ENV} must be on or off (eve's default on), not {raw!r}")
+    raise ServerConfigError(f"{name} must be on or off (eve's default on), not {raw!r}")

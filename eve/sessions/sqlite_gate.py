@@ -42,9 +42,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from sqlalchemy.pool import Pool
 
 from eve.sessions.database_errors import failing_fast
 from eve.sessions.sqlite_requests import RequestSignal
@@ -67,6 +69,9 @@ REQUEST_PATIENCE_SECONDS = 0.01
 _LOOK_PAUSE = 0.0005
 #: the context's transactions are a message's claim that waited already (``claims_first``)
 _CLAIM_FIRST: ContextVar[bool] = ContextVar("eve_claim_first", default=False)
+#: the gate ``gate_writes`` put an engine's writes through, by its pool (which the engines
+#: ``execution_options`` derives share with it: DBOS's ``SystemDatabase.engine`` is one)
+_GATES: WeakKeyDictionary[Pool, SqliteGate] = WeakKeyDictionary()
 
 
 class SqliteGate:
@@ -290,10 +295,23 @@ def gate_writes(engine: Engine, gate: SqliteGate, *, patience: float, busy_timeo
         if record.info.pop(_HOLDS, False):
             gate._release()
 
+    _GATES[engine.pool] = gate
     sa.event.listen(engine, "before_cursor_execute", before)
     _after_ending(engine, let_go)
     sa.event.listen(engine, "checkin", returned)
     sa.event.listen(engine, "invalidate", returned)
+
+
+def write_gate(engine: Engine) -> SqliteGate | None:
+    """The gate ``gate_writes`` put ``engine``'s writes through, if it did."""
+    return _GATES.get(engine.pool)
+
+
+def gate_taken_by_caller(connection: sa.Connection) -> None:
+    """``connection``'s transaction, begun by its caller (``BEGIN IMMEDIATE``) with the gate
+    held (``held_within``), passes ``gate_writes``'s gate and its lock-taking until it ends:
+    its caller lets the gate go (``dbos_loop_writes.py``)."""
+    connection.info[_HOLDS] = False  # False: ending it lets no gate go
 
 
 def _after_ending(engine: Engine, then: Callable[[Any], None]) -> None:

@@ -124,7 +124,7 @@ def test_what_the_claim_raises_is_raised_and_nothing_is_committed(claims: LoopCl
 
 def test_its_connection_never_checkpoints_and_serves_one_thread(claims: LoopClaims) -> None:
     assert claims.claim(SESSION, _turn) == 0
-    raw = claims._connection.connection.dbapi_connection  # type: ignore[union-attr]
+    raw = claims._own.opened.connection.dbapi_connection  # type: ignore[union-attr]
     assert raw.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
     assert raw.execute("PRAGMA busy_timeout").fetchone() == (0,)
     found: list[object] = []
@@ -133,7 +133,7 @@ def test_its_connection_never_checkpoints_and_serves_one_thread(claims: LoopClai
     elsewhere.join()
     assert found == [NOT_NOW]
     claims.close()
-    assert claims._connection is None
+    assert claims._own.opened is None
 
 
 def test_a_message_is_claimed_on_the_loop_or_in_a_thread_and_says_where(

@@ -252,15 +252,10 @@ class GroupConnection:
         if self.connection is not None:
             return self.connection
         try:
-            connection = engine.connect()
-        except Exception:
-            return None
-        try:
-            # (outside the gate: the statement lets go of the interpreter's lock, and on a
+            # (outside the gate: its statement lets go of the interpreter's lock, and on a
             # busy worker waits up to a switch interval to get it back)
-            connection.connection.dbapi_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
+            connection = busy_handler_off(engine)
         except Exception:
-            given_up(connection)
             return None
         # a statement SQLAlchemy runs on it in a group comes after the rows the group
         # kept to insert (``group_inserts.py``)
@@ -282,6 +277,21 @@ def _flush_first(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
     shared: SharedTransaction | None = getattr(_current, "shared", None)
     if shared is not None:
         shared.flush_for(sql)
+
+
+def busy_handler_off(engine: Engine, *pragmas: str) -> Connection:
+    """A connection of ``engine``'s pool with SQLite's busy handler off (its caller tries
+    ``BEGIN IMMEDIATE`` in pauses of its own, or once) and ``pragmas`` run on it; given up
+    if they fail (what they raised is raised). Never back to the pool (``given_up``)."""
+    connection = engine.connect()
+    raw: Any = connection.connection.dbapi_connection
+    try:
+        for pragma in ("busy_timeout=0", *pragmas):
+            raw.execute(f"PRAGMA {pragma}")
+    except BaseException:
+        given_up(connection)
+        raise
+    return connection
 
 
 def given_up(connection: Connection) -> None:

@@ -7,14 +7,12 @@ where another caller would meet its busy handler off."""
 
 from __future__ import annotations
 
-import sqlite3
 import weakref
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from eve.sessions.group_commit import given_up
+from eve.sessions.group_commit import busy_handler_off, given_up
 
 
 class LoopConnection:
@@ -36,15 +34,7 @@ class LoopConnection:
             engine = self._engine()
             if engine is None:
                 raise sa.exc.InvalidRequestError("the engine is gone")
-            connection = engine.connect()
-            raw: Any = connection.connection.dbapi_connection
-            try:
-                raw.execute("PRAGMA busy_timeout=0")
-                raw.execute("PRAGMA wal_autocheckpoint=0")
-            except sqlite3.Error:
-                given_up(connection)
-                raise
-            self._connection = connection
+            self._connection = busy_handler_off(engine, "wal_autocheckpoint=0")
         return self._connection
 
     def undo(self, root: sa.RootTransaction) -> None:
